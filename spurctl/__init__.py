@@ -1,0 +1,3 @@
+"""spurctl: keep a Spur GPU cluster honest."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from spurctl.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Generated protobuf/gRPC code for Spur's `slurm` API subset (see slurm.proto)."""
