@@ -1,0 +1,451 @@
+"""spurctl's JSON documents: inventory, snapshot, and the job/node records in them.
+
+Each document carries "schema". Readers validate at the edge and raise
+DocumentError naming what is wrong; writers emit RFC 3339 UTC times and state
+names ("RUNNING", "DRAIN"). Job and node records keep Spur's proto field names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from spurctl.errors import DocumentError
+from spurctl.model import (
+    Allocation,
+    ControllerView,
+    Device,
+    Gpu,
+    Holding,
+    Inventory,
+    Job,
+    JobState,
+    Node,
+    NodeState,
+    ResourceSet,
+    Watermark,
+    WatermarkSource,
+    format_time,
+    parse_time,
+)
+
+INVENTORY_SCHEMA = "spurctl.inventory/v1"
+SNAPSHOT_SCHEMA = "spurctl.snapshot/v1"
+
+
+# -- small typed accessors -------------------------------------------------
+
+
+def _int(d: dict[str, Any], key: str, *, where: str, default: int | None = 0) -> int:
+    value = d.get(key, default)
+    if value is None and default is None:
+        raise DocumentError(f"{where}: missing integer field {key!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DocumentError(f"{where}: field {key!r} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _opt_int(d: dict[str, Any], key: str, *, where: str) -> int | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DocumentError(f"{where}: field {key!r} must be a non-negative integer or null")
+    return value
+
+
+def _str(d: dict[str, Any], key: str, *, where: str, default: str = "") -> str:
+    value = d.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise DocumentError(f"{where}: field {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _time(d: dict[str, Any], key: str, *, where: str) -> Any:
+    try:
+        return parse_time(d.get(key))
+    except ValueError as exc:
+        raise DocumentError(f"{where}: field {key!r} is not an RFC 3339 time ({exc})") from None
+
+
+def _int_list(d: dict[str, Any], key: str, *, where: str) -> tuple[int, ...]:
+    value = d.get(key) or []
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
+        raise DocumentError(f"{where}: field {key!r} must be a list of non-negative integers")
+    return tuple(value)
+
+
+def _obj(value: Any, *, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DocumentError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _enum_name(value: Any, enum_cls: type[JobState] | type[NodeState], *, where: str) -> Any:
+    if isinstance(value, str):
+        name = value.upper()
+        for prefix in ("JOB_", "NODE_"):
+            name = name.removeprefix(prefix)
+        try:
+            return enum_cls[name]
+        except KeyError:
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_cls(value)
+        except ValueError:
+            pass
+    raise DocumentError(f"{where}: unknown {enum_cls.__name__} {value!r}")
+
+
+# -- resources -------------------------------------------------------------
+
+
+def allocation_to_dict(a: Allocation) -> dict[str, Any]:
+    return {
+        "cpus": a.cpus,
+        "memory_mb": a.memory_mb,
+        "devices": {
+            name: {"devices": [{"device_id": d.device_id, "count": d.count} for d in devs]}
+            for name, devs in a.devices.items()
+        },
+    }
+
+
+def allocation_from_dict(d: Any, *, where: str) -> Allocation:
+    if d is None:
+        return Allocation()
+    d = _obj(d, where=where)
+    devices: dict[str, tuple[Device, ...]] = {}
+    for name, entry in _obj(d.get("devices") or {}, where=where).items():
+        entry = _obj(entry, where=f"{where}: devices[{name}]")
+        items = entry.get("devices") or []
+        if not isinstance(items, list):
+            raise DocumentError(f"{where}: devices[{name}].devices must be a list")
+        devices[name] = tuple(
+            Device(
+                _int(_obj(x, where=where), "device_id", where=where),
+                _int(x, "count", where=where, default=1),
+            )
+            for x in items
+        )
+    return Allocation(
+        cpus=_int(d, "cpus", where=where),
+        memory_mb=_int(d, "memory_mb", where=where),
+        devices=devices,
+    )
+
+
+def resource_set_to_dict(r: ResourceSet) -> dict[str, Any]:
+    return {
+        "cpus": r.cpus,
+        "memory_mb": r.memory_mb,
+        "gpus": [
+            {"device_id": g.device_id, "gpu_type": g.gpu_type, "memory_mb": g.memory_mb}
+            for g in r.gpus
+        ],
+        "generic": dict(r.generic),
+    }
+
+
+def resource_set_from_dict(d: Any, *, where: str) -> ResourceSet:
+    if d is None:
+        return ResourceSet()
+    d = _obj(d, where=where)
+    gpus = d.get("gpus") or []
+    if not isinstance(gpus, list):
+        raise DocumentError(f"{where}: gpus must be a list")
+    generic = _obj(d.get("generic") or {}, where=where)
+    return ResourceSet(
+        cpus=_int(d, "cpus", where=where),
+        memory_mb=_int(d, "memory_mb", where=where),
+        gpus=tuple(
+            Gpu(
+                _int(_obj(g, where=where), "device_id", where=where),
+                _str(g, "gpu_type", where=where),
+                _int(g, "memory_mb", where=where),
+            )
+            for g in gpus
+        ),
+        generic={str(k): _int(generic, k, where=where) for k in generic},
+    )
+
+
+# -- jobs and nodes ----------------------------------------------------------
+
+
+def job_to_dict(j: Job) -> dict[str, Any]:
+    return {
+        "job_id": j.job_id,
+        "name": j.name,
+        "user": j.user,
+        "uid": j.uid,
+        "partition": j.partition,
+        "account": j.account,
+        "state": j.state.name,
+        "state_reason": j.state_reason,
+        "submit_time": format_time(j.submit_time),
+        "start_time": format_time(j.start_time),
+        "end_time": format_time(j.end_time),
+        "num_nodes": j.num_nodes,
+        "num_tasks": j.num_tasks,
+        "nodelist": j.nodelist,
+        "resources": allocation_to_dict(j.resources),
+        "array_job_id": j.array_job_id,
+        "array_task_id": j.array_task_id,
+    }
+
+
+def job_from_dict(d: Any, *, where: str) -> Job:
+    d = _obj(d, where=where)
+    return Job(
+        job_id=_int(d, "job_id", where=where, default=None),
+        state=_enum_name(d.get("state"), JobState, where=where),
+        nodelist=_str(d, "nodelist", where=where),
+        name=_str(d, "name", where=where),
+        user=_str(d, "user", where=where),
+        uid=_int(d, "uid", where=where),
+        partition=_str(d, "partition", where=where),
+        account=_str(d, "account", where=where),
+        state_reason=_str(d, "state_reason", where=where),
+        submit_time=_time(d, "submit_time", where=where),
+        start_time=_time(d, "start_time", where=where),
+        end_time=_time(d, "end_time", where=where),
+        num_nodes=_int(d, "num_nodes", where=where),
+        num_tasks=_int(d, "num_tasks", where=where),
+        resources=allocation_from_dict(d.get("resources"), where=where),
+        array_job_id=_int(d, "array_job_id", where=where),
+        array_task_id=_int(d, "array_task_id", where=where),
+    )
+
+
+def node_to_dict(n: Node) -> dict[str, Any]:
+    return {
+        "name": n.name,
+        "state": n.state.name,
+        "state_reason": n.state_reason,
+        "partitions": list(n.partitions),
+        "total_resources": resource_set_to_dict(n.total),
+        "alloc_resources": allocation_to_dict(n.alloc),
+        "boot_time": format_time(n.boot_time),
+        "last_busy": format_time(n.last_busy),
+        "slurmd_start_time": format_time(n.agent_start_time),
+        "labels": dict(n.labels),
+    }
+
+
+def node_from_dict(d: Any, *, where: str) -> Node:
+    d = _obj(d, where=where)
+    name = _str(d, "name", where=where)
+    if not name:
+        raise DocumentError(f"{where}: node record without a name")
+    partitions = d.get("partitions") or []
+    if not isinstance(partitions, list):
+        raise DocumentError(f"{where}: partitions must be a list")
+    labels = _obj(d.get("labels") or {}, where=where)
+    return Node(
+        name=name,
+        state=_enum_name(d.get("state"), NodeState, where=where),
+        state_reason=_str(d, "state_reason", where=where),
+        partitions=tuple(str(p) for p in partitions),
+        total=resource_set_from_dict(d.get("total_resources"), where=where),
+        alloc=allocation_from_dict(d.get("alloc_resources"), where=where),
+        boot_time=_time(d, "boot_time", where=where),
+        last_busy=_time(d, "last_busy", where=where),
+        agent_start_time=_time(d, "slurmd_start_time", where=where),
+        labels={str(k): str(v) for k, v in labels.items()},
+    )
+
+
+# -- inventory -----------------------------------------------------------------
+
+
+def holding_to_dict(h: Holding) -> dict[str, Any]:
+    return {
+        "job_id": h.job_id,
+        "cpus": h.cpus,
+        "memory_mb": h.memory_mb,
+        "gpus": list(h.gpus),
+        "pids": list(h.pids),
+        "started_at": format_time(h.started_at),
+    }
+
+
+def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
+    return {
+        "schema": INVENTORY_SCHEMA,
+        "node": inv.node,
+        "collected_at": format_time(inv.collected_at),
+        "source": inv.source,
+        "error": inv.error,
+        "held": [holding_to_dict(h) for h in inv.held],
+    }
+
+
+def inventory_from_dict(d: Any, *, where: str) -> Inventory:
+    d = _obj(d, where=where)
+    schema = d.get("schema")
+    if schema != INVENTORY_SCHEMA:
+        raise DocumentError(
+            f"{where}: schema is {schema!r}, expected {INVENTORY_SCHEMA!r} "
+            "(produce it with `spurctl node-inventory`)"
+        )
+    node = _str(d, "node", where=where)
+    if not node:
+        raise DocumentError(f"{where}: inventory without a node name")
+    error = d.get("error")
+    if error is not None and not isinstance(error, str):
+        raise DocumentError(f"{where}: field 'error' must be a string or null")
+    held_raw = d.get("held") or []
+    if not isinstance(held_raw, list):
+        raise DocumentError(f"{where}: field 'held' must be a list")
+    held = []
+    for i, h in enumerate(held_raw):
+        hw = f"{where}: held[{i}]"
+        h = _obj(h, where=hw)
+        held.append(
+            Holding(
+                job_id=_int(h, "job_id", where=hw, default=None),
+                cpus=_opt_int(h, "cpus", where=hw),
+                memory_mb=_opt_int(h, "memory_mb", where=hw),
+                gpus=_int_list(h, "gpus", where=hw),
+                pids=_int_list(h, "pids", where=hw),
+                started_at=_time(h, "started_at", where=hw),
+            )
+        )
+    return Inventory(
+        node=node,
+        collected_at=_time(d, "collected_at", where=where),
+        source=_str(d, "source", where=where),
+        error=error,
+        held=tuple(held),
+    )
+
+
+def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
+    """Inventories from a JSON document, a JSON array of them, or JSON Lines."""
+    stripped = text.strip()
+    if not stripped:
+        return
+    if stripped.startswith("["):
+        try:
+            docs = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise DocumentError(f"{name}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        for i, doc in enumerate(docs):
+            yield inventory_from_dict(doc, where=f"{name}: item {i + 1}")
+        return
+    try:
+        yield inventory_from_dict(json.loads(stripped), where=name)
+        return
+    except json.JSONDecodeError:
+        pass  # not one document: JSON Lines
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DocumentError(f"{name}: line {lineno}: not valid JSON ({exc.msg})") from None
+        yield inventory_from_dict(doc, where=f"{name}: line {lineno}")
+
+
+def dump_json(doc: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(doc, indent=indent, sort_keys=False, ensure_ascii=False)
+
+
+# -- snapshot ------------------------------------------------------------------
+
+
+def snapshot_to_dict(view: ControllerView, watermark: Watermark) -> dict[str, Any]:
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "controller": {
+            "address": view.address,
+            "version": view.version,
+            "taken_at": format_time(view.taken_at),
+        },
+        "taken_at": format_time(view.taken_at),
+        "watermark": {"value": watermark.value, "source": str(watermark.source)},
+        "view": {
+            "complete": view.complete,
+            "jobs_seen": len(view.jobs),
+            "jobs_total": view.jobs_total,
+        },
+        "jobs": [job_to_dict(j) for j in view.jobs.values()],
+        "nodes": [node_to_dict(n) for n in view.nodes.values()],
+    }
+
+
+def snapshot_from_dict(d: Any, *, where: str) -> tuple[ControllerView, Watermark]:
+    d = _obj(d, where=where)
+    if d.get("schema") != SNAPSHOT_SCHEMA:
+        raise DocumentError(
+            f"{where}: schema is {d.get('schema')!r}, expected {SNAPSHOT_SCHEMA!r} "
+            "(save one with `spurctl snapshot -o FILE`)"
+        )
+    ctl = _obj(d.get("controller") or {}, where=f"{where}: controller")
+    view_meta = _obj(d.get("view") or {}, where=f"{where}: view")
+    wm = _obj(d.get("watermark") or {}, where=f"{where}: watermark")
+    jobs_raw, nodes_raw = d.get("jobs"), d.get("nodes")
+    if not isinstance(jobs_raw, list) or not isinstance(nodes_raw, list):
+        raise DocumentError(f"{where}: 'jobs' and 'nodes' must be lists")
+    jobs: dict[int, Job] = {}
+    for i, j in enumerate(jobs_raw):
+        job = job_from_dict(j, where=f"{where}: jobs[{i}]")
+        jobs[job.job_id] = job
+    nodes: dict[str, Node] = {}
+    for i, n in enumerate(nodes_raw):
+        node = node_from_dict(n, where=f"{where}: nodes[{i}]")
+        nodes[node.name] = node
+    taken_at = _time(d, "taken_at", where=where)
+    if taken_at is None:
+        raise DocumentError(f"{where}: missing 'taken_at'")
+    view = ControllerView(
+        address=_str(ctl, "address", where=where),
+        version=_str(ctl, "version", where=where),
+        taken_at=taken_at,
+        jobs=jobs,
+        nodes=nodes,
+        jobs_total=_int(view_meta, "jobs_total", where=where, default=len(jobs)),
+    )
+    watermark = Watermark(
+        _int(wm, "value", where=f"{where}: watermark", default=view.estimated_watermark()),
+        WatermarkSource.SNAPSHOT,
+    )
+    return view, watermark
+
+
+def read_snapshot(path: Path) -> tuple[ControllerView, Watermark]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise DocumentError(f"cannot read snapshot {path}: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError(
+            f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); "
+            "save a fresh one with `spurctl snapshot -o FILE`"
+        ) from None
+    return snapshot_from_dict(doc, where=str(path))
+
+
+def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:
+    """Index inventories by node; the latest collected wins when a node repeats."""
+    out: dict[str, Inventory] = {}
+    for inv in invs:
+        prev = out.get(inv.node)
+        if prev is None or (inv.collected_at or _EPOCH) >= (prev.collected_at or _EPOCH):
+            out[inv.node] = inv
+    return out
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,0 +1,18 @@
+"""Errors an operator can act on.
+
+A SpurctlError ends the command with its message as one line on stderr and
+exit status 2. The message says what is wrong and how to fix it, and never
+carries a secret.
+"""
+
+from __future__ import annotations
+
+
+class SpurctlError(Exception):
+    """Bad usage, bad input, an unreachable controller: exit 2 with one line."""
+
+    exit_code = 2
+
+
+class DocumentError(SpurctlError):
+    """A JSON document (inventory, snapshot, agent map) is malformed."""

@@ -1,0 +1,296 @@
+"""The plain data spurctl reasons about: the controller's view and what agents hold.
+
+Sources (gRPC, snapshot files, inventories) convert into these types once, at
+the edge; nothing past the edge sees a protobuf message or a raw dict. All times
+are timezone-aware UTC datetimes or None when unknown.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+
+class JobState(enum.IntEnum):
+    """Spur's JobState, numbered as on the wire (proto names carry a JOB_ prefix)."""
+
+    PENDING = 0
+    RUNNING = 1
+    COMPLETING = 2
+    COMPLETED = 3
+    FAILED = 4
+    CANCELLED = 5
+    TIMEOUT = 6
+    NODE_FAIL = 7
+    PREEMPTED = 8
+    SUSPENDED = 9
+    DEADLINE = 10
+    OUT_OF_MEMORY = 11
+    REQUEUED = 12
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    @property
+    def active(self) -> bool:
+        return self in ACTIVE_STATES
+
+
+# spur-core job.rs: PREEMPTED and REQUEUED are deliberately not terminal (the
+# job may run again under the same id).
+TERMINAL_STATES = frozenset(
+    {
+        JobState.COMPLETED,
+        JobState.FAILED,
+        JobState.CANCELLED,
+        JobState.TIMEOUT,
+        JobState.NODE_FAIL,
+        JobState.DEADLINE,
+        JobState.OUT_OF_MEMORY,
+    }
+)
+ACTIVE_STATES = frozenset({JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED})
+NOT_STARTED_STATES = frozenset({JobState.PENDING, JobState.PREEMPTED, JobState.REQUEUED})
+
+
+class NodeState(enum.IntEnum):
+    """Spur's NodeState, numbered as on the wire (proto names carry a NODE_ prefix)."""
+
+    IDLE = 0
+    ALLOCATED = 1
+    MIXED = 2
+    DOWN = 3
+    DRAIN = 4
+    DRAINING = 5
+    ERROR = 6
+    UNKNOWN = 7
+    SUSPENDED = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One allocated device of a gres (e.g. GPU 3), with its count."""
+
+    device_id: int
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """Spur's ResourceAllocations: cpus, memory and devices keyed by gres name."""
+
+    cpus: int = 0
+    memory_mb: int = 0
+    devices: dict[str, tuple[Device, ...]] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        """How many GPUs this allocation holds (the sum of the "gpu" gres counts)."""
+        return sum(d.count for d in self.devices.get("gpu", ()))
+
+    @property
+    def empty(self) -> bool:
+        return self.cpus == 0 and self.memory_mb == 0 and not any(self.devices.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    device_id: int
+    gpu_type: str = ""
+    memory_mb: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSet:
+    """Spur's ResourceSet: what a node has in total."""
+
+    cpus: int = 0
+    memory_mb: int = 0
+    gpus: tuple[Gpu, ...] = ()
+    generic: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One job as the controller reports it (JobInfo)."""
+
+    job_id: int
+    state: JobState
+    nodelist: str = ""
+    name: str = ""
+    user: str = ""
+    uid: int = 0
+    partition: str = ""
+    account: str = ""
+    state_reason: str = ""
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    num_nodes: int = 0
+    num_tasks: int = 0
+    resources: Allocation = field(default_factory=Allocation)
+    array_job_id: int = 0
+    array_task_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node as the controller reports it (NodeInfo)."""
+
+    name: str
+    state: NodeState
+    state_reason: str = ""
+    partitions: tuple[str, ...] = ()
+    total: ResourceSet = field(default_factory=ResourceSet)
+    alloc: Allocation = field(default_factory=Allocation)
+    boot_time: datetime | None = None
+    last_busy: datetime | None = None
+    agent_start_time: datetime | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class WatermarkSource(enum.StrEnum):
+    FLAG = "flag"
+    ESTIMATED = "estimated"
+    SNAPSHOT = "snapshot"
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    """The lowest job id the controller has not issued (or a lower bound of it).
+
+    Spur does not expose next_job_id; max(tracked id) + 1 is a lower bound, and a
+    lower watermark only ever spares more ids.
+    """
+
+    value: int
+    source: WatermarkSource
+
+
+@dataclass(slots=True)
+class ControllerView:
+    """What the controller said, at one moment.
+
+    `jobs_total` is JobMetrics.total, which counts every job regardless of the
+    caller; when GetJobs returned fewer (a credential-scoped answer), the view is
+    incomplete and an absent id proves nothing on its own.
+    """
+
+    address: str
+    version: str
+    taken_at: datetime
+    jobs: dict[int, Job]
+    nodes: dict[str, Node]
+    jobs_total: int
+
+    @property
+    def complete(self) -> bool:
+        return len(self.jobs) >= self.jobs_total
+
+    def estimated_watermark(self) -> int:
+        return max(self.jobs, default=0) + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One job a node agent holds, as its node inventory saw it."""
+
+    job_id: int
+    cpus: int | None = None
+    memory_mb: int | None = None
+    gpus: tuple[int, ...] = ()
+    pids: tuple[int, ...] = ()
+    started_at: datetime | None = None
+
+    @property
+    def live(self) -> bool:
+        """A process of this job is still running on the node."""
+        return bool(self.pids)
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """What one node holds (`spurctl.inventory/v1`); `error` set when it could not be read."""
+
+    node: str
+    collected_at: datetime | None
+    source: str
+    error: str | None = None
+    held: tuple[Holding, ...] = ()
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_time(value: datetime | None) -> str | None:
+    """RFC 3339 UTC with a Z suffix, seconds precision unless sub-second is set."""
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    text = value.isoformat(timespec="microseconds" if value.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """Parse an RFC 3339 time; a naive one is taken as UTC. Raises ValueError."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"expected an RFC 3339 time string, got {text!r}")
+    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+class Kind(enum.StrEnum):
+    """What a finding is (CONTRACT.md, "Findings")."""
+
+    TERMINAL_HELD = "terminal-held"
+    ACTIVE_ELSEWHERE = "active-elsewhere"
+    BELOW_WATERMARK_UNKNOWN = "below-watermark-unknown"
+    ABOVE_WATERMARK_UNKNOWN = "above-watermark-unknown"
+    UNVERIFIABLE = "unverifiable"
+    MID_COMMIT = "mid-commit"
+    NOT_STARTED = "not-started"
+    HEALTHY = "healthy"
+    LOST_ON_NODE = "lost-on-node"
+    PHANTOM_ALLOC = "phantom-alloc"
+    EXCESS_ALLOC = "excess-alloc"
+    NAME_MISMATCH = "name-mismatch"
+    ID_REUSE_SUSPECTED = "id-reuse-suspected"
+    AGENT_UNREACHABLE = "agent-unreachable"
+
+
+class Action(enum.StrEnum):
+    RECLAIM = "reclaim"
+    INVESTIGATE = "investigate"
+    SPARE = "spare"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One discrepancy (or, with --all, one healthy holding) and what to do about it.
+
+    `reason` is one sentence an operator can read aloud: the job, the node and
+    the evidence. `live` is set for holdings: whether a process still runs.
+    """
+
+    node: str
+    job_id: int | None
+    kind: Kind
+    action: Action
+    reason: str
+    live: bool | None = None
+    controller_state: str | None = None
+    allocated_nodes: str | None = None
+    gpus: tuple[int, ...] = ()
+    pids: tuple[int, ...] = ()
+
+    @property
+    def needs_action(self) -> bool:
+        return self.action in (Action.RECLAIM, Action.INVESTIGATE)
