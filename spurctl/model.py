@@ -294,3 +294,35 @@ class Finding:
     @property
     def needs_action(self) -> bool:
         return self.action in (Action.RECLAIM, Action.INVESTIGATE)
+
+
+@dataclass(slots=True)
+class AuditReport:
+    """Everything `spurctl audit` concluded, ready for any renderer.
+
+    `notes` are sentences the operator must see before the findings (an
+    incomplete controller view, findings withheld, a snapshot's limits).
+    """
+
+    controller_address: str
+    controller_version: str
+    taken_at: datetime
+    watermark: Watermark
+    view_complete: bool
+    jobs_seen: int
+    jobs_total: int
+    findings: list[Finding]
+    nodes_in_scope: int
+    nodes_inventoried: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def by_kind(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for f in self.findings:
+            counts[f.kind.value] = counts.get(f.kind.value, 0) + 1
+        return counts
+
+    @property
+    def needs_action(self) -> int:
+        return sum(1 for f in self.findings if f.needs_action)
