@@ -1,0 +1,263 @@
+"""The controller client: Spur's SlurmController over gRPC, made safe to lean on.
+
+- Several endpoints (HA): reads go to the first that answers; a follower's
+  "not the Raft leader" with an `x-spur-leader` hint is followed for writes.
+- A deadline on every RPC, no 4 MiB receive cap (a 200,000-job answer is ~30 MB).
+- Every failure becomes one SpurctlError line naming the endpoint and what failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import grpc
+from google.protobuf import empty_pb2
+
+from spurctl.config import Connection, normalize_url
+from spurctl.errors import SpurctlError
+from spurctl.model import ControllerView, Job, Node, utcnow
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.proto import slurm_pb2_grpc as pb_grpc
+from spurctl.wire import job_from_pb, node_from_pb
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", -1),
+]
+LEADER_HEADER = "x-spur-leader"
+# Retryable on another endpoint: the endpoint is down, unreachable or too slow.
+_ENDPOINT_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_MAX_LEADER_HOPS = 3
+
+
+def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
+    """A short, secret-free description of why a call failed."""
+    code = err.code() if isinstance(err, grpc.Call) else None
+    details = (err.details() if isinstance(err, grpc.Call) else "") or ""
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return f"no answer within {timeout:g} s (raise --timeout if it is just slow)"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        first = details.splitlines()[0] if details else "unavailable"
+        return f"unreachable ({first})"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return (
+            f"credential rejected ({details or 'unauthenticated'}); "
+            "check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
+        )
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return f"permission denied ({details}); an admin credential may be needed"
+    name = code.name if code is not None else "error"
+    return f"{name}: {details}" if details else name
+
+
+def leader_hint(err: grpc.RpcError) -> str | None:
+    """The leader address a follower put in its answer's metadata, if any."""
+    if not isinstance(err, grpc.Call):
+        return None
+    for md in (err.trailing_metadata(), err.initial_metadata()):
+        for key, value in md or ():
+            if key.lower() == LEADER_HEADER and value:
+                return value if isinstance(value, str) else value.decode()
+    return None
+
+
+class ControllerClient:
+    """SlurmController calls with failover, leader-following and deadlines."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._urls = list(conn.controllers)
+        self._channels: dict[str, grpc.Channel] = {}
+        self._stubs: dict[str, pb_grpc.SlurmControllerStub] = {}
+        self._metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {conn.token}"),) if conn.token else ()
+        )
+        self.address: str = self._urls[0]
+
+    def close(self) -> None:
+        for ch in self._channels.values():
+            ch.close()
+        self._channels.clear()
+        self._stubs.clear()
+
+    def __enter__(self) -> ControllerClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- plumbing --------------------------------------------------------------
+
+    def _stub(self, url: str) -> pb_grpc.SlurmControllerStub:
+        stub = self._stubs.get(url)
+        if stub is None:
+            scheme, _, target = url.partition("://")
+            if scheme == "https":
+                creds = grpc.ssl_channel_credentials(root_certificates=self._conn.tls_ca)
+                channel = grpc.secure_channel(target, creds, options=CHANNEL_OPTIONS)
+            else:
+                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+            self._channels[url] = channel
+            stub = self._stubs[url] = pb_grpc.SlurmControllerStub(channel)
+        return stub
+
+    def _order(self) -> list[str]:
+        """The endpoint that last answered first, then the rest in configured order."""
+        return [self.address] + [u for u in self._urls if u != self.address]
+
+    def _invoke(self, url: str, method: str, request: Any) -> Any:
+        return getattr(self._stub(url), method)(
+            request, timeout=self._conn.timeout, metadata=self._metadata
+        )
+
+    def read(self, method: str, request: Any) -> Any:
+        """A read: the first endpoint that answers serves it."""
+        failures: list[str] = []
+        for url in self._order():
+            try:
+                answer = self._invoke(url, method, request)
+            except grpc.RpcError as err:
+                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                    failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
+                    continue
+                raise self._failure(url, method, err) from None
+            self.address = url
+            return answer
+        raise SpurctlError(self._all_failed(method, failures))
+
+    def write(self, method: str, request: Any) -> Any:
+        """A write: must reach the Raft leader; a follower's hint is followed."""
+        failures: list[str] = []
+        tried: set[str] = set()
+        queue = self._order()
+        hops = 0
+        while queue:
+            url = queue.pop(0)
+            if url in tried:
+                continue
+            tried.add(url)
+            try:
+                answer = self._invoke(url, method, request)
+            except grpc.RpcError as err:
+                hint = leader_hint(err)
+                if hint and hops < _MAX_LEADER_HOPS:
+                    hops += 1
+                    leader = normalize_url(hint)
+                    if leader not in self._urls:
+                        self._urls.append(leader)
+                    failures.append(f"{url}: not the leader, redirected to {leader}")
+                    queue.insert(0, leader)
+                    continue
+                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                    failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
+                    continue
+                raise self._failure(url, method, err) from None
+            self.address = url
+            return answer
+        raise SpurctlError(self._all_failed(method, failures))
+
+    def _failure(self, url: str, method: str, err: grpc.RpcError) -> SpurctlError:
+        return SpurctlError(
+            f"controller {url} failed {method}: {describe_rpc_error(err, self._conn.timeout)}"
+        )
+
+    def _all_failed(self, method: str, failures: Sequence[str]) -> str:
+        which = "the controller" if len(self._urls) == 1 else "no controller endpoint"
+        verb = "did not answer" if len(self._urls) == 1 else "answered"
+        return (
+            f"{which} {verb} {method}: {'; '.join(failures)}; "
+            "check --controller / SPUR_CONTROLLER_ADDR and that spurctld is running"
+        )
+
+    # -- the calls spurctl makes ----------------------------------------------------
+
+    def ping(self) -> pb.PingResponse:
+        return self.read("Ping", empty_pb2.Empty())
+
+    def get_jobs(self) -> dict[int, Job]:
+        answer = self.read("GetJobs", pb.GetJobsRequest())
+        return {j.job_id: job_from_pb(j) for j in answer.jobs}
+
+    def get_nodes(self) -> dict[str, Node]:
+        answer = self.read("GetNodes", pb.GetNodesRequest())
+        return {n.name: node_from_pb(n) for n in answer.nodes}
+
+    def jobs_total(self) -> int:
+        return int(self.read("GetJobMetrics", empty_pb2.Empty()).total)
+
+    def get_job(self, job_id: int) -> Job | None:
+        """The job, or None when the controller answers NOT_FOUND (untracked)."""
+        return self._get_job_failover(job_id)
+
+    def confirm(self, job_ids: Iterable[int], *, batch: int = 64) -> dict[int, Job | None]:
+        """GetJob for each id, in parallel batches: Job, or None for NOT_FOUND."""
+        ids = sorted(set(job_ids))
+        out: dict[int, Job | None] = {}
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            url = self.address
+            stub = self._stub(url)
+            futures = [
+                (
+                    i,
+                    stub.GetJob.future(
+                        pb.GetJobRequest(job_id=i),
+                        timeout=self._conn.timeout,
+                        metadata=self._metadata,
+                    ),
+                )
+                for i in chunk
+            ]
+            for job_id, fut in futures:
+                try:
+                    out[job_id] = job_from_pb(fut.result())
+                except grpc.RpcError as err:
+                    if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.NOT_FOUND:
+                        out[job_id] = None
+                        continue
+                    if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                        # One slow or lost endpoint must not fail the audit: retry
+                        # this id through the failover path.
+                        out[job_id] = self._get_job_failover(job_id)
+                        continue
+                    raise self._failure(url, "GetJob", err) from None
+        return out
+
+    def _get_job_failover(self, job_id: int) -> Job | None:
+        failures: list[str] = []
+        for url in self._order():
+            try:
+                answer = self._invoke(url, "GetJob", pb.GetJobRequest(job_id=job_id))
+            except grpc.RpcError as err:
+                if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.NOT_FOUND:
+                    return None
+                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                    failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
+                    continue
+                raise self._failure(url, "GetJob", err) from None
+            self.address = url
+            return job_from_pb(answer)
+        raise SpurctlError(self._all_failed("GetJob", failures))
+
+    def drain_node(self, name: str, reason: str) -> pb.DrainNodeResponse:
+        return self.write("DrainNode", pb.DrainNodeRequest(name=name, reason=reason))
+
+    def view(self) -> ControllerView:
+        """One consistent-enough picture: version, jobs, nodes, and the unscoped total.
+
+        JobMetrics is read after GetJobs: jobs submitted in between can only make
+        the view look incomplete (which spares more), never hide a scoped answer.
+        """
+        version = self.ping().version
+        jobs = self.get_jobs()
+        nodes = self.get_nodes()
+        total = self.jobs_total()
+        return ControllerView(
+            address=self.address,
+            version=version,
+            taken_at=utcnow(),
+            jobs=jobs,
+            nodes=nodes,
+            jobs_total=total,
+        )

@@ -1,0 +1,263 @@
+"""Where spurctl finds the cluster: controller addresses, credentials, agent addresses.
+
+Resolution order follows Spur's own CLI (CONTRACT.md "Connecting"): a flag (or its
+environment variable, which Typer folds into the flag) wins, then spur.conf, then
+the built-in default. Secrets are read here and never echoed back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from spurctl.errors import SpurctlError
+
+DEFAULT_CONF = Path("/etc/spur/spur.conf")
+DEFAULT_CONTROLLER = "http://localhost:6817"
+DEFAULT_CONTROLLER_PORT = 6817
+DEFAULT_AGENT_PORT = 6818
+
+
+@dataclass(frozen=True, slots=True)
+class SpurConf:
+    """The few spur.conf settings spurctl reads."""
+
+    path: Path | None = None
+    controller_hosts: tuple[str, ...] = ()
+    controller_port: int = DEFAULT_CONTROLLER_PORT
+    first_job_id: int = 1
+    jwt_key: str | None = field(default=None, repr=False)
+    auth_mode: str | None = None
+    agent_port: int = DEFAULT_AGENT_PORT
+    job_info_visibility: str = "redacted"
+
+
+def _port_of(listen_addr: str, default: int) -> int:
+    _, sep, port = listen_addr.rpartition(":")
+    if not sep or not port.isdigit():
+        return default
+    return int(port)
+
+
+def load_conf(path: Path | None) -> SpurConf:
+    """Read spur.conf. An explicit path must exist; the default is used only if present."""
+    if path is None:
+        if not DEFAULT_CONF.is_file():
+            return SpurConf()
+        path = DEFAULT_CONF
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpurctlError(
+            f"cannot read spur.conf {path}: {exc.strerror}; pass --conf PATH or unset SPUR_CONF"
+        ) from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8", errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpurctlError(
+            f"{path} is not valid TOML ({exc}); fix the file or pass --conf"
+        ) from None
+
+    def section(name: str) -> dict[str, Any]:
+        value = doc.get(name, {})
+        if not isinstance(value, dict):
+            raise SpurctlError(f"{path}: [{name}] must be a table")
+        return value
+
+    controller, auth, network = section("controller"), section("auth"), section("network")
+    hosts = controller.get("hosts", [])
+    if isinstance(hosts, str):
+        hosts = [hosts]
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise SpurctlError(f"{path}: [controller] hosts must be a list of host names")
+    agent_port = network.get("agent_port", DEFAULT_AGENT_PORT)
+    if not isinstance(agent_port, int) or not 0 < agent_port < 65536:
+        raise SpurctlError(f"{path}: [network] agent_port must be a port number")
+    jwt_key = auth.get("jwt_key")
+    if jwt_key is not None and not isinstance(jwt_key, str):
+        raise SpurctlError(f"{path}: [auth] jwt_key must be a string")
+    first = controller.get("first_job_id", 1)
+    return SpurConf(
+        path=path,
+        controller_hosts=tuple(hosts),
+        controller_port=_port_of(str(controller.get("listen_addr", "")), DEFAULT_CONTROLLER_PORT),
+        first_job_id=first if isinstance(first, int) else 1,
+        jwt_key=jwt_key or None,
+        auth_mode=str(auth["mode"]) if "mode" in auth else None,
+        agent_port=agent_port,
+        job_info_visibility=str(controller.get("job_info_visibility", "redacted")),
+    )
+
+
+def normalize_url(address: str, default_port: int = DEFAULT_CONTROLLER_PORT) -> str:
+    """'ctl1' -> 'http://ctl1:6817'; keeps an explicit scheme and port."""
+    address = address.strip()
+    if not address:
+        raise SpurctlError("empty controller address; use --controller http://HOST:6817")
+    if "://" not in address:
+        address = "http://" + address
+    parts = urlsplit(address)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SpurctlError(
+            f"bad controller address {address!r}; use http://HOST:PORT or https://HOST:PORT"
+        )
+    try:
+        port = parts.port or default_port
+    except ValueError:
+        raise SpurctlError(f"bad port in controller address {address!r}") from None
+    host = parts.hostname
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}:{port}"
+
+
+def controller_urls(flag: str | None, conf: SpurConf) -> list[str]:
+    """--controller / $SPUR_CONTROLLER_ADDR > spur.conf hosts + port > localhost."""
+    if flag:
+        urls = [normalize_url(a) for a in flag.split(",") if a.strip()]
+        if not urls:
+            raise SpurctlError("--controller is empty; give at least one http://HOST:PORT")
+        return urls
+    if conf.controller_hosts:
+        return [normalize_url(h, conf.controller_port) for h in conf.controller_hosts]
+    return [DEFAULT_CONTROLLER]
+
+
+def _warn(message: str) -> None:
+    print(f"spurctl: warning: {message}", file=sys.stderr)
+
+
+def resolve_token(
+    flag: str | None, home: Path | None = None, warn: Callable[[str], None] = _warn
+) -> str | None:
+    """--token / $SPUR_AUTH_TOKEN, else ~/.spur/token when only its owner can read it."""
+    if flag:
+        return flag.strip()
+    path = (home or Path.home()) / ".spur" / "token"
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        warn(
+            f"ignoring {path}: it is readable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); run `chmod 600 {path}`"
+        )
+        return None
+    try:
+        token = path.read_text().strip()
+    except OSError as exc:
+        warn(f"ignoring {path}: {exc.strerror}")
+        return None
+    return token or None
+
+
+def resolve_jwt_key(flag: Path | None, conf: SpurConf) -> str | None:
+    """The cluster key that mints the controller credential agents demand."""
+    if flag is not None:
+        try:
+            key = flag.read_text().strip()
+        except OSError as exc:
+            raise SpurctlError(
+                f"cannot read --jwt-key-file {flag}: {exc.strerror}; "
+                "check the path and that you may read it"
+            ) from None
+        if not key:
+            raise SpurctlError(f"--jwt-key-file {flag} is empty; it must hold the cluster jwt_key")
+        return key
+    return conf.jwt_key
+
+
+def load_agent_map(path: Path) -> dict[str, str]:
+    """A JSON or TOML object mapping node name -> "host:port"."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpurctlError(f"cannot read --agent-map {path}: {exc.strerror}") from None
+    doc: Any
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            raise SpurctlError(
+                f"--agent-map {path} is neither JSON nor TOML; "
+                'write an object like {"gpu017": "10.0.3.17:6818"}'
+            ) from None
+    if not isinstance(doc, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.rpartition(":")[2].isdigit()
+        for k, v in doc.items()
+    ):
+        raise SpurctlError(
+            f'--agent-map {path} must map node names to "host:port" strings, '
+            'e.g. {"gpu017": "10.0.3.17:6818"}'
+        )
+    return dict(doc)
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Everything needed to talk to one cluster, resolved once per command."""
+
+    controllers: tuple[str, ...]
+    token: str | None = field(default=None, repr=False)
+    jwt_key: str | None = field(default=None, repr=False)
+    agent_port: int = DEFAULT_AGENT_PORT
+    agent_map: dict[str, str] = field(default_factory=dict)
+    timeout: float = 10.0
+    tls_ca: bytes | None = field(default=None, repr=False)
+    conf: SpurConf = field(default_factory=SpurConf)
+
+    def agent_address(self, node: str) -> str:
+        return self.agent_map.get(node) or f"{node}:{self.agent_port}"
+
+    def secrets(self) -> list[str]:
+        """Values that must never appear in output, logs or the journal."""
+        return [s for s in (self.token, self.jwt_key) if s]
+
+
+def connect_settings(
+    *,
+    controller: str | None = None,
+    conf_path: Path | None = None,
+    token: str | None = None,
+    jwt_key_file: Path | None = None,
+    agent_port: int | None = None,
+    agent_map: Path | None = None,
+    timeout: float = 10.0,
+    tls_ca: Path | None = None,
+    home: Path | None = None,
+) -> Connection:
+    conf = load_conf(conf_path if conf_path is not None else _env_path("SPUR_CONF"))
+    ca: bytes | None = None
+    if tls_ca is not None:
+        try:
+            ca = tls_ca.read_bytes()
+        except OSError as exc:
+            raise SpurctlError(f"cannot read --tls-ca {tls_ca}: {exc.strerror}") from None
+    if timeout <= 0:
+        raise SpurctlError("--timeout must be a positive number of seconds")
+    return Connection(
+        controllers=tuple(controller_urls(controller, conf)),
+        token=resolve_token(token, home),
+        jwt_key=resolve_jwt_key(jwt_key_file, conf),
+        agent_port=agent_port or conf.agent_port,
+        agent_map=load_agent_map(agent_map) if agent_map else {},
+        timeout=timeout,
+        tls_ca=ca,
+        conf=conf,
+    )
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value) if value else None
