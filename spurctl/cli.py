@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from spurctl import __version__
-from spurctl.errors import SpurctlError
+from spurctl.errors import SpurctlError, redact
+
+if TYPE_CHECKING:
+    from spurctl.config import Connection
 
 app = typer.Typer(
     name="spurctl",
@@ -101,6 +104,83 @@ TlsCaOpt = Annotated[
 ]
 
 
+def connection(
+    *,
+    controller: str | None,
+    conf: Path | None,
+    token: str | None,
+    jwt_key_file: Path | None = None,
+    agent_port: int | None = None,
+    agent_map: Path | None = None,
+    timeout: float = 10.0,
+    tls_ca: Path | None = None,
+) -> Connection:
+    from spurctl.config import connect_settings
+
+    return connect_settings(
+        controller=controller,
+        conf_path=conf,
+        token=token,
+        jwt_key_file=jwt_key_file,
+        agent_port=agent_port,
+        agent_map=agent_map,
+        timeout=timeout,
+        tls_ca=tls_ca,
+    )
+
+
+def write_output(text: str, output: Path | None) -> None:
+    """Write to FILE atomically (never a half-written document), or stdout."""
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    import os
+    import tempfile
+
+    directory = output.parent if str(output.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, output)
+    except OSError as exc:
+        raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+# -- snapshot --------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: spurctl snapshot -o /var/tmp/spur-$(date +%F).json",
+)
+def snapshot(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to save the snapshot.")],
+    controller: ControllerOpt = None,
+    conf: ConfOpt = None,
+    token: TokenOpt = None,
+    timeout: TimeoutOpt = 10.0,
+    tls_ca: TlsCaOpt = None,
+) -> None:
+    """Save the controller's view (jobs, nodes, watermark, completeness) for offline audits."""
+    from spurctl.client import ControllerClient
+    from spurctl.documents import dump_json, snapshot_to_dict
+    from spurctl.model import Watermark, WatermarkSource
+
+    conn = connection(controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca)
+    with ControllerClient(conn) as client:
+        view = client.view()
+    watermark = Watermark(view.estimated_watermark(), WatermarkSource.ESTIMATED)
+    write_output(dump_json(snapshot_to_dict(view, watermark)) + "\n", output)
+    state = "complete" if view.complete else f"INCOMPLETE ({len(view.jobs)} of {view.jobs_total})"
+    print(
+        f"saved {len(view.jobs):,} jobs and {len(view.nodes):,} nodes from {view.address} "
+        f"(view {state}) to {output}",
+        file=sys.stderr,
+    )
+
+
 def main() -> None:
     """Console entry point: one clear line and exit 2 for every operator error."""
     try:
@@ -109,9 +189,20 @@ def main() -> None:
         if _state["debug"]:
             import traceback
 
-            traceback.print_exc()
-        print(f"spurctl: error: {exc}", file=sys.stderr)
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        print(f"spurctl: error: {redact(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("spurctl: interrupted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:  # an operator never gets a bare traceback without --debug
+        if _state["debug"]:
+            import traceback
+
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        print(
+            f"spurctl: internal error: {type(exc).__name__}: {redact(str(exc))} "
+            "(rerun with --debug for a traceback and report it)",
+            file=sys.stderr,
+        )
+        sys.exit(2)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from spurctl.errors import SpurctlError
+from spurctl.errors import SpurctlError, register_secret
 
 DEFAULT_CONF = Path("/etc/spur/spur.conf")
 DEFAULT_CONTROLLER = "http://localhost:6817"
@@ -246,10 +246,15 @@ def connect_settings(
             raise SpurctlError(f"cannot read --tls-ca {tls_ca}: {exc.strerror}") from None
     if timeout <= 0:
         raise SpurctlError("--timeout must be a positive number of seconds")
+    resolved_token = resolve_token(token, home)
+    key = resolve_jwt_key(jwt_key_file, conf)
+    register_secret(resolved_token)
+    register_secret(key)
+    register_secret(conf.jwt_key)
     return Connection(
         controllers=tuple(controller_urls(controller, conf)),
-        token=resolve_token(token, home),
-        jwt_key=resolve_jwt_key(jwt_key_file, conf),
+        token=resolved_token,
+        jwt_key=key,
         agent_port=agent_port or conf.agent_port,
         agent_map=load_agent_map(agent_map) if agent_map else {},
         timeout=timeout,

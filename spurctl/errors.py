@@ -16,3 +16,18 @@ class SpurctlError(Exception):
 
 class DocumentError(SpurctlError):
     """A JSON document (inventory, snapshot, agent map) is malformed."""
+
+
+_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so that no message spurctl prints can carry it."""
+    if value and len(value) >= 4:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, "<redacted>")
+    return text

@@ -1,0 +1,158 @@
+"""`spurctl audit` as a library call: sources in, an AuditReport out.
+
+The steps, each explainable: read the controller (or a snapshot), read what the
+agents hold, ask the controller about every held id its bulk answer left out
+(only when that answer was incomplete), fix the watermark, classify.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spurctl.documents import inventories_by_node, parse_inventory_text
+from spurctl.errors import SpurctlError
+from spurctl.model import (
+    AuditReport,
+    ControllerView,
+    Inventory,
+    Job,
+    Watermark,
+    WatermarkSource,
+)
+
+if TYPE_CHECKING:
+    from spurctl.client import ControllerClient
+
+INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def load_inventories(sources: Sequence[str]) -> list[Inventory]:
+    """Inventories from files, directories of files, or '-' (stdin); JSON or JSON Lines."""
+    out: list[Inventory] = []
+    for source in sources:
+        if source == "-":
+            out.extend(parse_inventory_text(sys.stdin.read(), name="<stdin>"))
+            continue
+        path = Path(source)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in INVENTORY_SUFFIXES)
+            if not files:
+                raise SpurctlError(
+                    f"--inventory {path} holds no .json or .jsonl files; "
+                    "write them with `spurctl collect -o FILE`"
+                )
+        elif path.exists():
+            files = [path]
+        else:
+            raise SpurctlError(f"--inventory {path}: no such file or directory")
+        for f in files:
+            try:
+                text = f.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SpurctlError(f"cannot read inventory {f}: {exc}") from None
+            out.extend(parse_inventory_text(text, name=str(f)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AuditInputs:
+    """Everything a decision was made from; saving these reproduces the audit."""
+
+    view: ControllerView
+    inventories: dict[str, Inventory]
+    watermark: Watermark
+    confirmed: dict[int, Job | None]
+    scope: frozenset[str] | None
+    offline: bool
+
+
+def held_ids_missing(view: ControllerView, inventories: Iterable[Inventory]) -> set[int]:
+    return {h.job_id for inv in inventories for h in inv.held if h.job_id not in view.jobs}
+
+
+def gather(
+    view: ControllerView,
+    inventories: Iterable[Inventory],
+    *,
+    client: ControllerClient | None,
+    watermark_flag: int | None = None,
+    snapshot_watermark: Watermark | None = None,
+    scope: frozenset[str] | None = None,
+) -> AuditInputs:
+    """Confirm what the bulk view could not, then fix the watermark.
+
+    A complete view proves absence by itself. An incomplete one (a scoped
+    credential) proves nothing: every held id it lacks is asked about with GetJob,
+    and only NOT_FOUND counts as untracked. Offline (a snapshot) nothing can be
+    asked, so those ids stay unverifiable.
+    """
+    by_node = inventories_by_node(inventories)
+    confirmed: dict[int, Job | None] = {}
+    if not view.complete and client is not None:
+        missing = held_ids_missing(view, by_node.values())
+        if missing:
+            confirmed = client.confirm(missing)
+    if watermark_flag is not None:
+        if watermark_flag < 1:
+            raise SpurctlError("--watermark must be a positive job id")
+        watermark = Watermark(watermark_flag, WatermarkSource.FLAG)
+    elif snapshot_watermark is not None:
+        watermark = snapshot_watermark
+    else:
+        seen = max(view.jobs, default=0)
+        found = max((i for i, j in confirmed.items() if j is not None), default=0)
+        watermark = Watermark(max(seen, found) + 1, WatermarkSource.ESTIMATED)
+    return AuditInputs(
+        view=view,
+        inventories=by_node,
+        watermark=watermark,
+        confirmed=confirmed,
+        scope=scope,
+        offline=client is None,
+    )
+
+
+def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
+    from spurctl.classify import classify
+
+    view = inputs.view
+    result = classify(
+        view,
+        inputs.inventories,
+        watermark=inputs.watermark.value,
+        confirmed=inputs.confirmed,
+        scope=inputs.scope,
+        include_healthy=include_healthy,
+    )
+    notes: list[str] = []
+    if not view.complete:
+        how = (
+            "held ids it lacks were checked one by one with GetJob; only NOT_FOUND counts "
+            "as untracked"
+            if not inputs.offline
+            else "this is a saved snapshot, so GetJob cannot confirm anything: held ids "
+            "it lacks are unverifiable and spared"
+        )
+        notes.append(
+            f"controller view is INCOMPLETE: GetJobs returned {len(view.jobs):,} of "
+            f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user, admins "
+            f"too); {how}."
+        )
+    notes.extend(result.notes)
+    return AuditReport(
+        controller_address=view.address,
+        controller_version=view.version,
+        taken_at=view.taken_at,
+        watermark=inputs.watermark,
+        view_complete=view.complete,
+        jobs_seen=len(view.jobs),
+        jobs_total=view.jobs_total,
+        findings=result.findings,
+        nodes_in_scope=result.nodes_in_scope,
+        nodes_inventoried=result.nodes_inventoried,
+        notes=notes,
+    )

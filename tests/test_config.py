@@ -1,0 +1,116 @@
+"""Connection settings resolve as Spur's own CLI does, and secrets stay secret."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from spurctl.config import (
+    controller_urls,
+    load_agent_map,
+    load_conf,
+    resolve_jwt_key,
+    resolve_token,
+)
+from spurctl.errors import SpurctlError
+
+
+def write_token(home: Path, mode: int, value: str = "tok-abc") -> Path:
+    (home / ".spur").mkdir()
+    path = home / ".spur" / "token"
+    path.write_text(value + "\n")
+    os.chmod(path, mode)
+    return path
+
+
+def test_token_file_with_mode_0600_is_used(tmp_path: Path) -> None:
+    write_token(tmp_path, 0o600)
+    assert resolve_token(None, tmp_path) == "tok-abc"
+
+
+def test_token_file_readable_by_others_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    write_token(tmp_path, 0o644)
+    warnings: list[str] = []
+    assert resolve_token(None, tmp_path, warnings.append) is None
+    assert len(warnings) == 1
+    assert "chmod 600" in warnings[0]
+    assert "tok-abc" not in warnings[0]
+
+
+def test_flag_token_wins_over_file(tmp_path: Path) -> None:
+    write_token(tmp_path, 0o600)
+    assert resolve_token("from-flag", tmp_path) == "from-flag"
+
+
+def test_no_token_anywhere_is_none(tmp_path: Path) -> None:
+    assert resolve_token(None, tmp_path) is None
+
+
+def test_controller_from_conf_hosts_and_listen_port(tmp_path: Path) -> None:
+    conf_path = tmp_path / "spur.conf"
+    conf_path.write_text(
+        'cluster_name = "c"\n[controller]\nhosts = ["ctl1", "ctl2"]\n'
+        'listen_addr = "0.0.0.0:7817"\n[network]\nagent_port = 7818\n'
+        '[auth]\njwt_key = "k3y-secret"\n'
+    )
+    conf = load_conf(conf_path)
+    assert controller_urls(None, conf) == ["http://ctl1:7817", "http://ctl2:7817"]
+    assert conf.agent_port == 7818
+    assert resolve_jwt_key(None, conf) == "k3y-secret"
+    # The flag (or SPUR_CONTROLLER_ADDR) wins over spur.conf.
+    assert controller_urls("https://a:1,b", conf) == ["https://a:1", "http://b:6817"]
+
+
+def test_default_controller_is_localhost() -> None:
+    from spurctl.config import SpurConf
+
+    assert controller_urls(None, SpurConf()) == ["http://localhost:6817"]
+
+
+def test_explicit_conf_that_is_missing_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SpurctlError, match=r"cannot read spur\.conf"):
+        load_conf(tmp_path / "nope.conf")
+
+
+def test_malformed_conf_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "spur.conf"
+    bad.write_text("[controller\n")
+    with pytest.raises(SpurctlError, match=re.escape(str(bad))):
+        load_conf(bad)
+
+
+def test_bad_controller_address_is_refused() -> None:
+    from spurctl.config import SpurConf
+
+    with pytest.raises(SpurctlError, match="bad controller address"):
+        controller_urls("ftp://x", SpurConf())
+
+
+def test_agent_map_json_and_toml(tmp_path: Path) -> None:
+    j = tmp_path / "map.json"
+    j.write_text('{"gpu017": "10.0.0.17:6818"}')
+    t = tmp_path / "map.toml"
+    t.write_text('gpu018 = "10.0.0.18:6818"\n')
+    assert load_agent_map(j) == {"gpu017": "10.0.0.17:6818"}
+    assert load_agent_map(t) == {"gpu018": "10.0.0.18:6818"}
+
+
+def test_agent_map_that_is_not_a_map_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "map.json"
+    bad.write_text('["gpu017"]')
+    with pytest.raises(SpurctlError, match="must map node names"):
+        load_agent_map(bad)
+    with pytest.raises(SpurctlError, match="cannot read --agent-map"):
+        load_agent_map(tmp_path / "missing.json")
+
+
+def test_jwt_key_file_empty_or_missing(tmp_path: Path) -> None:
+    from spurctl.config import SpurConf
+
+    empty = tmp_path / "key"
+    empty.write_text("\n")
+    with pytest.raises(SpurctlError, match="is empty"):
+        resolve_jwt_key(empty, SpurConf())
+    with pytest.raises(SpurctlError, match="cannot read --jwt-key-file"):
+        resolve_jwt_key(tmp_path / "missing", SpurConf())
