@@ -7,6 +7,7 @@ that use them, so `spurctl --help` and `--version` stay fast.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -16,7 +17,11 @@ from spurctl import __version__
 from spurctl.errors import SpurctlError, redact
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from spurctl.audit import AuditInputs
     from spurctl.config import Connection
+    from spurctl.model import AuditReport, Inventory
 
 app = typer.Typer(
     name="spurctl",
@@ -179,6 +184,288 @@ def snapshot(
         f"(view {state}) to {output}",
         file=sys.stderr,
     )
+
+
+# -- audit -----------------------------------------------------------------------
+
+NodesOpt = Annotated[
+    str | None,
+    typer.Option("--nodes", help="Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200])."),
+]
+InventoryOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--inventory",
+        help="Inventory file, directory of files, or - (JSON or JSON Lines). Repeatable.",
+    ),
+]
+CollectOpt = Annotated[
+    bool, typer.Option("--collect", help="Gather inventories live (see `spurctl collect`).")
+]
+CommandOpt = Annotated[
+    str,
+    typer.Option(
+        "--command",
+        help="With --collect: command run per node, %h = node name.",
+    ),
+]
+FanoutOpt = Annotated[int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1)]
+FormatOpt = Annotated[
+    str, typer.Option("--format", help="table, json, csv, markdown or prometheus.")
+]
+DEFAULT_COLLECT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
+
+
+@dataclass
+class Sources:
+    """Where an audit's two halves come from, as the operator chose them."""
+
+    nodes: str | None
+    inventory: list[str] | None
+    collect: bool
+    command: str
+    fanout: int
+    snapshot: Path | None = None
+
+
+def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
+    """Inventories from files or a live collect; exactly one of the two."""
+    from spurctl.audit import load_inventories
+
+    if src.collect and src.inventory:
+        fail("use --inventory or --collect, not both")
+    if src.inventory:
+        return load_inventories(src.inventory)
+    if src.collect:
+        from spurctl.collect import collect
+        from spurctl.hostlist import parse_scope
+
+        targets = sorted(parse_scope(src.nodes) if src.nodes else view_nodes)
+        return collect(targets, command=src.command, fanout=src.fanout, timeout=timeout)
+    fail(
+        "no inventories: pass --inventory FILE|DIR|- or --collect "
+        "(no Spur RPC lists what an agent holds)"
+    )
+
+
+def run_audit_sources(
+    src: Sources, conn: Connection | None, *, watermark: int | None, include_healthy: bool
+) -> tuple[AuditReport, AuditInputs]:
+    from spurctl.audit import audit, gather
+    from spurctl.hostlist import parse_scope
+
+    scope = parse_scope(src.nodes) if src.nodes else None
+    if src.snapshot is not None:
+        from spurctl.documents import read_snapshot
+
+        view, saved_watermark = read_snapshot(src.snapshot)
+        holdings = gather_holdings(src, view.nodes, 60.0)
+        inputs = gather(
+            view,
+            holdings,
+            client=None,
+            watermark_flag=watermark,
+            snapshot_watermark=saved_watermark,
+            scope=scope,
+        )
+    else:
+        from spurctl.client import ControllerClient
+
+        assert conn is not None
+        with ControllerClient(conn) as client:
+            view = client.view()
+            holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
+            inputs = gather(view, holdings, client=client, watermark_flag=watermark, scope=scope)
+    return audit(inputs, include_healthy=include_healthy), inputs
+
+
+@app.command(
+    epilog="Example: spurctl audit --nodes gpu[001-128] --inventory inv.jsonl --format table",
+)
+def audit(
+    nodes: NodesOpt = None,
+    inventory: InventoryOpt = None,
+    collect: CollectOpt = False,
+    command: CommandOpt = DEFAULT_COLLECT_COMMAND,
+    fanout: FanoutOpt = 64,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option("--snapshot", help="Audit a saved controller snapshot instead of live."),
+    ] = None,
+    watermark: Annotated[
+        int | None, typer.Option("--watermark", help="Override the estimated watermark.")
+    ] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also list healthy rows.")] = False,
+    fmt: FormatOpt = "table",
+    controller: ControllerOpt = None,
+    conf: ConfOpt = None,
+    token: TokenOpt = None,
+    timeout: TimeoutOpt = 10.0,
+    tls_ca: TlsCaOpt = None,
+) -> None:
+    """Compare the controller's view with what agents hold; print findings with reasons."""
+    from spurctl.render import check_format, print_audit
+
+    check_format(fmt)
+    src = Sources(nodes, inventory, collect, command, fanout, snapshot)
+    conn = None
+    if snapshot is None:
+        conn = connection(
+            controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca
+        )
+    report, _ = run_audit_sources(src, conn, watermark=watermark, include_healthy=show_all)
+    print_audit(report, fmt)
+    raise typer.Exit(1 if report.needs_action else 0)
+
+
+# -- reclaim ---------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: spurctl reclaim --node gpu017 --collect --dry-run",
+)
+def reclaim(
+    node: Annotated[
+        str, typer.Option("--node", help="Nodes to act on (Slurm hostlist, e.g. gpu[017,020]).")
+    ],
+    job: Annotated[
+        list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; send nothing.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not prompt.")] = False,
+    inventory: InventoryOpt = None,
+    collect: CollectOpt = False,
+    command: CommandOpt = DEFAULT_COLLECT_COMMAND,
+    fanout: FanoutOpt = 64,
+    journal_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--journal", help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl)."
+        ),
+    ] = None,
+    settle: Annotated[
+        float,
+        typer.Option(
+            "--settle", help="With --collect: seconds to wait before re-collecting.", min=0
+        ),
+    ] = 5.0,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
+    ] = 32,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    controller: ControllerOpt = None,
+    conf: ConfOpt = None,
+    token: TokenOpt = None,
+    jwt_key_file: JwtKeyOpt = None,
+    agent_port: AgentPortOpt = None,
+    agent_map: AgentMapOpt = None,
+    timeout: TimeoutOpt = 10.0,
+    tls_ca: TlsCaOpt = None,
+) -> None:
+    """Act on the reclaimable findings of these nodes: re-check, journal, cancel there only."""
+    from spurctl import reclaim as rc
+    from spurctl.agent import AgentPool
+    from spurctl.client import ControllerClient
+    from spurctl.hostlist import parse_scope
+    from spurctl.journal import Journal, default_path
+    from spurctl.render_reclaim import print_plan, print_run, print_unresolved
+
+    if fmt not in ("table", "json"):
+        fail(f"unknown format {fmt!r} for reclaim; use table or json")
+    scope = parse_scope(node)
+    conn = connection(
+        controller=controller,
+        conf=conf,
+        token=token,
+        jwt_key_file=jwt_key_file,
+        agent_port=agent_port,
+        agent_map=agent_map,
+        timeout=timeout,
+        tls_ca=tls_ca,
+    )
+    src = Sources(node, inventory, collect, command, fanout)
+    report, inputs = run_audit_sources(src, conn, watermark=None, include_healthy=False)
+    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes)
+    if unknown_nodes:
+        fail(
+            f"unknown node(s) {', '.join(unknown_nodes[:5])}: the controller has no such node; "
+            "check the names with `spurctl audit --all`"
+        )
+    entries = rc.plan(report, scope, job, conn.agent_address)
+    path = journal_path or default_path()
+    from spurctl.journal import unresolved
+
+    stale = unresolved(path)
+    if fmt == "table":
+        print_unresolved(stale)
+        print_plan(entries, report)
+    if dry_run:
+        if fmt == "json":
+            print_run(None, entries, report, fmt="json", dry_run=True)
+        raise typer.Exit(0)
+    if not entries:
+        if fmt == "json":
+            print_run(rc.ReclaimRun(), entries, report, fmt="json")
+        raise typer.Exit(0)
+    if conn.jwt_key is None and (conn.conf.auth_mode or "").lower() == "required":
+        fail(
+            "spur.conf says [auth] mode = required but no cluster key is configured: pass "
+            "--jwt-key-file, set SPUR_JWT_KEY_FILE, or set [auth] jwt_key"
+        )
+    if not yes:
+        live = sum(1 for e in entries if e.finding.live)
+        if not sys.stdin.isatty():
+            fail("refusing to reclaim without --yes: standard input is not a terminal")
+        question = (
+            f"Send {len(entries)} cancel(s) to {len({e.node for e in entries})} node(s), "
+            f"killing {live} live run(s)?"
+        )
+        if not typer.confirm(question, default=False):
+            print("nothing sent", file=sys.stderr)
+            raise typer.Exit(1)
+    agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
+    with Journal(path) as journal, ControllerClient(conn) as client:
+        for u in stale:
+            journal.outcome(
+                u.node,
+                u.job_id,
+                u.kind,
+                "failed",
+                "unknown: an earlier run was interrupted before recording this outcome; "
+                "check the node",
+            )
+        run = rc.execute(
+            entries,
+            jobs=client,
+            agents=agents,
+            journal=journal,
+            watermark=inputs.watermark.value,
+            concurrency=concurrency,
+        )
+        if collect and any(o.result is rc.Result.SENT for o in run.outcomes):
+            import time
+
+            from spurctl.collect import collect as collect_nodes
+
+            time.sleep(settle)
+            touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
+            again = collect_nodes(touched, command=command, fanout=fanout, timeout=60.0)
+            held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
+            rc.verify(run, held_now, settle)
+            for o in run.outcomes:
+                if o.detail.startswith("sent, but"):
+                    journal.outcome(
+                        o.entry.node,
+                        o.entry.job_id,
+                        o.entry.finding.kind.value,
+                        o.result.value,
+                        o.detail,
+                    )
+    agents.close()
+    print_run(run, entries, report, fmt=fmt)
+    raise typer.Exit(0 if run.ok else 1)
 
 
 def main() -> None:

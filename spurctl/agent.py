@@ -1,0 +1,71 @@
+"""The node agent's CancelJob: the only way spurctl ever stops a run.
+
+It is sent to ONE node's agent with signal 0 (graceful: SIGTERM, delayed
+SIGKILL, releases a still-launching reservation). Never the controller's
+CancelJob, which would cancel the job cluster-wide and kill a legitimate run
+on another node.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import grpc
+
+from spurctl.client import CHANNEL_OPTIONS, describe_rpc_error
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.proto import slurm_pb2_grpc as pb_grpc
+
+CONTROLLER_SUBJECT = "spurctld"
+GRACEFUL = 0
+
+
+class AgentError(Exception):
+    """A cancel that did not go through; the message is secret-free."""
+
+
+class AgentPool:
+    """One channel per agent address, shared by the threads sending cancels."""
+
+    def __init__(self, *, jwt_key: str | None, timeout: float) -> None:
+        self._jwt_key = jwt_key
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._stubs: dict[str, pb_grpc.SlurmAgentStub] = {}
+        self._channels: list[grpc.Channel] = []
+
+    def _stub(self, address: str) -> pb_grpc.SlurmAgentStub:
+        with self._lock:
+            stub = self._stubs.get(address)
+            if stub is None:
+                channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+                self._channels.append(channel)
+                stub = self._stubs[address] = pb_grpc.SlurmAgentStub(channel)
+            return stub
+
+    def _metadata(self) -> tuple[tuple[str, str], ...]:
+        if not self._jwt_key:
+            return ()
+        from spurctl.auth import mint
+
+        # Minted per call: short-lived (the agent checks exp), never stored.
+        token = mint(self._jwt_key, CONTROLLER_SUBJECT, lifetime_s=300)
+        return (("authorization", f"Bearer {token}"),)
+
+    def cancel(self, address: str, job_id: int) -> None:
+        """AgentCancelJob(job_id, signal 0) to this agent only; AgentError on failure."""
+        request = pb.AgentCancelJobRequest(job_id=job_id, signal=GRACEFUL)
+        try:
+            self._stub(address).CancelJob(request, timeout=self._timeout, metadata=self._metadata())
+        except grpc.RpcError as err:
+            why = describe_rpc_error(err, self._timeout)
+            if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAUTHENTICATED:
+                why = (
+                    f"agent refused the controller credential ({err.details()}); "
+                    "check --jwt-key-file / SPUR_JWT_KEY_FILE / spur.conf [auth] jwt_key"
+                )
+            raise AgentError(f"agent {address}: {why}") from None
+
+    def close(self) -> None:
+        for ch in self._channels:
+            ch.close()

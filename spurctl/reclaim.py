@@ -1,0 +1,212 @@
+"""`spurctl reclaim`: targeted, re-checked, journaled agent cancels.
+
+Plan = the audit's `reclaim` findings on the chosen nodes. Immediately before
+each send the entry is re-checked with a fresh GetJob (a requeue may have landed
+since the audit); one that no longer qualifies is skipped with its reason. Sends
+run in parallel across nodes and in order within a node, each journaled (intent
+before, outcome after, fsynced) so an interrupted run leaves an exact record.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+from spurctl.model import Action, AuditReport, Finding, Job, Kind
+
+if TYPE_CHECKING:
+    from spurctl.journal import Journal
+
+
+class Result(StrEnum):
+    SENT = "sent"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One planned cancel: this job on this node only, for the reason in `finding`."""
+
+    finding: Finding
+    address: str
+
+    @property
+    def node(self) -> str:
+        return self.finding.node
+
+    @property
+    def job_id(self) -> int:
+        assert self.finding.job_id is not None  # reclaim findings always name a job
+        return self.finding.job_id
+
+
+@dataclass(slots=True)
+class Outcome:
+    entry: Entry
+    result: Result
+    detail: str
+
+
+@dataclass(slots=True)
+class ReclaimRun:
+    outcomes: list[Outcome] = field(default_factory=list)
+    not_attempted: list[Entry] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.interrupted
+            and not self.not_attempted
+            and all(o.result is Result.SENT for o in self.outcomes)
+        )
+
+
+def plan(
+    report: AuditReport,
+    nodes: Iterable[str],
+    job_ids: Iterable[int] | None,
+    address_of: Callable[[str], str],
+) -> list[Entry]:
+    """The reclaimable findings on these nodes (and jobs), in node then job order."""
+    node_set = set(nodes)
+    wanted = set(job_ids) if job_ids else None
+    return [
+        Entry(f, address_of(f.node))
+        for f in sorted(report.findings, key=lambda f: (f.node, f.job_id or 0))
+        if f.action is Action.RECLAIM
+        and f.job_id is not None
+        and f.node in node_set
+        and (wanted is None or f.job_id in wanted)
+    ]
+
+
+class JobSource(Protocol):
+    def get_job(self, job_id: int) -> Job | None: ...
+
+
+class Canceller(Protocol):
+    def cancel(self, address: str, job_id: int) -> None: ...
+
+
+def recheck(entry: Entry, job: Job | None, watermark: int) -> str | None:
+    """None when the entry still qualifies for its kind; else why it is skipped.
+
+    The fresh GetJob answer must put the entry in exactly the arm it was
+    planned under; any other arm (a requeue, a restart onto this node, an id
+    that came back) spares it.
+    """
+    from spurctl.classify import controller_decision
+
+    now = controller_decision(entry.node, job, entry.job_id, watermark)
+    if now is entry.finding.kind:
+        return None
+    if job is None:
+        state = "untracked (NOT_FOUND)"
+    else:
+        where = f" on {job.nodelist}" if job.nodelist else " with no nodelist yet"
+        state = f"{job.state.name}{where}"
+    return (
+        f"no longer {entry.finding.kind.value}: job {entry.job_id} is now {state}, "
+        f"which reads as {now.value} for {entry.node}"
+    )
+
+
+def execute(
+    entries: Sequence[Entry],
+    *,
+    jobs: JobSource,
+    agents: Canceller,
+    journal: Journal,
+    watermark: int,
+    concurrency: int = 32,
+    stop: threading.Event | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> ReclaimRun:
+    """Re-check, journal and send each entry; parallel across nodes, ordered within one."""
+    from spurctl.agent import AgentError
+
+    stop = stop or threading.Event()
+    run = ReclaimRun()
+    lock = threading.Lock()
+    by_node: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_node.setdefault(e.node, []).append(e)
+
+    def record(outcome: Outcome) -> None:
+        journal.outcome(
+            outcome.entry.node,
+            outcome.entry.job_id,
+            outcome.entry.finding.kind.value,
+            outcome.result.value,
+            outcome.detail,
+        )
+        with lock:
+            run.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    def one_node(node_entries: list[Entry]) -> None:
+        for i, entry in enumerate(node_entries):
+            if stop.is_set():
+                with lock:
+                    run.not_attempted.extend(node_entries[i:])
+                return
+            kind = entry.finding.kind.value
+            journal.intent(entry.node, entry.job_id, kind)
+            try:
+                job = jobs.get_job(entry.job_id)
+            except Exception as exc:  # controller gone mid-run: never send unchecked
+                record(Outcome(entry, Result.SKIPPED, f"re-check failed, not sent: {exc}"))
+                continue
+            reason = recheck(entry, job, watermark)
+            if reason is not None:
+                record(Outcome(entry, Result.SKIPPED, reason))
+                continue
+            try:
+                agents.cancel(entry.address, entry.job_id)
+            except AgentError as exc:
+                record(Outcome(entry, Result.FAILED, str(exc)))
+                continue
+            record(
+                Outcome(entry, Result.SENT, f"agent {entry.address} accepted CancelJob signal 0")
+            )
+
+    workers = max(1, min(concurrency, len(by_node)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reclaim") as pool:
+        futures = [pool.submit(one_node, es) for es in by_node.values()]
+        try:
+            for f in futures:
+                f.result()
+        except KeyboardInterrupt:
+            # Ctrl-C: no new send starts; sends in flight finish and are journaled.
+            stop.set()
+            run.interrupted = True
+            for f in futures:
+                f.result()
+    order = {id(e): i for i, e in enumerate(entries)}
+    run.outcomes.sort(key=lambda o: order[id(o.entry)])
+    return run
+
+
+def verify(run: ReclaimRun, held_now: dict[str, set[int]], settle: float) -> None:
+    """Turn a SENT outcome into FAILED when the node still holds the job afterwards."""
+    for o in run.outcomes:
+        if o.result is Result.SENT and o.entry.job_id in held_now.get(o.entry.node, set()):
+            o.result = Result.FAILED
+            o.detail = (
+                f"sent, but {o.entry.node} still holds job {o.entry.job_id} "
+                f"{settle:g} s later; check the node"
+            )
+
+
+def kind_counts(entries: Iterable[Entry]) -> dict[Kind, int]:
+    out: dict[Kind, int] = {}
+    for e in entries:
+        out[e.finding.kind] = out.get(e.finding.kind, 0) + 1
+    return out
