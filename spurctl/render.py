@@ -370,7 +370,7 @@ _RENDERERS: dict[str, Callable[[AuditReport], str]] = {
 }
 
 
-def _check_format(fmt: str) -> None:
+def check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise SpurctlError(f"unknown format {fmt!r}; use table, json, csv, markdown or prometheus")
 
@@ -381,7 +381,7 @@ def render_audit(report: AuditReport, fmt: str, *, console_width: int | None = N
     `console_width` sets the table's width (default: $COLUMNS or the terminal's,
     else 80); the other formats ignore it.
     """
-    _check_format(fmt)
+    check_format(fmt)
     if fmt == "table":
         return _render_table(report, console_width)
     return _RENDERERS[fmt](report)
@@ -389,7 +389,7 @@ def render_audit(report: AuditReport, fmt: str, *, console_width: int | None = N
 
 def print_audit(report: AuditReport, fmt: str, file: TextIO | None = None) -> None:
     """Write the report to `file` (default stdout); the table is coloured on a terminal."""
-    _check_format(fmt)
+    check_format(fmt)
     out = sys.stdout if file is None else file
     if fmt == "table" and out.isatty():
         # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
