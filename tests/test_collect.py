@@ -420,3 +420,26 @@ def test_each_command_help_has_a_summary_and_an_example(command: str) -> None:
     run = spurctl(command, "--help")
     assert run.returncode == 0
     assert f"spurctl {command}" in run.stdout.split("Example:", 1)[1]
+
+
+def test_the_documented_gateway_topology_routes_every_node_through_a_gateway(
+    tmp_path: Path,
+) -> None:
+    from ClusterShell.NodeSet import NodeSet
+    from ClusterShell.Propagation import PropagationTreeRouter
+    from ClusterShell.Topology import TopologyParser
+
+    doc = (WORKTREE / "docs" / "collecting.md").read_text()
+    ini = doc.split("```ini\n", 1)[1].split("```", 1)[0]
+    conf = tmp_path / "topology.conf"
+    conf.write_text(textwrap.dedent(ini))
+
+    tree = TopologyParser(str(conf)).tree("admin1")
+    router = PropagationTreeRouter("admin1", tree)
+
+    assert tree.leaf_node_count() == 512
+    routed = NodeSet()
+    for gateway, nodes in router.dispatch(NodeSet("gpu[001-512]")):
+        assert gateway in NodeSet("gw[1-4]")
+        routed.update(nodes)
+    assert routed == NodeSet("gpu[001-512]")
