@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from spurctl import __version__
+from spurctl.collect import DEFAULT_COMMAND
 from spurctl.errors import SpurctlError
 
 app = typer.Typer(
@@ -185,7 +186,7 @@ def collect_command(
             help="Command run locally once per node, %h replaced by the node name; "
             "it must print the node's inventory.",
         ),
-    ] = "ssh -o BatchMode=yes %h spurctl node-inventory",
+    ] = DEFAULT_COMMAND,
     fanout: Annotated[
         int, typer.Option("--fanout", help="How many commands run at once.", min=1)
     ] = 64,
