@@ -24,10 +24,10 @@ def _plain(hostlist: str) -> bool:
     return "[" not in hostlist and "," not in hostlist
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def _expand_nodeset(hostlist: str) -> frozenset[str]:
-    # Bounded: a snapshot of a busy cluster has many distinct multi-node lists, and
-    # each expansion of a wide job holds its names until evicted.
+    # Sized for one audit's active multi-node jobs (one parse each, reused for every
+    # holding and node that asks); bounded so a long-lived process cannot grow without end.
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
     try:
