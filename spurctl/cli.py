@@ -238,9 +238,8 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
         return load_inventories(src.inventory)
     if src.collect:
         from spurctl.collect import collect
-        from spurctl.hostlist import parse_scope
 
-        targets = sorted(parse_scope(src.nodes) if src.nodes else view_nodes)
+        targets = _expand_hostlist(src.nodes) if src.nodes else sorted(view_nodes)
         return collect(targets, command=src.command, fanout=src.fanout, timeout=timeout)
     fail(
         "no inventories: pass --inventory FILE|DIR|- or --collect "
@@ -576,16 +575,10 @@ def collect_command(
 
 
 def _expand_hostlist(hostlist: str) -> list[str]:
-    from ClusterShell.NodeSet import NodeSet, NodeSetException
-
     from spurctl.collect import is_safe_node_name
+    from spurctl.hostlist import parse_scope
 
-    try:
-        names = list(NodeSet(hostlist))
-    except NodeSetException as exc:
-        raise SpurctlError(f"--nodes: bad hostlist {hostlist!r}: {exc}") from None
-    if not names:
-        raise SpurctlError(f"--nodes: {hostlist!r} names no node")
+    names = sorted(parse_scope(hostlist))
     unsafe = [n for n in names if not is_safe_node_name(n)]
     if unsafe:
         raise SpurctlError(
