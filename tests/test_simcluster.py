@@ -15,7 +15,10 @@ from typing import Any
 
 import grpc
 import pytest
+from ClusterShell.NodeSet import NodeSet
 from google.protobuf import empty_pb2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spurctl import auth
 from spurctl.documents import parse_inventory_text
@@ -34,6 +37,7 @@ from spurctl.simcluster import (
     scenario_to_dict,
     write_scenario,
 )
+from spurctl.simcluster.scenarios import hostlist
 
 KEY = "simulated-cluster-secret-0123456789abcdef"
 OTHER_KEY = "another-clusters-secret-0123456789abcdef"
@@ -118,6 +122,13 @@ def test_a_scenario_file_that_is_not_json_names_the_line(tmp_path: Path) -> None
     path.write_text('{"schema": "spurctl.scenario/v1",\n  oops}')
     with pytest.raises(DocumentError, match=rf"{path}: line 2: not valid JSON"):
         read_scenario(path)
+
+
+@given(st.sets(st.integers(min_value=0, max_value=99_999), min_size=1, max_size=40))
+def test_hostlist_written_directly_is_what_clustershell_expands(numbers: set[int]) -> None:
+    text = hostlist("gpu", numbers, 5)
+    assert set(NodeSet(text)) == {f"gpu{n:05d}" for n in numbers}
+    assert len(text) <= len(str(NodeSet(text))) + 2
 
 
 def test_large_builds_twenty_thousand_nodes_and_two_hundred_thousand_jobs() -> None:

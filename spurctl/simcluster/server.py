@@ -41,6 +41,9 @@ AUTH_MODES: tuple[AuthMode, ...] = ("disabled", "permissive", "required")
 LEADER_HEADER = "x-spur-leader"
 # spurctld's jsonwebtoken validation tolerates 60 s of clock skew on exp.
 TOKEN_LEEWAY_S = 60
+# Stopping with a grace period sends clients a clean GOAWAY; without one, every
+# open client channel in the process logs a "Got goaway ... Cancelling all calls".
+_STOP_GRACE_S = 0.2
 
 _SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -233,7 +236,7 @@ class SimCluster:
             self._heartbeat_task.cancel()
             self._heartbeat_task = None
         servers = [s for s in (self._controller, *self._agent_servers.values()) if s is not None]
-        await asyncio.gather(*(s.stop(None) for s in servers))
+        await asyncio.gather(*(s.stop(_STOP_GRACE_S) for s in servers))
         self._controller = None
         self._agent_servers.clear()
         self._agent_ports.clear()
@@ -316,7 +319,7 @@ class SimCluster:
         server = self._agent_servers.pop(node, None)
         self._agent_ports.pop(node, None)
         if server is not None:
-            self._run(server.stop(None))
+            self._run(server.stop(_STOP_GRACE_S))
 
     # -- the controller's heartbeat reclaim -------------------------------------------
 
