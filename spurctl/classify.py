@@ -134,16 +134,17 @@ def classify(
             findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch)))
         for holding in inv.held:
             finding = _classify_holding(
-                view, confirmed, watermark, node, inv.node, holding, bad_nodelists
+                view, confirmed, watermark, node, inv.node, holding, bad_nodelists, include_healthy
             )
+            if finding is None:
+                continue
             if mismatch is not None and finding.action is Action.RECLAIM:
                 finding = dataclasses.replace(
                     finding,
                     action=Action.INVESTIGATE,
                     reason=f"{finding.reason}; not reclaimed: {mismatch}",
                 )
-            if finding.kind is not Kind.HEALTHY or include_healthy:
-                findings.append(finding)
+            findings.append(finding)
 
     notes: list[str] = []
     if view.complete:
@@ -180,13 +181,17 @@ def _classify_holding(
     holder: str,
     h: Holding,
     bad_nodelists: dict[int, str],
-) -> Finding:
-    """One holding on `holder`, judged as held on controller node `node`."""
+    include_healthy: bool,
+) -> Finding | None:
+    """One holding on `holder`, judged as held on controller node `node`.
+
+    None for a healthy holding unless `include_healthy`: most holdings are, and
+    their reasons are not worth writing for a finding nobody will see.
+    """
     job = view.jobs.get(h.job_id)
     asked = job is None and h.job_id in confirmed
     if asked:
         job = confirmed[h.job_id]
-    ev = _evidence(h)
 
     def found(kind: Kind, reason: str, action: Action | None = None) -> Finding:
         return Finding(
@@ -209,9 +214,10 @@ def _classify_holding(
             Kind.UNVERIFIABLE,
             f"job {h.job_id} is missing from the controller's incomplete view "
             f"({len(view.jobs):,} of {view.jobs_total:,} jobs) and GetJob did not confirm "
-            f"it untracked; spared while {holder} holds it {ev}",
+            f"it untracked; spared while {holder} holds it {_evidence(h)}",
         )
     if job is None:
+        ev = _evidence(h)
         kind = controller_decision(node, None, h.job_id, watermark)
         if kind is Kind.BELOW_WATERMARK_UNKNOWN:
             proof = "GetJob answered NOT_FOUND" if asked else "absent from the complete view"
@@ -238,17 +244,20 @@ def _classify_holding(
             f"{_when(job.submit_time, now)}: the id was likely reissued after a controller wipe",
         )
 
-    state = job.state.name
     try:
         kind = controller_decision(node, job, h.job_id, watermark)
     except SpurctlError:
         bad_nodelists[job.job_id] = job.nodelist
         return found(
             Kind.UNVERIFIABLE,
-            f"job {h.job_id} is {state} but its nodelist {job.nodelist!r} cannot be read, "
-            f"so whether {node} belongs to it is unknown; {holder} holds it {ev}",
+            f"job {h.job_id} is {job.state.name} but its nodelist {job.nodelist!r} cannot be read, "
+            f"so whether {node} belongs to it is unknown; {holder} holds it {_evidence(h)}",
             action=Action.INVESTIGATE,
         )
+    if kind is Kind.HEALTHY and not include_healthy:
+        return None
+    state = job.state.name
+    ev = _evidence(h)
     since = f" (since {_when(job.start_time, now)})" if job.start_time else ""
     if kind is Kind.TERMINAL_HELD:
         ended = f" at {_when(job.end_time, now)}" if job.end_time else ""
@@ -377,7 +386,7 @@ def _node_findings(
     relevant = allocated.keys() | held_by_exact_name.keys()
     if not relevant:
         return []
-    jobs_on = _active_jobs_by_node(view.jobs.values(), relevant, bad_nodelists)
+    jobs_on = _active_jobs_by_node(view.active_jobs(), relevant, bad_nodelists)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
         held = {h.job_id for h in inv.held}

@@ -268,12 +268,16 @@ def run_audit_sources(
             scope=scope,
         )
     else:
+        from spurctl.audit import read_view_and_inventories
         from spurctl.client import ControllerClient
 
         assert conn is not None
         with ControllerClient(conn) as client:
-            view = client.view()
-            holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
+            if src.inventory and not src.collect:
+                view, holdings = read_view_and_inventories(client, src.inventory)
+            else:
+                view = client.view()
+                holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
             inputs = gather(
                 view,
                 holdings,

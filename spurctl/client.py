@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import grpc
@@ -16,10 +16,11 @@ from google.protobuf import empty_pb2
 
 from spurctl.config import Connection, normalize_url
 from spurctl.errors import SpurctlError
+from spurctl.gcpause import gc_paused
 from spurctl.model import ControllerView, Job, Node, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
-from spurctl.wire import job_from_pb, node_from_pb
+from spurctl.wire import JobsFromPb, Shapes, job_from_pb, node_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -111,6 +112,29 @@ class ControllerClient:
             request, timeout=self._conn.timeout, metadata=self._metadata
         )
 
+    def read_later(self, method: str, request: Any) -> Callable[[], Any]:
+        """Send a read now, collect its answer by calling the result.
+
+        The endpoint that answered last serves it; if that endpoint fails as an
+        endpoint (down, too slow), collecting falls back to `read`, which tries
+        every endpoint.
+        """
+        url = self.address
+        future = getattr(self._stub(url), method).future(
+            request, timeout=self._conn.timeout, metadata=self._metadata
+        )
+
+        def collect() -> Any:
+            try:
+                answer = future.result()
+            except grpc.RpcError as err:
+                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                    return self.read(method, request)
+                raise self._failure(url, method, err) from None
+            return answer
+
+        return collect
+
     def read(self, method: str, request: Any) -> Any:
         """A read: the first endpoint that answers serves it."""
         failures: list[str] = []
@@ -175,13 +199,13 @@ class ControllerClient:
     def ping(self) -> pb.PingResponse:
         return self.read("Ping", empty_pb2.Empty())
 
-    def get_jobs(self) -> dict[int, Job]:
+    def get_jobs(self) -> JobsFromPb:
+        """Every job the caller may see, each converted to a Job when first read."""
         answer = self.read("GetJobs", pb.GetJobsRequest())
-        return {j.job_id: job_from_pb(j) for j in answer.jobs}
+        return JobsFromPb(answer.jobs)
 
     def get_nodes(self) -> dict[str, Node]:
-        answer = self.read("GetNodes", pb.GetNodesRequest())
-        return {n.name: node_from_pb(n) for n in answer.nodes}
+        return _nodes(self.read("GetNodes", pb.GetNodesRequest()))
 
     def jobs_total(self) -> int:
         return int(self.read("GetJobMetrics", empty_pb2.Empty()).total)
@@ -251,7 +275,13 @@ class ControllerClient:
         """
         version = self.ping().version
         jobs = self.get_jobs()
-        nodes = self.get_nodes()
+        # While the controller builds its node list, convert the active jobs: every
+        # audit reads them, and this process would otherwise wait idle.
+        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
+        with gc_paused():
+            for _ in jobs.active():
+                pass
+        nodes = _nodes(nodes_answer())
         total = self.jobs_total()
         return ControllerView(
             address=self.address,
@@ -261,3 +291,9 @@ class ControllerClient:
             nodes=nodes,
             jobs_total=total,
         )
+
+
+def _nodes(answer: pb.GetNodesResponse) -> dict[str, Node]:
+    shapes = Shapes()
+    with gc_paused():
+        return {n.name: node_from_pb(n, shapes) for n in answer.nodes}

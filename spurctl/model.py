@@ -8,6 +8,7 @@ are timezone-aware UTC datetimes or None when unknown.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -135,6 +136,19 @@ class Job:
     array_task_id: int = 0
 
 
+class JobTable(Mapping[int, Job]):
+    """A read-only job map that can list its active jobs without producing the rest.
+
+    A controller answer (`wire.JobsFromPb`) converts jobs on demand; the
+    classifier's node checks need only the active ones.
+    """
+
+    __slots__ = ()
+
+    def active(self) -> Iterator[Job]:
+        return (job for job in self.values() if job.state.active)
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """One node as the controller reports it (NodeInfo)."""
@@ -175,13 +189,14 @@ class ControllerView:
 
     `jobs_total` is JobMetrics.total, which counts every job regardless of the
     caller; when GetJobs returned fewer (a credential-scoped answer), the view is
-    incomplete and an absent id proves nothing on its own.
+    incomplete and an absent id proves nothing on its own. `jobs` is read-only;
+    from a live controller it converts each job on first access.
     """
 
     address: str
     version: str
     taken_at: datetime
-    jobs: dict[int, Job]
+    jobs: Mapping[int, Job]
     nodes: dict[str, Node]
     jobs_total: int
 
@@ -191,6 +206,12 @@ class ControllerView:
 
     def estimated_watermark(self) -> int:
         return max(self.jobs, default=0) + 1
+
+    def active_jobs(self) -> Iterable[Job]:
+        """The RUNNING, COMPLETING and SUSPENDED jobs, without converting the others."""
+        if isinstance(self.jobs, JobTable):
+            return self.jobs.active()
+        return [job for job in self.jobs.values() if job.state.active]
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +262,10 @@ def parse_time(text: str | None) -> datetime | None:
     if not isinstance(text, str):
         raise ValueError(f"expected an RFC 3339 time string, got {text!r}")
     value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if value.tzinfo is UTC:
+        return value  # already UTC (the common case): skip the conversion
     if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
+        return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
 

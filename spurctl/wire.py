@@ -2,32 +2,47 @@
 
 This is the edge: past it, nothing sees a protobuf message. The reverse
 direction (model -> message) serves the simulated cluster.
+
+A 200,000-job GetJobs answer is the hot path. `JobsFromPb` keeps the decoded
+answer and converts a job only when it is asked for, and `Shapes` lets one
+answer's jobs and nodes share the few distinct resource records they carry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from spurctl.model import (
+    ACTIVE_STATES,
     Allocation,
     Device,
     Gpu,
     Job,
     JobState,
+    JobTable,
     Node,
     NodeState,
     ResourceSet,
 )
 from spurctl.proto import slurm_pb2 as pb
 
+_ACTIVE_VALUES = frozenset(int(s) for s in ACTIVE_STATES)
+
 
 def time_from_pb(ts: Timestamp) -> datetime | None:
-    """An unset (zero) Timestamp is None."""
-    if ts.seconds == 0 and ts.nanos == 0:
+    """An unset (zero) Timestamp is None; nanoseconds are truncated to microseconds."""
+    seconds, nanos = ts.seconds, ts.nanos
+    if not seconds and not nanos:
         return None
-    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, UTC)
+    # Integer arithmetic: a float of seconds + nanos would round away microseconds.
+    value = _fromtimestamp(seconds, UTC)
+    return value.replace(microsecond=nanos // 1000) if nanos else value
+
+
+_fromtimestamp = datetime.fromtimestamp
 
 
 def time_to_pb(value: datetime | None, out: Timestamp) -> None:
@@ -62,6 +77,35 @@ def allocation_from_pb(msg: pb.ResourceAllocations) -> Allocation:
     )
 
 
+class Shapes:
+    """The resource records of one answer, converted once per distinct encoding.
+
+    Jobs and nodes repeat a handful of shapes (8 GPUs, 128 CPUs, 1 TiB), and
+    equal encodings decode to equal records, so they share one frozen record.
+    Scoped to one answer: it grows with that answer and goes away with it.
+    """
+
+    __slots__ = ("_allocations", "_resource_sets")
+
+    def __init__(self) -> None:
+        self._allocations: dict[bytes, Allocation] = {}
+        self._resource_sets: dict[bytes, ResourceSet] = {}
+
+    def allocation(self, msg: pb.ResourceAllocations) -> Allocation:
+        key = msg.SerializeToString()
+        found = self._allocations.get(key)
+        if found is None:
+            found = self._allocations[key] = allocation_from_pb(msg)
+        return found
+
+    def resource_set(self, msg: pb.ResourceSet) -> ResourceSet:
+        key = msg.SerializeToString()
+        found = self._resource_sets.get(key)
+        if found is None:
+            found = self._resource_sets[key] = resource_set_from_pb(msg)
+        return found
+
+
 def allocation_to_pb(alloc: Allocation, out: pb.ResourceAllocations) -> None:
     out.cpus = alloc.cpus
     out.memory_mb = alloc.memory_mb
@@ -89,10 +133,12 @@ def resource_set_to_pb(rs: ResourceSet, out: pb.ResourceSet) -> None:
         out.generic[k] = v
 
 
-def job_from_pb(msg: pb.JobInfo) -> Job:
+def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
+    """The Job a JobInfo describes; `shapes` shares resource records across one answer."""
+    state = _JOB_STATES.get(msg.state)
     return Job(
         job_id=msg.job_id,
-        state=_job_state(msg.state),
+        state=_job_state(msg.state) if state is None else state,
         nodelist=msg.nodelist,
         name=msg.name,
         user=msg.user,
@@ -105,10 +151,70 @@ def job_from_pb(msg: pb.JobInfo) -> Job:
         end_time=time_from_pb(msg.end_time),
         num_nodes=msg.num_nodes,
         num_tasks=msg.num_tasks,
-        resources=allocation_from_pb(msg.resources),
+        resources=(shapes or Shapes()).allocation(msg.resources),
         array_job_id=msg.array_job_id,
         array_task_id=msg.array_task_id,
     )
+
+
+_JOB_STATES = {int(s): s for s in JobState}
+
+
+class JobsFromPb(JobTable):
+    """GetJobs' answer as a read-only Mapping[int, Job], converted one job at a time.
+
+    Converting every JobInfo up front costs more than receiving them; an audit
+    only looks at the jobs its holdings name and the active ones. Each job is
+    converted on first access and cached; iteration yields ids without
+    converting; `active()` converts only active jobs (once). When an id
+    repeats, the last record wins, as it would in a dict built from the answer.
+    Safe to read from several threads (at worst a job is converted twice).
+    """
+
+    __slots__ = ("_active", "_jobs", "_messages", "_position", "_shapes")
+
+    def __init__(self, messages: Sequence[pb.JobInfo]) -> None:
+        # Positions, not the messages themselves: a wrapper per job would cost more
+        # memory than the job it stands for until that job is read.
+        self._messages = messages
+        self._position: dict[int, int] = {m.job_id: i for i, m in enumerate(messages)}
+        self._jobs: dict[int, Job] = {}
+        self._shapes = Shapes()
+        self._active: list[Job] | None = None
+
+    def __getitem__(self, job_id: int) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            msg = self._messages[self._position[job_id]]
+            job = self._jobs[job_id] = job_from_pb(msg, self._shapes)
+        return job
+
+    def get(self, job_id: int, default: Job | None = None) -> Job | None:  # type: ignore[override]
+        # Mapping.get goes through a raised KeyError for every miss; audits miss often.
+        return self[job_id] if job_id in self._position else default
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._position
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._position)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def active(self) -> Iterator[Job]:
+        if self._active is None:
+            wanted, position = _ACTIVE_VALUES, self._position
+            self._active = [
+                self[m.job_id]
+                for i, m in enumerate(self._messages)
+                # A repeated id: only its last record counts.
+                if m.state in wanted and position[m.job_id] == i
+            ]
+        return iter(self._active)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {len(self)} jobs, {len(self._jobs)} converted>"
 
 
 def job_to_pb(job: Job) -> pb.JobInfo:
@@ -134,14 +240,16 @@ def job_to_pb(job: Job) -> pb.JobInfo:
     return msg
 
 
-def node_from_pb(msg: pb.NodeInfo) -> Node:
+def node_from_pb(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
+    """The Node a NodeInfo describes; `shapes` shares resource records across one answer."""
+    shapes = shapes or Shapes()
     return Node(
         name=msg.name,
         state=_node_state(msg.state),
         state_reason=msg.state_reason,
         partitions=tuple(msg.partitions),
-        total=resource_set_from_pb(msg.total_resources),
-        alloc=allocation_from_pb(msg.alloc_resources),
+        total=shapes.resource_set(msg.total_resources),
+        alloc=shapes.allocation(msg.alloc_resources),
         boot_time=time_from_pb(msg.boot_time),
         last_busy=time_from_pb(msg.last_busy),
         agent_start_time=time_from_pb(msg.slurmd_start_time),

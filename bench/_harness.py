@@ -1,0 +1,101 @@
+"""What every benchmark shares: the simulated cluster in its own process, child processes
+timed with their own peak RSS, and one greppable result line per figure."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+
+def env() -> dict[str, str]:
+    """This checkout first on the path, so a benchmark measures the code beside it."""
+    out = dict(os.environ)
+    out["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return out
+
+
+@contextlib.contextmanager
+def serve(workdir: Path, *args: str) -> Iterator[dict[str, Any]]:
+    """bench/simserver.py in its own process; yields its `ready` record."""
+    proc = subprocess.Popen(
+        [PYTHON, str(REPO / "bench" / "simserver.py"), "--dir", str(workdir), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("ready "):
+            raise RuntimeError(f"bench server did not start (exit {proc.wait()})")
+        yield json.loads(line.removeprefix("ready "))
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # the server stops when its stdin closes
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    wall: float
+    peak_rss: int  # bytes
+    rc: int
+    stdout: str
+
+
+def run(cmd: Sequence[str], *, stdout_to_null: bool = False) -> Run:
+    """Run a child to completion: its wall time and its own peak RSS (from wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            list(cmd),
+            stdout=subprocess.DEVNULL if stdout_to_null else out,
+            stderr=err,
+            env=env(),
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = rc = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if rc not in (0, 1):
+            sys.stderr.write(err.read().decode(errors="replace"))
+            raise RuntimeError(f"{' '.join(cmd[:4])} ... exited {rc}")
+        # ru_maxrss is in KiB on Linux.
+        return Run(wall, usage.ru_maxrss * 1024, rc, out.read().decode())
+
+
+def self_maxrss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.2f}GiB" if n >= 2**30 else f"{n / 2**20:.0f}MiB"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
