@@ -91,12 +91,11 @@ def _obj(value: Any, *, where: str) -> dict[str, Any]:
 def _enum_name(value: Any, enum_cls: type[JobState] | type[NodeState], *, where: str) -> Any:
     if isinstance(value, str):
         name = value.upper()
-        for prefix in ("JOB_", "NODE_"):
-            name = name.removeprefix(prefix)
-        try:
-            return enum_cls[name]
-        except KeyError:
-            pass
+        # Proto names carry the enum's own prefix (JOB_NODE_FAIL); NODE_FAIL is a JobState.
+        prefix = "JOB_" if enum_cls is JobState else "NODE_"
+        for candidate in (name, name.removeprefix(prefix)):
+            if candidate in enum_cls.__members__:
+                return enum_cls[candidate]
     elif isinstance(value, int) and not isinstance(value, bool):
         try:
             return enum_cls(value)

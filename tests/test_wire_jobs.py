@@ -1,0 +1,401 @@
+"""GetJobs' answer as a lazily converted Mapping[int, Job], and the fast paths around it.
+
+A live view converts each job on first access; everything past the edge must
+see exactly what an eager conversion would have given it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from spurctl import wire
+from spurctl.audit import (
+    audit,
+    gather,
+    load_inventories,
+    read_view_and_inventories,
+)
+from spurctl.classify import classify
+from spurctl.client import ControllerClient
+from spurctl.config import Connection
+from spurctl.documents import (
+    dump_json,
+    inventory_from_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+)
+from spurctl.errors import DocumentError, SpurctlError
+from spurctl.gcpause import gc_paused
+from spurctl.model import (
+    ACTIVE_STATES,
+    Allocation,
+    ControllerView,
+    Device,
+    Job,
+    JobState,
+    JobTable,
+    Watermark,
+    WatermarkSource,
+)
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster import SimCluster, large
+from spurctl.wire import JobsFromPb, Shapes, job_from_pb, job_to_pb, time_from_pb, time_to_pb
+
+SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[SimCluster]:
+    with SimCluster(large(**SMALL), agents=False) as sim:
+        yield sim
+
+
+def client_for(sim: SimCluster) -> ControllerClient:
+    return ControllerClient(Connection((sim.controller_address,), timeout=30.0))
+
+
+def answer_of(jobs: list[Job]) -> pb.GetJobsResponse:
+    return pb.GetJobsResponse(jobs=[job_to_pb(j) for j in jobs])
+
+
+def counting_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    converted: list[int] = []
+    real = wire.job_from_pb
+
+    def counting(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
+        converted.append(msg.job_id)
+        return real(msg, shapes)
+
+    monkeypatch.setattr(wire, "job_from_pb", counting)
+    return converted
+
+
+# -- the mapping -------------------------------------------------------------------
+
+
+def test_a_live_view_holds_exactly_the_jobs_an_eager_conversion_gives(
+    cluster: SimCluster,
+) -> None:
+    with client_for(cluster) as client:
+        jobs = client.get_jobs()
+        answer = client.read("GetJobs", pb.GetJobsRequest())
+    assert isinstance(jobs, JobTable)
+    eager = {m.job_id: job_from_pb(m) for m in answer.jobs}
+    assert len(jobs) == len(eager) == SMALL["jobs"]
+    assert list(jobs) == list(eager)  # the answer's order
+    assert dict(jobs.items()) == eager
+    assert jobs == eager
+    # and what the controller holds, field for field
+    assert eager == cluster.state.jobs
+
+
+def test_a_missing_id_is_a_key_error_and_get_gives_the_default() -> None:
+    jobs = JobsFromPb(answer_of([Job(7, JobState.RUNNING, "gpu001")]).jobs)
+    with pytest.raises(KeyError):
+        jobs[8]
+    with pytest.raises(KeyError):
+        jobs["7"]  # type: ignore[index]
+    assert jobs.get(8) is None
+    assert jobs.get(7) == Job(7, JobState.RUNNING, "gpu001")
+    assert 7 in jobs and 8 not in jobs and "7" not in jobs
+    assert len(JobsFromPb(pb.GetJobsResponse().jobs)) == 0
+
+
+def test_iterating_ids_and_counting_convert_nothing_and_a_read_converts_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    converted = counting_conversions(monkeypatch)
+    jobs = JobsFromPb(answer_of([Job(i, JobState.PENDING) for i in range(1, 51)]).jobs)
+    assert list(jobs) == list(range(1, 51)) and len(jobs) == 50 and 50 in jobs
+    assert max(jobs) == 50
+    assert converted == []
+    first = jobs[17]
+    assert jobs[17] is first and jobs.get(17) is first
+    assert converted == [17]
+
+
+def test_active_converts_only_the_active_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    converted = counting_conversions(monkeypatch)
+    every = [Job(i + 1, state, f"gpu{i:03d}") for i, state in enumerate(JobState)]
+    jobs = JobsFromPb(answer_of(every).jobs)
+    active = list(jobs.active())
+    assert active == [j for j in every if j.state in ACTIVE_STATES]
+    assert sorted(converted) == sorted(j.job_id for j in active)
+    assert list(jobs.active()) == active
+    assert len(converted) == len(active), "a second pass must not convert again"
+
+
+def test_a_repeated_id_keeps_its_last_record_in_reads_and_in_active() -> None:
+    first = Job(5, JobState.RUNNING, "gpu001")
+    last = Job(5, JobState.COMPLETED, "gpu001")
+    jobs = JobsFromPb(answer_of([first, Job(6, JobState.RUNNING, "gpu002"), last]).jobs)
+    assert len(jobs) == 2 and jobs[5] == last
+    assert [j.job_id for j in jobs.active()] == [6]
+    again = JobsFromPb(answer_of([last, first]).jobs)
+    assert [j for j in again.active()] == [first]
+
+
+def test_the_mapping_outlives_the_answer_it_was_made_from() -> None:
+    jobs = JobsFromPb(answer_of([Job(i, JobState.RUNNING, "n1") for i in range(1, 4)]).jobs)
+    gc.collect()
+    assert jobs[2] == Job(2, JobState.RUNNING, "n1")
+
+
+def test_jobs_with_the_same_resources_share_one_record_and_others_do_not() -> None:
+    gpus01 = Allocation(32, 1024, {"gpu": (Device(0), Device(1))})
+    gpus23 = Allocation(32, 1024, {"gpu": (Device(2), Device(3))})
+    jobs = JobsFromPb(
+        answer_of(
+            [
+                Job(1, JobState.RUNNING, resources=gpus01),
+                Job(2, JobState.RUNNING, resources=dataclasses.replace(gpus01)),
+                Job(3, JobState.RUNNING, resources=gpus23),
+                Job(4, JobState.PENDING),
+            ]
+        ).jobs
+    )
+    assert jobs[1].resources == gpus01 and jobs[1].resources is jobs[2].resources
+    assert jobs[3].resources == gpus23
+    assert jobs[4].resources == Allocation() and jobs[4].resources.empty
+
+
+def test_an_unknown_state_from_a_newer_spur_reads_as_pending() -> None:
+    msg = job_to_pb(Job(9, JobState.RUNNING, "gpu001"))
+    raw = msg.SerializeToString().replace(b"\x38\x01", b"\x38\x63")  # field 7 (state) = 99
+    answer = pb.GetJobsResponse(jobs=[pb.JobInfo.FromString(raw)])
+    assert JobsFromPb(answer.jobs)[9].state is JobState.PENDING
+    assert list(JobsFromPb(answer.jobs).active()) == []
+
+
+def test_reading_from_several_threads_gives_one_answer_per_id() -> None:
+    jobs = JobsFromPb(answer_of([Job(i, JobState.RUNNING, "n") for i in range(1, 2001)]).jobs)
+    seen: list[dict[int, Job]] = []
+
+    def read_all() -> None:
+        seen.append({i: jobs[i] for i in jobs})
+
+    threads = [threading.Thread(target=read_all) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(s == seen[0] for s in seen) and len(seen[0]) == 2000
+
+
+# -- timestamps ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "nanos", "expected"),
+    [
+        (0, 0, None),
+        (1_764_000_000, 0, datetime(2025, 11, 24, 16, 0, tzinfo=UTC)),
+        (1_764_000_000, 123_456_789, datetime(2025, 11, 24, 16, 0, 0, 123_456, tzinfo=UTC)),
+        (1_764_000_000, 999_999_999, datetime(2025, 11, 24, 16, 0, 0, 999_999, tzinfo=UTC)),
+        (0, 5_000, datetime(1970, 1, 1, 0, 0, 0, 5, tzinfo=UTC)),
+    ],
+)
+def test_timestamps_convert_exactly_truncating_below_a_microsecond(
+    seconds: int, nanos: int, expected: datetime | None
+) -> None:
+    assert time_from_pb(Timestamp(seconds=seconds, nanos=nanos)) == expected
+
+
+def test_a_microsecond_time_round_trips_through_the_wire() -> None:
+    value = datetime(2026, 12, 1, 22, 14, 5, 654_321, tzinfo=UTC)
+    ts = Timestamp()
+    time_to_pb(value, ts)
+    back = time_from_pb(ts)
+    assert back == value and back is not None and back.tzinfo is UTC
+
+
+# -- what reads the view ---------------------------------------------------------------
+
+
+def test_classifying_a_live_view_finds_what_the_eager_view_finds(cluster: SimCluster) -> None:
+    inventories = {inv.node: inv for inv in cluster.inventories()}
+    with client_for(cluster) as client:
+        lazy = client.view()
+    eager = dataclasses.replace(lazy, jobs=dict(lazy.jobs.items()))
+    watermark = cluster.next_job_id
+    for include_healthy in (False, True):
+        a = classify(lazy, inventories, watermark=watermark, include_healthy=include_healthy)
+        b = classify(eager, inventories, watermark=watermark, include_healthy=include_healthy)
+        assert a == b
+    found = {f.kind.value for f in a.findings}
+    assert {"healthy", "terminal-held", "active-elsewhere", "lost-on-node"} <= found
+
+
+def test_a_snapshot_of_a_live_view_carries_every_job(cluster: SimCluster) -> None:
+    with client_for(cluster) as client:
+        view = client.view()
+    doc = snapshot_to_dict(view, Watermark(view.estimated_watermark(), WatermarkSource.ESTIMATED))
+    assert len(doc["jobs"]) == SMALL["jobs"] == doc["view"]["jobs_seen"]
+    saved, _ = snapshot_from_dict(doc, where="snapshot")
+    assert saved.jobs == cluster.state.jobs
+
+
+@pytest.mark.parametrize("state", ["NODE_FAIL", "JOB_NODE_FAIL", "node_fail", "OUT_OF_MEMORY"])
+def test_a_snapshot_job_reads_back_whatever_its_state_is_called(state: str) -> None:
+    from spurctl.documents import job_from_dict
+
+    job = job_from_dict({"job_id": 3, "state": state}, where="j")
+    assert job.state.name == state.upper().removeprefix("JOB_")
+
+
+def test_both_sources_read_at_once_equal_reading_them_one_after_the_other(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    inventory = cluster.write_inventories(tmp_path / "inv.jsonl")
+    with client_for(cluster) as client:
+        view, inventories = read_view_and_inventories(client, [str(inventory)])
+        alone = client.view()
+    assert inventories == load_inventories([str(inventory)])
+    assert view.jobs == alone.jobs and view.nodes == alone.nodes
+    with client_for(cluster) as client:
+        report = audit(gather(view, inventories, client=client))
+    assert report.view_complete and report.jobs_seen == SMALL["jobs"] and report.findings
+
+
+def test_a_dead_controller_is_reported_before_a_bad_inventory(tmp_path: Path) -> None:
+    bad = tmp_path / "inv.json"
+    bad.write_text('{"schema": "something/else"}')
+    dead = ControllerClient(Connection(("http://127.0.0.1:1",), timeout=2.0))
+    with pytest.raises(SpurctlError, match="did not answer Ping"):
+        read_view_and_inventories(dead, [str(bad)])
+    with pytest.raises(DocumentError, match="schema"):
+        load_inventories([str(bad)])
+
+
+def test_a_plain_dict_view_still_lists_its_active_jobs() -> None:
+    jobs = {1: Job(1, JobState.RUNNING, "a"), 2: Job(2, JobState.COMPLETED, "a")}
+    view = ControllerView("http://c", "v", datetime.now(UTC), jobs, {}, 2)
+    assert list(view.active_jobs()) == [jobs[1]]
+
+
+# -- inventory holdings: the fast path says nothing new, the slow path says what is wrong ----
+
+
+def holding_doc(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "job_id": 4711,
+        "cpus": 16,
+        "memory_mb": 65536,
+        "gpus": [0, 1],
+        "pids": [81234],
+        "started_at": "2026-12-01T22:14:05Z",
+    }
+    base.update(fields)
+    return {"schema": "spurctl.inventory/v1", "node": "gpu017", "held": [base]}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"cpus": None, "memory_mb": None, "gpus": None, "pids": None, "started_at": None},
+        {"gpus": [], "pids": []},
+        {"started_at": "2026-12-01T23:14:05+01:00"},
+        {"started_at": "2026-12-01T22:14:05"},
+        {"started_at": "2026-12-01T22:14:05.250000Z"},
+    ],
+)
+def test_a_valid_holding_reads_the_same_on_the_fast_path(fields: dict[str, Any]) -> None:
+    from spurctl.documents import _holding_fast, _holding_from_dict
+
+    raw = holding_doc(**fields)["held"][0]
+    fast = _holding_fast(raw)
+    assert fast is not None
+    assert fast == _holding_from_dict(raw, where="w")
+    assert fast.started_at is None or fast.started_at.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"job_id": True}, "field 'job_id' must be a non-negative integer, got True"),
+        ({"job_id": None}, "missing integer field 'job_id'"),
+        ({"job_id": -1}, "field 'job_id' must be a non-negative integer"),
+        ({"cpus": "16"}, "field 'cpus' must be a non-negative integer or null"),
+        ({"memory_mb": False}, "field 'memory_mb' must be a non-negative integer or null"),
+        ({"gpus": [0, True]}, "field 'gpus' must be a list of non-negative integers"),
+        ({"gpus": [0, -1]}, "field 'gpus' must be a list of non-negative integers"),
+        ({"pids": "81234"}, "field 'pids' must be a list of non-negative integers"),
+        ({"pids": [1.5]}, "field 'pids' must be a list of non-negative integers"),
+        ({"started_at": "yesterday"}, "field 'started_at' is not an RFC 3339 time"),
+        ({"started_at": 1764000000}, "field 'started_at' is not an RFC 3339 time"),
+    ],
+)
+def test_a_bad_holding_is_refused_with_what_is_wrong_and_where(
+    fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(DocumentError, match=r"^inv\.jsonl: line 3: held\[0\]: ") as caught:
+        inventory_from_dict(holding_doc(**fields), where="inv.jsonl: line 3")
+    assert message in str(caught.value)
+
+
+def test_a_holding_that_is_not_an_object_is_refused() -> None:
+    doc = holding_doc()
+    doc["held"].append([4712])
+    with pytest.raises(DocumentError, match=r"held\[1\]: expected a JSON object, got list"):
+        inventory_from_dict(doc, where="x")
+
+
+# -- the collector pause -----------------------------------------------------------------
+
+
+def test_gc_paused_nests_overlaps_across_threads_and_restores_the_collector() -> None:
+    assert gc.isenabled()
+    inner_done = threading.Event()
+    outer_may_end = threading.Event()
+
+    def other_thread() -> None:
+        with gc_paused():
+            outer_may_end.set()
+            inner_done.wait(5)
+            assert not gc.isenabled()
+
+    with gc_paused():
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        t = threading.Thread(target=other_thread)
+        t.start()
+        outer_may_end.wait(5)
+    assert not gc.isenabled(), "the other thread's pause is still open"
+    inner_done.set()
+    t.join()
+    assert gc.isenabled()
+
+
+def test_gc_paused_leaves_a_disabled_collector_disabled_and_survives_an_error() -> None:
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    boom: Callable[[], None] = lambda: 1 / 0  # noqa: E731
+    with pytest.raises(ZeroDivisionError), gc_paused():
+        boom()
+    assert gc.isenabled()
+
+
+def test_objects_made_during_a_pause_are_still_collected_when_they_form_cycles() -> None:
+    with gc_paused():
+        a: list[Any] = []
+        a.append(a)
+        marker = dump_json({"cycle": "made while paused"})
+    del a
+    assert gc.collect() >= 1
+    assert marker
