@@ -72,6 +72,7 @@ def main() -> int:
     p.add_argument("--held", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--agent-latency", type=float, default=0.0)
+    p.add_argument("--controller-latency", type=float, default=0.0)
     p.add_argument("--dir", type=Path, required=True)
     args = p.parse_args()
 
@@ -86,7 +87,12 @@ def main() -> int:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    sim = SimCluster(scenario, agents=agents, agent_latency=args.agent_latency)
+    sim = SimCluster(
+        scenario,
+        agents=agents,
+        agent_latency=args.agent_latency,
+        controller_latency=args.controller_latency,
+    )
     with sim:
         # Encode every JobInfo once now, as spurctld holds its jobs ready to send;
         # otherwise the first GetJobs of a benchmark pays the simulator's encoding.

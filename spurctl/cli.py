@@ -16,6 +16,7 @@ import typer
 from spurctl import __version__
 from spurctl.collect import DEFAULT_COMMAND
 from spurctl.errors import SpurctlError, redact
+from spurctl.reclaim import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -363,7 +364,7 @@ def reclaim(
     ] = 5.0,
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
-    ] = 32,
+    ] = DEFAULT_CONCURRENCY,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     controller: ControllerOpt = None,
     conf: ConfOpt = None,
