@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from spurctl import __version__
+from spurctl.collect import DEFAULT_COMMAND
 from spurctl.errors import SpurctlError, redact
 
 if TYPE_CHECKING:
@@ -213,7 +214,6 @@ FanoutOpt = Annotated[int, typer.Option("--fanout", help="With --collect: nodes 
 FormatOpt = Annotated[
     str, typer.Option("--format", help="table, json, csv, markdown or prometheus.")
 ]
-DEFAULT_COLLECT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 
 
 @dataclass
@@ -238,9 +238,8 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
         return load_inventories(src.inventory)
     if src.collect:
         from spurctl.collect import collect
-        from spurctl.hostlist import parse_scope
 
-        targets = sorted(parse_scope(src.nodes) if src.nodes else view_nodes)
+        targets = _expand_hostlist(src.nodes) if src.nodes else sorted(view_nodes)
         return collect(targets, command=src.command, fanout=src.fanout, timeout=timeout)
     fail(
         "no inventories: pass --inventory FILE|DIR|- or --collect "
@@ -286,7 +285,7 @@ def audit(
     nodes: NodesOpt = None,
     inventory: InventoryOpt = None,
     collect: CollectOpt = False,
-    command: CommandOpt = DEFAULT_COLLECT_COMMAND,
+    command: CommandOpt = DEFAULT_COMMAND,
     fanout: FanoutOpt = 64,
     snapshot: Annotated[
         Path | None,
@@ -337,7 +336,7 @@ def reclaim(
     yes: Annotated[bool, typer.Option("--yes", help="Do not prompt.")] = False,
     inventory: InventoryOpt = None,
     collect: CollectOpt = False,
-    command: CommandOpt = DEFAULT_COLLECT_COMMAND,
+    command: CommandOpt = DEFAULT_COMMAND,
     fanout: FanoutOpt = 64,
     journal_path: Annotated[
         Path | None,
@@ -495,7 +494,7 @@ def checklist_post_wipe(
     ] = None,
     inventory: InventoryOpt = None,
     collect: CollectOpt = False,
-    command: CommandOpt = DEFAULT_COLLECT_COMMAND,
+    command: CommandOpt = DEFAULT_COMMAND,
     fanout: FanoutOpt = 64,
     watermark: Annotated[
         int | None,
@@ -557,6 +556,126 @@ def checklist_post_wipe(
         )
     write_output(render(result, fmt), output)
     raise typer.Exit(0 if result.ok else 1)
+
+
+# -- node inventory and collection -------------------------------------------------
+
+
+@app.command("node-inventory")
+def node_inventory(
+    cgroup_root: Annotated[
+        Path, typer.Option("--cgroup-root", help="spurd's cgroup v2 root; absent is fine.")
+    ] = Path("/sys/fs/cgroup/spur"),
+    proc_root: Annotated[Path, typer.Option("--proc-root", help="The node's /proc.")] = Path(
+        "/proc"
+    ),
+    hostname: Annotated[
+        str | None,
+        typer.Option(
+            "--hostname",
+            help="Node name to report (default: this host's name, as spurd registers it).",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the document here, not stdout.")
+    ] = None,
+) -> None:
+    """What this node holds, as one JSON line.
+
+    Prints a spurctl.inventory/v1 document. Run it on the compute node as
+    root: other users' processes are unreadable otherwise.
+
+    \b
+    Example:
+      spurctl node-inventory -o /tmp/inventory.json
+    """
+    import socket
+
+    from spurctl.documents import dump_json, inventory_to_dict
+    from spurctl.node_scan import scan
+
+    denied = 0
+
+    def on_skip(path: Path, exc: Exception) -> None:
+        nonlocal denied
+        if isinstance(exc, PermissionError) and path.name == "environ":
+            denied += 1
+
+    # spurd registers under gethostname() unless started with --hostname.
+    inventory = scan(cgroup_root, proc_root, hostname or socket.gethostname(), on_skip=on_skip)
+    if denied:
+        print(
+            f"spurctl: warning: the environment of {denied} process(es) could not be read "
+            "(permission denied); jobs only they belong to are missing. Run as root.",
+            file=sys.stderr,
+        )
+    write_output(dump_json(inventory_to_dict(inventory), indent=None) + "\n", output)
+
+
+@app.command("collect")
+def collect_command(
+    nodes: Annotated[
+        str,
+        typer.Option("--nodes", help="Hostlist of the nodes, e.g. gpu[001-128,200]."),
+    ],
+    command: Annotated[
+        str,
+        typer.Option(
+            "--command",
+            help="Command run locally once per node, %h replaced by the node name; "
+            "it must print the node's inventory.",
+        ),
+    ] = DEFAULT_COMMAND,
+    fanout: Annotated[
+        int, typer.Option("--fanout", help="How many commands run at once.", min=1)
+    ] = 64,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", help="Seconds a node's command may run before it is killed.", min=0.001
+        ),
+    ] = 60.0,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.")
+    ] = None,
+) -> None:
+    """Gather many nodes' inventories in parallel.
+
+    Writes JSON Lines, one inventory per node. Runs --command once per node
+    (%h is the node name). A node that fails, times out or prints no valid
+    inventory gets a record with "error" set. Exit 0 when every node
+    answered, 1 when any failed.
+
+    \b
+    Example:
+      spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
+    """
+    from spurctl.collect import collect, summarize
+    from spurctl.documents import dump_json, inventory_to_dict
+
+    names = _expand_hostlist(nodes)
+    results = collect(names, command=command, fanout=fanout, timeout=timeout)
+    write_output(
+        "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
+        output,
+    )
+    print(summarize(results), file=sys.stderr)
+    if any(inv.error is not None for inv in results):
+        raise typer.Exit(1)
+
+
+def _expand_hostlist(hostlist: str) -> list[str]:
+    from spurctl.collect import is_safe_node_name
+    from spurctl.hostlist import parse_scope
+
+    names = sorted(parse_scope(hostlist))
+    unsafe = [n for n in names if not is_safe_node_name(n)]
+    if unsafe:
+        raise SpurctlError(
+            f"--nodes: {unsafe[0]!r} is not a host name (letters, digits, '.', '-', '_')"
+        )
+    return names
 
 
 def main() -> None:

@@ -1,0 +1,468 @@
+"""The classifier: what each holding and each node means, and what to do about it.
+
+A pure function of plain data (no I/O, no clock but the view's). It first asks
+what the controller itself would decide (`controller_decision`, Spur's
+`is_reclaimable` after PR #623), then adds what the controller cannot see:
+a partial view, node names that only loosely agree, ids reissued after a wipe,
+jobs a node lost, and allocations no job explains. When in doubt it spares or
+asks for investigation and says why; it never reclaims on inference alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+
+from spurctl import hostlist
+from spurctl.errors import SpurctlError
+from spurctl.model import (
+    Action,
+    ControllerView,
+    Finding,
+    Holding,
+    Inventory,
+    Job,
+    Kind,
+    Node,
+)
+
+# CONTRACT.md "Findings": the action each kind asks for. Two cases override it, and
+# neither can produce a reclaim: a loose node name turns reclaim into investigate,
+# and a holding whose job's nodelist cannot be read is unverifiable, to investigate.
+ACTIONS: Mapping[Kind, Action] = MappingProxyType(
+    {
+        Kind.TERMINAL_HELD: Action.RECLAIM,
+        Kind.ACTIVE_ELSEWHERE: Action.RECLAIM,
+        Kind.BELOW_WATERMARK_UNKNOWN: Action.RECLAIM,
+        Kind.ABOVE_WATERMARK_UNKNOWN: Action.INVESTIGATE,
+        Kind.UNVERIFIABLE: Action.SPARE,
+        Kind.MID_COMMIT: Action.SPARE,
+        Kind.NOT_STARTED: Action.SPARE,
+        Kind.HEALTHY: Action.NONE,
+        Kind.LOST_ON_NODE: Action.INVESTIGATE,
+        Kind.PHANTOM_ALLOC: Action.INVESTIGATE,
+        Kind.EXCESS_ALLOC: Action.INVESTIGATE,
+        Kind.NAME_MISMATCH: Action.INVESTIGATE,
+        Kind.ID_REUSE_SUSPECTED: Action.INVESTIGATE,
+        Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
+    }
+)
+_ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
+_NOTHING_CONFIRMED: Mapping[int, Job | None] = MappingProxyType({})
+
+
+@dataclass(slots=True)
+class Classification:
+    """The findings of one audit, the notes the operator must read first, and coverage."""
+
+    findings: list[Finding]
+    notes: list[str]
+    nodes_in_scope: int
+    nodes_inventoried: int
+
+
+def controller_decision(node_name: str, job: Job | None, job_id: int, watermark: int) -> Kind:
+    """What spurctld decides for `job_id` held on `node_name` (`job` None: untracked).
+
+    Arm by arm, as Spur's is_reclaimable (SPUR-WIRE.md). Names are compared exactly,
+    as Spur does. Raises SpurctlError when an active job's nodelist cannot be parsed.
+    """
+    if job is None:
+        # 6: terminal jobs age out of the controller's job map; below the next id it
+        # would assign, absence means the run finished.
+        if job_id < watermark:
+            return Kind.BELOW_WATERMARK_UNKNOWN
+        # 7: never issued by this controller: the agent follows a reset or another one.
+        return Kind.ABOVE_WATERMARK_UNKNOWN
+    if job.state.terminal:
+        # 1: the run is over; the node keeps its reservation and rejects new dispatches.
+        return Kind.TERMINAL_HELD
+    if job.state.active:
+        # 3: state and allocation commit as two log entries; a job seen RUNNING with
+        # no nodelist yet may be this node's own new run.
+        if not job.nodelist:
+            return Kind.MID_COMMIT
+        # 5: held where the controller placed it.
+        if hostlist.node_in(job.nodelist, node_name):
+            return Kind.HEALTHY
+        # 2: restarted elsewhere (e.g. after this node was evicted mid-run): the run
+        # here is stale and holds devices the scheduler believes are free.
+        return Kind.ACTIVE_ELSEWHERE
+    # 4: PENDING, PREEMPTED, REQUEUED: it may be mid-dispatch to this very node.
+    return Kind.NOT_STARTED
+
+
+def classify(
+    view: ControllerView,
+    inventories: Mapping[str, Inventory],
+    *,
+    watermark: int,
+    confirmed: Mapping[int, Job | None] = _NOTHING_CONFIRMED,
+    scope: Collection[str] | None = None,
+    include_healthy: bool = False,
+) -> Classification:
+    """Classify every holding of every inventory in scope, then every node in scope.
+
+    `confirmed` holds GetJob's answers for held ids missing from the view: a Job
+    (possibly redacted, with an empty nodelist) or None for NOT_FOUND. `scope` is
+    the node names to audit; None means every controller node and every inventory.
+    """
+    wanted = None if scope is None else frozenset(scope)
+    names = _NameMatcher(view.nodes)
+    findings: list[Finding] = []
+    bad_nodelists: dict[int, str] = {}
+    scoped: set[str] = set(view.nodes if wanted is None else wanted)
+    inventoried: set[str] = set()
+    held_by_exact_name: dict[str, Inventory] = {}
+
+    for inv in sorted(inventories.values(), key=lambda i: i.node):
+        canonical, mismatch = names.match(inv.node)
+        node = canonical or inv.node
+        if wanted is not None and node not in wanted and inv.node not in wanted:
+            continue
+        scoped.add(node)
+        if inv.error is not None:
+            findings.append(_node_finding(inv.node, Kind.AGENT_UNREACHABLE, _unreachable(inv)))
+            continue
+        inventoried.add(node)
+        if mismatch is None:
+            held_by_exact_name[node] = inv
+        else:
+            findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch)))
+        for holding in inv.held:
+            finding = _classify_holding(
+                view, confirmed, watermark, node, inv.node, holding, bad_nodelists
+            )
+            if mismatch is not None and finding.action is Action.RECLAIM:
+                finding = dataclasses.replace(
+                    finding,
+                    action=Action.INVESTIGATE,
+                    reason=f"{finding.reason}; not reclaimed: {mismatch}",
+                )
+            if finding.kind is not Kind.HEALTHY or include_healthy:
+                findings.append(finding)
+
+    notes: list[str] = []
+    if view.complete:
+        findings.extend(_node_findings(view, wanted, held_by_exact_name, bad_nodelists))
+    else:
+        notes.append(
+            f"controller view is incomplete ({len(view.jobs):,} of {view.jobs_total:,} jobs): "
+            "phantom-alloc, excess-alloc and lost-on-node are withheld"
+        )
+    notes.extend(
+        f"job {job_id}'s nodelist {nodelist!r} is not a valid hostlist; "
+        "its holdings are not reclaimed and its nodes' allocations are not explained by it"
+        for job_id, nodelist in sorted(bad_nodelists.items())
+    )
+    findings.sort(
+        key=lambda f: (
+            f.node,
+            _ORDER[f.action],
+            -1 if f.job_id is None else f.job_id,
+            f.kind.value,
+        )
+    )
+    return Classification(findings, notes, len(scoped), len(inventoried))
+
+
+# -- holdings ----------------------------------------------------------------
+
+
+def _classify_holding(
+    view: ControllerView,
+    confirmed: Mapping[int, Job | None],
+    watermark: int,
+    node: str,
+    holder: str,
+    h: Holding,
+    bad_nodelists: dict[int, str],
+) -> Finding:
+    """One holding on `holder`, judged as held on controller node `node`."""
+    job = view.jobs.get(h.job_id)
+    asked = job is None and h.job_id in confirmed
+    if asked:
+        job = confirmed[h.job_id]
+    ev = _evidence(h)
+
+    def found(kind: Kind, reason: str, action: Action | None = None) -> Finding:
+        return Finding(
+            node=holder,
+            job_id=h.job_id,
+            kind=kind,
+            action=ACTIONS[kind] if action is None else action,
+            reason=reason,
+            live=h.live,
+            controller_state=job.state.name if job is not None else None,
+            allocated_nodes=(job.nodelist or None) if job is not None else None,
+            gpus=h.gpus,
+            pids=h.pids,
+        )
+
+    if job is None and not asked and not view.complete:
+        # Absent from a partial view (e.g. GetJobs scoped to the caller) proves nothing:
+        # the job may be another user's live run.
+        return found(
+            Kind.UNVERIFIABLE,
+            f"job {h.job_id} is missing from the controller's incomplete view "
+            f"({len(view.jobs):,} of {view.jobs_total:,} jobs) and GetJob did not confirm "
+            f"it untracked; spared while {holder} holds it {ev}",
+        )
+    if job is None:
+        kind = controller_decision(node, None, h.job_id, watermark)
+        if kind is Kind.BELOW_WATERMARK_UNKNOWN:
+            proof = "GetJob answered NOT_FOUND" if asked else "absent from the complete view"
+            return found(
+                kind,
+                f"job {h.job_id} is below watermark {watermark} and untracked "
+                f"({proof}); {holder} still holds it {ev}",
+            )
+        return found(
+            kind,
+            f"job {h.job_id} is at or above watermark {watermark}, so this controller never "
+            f"issued it; {holder} holds it {ev}, so its agent likely served a reset or "
+            "different controller",
+        )
+
+    now = view.taken_at
+    if h.started_at is not None and job.submit_time is not None and h.started_at < job.submit_time:
+        # After a wipe the counter restarts and reissues ids: the controller's job is
+        # another run than the one held here, and cancelling by id would hit the wrong one.
+        return found(
+            Kind.ID_REUSE_SUSPECTED,
+            f"{holder} holds a run of job {h.job_id} started at {_when(h.started_at, now)}, "
+            f"before the controller's job {h.job_id} was submitted at "
+            f"{_when(job.submit_time, now)}: the id was likely reissued after a controller wipe",
+        )
+
+    state = job.state.name
+    try:
+        kind = controller_decision(node, job, h.job_id, watermark)
+    except SpurctlError:
+        bad_nodelists[job.job_id] = job.nodelist
+        return found(
+            Kind.UNVERIFIABLE,
+            f"job {h.job_id} is {state} but its nodelist {job.nodelist!r} cannot be read, "
+            f"so whether {node} belongs to it is unknown; {holder} holds it {ev}",
+            action=Action.INVESTIGATE,
+        )
+    since = f" (since {_when(job.start_time, now)})" if job.start_time else ""
+    if kind is Kind.TERMINAL_HELD:
+        ended = f" at {_when(job.end_time, now)}" if job.end_time else ""
+        reason = f"job {h.job_id} ended {state}{ended}; {holder} still holds it {ev}"
+    elif kind is Kind.ACTIVE_ELSEWHERE:
+        reason = f"job {h.job_id} is {state} on {job.nodelist}{since}; {holder} still holds it {ev}"
+    elif kind is Kind.MID_COMMIT:
+        why = (
+            "GetJob returned no nodelist (redacted for this caller, or not committed yet)"
+            if asked
+            else "its nodelist is not recorded yet (state and allocation commit separately)"
+        )
+        reason = f"job {h.job_id} is {state} but {why}; spared while {holder} holds it {ev}"
+    elif kind is Kind.NOT_STARTED:
+        reason = (
+            f"job {h.job_id} is {state} and may be mid-dispatch to {node}; "
+            f"spared while {holder} holds it {ev}"
+        )
+    else:
+        reason = f"job {h.job_id} is {state} on {job.nodelist}{since} and {holder} holds it {ev}"
+    return found(kind, reason)
+
+
+def _evidence(h: Holding) -> str:
+    """'with GPUs 0-3 and 2 live processes': what the node holds, in an operator's words."""
+    if h.gpus:
+        what = f"GPU{'s' if len(h.gpus) > 1 else ''} {_ranges(h.gpus)}"
+    elif h.cpus:
+        what = f"{h.cpus} CPU{'s' if h.cpus > 1 else ''}"
+    else:
+        what = "no GPU"
+    n = len(h.pids)
+    procs = f"{n} live process{'es' if n > 1 else ''}" if n else "no live process"
+    return f"with {what} and {procs}"
+
+
+def _ranges(ids: Iterable[int]) -> str:
+    """0,1,2,3,6 -> '0-3,6'."""
+    out: list[str] = []
+    for i in sorted(set(ids)):
+        if out and out[-1].rsplit("-", 1)[-1] == str(i - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ",".join(out)
+
+
+def _when(t: datetime, now: datetime) -> str:
+    """'10:05 UTC' on the view's day, with the date otherwise."""
+    return t.strftime("%H:%M UTC" if t.date() == now.date() else "%Y-%m-%d %H:%M UTC")
+
+
+# -- node names --------------------------------------------------------------
+
+
+class _NameMatcher:
+    """Maps an inventory's node name onto the controller's, exactly or loosely.
+
+    Spur compares names exactly, so a loose match (case, short name vs FQDN) means
+    the controller would misjudge this node's runs: it is reported, never trusted.
+    """
+
+    def __init__(self, nodes: Iterable[str]) -> None:
+        self._exact = frozenset(nodes)
+        self._loose: dict[str, list[str]] = {}
+        for name in sorted(self._exact):
+            self._loose.setdefault(_loose_key(name), []).append(name)
+
+    def match(self, name: str) -> tuple[str | None, str | None]:
+        """(controller name or None, why the match is not exact or None)."""
+        if name in self._exact:
+            return name, None
+        candidates = self._loose.get(_loose_key(name), [])
+        if len(candidates) == 1:
+            other = candidates[0]
+            how = "by case" if other.lower() == name.lower() else "by short name"
+            return other, f"inventory node {name!r} matches controller node {other!r} only {how}"
+        if candidates:
+            listed = ", ".join(repr(c) for c in candidates)
+            return None, f"inventory node {name!r} loosely matches several nodes ({listed})"
+        return None, f"inventory node {name!r} matches no controller node"
+
+
+def _loose_key(name: str) -> str:
+    return name.split(".", 1)[0].lower()
+
+
+def _mismatch_reason(mismatch: str) -> str:
+    return (
+        f"{mismatch}; Spur compares node names exactly, so nothing held there is "
+        "reclaimed until the names agree"
+    )
+
+
+def _unreachable(inv: Inventory) -> str:
+    return f"{inv.node} could not be inventoried ({inv.error}); what it holds is unknown"
+
+
+def _node_finding(node: str, kind: Kind, reason: str, job: Job | None = None) -> Finding:
+    return Finding(
+        node=node,
+        job_id=None if job is None else job.job_id,
+        kind=kind,
+        action=ACTIONS[kind],
+        reason=reason,
+        controller_state=None if job is None else job.state.name,
+        allocated_nodes=None if job is None else job.nodelist,
+    )
+
+
+# -- what only the full job list can tell --------------------------------------
+
+
+def _node_findings(
+    view: ControllerView,
+    wanted: frozenset[str] | None,
+    held_by_exact_name: Mapping[str, Inventory],
+    bad_nodelists: dict[int, str],
+) -> list[Finding]:
+    """lost-on-node, phantom-alloc and excess-alloc; only sound on a complete view."""
+    allocated = {
+        name: node
+        for name, node in view.nodes.items()
+        if not node.alloc.empty and (wanted is None or name in wanted)
+    }
+    relevant = allocated.keys() | held_by_exact_name.keys()
+    if not relevant:
+        return []
+    jobs_on = _active_jobs_by_node(view.jobs.values(), relevant, bad_nodelists)
+    out: list[Finding] = []
+    for name, inv in held_by_exact_name.items():
+        held = {h.job_id for h in inv.held}
+        for job, _ in jobs_on.get(name, []):
+            started = job.start_time
+            # A run that began after the inventory was taken cannot be in it.
+            if job.job_id in held or (started and inv.collected_at and started >= inv.collected_at):
+                continue
+            since = f" since {_when(started, view.taken_at)}" if started else ""
+            taken = (
+                f" taken at {_when(inv.collected_at, view.taken_at)}" if inv.collected_at else ""
+            )
+            reason = (
+                f"the controller has job {job.job_id} {job.state.name} on {name}{since}, "
+                f"but {name}'s inventory{taken} does not hold it"
+            )
+            out.append(_node_finding(name, Kind.LOST_ON_NODE, reason, job))
+    for name, node in allocated.items():
+        finding = _explain_allocation(node, jobs_on.get(name, []))
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+def _active_jobs_by_node(
+    jobs: Iterable[Job], relevant: set[str], bad_nodelists: dict[int, str]
+) -> dict[str, list[tuple[Job, int]]]:
+    """Active jobs listing each relevant node, each with the width of its nodelist.
+
+    Only active jobs with a nodelist are expanded, and a plain one-node list never is.
+    """
+    out: dict[str, list[tuple[Job, int]]] = {}
+    for job in jobs:
+        if not job.state.active or not job.nodelist:
+            continue
+        try:
+            nodes = hostlist.expand(job.nodelist)
+        except SpurctlError:
+            bad_nodelists[job.job_id] = job.nodelist
+            continue
+        for name in nodes & relevant:
+            out.setdefault(name, []).append((job, len(nodes)))
+    return out
+
+
+def _explain_allocation(node: Node, on_node: list[tuple[Job, int]]) -> Finding | None:
+    """phantom-alloc or excess-alloc: the node's active jobs do not account for its allocation."""
+    have = (node.alloc.cpus, node.alloc.memory_mb, node.alloc.gpus)
+    if not on_node:
+        what = _join(_amount(v, dim) for dim, v in enumerate(have) if v) or "devices"
+        return _node_finding(
+            node.name,
+            Kind.PHANTOM_ALLOC,
+            f"{node.name} has {what} allocated but no active job lists it, "
+            "so the scheduler sees it busy and nothing frees it",
+        )
+    # Spur's own fallback splits a job's total evenly over its nodes; rounding each
+    # share up keeps an uneven remainder from reading as excess.
+    explained = [0, 0, 0]
+    for job, width in on_node:
+        r = job.resources
+        for dim, total in enumerate((r.cpus, r.memory_mb, r.gpus)):
+            explained[dim] += -(-total // width)
+    over = [dim for dim in range(3) if have[dim] > explained[dim]]
+    if not over:
+        return None
+    ids = ", ".join(str(i) for i in sorted(j.job_id for j, _ in on_node))
+    jobs = f"active jobs {ids} account" if len(on_node) > 1 else f"active job {ids} accounts"
+    return _node_finding(
+        node.name,
+        Kind.EXCESS_ALLOC,
+        f"{node.name} has {_join(_amount(have[d], d) for d in over)} allocated, but its "
+        f"{jobs} for {_join(_amount(explained[d], d) for d in over)}",
+    )
+
+
+_UNITS = ("CPU", "MB of memory", "GPU")
+
+
+def _amount(value: int, dim: int) -> str:
+    unit = _UNITS[dim]
+    return f"{value} {unit}" if value == 1 or unit.startswith("MB") else f"{value} {unit}s"
+
+
+def _join(parts: Iterable[str]) -> str:
+    """'a', 'b', 'c' -> 'a, b and c'."""
+    items = list(parts)
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)

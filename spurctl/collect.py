@@ -1,0 +1,288 @@
+"""Gather node inventories from many nodes at once, with ClusterShell as the engine.
+
+`collect` runs one local command per node (by default `ssh` to the node running
+`spurctl node-inventory`) through ClusterShell's ExecWorker, which substitutes
+`%h` with the node name and keeps at most `fanout` commands running. Each node
+ends as exactly one Inventory: the one it printed, or a record with `error` set
+when its command failed, hung past the timeout or printed no valid inventory.
+One node's trouble never stops the others.
+
+Beyond one machine's fan-out, ClusterShell's gateway tree is the engine: list
+gateways in topology.conf (`[routes]`, e.g. `admin: gw[1-4]` and
+`gw[1-4]: gpu[001-512]`) and run `clush -N -w NODES spurctl node-inventory`,
+whose output is JSON Lines; feed it to `spurctl audit --inventory`. The
+gateways relay and fan out in turn; spurctl does not re-implement that relay.
+docs/collecting.md has the exact commands.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from string import Template
+from typing import Any
+
+from spurctl.documents import parse_inventory_text
+from spurctl.errors import DocumentError, SpurctlError
+from spurctl.model import Inventory, utcnow
+
+DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
+
+# A node name goes into a shell command line: only host-name characters, and
+# no leading "-" that ssh would take for an option. Anything else (a space, a
+# ";", a "$(...)") could run something other than the inventory.
+_SAFE_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_MAX_DETAIL = 300
+# Characters that make a template more than one simple command (or that we do
+# not try to reason about, even quoted).
+_SHELL_SYNTAX = re.compile(r"[;&|()<>`\n]|\$\(")
+_NOT_A_PROGRAM = {"if", "for", "while", "until", "case", "{", "!", "exec", "time", "["}
+
+
+def is_safe_node_name(name: str) -> bool:
+    """Whether `name` can be put into a shell command as is (host-name characters only)."""
+    return _SAFE_NODE_NAME.fullmatch(name) is not None
+
+
+class _Pattern(Template):
+    # The same substitution ClusterShell's exec worker performs on its command.
+    delimiter = "%"
+
+
+def check_command(command: str) -> None:
+    """Reject a command template that would not run once per node, named by %h.
+
+    Raises SpurctlError with the fix.
+    """
+    if "%hosts" in command or "%{hosts}" in command:
+        raise SpurctlError(
+            "--command: %hosts runs one command for all nodes; use %h for one command per node"
+        )
+    try:
+        one, two = (
+            _Pattern(command).substitute(h=name, host=name, n=0, rank=0) for name in ("a", "b")
+        )
+    except (KeyError, ValueError) as exc:
+        raise SpurctlError(
+            f"--command: {command!r} is not a valid template ({exc}); "
+            "use %h for the node name and %% for a literal %"
+        ) from None
+    if one == two:
+        raise SpurctlError(
+            f"--command: {command!r} does not name the node; put %h where the node name goes"
+        )
+
+
+def exec_form(command: str) -> str:
+    """`exec COMMAND` when COMMAND is one simple command; otherwise COMMAND unchanged.
+
+    ClusterShell runs the command through /bin/sh and kills that process at
+    the timeout. dash forks for the command instead of replacing itself, so
+    without `exec` the kill hits only the shell and a hung ssh lives on.
+    """
+    if _SHELL_SYNTAX.search(command):
+        return command
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if not words or words[0] in _NOT_A_PROGRAM or "=" in words[0]:
+        return command
+    return "exec " + command
+
+
+def failed(node: str, error: str) -> Inventory:
+    """The record of a node that could not be inventoried."""
+    return Inventory(node=node, collected_at=utcnow(), source="collect", error=error, held=())
+
+
+def collect(
+    nodes: Sequence[str],
+    command: str = DEFAULT_COMMAND,
+    fanout: int = 64,
+    timeout: float = 60.0,
+    progress: bool | None = None,
+) -> list[Inventory]:
+    """Run `command` once per node in parallel and parse each node's inventory.
+
+    Results follow the order of `nodes` (a repeated name is collected once).
+    An inventory whose `node` differs from the target is kept as reported: the
+    audit flags name mismatches. `progress=None` shows a progress bar on stderr
+    when stderr is a terminal.
+    """
+    check_command(command)
+    if fanout < 1:
+        raise SpurctlError(f"--fanout must be at least 1, got {fanout}")
+    if not timeout > 0:
+        raise SpurctlError(f"--timeout must be positive, got {timeout:g}")
+    order = list(dict.fromkeys(nodes))
+    results: dict[str, Inventory] = {}
+    runnable = []
+    for node in order:
+        if is_safe_node_name(node):
+            runnable.append(node)
+        else:
+            results[node] = failed(
+                node, "node name has characters a shell would interpret; not run"
+            )
+    if runnable:
+        show = sys.stderr.isatty() if progress is None else progress
+        results.update(_run(runnable, command, fanout, timeout, show))
+    return [results[node] for node in order]
+
+
+@dataclass(slots=True)
+class _Outcome:
+    stdout: list[bytes] = field(default_factory=list)
+    stderr: list[bytes] = field(default_factory=list)
+    rc: int | None = None
+
+
+def _run(
+    nodes: list[str], command: str, fanout: int, timeout: float, show_progress: bool
+) -> dict[str, Inventory]:
+    from ClusterShell.Event import EventHandler
+    from ClusterShell.NodeSet import NodeSet
+    from ClusterShell.Task import task_self
+    from ClusterShell.Worker.Exec import ExecWorker
+
+    outcomes = {node: _Outcome() for node in nodes}
+
+    class Gather(EventHandler):
+        def __init__(self, on_done: Callable[[], None]) -> None:
+            super().__init__()
+            self.on_done = on_done
+
+        def ev_read(self, worker: Any, node: str, sname: str, msg: bytes) -> None:
+            outcome = outcomes.get(node)
+            if outcome is not None:
+                (outcome.stderr if sname == "stderr" else outcome.stdout).append(msg)
+
+        def ev_hup(self, worker: Any, node: str, rc: int) -> None:
+            outcome = outcomes.get(node)
+            if outcome is not None:
+                outcome.rc = rc
+            self.on_done()
+
+    task = task_self()
+    task.set_info("fanout", fanout)
+    # Output is gathered per node by the handler; the task's own copy would double it.
+    task.set_default("stdout_msgtree", False)
+    task.set_default("stderr_msgtree", False)
+
+    with _Progress(len(nodes), show_progress) as bar:
+        worker = ExecWorker(
+            NodeSet.fromlist(nodes),
+            handler=Gather(bar.advance),
+            timeout=timeout,
+            command=exec_form(command),
+            stderr=True,
+        )
+        task.schedule(worker)
+        task.run()
+    timed_out = set(worker.iter_keys_timeout())
+    return {node: _inventory(node, outcomes[node], node in timed_out, timeout) for node in nodes}
+
+
+def _inventory(node: str, outcome: _Outcome, timed_out: bool, timeout: float) -> Inventory:
+    if timed_out:
+        return failed(node, f"no answer within {timeout:g} s; command killed")
+    if outcome.rc is None:
+        return failed(node, "command did not finish")
+    if outcome.rc != 0:
+        detail = _last_line(outcome.stderr)
+        return failed(
+            node, f"command exited with status {outcome.rc}" + (f": {detail}" if detail else "")
+        )
+    text = b"\n".join(outcome.stdout).decode("utf-8", errors="replace")
+    try:
+        found = list(parse_inventory_text(text, name="output"))
+    except DocumentError as exc:
+        return failed(node, _clip(f"printed no valid inventory ({exc})"))
+    if len(found) != 1:
+        what = "no inventory" if not found else f"{len(found)} inventories, expected one"
+        return failed(node, f"printed {what}")
+    return found[0]
+
+
+def _last_line(lines: list[bytes]) -> str:
+    for raw in reversed(lines):
+        line = raw.decode("utf-8", errors="replace").strip()
+        if line:
+            return _clip(line)
+    return ""
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 1] + "…"
+
+
+class _Progress:
+    """A rich progress bar on stderr, or nothing."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self._bar: Any = None
+        self._task_id: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("collecting"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+            self._task_id = self._bar.add_task("collect", total=self.total)
+        return self
+
+    def advance(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task_id)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def summarize(results: Sequence[Inventory]) -> str:
+    """Ok and failed nodes folded as hostlists, then each failure reason with its nodes."""
+    from ClusterShell.NodeSet import NodeSet
+
+    ok = [inv.node for inv in results if inv.error is None]
+    bad: dict[str, list[str]] = {}
+    for inv in results:
+        if inv.error is not None:
+            bad.setdefault(inv.error, []).append(inv.node)
+    lines = [f"collected {len(ok)} of {len(results)} nodes"]
+    if ok:
+        lines.append(f"ok ({len(ok)}): {_fold(NodeSet, ok)}")
+    if bad:
+        failed_nodes = [n for names in bad.values() for n in names]
+        lines.append(f"failed ({len(failed_nodes)}): {_fold(NodeSet, failed_nodes)}")
+        for error, names in bad.items():
+            lines.append(f"  {_fold(NodeSet, names)}: {error}")
+    return "\n".join(lines)
+
+
+def _fold(nodeset_cls: Any, names: list[str]) -> str:
+    safe = [n for n in names if is_safe_node_name(n)]
+    # Names with hostlist syntax characters would fold into something else; list them as is.
+    folded = [str(nodeset_cls.fromlist(safe))] if safe else []
+    return ",".join(folded + [repr(n) for n in names if not is_safe_node_name(n)])

@@ -1,0 +1,76 @@
+"""Slurm hostlists (`gpu[001-128,200]`), expanded and folded by ClusterShell's NodeSet.
+
+Most nodelists a controller reports name one node, so a list without `[` or `,`
+is taken as that plain name without parsing: a NodeSet parse costs tens of
+microseconds, and an audit of a large cluster asks this question per holding.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+
+from spurctl.errors import SpurctlError
+
+_HINT = "use Slurm syntax like gpu[001-128,200]"
+# Slurm hostlists only; ClusterShell's set operators (! & ^) and @groups are refused
+# so that what an operator types means the same thing to spurctl and to Slurm.
+_HOSTLIST_CHARS = re.compile(r"[A-Za-z0-9._\-\[\],]+")
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
+
+
+def _plain(hostlist: str) -> bool:
+    return "[" not in hostlist and "," not in hostlist
+
+
+@functools.lru_cache(maxsize=65536)
+def _expand_nodeset(hostlist: str) -> frozenset[str]:
+    # Sized for one audit's active multi-node jobs (one parse each, reused for every
+    # holding and node that asks); bounded so a long-lived process cannot grow without end.
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
+
+    try:
+        return frozenset(NodeSet(hostlist, resolver=RESOLVER_NOGROUP))
+    except NodeSetError as exc:
+        raise SpurctlError(f"bad hostlist {hostlist!r}: {exc}; {_HINT}") from None
+
+
+def expand(hostlist: str) -> frozenset[str]:
+    """The node names of a hostlist; raises SpurctlError when it cannot be parsed."""
+    if _plain(hostlist):
+        return frozenset((hostlist,)) if hostlist else frozenset()
+    return _expand_nodeset(hostlist)
+
+
+def node_in(hostlist: str, name: str) -> bool:
+    """Whether `name` is one of the nodes of `hostlist` (exact string equality, as Spur does)."""
+    if _plain(hostlist):
+        return hostlist == name
+    return name in _expand_nodeset(hostlist)
+
+
+def fold(names: Iterable[str]) -> str:
+    """The compressed hostlist of some node names (`gpu[001-003]`); "" for none."""
+    names = list(names)
+    if len(names) <= 1:
+        return names[0] if names else ""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
+
+
+def parse_scope(hostlist: str) -> frozenset[str]:
+    """The nodes an operator named with --nodes; raises SpurctlError on a bad hostlist."""
+    text = hostlist.strip()
+    if not text:
+        raise SpurctlError(f"bad hostlist {hostlist!r}: it names no node; {_HINT}")
+    if not _HOSTLIST_CHARS.fullmatch(text):
+        bad = sorted({c for c in text if not _HOSTLIST_CHARS.fullmatch(c)})
+        shown = " ".join(repr(c) for c in bad)
+        raise SpurctlError(f"bad hostlist {hostlist!r}: {shown} not allowed; {_HINT}")
+    names = expand(text)
+    for name in sorted(names):
+        if not _NODE_NAME.fullmatch(name):
+            raise SpurctlError(f"bad hostlist {hostlist!r}: {name!r} is not a node name; {_HINT}")
+    return names

@@ -1,0 +1,608 @@
+"""The classifier: every arm of the controller's decision and every kind it cannot see.
+
+Each case is named after the invariant it pins. The property tests generate small
+clusters and check what must hold for any of them: nothing the controller spares is
+reclaimed, a loose name never reclaims, a lower watermark never adds a reclaim, a
+partial view never proves absence, and the answer depends only on the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spurctl import hostlist
+from spurctl.classify import Classification, classify, controller_decision
+from spurctl.model import (
+    Action,
+    Allocation,
+    ControllerView,
+    Device,
+    Holding,
+    Inventory,
+    Job,
+    JobState,
+    Kind,
+    Node,
+    NodeState,
+)
+
+NOW = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
+T0 = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
+WM = 100
+NODES = ("gpu016", "gpu017", "gpu018", "gpu020")
+
+
+def gpus(n: int) -> dict[str, tuple[Device, ...]]:
+    return {"gpu": tuple(Device(i) for i in range(n))} if n else {}
+
+
+def job(
+    job_id: int,
+    state: JobState = JobState.RUNNING,
+    nodelist: str = "",
+    *,
+    submit: datetime | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    cpus: int = 0,
+    memory_mb: int = 0,
+    gpu_count: int = 0,
+) -> Job:
+    return Job(
+        job_id=job_id,
+        state=state,
+        nodelist=nodelist,
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
+        resources=Allocation(cpus=cpus, memory_mb=memory_mb, devices=gpus(gpu_count)),
+    )
+
+
+def node(name: str, *, cpus: int = 0, memory_mb: int = 0, gpu_count: int = 0) -> Node:
+    alloc = Allocation(cpus=cpus, memory_mb=memory_mb, devices=gpus(gpu_count))
+    state = NodeState.IDLE if alloc.empty else NodeState.MIXED
+    return Node(name=name, state=state, alloc=alloc)
+
+
+def view(
+    *jobs: Job, nodes: tuple[Node, ...] | None = None, jobs_total: int | None = None
+) -> ControllerView:
+    node_list = nodes if nodes is not None else tuple(node(n) for n in NODES)
+    return ControllerView(
+        address="http://ctl:6817",
+        version="test",
+        taken_at=NOW,
+        jobs={j.job_id: j for j in jobs},
+        nodes={n.name: n for n in node_list},
+        jobs_total=len(jobs) if jobs_total is None else jobs_total,
+    )
+
+
+def held(
+    job_id: int,
+    *,
+    gpu_ids: tuple[int, ...] = (),
+    pids: tuple[int, ...] = (),
+    started: datetime | None = None,
+) -> Holding:
+    return Holding(job_id=job_id, gpus=gpu_ids, pids=pids, started_at=started)
+
+
+def inv(name: str, *holdings: Holding, error: str | None = None) -> Inventory:
+    return Inventory(node=name, collected_at=NOW, source="test", error=error, held=holdings)
+
+
+def invs(*inventories: Inventory) -> dict[str, Inventory]:
+    return {i.node: i for i in inventories}
+
+
+# -- the controller's own decision ----------------------------------------------
+
+DECISIONS = [
+    ("arm 1: a tracked terminal job is reclaimed", job(5, JobState.COMPLETED, "gpu017"), 5,
+     Kind.TERMINAL_HELD),
+    ("arm 1: NODE_FAIL is terminal", job(5, JobState.NODE_FAIL, "gpu017"), 5, Kind.TERMINAL_HELD),
+    ("arm 2: an active job on other nodes is reclaimed here", job(5, JobState.RUNNING, "gpu020"),
+     5, Kind.ACTIVE_ELSEWHERE),
+    ("arm 2: a node outside a multi-node job's hostlist is elsewhere",
+     job(5, JobState.COMPLETING, "gpu[018-020]"), 5, Kind.ACTIVE_ELSEWHERE),
+    ("arm 3: an active job with an empty nodelist is spared", job(5, JobState.RUNNING), 5,
+     Kind.MID_COMMIT),
+    ("arm 3: a suspended job with an empty nodelist is spared", job(5, JobState.SUSPENDED), 5,
+     Kind.MID_COMMIT),
+    ("arm 4: PENDING has not started", job(5, JobState.PENDING, "gpu020"), 5, Kind.NOT_STARTED),
+    ("arm 4: PREEMPTED is not terminal: it may run again", job(5, JobState.PREEMPTED, "gpu020"), 5,
+     Kind.NOT_STARTED),
+    ("arm 4: REQUEUED is not terminal: it may run again", job(5, JobState.REQUEUED), 5,
+     Kind.NOT_STARTED),
+    ("arm 5: held inside its own hostlist is healthy", job(5, JobState.RUNNING, "gpu[016-018]"), 5,
+     Kind.HEALTHY),
+    ("arm 6: untracked below the watermark is reclaimed", None, WM - 1,
+     Kind.BELOW_WATERMARK_UNKNOWN),
+    ("arm 7: untracked at the watermark was never issued here", None, WM,
+     Kind.ABOVE_WATERMARK_UNKNOWN),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("the_job", "job_id", "expected"),
+    [pytest.param(j, i, k, id=name) for name, j, i, k in DECISIONS],
+)
+def test_controller_decision(the_job: Job | None, job_id: int, expected: Kind) -> None:
+    assert controller_decision("gpu017", the_job, job_id, WM) is expected
+
+
+def test_controller_decision_compares_node_names_exactly_as_spur_does() -> None:
+    running = job(5, JobState.RUNNING, "gpu017")
+    assert controller_decision("GPU017", running, 5, WM) is Kind.ACTIVE_ELSEWHERE
+    assert controller_decision("gpu017.example.com", running, 5, WM) is Kind.ACTIVE_ELSEWHERE
+
+
+# -- classify, case by case -----------------------------------------------------
+
+
+@dataclass
+class Case:
+    view: ControllerView
+    inventories: dict[str, Inventory]
+    expected: list[tuple[str, int | None, Kind, Action]]
+    confirmed: dict[int, Job | None] = field(default_factory=dict)
+    scope: frozenset[str] | None = None
+    include_healthy: bool = False
+    note: str | None = None
+
+
+CASES: dict[str, Case] = {
+    "GATE: a terminal job aged out of the job map stays reclaimable below the watermark": Case(
+        view(),
+        invs(inv("gpu017", held(40, pids=(9,)))),
+        [("gpu017", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM)],
+    ),
+    "a terminal job still tracked is reclaimed where it is held": Case(
+        view(job(40, JobState.CANCELLED, "gpu017", end=T0)),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.TERMINAL_HELD, Action.RECLAIM)],
+    ),
+    "a job restarted elsewhere is reclaimed on the node that still holds it": Case(
+        view(job(40, JobState.RUNNING, "gpu020", start=T0), job(41, JobState.RUNNING, "gpu020")),
+        invs(inv("gpu017", held(40, pids=(7, 8))), inv("gpu020", held(40), held(41))),
+        [("gpu017", 40, Kind.ACTIVE_ELSEWHERE, Action.RECLAIM)],
+    ),
+    "an active job with an empty nodelist is spared: state and allocation commit separately": Case(
+        view(job(40, JobState.RUNNING, "")),
+        invs(inv("gpu017", held(40, pids=(7,)))),
+        [("gpu017", 40, Kind.MID_COMMIT, Action.SPARE)],
+    ),
+    "a pending job is spared: it may be mid-dispatch here": Case(
+        view(job(40, JobState.PENDING)),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.NOT_STARTED, Action.SPARE)],
+    ),
+    "a preempted job is spared: it may run again under the same id": Case(
+        view(job(40, JobState.PREEMPTED, "gpu020")),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.NOT_STARTED, Action.SPARE)],
+    ),
+    "a job held where the controller placed it is not a finding without --all": Case(
+        view(job(40, JobState.RUNNING, "gpu[016-018]")),
+        invs(inv("gpu017", held(40))),
+        [],
+    ),
+    "a job held where the controller placed it is healthy with --all": Case(
+        view(job(40, JobState.RUNNING, "gpu[016-018]")),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.HEALTHY, Action.NONE)],
+        include_healthy=True,
+    ),
+    "an id at or above the watermark is investigated, never reclaimed": Case(
+        view(),
+        invs(inv("gpu017", held(WM))),
+        [("gpu017", WM, Kind.ABOVE_WATERMARK_UNKNOWN, Action.INVESTIGATE)],
+    ),
+    "a held id missing from a scoped view is unverifiable without NOT_FOUND": Case(
+        view(job(1, JobState.RUNNING, "gpu020"), jobs_total=5),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.UNVERIFIABLE, Action.SPARE)],
+        note="controller view is incomplete (1 of 5 jobs)",
+    ),
+    "a held id above the watermark missing from a scoped view is unverifiable too": Case(
+        view(jobs_total=5),
+        invs(inv("gpu017", held(WM + 5))),
+        [("gpu017", WM + 5, Kind.UNVERIFIABLE, Action.SPARE)],
+    ),
+    "NOT_FOUND from GetJob makes an id absent from a scoped view reclaimable below the watermark": (
+        Case(
+            view(jobs_total=5),
+            invs(inv("gpu017", held(40))),
+            [("gpu017", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM)],
+            confirmed={40: None},
+        )
+    ),
+    "a job GetJob returns for an id missing from the view is judged against that job": Case(
+        view(jobs_total=5),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.ACTIVE_ELSEWHERE, Action.RECLAIM)],
+        confirmed={40: job(40, JobState.RUNNING, "gpu020")},
+    ),
+    "a redacted GetJob answer (no nodelist) for an active job spares the holding": Case(
+        view(jobs_total=5),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.MID_COMMIT, Action.SPARE)],
+        confirmed={40: job(40, JobState.RUNNING, "")},
+    ),
+    "a loose name match never reclaims: case": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(inv("GPU017", held(40))),
+        [
+            ("GPU017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("GPU017", 40, Kind.TERMINAL_HELD, Action.INVESTIGATE),
+        ],
+    ),
+    "a loose name match never reclaims: an FQDN inventory for a short controller name": Case(
+        view(),
+        invs(inv("gpu017.cluster.example", held(40))),
+        [
+            ("gpu017.cluster.example", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu017.cluster.example", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.INVESTIGATE),
+        ],
+    ),
+    "a loose name match never reclaims: a short inventory name for an FQDN controller": Case(
+        view(job(40, JobState.RUNNING, "gpu020.c"), nodes=(node("gpu017.c"), node("gpu020.c"))),
+        invs(inv("gpu017", held(40))),
+        [
+            ("gpu017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu017", 40, Kind.ACTIVE_ELSEWHERE, Action.INVESTIGATE),
+        ],
+    ),
+    "a loosely named node is judged under the controller's name, so its own run is healthy": Case(
+        view(job(40, JobState.RUNNING, "gpu017")),
+        invs(inv("GPU017", held(40))),
+        [
+            ("GPU017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("GPU017", 40, Kind.HEALTHY, Action.NONE),
+        ],
+        include_healthy=True,
+    ),
+    "an inventory matching no controller node is reported and never reclaims": Case(
+        view(),
+        invs(inv("login1", held(40))),
+        [
+            ("login1", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("login1", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.INVESTIGATE),
+        ],
+    ),
+    "a name loosely matching two controller nodes is matched to neither": Case(
+        view(nodes=(node("gpu017.a"), node("gpu017.b"))),
+        invs(inv("gpu017", held(40))),
+        [
+            ("gpu017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu017", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.INVESTIGATE),
+        ],
+    ),
+    "a held run started before its id was submitted is suspected reuse, never reclaimed": Case(
+        view(job(40, JobState.COMPLETED, "gpu017", submit=T0)),
+        invs(inv("gpu017", held(40, started=T0 - timedelta(seconds=1)))),
+        [("gpu017", 40, Kind.ID_REUSE_SUSPECTED, Action.INVESTIGATE)],
+    ),
+    "a held run started at its job's submit time is not reuse: the comparison is strict": Case(
+        view(job(40, JobState.COMPLETED, "gpu017", submit=T0)),
+        invs(inv("gpu017", held(40, started=T0))),
+        [("gpu017", 40, Kind.TERMINAL_HELD, Action.RECLAIM)],
+    ),
+    "an active job a reachable node does not hold is lost on that node": Case(
+        view(job(40, JobState.RUNNING, "gpu[017,020]", start=T0)),
+        invs(inv("gpu017", held(40)), inv("gpu020")),
+        [("gpu020", 40, Kind.LOST_ON_NODE, Action.INVESTIGATE)],
+    ),
+    "a job that started after the inventory was taken is not lost": Case(
+        view(job(40, JobState.RUNNING, "gpu020", start=NOW + timedelta(seconds=1))),
+        invs(inv("gpu020")),
+        [],
+    ),
+    "a node never inventoried is not judged lost, only counted": Case(
+        view(job(40, JobState.RUNNING, "gpu[017,020]")),
+        invs(inv("gpu017", held(40))),
+        [],
+    ),
+    "an allocation no active job lists is a phantom": Case(
+        view(
+            job(40, JobState.COMPLETED, "gpu017"),
+            nodes=(node("gpu017", cpus=16, memory_mb=65536, gpu_count=4),),
+        ),
+        {},
+        [("gpu017", None, Kind.PHANTOM_ALLOC, Action.INVESTIGATE)],
+    ),
+    "an allocation above its active jobs' even shares is excess": Case(
+        view(
+            job(40, JobState.RUNNING, "gpu[017-018]", cpus=32, gpu_count=8),
+            nodes=(node("gpu017", cpus=16, gpu_count=8), node("gpu018", cpus=16, gpu_count=4)),
+        ),
+        {},
+        [("gpu017", None, Kind.EXCESS_ALLOC, Action.INVESTIGATE)],
+    ),
+    "an uneven remainder of a multi-node job's split is not excess": Case(
+        view(
+            job(40, JobState.RUNNING, "gpu[017-018]", gpu_count=3),
+            nodes=(node("gpu017", gpu_count=2), node("gpu018", gpu_count=1)),
+        ),
+        {},
+        [],
+    ),
+    "phantom, excess and lost need the whole job list: withheld on an incomplete view": Case(
+        view(
+            job(40, JobState.RUNNING, "gpu[017,020]"),
+            nodes=(node("gpu017", cpus=4), node("gpu018", cpus=4), node("gpu020")),
+            jobs_total=2,
+        ),
+        invs(inv("gpu020"), inv("gpu017", held(40))),
+        [],
+        note="phantom-alloc, excess-alloc and lost-on-node are withheld",
+    ),
+    "an unreachable agent is one finding and nothing of it is classified": Case(
+        view(),
+        invs(inv("gpu017", held(40), error="ssh: connection refused")),
+        [("gpu017", None, Kind.AGENT_UNREACHABLE, Action.INVESTIGATE)],
+    ),
+    "an unreadable nodelist never reclaims and is named in a note": Case(
+        view(job(40, JobState.RUNNING, "gpu[017-")),
+        invs(inv("gpu017", held(40))),
+        [("gpu017", 40, Kind.UNVERIFIABLE, Action.INVESTIGATE)],
+        note="job 40's nodelist 'gpu[017-' is not a valid hostlist",
+    ),
+    "scope leaves out other nodes' holdings and allocations": Case(
+        view(nodes=(node("gpu017"), node("gpu020", cpus=8))),
+        invs(inv("gpu017", held(40)), inv("gpu020", held(41))),
+        [("gpu017", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM)],
+        scope=frozenset({"gpu017"}),
+    ),
+    "scope by the controller's name still covers a loosely named inventory": Case(
+        view(),
+        invs(inv("GPU017", held(40)), inv("gpu020", held(41))),
+        [
+            ("GPU017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("GPU017", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.INVESTIGATE),
+        ],
+        scope=frozenset({"gpu017"}),
+    ),
+}
+
+
+def run(case: Case) -> Classification:
+    return classify(
+        case.view,
+        case.inventories,
+        watermark=WM,
+        confirmed=case.confirmed,
+        scope=case.scope,
+        include_healthy=case.include_healthy,
+    )
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=name) for name, c in CASES.items()])
+def test_classify(case: Case) -> None:
+    result = run(case)
+    assert [(f.node, f.job_id, f.kind, f.action) for f in result.findings] == case.expected
+    if case.note is not None:
+        assert any(case.note in n for n in result.notes), result.notes
+    for f in result.findings:
+        assert f.node in f.reason and (f.job_id is None or str(f.job_id) in f.reason), f.reason
+
+
+def test_a_reason_names_the_job_the_node_and_the_evidence() -> None:
+    result = classify(
+        view(job(4711, JobState.RUNNING, "gpu020", start=datetime(2026, 12, 2, 10, 5, tzinfo=UTC))),
+        invs(inv("gpu017", held(4711, gpu_ids=(0, 1, 2, 3), pids=(81234, 81235)))),
+        watermark=WM,
+    )
+    [finding] = result.findings
+    assert finding.reason == (
+        "job 4711 is RUNNING on gpu020 (since 10:05 UTC); "
+        "gpu017 still holds it with GPUs 0-3 and 2 live processes"
+    )
+    assert finding.live is True
+    assert finding.controller_state == "RUNNING"
+    assert finding.allocated_nodes == "gpu020"
+    assert finding.gpus == (0, 1, 2, 3) and finding.pids == (81234, 81235)
+
+
+def test_an_untracked_holding_has_no_controller_state_or_nodelist() -> None:
+    [finding] = classify(view(), invs(inv("gpu017", held(40))), watermark=WM).findings
+    assert finding.controller_state is None and finding.allocated_nodes is None
+    assert finding.live is False
+    assert "absent from the complete view" in finding.reason
+
+
+def test_node_allocation_reasons_name_the_amounts() -> None:
+    result = classify(
+        view(
+            job(40, JobState.RUNNING, "gpu[017-018]", cpus=32, gpu_count=8),
+            nodes=(
+                node("gpu017", cpus=16, gpu_count=8),
+                node("gpu018", cpus=16, gpu_count=4),
+                node("gpu020", cpus=16, memory_mb=65536, gpu_count=1),
+            ),
+        ),
+        {},
+        watermark=WM,
+    )
+    assert [f.reason for f in result.findings] == [
+        "gpu017 has 8 GPUs allocated, but its active job 40 accounts for 4 GPUs",
+        "gpu020 has 16 CPUs, 65536 MB of memory and 1 GPU allocated but no active job lists "
+        "it, so the scheduler sees it busy and nothing frees it",
+    ]
+
+
+def test_findings_are_ordered_by_node_then_action_then_job() -> None:
+    result = classify(
+        view(
+            job(3, JobState.PENDING),
+            job(4, JobState.RUNNING, "gpu017"),
+            job(5, JobState.RUNNING, "gpu020"),
+            nodes=(node("gpu016", cpus=1), node("gpu017"), node("gpu020")),
+        ),
+        invs(inv("gpu017", held(WM + 1), held(3), held(5), held(4), held(2)), inv("gpu020")),
+        watermark=WM,
+        include_healthy=True,
+    )
+    assert [(f.node, f.job_id, f.action) for f in result.findings] == [
+        ("gpu016", None, Action.INVESTIGATE),
+        ("gpu017", 2, Action.RECLAIM),
+        ("gpu017", 5, Action.RECLAIM),
+        ("gpu017", WM + 1, Action.INVESTIGATE),
+        ("gpu017", 3, Action.SPARE),
+        ("gpu017", 4, Action.NONE),
+        ("gpu020", 5, Action.INVESTIGATE),
+    ]
+
+
+def test_nodes_in_scope_without_an_inventory_are_counted_as_not_inventoried() -> None:
+    result = classify(
+        view(),
+        invs(inv("gpu017"), inv("gpu018", error="timed out"), inv("login1")),
+        watermark=WM,
+    )
+    # Four controller nodes plus login1; the unreachable one is not inventoried.
+    assert (result.nodes_in_scope, result.nodes_inventoried) == (5, 2)
+    scoped = classify(
+        view(), invs(inv("gpu017")), watermark=WM, scope=frozenset({"gpu017", "gpu999"})
+    )
+    assert (scoped.nodes_in_scope, scoped.nodes_inventoried) == (2, 1)
+    assert scoped.findings == []
+
+
+# -- properties over generated clusters ------------------------------------------
+
+ID_RANGE = st.integers(min_value=1, max_value=40)
+TIMES = st.none() | st.integers(min_value=0, max_value=5).map(lambda m: T0 + timedelta(minutes=m))
+RECLAIM_ARMS = {Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN}
+
+
+@dataclass
+class Cluster:
+    view: ControllerView
+    inventories: dict[str, Inventory]
+    confirmed: dict[int, Job | None]
+    watermark: int
+    scope: frozenset[str] | None
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> Job:
+    nodes = draw(st.lists(st.sampled_from(NODES), max_size=3, unique=True))
+    return job(
+        draw(ID_RANGE),
+        draw(st.sampled_from(JobState)),
+        hostlist.fold(nodes),
+        submit=draw(TIMES),
+        start=draw(TIMES),
+        cpus=draw(st.integers(0, 8)),
+        gpu_count=draw(st.integers(0, 4)),
+    )
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> Cluster:
+    job_list = draw(st.lists(jobs(), max_size=12, unique_by=lambda j: j.job_id))
+    nodes = tuple(
+        node(n, cpus=draw(st.integers(0, 8)), gpu_count=draw(st.integers(0, 4))) for n in NODES
+    )
+    the_view = view(*job_list, nodes=nodes, jobs_total=len(job_list) + draw(st.integers(0, 2)))
+    # Exact, case-changed, FQDN and unknown names: the loose matches must never reclaim.
+    names = st.sampled_from([*NODES, "GPU017", "gpu018.cluster", "login1"])
+    holding = st.builds(
+        held,
+        ID_RANGE,
+        gpu_ids=st.lists(st.integers(0, 7), max_size=2, unique=True).map(tuple),
+        pids=st.lists(st.integers(1, 99), max_size=2, unique=True).map(tuple),
+        started=TIMES,
+    )
+    inventories = {
+        name: Inventory(
+            node=name,
+            collected_at=NOW,
+            source="test",
+            error=draw(st.none() | st.just("unreachable")),
+            held=tuple(draw(st.lists(holding, max_size=4, unique_by=lambda h: h.job_id))),
+        )
+        for name in draw(st.lists(names, max_size=5, unique=True))
+    }
+    answers = draw(st.dictionaries(ID_RANGE, st.none() | jobs(), max_size=4))
+    # GetJob answers about the id it was asked for.
+    confirmed = {i: j if j is None else replace(j, job_id=i) for i, j in answers.items()}
+    scope = draw(st.none() | st.sets(st.sampled_from(NODES), min_size=1).map(frozenset))
+    return Cluster(the_view, inventories, confirmed, draw(st.integers(1, 45)), scope)
+
+
+def classify_cluster(c: Cluster, watermark: int | None = None) -> Classification:
+    return classify(
+        c.view,
+        c.inventories,
+        watermark=c.watermark if watermark is None else watermark,
+        confirmed=c.confirmed,
+        scope=c.scope,
+        include_healthy=True,
+    )
+
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(clusters())
+def test_nothing_is_reclaimed_that_the_controller_would_spare(c: Cluster) -> None:
+    for f in classify_cluster(c).findings:
+        if f.action is not Action.RECLAIM:
+            continue
+        assert f.job_id is not None
+        the_job = c.view.jobs.get(f.job_id, c.confirmed.get(f.job_id))
+        decided = controller_decision(f.node, the_job, f.job_id, c.watermark)
+        assert decided in RECLAIM_ARMS and f.kind is decided, f
+
+
+@PROPERTY
+@given(clusters())
+def test_a_loose_or_unknown_node_name_never_reclaims(c: Cluster) -> None:
+    for f in classify_cluster(c).findings:
+        if f.node not in c.view.nodes:
+            assert f.action is not Action.RECLAIM, f
+
+
+@PROPERTY
+@given(clusters(), st.integers(0, 45))
+def test_lowering_the_watermark_never_adds_a_reclaim(c: Cluster, lower_by: int) -> None:
+    def reclaims(watermark: int) -> set[tuple[str, int | None]]:
+        found = classify_cluster(c, watermark).findings
+        return {(f.node, f.job_id) for f in found if f.action is Action.RECLAIM}
+
+    assert reclaims(max(0, c.watermark - lower_by)) <= reclaims(c.watermark)
+
+
+@PROPERTY
+@given(clusters())
+def test_an_incomplete_view_never_proves_absence_without_not_found(c: Cluster) -> None:
+    for f in classify_cluster(c).findings:
+        if f.kind is Kind.BELOW_WATERMARK_UNKNOWN:
+            assert f.job_id is not None
+            assert c.view.complete or (f.job_id in c.confirmed and c.confirmed[f.job_id] is None)
+
+
+@PROPERTY
+@given(clusters())
+def test_classify_depends_only_on_its_input(c: Cluster) -> None:
+    shuffled = Cluster(
+        view(*reversed(c.view.jobs.values()), nodes=tuple(reversed(c.view.nodes.values())),
+             jobs_total=c.view.jobs_total),
+        dict(reversed(c.inventories.items())),
+        dict(reversed(c.confirmed.items())),
+        c.watermark,
+        c.scope,
+    )  # fmt: skip
+    first = classify_cluster(c)
+    assert classify_cluster(c) == first
+    assert classify_cluster(shuffled) == first

@@ -1,0 +1,446 @@
+"""collect fans a real command out over many nodes through ClusterShell; the CLI runs for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from spurctl.collect import DEFAULT_COMMAND, check_command, collect, exec_form, summarize
+from spurctl.documents import parse_inventory_text
+from spurctl.errors import SpurctlError
+from spurctl.model import Inventory
+
+WORKTREE = Path(__file__).resolve().parents[1]
+OK_SLEEP = 0.3
+TIMEOUT = 2.5
+
+# A stand-in for `ssh NODE spurctl node-inventory`: what it does depends on the
+# node's name (ok*, fail*, hang*, junk*, ...).
+FAKE_NODE = textwrap.dedent(
+    """
+    import json, os, sys, time
+
+    node, state = sys.argv[1], sys.argv[2]
+    kind = node.rstrip("0123456789")
+    number = int(node[len(kind):] or 0)
+
+    def inventory(name):
+        return {"schema": "spurctl.inventory/v1", "node": name,
+                "collected_at": "2026-12-02T10:00:00Z", "source": "cgroup+proc",
+                "error": None,
+                "held": [{"job_id": 1000 + number, "cpus": 8, "memory_mb": 1024,
+                          "gpus": [number % 8], "pids": [4000 + number],
+                          "started_at": "2026-12-01T22:14:05Z"}]}
+
+    if kind == "ok":
+        time.sleep(OK_SLEEP)
+        print(json.dumps(inventory(node)))
+    elif kind == "pretty":
+        print(json.dumps(inventory(node), indent=2))
+    elif kind == "alias":
+        print(json.dumps(inventory(node.upper())))
+    elif kind == "fail":
+        print("some noise", file=sys.stderr)
+        print("boom on " + node, file=sys.stderr)
+        print("\\n", file=sys.stderr)
+        sys.exit(3)
+    elif kind == "hang":
+        with open(os.path.join(state, node + ".pid"), "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
+    elif kind == "junk":
+        print("Last login: Tue Dec  1 22:14:05 2026")
+        print("{not json")
+    elif kind == "twice":
+        print(json.dumps(inventory(node)))
+        print(json.dumps(inventory(node)))
+    elif kind == "empty":
+        pass
+    """
+).replace("OK_SLEEP", str(OK_SLEEP))
+
+
+@pytest.fixture
+def fake_command(tmp_path: Path) -> str:
+    script = tmp_path / "fake_node.py"
+    script.write_text(FAKE_NODE)
+    state = tmp_path / "state"
+    state.mkdir()
+    # -I -S: a bare interpreter starts fast, and 40 of them share two cores.
+    parts = [sys.executable, "-I", "-S", str(script)]
+    return " ".join(shlex.quote(p) for p in parts) + " %h " + shlex.quote(str(state))
+
+
+def by_node(results: list[Inventory]) -> dict[str, Inventory]:
+    return {inv.node: inv for inv in results}
+
+
+def test_collect_runs_nodes_in_parallel_and_one_nodes_failure_never_stops_the_others(
+    tmp_path: Path, fake_command: str
+) -> None:
+    ok = [f"ok{i:02d}" for i in range(1, 33)]
+    fail = [f"fail{i}" for i in range(1, 5)]
+    hang = [f"hang{i}" for i in range(1, 4)]
+    junk = [f"junk{i}" for i in range(1, 4)]
+    nodes = ok + fail + hang + junk
+    random.Random(7).shuffle(nodes)  # results must follow the input, not sorted order
+    serial = len(ok) * OK_SLEEP + len(hang) * TIMEOUT
+
+    t0 = time.monotonic()
+    results = collect(nodes, command=fake_command, fanout=64, timeout=TIMEOUT, progress=False)
+    wall = time.monotonic() - t0
+
+    assert len(nodes) >= 40
+    assert [inv.node for inv in results] == nodes
+    assert wall < serial / 2, f"took {wall:.1f}s; run one after another it takes >= {serial:.1f}s"
+    got = by_node(results)
+    for node in ok:
+        inv = got[node]
+        assert inv.error is None and inv.source == "cgroup+proc"
+        (held,) = inv.held
+        number = int(node[2:])
+        assert (held.job_id, held.gpus, held.pids) == (
+            1000 + number,
+            (number % 8,),
+            (4000 + number,),
+        )
+    for node in fail:
+        # The exit status and the last non-blank line of stderr.
+        assert got[node].error == f"command exited with status 3: boom on {node}"
+        assert got[node].held == ()
+    for node in hang:
+        assert got[node].error == f"no answer within {TIMEOUT:g} s; command killed"
+    for node in junk:
+        assert got[node].error is not None
+        assert got[node].error.startswith("printed no valid inventory")
+    # A command past its timeout is killed, not left running on the admin host.
+    for node in hang:
+        pid = int((tmp_path / "state" / f"{node}.pid").read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_fanout_bounds_how_many_commands_run_at_once(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    script = tmp_path / "record.py"
+    script.write_text(
+        "import sys, time, pathlib\n"
+        "d = pathlib.Path(sys.argv[2])\n"
+        "start = time.time(); time.sleep(0.4)\n"
+        "(d / sys.argv[1]).write_text(f'{start} {time.time()}')\n"
+        "sys.exit(1)\n"
+    )
+    command = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(script))} %h {log}"
+    nodes = [f"n{i}" for i in range(6)]
+
+    collect(nodes, command=command, fanout=2, timeout=30, progress=False)
+
+    spans = [tuple(map(float, (log / n).read_text().split())) for n in nodes]
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert most == 2, f"{most} commands overlapped with fanout 2"
+
+
+def test_an_inventory_naming_another_node_is_kept_as_reported(fake_command: str) -> None:
+    (inv,) = collect(["alias7"], command=fake_command, progress=False)
+    assert inv.node == "ALIAS7" and inv.error is None and inv.held[0].job_id == 1007
+
+
+def test_a_pretty_printed_inventory_is_accepted(fake_command: str) -> None:
+    (inv,) = collect(["pretty3"], command=fake_command, progress=False)
+    assert inv.error is None and inv.node == "pretty3"
+
+
+@pytest.mark.parametrize(
+    ("node", "error"),
+    [("twice1", "printed 2 inventories, expected one"), ("empty1", "printed no inventory")],
+)
+def test_a_node_must_print_exactly_one_inventory(fake_command: str, node: str, error: str) -> None:
+    (inv,) = collect([node], command=fake_command, progress=False)
+    assert (inv.node, inv.error) == (node, error)
+
+
+def test_a_repeated_node_is_collected_once(fake_command: str) -> None:
+    results = collect(["ok2", "ok1", "ok2"], command=fake_command, progress=False)
+    assert [inv.node for inv in results] == ["ok2", "ok1"]
+
+
+def test_a_node_name_a_shell_would_interpret_is_never_run(tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    nodes = ["good1", f"x;touch {marker}", "-oProxyCommand=touch", "$(touch)"]
+
+    results = collect(nodes, command="echo %h", progress=False)
+
+    assert not marker.exists()
+    assert [inv.node for inv in results] == nodes
+    assert results[0].error is not None
+    assert results[0].error.startswith("printed no valid inventory")  # it ran: echo is no inventory
+    for inv in results[1:]:
+        assert inv.error is not None and "not run" in inv.error
+
+
+@pytest.mark.parametrize(
+    ("template", "runs_as"),
+    [
+        (DEFAULT_COMMAND, "exec " + DEFAULT_COMMAND),
+        ("/opt/x/bin/inv --host=%h 'a b'", "exec /opt/x/bin/inv --host=%h 'a b'"),
+        ("ssh %h spurctl node-inventory | tail -1", None),
+        ("ssh %h spurctl node-inventory; true", None),
+        ("ssh %h spurctl node-inventory 2>/dev/null", None),
+        ("SSH_AUTH_SOCK= ssh %h spurctl node-inventory", None),
+        ("exec ssh %h spurctl node-inventory", None),
+        ("ssh %h 'unbalanced", None),
+    ],
+)
+def test_a_simple_command_replaces_the_shell_so_the_timeout_kill_reaches_it(
+    template: str, runs_as: str | None
+) -> None:
+    assert exec_form(template) == (runs_as or template)
+
+
+def test_a_compound_template_still_runs_once_per_node(fake_command: str) -> None:
+    results = collect(["ok1", "fail2"], command=fake_command + " | cat", progress=False)
+    assert results[0].error is None and results[0].node == "ok1"
+    # The pipeline's status is cat's: the failure shows as output that is no inventory.
+    assert results[1].error == "printed no inventory"
+
+
+def test_the_progress_bar_changes_nothing_but_stderr(fake_command: str) -> None:
+    results = collect(["ok1", "ok2", "fail3"], command=fake_command, progress=True)
+    assert [inv.error is None for inv in results] == [True, True, False]
+
+
+@pytest.mark.parametrize(
+    ("command", "complaint"),
+    [
+        ("ssh %hosts spurctl node-inventory", "%hosts"),
+        ("spurctl node-inventory", "does not name the node"),
+        ("echo 50% %h", "not a valid template"),
+        ("ssh %hostname x", "not a valid template"),
+    ],
+)
+def test_a_command_template_that_cannot_run_once_per_node_is_refused(
+    command: str, complaint: str
+) -> None:
+    with pytest.raises(SpurctlError, match=complaint):
+        check_command(command)
+    with pytest.raises(SpurctlError):
+        collect(["n1"], command=command, progress=False)
+
+
+@pytest.mark.parametrize("template", ["ssh %{h} x", "ssh %host x", "echo 100%% %h"])
+def test_command_templates_clustershell_accepts_are_accepted(template: str) -> None:
+    check_command(template)
+
+
+def test_summary_folds_ok_and_failed_nodes_as_hostlists() -> None:
+    def ok(n: str) -> Inventory:
+        return Inventory(node=n, collected_at=None, source="proc")
+
+    def bad(n: str, e: str) -> Inventory:
+        return Inventory(node=n, collected_at=None, source="collect", error=e)
+
+    results = [ok(f"gpu{i:03d}") for i in range(1, 39)] + [
+        bad("gpu039", "no answer within 60 s; command killed"),
+        bad("gpu040", "no answer within 60 s; command killed"),
+        bad("gpu100", "command exited with status 255: ssh: connect to host gpu100: refused"),
+    ]
+
+    assert summarize(results).splitlines() == [
+        "collected 38 of 41 nodes",
+        "ok (38): gpu[001-038]",
+        "failed (3): gpu[039-040,100]",
+        "  gpu[039-040]: no answer within 60 s; command killed",
+        "  gpu100: command exited with status 255: ssh: connect to host gpu100: refused",
+    ]
+
+
+# -- the command line, run for real ---------------------------------------------------------
+
+
+def spurctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spurctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(WORKTREE), **(env or {})},
+    )
+
+
+def fixture_node(tmp_path: Path) -> tuple[Path, Path]:
+    """A node with job 4711 in a cgroup and a process carrying its id."""
+    cg, proc = tmp_path / "spur", tmp_path / "proc"
+    job = cg / "job_4711"
+    job.mkdir(parents=True)
+    (job / "cpuset.cpus.effective").write_text("0-15\n")
+    (job / "memory.max").write_text(f"{64 * 1024**3}\n")
+    (job / "cgroup.procs").write_text("81234\n")
+    (proc / "81234").mkdir(parents=True)
+    (proc / "81234" / "environ").write_bytes(b"SPUR_JOB_ID=4711\0ROCR_VISIBLE_DEVICES=0,1\0")
+    (proc / "stat").write_text("btime 1780000000\n")
+    return cg, proc
+
+
+def test_node_inventory_prints_one_json_line_for_the_node(tmp_path: Path) -> None:
+    cg, proc = fixture_node(tmp_path)
+
+    run = spurctl(
+        "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc), "--hostname", "gpu017"
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("\n") == 1
+    (inv,) = parse_inventory_text(run.stdout, name="stdout")
+    assert (inv.node, inv.source, inv.error) == ("gpu017", "cgroup+proc", None)
+    (held,) = inv.held
+    assert (held.job_id, held.cpus, held.memory_mb, held.gpus, held.pids) == (
+        4711,
+        16,
+        65536,
+        (0, 1),
+        (81234,),
+    )
+
+
+def test_node_inventory_writes_the_document_to_a_file_and_defaults_to_the_host_name(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    cg, proc = fixture_node(tmp_path)
+    out = tmp_path / "inv.json"
+
+    run = spurctl(
+        "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc), "-o", str(out)
+    )
+
+    assert run.returncode == 0 and run.stdout == ""
+    (inv,) = parse_inventory_text(out.read_text(), name=str(out))
+    assert inv.node == socket.gethostname()
+
+
+def test_node_inventory_does_not_count_itself_as_the_job_it_runs_in(tmp_path: Path) -> None:
+    # `srun spurctl node-inventory` runs inside a job: the scanner is not that job's work.
+    run = spurctl(
+        "node-inventory",
+        "--cgroup-root",
+        str(tmp_path / "absent"),
+        env={"SPUR_JOB_ID": "3999999002", "SLURM_JOB_ID": "3999999002"},
+    )
+
+    assert run.returncode == 0, run.stderr
+    (inv,) = parse_inventory_text(run.stdout, name="stdout")
+    assert inv.source == "proc"
+    assert 3999999002 not in {h.job_id for h in inv.held}
+
+
+def test_node_inventory_with_a_wrong_proc_root_exits_2_with_one_line(tmp_path: Path) -> None:
+    run = spurctl("node-inventory", "--proc-root", str(tmp_path / "nope"))
+    assert run.returncode == 2
+    assert run.stderr.startswith("spurctl: error: cannot list") and run.stderr.count("\n") == 1
+
+
+def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_command: str) -> None:
+    run = spurctl(
+        "collect", "--nodes", "ok[1-3],fail7", "--command", fake_command, "--timeout", "20"
+    )
+
+    assert run.returncode == 1, run.stderr
+    lines = run.stdout.splitlines()
+    docs = [json.loads(line) for line in lines]
+    assert [d["node"] for d in docs] == ["fail7", "ok1", "ok2", "ok3"]
+    assert docs[0]["error"] == "command exited with status 3: boom on fail7"
+    assert all(d["error"] is None for d in docs[1:])
+    # No progress bar when stderr is not a terminal: only the summary.
+    assert run.stderr.splitlines() == [
+        "collected 3 of 4 nodes",
+        "ok (3): ok[1-3]",
+        "failed (1): fail7",
+        "  fail7: command exited with status 3: boom on fail7",
+    ]
+
+
+def test_collect_cli_exits_0_when_every_node_answered(tmp_path: Path, fake_command: str) -> None:
+    out = tmp_path / "inventories.jsonl"
+
+    run = spurctl(
+        "collect",
+        "--nodes",
+        "ok[01-05]",
+        "--command",
+        fake_command,
+        "--fanout",
+        "3",
+        "-o",
+        str(out),
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    invs = list(parse_inventory_text(out.read_text(), name=str(out)))
+    assert [inv.node for inv in invs] == [f"ok{i:02d}" for i in range(1, 6)]
+    assert "collected 5 of 5 nodes" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("hostlist", "complaint"),
+    [
+        ("gpu[001-", "bad hostlist"),
+        ("gpu[3-1]", "bad hostlist"),
+        ("", "names no node"),
+        ("a b", "bad hostlist"),
+        ("-oProxyCommand=x", "bad hostlist"),
+    ],
+)
+def test_collect_cli_refuses_a_bad_hostlist_with_exit_2(hostlist: str, complaint: str) -> None:
+    run = spurctl("collect", "--nodes", hostlist, "--command", "echo %h")
+
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith("spurctl: error:") and complaint in run.stderr
+    assert run.stderr.count("\n") == 1
+
+
+def test_collect_cli_refuses_a_template_without_the_node_with_exit_2() -> None:
+    run = spurctl("collect", "--nodes", "n[1-2]", "--command", "spurctl node-inventory")
+    assert run.returncode == 2 and "put %h where the node name goes" in run.stderr
+
+
+@pytest.mark.parametrize("command", ["node-inventory", "collect"])
+def test_each_command_help_has_a_summary_and_an_example(command: str) -> None:
+    run = spurctl(command, "--help")
+    assert run.returncode == 0
+    assert f"spurctl {command}" in run.stdout.split("Example:", 1)[1]
+
+
+def test_the_documented_gateway_topology_routes_every_node_through_a_gateway(
+    tmp_path: Path,
+) -> None:
+    from ClusterShell.NodeSet import NodeSet
+    from ClusterShell.Propagation import PropagationTreeRouter
+    from ClusterShell.Topology import TopologyParser
+
+    doc = (WORKTREE / "docs" / "collecting.md").read_text()
+    ini = doc.split("```ini\n", 1)[1].split("```", 1)[0]
+    conf = tmp_path / "topology.conf"
+    conf.write_text(textwrap.dedent(ini))
+
+    tree = TopologyParser(str(conf)).tree("admin1")
+    router = PropagationTreeRouter("admin1", tree)
+
+    assert tree.leaf_node_count() == 512
+    routed = NodeSet()
+    for gateway, nodes in router.dispatch(NodeSet("gpu[001-512]")):
+        assert gateway in NodeSet("gw[1-4]")
+        routed.update(nodes)
+    assert routed == NodeSet("gpu[001-512]")
