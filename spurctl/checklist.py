@@ -314,9 +314,10 @@ def assess_holding(
     state = job.state.name
     redacted = asked and not job.nodelist
     if started is None or job.submit_time is None:
-        missing = "the inventory has no start time for it" if started is None else (
-            f"the controller's job {j} has no submit time"
-        )
+        if started is None:
+            missing = "the inventory has no start time for it"
+        else:
+            missing = f"the controller's job {j} has no submit time"
         return held(
             Hazard.UNDETERMINED,
             f"whether {node}'s run of job {j} predates the controller's job {j} ({state}) is "
@@ -365,9 +366,7 @@ def assess(
     """
     from spurctl.documents import inventories_by_node
 
-    by_node = inventories_by_node(
-        inv for inv in inventories if scope is None or inv.node in scope
-    )
+    by_node = inventories_by_node(inv for inv in inventories if scope is None or inv.node in scope)
     names = set(view.nodes) | set(by_node) if scope is None else set(scope)
     notes: list[str] = []
     nodes: dict[str, NodeAssessment] = {}
@@ -515,7 +514,10 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
     if partitions:
         stop_cmds = tuple(f"scontrol update PartitionName={_q(p)} State=DRAIN" for p in partitions)
         resume_cmds = tuple(f"scontrol update PartitionName={_q(p)} State=UP" for p in partitions)
-        which = f"every partition ({', '.join(partitions)}), not only these nodes': {counter}"
+        which = (
+            f"drain every partition ({', '.join(partitions)}), not only those of the nodes to "
+            f"recycle: {counter}"
+        )
     else:
         stop_cmds = resume_cmds = ()
         which = f"the controller reports no partition, so do it by hand: {counter}"

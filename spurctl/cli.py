@@ -478,11 +478,7 @@ checklist_app = typer.Typer(
 app.add_typer(checklist_app)
 
 
-@checklist_app.command(
-    "post-wipe",
-    epilog="Example: spurctl checklist post-wipe --collect -o recycle.md  ...then, after "
-    "recycling: spurctl checklist post-wipe --verify --nodes gpu[001-007] --collect",
-)
+@checklist_app.command("post-wipe")
 def checklist_post_wipe(
     nodes: Annotated[
         str | None,
@@ -522,11 +518,23 @@ def checklist_post_wipe(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """The post-wipe agent recycle checklist: which agents still hold pre-wipe runs, and the
-    steps to recycle them before submissions resume.
+    """Which agents to recycle after a controller wipe, and the steps to do it.
+
+    Every node still holding a pre-wipe run (an id the wiped controller did not
+    issue, or has since reissued to another run) must be recycled before
+    submissions resume. Markdown (checkboxes, to paste into an incident document) or --format json
+    (spurctl.checklist/v1). --verify re-reads the controller and the inventories of the
+    nodes given by --nodes (the hostlist the first run printed in its verify command)
+    and ticks every step that now holds; stopping and resuming submissions cannot be
+    observed over Spur's RPCs and stay to confirm by hand.
 
     Exit 0 when nothing needs recycling (with --verify: every checkable step is done), 1
     otherwise, 2 on errors.
+
+    \b
+    Example:
+      spurctl checklist post-wipe --collect -o recycle.md
+      spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
     from spurctl.checklist import post_wipe
     from spurctl.client import ControllerClient

@@ -163,7 +163,7 @@ def _started(h: HeldId) -> str:
 def render_markdown(cl: Checklist) -> str:
     a = cl.assessment
     version = f" (Spur {a.controller_version})" if a.controller_version else ""
-    taken = format_time(a.taken_at)
+    taken = a.taken_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [
         "# Post-wipe agent recycle checklist",
         "",
