@@ -18,7 +18,7 @@ import enum
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
@@ -39,6 +39,10 @@ DRAIN_REASON = "post-wipe agent recycle"
 AFTER_FILE = "after.jsonl"
 # What the controller shows for a node no new work lands on.
 OUT_OF_SERVICE = frozenset({NodeState.DRAIN, NodeState.DRAINING, NodeState.DOWN})
+# A run's start comes from the node's clock, a job's submission from the controller's.
+# A post-wipe run starts seconds after its submission, so a node clock a little
+# behind could date it "before": only a run older than this margin counts as reissued.
+CLOCK_SKEW = timedelta(seconds=60)
 
 
 class Hazard(enum.StrEnum):
@@ -214,7 +218,17 @@ def _when(t: datetime | None, now: datetime) -> str:
     return t.strftime("%H:%M UTC" if t.date() == now.date() else "%Y-%m-%d %H:%M UTC")
 
 
-def _reissue_consequence(kind: Kind, job: Job, node: str, redacted: bool) -> str:
+def _decision(node: str, job: Job, watermark: int) -> Kind | None:
+    """spurctld's own decision for this holding; None when the job's nodelist is unreadable."""
+    from spurctl.classify import controller_decision
+
+    try:
+        return controller_decision(node, job, job.job_id, watermark)
+    except SpurctlError:
+        return None
+
+
+def _reissue_consequence(kind: Kind | None, job: Job, node: str, redacted: bool) -> str:
     """What spurctld does next with the held run, by its own decision for this node."""
     j, state = job.job_id, job.state.name
     if kind is Kind.TERMINAL_HELD:
@@ -232,15 +246,20 @@ def _reissue_consequence(kind: Kind, job: Job, node: str, redacted: bool) -> str
             f"the new job {j} is {state} on this very node, so the controller takes the old "
             "run for the new one and neither can be told apart by id"
         )
-    if kind is Kind.MID_COMMIT:
-        hidden = (
-            "its nodelist is hidden from this credential"
-            if redacted
-            else "its nodelist is not recorded yet"
-        )
+    if kind is Kind.MID_COMMIT and redacted:
         return (
-            f"the new job {j} is {state} but {hidden}; once it is placed on another node a "
-            "post-#623 controller cancels this run at the next heartbeat"
+            f"the new job {j} is {state} but its nodelist is hidden from this credential; if it "
+            "runs on another node, a post-#623 controller cancels this run at the next heartbeat"
+        )
+    if kind is Kind.MID_COMMIT:
+        return (
+            f"the new job {j} is {state} but its nodelist is not recorded yet; once it is, on "
+            "another node, a post-#623 controller cancels this run at the next heartbeat"
+        )
+    if kind is None:
+        return (
+            f"the new job {j} is {state} on {job.nodelist!r}, which is not a readable hostlist, "
+            f"so what the controller does with this run is unknown"
         )
     return (
         f"the new job {j} is {state}; once it starts on another node a post-#623 controller "
@@ -266,8 +285,6 @@ def assess_holding(
     complete view, or GetJob said NOT_FOUND); None with `untracked` False means
     nobody could say, and the id is never called untracked on absence alone.
     """
-    from spurctl.classify import controller_decision
-
     j = holding.job_id
     started = holding.started_at
     live = holding.live
@@ -324,8 +341,18 @@ def assess_holding(
             f"unknown: {missing}; check the run's start by hand",
             controller_state=state,
         )
+    if job.submit_time - CLOCK_SKEW <= started < job.submit_time:
+        return held(
+            Hazard.UNDETERMINED,
+            f"{node}'s run of job {j} started {_when(started, now)}, less than "
+            f"{CLOCK_SKEW.seconds} s before the controller's job {j} ({state}) was submitted "
+            f"{_when(job.submit_time, now)}: too close to tell a reissued id from node clock "
+            "skew; check the run by hand",
+            controller_state=state,
+            new_run_nodes=job.nodelist,
+        )
     if started < job.submit_time:
-        kind = controller_decision(node, job, j, watermark.value)
+        kind = _decision(node, job, watermark.value)
         where = job.nodelist or ("hidden from this credential" if redacted else "none yet")
         return held(
             Hazard.REISSUED,
@@ -337,7 +364,7 @@ def assess_holding(
             controller_state=state,
             new_run_nodes=job.nodelist,
         )
-    kind = controller_decision(node, job, j, watermark.value)
+    kind = _decision(node, job, watermark.value)
     reason = (
         f"{node}'s run of job {j} started {_when(started, now)}, after the controller's job "
         f"{j} ({state}) was submitted {_when(job.submit_time, now)}: a post-wipe run"
@@ -367,7 +394,7 @@ def assess(
     from spurctl.documents import inventories_by_node
 
     by_node = inventories_by_node(inv for inv in inventories if scope is None or inv.node in scope)
-    names = set(view.nodes) | set(by_node) if scope is None else set(scope)
+    names = (set(view.nodes) | set(by_node)) if scope is None else set(scope)
     notes: list[str] = []
     nodes: dict[str, NodeAssessment] = {}
     for name in sorted(names):
@@ -404,12 +431,23 @@ def assess(
             )
         nodes[name] = NodeAssessment(name, tuple(judged), None, ctl)
     if not view.complete:
+        unasked = sum(
+            1
+            for a in nodes.values()
+            for h in a.held
+            if h.job_id not in view.jobs and h.job_id not in confirmed
+        )
+        how = (
+            "every held id it lacks was asked about with GetJob, and only NOT_FOUND counts as "
+            "untracked"
+            if not unasked
+            else f"{unasked} held id(s) it lacks could not be confirmed with GetJob and are "
+            "undetermined"
+        )
         notes.insert(
             0,
             f"controller view is INCOMPLETE: GetJobs returned {len(view.jobs):,} of "
-            f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user); every "
-            "held id it lacks was asked about with GetJob, and only NOT_FOUND counts as "
-            "untracked",
+            f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user); {how}",
         )
     partitions = sorted({p for n in view.nodes.values() for p in n.partitions})
     return Assessment(
@@ -634,6 +672,13 @@ def post_wipe(
             "(its verify command lists them)"
         )
     invs = [inv for inv in inventories if scope is None or inv.node in scope]
+    if scope is not None:
+        unknown = sorted(set(scope) - set(view.nodes) - {inv.node for inv in invs})
+        if unknown:
+            raise SpurctlError(
+                f"unknown node(s) {', '.join(unknown[:5])}: the controller has no such node "
+                "and no inventory names it; check --nodes"
+            )
     confirmed: Mapping[int, Job | None] = {}
     if not view.complete and confirm is not None:
         missing = {h.job_id for inv in invs for h in inv.held if h.job_id not in view.jobs}

@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from spurctl import auth
 from spurctl.checklist import (
     Assessment,
     Hazard,
+    HeldId,
     NodeAssessment,
     StepId,
     assess_holding,
@@ -559,7 +560,7 @@ def test_verify_with_collect_keeps_an_unreachable_node_open(
     assert step(doc, StepId.RESTART_AGENTS)["done"] is False
 
 
-def test_verify_without_nodes_is_refused(
+def test_bad_usage_is_refused_with_one_line_and_exit_2(
     sim: SimCluster,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -592,6 +593,19 @@ def test_verify_without_nodes_is_refused(
         "table",
     )
     assert code == 2 and "use markdown or json" in err
+    code, _, err = spurctl(
+        capsys,
+        monkeypatch,
+        "checklist",
+        "post-wipe",
+        "--controller",
+        sim.controller_address,
+        "--inventory",
+        str(inv),
+        "--nodes",
+        "gpu[001-002],gpu999",
+    )
+    assert code == 2 and "unknown node(s) gpu999" in err
 
 
 # -- a credential-scoped view --------------------------------------------------------
@@ -685,6 +699,38 @@ def test_absence_alone_never_makes_an_id_untracked() -> None:
         now=NOW,
     )
     assert h.hazard is Hazard.UNDETERMINED
+
+
+def judge(holding: Holding, job: Job | None, *, untracked: bool = False) -> HeldId:
+    return assess_holding(
+        "gpu003", holding, job, untracked=untracked, asked=False, watermark=WM, now=NOW
+    )
+
+
+def test_a_run_started_just_before_its_submission_is_clock_skew_not_a_reissued_id() -> None:
+    # The node's clock runs 20 s behind the controller's: a post-wipe run looks older than
+    # its own submission. Calling that "reissued" would recycle a node running live work.
+    job = Job(23, JobState.RUNNING, nodelist="gpu003", submit_time=NOW)
+    skewed = judge(Holding(23, started_at=NOW - timedelta(seconds=20)), job)
+    assert skewed.hazard is Hazard.UNDETERMINED
+    assert "clock skew" in skewed.reason
+    assert judge(Holding(23, started_at=NOW - timedelta(hours=3)), job).hazard is Hazard.REISSUED
+    assert judge(Holding(23, started_at=NOW + timedelta(seconds=90)), job).hazard is Hazard.HEALTHY
+
+
+def test_a_reissued_id_whose_new_nodelist_is_unreadable_is_still_reissued() -> None:
+    job = Job(23, JobState.RUNNING, nodelist="gpu[01", submit_time=NOW)
+    h = judge(Holding(23, started_at=NOW - timedelta(hours=3)), job)
+    assert h.hazard is Hazard.REISSUED
+    assert "not a readable hostlist" in h.reason
+
+
+def test_untracked_ids_are_split_by_the_watermark() -> None:
+    at = judge(Holding(41, started_at=NOW), None, untracked=True)
+    assert (at.hazard, at.submissions_until) == (Hazard.ABOVE_WATERMARK, 1)
+    assert "at most 1 more submission from now" in at.reason
+    below = judge(Holding(40, started_at=NOW), None, untracked=True)
+    assert (below.hazard, below.submissions_until) == (Hazard.UNTRACKED_BELOW_WATERMARK, None)
 
 
 def test_stop_submissions_covers_every_partition_since_the_counter_is_cluster_wide() -> None:
