@@ -511,7 +511,8 @@ def _grouped(failures: Mapping[str, str]) -> str:
     by_why: dict[str, list[str]] = {}
     for node, why in failures.items():
         by_why.setdefault(why, []).append(node)
-    return "; ".join(f"{_fold(nodes)}: {why}" for why, nodes in sorted(by_why.items()))
+    groups = sorted(by_why.items(), key=lambda item: min(item[1]))
+    return "; ".join(f"{_fold(nodes)}: {why}" for why, nodes in groups)
 
 
 def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -> list[Step]:
