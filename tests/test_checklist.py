@@ -19,8 +19,6 @@ from typing import Any
 
 import grpc
 import pytest
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster import post_wipe as post_wipe_scenario
 
 from spurctl import auth
 from spurctl.checklist import (
@@ -47,6 +45,8 @@ from spurctl.model import (
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
+from spurctl.simcluster import SimCluster
+from spurctl.simcluster import post_wipe as post_wipe_scenario
 
 KEY = "post-wipe-test-cluster-key-0123456789"
 PRE_WIPE = ["gpu001", "gpu002", "gpu003", "gpu004", "gpu005", "gpu006", "gpu007"]
