@@ -474,6 +474,105 @@ def reclaim(
     raise typer.Exit(0 if run.ok else 1)
 
 
+# -- checklist -------------------------------------------------------------------
+
+checklist_app = typer.Typer(
+    name="checklist",
+    help="Operational checklists built from the live cluster.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(checklist_app)
+
+
+@checklist_app.command("post-wipe")
+def checklist_post_wipe(
+    nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--nodes",
+            help="Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
+            "to recycle, as its verify command lists them (required).",
+        ),
+    ] = None,
+    inventory: InventoryOpt = None,
+    collect: CollectOpt = False,
+    command: CommandOpt = DEFAULT_COMMAND,
+    fanout: FanoutOpt = 64,
+    watermark: Annotated[
+        int | None,
+        typer.Option(
+            "--watermark",
+            help="The controller's next job id, if known (default: max tracked id + 1, "
+            "at least spur.conf's first_job_id).",
+        ),
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Re-read the controller and the --nodes' inventories and tick every step "
+            "that now holds.",
+        ),
+    ] = False,
+    fmt: Annotated[str, typer.Option("--format", help="markdown or json.")] = "markdown",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    ] = None,
+    controller: ControllerOpt = None,
+    conf: ConfOpt = None,
+    token: TokenOpt = None,
+    timeout: TimeoutOpt = 10.0,
+    tls_ca: TlsCaOpt = None,
+) -> None:
+    """Which agents to recycle after a controller wipe, and the steps to do it.
+
+    Every node still holding a pre-wipe run (an id the wiped controller did not
+    issue, or has since reissued to another run) must be recycled before
+    submissions resume. Markdown (checkboxes, to paste into an incident document) or --format json
+    (spurctl.checklist/v1). --verify re-reads the controller and the inventories of the
+    nodes given by --nodes (the hostlist the first run printed in its verify command)
+    and ticks every step that now holds; stopping and resuming submissions cannot be
+    observed over Spur's RPCs and stay to confirm by hand.
+
+    Exit 0 when nothing needs recycling (with --verify: every checkable step is done), 1
+    otherwise, 2 on errors.
+
+    \b
+    Example:
+      spurctl checklist post-wipe --collect -o recycle.md
+      spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
+    """
+    from spurctl.checklist import post_wipe
+    from spurctl.client import ControllerClient
+    from spurctl.hostlist import parse_scope
+    from spurctl.render_checklist import check_format, render
+
+    check_format(fmt)
+    if verify and not nodes:
+        fail(
+            "--verify needs --nodes: the nodes the first run said to recycle "
+            "(its verify command lists them)"
+        )
+    scope = parse_scope(nodes) if nodes else None
+    conn = connection(controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca)
+    src = Sources(nodes, inventory, collect, command, fanout)
+    with ControllerClient(conn) as client:
+        view = client.view()
+        holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
+        result = post_wipe(
+            view,
+            holdings,
+            confirm=client.confirm,
+            scope=scope,
+            watermark_flag=watermark,
+            first_job_id=conn.conf.first_job_id,
+            verify=verify,
+        )
+    write_output(render(result, fmt), output)
+    raise typer.Exit(0 if result.ok else 1)
+
+
 # -- node inventory and collection -------------------------------------------------
 
 
