@@ -372,8 +372,6 @@ def reclaim(
 ) -> None:
     """Act on the reclaimable findings of these nodes: re-check, journal, cancel there only."""
     from spurctl import reclaim as rc
-    from spurctl.agent import AgentPool
-    from spurctl.client import ControllerClient
     from spurctl.hostlist import parse_scope
     from spurctl.journal import Journal, default_path
     from spurctl.render_reclaim import print_plan, print_run, print_unresolved
@@ -431,45 +429,33 @@ def reclaim(
         if not typer.confirm(question, default=False):
             print("nothing sent", file=sys.stderr)
             raise typer.Exit(1)
-    agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
-    with Journal(path) as journal, ControllerClient(conn) as client:
-        for u in stale:
-            journal.outcome(
-                u.node,
-                u.job_id,
-                u.kind,
-                "failed",
-                "unknown: an earlier run was interrupted before recording this outcome; "
-                "check the node",
-            )
-        run = rc.execute(
-            entries,
-            jobs=client,
-            agents=agents,
-            journal=journal,
-            watermark=inputs.watermark.value,
-            concurrency=concurrency,
-        )
-        if collect and any(o.result is rc.Result.SENT for o in run.outcomes):
-            import time
+    run = rc.send(
+        entries,
+        conn,
+        journal_path=path,
+        watermark=inputs.watermark.value,
+        concurrency=concurrency,
+        unresolved=stale,
+    )
+    if collect and any(o.result is rc.Result.SENT for o in run.outcomes):
+        import time
 
-            from spurctl.collect import collect as collect_nodes
+        from spurctl.collect import collect as collect_nodes
 
-            time.sleep(settle)
-            touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
-            again = collect_nodes(touched, command=command, fanout=fanout, timeout=60.0)
-            held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
-            rc.verify(run, held_now, settle)
-            for o in run.outcomes:
-                if o.detail.startswith("sent, but"):
-                    journal.outcome(
-                        o.entry.node,
-                        o.entry.job_id,
-                        o.entry.finding.kind.value,
-                        o.result.value,
-                        o.detail,
-                    )
-    agents.close()
+        time.sleep(settle)
+        touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
+        again = collect_nodes(touched, command=command, fanout=fanout, timeout=60.0)
+        held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
+        still_held = rc.verify(run, held_now, settle)
+        with Journal(path) as journal:
+            for o in still_held:
+                journal.outcome(
+                    o.entry.node,
+                    o.entry.job_id,
+                    o.entry.finding.kind.value,
+                    o.result.value,
+                    o.detail,
+                )
     print_run(run, entries, report, fmt=fmt)
     raise typer.Exit(0 if run.ok else 1)
 

@@ -227,10 +227,7 @@ def _audit(
 def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
     """Run the four steps against a fresh incident cluster and narrate them on `out`."""
     from spurctl import reclaim as rc
-    from spurctl.agent import AgentPool
-    from spurctl.client import ControllerClient
     from spurctl.hostlist import parse_scope
-    from spurctl.journal import Journal
     from spurctl.render_reclaim import print_plan, print_run
 
     say = _Narrator(out or sys.stdout)
@@ -299,19 +296,10 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         report, inputs = _audit(cluster, conn, nodes)
         entries = rc.plan(report, scope, None, conn.agent_address)
         cancels_before = len(sim.cancels)
-        agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
-        try:
-            with Journal(cluster.journal) as journal, ControllerClient(conn) as client:
-                reclaim_run = rc.execute(
-                    entries,
-                    jobs=client,
-                    agents=agents,
-                    journal=journal,
-                    watermark=inputs.watermark.value,
-                )
-        finally:
-            # Closed before the servers stop, so no channel sees them go away.
-            agents.close()
+        # AgentPool channels close inside send(), before the servers stop.
+        reclaim_run = rc.send(
+            entries, conn, journal_path=cluster.journal, watermark=inputs.watermark.value
+        )
         say.out.flush()
         print_run(reclaim_run, entries, report, fmt="table", file=say.out)
         accepted = sim.cancels[cancels_before:]
