@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 # Wide enough for the audit table's reason column when the output is not a
 # terminal (a pipe, a file, a test); a terminal's own width wins.
-_PIPE_WIDTH = 120
 _CONTROLLER_AUTH: AuthMode = "permissive"
 _AGENT_AUTH: AuthMode = "required"
 
@@ -188,7 +187,9 @@ class _Narrator:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.tty = out.isatty()
-        width = None if self.tty else int(os.environ.get("COLUMNS", "0") or 0) or _PIPE_WIDTH
+        from spurctl.render import pipe_width
+
+        width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
 
     def heading(self, title: str) -> None:
