@@ -106,5 +106,5 @@ def test_readme_command_runs_against_a_simulated_cluster(
 def test_a_wrong_readme_command_would_fail() -> None:
     with pytest.raises(Exception, match="--bogus"):
         resolve(["audit", "--bogus"])
-    with pytest.raises(Exception, match="Missing option"):
+    with pytest.raises(Exception, match="Missing parameter: node"):
         resolve(["reclaim", "--dry-run"])
