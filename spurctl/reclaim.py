@@ -210,7 +210,7 @@ def send(
     *,
     journal_path: Path,
     watermark: int,
-    concurrency: int = 32,
+    concurrency: int = DEFAULT_CONCURRENCY,
     unresolved: Sequence[Unresolved] = (),
 ) -> ReclaimRun:
     """`spurctl reclaim` after the plan is approved: journal, re-check, cancel.
