@@ -76,8 +76,10 @@ def main() -> int:
              "--fanout", str(fanout), "-o", str(out)]
         )  # fmt: skip
         lines = out.read_text().splitlines()
-        cli_ok = cli.rc == 0 and len(lines) == n and all(
-            json.loads(line)["error"] is None for line in lines
+        cli_ok = (
+            cli.rc == 0
+            and len(lines) == n
+            and all(json.loads(line)["error"] is None for line in lines)
         )
 
     ok = not failed and cli_ok and wall <= TARGET_WALL and cli.wall <= TARGET_WALL

@@ -276,6 +276,28 @@ def test_a_dead_controller_is_reported_before_a_bad_inventory(tmp_path: Path) ->
         load_inventories([str(bad)])
 
 
+def test_a_read_sent_ahead_fails_over_when_its_endpoint_is_down(cluster: SimCluster) -> None:
+    conn = Connection(("http://127.0.0.1:1", cluster.controller_address), timeout=5.0)
+    with ControllerClient(conn) as client:
+        assert client.address == "http://127.0.0.1:1"
+        answer = client.read_later("GetNodes", pb.GetNodesRequest())()
+        assert len(answer.nodes) == SMALL["nodes"]
+        assert client.address == cluster.controller_address
+        view = client.view()  # Ping now picks the live endpoint first
+    assert len(view.nodes) == SMALL["nodes"] and view.complete
+
+
+def test_a_read_sent_ahead_that_the_controller_refuses_names_endpoint_and_method(
+    cluster: SimCluster,
+) -> None:
+    with client_for(cluster) as client:
+        collect = client.read_later("GetNodes", pb.GetNodesRequest(nodelist="gpu[1-"))
+        with pytest.raises(
+            SpurctlError, match=r"controller http://127\.0\.0\.1:\d+ failed GetNodes"
+        ):
+            collect()
+
+
 def test_a_plain_dict_view_still_lists_its_active_jobs() -> None:
     jobs = {1: Job(1, JobState.RUNNING, "a"), 2: Job(2, JobState.COMPLETED, "a")}
     view = ControllerView("http://c", "v", datetime.now(UTC), jobs, {}, 2)
