@@ -56,6 +56,7 @@ def serve(workdir: Path, *args: str) -> Iterator[dict[str, Any]]:
 @dataclass(frozen=True, slots=True)
 class Run:
     wall: float
+    cpu: float  # user + system seconds of the child itself
     peak_rss: int  # bytes
     rc: int
     stdout: str
@@ -80,7 +81,8 @@ def run(cmd: Sequence[str], *, stdout_to_null: bool = False) -> Run:
             sys.stderr.write(err.read().decode(errors="replace"))
             raise RuntimeError(f"{' '.join(cmd[:4])} ... exited {rc}")
         # ru_maxrss is in KiB on Linux.
-        return Run(wall, usage.ru_maxrss * 1024, rc, out.read().decode())
+        cpu = usage.ru_utime + usage.ru_stime
+        return Run(wall, cpu, usage.ru_maxrss * 1024, rc, out.read().decode())
 
 
 def self_maxrss() -> int:

@@ -88,6 +88,7 @@ def measure(nodes: int, repeat: int) -> dict[str, float]:
             "jobs": int(ready["jobs"]),
             "held": int(ready["held"]),
             "floor_wall": floor_run.wall,
+            "floor_cpu": floor_run.cpu,
             "floor_work": floor["work_s"],
             "floor_rss": floor_run.peak_rss,
             "lib_work": lib["work_s"],
@@ -96,6 +97,7 @@ def measure(nodes: int, repeat: int) -> dict[str, float]:
             "lib_render": lib["render_s"],
             "lib_rss": lib_run.peak_rss,
             "cli_wall": cli_run.wall,
+            "cli_cpu": cli_run.cpu,
             "cli_rss": cli_run.peak_rss,
         }
 
@@ -105,7 +107,8 @@ def report(m: dict[str, float]) -> bool:
     lib_ratio = m["lib_work"] / m["floor_work"]
     cli_ratio = m["cli_wall"] / m["floor_wall"]
     print(
-        f"audit_floor_{n}_nodes: wall={m['floor_wall']:.2f}s work={m['floor_work']:.2f}s "
+        f"audit_floor_{n}_nodes: wall={m['floor_wall']:.2f}s cpu={m['floor_cpu']:.2f}s "
+        f"work={m['floor_work']:.2f}s "
         f"peak_rss={gib(int(m['floor_rss']))} jobs={int(m['jobs'])} held={int(m['held'])}"
     )
     print(
@@ -120,7 +123,7 @@ def report(m: dict[str, float]) -> bool:
     )
     print(
         f"audit_{n}_nodes: wall={m['cli_wall']:.2f}s floor={m['floor_wall']:.2f}s "
-        f"ratio={cli_ratio:.2f} peak_rss={gib(int(m['cli_rss']))}{target}"
+        f"ratio={cli_ratio:.2f} cpu={m['cli_cpu']:.2f}s peak_rss={gib(int(m['cli_rss']))}{target}"
     )
     return ok or n != TARGET_NODES
 
