@@ -279,8 +279,7 @@ class ControllerClient:
         # audit reads them, and this process would otherwise wait idle.
         nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
         with gc_paused():
-            for _ in jobs.active():
-                pass
+            jobs.active()  # converted once, kept for the classifier
         nodes = _nodes(nodes_answer())
         total = self.jobs_total()
         return ControllerView(

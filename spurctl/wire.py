@@ -38,11 +38,8 @@ def time_from_pb(ts: Timestamp) -> datetime | None:
     if not seconds and not nanos:
         return None
     # Integer arithmetic: a float of seconds + nanos would round away microseconds.
-    value = _fromtimestamp(seconds, UTC)
+    value = datetime.fromtimestamp(seconds, UTC)
     return value.replace(microsecond=nanos // 1000) if nanos else value
-
-
-_fromtimestamp = datetime.fromtimestamp
 
 
 def time_to_pb(value: datetime | None, out: Timestamp) -> None:
