@@ -18,7 +18,7 @@ from spurctl.collect import DEFAULT_COMMAND
 from spurctl.errors import SpurctlError, redact
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from spurctl.audit import AuditInputs
     from spurctl.config import Connection
@@ -226,6 +226,8 @@ class Sources:
     command: str
     fanout: int
     snapshot: Path | None = None
+    # None: a progress bar when stderr is a terminal; a live watch view turns it off.
+    progress: bool | None = None
 
 
 def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
@@ -240,7 +242,13 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
         from spurctl.collect import collect
 
         targets = _expand_hostlist(src.nodes) if src.nodes else sorted(view_nodes)
-        return collect(targets, command=src.command, fanout=src.fanout, timeout=timeout)
+        return collect(
+            targets,
+            command=src.command,
+            fanout=src.fanout,
+            timeout=timeout,
+            progress=src.progress,
+        )
     fail(
         "no inventories: pass --inventory FILE|DIR|- or --collect "
         "(no Spur RPC lists what an agent holds)"
@@ -296,6 +304,29 @@ def audit(
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also list healthy rows.")] = False,
     fmt: FormatOpt = "table",
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Re-audit every --interval and show how long each finding has lasted; "
+            "a reclaim finding that outlives two agent heartbeats (60 s) is STRANDED.",
+        ),
+    ] = False,
+    interval: Annotated[
+        float | None,
+        typer.Option(
+            "--interval",
+            help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--rounds", help="With --watch: stop after N rounds (for scripts and tests).", min=1
+        ),
+    ] = None,
     controller: ControllerOpt = None,
     conf: ConfOpt = None,
     token: TokenOpt = None,
@@ -307,14 +338,136 @@ def audit(
 
     check_format(fmt)
     src = Sources(nodes, inventory, collect, command, fanout, snapshot)
+    if watch:
+        _check_watch(src, fmt)
+    elif interval is not None or rounds is not None:
+        fail("--interval and --rounds only apply with --watch")
     conn = None
     if snapshot is None:
         conn = connection(
             controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca
         )
+    if watch:
+        status = watch_audit(
+            src,
+            conn,
+            watermark=watermark,
+            include_healthy=show_all,
+            interval=WATCH_INTERVAL if interval is None else interval,
+            rounds=rounds,
+        )
+        raise typer.Exit(status)
     report, _ = run_audit_sources(src, conn, watermark=watermark, include_healthy=show_all)
     print_audit(report, fmt)
     raise typer.Exit(1 if report.needs_action else 0)
+
+
+# -- audit --watch -----------------------------------------------------------------
+
+WATCH_INTERVAL = 30.0  # one agent heartbeat: a round sooner rarely shows anything new
+
+
+def _check_watch(src: Sources, fmt: str) -> None:
+    if fmt != "table":
+        fail(f"--watch draws a table; --format {fmt} is for one-shot audits (drop --watch)")
+    if src.snapshot is not None:
+        fail("--watch follows the live controller; a saved --snapshot never changes")
+    if src.inventory and "-" in src.inventory:
+        fail(
+            "--watch re-reads the inventories every round and standard input (-) can be "
+            "read only once: write them to a file (spurctl collect -o FILE)"
+        )
+
+
+def watch_audit(
+    src: Sources,
+    conn: Connection | None,
+    *,
+    watermark: int | None,
+    include_healthy: bool,
+    interval: float,
+    rounds: int | None,
+) -> int:
+    """Audit every `interval` seconds until Ctrl-C or `rounds`; return the last round's status.
+
+    A terminal gets one view redrawn in place, anything else one plain block
+    per round. A failing first round is an error (exit 2); a later one is shown
+    and the watch goes on, since a controller failover or a half re-collected
+    file is exactly what a watch should ride out.
+    """
+    import time
+    from dataclasses import replace
+
+    from spurctl.model import utcnow
+    from spurctl.render_watch import render_watch_round, watch_renderable
+    from spurctl.watch import Tracker, WatchRound
+
+    tty = sys.stdout.isatty()
+    src = replace(src, progress=False) if tty else src
+    tracker = Tracker()
+    state: WatchRound | None = None
+
+    def audit_round(number: int) -> WatchRound:
+        try:
+            report, inputs = run_audit_sources(
+                src, conn, watermark=watermark, include_healthy=include_healthy
+            )
+        except SpurctlError as exc:
+            if state is None:
+                raise
+            return replace(state, number=number, at=utcnow(), error=redact(str(exc)))
+        evidence = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+        tracked = tracker.update(report.findings, report.taken_at, evidence_at=evidence)
+        return WatchRound(number, report.taken_at, interval, report, tracked, number)
+
+    def rounds_of(show: Callable[[WatchRound], None], before: Callable[[], None]) -> None:
+        nonlocal state
+        start = time.monotonic()
+        number = 0
+        while rounds is None or number < rounds:
+            if number:
+                # On a schedule, not "interval after the last round ended".
+                time.sleep(max(0.0, start + number * interval - time.monotonic()))
+                before()
+            number += 1
+            state = audit_round(number)
+            show(state)
+
+    try:
+        if tty:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = Console(highlight=False, emoji=False, markup=False)
+            with Live(console=console, auto_refresh=False) as live:
+
+                def draw(s: WatchRound) -> None:
+                    live.update(watch_renderable(s, live=True), refresh=True)
+
+                def running() -> None:
+                    if state is not None:
+                        live.update(watch_renderable(state, live=True, running=True), refresh=True)
+
+                try:
+                    rounds_of(draw, running)
+                finally:
+                    if state is not None:
+                        # Leave the last round on screen, not "round N+1 running".
+                        live.update(watch_renderable(state), refresh=True)
+        else:
+
+            def block(s: WatchRound) -> None:
+                sys.stdout.write(("\n" if s.number > 1 else "") + render_watch_round(s))
+                sys.stdout.flush()
+
+            rounds_of(block, lambda: None)
+    except KeyboardInterrupt:
+        if state is None:
+            raise
+    assert state is not None
+    if state.error is not None:
+        fail(f"the last round failed: {state.error}")
+    return state.exit_status
 
 
 # -- reclaim ---------------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""How long each finding has lasted across repeated audits (`spurctl audit --watch`).
+
+A Spur agent reports what it holds at every heartbeat (30 s) and the
+controller answers with the ids to cancel; a reclaimable holding the controller
+can see is gone within a heartbeat or two. One that survives two heartbeats is
+*stranded*: the controller is not going to fix it, an operator has to.
+
+Pure: no clock, no files, no terminal. The caller says when each round
+happened and when each node's evidence was collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from spurctl.model import Action, AuditReport, Finding, Kind
+
+HEARTBEAT = timedelta(seconds=30)
+# Two heartbeats, whatever the watch interval: the controller's pace, not ours.
+STRANDED_AFTER = 2 * HEARTBEAT
+
+FindingKey = tuple[str, int | None, Kind]
+
+
+def finding_key(finding: Finding) -> FindingKey:
+    """What makes two rounds' findings the same one: node, job id, kind."""
+    return (finding.node, finding.job_id, finding.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedFinding:
+    """A finding of the latest round and its history.
+
+    `age` is how long spurctl has seen it (round time minus `first_seen`).
+    `persisted` is how far apart the evidence of its first and latest sighting
+    was collected: an inventory file nobody re-collected shows the same holding
+    every round, which proves nothing about what the controller did since.
+    `stranded` is set for a reclaim finding whose evidence spans two heartbeats;
+    `evidence_stale` for one old enough to be stranded whose node's inventory
+    has not been re-collected since it was first seen.
+    """
+
+    finding: Finding
+    first_seen: datetime
+    age: timedelta
+    persisted: timedelta
+    stranded: bool
+    evidence_stale: bool = False
+
+
+@dataclass(slots=True)
+class _Sighting:
+    first_seen: datetime
+    first_evidence: datetime
+
+
+class Tracker:
+    """Remembers when each finding was first seen; forgets it the round it disappears."""
+
+    def __init__(self, stranded_after: timedelta = STRANDED_AFTER) -> None:
+        self.stranded_after = stranded_after
+        self._seen: dict[FindingKey, _Sighting] = {}
+
+    def update(
+        self,
+        findings: Iterable[Finding],
+        now: datetime,
+        *,
+        evidence_at: Mapping[str, datetime | None] | None = None,
+    ) -> list[TrackedFinding]:
+        """Record one round's findings, taken at `now`; return them, in order, with history.
+
+        `evidence_at` maps a node name to when its inventory was collected; a node
+        missing from it, or mapped to None, counts as observed at `now`. A finding
+        absent from this round is forgotten: if it comes back, it starts afresh.
+        """
+        evidence = evidence_at or {}
+        seen: dict[FindingKey, _Sighting] = {}
+        out: list[TrackedFinding] = []
+        for f in findings:
+            key = finding_key(f)
+            observed = evidence.get(f.node) or now
+            sighting = seen.get(key) or self._seen.get(key) or _Sighting(now, observed)
+            seen[key] = sighting
+            # A re-collected file may carry an older time than the first sighting
+            # (a node's clock stepped back): that is no evidence of persistence.
+            persisted = max(observed - sighting.first_evidence, timedelta(0))
+            age = now - sighting.first_seen
+            reclaim = f.action is Action.RECLAIM
+            stranded = reclaim and persisted >= self.stranded_after
+            out.append(
+                TrackedFinding(
+                    finding=f,
+                    first_seen=sighting.first_seen,
+                    age=age,
+                    persisted=persisted,
+                    stranded=stranded,
+                    evidence_stale=reclaim and not stranded and age >= self.stranded_after,
+                )
+            )
+        self._seen = seen
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRound:
+    """What one round of `audit --watch` has to show.
+
+    When the round's audit failed, `error` says why and `report`/`tracked`
+    are still those of round `report_round`, the last one that succeeded.
+    """
+
+    number: int
+    at: datetime
+    interval: float
+    report: AuditReport
+    tracked: Sequence[TrackedFinding]
+    report_round: int
+    error: str | None = None
+
+    @property
+    def exit_status(self) -> int:
+        """What a single audit would exit with now: 2 failed, 1 findings need action, else 0."""
+        if self.error is not None:
+            return 2
+        return 1 if self.report.needs_action else 0

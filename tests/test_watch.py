@@ -1,0 +1,339 @@
+"""`audit --watch`: the tracker ages findings by when they were seen and when
+their evidence was collected, and calls a reclaim finding stranded only once
+its evidence spans two agent heartbeats; the view shows all of it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
+from spurctl.render_watch import format_age, render_watch_round
+from spurctl.watch import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
+
+T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+TERMINAL = Finding(
+    "gpu017",
+    4711,
+    Kind.TERMINAL_HELD,
+    Action.RECLAIM,
+    "gpu017 holds job 4711, which the controller finished (COMPLETED).",
+    live=True,
+    controller_state="COMPLETED",
+    pids=(81234,),
+)
+PHANTOM = Finding(
+    "gpu020", None, Kind.PHANTOM_ALLOC, Action.INVESTIGATE, "gpu020 has 4 GPUs allocated."
+)
+NOT_STARTED = Finding(
+    "gpu021", 4800, Kind.NOT_STARTED, Action.SPARE, "job 4800 is PENDING; spared."
+)
+
+
+def only(tracked: list[TrackedFinding]) -> TrackedFinding:
+    (t,) = tracked
+    return t
+
+
+# -- the tracker -------------------------------------------------------------------
+
+
+def test_a_new_finding_is_first_seen_now_with_age_zero_and_not_stranded() -> None:
+    t = only(Tracker().update([TERMINAL], at(0)))
+
+    assert (t.finding, t.first_seen, t.age, t.stranded) == (TERMINAL, at(0), timedelta(0), False)
+
+
+def test_a_persisting_finding_keeps_its_first_sighting_and_ages() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracker.update([TERMINAL], at(30))
+    t = only(tracker.update([TERMINAL], at(45)))
+
+    assert (t.first_seen, t.age) == (at(0), timedelta(seconds=45))
+
+
+def test_a_reclaim_finding_is_stranded_once_it_outlives_two_heartbeats() -> None:
+    assert timedelta(seconds=60) == STRANDED_AFTER
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+
+    assert not only(tracker.update([TERMINAL], at(59.9))).stranded
+    assert only(tracker.update([TERMINAL], at(60))).stranded
+    assert only(tracker.update([TERMINAL], at(3600))).stranded
+
+
+def test_stranded_depends_on_persistence_not_on_how_often_the_watch_looks() -> None:
+    sparse, dense = Tracker(), Tracker()
+    sparse.update([TERMINAL], at(0))
+    for s in range(0, 60, 2):
+        dense.update([TERMINAL], at(s))
+
+    assert only(sparse.update([TERMINAL], at(60))).stranded
+    assert only(dense.update([TERMINAL], at(60))).stranded
+
+
+def test_only_reclaim_findings_are_ever_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([PHANTOM, NOT_STARTED], at(0))
+    tracked = tracker.update([PHANTOM, NOT_STARTED], at(86400))
+
+    assert [t.age for t in tracked] == [timedelta(days=1)] * 2
+    assert [t.stranded for t in tracked] == [False, False]
+    assert [t.evidence_stale for t in tracked] == [False, False]
+
+
+def test_a_finding_that_disappears_for_a_round_starts_afresh_when_it_returns() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracker.update([TERMINAL], at(50))
+    assert tracker.update([], at(55)) == []
+    t = only(tracker.update([TERMINAL], at(70)))
+
+    assert (t.first_seen, t.age, t.stranded) == (at(70), timedelta(0), False)
+    assert not only(tracker.update([TERMINAL], at(120))).stranded
+
+
+def test_findings_are_the_same_only_when_node_job_and_kind_all_match() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    other_kind = Finding("gpu017", 4711, Kind.ACTIVE_ELSEWHERE, Action.RECLAIM, "moved.")
+    other_node = Finding("gpu018", 4711, Kind.TERMINAL_HELD, Action.RECLAIM, "also.")
+    other_job = Finding("gpu017", 4712, Kind.TERMINAL_HELD, Action.RECLAIM, "also.")
+    reworded = Finding("gpu017", 4711, Kind.TERMINAL_HELD, Action.RECLAIM, "new words.")
+
+    tracked = tracker.update([other_kind, other_node, other_job, reworded], at(90))
+
+    assert [t.first_seen for t in tracked] == [at(90), at(90), at(90), at(0)]
+    assert [t.stranded for t in tracked] == [False, False, False, True]
+    assert tracked[3].finding.reason == "new words."  # the latest round's finding is shown
+
+
+def test_the_latest_rounds_order_is_kept() -> None:
+    tracker = Tracker()
+    tracker.update([PHANTOM, TERMINAL], at(0))
+
+    assert [t.finding for t in tracker.update([TERMINAL, NOT_STARTED, PHANTOM], at(1))] == [
+        TERMINAL,
+        NOT_STARTED,
+        PHANTOM,
+    ]
+
+
+def test_an_inventory_nobody_recollected_never_makes_a_finding_stranded() -> None:
+    tracker = Tracker()
+    collected = {"gpu017": at(-5)}
+    tracker.update([TERMINAL], at(0), evidence_at=collected)
+    t = only(tracker.update([TERMINAL], at(600), evidence_at=collected))
+
+    assert (t.age, t.persisted, t.stranded) == (timedelta(seconds=600), timedelta(0), False)
+    assert t.evidence_stale
+
+
+def test_recollected_evidence_two_heartbeats_apart_makes_it_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(-5)})
+    early = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(30)}))
+    late = only(tracker.update([TERMINAL], at(90), evidence_at={"gpu017": at(55)}))
+
+    assert (early.persisted, early.stranded, early.evidence_stale) == (
+        timedelta(seconds=35),
+        False,
+        True,
+    )
+    assert (late.persisted, late.stranded, late.evidence_stale) == (
+        timedelta(seconds=60),
+        True,
+        False,
+    )
+
+
+def test_persistence_is_measured_on_the_nodes_own_clock_however_skewed() -> None:
+    tracker = Tracker()
+    skewed = at(-7 * 3600)  # a node whose clock is seven hours behind
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": skewed})
+    t = only(tracker.update([TERMINAL], at(61), evidence_at={"gpu017": skewed + timedelta(61)}))
+
+    assert t.stranded
+
+
+def test_evidence_older_than_the_first_sighting_counts_as_no_persistence() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(0)})
+    t = only(tracker.update([TERMINAL], at(120), evidence_at={"gpu017": at(-300)}))
+
+    assert (t.persisted, t.stranded) == (timedelta(0), False)
+
+
+def test_a_node_without_a_collection_time_is_taken_as_observed_each_round() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": None})
+
+    assert only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": None})).stranded
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=1, max_value=40), st.booleans()), min_size=1, max_size=30
+    )
+)
+def test_stranded_exactly_when_present_in_every_round_for_sixty_seconds(
+    rounds: list[tuple[int, bool]],
+) -> None:
+    """Any schedule of rounds, the finding present or not in each: stranded iff the
+    current unbroken run of sightings started at least 60 s ago."""
+    tracker = Tracker()
+    now, run_start = T0, None
+    for gap, present in rounds:
+        now += timedelta(seconds=gap)
+        tracked = tracker.update([TERMINAL] if present else [], now)
+        if not present:
+            run_start = None
+            assert tracked == []
+            continue
+        run_start = run_start or now
+        t = only(tracked)
+        assert t.first_seen == run_start
+        assert t.stranded == (now - run_start >= timedelta(seconds=60))
+
+
+# -- the view ----------------------------------------------------------------------
+
+
+def report(findings: list[Finding], notes: list[str] | None = None) -> AuditReport:
+    return AuditReport(
+        controller_address="http://ctl:6817",
+        controller_version="0.9.1",
+        taken_at=at(90),
+        watermark=Watermark(5121, WatermarkSource.ESTIMATED),
+        view_complete=True,
+        jobs_seen=812,
+        jobs_total=812,
+        findings=findings,
+        nodes_in_scope=128,
+        nodes_inventoried=128,
+        notes=notes or [],
+    )
+
+
+def test_age_reads_in_the_largest_sensible_units() -> None:
+    assert [
+        format_age(timedelta(seconds=s)) for s in (0, 45, 60, 125, 3600 * 3 + 420, 86400 * 2 + 3600)
+    ] == ["0s", "45s", "1m00s", "2m05s", "3h07m", "2d01h"]
+
+
+def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL, PHANTOM], at(0))
+    tracked = tracker.update([TERMINAL, PHANTOM, NOT_STARTED], at(90))
+    state = WatchRound(4, at(90), 30.0, report([t.finding for t in tracked]), tracked, 4)
+
+    text = render_watch_round(state, console_width=200)
+    lines = text.splitlines()
+
+    assert lines[0] == (
+        "spurctl audit --watch: round 4, 2026-12-02T10:01:30Z (times UTC), every 30 s."
+    )
+    (row,) = [line for line in lines if "4711" in line and "terminal-held" in line]
+    assert row.split()[:9] == [
+        "gpu017",
+        "4711",
+        "terminal-held",
+        "reclaim",
+        "yes",
+        "10:00:00",
+        "1m30s",
+        "STRANDED",
+        "gpu017",
+    ]
+    (phantom,) = [line for line in lines if line.startswith("gpu020")]
+    assert phantom.split()[:7] == [
+        "gpu020",
+        "-",
+        "phantom-alloc",
+        "investigate",
+        "10:00:00",
+        "1m30s",
+        "gpu020",
+    ]
+    (pending,) = [line for line in lines if line.startswith("gpu021")]
+    assert pending.split()[:7] == [
+        "gpu021",
+        "4800",
+        "not-started",
+        "spare",
+        "10:01:30",
+        "0s",
+        "job",
+    ]
+    assert (
+        "STRANDED: 1 reclaimable holding(s) outlived two agent heartbeats (60 s): the "
+        "controller is not releasing them. Reclaim with: spurctl reclaim --node 'gpu017'"
+    ) in text
+    assert "stale inv" not in text
+
+
+def test_a_narrow_view_lists_the_reasons_under_the_table_instead_of_squeezing_them() -> None:
+    tracked = Tracker().update([TERMINAL, PHANTOM], at(0))
+    state = WatchRound(1, at(0), 30.0, report([TERMINAL, PHANTOM]), tracked, 1)
+
+    lines = render_watch_round(state, console_width=80).splitlines()
+
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[1].split() == ["node", "job", "kind", "action", "live", "since", "age", "status"]
+    assert "gpu017 4711: gpu017 holds job 4711, which the controller finished (COMPLETED)." in lines
+    assert "gpu020: gpu020 has 4 GPUs allocated." in lines
+
+
+def test_the_view_says_which_reclaim_findings_wait_for_a_recollected_inventory() -> None:
+    tracker = Tracker()
+    other = Finding("gpu018", 4711, Kind.TERMINAL_HELD, Action.RECLAIM, "stale too.")
+    frozen = {"gpu017": at(-5), "gpu018": at(-5)}
+    tracker.update([TERMINAL, other], at(0), evidence_at=frozen)
+    tracked = tracker.update([TERMINAL, other], at(90), evidence_at=frozen)
+    state = WatchRound(2, at(90), 30.0, report([TERMINAL, other]), tracked, 2)
+
+    text = render_watch_round(state, console_width=200)
+
+    assert "STRANDED" not in text
+    rows = [line for line in text.splitlines() if line.startswith("gpu01")]
+    assert [(row.split()[0], "1m30s   stale inv   " in row) for row in rows] == [
+        ("gpu017", True),
+        ("gpu018", True),
+    ]
+    assert "stale inv: 2 reclaim finding(s) on gpu[017-018] cannot be called stranded" in text
+
+
+def test_a_failed_round_keeps_the_last_good_findings_and_says_why() -> None:
+    tracked = Tracker().update([TERMINAL], at(0))
+    good = WatchRound(1, at(0), 30.0, report([TERMINAL]), tracked, 1)
+    failed = WatchRound(
+        2, at(30), 30.0, good.report, good.tracked, 1, error="controller unreachable"
+    )
+
+    text = render_watch_round(failed, console_width=200)
+
+    assert "Round 2 FAILED: controller unreachable. Showing round 1" in text
+    assert "terminal-held" in text
+    assert (good.exit_status, failed.exit_status) == (1, 2)
+
+
+def test_a_clean_round_exits_zero_and_says_no_discrepancies() -> None:
+    state = WatchRound(1, at(0), 0.5, report([], notes=["view is INCOMPLETE."]), [], 1)
+
+    text = render_watch_round(state, console_width=200)
+
+    assert state.exit_status == 0
+    assert text.splitlines()[1:3] == [
+        "WARNING: view is INCOMPLETE.",
+        "No discrepancies: 128 nodes, 128 inventoried.",
+    ]
+    assert "every 0.5 s" in text.splitlines()[0]
