@@ -68,6 +68,7 @@ class AuditInputs:
     confirmed: dict[int, Job | None]
     scope: frozenset[str] | None
     offline: bool
+    not_found_doubt: str | None = None
 
 
 def held_ids_missing(view: ControllerView, inventories: Iterable[Inventory]) -> set[int]:
@@ -82,6 +83,7 @@ def gather(
     watermark_flag: int | None = None,
     snapshot_watermark: Watermark | None = None,
     scope: frozenset[str] | None = None,
+    not_found_doubt: str | None = None,
 ) -> AuditInputs:
     """Confirm what the bulk view could not, then fix the watermark.
 
@@ -96,6 +98,8 @@ def gather(
         missing = held_ids_missing(view, by_node.values())
         if missing:
             confirmed = client.confirm(missing)
+            if not_found_doubt is not None:
+                confirmed = {i: j for i, j in confirmed.items() if j is not None}
     if watermark_flag is not None:
         if watermark_flag < 1:
             raise SpurctlError("--watermark must be a positive job id")
@@ -113,6 +117,7 @@ def gather(
         confirmed=confirmed,
         scope=scope,
         offline=client is None,
+        not_found_doubt=not_found_doubt if client is not None and not view.complete else None,
     )
 
 
@@ -142,6 +147,8 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user, admins "
             f"too); {how}."
         )
+    if inputs.not_found_doubt:
+        notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
     notes.extend(result.notes)
     return AuditReport(
         controller_address=view.address,

@@ -282,7 +282,14 @@ def run_audit_sources(
         with ControllerClient(conn) as client:
             view = client.view()
             holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
-            inputs = gather(view, holdings, client=client, watermark_flag=watermark, scope=scope)
+            inputs = gather(
+                view,
+                holdings,
+                client=client,
+                watermark_flag=watermark,
+                scope=scope,
+                not_found_doubt=conn.not_found_doubt(),
+            )
     return audit(inputs, include_healthy=include_healthy), inputs
 
 

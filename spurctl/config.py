@@ -37,7 +37,8 @@ class SpurConf:
     jwt_key: str | None = field(default=None, repr=False)
     auth_mode: str | None = None
     agent_port: int = DEFAULT_AGENT_PORT
-    job_info_visibility: str = "redacted"
+    # None when no spur.conf was read: then spurctl cannot know the setting.
+    job_info_visibility: str | None = None
 
 
 def _port_of(listen_addr: str, default: int) -> int:
@@ -93,7 +94,8 @@ def load_conf(path: Path | None) -> SpurConf:
         jwt_key=jwt_key or None,
         auth_mode=str(auth["mode"]) if "mode" in auth else None,
         agent_port=agent_port,
-        job_info_visibility=str(controller.get("job_info_visibility", "redacted")),
+        # Spur's default is "redacted" when the key is absent.
+        job_info_visibility=str(controller.get("job_info_visibility", "redacted")).lower(),
     )
 
 
@@ -220,6 +222,30 @@ class Connection:
     def agent_address(self, node: str) -> str:
         return self.agent_map.get(node) or f"{node}:{self.agent_port}"
 
+    def not_found_doubt(self) -> str | None:
+        """Why GetJob's NOT_FOUND might not prove an id untracked, or None when it does.
+
+        Spur's `[controller] job_info_visibility = "owner_only"` answers NOT_FOUND
+        for another user's job to a non-admin caller. Only an admin credential, no
+        credential at all, or a spur.conf showing another setting rules that out.
+        """
+        if not self.token:
+            return None
+        if token_claims(self.token).get("admin") is True:
+            return None
+        if self.conf.job_info_visibility in ("redacted", "full"):
+            return None
+        known = (
+            "spur.conf sets job_info_visibility = owner_only"
+            if self.conf.job_info_visibility == "owner_only"
+            else "no spur.conf says how the controller shows other users' jobs"
+        )
+        return (
+            f"the credential is not an admin's and {known}, so GetJob's NOT_FOUND may hide "
+            "another user's job: such ids are unverifiable (use an admin token, or --conf "
+            "with the controller's spur.conf)"
+        )
+
     def secrets(self) -> list[str]:
         """Values that must never appear in output, logs or the journal."""
         return [s for s in (self.token, self.jwt_key) if s]
@@ -261,6 +287,17 @@ def connect_settings(
         tls_ca=ca,
         conf=conf,
     )
+
+
+def token_claims(token: str) -> dict[str, Any]:
+    """The token's claims, unverified (only the controller can verify them)."""
+    import jwt
+
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return {}
+    return claims if isinstance(claims, dict) else {}
 
 
 def _env_path(name: str) -> Path | None:

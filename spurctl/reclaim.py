@@ -160,11 +160,10 @@ def execute(
             kind = entry.finding.kind.value
             journal.intent(entry.node, entry.job_id, kind)
             try:
-                job = jobs.get_job(entry.job_id)
-            except Exception as exc:  # controller gone mid-run: never send unchecked
+                reason = recheck(entry, jobs.get_job(entry.job_id), watermark)
+            except Exception as exc:  # controller gone, unreadable answer: never send unchecked
                 record(Outcome(entry, Result.SKIPPED, f"re-check failed, not sent: {exc}"))
                 continue
-            reason = recheck(entry, job, watermark)
             if reason is not None:
                 record(Outcome(entry, Result.SKIPPED, reason))
                 continue

@@ -114,3 +114,33 @@ def test_jwt_key_file_empty_or_missing(tmp_path: Path) -> None:
         resolve_jwt_key(empty, SpurConf())
     with pytest.raises(SpurctlError, match="cannot read --jwt-key-file"):
         resolve_jwt_key(tmp_path / "missing", SpurConf())
+
+
+def _token(admin: bool) -> str:
+    import jwt
+
+    return jwt.encode({"sub": "alice", "admin": admin}, "k" * 32, algorithm="HS256")
+
+
+def test_not_found_is_proof_only_when_owner_only_visibility_is_ruled_out(tmp_path: Path) -> None:
+    from spurctl.config import Connection, SpurConf
+
+    unknown = SpurConf()
+    owner_only = SpurConf(job_info_visibility="owner_only")
+    redacted = SpurConf(job_info_visibility="redacted")
+    # No credential, or an admin's: GetJob sees every job, NOT_FOUND means untracked.
+    assert Connection(("http://c:1",), token=None, conf=unknown).not_found_doubt() is None
+    assert (
+        Connection(("http://c:1",), token=_token(True), conf=owner_only).not_found_doubt() is None
+    )
+    # A user's credential under a visibility setting spurctl cannot see or that hides jobs.
+    doubt = Connection(("http://c:1",), token=_token(False), conf=unknown).not_found_doubt()
+    assert doubt is not None and "admin token" in doubt
+    assert Connection(("http://c:1",), token=_token(False), conf=owner_only).not_found_doubt()
+    assert Connection(("http://c:1",), token=_token(False), conf=redacted).not_found_doubt() is None
+
+
+def test_conf_without_visibility_key_means_spurs_default_redacted(tmp_path: Path) -> None:
+    conf_path = tmp_path / "spur.conf"
+    conf_path.write_text('cluster_name = "c"\n')
+    assert load_conf(conf_path).job_info_visibility == "redacted"

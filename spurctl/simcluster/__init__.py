@@ -1,0 +1,36 @@
+"""A simulated Spur cluster on loopback (spurctld + one spurd per node): tests, demo, benchmarks."""
+
+from spurctl.simcluster.scenario import (
+    SCENARIO_SCHEMA,
+    Scenario,
+    read_scenario,
+    scenario_from_dict,
+    scenario_to_dict,
+    write_scenario,
+)
+from spurctl.simcluster.scenarios import incident, large, post_wipe
+from spurctl.simcluster.server import (
+    AgentCancel,
+    ControllerCancel,
+    Refusal,
+    SimCluster,
+)
+from spurctl.simcluster.state import HeartbeatDecision, spur_reclaim_arm
+
+__all__ = [
+    "SCENARIO_SCHEMA",
+    "AgentCancel",
+    "ControllerCancel",
+    "HeartbeatDecision",
+    "Refusal",
+    "Scenario",
+    "SimCluster",
+    "incident",
+    "large",
+    "post_wipe",
+    "read_scenario",
+    "scenario_from_dict",
+    "scenario_to_dict",
+    "spur_reclaim_arm",
+    "write_scenario",
+]

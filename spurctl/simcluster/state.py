@@ -1,0 +1,351 @@
+"""The simulated cluster's live state: the controller's jobs and nodes, and each agent's holdings.
+
+Plain Python under one lock, no gRPC: the servers in server.py read and
+change it, and so do tests through SimCluster's mutators. The controller keeps
+node alloc_resources in step with its active jobs the way spurctld does (a
+job's share is added when it becomes active with a nodelist and removed when it
+stops), so a phantom allocation stays exactly what the scenario put there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from functools import lru_cache
+from typing import NamedTuple
+
+from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+
+from spurctl.model import (
+    Allocation,
+    Holding,
+    Inventory,
+    Job,
+    JobState,
+    Node,
+    NodeState,
+    utcnow,
+)
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.scenario import Scenario, add_allocations, busy_state, node_share
+from spurctl.wire import job_to_pb
+
+TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
+
+
+@lru_cache(maxsize=1 << 16)
+def expand(nodelist: str) -> frozenset[str]:
+    """The node names of a Slurm hostlist; empty for an empty one. ValueError when malformed."""
+    if not nodelist.strip():
+        return frozenset()
+    try:
+        return frozenset(NodeSet(nodelist))
+    except NodeSetParseError as exc:
+        raise ValueError(f"malformed hostlist {nodelist!r}: {exc}") from None
+
+
+class HeartbeatDecision(NamedTuple):
+    """spurctld's verdict on one held id of one heartbeat (SPUR-WIRE.md, arms 1-7)."""
+
+    node: str
+    reported_as: str
+    job_id: int
+    arm: int
+    reclaim: bool
+
+
+RECLAIM_ARMS = frozenset({1, 2, 6})
+
+
+def spur_reclaim_arm(job: Job | None, reported_as: str, job_id: int, next_job_id: int) -> int:
+    """Which arm of spurctld's post-#623 `is_reclaimable` decides `job_id` held on `reported_as`.
+
+    The node is the host name the agent reports, compared by exact string
+    equality with the job's allocated nodes: a node reporting its FQDN reads as
+    not allocated to its own job, which is the hazard this reproduces.
+    """
+    if job is None:
+        return 6 if job_id < next_job_id else 7
+    if job.state.terminal:
+        return 1
+    if job.state.active:
+        if not job.nodelist:
+            return 3
+        return 5 if reported_as in expand(job.nodelist) else 2
+    return 4
+
+
+class ClusterState:
+    """Everything the simulated controller and agents know, behind `lock`."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        scenario.check()
+        self.lock = threading.RLock()
+        self.version = scenario.version
+        self.hostname = scenario.hostname
+        self.users = dict(scenario.users)
+        self.admins = frozenset(scenario.admins)
+        self.inventory_names = dict(scenario.inventory_names)
+        self.next_job_id = scenario.next_job_id
+        self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
+        self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
+        self.held: dict[str, dict[int, Holding]] = {name: {} for name in self.nodes}
+        for node, holdings in scenario.holdings.items():
+            self.held[node] = {h.job_id: h for h in holdings}
+        self.generation = 0  # bumped on every change, so a watcher can tell
+        self._encoded: dict[int, bytes] = {}
+
+    # -- controller reads --------------------------------------------------------
+
+    def select_jobs(self, req: pb.GetJobsRequest) -> list[Job]:
+        """GetJobs' filters, as spurctld applies them (an empty filter matches all)."""
+        states = {JobState(s) for s in req.states if s in JobState._value2member_map_}
+        ids = set(req.job_ids)
+        wanted_nodes = set(req.nodes)
+        names = {n.strip() for n in req.name.split(",")} if req.name else set()
+        with self.lock:
+            candidates = (
+                [self.jobs[i] for i in sorted(ids) if i in self.jobs]
+                if ids
+                else list(self.jobs.values())
+            )
+        return [
+            j
+            for j in candidates
+            if (not states or j.state in states)
+            and (not req.user or j.user == req.user)
+            and (not req.partition or j.partition == req.partition)
+            and (not req.account or j.account == req.account)
+            and (not names or j.name in names)
+            and (not wanted_nodes or not wanted_nodes.isdisjoint(expand(j.nodelist)))
+        ]
+
+    def encoded(self, job: Job) -> bytes:
+        """JobInfo bytes, cached per job: a 200,000-job answer is re-sent without re-encoding."""
+        cached = self._encoded.get(job.job_id)
+        if cached is None or self.jobs.get(job.job_id) is not job:
+            cached = job_to_pb(job).SerializeToString()
+            if self.jobs.get(job.job_id) is job:
+                self._encoded[job.job_id] = cached
+        return cached
+
+    def metrics(self) -> tuple[int, Counter[JobState]]:
+        with self.lock:
+            return len(self.jobs), Counter(j.state for j in self.jobs.values())
+
+    def select_nodes(self, req: pb.GetNodesRequest) -> list[Node]:
+        allowed = expand(req.nodelist) if req.nodelist.strip() else None
+        states = set(req.states)
+        with self.lock:
+            nodes = list(self.nodes.values())
+        return [
+            n
+            for n in nodes
+            if (allowed is None or n.name in allowed)
+            and (not req.partition or req.partition in n.partitions)
+            and (not states or int(n.state) in states)
+        ]
+
+    # -- agents --------------------------------------------------------------------
+
+    def reported_name(self, node: str) -> str:
+        return self.inventory_names.get(node, node)
+
+    def inventory(self, node: str, collected_at: datetime | None = None) -> Inventory:
+        with self.lock:
+            if node not in self.nodes:
+                raise KeyError(f"no node {node!r} in this cluster")
+            held = tuple(sorted(self.held[node].values(), key=lambda h: h.job_id))
+        return Inventory(
+            node=self.reported_name(node),
+            collected_at=collected_at or utcnow(),
+            source="simulated",
+            held=held,
+        )
+
+    def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
+        """spurd's CancelJob: True when the holding is gone afterwards because of this call.
+
+        Signal 0 (graceful), SIGTERM and SIGKILL end the run; a reservation with
+        no process is released whatever the signal; an unknown id is a no-op.
+        """
+        with self.lock:
+            holding = self.held[node].get(job_id)
+            if holding is None:
+                return False
+            if holding.pids and signal not in TERMINATING_SIGNALS:
+                return False
+            del self.held[node][job_id]
+            self.generation += 1
+            return True
+
+    def hold(self, node: str, holding: Holding) -> None:
+        with self.lock:
+            self._known_node(node)
+            self.held[node][holding.job_id] = holding
+            self.generation += 1
+
+    def release(self, node: str, job_id: int) -> bool:
+        with self.lock:
+            self._known_node(node)
+            gone = self.held[node].pop(job_id, None) is not None
+            self.generation += gone
+            return gone
+
+    # -- controller writes ---------------------------------------------------------
+
+    def set_job(self, job: Job) -> None:
+        """Insert or replace a job, moving its share of node allocations with it."""
+        with self.lock:
+            new_nodes = expand(job.nodelist) if job.state.active else frozenset()
+            for name in new_nodes:
+                self._known_node(name)
+            old = self.jobs.get(job.job_id)
+            if old is not None and old.state.active:
+                self._charge(old, expand(old.nodelist), sign=-1)
+            self.jobs[job.job_id] = job
+            self._charge(job, new_nodes, sign=1)
+            self._encoded.pop(job.job_id, None)
+            self.next_job_id = max(self.next_job_id, job.job_id + 1)
+            self.generation += 1
+
+    def requeue(self, job_id: int, nodelist: str, now: datetime | None = None) -> Job:
+        """The controller restarts a job under the same id: RUNNING on `nodelist`, or PENDING.
+
+        The new nodes' agents hold the new run; nodes that held the old run keep
+        holding it (nothing tells them), which is how the incident began.
+        """
+        now = now or utcnow()
+        with self.lock:
+            job = self._tracked(job_id)
+            if nodelist:
+                new = dataclasses.replace(
+                    job,
+                    state=JobState.RUNNING,
+                    nodelist=nodelist,
+                    state_reason="",
+                    start_time=now,
+                    end_time=None,
+                )
+            else:
+                new = dataclasses.replace(
+                    job,
+                    state=JobState.PENDING,
+                    nodelist="",
+                    state_reason="requeued",
+                    start_time=None,
+                    end_time=None,
+                )
+            self.set_job(new)
+            share = node_share(new)
+            gpus = tuple(d.device_id for d in share.devices.get("gpu", ()))
+            for name in sorted(expand(nodelist)):
+                if job_id not in self.held[name]:
+                    self.held[name][job_id] = Holding(
+                        job_id=job_id,
+                        cpus=share.cpus,
+                        memory_mb=share.memory_mb,
+                        gpus=gpus,
+                        pids=(30_000 + job_id % 100_000,),
+                        started_at=now,
+                    )
+            return new
+
+    def forget_job(self, job_id: int) -> Job:
+        """Age a job out of the controller's map (its id stays issued: below next_job_id)."""
+        with self.lock:
+            job = self._tracked(job_id)
+            if job.state.active:
+                self._charge(job, expand(job.nodelist), sign=-1)
+            del self.jobs[job_id]
+            self._encoded.pop(job_id, None)
+            self.generation += 1
+            return job
+
+    def cancel_job(self, job_id: int, now: datetime | None = None) -> tuple[Job, list[str]]:
+        """Controller-wide cancel: CANCELLED, allocation freed, every allocated agent told.
+
+        Returns the job as it was and the nodes whose holding the cancel released.
+        """
+        now = now or utcnow()
+        with self.lock:
+            job = self._tracked(job_id)
+            self.set_job(
+                dataclasses.replace(
+                    job, state=JobState.CANCELLED, end_time=now, state_reason="cancelled"
+                )
+            )
+            released = [
+                name
+                for name in sorted(expand(job.nodelist))
+                if name in self.held and self.agent_cancel(name, job_id, 0)
+            ]
+            return job, released
+
+    def update_node(self, name: str, state: NodeState | None, reason: str | None) -> Node:
+        with self.lock:
+            node = self._known_node(name)
+            if state is not None:
+                node = dataclasses.replace(node, state=state)
+                if state in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED):
+                    node = dataclasses.replace(node, state=busy_state(node, node.alloc))
+            if reason is not None:
+                node = dataclasses.replace(node, state_reason=reason)
+            self.nodes[name] = node
+            self.generation += 1
+            return node
+
+    def drain_node(self, name: str, reason: str) -> tuple[NodeState, int]:
+        with self.lock:
+            node = self._known_node(name)
+            running = sum(
+                1 for j in self.jobs.values() if j.state.active and name in expand(j.nodelist)
+            )
+            state = NodeState.DRAINING if running else NodeState.DRAIN
+            self.nodes[name] = dataclasses.replace(
+                node, state=state, state_reason=reason or node.state_reason
+            )
+            self.generation += 1
+            return state, running
+
+    # -- the controller's heartbeat reclaim --------------------------------------------
+
+    def reclaim_decisions(self, reporting: Iterable[str]) -> list[HeartbeatDecision]:
+        """spurctld's decision for every id the `reporting` nodes' agents hold, using the TRUE
+        next_job_id and the host name each agent reports."""
+        with self.lock:
+            out = []
+            for node in reporting:
+                reported = self.reported_name(node)
+                for job_id in sorted(self.held[node]):
+                    arm = spur_reclaim_arm(
+                        self.jobs.get(job_id), reported, job_id, self.next_job_id
+                    )
+                    out.append(HeartbeatDecision(node, reported, job_id, arm, arm in RECLAIM_ARMS))
+            return out
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _known_node(self, name: str) -> Node:
+        node = self.nodes.get(name)
+        if node is None:
+            raise KeyError(f"no node {name!r} in this cluster")
+        return node
+
+    def _tracked(self, job_id: int) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise KeyError(f"job {job_id} is not tracked by the controller")
+        return job
+
+    def _charge(self, job: Job, nodes: Iterable[str], *, sign: int) -> None:
+        if not job.state.active:
+            return
+        share = node_share(job)
+        for name in nodes:
+            node = self.nodes[name]
+            alloc: Allocation = add_allocations(node.alloc, share, sign=sign)
+            self.nodes[name] = dataclasses.replace(node, alloc=alloc, state=busy_state(node, alloc))
