@@ -78,7 +78,15 @@ class _FindingsTable:
         history = {id(t.finding): t for t in self.tracked}
         groups = _grouped(t.finding for t in self.tracked)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for name in ("node", "job", "kind", "action", "live", "since", "age", "status"):
+        # Narrow: "live" goes (the reason says it) and a long node name wraps
+        # rather than lose its end; ids, kinds and times never wrap.
+        table.add_column("node", overflow="fold", no_wrap=wide)
+        table.add_column("job", no_wrap=True)
+        table.add_column("kind", no_wrap=True)
+        table.add_column("action", no_wrap=True)
+        if wide:
+            table.add_column("live", no_wrap=True)
+        for name in ("since", "age", "status"):
             table.add_column(name, no_wrap=True)
         if wide:
             table.add_column("reason", ratio=1, overflow="fold")
@@ -92,7 +100,7 @@ class _FindingsTable:
                     Text(_job_text(f.job_id)),
                     Text(f.kind.value),
                     Text(f.action.value),
-                    Text(_live_text(f.live)),
+                    *([Text(_live_text(f.live))] if wide else []),
                     Text(_clock(t.first_seen, self.at)),
                     Text(format_age(t.age)),
                     _status(t),
@@ -132,7 +140,7 @@ def watch_renderable(
         out.append(
             Text(
                 f"Round {state.number} FAILED: {state.error}. Showing round "
-                f"{state.report_round}; findings do not age while rounds fail.",
+                f"{state.report_round}; a failed round clears no finding.",
                 style="bold red",
             )
         )
