@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -20,11 +21,13 @@ from spurctl.hostlist import fold
 from spurctl.model import format_time
 from spurctl.render import (
     _ACTION_STYLE,
+    _NARROW,
     _context_line,
     _grouped,
     _job_text,
     _live_text,
     _summary_line,
+    pipe_width,
 )
 from spurctl.watch import STRANDED_AFTER, TrackedFinding, WatchRound
 
@@ -60,61 +63,58 @@ def _status(t: TrackedFinding) -> Text:
     return Text("")
 
 
-# Below this many columns the reasons go under the table: squeezed into a
-# column beside eight others they would be a few characters wide.
-WIDE = 120
-
-
 class _FindingsTable:
-    """The findings with their history; the layout follows the width it is drawn at."""
+    """The findings with their history, laid out for the width they are drawn at:
+    a table when the reasons fit beside the rows, as the audit table does;
+    otherwise each finding's reason on its own indented line under it."""
 
     def __init__(self, tracked: Sequence[TrackedFinding], at: datetime) -> None:
         self.tracked = tracked
         self.at = at
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        wide = options.max_width >= WIDE
         # By identity: the classifier may emit two equal findings, each is a row.
         history = {id(t.finding): t for t in self.tracked}
         groups = _grouped(t.finding for t in self.tracked)
+        if options.max_width < _NARROW:
+            for node, rows in groups:
+                yield Text(node, style="bold")
+                for f in rows:
+                    t = history[id(f)]
+                    style = _ACTION_STYLE[f.action]
+                    head = f"  {_job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
+                    if f.live is not None:
+                        head += f"  live: {_live_text(f.live)}"
+                    head += f"  since {_clock(t.first_seen, self.at)}  age {format_age(t.age)}"
+                    line = Text(head, style=style)
+                    status = _status(t)
+                    if status:
+                        line.append("  ").append_text(status)
+                    yield line
+                    yield Padding(Text(f.reason, style=style), (0, 0, 0, 10))
+            return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        # Narrow: "live" goes (the reason says it) and a long node name wraps
-        # rather than lose its end; ids, kinds and times never wrap.
-        table.add_column("node", overflow="fold", no_wrap=wide)
-        table.add_column("job", no_wrap=True)
-        table.add_column("kind", no_wrap=True)
-        table.add_column("action", no_wrap=True)
-        if wide:
-            table.add_column("live", no_wrap=True)
-        for name in ("since", "age", "status"):
+        for name in ("node", "job", "kind", "action", "live", "since", "age", "status"):
             table.add_column(name, no_wrap=True)
-        if wide:
-            table.add_column("reason", ratio=1, overflow="fold")
+        table.add_column("reason", ratio=1, overflow="fold")
         for i, (node, rows) in enumerate(groups):
             if i:
                 table.add_section()
             for j, f in enumerate(rows):
                 t = history[id(f)]
-                cells = [
+                table.add_row(
                     Text(node if j == 0 else "", style="bold"),
                     Text(_job_text(f.job_id)),
                     Text(f.kind.value),
                     Text(f.action.value),
-                    *([Text(_live_text(f.live))] if wide else []),
+                    Text(_live_text(f.live)),
                     Text(_clock(t.first_seen, self.at)),
                     Text(format_age(t.age)),
                     _status(t),
-                ]
-                if wide:
-                    cells.append(Text(f.reason))
-                table.add_row(*cells, style=_ACTION_STYLE[f.action])
+                    Text(f.reason),
+                    style=_ACTION_STYLE[f.action],
+                )
         yield table
-        if not wide:
-            yield Text("")
-            for node, rows in groups:
-                for f in rows:
-                    where = node if f.job_id is None else f"{node} {f.job_id}"
-                    yield Text(f"{where}: {f.reason}", style=_ACTION_STYLE[f.action])
 
 
 def watch_renderable(
@@ -187,11 +187,14 @@ def watch_renderable(
 
 
 def render_watch_round(state: WatchRound, *, console_width: int | None = None) -> str:
-    """One round as plain text (no colour, no trailing blanks), for logs and pipes."""
+    """One round as plain text (no colour, no trailing blanks), for logs and pipes.
+
+    `console_width` defaults to what `audit` uses when not on a terminal.
+    """
     buf = io.StringIO()
     console = Console(
         file=buf,
-        width=console_width,
+        width=console_width or pipe_width(),
         color_system=None,
         force_terminal=False,
         highlight=False,

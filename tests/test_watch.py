@@ -291,35 +291,23 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
     assert "stale inv" not in text
 
 
-def test_a_narrow_view_lists_the_reasons_under_the_table_instead_of_squeezing_them() -> None:
-    tracked = Tracker().update([TERMINAL, PHANTOM], at(0))
-    state = WatchRound(1, at(0), 30.0, report([TERMINAL, PHANTOM]), tracked, 1)
+def test_a_narrow_view_stacks_each_reason_under_its_finding_as_the_audit_table_does() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL, PHANTOM], at(75))
+    state = WatchRound(2, at(75), 30.0, report([TERMINAL, PHANTOM]), tracked, 2)
 
     lines = render_watch_round(state, console_width=80).splitlines()
 
     assert all(len(line) <= 80 for line in lines)
-    assert lines[1].split() == ["node", "job", "kind", "action", "since", "age", "status"]
-    assert "gpu017 4711: gpu017 holds job 4711, which the controller finished (COMPLETED)." in lines
-    assert "gpu020: gpu020 has 4 GPUs allocated." in lines
-
-
-def test_the_view_says_which_reclaim_findings_wait_for_a_recollected_inventory() -> None:
-    tracker = Tracker()
-    other = Finding("gpu018", 4711, Kind.TERMINAL_HELD, Action.RECLAIM, "stale too.")
-    frozen = {"gpu017": at(-5), "gpu018": at(-5)}
-    tracker.update([TERMINAL, other], at(0), evidence_at=frozen)
-    tracked = tracker.update([TERMINAL, other], at(90), evidence_at=frozen)
-    state = WatchRound(2, at(90), 30.0, report([TERMINAL, other]), tracked, 2)
-
-    text = render_watch_round(state, console_width=200)
-
-    assert "STRANDED" not in text
-    rows = [line for line in text.splitlines() if line.startswith("gpu01")]
-    assert [(row.split()[0], "1m30s   stale inv   " in row) for row in rows] == [
-        ("gpu017", True),
-        ("gpu018", True),
+    assert lines[1:7] == [
+        "gpu017",
+        "    4711  terminal-held  reclaim  live: yes  since 10:00:00  age 1m15s  STRANDED",
+        "          gpu017 holds job 4711, which the controller finished (COMPLETED).",
+        "gpu020",
+        "       -  phantom-alloc  investigate  since 10:01:15  age 0s",
+        "          gpu020 has 4 GPUs allocated.",
     ]
-    assert "stale inv: 2 reclaim finding(s) on gpu[017-018] cannot be called stranded" in text
 
 
 def test_a_failed_round_keeps_the_last_good_findings_and_says_why() -> None:
