@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="spurctl",
-    help="Keep a Spur GPU cluster honest: audit what node agents hold against the "
-    "controller, and reclaim stranded allocations safely.",
+    help="Audit Spur node agents against the controller; reclaim what is stranded.\n\n"
+    "Keep a Spur GPU cluster honest: compare what every node agent holds with the "
+    "controller's view, explain each discrepancy, and reclaim stranded allocations safely.",
+    epilog="\b\nExample:\n  spurctl audit --nodes 'gpu[001-128]' --collect",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -159,7 +161,7 @@ def write_output(text: str, output: Path | None) -> None:
 
 
 @app.command(
-    epilog="Example: spurctl snapshot -o /var/tmp/spur-$(date +%F).json",
+    epilog="\b\nExample:\n  spurctl snapshot -o /var/tmp/spur-before-upgrade.json",
 )
 def snapshot(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to save the snapshot.")],
@@ -169,7 +171,11 @@ def snapshot(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Save the controller's view (jobs, nodes, watermark, completeness) for offline audits."""
+    """Save the controller's view for offline audits.
+
+    Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
+    document; `spurctl audit --snapshot FILE` reaches the same findings from it.
+    """
     from spurctl.client import ControllerClient
     from spurctl.documents import dump_json, snapshot_to_dict
     from spurctl.model import Watermark, WatermarkSource
@@ -294,7 +300,8 @@ def run_audit_sources(
 
 
 @app.command(
-    epilog="Example: spurctl audit --nodes gpu[001-128] --inventory inv.jsonl --format table",
+    epilog="\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
+    "  spurctl audit --collect --watch",
 )
 def audit(
     nodes: NodesOpt = None,
@@ -340,7 +347,15 @@ def audit(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Compare the controller's view with what agents hold; print findings with reasons."""
+    """Compare the controller's view with what agents hold.
+
+    Prints every finding with the reason for it. Exit 0: nothing needs action;
+    1: findings need action (reclaim or investigate); 2: error.
+
+    With --watch, re-audits every --interval and shows how long each finding has
+    lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
+    STRANDED: the controller will not release it by itself.
+    """
     from spurctl.render import check_format, print_audit
 
     check_format(fmt)
@@ -481,7 +496,7 @@ def watch_audit(
 
 
 @app.command(
-    epilog="Example: spurctl reclaim --node gpu017 --collect --dry-run",
+    epilog="\b\nExample:\n  spurctl reclaim --node gpu017 --collect --dry-run",
 )
 def reclaim(
     node: Annotated[
@@ -523,7 +538,12 @@ def reclaim(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Act on the reclaimable findings of these nodes: re-check, journal, cancel there only."""
+    """Cancel the stranded holdings of these nodes, safely.
+
+    Acts on the reclaimable findings of --node only: each is re-checked against
+    the controller just before its cancel is sent, journaled, and cancelled on
+    that node alone (the agent's CancelJob with signal 0).
+    """
     from spurctl import reclaim as rc
     from spurctl.hostlist import parse_scope
     from spurctl.journal import Journal, default_path
@@ -618,6 +638,7 @@ def reclaim(
 checklist_app = typer.Typer(
     name="checklist",
     help="Operational checklists built from the live cluster.",
+    epilog="\b\nExample:\n  spurctl checklist post-wipe --collect -o recycle.md",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -664,7 +685,7 @@ def checklist_post_wipe(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Which agents to recycle after a controller wipe, and the steps to do it.
+    """Which agents to recycle after a controller wipe, and how.
 
     Every node still holding a pre-wipe run (an id the wiped controller did not
     issue, or has since reissued to another run) must be recycled before
