@@ -417,12 +417,11 @@ def watch_audit(
     and the watch goes on, since a controller failover or a half re-collected
     file is exactly what a watch should ride out.
     """
-    import time
     from dataclasses import replace
 
     from spurctl.model import utcnow
     from spurctl.render_watch import render_watch_round, watch_renderable
-    from spurctl.watch import Tracker, WatchRound
+    from spurctl.watch import Tracker, WatchRound, every
 
     tty = sys.stdout.isatty()
     src = replace(src, progress=False) if tty else src
@@ -444,14 +443,9 @@ def watch_audit(
 
     def rounds_of(show: Callable[[WatchRound], None], before: Callable[[], None]) -> None:
         nonlocal state
-        start = time.monotonic()
-        number = 0
-        while rounds is None or number < rounds:
-            if number:
-                # On a schedule, not "interval after the last round ended".
-                time.sleep(max(0.0, start + number * interval - time.monotonic()))
+        for number in every(interval, rounds):
+            if number > 1:
                 before()
-            number += 1
             state = audit_round(number)
             show(state)
 

@@ -5,13 +5,14 @@ controller answers with the ids to cancel; a reclaimable holding the controller
 can see is gone within a heartbeat or two. One that survives two heartbeats is
 *stranded*: the controller is not going to fix it, an operator has to.
 
-Pure: no clock, no files, no terminal. The caller says when each round
-happened and when each node's evidence was collected.
+The tracker is pure: no clock, no files, no terminal. The caller says when
+each round happened and when each node's evidence was collected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -34,10 +35,12 @@ class TrackedFinding:
     """A finding of the latest round and its history.
 
     `age` is how long spurctl has seen it (round time minus `first_seen`).
-    `persisted` is how far apart the evidence of its first and latest sighting
-    was collected: an inventory file nobody re-collected shows the same holding
-    every round, which proves nothing about what the controller did since.
-    `stranded` is set for a reclaim finding whose evidence spans two heartbeats;
+    `persisted` is how long it is known to have lasted: the shorter of its age
+    and the time between the node inventories of its first and latest sighting.
+    An inventory file nobody re-collected shows the same holding every round,
+    which proves nothing about what the controller did since; a first sighting
+    from an old file proves nothing about how long ago the controller agreed.
+    `stranded` is set for a reclaim finding that persisted two heartbeats;
     `evidence_stale` for one old enough to be stranded whose node's inventory
     has not been re-collected since it was first seen.
     """
@@ -84,10 +87,10 @@ class Tracker:
             observed = evidence.get(f.node) or now
             sighting = seen.get(key) or self._seen.get(key) or _Sighting(now, observed)
             seen[key] = sighting
-            # A re-collected file may carry an older time than the first sighting
-            # (a node's clock stepped back): that is no evidence of persistence.
-            persisted = max(observed - sighting.first_evidence, timedelta(0))
             age = now - sighting.first_seen
+            # Evidence times are the node's clock and only ever compared with each
+            # other; one that went back (a clock stepped back) proves nothing.
+            persisted = min(age, max(observed - sighting.first_evidence, timedelta(0)))
             reclaim = f.action is Action.RECLAIM
             stranded = reclaim and persisted >= self.stranded_after
             out.append(
@@ -126,3 +129,26 @@ class WatchRound:
         if self.error is not None:
             return 2
         return 1 if self.report.needs_action else 0
+
+
+def every(
+    interval: float,
+    rounds: int | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[int]:
+    """Round numbers 1, 2, ..., each yielded when due; stops after `rounds` (None: never).
+
+    A round is due `interval` seconds after the previous one started, not after
+    it ended; one that overran is followed at once, never by a burst of rounds
+    making up for lost time.
+    """
+    number = 0
+    started = 0.0
+    while rounds is None or number < rounds:
+        if number:
+            sleep(max(0.0, started + interval - clock()))
+        started = clock()
+        number += 1
+        yield number

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
 from spurctl.render_watch import format_age, render_watch_round
 from spurctl.simcluster import SimCluster, incident
-from spurctl.watch import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
+from spurctl.watch import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound, every
 
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 
@@ -166,6 +166,16 @@ def test_recollected_evidence_two_heartbeats_apart_makes_it_stranded() -> None:
     )
 
 
+def test_an_old_inventory_at_first_sighting_does_not_make_a_young_finding_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(-600)})
+    young = only(tracker.update([TERMINAL], at(30), evidence_at={"gpu017": at(25)}))
+    old = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(55)}))
+
+    assert (young.persisted, young.stranded) == (timedelta(seconds=30), False)
+    assert (old.persisted, old.stranded) == (timedelta(seconds=60), True)
+
+
 def test_persistence_is_measured_on_the_nodes_own_clock_however_skewed() -> None:
     tracker = Tracker()
     skewed = at(-7 * 3600)  # a node whose clock is seven hours behind
@@ -213,6 +223,54 @@ def test_stranded_exactly_when_present_in_every_round_for_sixty_seconds(
         t = only(tracked)
         assert t.first_seen == run_start
         assert t.stranded == (now - run_start >= timedelta(seconds=60))
+
+
+# -- the schedule ------------------------------------------------------------------
+
+
+class FakeClock:
+    """A monotonic clock the test moves: sleeping advances it, so does work."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_rounds_start_an_interval_apart_whatever_each_round_takes() -> None:
+    clock = FakeClock()
+    starts = []
+    for _ in every(30.0, 3, clock=clock, sleep=clock.sleep):
+        starts.append(clock.now)
+        clock.now += 4.0  # the audit itself
+
+    assert starts == [100.0, 130.0, 160.0]
+    assert clock.sleeps == [26.0, 26.0]
+
+
+def test_a_round_that_overran_is_followed_at_once_without_a_catch_up_burst() -> None:
+    clock = FakeClock()
+    starts = []
+    for number in every(30.0, 4, clock=clock, sleep=clock.sleep):
+        starts.append(clock.now)
+        clock.now += 95.0 if number == 1 else 1.0  # one slow collect
+
+    assert starts == [100.0, 195.0, 225.0, 255.0]
+    assert clock.sleeps == [0.0, 29.0, 29.0]
+
+
+def test_rounds_stop_after_the_count_or_never() -> None:
+    clock = FakeClock()
+    endless = every(0.5, None, clock=clock, sleep=clock.sleep)
+
+    assert list(every(1.0, 2, clock=clock, sleep=clock.sleep)) == [1, 2]
+    assert [next(endless) for _ in range(1000)][-1] == 1000
 
 
 # -- the view ----------------------------------------------------------------------
