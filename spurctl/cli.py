@@ -407,6 +407,8 @@ def reclaim(
     if fmt == "table":
         print_unresolved(stale)
         print_plan(entries, report)
+    else:  # stdout is the JSON document; the warning still has to reach the operator
+        print_unresolved(stale, file=sys.stderr)
     if dry_run:
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True)
@@ -450,7 +452,11 @@ def reclaim(
             watermark=inputs.watermark.value,
             concurrency=concurrency,
         )
-        if collect and any(o.result is rc.Result.SENT for o in run.outcomes):
+        if (
+            collect
+            and not run.interrupted
+            and any(o.result is rc.Result.SENT for o in run.outcomes)
+        ):
             import time
 
             from spurctl.collect import collect as collect_nodes
