@@ -172,6 +172,11 @@ def bad_hostlist(w: World) -> tuple[list[str], list[str]]:
     return args, ["bad hostlist", "gpu[001-", "gpu[001-128,200]"]
 
 
+def huge_hostlist(w: World) -> tuple[list[str], list[str]]:
+    args = audit_at(w.url, "--inventory", w.inventory, "--nodes", "gpu[0-999999999]")
+    return args, ["bad hostlist", "1,000,000,000 nodes", "check its ranges"]
+
+
 def reclaim_at(w: World, node: str, *extra: str) -> list[str]:
     return ["reclaim", "--controller", w.url, "--inventory", w.inventory, "--node", node, *extra]
 
@@ -244,6 +249,7 @@ CASES: dict[str, Case] = {
     "missing-snapshot": missing_snapshot,
     "missing-conf": missing_conf,
     "bad-hostlist": bad_hostlist,
+    "hostlist-too-large": huge_hostlist,
     "bad-reclaim-hostlist": bad_reclaim_hostlist,
     "unknown-node": unknown_node,
     "unreadable-agent-map": unreadable_agent_map,
