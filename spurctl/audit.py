@@ -121,6 +121,17 @@ def gather(
     )
 
 
+def not_inventoried(inputs: AuditInputs) -> list[str]:
+    """Controller nodes in scope that no inventory speaks for (by exact or loose name)."""
+    scope = inputs.scope if inputs.scope is not None else inputs.view.nodes.keys()
+    have = {_loose(name) for name in inputs.inventories}
+    return sorted(n for n in scope if n in inputs.view.nodes and _loose(n) not in have)
+
+
+def _loose(name: str) -> str:
+    return name.split(".", 1)[0].lower()
+
+
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.classify import classify
 
@@ -146,6 +157,14 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             f"controller view is INCOMPLETE: GetJobs returned {len(view.jobs):,} of "
             f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user, admins "
             f"too); {how}."
+        )
+    missing = not_inventoried(inputs)
+    if missing:
+        from spurctl.hostlist import fold
+
+        notes.append(
+            f"{len(missing):,} node(s) in scope have no inventory and were not audited: "
+            f"{fold(missing)} (collect them, or use --collect)."
         )
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")

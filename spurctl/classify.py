@@ -275,7 +275,7 @@ def _classify_holding(
 def _evidence(h: Holding) -> str:
     """'with GPUs 0-3 and 2 live processes': what the node holds, in an operator's words."""
     if h.gpus:
-        what = f"GPU{'s' if len(h.gpus) > 1 else ''} {_ranges(h.gpus)}"
+        what = f"GPU{'s' if len(h.gpus) > 1 else ''} {id_ranges(h.gpus)}"
     elif h.cpus:
         what = f"{h.cpus} CPU{'s' if h.cpus > 1 else ''}"
     else:
@@ -285,7 +285,7 @@ def _evidence(h: Holding) -> str:
     return f"with {what} and {procs}"
 
 
-def _ranges(ids: Iterable[int]) -> str:
+def id_ranges(ids: Iterable[int]) -> str:
     """0,1,2,3,6 -> '0-3,6'."""
     out: list[str] = []
     for i in sorted(set(ids)):

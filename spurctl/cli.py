@@ -372,8 +372,6 @@ def reclaim(
 ) -> None:
     """Act on the reclaimable findings of these nodes: re-check, journal, cancel there only."""
     from spurctl import reclaim as rc
-    from spurctl.agent import AgentPool
-    from spurctl.client import ControllerClient
     from spurctl.hostlist import parse_scope
     from spurctl.journal import Journal, default_path
     from spurctl.render_reclaim import print_plan, print_run, print_unresolved
@@ -433,51 +431,135 @@ def reclaim(
         if not typer.confirm(question, default=False):
             print("nothing sent", file=sys.stderr)
             raise typer.Exit(1)
-    agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
-    with Journal(path) as journal, ControllerClient(conn) as client:
-        for u in stale:
-            journal.outcome(
-                u.node,
-                u.job_id,
-                u.kind,
-                "failed",
-                "unknown: an earlier run was interrupted before recording this outcome; "
-                "check the node",
-            )
-        run = rc.execute(
-            entries,
-            jobs=client,
-            agents=agents,
-            journal=journal,
-            watermark=inputs.watermark.value,
-            concurrency=concurrency,
-        )
-        if (
-            collect
-            and not run.interrupted
-            and any(o.result is rc.Result.SENT for o in run.outcomes)
-        ):
-            import time
+    run = rc.send(
+        entries,
+        conn,
+        journal_path=path,
+        watermark=inputs.watermark.value,
+        concurrency=concurrency,
+        unresolved=stale,
+    )
+    # After a Ctrl-C the operator wants the summary now, not a settle and a re-collect.
+    if collect and not run.interrupted and any(o.result is rc.Result.SENT for o in run.outcomes):
+        import time
 
-            from spurctl.collect import collect as collect_nodes
+        from spurctl.collect import collect as collect_nodes
 
-            time.sleep(settle)
-            touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
-            again = collect_nodes(touched, command=command, fanout=fanout, timeout=60.0)
-            held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
-            rc.verify(run, held_now, settle)
-            for o in run.outcomes:
-                if o.detail.startswith("sent, but"):
-                    journal.outcome(
-                        o.entry.node,
-                        o.entry.job_id,
-                        o.entry.finding.kind.value,
-                        o.result.value,
-                        o.detail,
-                    )
-    agents.close()
+        time.sleep(settle)
+        touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
+        again = collect_nodes(touched, command=command, fanout=fanout, timeout=60.0)
+        held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
+        still_held = rc.verify(run, held_now, settle)
+        with Journal(path) as journal:
+            for o in still_held:
+                journal.outcome(
+                    o.entry.node,
+                    o.entry.job_id,
+                    o.entry.finding.kind.value,
+                    o.result.value,
+                    o.detail,
+                )
     print_run(run, entries, report, fmt=fmt)
     raise typer.Exit(0 if run.ok else 1)
+
+
+# -- checklist -------------------------------------------------------------------
+
+checklist_app = typer.Typer(
+    name="checklist",
+    help="Operational checklists built from the live cluster.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(checklist_app)
+
+
+@checklist_app.command("post-wipe")
+def checklist_post_wipe(
+    nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--nodes",
+            help="Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
+            "to recycle, as its verify command lists them (required).",
+        ),
+    ] = None,
+    inventory: InventoryOpt = None,
+    collect: CollectOpt = False,
+    command: CommandOpt = DEFAULT_COMMAND,
+    fanout: FanoutOpt = 64,
+    watermark: Annotated[
+        int | None,
+        typer.Option(
+            "--watermark",
+            help="The controller's next job id, if known (default: max tracked id + 1, "
+            "at least spur.conf's first_job_id).",
+        ),
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Re-read the controller and the --nodes' inventories and tick every step "
+            "that now holds.",
+        ),
+    ] = False,
+    fmt: Annotated[str, typer.Option("--format", help="markdown or json.")] = "markdown",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    ] = None,
+    controller: ControllerOpt = None,
+    conf: ConfOpt = None,
+    token: TokenOpt = None,
+    timeout: TimeoutOpt = 10.0,
+    tls_ca: TlsCaOpt = None,
+) -> None:
+    """Which agents to recycle after a controller wipe, and the steps to do it.
+
+    Every node still holding a pre-wipe run (an id the wiped controller did not
+    issue, or has since reissued to another run) must be recycled before
+    submissions resume. Markdown (checkboxes, to paste into an incident document) or --format json
+    (spurctl.checklist/v1). --verify re-reads the controller and the inventories of the
+    nodes given by --nodes (the hostlist the first run printed in its verify command)
+    and ticks every step that now holds; stopping and resuming submissions cannot be
+    observed over Spur's RPCs and stay to confirm by hand.
+
+    Exit 0 when nothing needs recycling (with --verify: every checkable step is done), 1
+    otherwise, 2 on errors.
+
+    \b
+    Example:
+      spurctl checklist post-wipe --collect -o recycle.md
+      spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
+    """
+    from spurctl.checklist import post_wipe
+    from spurctl.client import ControllerClient
+    from spurctl.hostlist import parse_scope
+    from spurctl.render_checklist import check_format, render
+
+    check_format(fmt)
+    if verify and not nodes:
+        fail(
+            "--verify needs --nodes: the nodes the first run said to recycle "
+            "(its verify command lists them)"
+        )
+    scope = parse_scope(nodes) if nodes else None
+    conn = connection(controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca)
+    src = Sources(nodes, inventory, collect, command, fanout)
+    with ControllerClient(conn) as client:
+        view = client.view()
+        holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
+        result = post_wipe(
+            view,
+            holdings,
+            confirm=client.confirm,
+            scope=scope,
+            watermark_flag=watermark,
+            first_job_id=conn.conf.first_job_id,
+            verify=verify,
+        )
+    write_output(render(result, fmt), output)
+    raise typer.Exit(0 if result.ok else 1)
 
 
 # -- node inventory and collection -------------------------------------------------
@@ -598,6 +680,41 @@ def _expand_hostlist(hostlist: str) -> list[str]:
             f"--nodes: {unsafe[0]!r} is not a host name (letters, digits, '.', '-', '_')"
         )
     return names
+
+
+# -- demo ------------------------------------------------------------------------
+
+
+@app.command()
+def demo(
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve",
+            help="Skip the walkthrough: keep the incident cluster up until Ctrl-C and print "
+            "how to point spurctl at it.",
+        ),
+    ] = False,
+) -> None:
+    """Audit and reclaim a simulated cluster, end to end.
+
+    Starts a simulated Spur cluster (spurctld plus one spurd per node) on
+    127.0.0.1, loaded with the PR #623 incident, and walks through audit,
+    reclaim --dry-run, reclaim and audit again with the real code. No setup,
+    no root; its files live in a temp dir removed on exit.
+
+    \b
+    Examples:
+      spurctl demo
+      spurctl demo --serve    # then point spurctl at it by hand
+    """
+    from spurctl import demo as walkthrough
+
+    if serve:
+        walkthrough.serve()
+        return
+    if not walkthrough.run().ok:
+        fail("the demo did not close the loop (see above); rerun with --debug and report it")
 
 
 def _usage_error(exc: Exception) -> str | None:

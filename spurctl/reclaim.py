@@ -20,7 +20,10 @@ from spurctl.errors import redact
 from spurctl.model import Action, AuditReport, Finding, Job, Kind
 
 if TYPE_CHECKING:
-    from spurctl.journal import Journal
+    from pathlib import Path
+
+    from spurctl.config import Connection
+    from spurctl.journal import Journal, Unresolved
 
 
 class Result(StrEnum):
@@ -228,8 +231,54 @@ def execute(
     return run
 
 
-def verify(run: ReclaimRun, held_now: dict[str, set[int]], settle: float) -> None:
-    """Turn a SENT outcome into FAILED when the node still holds the job afterwards."""
+def send(
+    entries: Sequence[Entry],
+    conn: Connection,
+    *,
+    journal_path: Path,
+    watermark: int,
+    concurrency: int = 32,
+    unresolved: Sequence[Unresolved] = (),
+) -> ReclaimRun:
+    """`spurctl reclaim` after the plan is approved: journal, re-check, cancel.
+
+    Intents an earlier, interrupted run left open are closed first with an
+    outcome saying their fate is unknown, so the journal stays a faithful record.
+    """
+    from spurctl.agent import AgentPool
+    from spurctl.client import ControllerClient
+    from spurctl.journal import Journal
+
+    agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
+    try:
+        with Journal(journal_path) as journal, ControllerClient(conn) as client:
+            for u in unresolved:
+                journal.outcome(
+                    u.node,
+                    u.job_id,
+                    u.kind,
+                    Result.FAILED.value,
+                    "unknown: an earlier run was interrupted before recording this outcome; "
+                    "check the node",
+                )
+            return execute(
+                entries,
+                jobs=client,
+                agents=agents,
+                journal=journal,
+                watermark=watermark,
+                concurrency=concurrency,
+            )
+    finally:
+        agents.close()
+
+
+def verify(run: ReclaimRun, held_now: dict[str, set[int]], settle: float) -> list[Outcome]:
+    """Turn a SENT outcome into FAILED when the node still holds the job afterwards.
+
+    Returns the outcomes it changed, for the journal.
+    """
+    changed = []
     for o in run.outcomes:
         if o.result is Result.SENT and o.entry.job_id in held_now.get(o.entry.node, set()):
             o.result = Result.FAILED
@@ -237,6 +286,8 @@ def verify(run: ReclaimRun, held_now: dict[str, set[int]], settle: float) -> Non
                 f"sent, but {o.entry.node} still holds job {o.entry.job_id} "
                 f"{settle:g} s later; check the node"
             )
+            changed.append(o)
+    return changed
 
 
 def kind_counts(entries: Iterable[Entry]) -> dict[Kind, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from tabulate import tabulate
@@ -156,7 +158,13 @@ def _no_discrepancies(report: AuditReport) -> str:
 # -- table -------------------------------------------------------------------
 
 
-def _table_renderables(report: AuditReport) -> list[RenderableType]:
+# Below this many columns the reason column would be squeezed to a sliver: each
+# finding's reason goes on its own indented line instead.
+_NARROW = 110
+_PIPE_WIDTH = 120
+
+
+def _table_renderables(report: AuditReport, width: int) -> list[RenderableType]:
     # Every piece of report text goes in as Text, never as a markup string:
     # hostlists like gpu[001-004] would otherwise be eaten as rich markup.
     out: list[RenderableType] = [
@@ -164,6 +172,16 @@ def _table_renderables(report: AuditReport) -> list[RenderableType]:
     ]
     if not report.findings:
         out.append(Text(_no_discrepancies(report), style="green"))
+    elif width < _NARROW:
+        for node, rows in _grouped(report.findings):
+            out.append(Text(node, style="bold"))
+            for f in rows:
+                style = _ACTION_STYLE[f.action]
+                head = f"  {_job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
+                if f.live is not None:
+                    head += f"  live: {_live_text(f.live)}"
+                out.append(Text(head, style=style))
+                out.append(Padding(Text(f.reason, style=style), (0, 0, 0, 10)))
     else:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         for name in ("node", "job", "kind", "action", "live"):
@@ -188,18 +206,27 @@ def _table_renderables(report: AuditReport) -> list[RenderableType]:
     return out
 
 
+def pipe_width() -> int:
+    """Width for output that is not a terminal: $COLUMNS, else wide enough for the table."""
+    try:
+        return int(os.environ.get("COLUMNS", "")) or _PIPE_WIDTH
+    except ValueError:
+        return _PIPE_WIDTH
+
+
 def _render_table(report: AuditReport, console_width: int | None) -> str:
     buf = io.StringIO()
+    width = console_width or pipe_width()
     console = Console(
         file=buf,
-        width=console_width,
+        width=width,
         color_system=None,
         force_terminal=False,
         highlight=False,
         emoji=False,
         markup=False,
     )
-    for renderable in _table_renderables(report):
+    for renderable in _table_renderables(report, width):
         console.print(renderable)
     # rich pads every line to the console width; strip it so the text diffs and greps cleanly.
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
@@ -394,7 +421,7 @@ def print_audit(report: AuditReport, fmt: str, file: TextIO | None = None) -> No
     if fmt == "table" and out.isatty():
         # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
         console = Console(file=out, highlight=False, emoji=False, markup=False)
-        for renderable in _table_renderables(report):
+        for renderable in _table_renderables(report, console.width):
             console.print(renderable)
     else:
         out.write(render_audit(report, fmt))

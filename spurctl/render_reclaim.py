@@ -10,25 +10,29 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
+from spurctl.classify import id_ranges
 from spurctl.journal import Unresolved
 from spurctl.model import AuditReport
 from spurctl.reclaim import Entry, ReclaimRun, Result
+from spurctl.render import pipe_width
 
 RESULT_STYLE = {Result.SENT: "green", Result.SKIPPED: "yellow", Result.FAILED: "red"}
 
 
 def _console(file: TextIO | None) -> Console:
-    return Console(file=file or sys.stdout, soft_wrap=False, highlight=False)
+    out = file or sys.stdout
+    width = None if out.isatty() else pipe_width()
+    return Console(file=out, width=width, soft_wrap=False, highlight=False)
 
 
 def _stops(entry: Entry) -> str:
     f = entry.finding
     parts = []
     if f.live:
-        parts.append(f"{len(f.pids)} live process(es)")
+        parts.append(f"{len(f.pids)} process{'es' if len(f.pids) > 1 else ''}")
     if f.gpus:
-        parts.append("GPUs " + ",".join(str(g) for g in f.gpus))
-    return ", ".join(parts) or "reservation only (no live process)"
+        parts.append(f"GPU{'s' if len(f.gpus) > 1 else ''} {id_ranges(f.gpus)}")
+    return ", ".join(parts) or "reservation only"
 
 
 def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) -> None:

@@ -485,7 +485,15 @@ def test_table_prints_report_text_literally_not_as_rich_markup() -> None:
 
 def test_table_wraps_long_reasons_within_the_width() -> None:
     lines = _table(_report(), width=80)
-    assert any(line.startswith(" ") and "pid 81234." in line for line in lines)
+    assert all(len(line) <= 80 for line in lines)
+    assert any(line.startswith(" ") and "81234." in line for line in lines)
+
+
+def test_a_narrow_table_puts_each_reason_on_its_own_lines_in_full() -> None:
+    # At 80 columns a reason column would be a sliver; the stacked layout keeps it whole.
+    text = " ".join(" ".join(_table(_report(), width=80)).split())
+    assert "gpu10 still holds a stale run, pid 81234." in text
+    assert "4711 active-elsewhere reclaim live: yes" in text
 
 
 def test_table_of_an_empty_audit_says_no_discrepancies_then_the_summary() -> None:

@@ -367,6 +367,19 @@ def test_agent_cancel_demands_the_controller_credential_when_auth_is_required(
     assert [h.job_id for h in secured.holdings("gpu015")] == [4711]
 
 
+def test_agents_can_demand_the_credential_while_the_controller_answers_anonymous_reads() -> None:
+    with SimCluster(incident(), auth="permissive", agent_auth="required", jwt_key=KEY) as s:
+        jobs = controller(s).GetJobs(pb.GetJobsRequest()).jobs
+        assert len(jobs) == len(incident().jobs)  # anonymous, so unscoped
+        stub = agent(s, "gpu003")
+        request = pb.AgentCancelJobRequest(job_id=4711, signal=0)
+        error = failure(lambda: stub.CancelJob(request))
+        assert error.code() is grpc.StatusCode.UNAUTHENTICATED
+        assert [h.job_id for h in s.holdings("gpu003")] == [4711]
+        stub.CancelJob(request, metadata=bearer(auth.CONTROLLER_SUBJECT))
+        assert s.holdings("gpu003") == ()
+
+
 def test_agent_cancel_is_a_noop_for_an_unknown_id_and_keeps_a_live_run_on_other_signals(
     sim: SimCluster,
 ) -> None:

@@ -117,6 +117,9 @@ class SimCluster:
 
     `agents`: True for an agent on every node, False for none, or the node names
     that run one; a node without a running agent neither answers nor heartbeats.
+    `agent_auth` is the agents' `[auth] mode` when it differs from the
+    controller's (each daemon reads its own spur.conf, e.g. agents that already
+    demand the credential next to a controller that still answers anonymously).
     `heartbeat_reclaim` makes `heartbeat()` apply spurctld's post-#623 reclaim
     (without it the controller predates #623 and reclaims nothing);
     `heartbeat_interval` runs it in the background. Records of what was
@@ -129,6 +132,7 @@ class SimCluster:
         scenario: Scenario,
         *,
         auth: AuthMode = "disabled",
+        agent_auth: AuthMode | None = None,
         jwt_key: str | None = None,
         follower_of: str | None = None,
         heartbeat_reclaim: bool = False,
@@ -137,12 +141,15 @@ class SimCluster:
         agent_latency: float = 0.0,
         controller_latency: float = 0.0,
     ) -> None:
-        if auth not in AUTH_MODES:
-            raise ValueError(f"auth must be one of {', '.join(AUTH_MODES)}, got {auth!r}")
-        if auth != "disabled" and not jwt_key:
-            raise ValueError(f"auth mode {auth!r} needs a jwt_key")
+        agent_auth = auth if agent_auth is None else agent_auth
+        for mode in (auth, agent_auth):
+            if mode not in AUTH_MODES:
+                raise ValueError(f"auth must be one of {', '.join(AUTH_MODES)}, got {mode!r}")
+            if mode != "disabled" and not jwt_key:
+                raise ValueError(f"auth mode {mode!r} needs a jwt_key")
         self.state = ClusterState(scenario)
         self.auth_mode: AuthMode = auth
+        self.agent_auth_mode: AuthMode = agent_auth
         self._jwt_key = jwt_key or ""
         self.follower_of = follower_of
         self.heartbeat_reclaim = heartbeat_reclaim
@@ -341,11 +348,11 @@ class SimCluster:
 
     # -- authentication ------------------------------------------------------------------
 
-    def _authenticate(self, metadata: Any, *, missing_hint: str) -> Identity | None:
+    def _authenticate(self, metadata: Any, *, mode: AuthMode, missing_hint: str) -> Identity | None:
         """spurctld/spurd's bearer ruling: an identity, None (anonymous), or a refusal."""
         header = next((str(v) for k, v in metadata or () if k == "authorization"), None)
         if header is None:
-            if self.auth_mode == "required":
+            if mode == "required":
                 raise _Refused(
                     grpc.StatusCode.UNAUTHENTICATED, f"authentication required: {missing_hint}"
                 )
@@ -355,7 +362,7 @@ class SimCluster:
             token = auth.bearer_token(header)
         except auth.CredentialError as exc:
             raise _Refused(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
-        if self.auth_mode == "disabled":
+        if mode == "disabled":
             return None
         try:
             claims = auth.verify(token, self._jwt_key, leeway_s=TOKEN_LEEWAY_S)
@@ -386,13 +393,15 @@ class SimCluster:
         missing_hint: str,
         offload: bool = False,
     ) -> grpc.RpcMethodHandler:
+        mode = self.auth_mode if endpoint == "controller" else self.agent_auth_mode
+
         async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             delay = latency()
             if delay > 0:
                 await asyncio.sleep(delay)
             try:
                 identity = self._authenticate(
-                    context.invocation_metadata(), missing_hint=missing_hint
+                    context.invocation_metadata(), mode=mode, missing_hint=missing_hint
                 )
                 if offload:
                     loop = asyncio.get_running_loop()

@@ -1,0 +1,402 @@
+"""`spurctl demo`: the whole audit-and-reclaim loop on a simulated Spur cluster, on loopback.
+
+The cluster is spurctl.simcluster (spurctld plus one spurd per node, real gRPC on
+127.0.0.1) loaded with the production incident of Spur PR #623. Every step calls
+the library functions the real commands call, on files the real commands would
+read, so what the demo prints is what `spurctl audit` and `spurctl reclaim`
+print against that cluster.
+
+Auth: the agents run with `[auth] mode = required`, so a reclaim only goes
+through because spurctl mints the `spurctld` credential from the cluster key
+file. The controller runs `permissive`: Spur scopes GetJobs to whichever
+credential is presented (admins too), so an audit that presents one sees only
+its own user's jobs; anonymous reads keep the demo's controller view complete.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from spurctl import hostlist
+from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
+
+if TYPE_CHECKING:
+    from spurctl.audit import AuditInputs
+    from spurctl.config import Connection
+    from spurctl.reclaim import ReclaimRun
+    from spurctl.simcluster import SimCluster
+    from spurctl.simcluster.server import AuthMode
+
+# Wide enough for the audit table's reason column when the output is not a
+# terminal (a pipe, a file, a test); a terminal's own width wins.
+_CONTROLLER_AUTH: AuthMode = "permissive"
+_AGENT_AUTH: AuthMode = "required"
+
+HEADINGS = (
+    "1. Audit: the controller's view against what the agents hold",
+    "2. Reclaim, dry run: the plan, nothing sent",
+    "3. Reclaim: re-check, journal, cancel on that node only",
+    "4. Audit again: what is left, and why",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DemoCluster:
+    """A running simulated cluster and the files the real commands would be pointed at."""
+
+    sim: SimCluster
+    directory: Path
+    inventory: Path
+    agent_map: Path
+    key_file: Path
+    conf: Path
+    journal: Path
+
+    def refresh_inventory(self) -> None:
+        """Rewrite the inventories from what the agents hold now (what `collect` would gather)."""
+        self.sim.write_inventories(self.inventory)
+
+    def connection(self) -> Connection:
+        """Resolved as `spurctl reclaim --controller ... --conf ... --jwt-key-file ...
+        --agent-map ...` would, but blind to the operator's own token and spur.conf:
+        a demo never sends a real cluster's credential anywhere."""
+        from spurctl.config import connect_settings
+
+        return connect_settings(
+            controller=self.sim.controller_address,
+            conf_path=self.conf,
+            token=None,
+            jwt_key_file=self.key_file,
+            agent_map=self.agent_map,
+            home=self.directory,
+        )
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+
+
+def _spur_conf(sim: SimCluster) -> str:
+    port = sim.controller_address.rpartition(":")[2]
+    return (
+        "# spur.conf of the simulated cluster of `spurctl demo`; removed when it stops.\n"
+        "[controller]\n"
+        'hosts = ["127.0.0.1"]\n'
+        f'listen_addr = "127.0.0.1:{port}"\n'
+        "\n"
+        "[auth]\n"
+        "# The agents (spurd) demand the cluster credential; the simulated controller\n"
+        "# also answers anonymous reads, so an audit sees every user's jobs.\n"
+        f'mode = "{_AGENT_AUTH}"\n'
+    )
+
+
+@contextmanager
+def demo_cluster(jwt_key: str | None = None) -> Iterator[DemoCluster]:
+    """The incident cluster on loopback, its files in a private temp dir removed on exit.
+
+    The key is random unless given; it is written only to a mode-0600 file.
+    """
+    import json
+
+    from spurctl.simcluster import SimCluster, incident
+
+    key = jwt_key or secrets.token_urlsafe(32)
+    # The directory outlives the servers: they stop (closing their ports) before it goes.
+    with tempfile.TemporaryDirectory(prefix="spurctl-demo-") as tmp:
+        directory = Path(tmp)
+        with SimCluster(
+            incident(), auth=_CONTROLLER_AUTH, agent_auth=_AGENT_AUTH, jwt_key=key
+        ) as sim:
+            key_file = directory / "jwt.key"
+            _write_private(key_file, key + "\n")
+            agent_map = directory / "agents.json"
+            agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
+            conf = directory / "spur.conf"
+            conf.write_text(_spur_conf(sim))
+            cluster = DemoCluster(
+                sim=sim,
+                directory=directory,
+                inventory=directory / "inventory.jsonl",
+                agent_map=agent_map,
+                key_file=key_file,
+                conf=conf,
+                journal=directory / "journal.jsonl",
+            )
+            cluster.refresh_inventory()
+            yield cluster
+
+
+# -- the walkthrough ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DemoResult:
+    """What the walkthrough saw; `ok` when the loop closed the way it should."""
+
+    before: AuditReport
+    after: AuditReport
+    reclaimed_nodes: str
+    run: ReclaimRun
+    agent_subjects: list[str | None] = field(default_factory=list)
+    refusals: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.run.ok
+            and bool(_rows(self.before, Action.RECLAIM))
+            and not _rows(self.after, Action.RECLAIM)
+        )
+
+
+def _rows(report: AuditReport, action: Action) -> list[Finding]:
+    return [f for f in report.findings if f.action is action]
+
+
+def _by_kind(findings: Sequence[Finding]) -> str:
+    """'active-elsewhere on gpu[003-008]; terminal-held on gpu012', in contract order."""
+    parts = []
+    for kind in Kind:
+        nodes = {f.node for f in findings if f.kind is kind}
+        if nodes:
+            parts.append(f"{kind.value} on {hostlist.fold(sorted(nodes))}")
+    return "; ".join(parts) or "none"
+
+
+class _Narrator:
+    """Headings, one-paragraph explanations and the real renderers, on one stream."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        from spurctl.render import pipe_width
+
+        width = None if self.tty else pipe_width()
+        self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
+
+    def heading(self, title: str) -> None:
+        self.console.print()
+        self.console.rule(Text(title, style="bold"), align="left")
+
+    def say(self, text: str) -> None:
+        self.console.print(Text(text))
+
+    def command(self, text: str) -> None:
+        self.console.print(Text(f"$ {text}", style="bold cyan"))
+
+    def panel(self, text: str, title: str) -> None:
+        self.console.print(Panel(Text(text), title=title, title_align="left", expand=True))
+
+    def audit_table(self, report: AuditReport) -> None:
+        from spurctl.render import print_audit, render_audit
+
+        self.out.flush()
+        if self.tty:
+            print_audit(report, "table", file=self.out)
+        else:
+            self.out.write(render_audit(report, "table", console_width=self.console.width))
+        self.out.flush()
+
+
+def _audit(
+    cluster: DemoCluster, conn: Connection, nodes: str | None
+) -> tuple[AuditReport, AuditInputs]:
+    from spurctl.cli import Sources, run_audit_sources
+
+    src = Sources(nodes, [str(cluster.inventory)], False, "", 1)
+    return run_audit_sources(src, conn, watermark=None, include_healthy=False)
+
+
+def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
+    """Run the four steps against a fresh incident cluster and narrate them on `out`."""
+    from spurctl import reclaim as rc
+    from spurctl.hostlist import parse_scope
+    from spurctl.render_reclaim import print_plan, print_run
+
+    say = _Narrator(out or sys.stdout)
+    with demo_cluster(jwt_key) as cluster:
+        sim = cluster.sim
+        conn = cluster.connection()
+        with sim.state.lock:
+            down = sorted(n.name for n in sim.state.nodes.values() if n.state is NodeState.DOWN)
+        say.panel(
+            f"A simulated Spur cluster runs on 127.0.0.1: spurctld and one spurd per node "
+            f"({len(sim.agent_map())} nodes), real gRPC. It holds the incident behind Spur "
+            "PR #623: a controller restart marked healthy nodes DOWN on stale heartbeats "
+            f"(still DOWN: {hostlist.fold(down)}; others were resumed), requeued their jobs "
+            "onto other nodes, and the old nodes kept running them: they hold GPUs the "
+            "scheduler thinks are free and reject every new GPU job. Around them: a phantom "
+            "allocation, an agent holding an id a wiped controller issued, a node reporting "
+            "its FQDN, and work in flight that must be spared. This controller predates #623, "
+            "so nothing reclaims any of it by itself.\n\n"
+            f"Agents run with auth {_AGENT_AUTH}: a cancel needs the cluster credential. "
+            f"Files (inventories, agent map, key, journal) are in {cluster.directory}, "
+            "removed on exit.",
+            title="spurctl demo",
+        )
+
+        say.heading(HEADINGS[0])
+        say.say(
+            "spurctl reads every job and node from spurctld, reads what each agent really "
+            "holds from the node inventories (on a real cluster `spurctl collect` gathers "
+            "them over ssh), and judges each holding by the controller's own reclaim rules "
+            "plus what the controller cannot see."
+        )
+        say.command("spurctl audit --inventory inventory.jsonl")
+        before, _ = _audit(cluster, conn, None)
+        say.audit_table(before)
+        reclaim_rows = _rows(before, Action.RECLAIM)
+        say.say(
+            f"To reclaim ({len(reclaim_rows)}): {_by_kind(reclaim_rows)}. "
+            f"To investigate, never reclaimed: {_by_kind(_rows(before, Action.INVESTIGATE))}."
+        )
+
+        nodes = hostlist.fold(sorted({f.node for f in reclaim_rows}))
+        scope = parse_scope(nodes) if nodes else frozenset()
+        flags = f"--node '{nodes}' --inventory inventory.jsonl --agent-map agents.json"
+
+        say.heading(HEADINGS[1])
+        say.say(
+            "The plan is the audit's reclaim rows on the named nodes, re-audited now. Each "
+            "entry is one cancel to that node's agent only (CancelJob, signal 0), never the "
+            "controller's CancelJob, which would also kill the job's legitimate new run."
+        )
+        say.command(f"spurctl reclaim {flags} --dry-run")
+        report, _ = _audit(cluster, conn, nodes)
+        entries = rc.plan(report, scope, None, conn.agent_address)
+        say.out.flush()
+        print_plan(entries, report, file=say.out)
+
+        say.heading(HEADINGS[2])
+        say.say(
+            "Each entry is re-checked with a fresh GetJob just before its cancel (a requeue "
+            "may have landed since the audit); intent and outcome are fsynced to the journal "
+            "around every send. The agents demand the cluster credential, so spurctl mints a "
+            "short-lived one with subject `spurctld` from the key file for each cancel; the "
+            "key itself is never printed."
+        )
+        say.command(f"spurctl reclaim {flags} --jwt-key-file jwt.key --journal journal.jsonl --yes")
+        report, inputs = _audit(cluster, conn, nodes)
+        entries = rc.plan(report, scope, None, conn.agent_address)
+        cancels_before = len(sim.cancels)
+        # AgentPool channels close inside send(), before the servers stop.
+        reclaim_run = rc.send(
+            entries, conn, journal_path=cluster.journal, watermark=inputs.watermark.value
+        )
+        say.out.flush()
+        print_run(reclaim_run, entries, report, fmt="table", file=say.out)
+        accepted = sim.cancels[cancels_before:]
+        subjects = [c.subject for c in accepted]
+        refusals = [r for r in sim.refusals if r.endpoint != "controller"]
+        records = len(cluster.journal.read_text().splitlines()) if cluster.journal.exists() else 0
+        say.say(
+            f"The agents accepted {len(accepted)} cancel(s), "
+            f"{sum(1 for s in subjects if s == 'spurctld')} carrying a verified `spurctld` "
+            f"credential, and refused {len(refusals)}. The journal holds {records} records "
+            "(an intent before and an outcome after each cancel)."
+        )
+
+        say.heading(HEADINGS[3])
+        cluster.refresh_inventory()
+        say.say(
+            "Fresh inventories, the same audit. The stranded allocations are gone. What is "
+            "left is not spurctl's to cancel: investigate rows need a person (each reason "
+            "says what to check), spare rows may be legitimate work in flight."
+        )
+        say.command("spurctl audit --inventory inventory.jsonl")
+        after, _ = _audit(cluster, conn, None)
+        say.audit_table(after)
+        result = DemoResult(
+            before=before,
+            after=after,
+            reclaimed_nodes=nodes,
+            run=reclaim_run,
+            agent_subjects=subjects,
+            refusals=len(refusals),
+        )
+        say.say(
+            f"Reclaim rows: {len(reclaim_rows)} before, {len(_rows(after, Action.RECLAIM))} "
+            f"after. Still listed: investigate {len(_rows(after, Action.INVESTIGATE))} "
+            f"({_by_kind(_rows(after, Action.INVESTIGATE))}), "
+            f"spare {len(_rows(after, Action.SPARE))} ({_by_kind(_rows(after, Action.SPARE))})."
+        )
+        say.say("Try it by hand on a fresh copy of this cluster: spurctl demo --serve")
+        return result
+
+
+# -- serve ----------------------------------------------------------------------
+
+
+def serve(out: TextIO | None = None) -> None:
+    """Keep a fresh incident cluster up until SIGINT or SIGTERM; print how to reach it.
+
+    The inventory file is rewritten whenever what the agents hold changes, so an
+    audit after a hand-made reclaim sees its effect.
+    """
+    say = _Narrator(out or sys.stdout)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with demo_cluster() as cluster:
+            d = cluster.directory
+            lines = [
+                f"Simulated Spur cluster (the PR #623 incident, {len(cluster.sim.agent_map())} "
+                f"nodes) on 127.0.0.1; controller auth {_CONTROLLER_AUTH} (anonymous reads), "
+                f"agents auth {_AGENT_AUTH}.",
+                f"Files in {d}, removed on exit:",
+                f"  inventory: {cluster.inventory} (rewritten as the agents change)",
+                f"  agent map: {cluster.agent_map}",
+                f"  key file:  {cluster.key_file} (mode 0600)",
+                f"  spur.conf: {cluster.conf}",
+                "",
+                "In another shell:",
+                f"  export SPUR_CONTROLLER_ADDR={cluster.sim.controller_address}",
+                f"  export SPUR_JWT_KEY_FILE={cluster.key_file}",
+                f"  export SPUR_CONF={cluster.conf}",
+                "  unset SPUR_AUTH_TOKEN   # a real cluster's token is refused here",
+                "",
+                f"  spurctl audit --inventory {cluster.inventory}",
+                f"  spurctl reclaim --node gpu003 --inventory {cluster.inventory} "
+                f"--agent-map {cluster.agent_map} --dry-run",
+                f"  spurctl reclaim --node gpu003 --inventory {cluster.inventory} "
+                f"--agent-map {cluster.agent_map} --journal {d / 'journal.jsonl'} --yes",
+                f"  spurctl snapshot -o {d / 'snapshot.json'}",
+                "",
+                "Serving; Ctrl-C to stop.",
+            ]
+            for line in lines:
+                say.console.print(Text(line), overflow="ignore", crop=False)
+            say.out.flush()
+            seen = cluster.sim.state.generation
+            while not stopping.wait(0.25):
+                if cluster.sim.state.generation != seen:
+                    seen = cluster.sim.state.generation
+                    cluster.refresh_inventory()
+            directory = cluster.directory
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    say.say(f"Stopped; removed {directory}.")
+    say.out.flush()

@@ -1,0 +1,221 @@
+"""What `spurctl checklist post-wipe` shows: Markdown to paste into an incident
+document, or the `spurctl.checklist/v1` JSON document for scripts."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from spurctl import hostlist
+from spurctl.checklist import (
+    CHECKLIST_SCHEMA,
+    Checklist,
+    Hazard,
+    HeldId,
+    NodeAssessment,
+    Step,
+)
+from spurctl.documents import dump_json
+from spurctl.errors import SpurctlError
+from spurctl.model import WatermarkSource, format_time
+
+FORMATS = ("markdown", "json")
+
+
+def check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise SpurctlError(f"unknown format {fmt!r} for checklist; use markdown or json")
+
+
+def _shown_nodes(cl: Checklist) -> list[NodeAssessment]:
+    """The checklist's nodes with all they hold, and any other node needing a look."""
+    a = cl.assessment
+    wanted = set(cl.nodes) | set(a.nodes_undetermined) | set(a.nodes_not_inventoried)
+    return [a.nodes[n] for n in sorted(wanted) if n in a.nodes]
+
+
+# -- json ------------------------------------------------------------------------------
+
+
+def _held_to_dict(h: HeldId) -> dict[str, Any]:
+    return {
+        "job_id": h.job_id,
+        "hazard": h.hazard.value,
+        "reason": h.reason,
+        "started_at": format_time(h.started_at),
+        "live": h.live,
+        "controller_state": h.controller_state,
+        "new_run_nodes": h.new_run_nodes,
+        "submissions_until": h.submissions_until,
+    }
+
+
+def _node_to_dict(n: NodeAssessment) -> dict[str, Any]:
+    ctl = n.controller_node
+    return {
+        "node": n.node,
+        "recycle": bool(n.hazards),
+        "inventoried": n.inventoried,
+        "error": n.error,
+        "state": ctl.state.name if ctl else None,
+        "agent_start_time": format_time(ctl.agent_start_time) if ctl else None,
+        "partitions": list(n.partitions),
+        "held": [_held_to_dict(h) for h in n.held],
+    }
+
+
+def _step_to_dict(s: Step) -> dict[str, Any]:
+    return {
+        "id": s.id.value,
+        "title": s.title,
+        "done": s.done,
+        "checkable": s.checkable,
+        "nodes": list(s.nodes),
+        "hostlist": hostlist.fold(s.nodes),
+        # One line a shell runs as is; the commands of a step run in order.
+        "command": " && ".join(s.commands),
+        "detail": s.detail,
+    }
+
+
+def checklist_document(cl: Checklist) -> dict[str, Any]:
+    """The `spurctl.checklist/v1` document."""
+    a = cl.assessment
+    return {
+        "schema": CHECKLIST_SCHEMA,
+        "mode": "verify" if cl.verify else "plan",
+        "ok": cl.ok,
+        "controller": {
+            "address": a.controller_address,
+            "version": a.controller_version,
+            "taken_at": format_time(a.taken_at),
+        },
+        "watermark": {"value": a.watermark.value, "source": str(a.watermark.source)},
+        "view": {"complete": a.view_complete, "jobs_seen": a.jobs_seen, "jobs_total": a.jobs_total},
+        "notes": list(a.notes),
+        "nodes_to_recycle": a.nodes_to_recycle,
+        "nodes_not_inventoried": a.nodes_not_inventoried,
+        "nodes_undetermined": a.nodes_undetermined,
+        "steps": [_step_to_dict(s) for s in cl.steps],
+        "nodes": [_node_to_dict(n) for n in _shown_nodes(cl)],
+    }
+
+
+# -- markdown --------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    # A raw | ends the cell and a newline ends the table; escape the backslash first.
+    text = text.replace("\\", "\\\\").replace("|", "\\|")
+    return " ".join(text.splitlines())
+
+
+def _code(text: str) -> str:
+    return f"`{text}`" if "`" not in text else f"`` {text} ``"
+
+
+def _watermark_line(cl: Checklist) -> str:
+    w = cl.assessment.watermark
+    if w.source is WatermarkSource.FLAG:
+        how = "given with --watermark"
+    else:
+        how = (
+            "estimated: max tracked id + 1 and at least first_job_id, a lower bound of the "
+            "controller's next id"
+        )
+    return f"watermark {w.value} ({how})"
+
+
+def _summary(cl: Checklist) -> str:
+    a = cl.assessment
+    if cl.verify:
+        checkable = [s for s in cl.steps if s.checkable]
+        done = sum(1 for s in checkable if s.done)
+        head = (
+            f"**Verify pass over {hostlist.fold(cl.nodes)}: {done} of {len(checkable)} "
+            "checkable steps done.**"
+        )
+        if cl.ok:
+            return head + " Confirm the steps marked *by hand*, then submissions may resume."
+        return head + " Do not resume submissions yet."
+    recycle = a.nodes_to_recycle
+    if not recycle:
+        return "**No node in scope holds a pre-wipe id: nothing to recycle.**"
+    return (
+        f"**{len(recycle)} node{'s' if len(recycle) != 1 else ''} to recycle: "
+        f"{hostlist.fold(recycle)}.** Do not resume submissions until every box is ticked."
+    )
+
+
+def _step_lines(s: Step) -> list[str]:
+    box = "[x]" if s.done else "[ ]"
+    by_hand = "" if s.checkable else " *(by hand)*"
+    lines = [f"- {box} **{s.title}**{by_hand}: {s.detail}"]
+    if s.commands:
+        lines += ["", "  ```sh", *(f"  {c}" for c in s.commands), "  ```", ""]
+    return lines
+
+
+def _started(h: HeldId) -> str:
+    return format_time(h.started_at) or "unknown"
+
+
+def render_markdown(cl: Checklist) -> str:
+    a = cl.assessment
+    version = f" (Spur {a.controller_version})" if a.controller_version else ""
+    taken = a.taken_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = [
+        "# Post-wipe agent recycle checklist",
+        "",
+        f"Controller {a.controller_address}{version}, read {taken}; {_watermark_line(cl)}.",
+        "",
+    ]
+    for note in a.notes:
+        lines += [f"> **Warning:** {note}", ""]
+    lines += [_summary(cl), ""]
+    if a.nodes_not_inventoried:
+        collect = f"spurctl collect --nodes {shlex.quote(hostlist.fold(a.nodes_not_inventoried))}"
+        lines += [
+            f"**Not inventoried ({len(a.nodes_not_inventoried)}):** what these hold is unknown; "
+            f"inventory them ({_code(collect)}) and run the checklist again:",
+            "",
+        ]
+        by_error: dict[str, list[str]] = {}
+        for name in a.nodes_not_inventoried:
+            by_error.setdefault(a.nodes[name].error or "", []).append(name)
+        lines += [
+            f"- {_code(hostlist.fold(names))}: {_md_cell(error)}"
+            for error, names in sorted(by_error.items())
+        ]
+        lines.append("")
+    if cl.steps:
+        lines += ["## Steps", ""]
+        for s in cl.steps:
+            lines += _step_lines(s)
+        if lines[-1] != "":
+            lines.append("")
+    shown = [n for n in _shown_nodes(cl) if n.held]
+    if shown:
+        lines += [
+            "## Held ids",
+            "",
+            "| node | job | hazard | live | started | why |",
+            "|---|---|---|---|---|---|",
+        ]
+        for n in shown:
+            for h in n.held:
+                hazard = f"**{h.hazard.value}**" if h.hazard is not Hazard.HEALTHY else "healthy"
+                lines.append(
+                    f"| {_md_cell(n.node)} | {h.job_id} | {hazard} | "
+                    f"{'yes' if h.live else 'no'} | {_started(h)} | {_md_cell(h.reason)} |"
+                )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render(cl: Checklist, fmt: str) -> str:
+    """The checklist as text in `fmt`, ending in a newline."""
+    check_format(fmt)
+    if fmt == "json":
+        return dump_json(checklist_document(cl)) + "\n"
+    return render_markdown(cl)

@@ -1,0 +1,191 @@
+"""`spurctl audit` end to end: real gRPC against the simulated cluster, real files, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spurctl import auth
+from spurctl.model import Action, Kind
+from spurctl.simcluster import SimCluster, incident
+from tests.e2e import KEY, audit_live, by_key, run_cli
+
+RECLAIMABLE_IN_INCIDENT = {
+    ("gpu003", 4711, Kind.ACTIVE_ELSEWHERE),
+    ("gpu004", 4712, Kind.ACTIVE_ELSEWHERE),
+    ("gpu005", 4712, Kind.ACTIVE_ELSEWHERE),
+    ("gpu006", 4715, Kind.ACTIVE_ELSEWHERE),
+    ("gpu006", 4716, Kind.ACTIVE_ELSEWHERE),
+    ("gpu007", 4719, Kind.ACTIVE_ELSEWHERE),
+    ("gpu008", 4720, Kind.ACTIVE_ELSEWHERE),
+    ("gpu012", 4702, Kind.TERMINAL_HELD),
+    ("gpu013", 4388, Kind.BELOW_WATERMARK_UNKNOWN),
+}
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    with SimCluster(incident()) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def inventory(sim: SimCluster, tmp_path: Path) -> Path:
+    return sim.write_inventories(tmp_path / "inventory.jsonl")
+
+
+def reclaim_set(findings: list) -> set[tuple[str, int | None, Kind]]:
+    return {(f.node, f.job_id, f.kind) for f in findings if f.action is Action.RECLAIM}
+
+
+def test_the_production_incident_is_found_and_explained(sim: SimCluster, inventory: Path) -> None:
+    report = audit_live(sim, inventory)
+    assert report.view_complete
+    assert reclaim_set(report.findings) == RECLAIMABLE_IN_INCIDENT
+    found = by_key(report.findings)
+    stale = found[("gpu003", 4711)]
+    assert stale.live is True and stale.controller_state == "RUNNING"
+    assert stale.allocated_nodes == "gpu015"
+    assert "gpu015" in stale.reason and "gpu003" in stale.reason and "GPUs 0-7" in stale.reason
+    # What the controller cannot see, each explained and never reclaimed.
+    assert found[("gpu009", None)].kind is Kind.PHANTOM_ALLOC
+    assert found[("gpu014", 5187)].kind is Kind.ABOVE_WATERMARK_UNKNOWN
+    assert found[("gpu010", 5118)].action is Action.SPARE
+    assert found[("gpu011", 5119)].kind is Kind.MID_COMMIT
+    assert found[("gpu021.cluster.local", None)].kind is Kind.NAME_MISMATCH
+    assert report.watermark.value == 5121
+    assert report.nodes_in_scope == 24 and report.nodes_inventoried == 24
+
+
+def test_fqdn_agent_is_not_mistaken_for_a_stale_run(sim: SimCluster, inventory: Path) -> None:
+    # Spur's own heartbeat compares names exactly and kills 4960's legitimate run on gpu021.
+    with SimCluster(incident(), heartbeat_reclaim=True) as spur:
+        decisions = {(d.node, d.job_id): d for d in spur.heartbeat()}
+    assert decisions[("gpu021", 4960)].reclaim
+    report = audit_live(sim, inventory, include_healthy=True)
+    held = by_key(report.findings)[("gpu021.cluster.local", 4960)]
+    assert held.action is not Action.RECLAIM
+
+
+def test_nodes_limit_the_audit_to_a_hostlist(sim: SimCluster, inventory: Path) -> None:
+    report = audit_live(sim, inventory, nodes="gpu[003-005]")
+    assert {f.node for f in report.findings} == {"gpu003", "gpu004", "gpu005"}
+    assert report.nodes_in_scope == 3
+
+
+def test_a_node_in_scope_without_inventory_is_counted_not_inventoried(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    one = tmp_path / "one.jsonl"
+    from spurctl.documents import dump_json, inventory_to_dict
+
+    one.write_text(dump_json(inventory_to_dict(sim.inventory("gpu003")), indent=None) + "\n")
+    report = audit_live(sim, one, nodes="gpu[003-004]")
+    assert report.nodes_in_scope == 2 and report.nodes_inventoried == 1
+    assert any("gpu004" in note for note in report.notes)
+
+
+def scoped_sim() -> SimCluster:
+    return SimCluster(incident(), auth="required", jwt_key=KEY)
+
+
+def test_admin_credential_sees_a_scoped_view_but_confirms_each_missing_id(
+    inventory: Path,
+) -> None:
+    with scoped_sim() as sim:
+        inv = sim.write_inventories(inventory.parent / "scoped.jsonl")
+        token = auth.mint(KEY, "henry", admin=True, lifetime_s=300)
+        report = audit_live(sim, inv, token=token)
+        assert not report.view_complete
+        assert report.jobs_seen < report.jobs_total
+        assert any("INCOMPLETE" in n for n in report.notes)
+        # GetJob confirmations reach the same reclaim set as an unscoped view.
+        assert reclaim_set(report.findings) == RECLAIMABLE_IN_INCIDENT
+
+
+def test_a_users_credential_never_turns_another_users_job_into_a_reclaim(
+    inventory: Path,
+) -> None:
+    with scoped_sim() as sim:
+        inv = sim.write_inventories(inventory.parent / "scoped.jsonl")
+        token = auth.mint(KEY, "alice", admin=False, lifetime_s=300)
+        report = audit_live(sim, inv, token=token)
+        assert not report.view_complete
+        reclaimed = reclaim_set(report.findings)
+        # alice's own stale 4711 is still found; other users' stale runs are
+        # redacted by GetJob (no nodelist) and so spared, never guessed at.
+        assert ("gpu003", 4711, Kind.ACTIVE_ELSEWHERE) in reclaimed
+        assert ("gpu004", 4712, Kind.ACTIVE_ELSEWHERE) not in reclaimed
+        assert all(
+            f.kind is not Kind.BELOW_WATERMARK_UNKNOWN
+            for f in report.findings
+            if f.job_id not in (4388,)
+        )
+        # No spur.conf says how GetJob treats other users' jobs: NOT_FOUND is no proof.
+        assert by_key(report.findings)[("gpu013", 4388)].kind is Kind.UNVERIFIABLE
+        assert any("NOT_FOUND is not proof" in n for n in report.notes)
+
+
+def test_with_spur_conf_redacted_visibility_not_found_is_proof(
+    inventory: Path, tmp_path: Path
+) -> None:
+    conf = tmp_path / "spur.conf"
+    conf.write_text('cluster_name = "c"\n[controller]\njob_info_visibility = "redacted"\n')
+    with scoped_sim() as sim:
+        inv = sim.write_inventories(tmp_path / "scoped.jsonl")
+        token = auth.mint(KEY, "alice", admin=False, lifetime_s=300)
+        report = audit_live(sim, inv, token=token, conf=conf)
+        assert by_key(report.findings)[("gpu013", 4388)].kind is Kind.BELOW_WATERMARK_UNKNOWN
+
+
+def test_cli_json_document_and_exit_status(sim: SimCluster, inventory: Path) -> None:
+    run = run_cli(
+        "audit", "--inventory", str(inventory), "--format", "json",
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["schema"] == "spurctl.audit/v1"
+    assert doc["watermark"] == {"value": 5121, "source": "estimated"}
+    assert doc["view"]["complete"] is True
+    assert doc["summary"]["by_kind"]["active-elsewhere"] == 7
+    assert doc["summary"]["needs_action"] == sum(
+        1 for f in doc["findings"] if f["action"] in ("reclaim", "investigate")
+    )
+
+
+def test_cli_csv_and_prometheus(sim: SimCluster, inventory: Path) -> None:
+    env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+    run = run_cli("audit", "--inventory", str(inventory), "--format", "csv", env=env)
+    rows = list(csv.DictReader(io.StringIO(run.stdout)))
+    assert {(r["node"], r["job_id"]) for r in rows if r["action"] == "reclaim"} == {
+        (n, str(j)) for n, j, _ in RECLAIMABLE_IN_INCIDENT
+    }
+    run = run_cli("audit", "--inventory", str(inventory), "--format", "prometheus", env=env)
+    assert 'spurctl_findings{kind="active-elsewhere"} 7' in run.stdout
+    assert 'spurctl_node_reclaimable_holdings{node="gpu006"} 2' in run.stdout
+
+
+def test_watermark_flag_only_spares_more(sim: SimCluster, inventory: Path) -> None:
+    env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+    run = run_cli(
+        "audit", "--inventory", str(inventory), "--format", "json", "--watermark", "4000", env=env
+    )
+    doc = json.loads(run.stdout)
+    assert doc["watermark"] == {"value": 4000, "source": "flag"}
+    kinds = {(f["node"], f["job_id"]): f["kind"] for f in doc["findings"]}
+    assert kinds[("gpu013", 4388)] == "above-watermark-unknown"
+
+
+def test_a_healthy_cluster_exits_zero(tmp_path: Path) -> None:
+    with SimCluster(incident()) as sim:
+        inv = sim.write_inventories(tmp_path / "inv.jsonl")
+        env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+        run = run_cli("audit", "--inventory", str(inv), "--nodes", "gpu[001-002]", env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "No discrepancies" in run.stdout

@@ -1,0 +1,191 @@
+"""`spurctl demo`: the whole loop on a simulated cluster, run as an operator would run it."""
+
+from __future__ import annotations
+
+import io
+import os
+import queue
+import re
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from spurctl import auth, demo
+from spurctl.cli import app
+from spurctl.model import Kind
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "demo-test-cluster-key-0123456789abcdef"
+KINDS = "|".join(re.escape(k.value) for k in Kind)
+# One row of the audit table: "<node>  <job>  <kind>  <action>", the node blank on
+# a node's later rows.
+ROW = re.compile(rf"^\s*(?:\S+\s+)?(?:\d+|-)\s+(?P<kind>{KINDS})\s+(?P<action>[a-z]+)\b", re.M)
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SPUR_") and k not in ("COLUMNS", "PYTHONPATH")
+    }
+    env.update(PYTHONPATH=str(REPO), HOME=str(home), **extra)
+    return env
+
+
+def _spurctl(
+    *args: str, env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spurctl", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+def _sections(out: str) -> list[str]:
+    """The text under each of the four headings, in order."""
+    starts = [out.index(h) for h in demo.HEADINGS]
+    ends = [*starts[1:], len(out)]
+    return [out[s:e] for s, e in zip(starts, ends, strict=True)]
+
+
+def _rows(section: str) -> list[tuple[str, str]]:
+    return [(m["kind"], m["action"]) for m in ROW.finditer(section)]
+
+
+def test_demo_closes_the_loop_in_seconds_with_exit_0_and_no_noise(tmp_path: Path) -> None:
+    # A hostile environment: the operator's own token and spur.conf must not leak into
+    # the demo (a token the simulated controller cannot verify would fail every read).
+    (tmp_path / ".spur").mkdir()
+    (tmp_path / ".spur" / "token").write_text("not-a-real-token\n")
+    (tmp_path / ".spur" / "token").chmod(0o600)
+    env = _env(
+        tmp_path,
+        SPUR_AUTH_TOKEN="operator-token-of-a-real-cluster",
+        SPUR_CONF=str(tmp_path / "no-such-spur.conf"),
+        SPUR_CONTROLLER_ADDR="http://127.0.0.1:9",
+    )
+    started = time.monotonic()
+    proc = _spurctl("demo", env=env)
+    elapsed = time.monotonic() - started
+
+    assert proc.returncode == 0, proc.stderr
+    assert elapsed < 20
+    assert proc.stderr == ""  # no GOAWAY or other gRPC chatter, no warnings
+    first, dry_run, real_run, again = _sections(proc.stdout)
+
+    before = _rows(first)
+    assert ("active-elsewhere", "reclaim") in before
+    assert {"terminal-held", "below-watermark-unknown"} <= {k for k, a in before if a == "reclaim"}
+    after = _rows(again)
+    assert after, "the second audit printed no table rows"
+    assert not [row for row in after if row[1] == "reclaim"]
+    investigate = {k for k, a in after if a == "investigate"}
+    assert {"phantom-alloc", "above-watermark-unknown", "name-mismatch"} <= investigate
+
+    planned = sum(1 for _, a in before if a == "reclaim")
+    assert f"Reclaim plan: {planned} cancel(s)" in dry_run
+    assert "Reclaim result" not in dry_run
+    assert f"{planned} planned: {planned} sent, 0 skipped, 0 failed." in real_run
+    assert "eyJ" not in proc.stdout  # no JWT (every token starts with its encoded header)
+
+    directory = re.search(r"are in (/\S+), removed on exit", proc.stdout.replace("\n", " "))
+    assert directory is not None
+    assert not Path(directory[1]).exists()
+
+
+def test_demo_reclaims_only_with_the_minted_controller_credential_and_never_prints_the_key() -> (
+    None
+):
+    out = io.StringIO()
+    result = demo.run(out, jwt_key=KEY)
+    text = out.getvalue()
+
+    assert result.ok
+    assert result.agent_subjects and set(result.agent_subjects) == {auth.CONTROLLER_SUBJECT}
+    assert result.refusals == 0
+    assert result.reclaimed_nodes == "gpu[003-008,012-013]"
+    assert KEY not in text
+    assert "jwt.key" in text  # the key is named by its file, never shown
+
+
+def test_demo_help_says_what_it_does_and_shows_an_example() -> None:
+    result = CliRunner().invoke(app, ["demo", "--help"])
+    assert result.exit_code == 0
+    assert "simulated Spur cluster" in result.output
+    assert "Examples:" in result.output
+    assert re.search(r"^\s+spurctl demo$", result.output, re.M)
+    assert "--serve" in result.output
+
+
+def _lines(stream: io.TextIOBase) -> queue.Queue[str]:
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spurctl", "demo", "--serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = _lines(proc.stdout)
+        printed: list[str] = []
+        deadline = time.monotonic() + 30
+        while not printed or not printed[-1].startswith("Serving"):
+            printed.append(lines.get(timeout=max(deadline - time.monotonic(), 0.1)))
+        banner = "".join(printed)
+
+        exports = dict(re.findall(r"^\s*export (\w+)=(\S+)$", banner, re.M))
+        assert exports["SPUR_CONTROLLER_ADDR"].startswith("http://127.0.0.1:")
+        key_file = Path(exports["SPUR_JWT_KEY_FILE"])
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        assert key_file.read_text().strip() not in banner
+        directory = key_file.parent
+
+        commands = [line.strip() for line in printed if line.strip().startswith("spurctl ")]
+        audit_cmd = next(c for c in commands if c.startswith("spurctl audit"))
+        dry_run_cmd = next(c for c in commands if "--dry-run" in c)
+        hand_env = {**env, **exports}
+
+        audit = _spurctl(*shlex.split(audit_cmd)[1:], env=hand_env)
+        assert audit.returncode == 1, audit.stderr  # findings that need action
+        assert ("active-elsewhere", "reclaim") in _rows(audit.stdout)
+        assert "complete (22 jobs)" in audit.stdout
+
+        dry_run = _spurctl(*shlex.split(dry_run_cmd)[1:], env=hand_env)
+        assert dry_run.returncode == 0, dry_run.stderr
+        assert "Reclaim plan: 1 cancel(s)" in dry_run.stdout
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+        assert "Traceback" not in stderr and "GOAWAY" not in stderr.upper()
+        assert not directory.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,205 @@
+"""`spurctl reclaim` end to end: real agents and controller on loopback, real journal files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from spurctl import auth
+from spurctl import reclaim as rc
+from spurctl.agent import AgentPool
+from spurctl.cli import Sources, connection, run_audit_sources
+from spurctl.client import ControllerClient
+from spurctl.journal import Journal
+from spurctl.model import Holding
+from spurctl.simcluster import SimCluster, incident
+from tests.e2e import KEY, run_cli
+
+WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission
+
+
+def mixed_node(sim: SimCluster) -> None:
+    """gpu012 also holds one of every other kind: a stale run, an aged-out id, ..."""
+    for job_id in (4711, 4388, 5187, 5119, 5118):
+        sim.hold(
+            "gpu012", Holding(job_id=job_id, gpus=(0,), pids=(1000 + job_id,), started_at=WHEN)
+        )
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    with SimCluster(incident(), auth="required", jwt_key=KEY) as cluster:
+        yield cluster
+
+
+def files(sim: SimCluster, tmp_path: Path) -> dict[str, str]:
+    inv = sim.write_inventories(tmp_path / "inventory.jsonl")
+    agents = tmp_path / "agents.json"
+    agents.write_text(json.dumps(sim.agent_map()))
+    key = tmp_path / "jwt.key"
+    key.write_text(KEY)
+    key.chmod(0o600)
+    token = auth.mint(KEY, "root", admin=True, lifetime_s=300)
+    return {
+        "inventory": str(inv),
+        "agents": str(agents),
+        "key": str(key),
+        "journal": str(tmp_path / "journal.jsonl"),
+        "token": token,
+    }
+
+
+def reclaim_cli(sim: SimCluster, f: dict[str, str], *args: str, key: str | None = None):  # type: ignore[no-untyped-def]
+    return run_cli(
+        "reclaim", "--inventory", f["inventory"], "--agent-map", f["agents"],
+        "--journal", f["journal"], "--jwt-key-file", key or f["key"], *args,
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address, "SPUR_AUTH_TOKEN": f["token"]},
+    )  # fmt: skip
+
+
+def journal(f: dict[str, str]) -> list[dict]:  # type: ignore[type-arg]
+    path = Path(f["journal"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_dry_run_plans_and_sends_nothing(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu[003-008]", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "Reclaim plan: 7 cancel(s)" in run.stdout
+    assert "7 live run(s) will be stopped" in run.stdout
+    assert sim.cancels == [] and sim.controller_cancels == []
+    assert journal(f) == []
+
+
+def test_exact_cancel_set_for_a_node_mixing_every_kind(sim: SimCluster, tmp_path: Path) -> None:
+    mixed_node(sim)
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu012", "--yes", "--format", "json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    sent = sorted((c.node, c.job_id, c.signal, c.subject) for c in sim.cancels)
+    # terminal-held 4702, active-elsewhere 4711, below-watermark-unknown 4388; never
+    # the healthy 4950, above-watermark 5187, mid-commit 5119 or not-started 5118.
+    assert sent == [
+        ("gpu012", 4388, 0, "spurctld"),
+        ("gpu012", 4702, 0, "spurctld"),
+        ("gpu012", 4711, 0, "spurctld"),
+    ]
+    assert sim.controller_cancels == []  # never the cluster-wide cancel
+    doc = json.loads(run.stdout)
+    assert doc["summary"]["sent"] == 3 and doc["summary"]["failed"] == 0
+    held = {h.job_id for h in sim.holdings("gpu012")}
+    assert held == {4950, 5187, 5119, 5118}
+    assert {h.job_id for h in sim.holdings("gpu015")} == {4711}  # the legitimate run lives
+
+
+def test_journal_records_intent_then_outcome_per_cancel(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu[006,012]", "--yes")
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = journal(f)
+    per_entry: dict[tuple[str, int], list[str]] = {}
+    for r in records:
+        per_entry.setdefault((r["node"], r["job_id"]), []).append(r["event"])
+        assert r["operator"] and r["at"].endswith("Z") and r["kind"]
+    assert per_entry == {
+        ("gpu006", 4715): ["intent", "outcome"],
+        ("gpu006", 4716): ["intent", "outcome"],
+        ("gpu012", 4702): ["intent", "outcome"],
+    }
+    # Within a node, in order: 4715's outcome is written before 4716's intent.
+    gpu006 = [(r["event"], r["job_id"]) for r in records if r["node"] == "gpu006"]
+    assert gpu006 == [("intent", 4715), ("outcome", 4715), ("intent", 4716), ("outcome", 4716)]
+    sent = {(r["node"], r["job_id"]) for r in records if r.get("result") == "sent"}
+    assert sent == {(c.node, c.job_id) for c in sim.cancels}
+
+
+def test_secrets_never_reach_output_or_journal(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu003", "--yes", "--format", "json")
+    assert run.returncode == 0
+    for text in (run.stdout, run.stderr, Path(f["journal"]).read_text()):
+        assert KEY not in text and f["token"] not in text
+
+
+def test_a_job_requeued_between_plan_and_send_is_skipped(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    conn = connection(controller=sim.controller_address, conf=None, token=f["token"], timeout=5.0)
+    src = Sources("gpu[003,007]", [f["inventory"]], False, "", 1)
+    report, inputs = run_audit_sources(src, conn, watermark=None, include_healthy=False)
+    entries = rc.plan(report, {"gpu003", "gpu007"}, None, sim.agent_map().__getitem__)
+    assert [(e.node, e.job_id) for e in entries] == [("gpu003", 4711), ("gpu007", 4719)]
+    # The controller requeues 4711 onto gpu003 itself after the plan was made.
+    sim.requeue(4711, "gpu003")
+    agents = AgentPool(jwt_key=KEY, timeout=5.0)
+    with Journal(Path(f["journal"])) as j, ControllerClient(conn) as client:
+        run = rc.execute(
+            entries, jobs=client, agents=agents, journal=j, watermark=inputs.watermark.value
+        )
+    agents.close()
+    results = {(o.entry.node, o.entry.job_id): o for o in run.outcomes}
+    assert results[("gpu003", 4711)].result is rc.Result.SKIPPED
+    assert "no longer active-elsewhere" in results[("gpu003", 4711)].detail
+    assert results[("gpu007", 4719)].result is rc.Result.SENT
+    assert [(c.node, c.job_id) for c in sim.cancels] == [("gpu007", 4719)]
+    assert not run.ok
+
+
+def test_a_wrong_key_makes_the_agent_refuse_and_the_outcome_failed(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    wrong = tmp_path / "wrong.key"
+    wrong.write_text("not-the-cluster-key-0123456789abcdef")
+    run = reclaim_cli(sim, f, "--node", "gpu003", "--yes", "--format", "json", key=str(wrong))
+    assert run.returncode == 1
+    doc = json.loads(run.stdout)
+    (outcome,) = doc["outcomes"]
+    assert outcome["result"] == "failed"
+    assert "refused the controller credential" in outcome["detail"]
+    assert sim.cancels == []
+    assert journal(f)[-1]["result"] == "failed"
+
+
+def test_an_unreachable_agent_fails_alone(sim: SimCluster, tmp_path: Path) -> None:
+    sim.stop_agent("gpu004")
+    f = files(sim, tmp_path)
+    run = reclaim_cli(
+        sim, f, "--node", "gpu[003-005]", "--yes", "--format", "json", "--timeout", "2"
+    )
+    assert run.returncode == 1
+    results = {(o["node"], o["job_id"]): o["result"] for o in json.loads(run.stdout)["outcomes"]}
+    assert results == {
+        ("gpu003", 4711): "sent",
+        ("gpu004", 4712): "failed",
+        ("gpu005", 4712): "sent",
+    }
+
+
+def test_without_yes_off_a_terminal_it_refuses_and_sends_nothing(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu003")
+    assert run.returncode == 2
+    assert "refusing to reclaim without --yes" in run.stderr
+    assert sim.cancels == [] and journal(f) == []
+
+
+def test_nothing_reclaimable_on_a_healthy_node_exits_zero(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu001", "--yes")
+    assert run.returncode == 0, run.stderr
+    assert "Nothing to reclaim" in run.stdout
+    assert sim.cancels == []
+
+
+def test_job_narrows_the_plan(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu006", "--job", "4716", "--yes")
+    assert run.returncode == 0
+    assert [(c.node, c.job_id) for c in sim.cancels] == [("gpu006", 4716)]
