@@ -50,6 +50,8 @@ def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
 def _unavailable_reason(details: str) -> str:
     """grpc's connect failure, without the resolver chatter around the reason."""
     first = details.splitlines()[0] if details else "unavailable"
+    if "resolving" in first or "DNS resolution failed" in first:
+        return "cannot resolve the host name"
     _, marker, reason = first.rpartition("Failed to connect to remote host:")
     return reason.strip().lower() if marker and reason.strip() else first
 

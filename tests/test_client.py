@@ -61,6 +61,12 @@ def test_an_unreachable_controller_is_named_with_why_it_failed() -> None:
     assert "--controller" in message  # and how to fix it
 
 
+def test_a_controller_name_that_does_not_resolve_says_so() -> None:
+    url = "http://spurctld.invalid:6817"  # .invalid never resolves (RFC 2606)
+    message = failure_of(client(url, timeout=2.0))
+    assert f"{url}: unreachable (cannot resolve the host name)" in message
+
+
 def test_a_slow_controller_fails_at_the_deadline_not_later() -> None:
     with SimCluster(incident(), agents=False, controller_latency=3.0) as slow:
         url = slow.controller_address
