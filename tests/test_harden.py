@@ -9,6 +9,9 @@ secret ever reaches the screen, the journal or a --debug trace.
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -16,7 +19,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -560,6 +563,39 @@ def test_ctrl_c_stops_before_the_next_send_and_the_journal_matches_what_the_agen
         not_sent = {(e["node"], e["job_id"]) for e in doc["not_attempted"]}
         assert not_sent and not_sent.isdisjoint(sent)
         assert not_sent | outcomes(journal) == PLANNED
+
+
+def test_ctrl_c_at_the_confirmation_prompt_sends_nothing(
+    cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+) -> None:
+    sim, inventory, agent_map = cluster
+    journal = tmp_path / "journal.jsonl"
+    args = reclaim_args(sim, inventory, agent_map, journal)
+    args.remove("--yes")
+    env = clean_env(tmp_path / "home")
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
+        try:
+            os.execve(sys.executable, spurctl_argv(*args), env)
+        finally:
+            os._exit(127)  # never fall back into the test runner
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while b"[y/N]" not in seen:
+            assert time.monotonic() < deadline, seen
+            if select.select([terminal], [], [], 0.1)[0]:
+                seen += os.read(terminal, 4096)
+        os.write(terminal, b"\x03")  # Ctrl-C, through the terminal's line discipline
+        _, status = os.waitpid(pid, 0)
+        with suppress(OSError):  # the terminal closes with the child
+            while select.select([terminal], [], [], 0.5)[0]:
+                seen += os.read(terminal, 4096)
+    finally:
+        os.close(terminal)
+    assert os.waitstatus_to_exitcode(status) == 1
+    assert b"spurctl: aborted" in seen and b"Traceback" not in seen
+    assert sim.cancels == [] and not journal.exists()
 
 
 def test_a_cancel_cut_off_by_a_crash_is_reported_as_unknown_on_the_next_run(
