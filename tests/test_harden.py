@@ -400,6 +400,23 @@ def test_the_table_summary_names_the_node_that_failed(
     assert "9 planned: 8 sent, 0 skipped, 1 failed." in proc.stdout
 
 
+def test_an_agent_that_answers_too_late_is_failed_with_a_warning_to_check_it(
+    tmp_path: Path,
+) -> None:
+    with SimCluster(incident(), agent_latency=2.0) as sim:
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        args = reclaim_args(sim, inventory, agent_map, tmp_path / "j.jsonl", node="gpu013")
+        proc = run_cli(*args, "--timeout", "0.3", "--format", "json", home=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (outcome,) = json.loads(proc.stdout)["outcomes"]
+    assert outcome["result"] == "failed"
+    # A deadline is not proof that nothing happened: the operator is told to look.
+    assert "no answer within 0.3 s" in outcome["detail"]
+    assert "may still have been applied: check the node" in outcome["detail"]
+
+
 FAKE_SSH = textwrap.dedent(
     """
     import sys
