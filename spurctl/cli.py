@@ -572,6 +572,8 @@ def reclaim(
     if fmt == "table":
         print_unresolved(stale)
         print_plan(entries, report)
+    else:  # stdout is the JSON document; the warning still has to reach the operator
+        print_unresolved(stale, file=sys.stderr)
     if dry_run:
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True)
@@ -604,7 +606,8 @@ def reclaim(
         concurrency=concurrency,
         unresolved=stale,
     )
-    if collect and any(o.result is rc.Result.SENT for o in run.outcomes):
+    # After a Ctrl-C the operator wants the summary now, not a settle and a re-collect.
+    if collect and not run.interrupted and any(o.result is rc.Result.SENT for o in run.outcomes):
         import time
 
         from spurctl.collect import collect as collect_nodes
@@ -882,10 +885,35 @@ def demo(
         fail("the demo did not close the loop (see above); rerun with --debug and report it")
 
 
+def _usage_error(exc: Exception) -> str | None:
+    """One line for a Click usage error (unknown option, missing or bad value), else None.
+
+    Click's own report is three lines (usage, a hint, the error); the contract
+    promises one. Typer vendors Click in recent versions and used Click itself before.
+    """
+    import importlib
+
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            click_exceptions = importlib.import_module(module)
+        except ImportError:
+            continue
+        if not isinstance(exc, click_exceptions.UsageError):
+            return None
+        no_args = getattr(click_exceptions, "NoArgsIsHelpError", None)
+        if no_args is not None and isinstance(exc, no_args):
+            exc.show()  # bare `spurctl`: the help is the answer
+            return ""
+        ctx = getattr(exc, "ctx", None)
+        where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+        return f"{exc.format_message().rstrip('.')}{where}"
+    return None
+
+
 def main() -> None:
     """Console entry point: one clear line and exit 2 for every operator error."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except SpurctlError as exc:
         if _state["debug"]:
             import traceback
@@ -896,7 +924,15 @@ def main() -> None:
     except KeyboardInterrupt:
         print("spurctl: interrupted", file=sys.stderr)
         sys.exit(130)
+    except typer.Abort:
+        print("spurctl: aborted", file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:  # an operator never gets a bare traceback without --debug
+        usage = _usage_error(exc)
+        if usage is not None:
+            if usage:
+                print(f"spurctl: error: {redact(usage)}", file=sys.stderr)
+            sys.exit(2)
         if _state["debug"]:
             import traceback
 
@@ -907,3 +943,5 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(2)
+    # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
+    sys.exit(code if isinstance(code, int) else 0)

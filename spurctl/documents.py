@@ -34,6 +34,8 @@ from spurctl.model import (
 
 INVENTORY_SCHEMA = "spurctl.inventory/v1"
 SNAPSHOT_SCHEMA = "spurctl.snapshot/v1"
+# JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
+MAX_JOB_ID = 2**32 - 1
 
 
 # -- small typed accessors -------------------------------------------------
@@ -45,6 +47,13 @@ def _int(d: dict[str, Any], key: str, *, where: str, default: int | None = 0) ->
         raise DocumentError(f"{where}: missing integer field {key!r}")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DocumentError(f"{where}: field {key!r} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _job_id(d: dict[str, Any], *, where: str) -> int:
+    value = _int(d, "job_id", where=where, default=None)
+    if value > MAX_JOB_ID:
+        raise DocumentError(f"{where}: job_id {value} is out of range (Spur job ids are 32-bit)")
     return value
 
 
@@ -206,7 +215,7 @@ def job_to_dict(j: Job) -> dict[str, Any]:
 def job_from_dict(d: Any, *, where: str) -> Job:
     d = _obj(d, where=where)
     return Job(
-        job_id=_int(d, "job_id", where=where, default=None),
+        job_id=_job_id(d, where=where),
         state=_enum_name(d.get("state"), JobState, where=where),
         nodelist=_str(d, "nodelist", where=where),
         name=_str(d, "name", where=where),
@@ -312,7 +321,7 @@ def inventory_from_dict(d: Any, *, where: str) -> Inventory:
         h = _obj(h, where=hw)
         held.append(
             Holding(
-                job_id=_int(h, "job_id", where=hw, default=None),
+                job_id=_job_id(h, where=hw),
                 cpus=_opt_int(h, "cpus", where=hw),
                 memory_mb=_opt_int(h, "memory_mb", where=hw),
                 gpus=_int_list(h, "gpus", where=hw),
