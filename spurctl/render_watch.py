@@ -20,14 +20,14 @@ from rich.text import Text
 from spurctl.hostlist import fold
 from spurctl.model import format_time
 from spurctl.render import (
-    _ACTION_STYLE,
-    _NARROW,
-    _context_line,
-    _grouped,
-    _job_text,
-    _live_text,
-    _summary_line,
+    ACTION_STYLE,
+    NARROW,
+    context_line,
+    grouped,
+    job_text,
+    live_text,
     pipe_width,
+    summary_line,
 )
 from spurctl.watch import STRANDED_AFTER, TrackedFinding, WatchRound
 
@@ -75,16 +75,16 @@ class _FindingsTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # By identity: the classifier may emit two equal findings, each is a row.
         history = {id(t.finding): t for t in self.tracked}
-        groups = _grouped(t.finding for t in self.tracked)
-        if options.max_width < _NARROW:
+        groups = grouped(t.finding for t in self.tracked)
+        if options.max_width < NARROW:
             for node, rows in groups:
                 yield Text(node, style="bold")
                 for f in rows:
                     t = history[id(f)]
-                    style = _ACTION_STYLE[f.action]
-                    head = f"  {_job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
+                    style = ACTION_STYLE[f.action]
+                    head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
                     if f.live is not None:
-                        head += f"  live: {_live_text(f.live)}"
+                        head += f"  live: {live_text(f.live)}"
                     head += f"  since {_clock(t.first_seen, self.at)}  age {format_age(t.age)}"
                     line = Text(head, style=style)
                     status = _status(t)
@@ -104,15 +104,15 @@ class _FindingsTable:
                 t = history[id(f)]
                 table.add_row(
                     Text(node if j == 0 else "", style="bold"),
-                    Text(_job_text(f.job_id)),
+                    Text(job_text(f.job_id)),
                     Text(f.kind.value),
                     Text(f.action.value),
-                    Text(_live_text(f.live)),
+                    Text(live_text(f.live)),
                     Text(_clock(t.first_seen, self.at)),
                     Text(format_age(t.age)),
                     _status(t),
                     Text(f.reason),
-                    style=_ACTION_STYLE[f.action],
+                    style=ACTION_STYLE[f.action],
                 )
         yield table
 
@@ -181,8 +181,8 @@ def watch_renderable(
                 style="yellow",
             )
         )
-    out.append(Text(_summary_line(report), style="bold"))
-    out.append(Text(_context_line(report), style="dim"))
+    out.append(Text(summary_line(report), style="bold"))
+    out.append(Text(context_line(report), style="dim"))
     return Group(*out)
 
 
