@@ -64,6 +64,11 @@ class AgentPool:
                     f"agent refused the controller credential ({err.details()}); "
                     "check --jwt-key-file / SPUR_JWT_KEY_FILE / spur.conf [auth] jwt_key"
                 )
+            elif isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
+                why += "; check that spurd runs there and its address (--agent-map, --agent-port)"
+            elif isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                # The request may have reached spurd before the deadline: not "not sent".
+                why += "; the cancel may still have been applied: check the node"
             raise AgentError(f"agent {address}: {why}") from None
 
     def close(self) -> None:

@@ -8,8 +8,8 @@ agents hold, ask the controller about every held id its bulk answer left out
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,16 +73,35 @@ def read_view_and_inventories(
     Neither depends on the other, and while the controller builds and sends a
     large answer this process would otherwise sit idle: parsing the inventories
     meanwhile takes most of their cost off the audit's wall time. A controller
-    failure is reported first, as if the view had been read first.
+    failure is reported first, as if the view had been read first. The view is
+    read on a daemon thread, so Ctrl-C returns at once instead of waiting for a
+    slow controller (closing the client then cancels the call).
     """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="controller-view") as pool:
-        pending = pool.submit(client.view)
+    outcome: list[ControllerView | BaseException] = []
+    done = threading.Event()
+
+    def read_view() -> None:
         try:
-            inventories = load_inventories(sources)
-        except Exception:
-            pending.result()
-            raise
-        return pending.result(), inventories
+            outcome.append(client.view())
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=read_view, name="controller-view", daemon=True).start()
+
+    def view() -> ControllerView:
+        done.wait()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    try:
+        inventories = load_inventories(sources)
+    except Exception:
+        view()
+        raise
+    return view(), inventories
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from spurctl.errors import SpurctlError, redact
 from spurctl.reclaim import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from spurctl.audit import AuditInputs
     from spurctl.config import Connection
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="spurctl",
-    help="Keep a Spur GPU cluster honest: audit what node agents hold against the "
-    "controller, and reclaim stranded allocations safely.",
+    help="Audit Spur node agents against the controller; reclaim what is stranded.\n\n"
+    "Keep a Spur GPU cluster honest: compare what every node agent holds with the "
+    "controller's view, explain each discrepancy, and reclaim stranded allocations safely.",
+    epilog="\b\nExample:\n  spurctl audit --nodes 'gpu[001-128]' --collect",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -160,7 +162,7 @@ def write_output(text: str, output: Path | None) -> None:
 
 
 @app.command(
-    epilog="Example: spurctl snapshot -o /var/tmp/spur-$(date +%F).json",
+    epilog="\b\nExample:\n  spurctl snapshot -o /var/tmp/spur-before-upgrade.json",
 )
 def snapshot(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to save the snapshot.")],
@@ -170,7 +172,11 @@ def snapshot(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Save the controller's view (jobs, nodes, watermark, completeness) for offline audits."""
+    """Save the controller's view for offline audits.
+
+    Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
+    document; `spurctl audit --snapshot FILE` reaches the same findings from it.
+    """
     from spurctl.client import ControllerClient
     from spurctl.documents import dump_json, snapshot_to_dict
     from spurctl.model import Watermark, WatermarkSource
@@ -227,6 +233,8 @@ class Sources:
     command: str
     fanout: int
     snapshot: Path | None = None
+    # None: a progress bar when stderr is a terminal; a live watch view turns it off.
+    progress: bool | None = None
 
 
 def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
@@ -241,7 +249,13 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
         from spurctl.collect import collect
 
         targets = _expand_hostlist(src.nodes) if src.nodes else sorted(view_nodes)
-        return collect(targets, command=src.command, fanout=src.fanout, timeout=timeout)
+        return collect(
+            targets,
+            command=src.command,
+            fanout=src.fanout,
+            timeout=timeout,
+            progress=src.progress,
+        )
     fail(
         "no inventories: pass --inventory FILE|DIR|- or --collect "
         "(no Spur RPC lists what an agent holds)"
@@ -291,7 +305,8 @@ def run_audit_sources(
 
 
 @app.command(
-    epilog="Example: spurctl audit --nodes gpu[001-128] --inventory inv.jsonl --format table",
+    epilog="\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
+    "  spurctl audit --collect --watch",
 )
 def audit(
     nodes: NodesOpt = None,
@@ -308,32 +323,179 @@ def audit(
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also list healthy rows.")] = False,
     fmt: FormatOpt = "table",
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Re-audit every --interval and show how long each finding has lasted; "
+            "a reclaim finding that outlives two agent heartbeats (60 s) is STRANDED.",
+        ),
+    ] = False,
+    interval: Annotated[
+        float | None,
+        typer.Option(
+            "--interval",
+            help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
+            min=0.001,
+            show_default=False,
+        ),
+    ] = None,
+    rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--rounds", help="With --watch: stop after N rounds (for scripts and tests).", min=1
+        ),
+    ] = None,
     controller: ControllerOpt = None,
     conf: ConfOpt = None,
     token: TokenOpt = None,
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Compare the controller's view with what agents hold; print findings with reasons."""
+    """Compare the controller's view with what agents hold.
+
+    Prints every finding with the reason for it. Exit 0: nothing needs action;
+    1: findings need action (reclaim or investigate); 2: error.
+
+    With --watch, re-audits every --interval and shows how long each finding has
+    lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
+    STRANDED: the controller will not release it by itself.
+    """
     from spurctl.render import check_format, print_audit
 
     check_format(fmt)
     src = Sources(nodes, inventory, collect, command, fanout, snapshot)
+    if watch:
+        _check_watch(src, fmt)
+    elif interval is not None or rounds is not None:
+        fail("--interval and --rounds only apply with --watch")
     conn = None
     if snapshot is None:
         conn = connection(
             controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca
         )
+    if watch:
+        status = watch_audit(
+            src,
+            conn,
+            watermark=watermark,
+            include_healthy=show_all,
+            interval=WATCH_INTERVAL if interval is None else interval,
+            rounds=rounds,
+        )
+        raise typer.Exit(status)
     report, _ = run_audit_sources(src, conn, watermark=watermark, include_healthy=show_all)
     print_audit(report, fmt)
     raise typer.Exit(1 if report.needs_action else 0)
+
+
+# -- audit --watch -----------------------------------------------------------------
+
+WATCH_INTERVAL = 30.0  # one agent heartbeat: a round sooner rarely shows anything new
+
+
+def _check_watch(src: Sources, fmt: str) -> None:
+    if fmt != "table":
+        fail(f"--watch draws a table; --format {fmt} is for one-shot audits (drop --watch)")
+    if src.snapshot is not None:
+        fail("--watch follows the live controller; a saved --snapshot never changes")
+    if src.inventory and "-" in src.inventory:
+        fail(
+            "--watch re-reads the inventories every round and standard input (-) can be "
+            "read only once: write them to a file (spurctl collect -o FILE)"
+        )
+
+
+def watch_audit(
+    src: Sources,
+    conn: Connection | None,
+    *,
+    watermark: int | None,
+    include_healthy: bool,
+    interval: float,
+    rounds: int | None,
+) -> int:
+    """Audit every `interval` seconds until Ctrl-C or `rounds`; return the last round's status.
+
+    A terminal gets one view redrawn in place, anything else one plain block
+    per round. A failing first round is an error (exit 2); a later one is shown
+    and the watch goes on, since a controller failover or a half re-collected
+    file is exactly what a watch should ride out.
+    """
+    from dataclasses import replace
+
+    from spurctl.model import utcnow
+    from spurctl.render_watch import render_watch_round, watch_renderable
+    from spurctl.watch import Tracker, WatchRound, every
+
+    tty = sys.stdout.isatty()
+    src = replace(src, progress=False) if tty else src
+    tracker = Tracker()
+    state: WatchRound | None = None
+
+    def audit_round(number: int) -> WatchRound:
+        try:
+            report, inputs = run_audit_sources(
+                src, conn, watermark=watermark, include_healthy=include_healthy
+            )
+        except SpurctlError as exc:
+            if state is None:
+                raise
+            return replace(state, number=number, at=utcnow(), error=redact(str(exc)))
+        evidence = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+        tracked = tracker.update(report.findings, report.taken_at, evidence_at=evidence)
+        return WatchRound(number, report.taken_at, interval, report, tracked, number)
+
+    def rounds_of(show: Callable[[WatchRound], None], before: Callable[[], None]) -> None:
+        nonlocal state
+        for number in every(interval, rounds):
+            if number > 1:
+                before()
+            state = audit_round(number)
+            show(state)
+
+    try:
+        if tty:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = Console(highlight=False, emoji=False, markup=False)
+            with Live(console=console, auto_refresh=False) as live:
+
+                def draw(s: WatchRound) -> None:
+                    live.update(watch_renderable(s, live=True), refresh=True)
+
+                def running() -> None:
+                    if state is not None:
+                        live.update(watch_renderable(state, live=True, running=True), refresh=True)
+
+                try:
+                    rounds_of(draw, running)
+                finally:
+                    if state is not None:
+                        # Leave the last round on screen, not "round N+1 running".
+                        live.update(watch_renderable(state), refresh=True)
+        else:
+
+            def block(s: WatchRound) -> None:
+                sys.stdout.write(("\n" if s.number > 1 else "") + render_watch_round(s))
+                sys.stdout.flush()
+
+            rounds_of(block, lambda: None)
+    except KeyboardInterrupt:
+        if state is None:
+            raise
+    assert state is not None
+    if state.error is not None:
+        fail(f"the last round failed: {state.error}")
+    return state.exit_status
 
 
 # -- reclaim ---------------------------------------------------------------------
 
 
 @app.command(
-    epilog="Example: spurctl reclaim --node gpu017 --collect --dry-run",
+    epilog="\b\nExample:\n  spurctl reclaim --node gpu017 --collect --dry-run",
 )
 def reclaim(
     node: Annotated[
@@ -375,7 +537,12 @@ def reclaim(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Act on the reclaimable findings of these nodes: re-check, journal, cancel there only."""
+    """Cancel the stranded holdings of these nodes, safely.
+
+    Acts on the reclaimable findings of --node only: each is re-checked against
+    the controller just before its cancel is sent, journaled, and cancelled on
+    that node alone (the agent's CancelJob with signal 0).
+    """
     from spurctl import reclaim as rc
     from spurctl.hostlist import parse_scope
     from spurctl.journal import Journal, default_path
@@ -410,6 +577,8 @@ def reclaim(
     if fmt == "table":
         print_unresolved(stale)
         print_plan(entries, report)
+    else:  # stdout is the JSON document; the warning still has to reach the operator
+        print_unresolved(stale, file=sys.stderr)
     if dry_run:
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True)
@@ -442,7 +611,8 @@ def reclaim(
         concurrency=concurrency,
         unresolved=stale,
     )
-    if collect and any(o.result is rc.Result.SENT for o in run.outcomes):
+    # After a Ctrl-C the operator wants the summary now, not a settle and a re-collect.
+    if collect and not run.interrupted and any(o.result is rc.Result.SENT for o in run.outcomes):
         import time
 
         from spurctl.collect import collect as collect_nodes
@@ -470,6 +640,7 @@ def reclaim(
 checklist_app = typer.Typer(
     name="checklist",
     help="Operational checklists built from the live cluster.",
+    epilog="\b\nExample:\n  spurctl checklist post-wipe --collect -o recycle.md",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -516,7 +687,7 @@ def checklist_post_wipe(
     timeout: TimeoutOpt = 10.0,
     tls_ca: TlsCaOpt = None,
 ) -> None:
-    """Which agents to recycle after a controller wipe, and the steps to do it.
+    """Which agents to recycle after a controller wipe, and how.
 
     Every node still holding a pre-wipe run (an id the wiped controller did not
     issue, or has since reissued to another run) must be recycled before
@@ -719,10 +890,35 @@ def demo(
         fail("the demo did not close the loop (see above); rerun with --debug and report it")
 
 
+def _usage_error(exc: Exception) -> str | None:
+    """One line for a Click usage error (unknown option, missing or bad value), else None.
+
+    Click's own report is three lines (usage, a hint, the error); the contract
+    promises one. Typer vendors Click in recent versions and used Click itself before.
+    """
+    import importlib
+
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            click_exceptions = importlib.import_module(module)
+        except ImportError:
+            continue
+        if not isinstance(exc, click_exceptions.UsageError):
+            return None
+        no_args = getattr(click_exceptions, "NoArgsIsHelpError", None)
+        if no_args is not None and isinstance(exc, no_args):
+            exc.show()  # bare `spurctl`: the help is the answer
+            return ""
+        ctx = getattr(exc, "ctx", None)
+        where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+        return f"{exc.format_message().rstrip('.')}{where}"
+    return None
+
+
 def main() -> None:
     """Console entry point: one clear line and exit 2 for every operator error."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except SpurctlError as exc:
         if _state["debug"]:
             import traceback
@@ -733,7 +929,15 @@ def main() -> None:
     except KeyboardInterrupt:
         print("spurctl: interrupted", file=sys.stderr)
         sys.exit(130)
+    except typer.Abort:
+        print("spurctl: aborted", file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:  # an operator never gets a bare traceback without --debug
+        usage = _usage_error(exc)
+        if usage is not None:
+            if usage:
+                print(f"spurctl: error: {redact(usage)}", file=sys.stderr)
+            sys.exit(2)
         if _state["debug"]:
             import traceback
 
@@ -744,3 +948,5 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(2)
+    # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
+    sys.exit(code if isinstance(code, int) else 0)

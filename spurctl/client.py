@@ -39,17 +39,50 @@ def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"no answer within {timeout:g} s (raise --timeout if it is just slow)"
     if code == grpc.StatusCode.UNAVAILABLE:
-        first = details.splitlines()[0] if details else "unavailable"
-        return f"unreachable ({first})"
+        return f"unreachable ({_unavailable_reason(details)})"
     if code == grpc.StatusCode.UNAUTHENTICATED:
-        return (
-            f"credential rejected ({details or 'unauthenticated'}); "
-            "check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
-        )
+        return credential_problem(details)
     if code == grpc.StatusCode.PERMISSION_DENIED:
         return f"permission denied ({details}); an admin credential may be needed"
     name = code.name if code is not None else "error"
     return f"{name}: {details}" if details else name
+
+
+def _unavailable_reason(details: str) -> str:
+    """grpc's connect failure, without the resolver chatter around the reason."""
+    first = details.splitlines()[0] if details else "unavailable"
+    if "resolving" in first or "DNS resolution failed" in first:
+        return "cannot resolve the host name"
+    _, marker, reason = first.rpartition("Failed to connect to remote host:")
+    return reason.strip().lower() if marker and reason.strip() else first
+
+
+def credential_problem(details: str) -> str:
+    """Which of missing, expired or wrong key the controller's UNAUTHENTICATED means, and the fix.
+
+    Spur's detail texts: "authentication required: ..." (none sent), "invalid
+    credential: token expired", "invalid credential: invalid token:
+    InvalidSignature" (signed with another key); the simulated cluster words the
+    last one "bad signature".
+    """
+    said = details or "unauthenticated"
+    lowered = said.lower()
+    if "authentication required" in lowered or "no credential" in lowered:
+        return (
+            f"credential missing: the controller requires one ({said}); pass --token, "
+            "set SPUR_AUTH_TOKEN, or write it to ~/.spur/token with mode 0600"
+        )
+    if "expired" in lowered:
+        return (
+            f"credential expired ({said}); get a fresh token (`spur token user`) "
+            "and pass it with --token or SPUR_AUTH_TOKEN"
+        )
+    if "signature" in lowered:
+        return (
+            f"credential signed with the wrong key ({said}): it was not minted with this "
+            "cluster's [auth] jwt_key; get a token from this cluster"
+        )
+    return f"credential rejected ({said}); check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
 
 
 def leader_hint(err: grpc.RpcError) -> str | None:

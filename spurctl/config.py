@@ -142,7 +142,7 @@ def resolve_token(
 ) -> str | None:
     """--token / $SPUR_AUTH_TOKEN, else ~/.spur/token when only its owner can read it."""
     if flag:
-        return flag.strip()
+        return _checked_token(flag.strip(), "--token / SPUR_AUTH_TOKEN")
     path = (home or Path.home()) / ".spur" / "token"
     try:
         st = path.stat()
@@ -159,7 +159,19 @@ def resolve_token(
     except OSError as exc:
         warn(f"ignoring {path}: {exc.strerror}")
         return None
-    return token or None
+    return _checked_token(token, str(path)) if token else None
+
+
+def _checked_token(token: str, source: str) -> str:
+    # A bearer token travels as an HTTP/2 header value: grpc refuses anything but
+    # visible ASCII with an opaque "Invalid metadata" and a C-core log line. Say
+    # what is wrong instead, without echoing the token.
+    if not all("!" <= c <= "~" for c in token):
+        raise SpurctlError(
+            f"the token from {source} has whitespace or non-ASCII characters inside it, "
+            "which no Spur token has; copy it again (`spur token user`)"
+        )
+    return token
 
 
 def resolve_jwt_key(flag: Path | None, conf: SpurConf) -> str | None:

@@ -34,6 +34,8 @@ from spurctl.model import (
 
 INVENTORY_SCHEMA = "spurctl.inventory/v1"
 SNAPSHOT_SCHEMA = "spurctl.snapshot/v1"
+# JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
+MAX_JOB_ID = 2**32 - 1
 
 
 # -- small typed accessors -------------------------------------------------
@@ -45,6 +47,13 @@ def _int(d: dict[str, Any], key: str, *, where: str, default: int | None = 0) ->
         raise DocumentError(f"{where}: missing integer field {key!r}")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DocumentError(f"{where}: field {key!r} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _job_id(d: dict[str, Any], *, where: str) -> int:
+    value = _int(d, "job_id", where=where, default=None)
+    if value > MAX_JOB_ID:
+        raise DocumentError(f"{where}: job_id {value} is out of range (Spur job ids are 32-bit)")
     return value
 
 
@@ -205,7 +214,7 @@ def job_to_dict(j: Job) -> dict[str, Any]:
 def job_from_dict(d: Any, *, where: str) -> Job:
     d = _obj(d, where=where)
     return Job(
-        job_id=_int(d, "job_id", where=where, default=None),
+        job_id=_job_id(d, where=where),
         state=_enum_name(d.get("state"), JobState, where=where),
         nodelist=_str(d, "nodelist", where=where),
         name=_str(d, "name", where=where),
@@ -280,7 +289,7 @@ def holding_to_dict(h: Holding) -> dict[str, Any]:
 def _holding_from_dict(h: Any, *, where: str) -> Holding:
     h = _obj(h, where=where)
     return Holding(
-        job_id=_int(h, "job_id", where=where, default=None),
+        job_id=_job_id(h, where=where),
         cpus=_opt_int(h, "cpus", where=where),
         memory_mb=_opt_int(h, "memory_mb", where=where),
         gpus=_int_list(h, "gpus", where=where),
@@ -306,7 +315,7 @@ def _holding_fast(h: Any) -> Holding | None:
     started_at = h.get("started_at")
     if not (
         type(job_id) is int
-        and job_id >= 0
+        and 0 <= job_id <= MAX_JOB_ID
         and (cpus is None or (type(cpus) is int and cpus >= 0))
         and (memory_mb is None or (type(memory_mb) is int and memory_mb >= 0))
         and type(gpus) is list

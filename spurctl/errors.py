@@ -7,6 +7,8 @@ carries a secret.
 
 from __future__ import annotations
 
+import json
+
 
 class SpurctlError(Exception):
     """Bad usage, bad input, an unreachable controller: exit 2 with one line."""
@@ -25,6 +27,9 @@ def register_secret(value: str | None) -> None:
     """Remember a secret so that no message spurctl prints can carry it."""
     if value and len(value) >= 4:
         _secrets.add(value)
+        # The same secret as repr() or JSON prints it: escapes would slip past a plain match.
+        for form in (repr(value)[1:-1], json.dumps(value)[1:-1]):
+            _secrets.add(form)
 
 
 def redact(text: str) -> str:

@@ -24,12 +24,46 @@ def _plain(hostlist: str) -> bool:
     return "[" not in hostlist and "," not in hostlist
 
 
+# Far above any real cluster. ClusterShell builds every index of a range while
+# parsing, so a typo like gpu[1-100000000] would eat memory for minutes first.
+MAX_NODES = 1_000_000
+_BRACKETS = re.compile(r"\[([^\]]*)\]")
+
+
+def _size_bound(hostlist: str) -> int:
+    """How many names `hostlist` can expand to at most, read off its ranges without expanding."""
+    patterns, depth, start = [], 0, 0
+    for i, c in enumerate(hostlist + ","):
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth <= 0:
+            patterns.append(hostlist[start:i])
+            start = i + 1
+    total = 0
+    for pattern in patterns:
+        size = 1
+        for group in _BRACKETS.findall(pattern):
+            count = 0
+            for item in group.split(","):
+                lo, _, hi = item.partition("-")
+                hi = hi.partition("/")[0]
+                count += int(hi) - int(lo) + 1 if lo.isdigit() and hi.isdigit() else 1
+            size *= max(count, 1)
+        total += size
+    return total
+
+
 @functools.lru_cache(maxsize=65536)
 def _expand_nodeset(hostlist: str) -> frozenset[str]:
     # Sized for one audit's active multi-node jobs (one parse each, reused for every
     # holding and node that asks); bounded so a long-lived process cannot grow without end.
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
+    bound = _size_bound(hostlist)
+    if bound > MAX_NODES:
+        raise SpurctlError(
+            f"bad hostlist {hostlist!r}: it names up to {bound:,} nodes, more than "
+            f"{MAX_NODES:,}; check its ranges"
+        )
     try:
         return frozenset(NodeSet(hostlist, resolver=RESOLVER_NOGROUP))
     except NodeSetError as exc:

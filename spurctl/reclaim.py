@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from spurctl.errors import redact
 from spurctl.model import Action, AuditReport, Finding, Job, Kind
 
 if TYPE_CHECKING:
@@ -150,6 +151,8 @@ def execute(
         by_node.setdefault(e.node, []).append(e)
 
     def record(outcome: Outcome) -> None:
+        # Details quote agents and the controller; none of them may carry a secret onward.
+        outcome.detail = redact(outcome.detail)
         journal.outcome(
             outcome.entry.node,
             outcome.entry.job_id,
@@ -178,27 +181,59 @@ def execute(
             if reason is not None:
                 record(Outcome(entry, Result.SKIPPED, reason))
                 continue
+            if stop.is_set():
+                # Ctrl-C landed during the re-check: its intent is journaled, so close it.
+                record(Outcome(entry, Result.SKIPPED, "interrupted before the cancel was sent"))
+                continue
             try:
                 agents.cancel(entry.address, entry.job_id)
             except AgentError as exc:
                 record(Outcome(entry, Result.FAILED, str(exc)))
                 continue
+            except Exception as exc:  # whatever broke, this node's outcome must be journaled
+                record(
+                    Outcome(
+                        entry,
+                        Result.FAILED,
+                        f"cancel not confirmed ({type(exc).__name__}: {exc}); check the node",
+                    )
+                )
+                continue
             record(
                 Outcome(entry, Result.SENT, f"agent {entry.address} accepted CancelJob signal 0")
             )
 
-    workers = max(1, min(concurrency, len(by_node)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reclaim") as pool:
-        futures = [pool.submit(one_node, es) for es in by_node.values()]
+    def guarded(node_entries: list[Entry]) -> None:
+        # A worker that dies (journal unwritable, say) stops every other worker's
+        # next send: nothing goes out that the journal could not record.
         try:
-            for f in futures:
-                f.result()
-        except KeyboardInterrupt:
-            # Ctrl-C: no new send starts; sends in flight finish and are journaled.
+            one_node(node_entries)
+        except BaseException:
             stop.set()
-            run.interrupted = True
-            for f in futures:
-                f.result()
+            raise
+
+    workers = max(1, min(concurrency, len(by_node)))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reclaim")
+    futures: list[Future[None]] = []
+    try:
+        # Submitting inside the try: a Ctrl-C between two submits still sets `stop`,
+        # and queued nodes then start only to record themselves as not attempted.
+        for node_entries in by_node.values():
+            futures.append(pool.submit(guarded, node_entries))
+        for f in futures:
+            f.result()
+    except KeyboardInterrupt:
+        # Ctrl-C: no new send starts; sends in flight finish and are journaled.
+        stop.set()
+        run.interrupted = True
+        for f in futures:
+            f.result()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        # Never abandon a worker mid-send: its outcome still has to reach the journal.
+        pool.shutdown(wait=True)
     order = {id(e): i for i, e in enumerate(entries)}
     run.outcomes.sort(key=lambda o: order[id(o.entry)])
     return run

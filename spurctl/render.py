@@ -45,7 +45,7 @@ FINDING_FIELDS = (
 
 # Most urgent first: what an operator acts on belongs at the top.
 _ACTION_RANK = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
-_ACTION_STYLE = {
+ACTION_STYLE = {
     Action.RECLAIM: "red",
     Action.INVESTIGATE: "yellow",
     Action.SPARE: "cyan",
@@ -107,7 +107,7 @@ def _natural_key(name: str) -> tuple[Any, ...]:
     return (*(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), name)
 
 
-def _grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
+def grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
     """Findings grouped by node, most urgent row first in each group, and the
     groups holding the most urgent rows first (then by node name)."""
     groups: dict[str, list[Finding]] = {}
@@ -118,15 +118,15 @@ def _grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
     return sorted(groups.items(), key=lambda g: (_ACTION_RANK[g[1][0].action], _natural_key(g[0])))
 
 
-def _live_text(live: bool | None) -> str:
+def live_text(live: bool | None) -> str:
     return "" if live is None else ("yes" if live else "no")
 
 
-def _job_text(job_id: int | None) -> str:
+def job_text(job_id: int | None) -> str:
     return "-" if job_id is None else str(job_id)
 
 
-def _summary_line(report: AuditReport) -> str:
+def summary_line(report: AuditReport) -> str:
     counts = report.by_kind
     # Contract order, so the same kinds always appear in the same place.
     by_kind = ", ".join(f"{k.value} {counts[k.value]}" for k in Kind if k.value in counts)
@@ -136,7 +136,7 @@ def _summary_line(report: AuditReport) -> str:
     )
 
 
-def _context_line(report: AuditReport) -> str:
+def context_line(report: AuditReport) -> str:
     if report.view_complete:
         view = f"complete ({report.jobs_seen} jobs)"
     else:
@@ -160,7 +160,7 @@ def _no_discrepancies(report: AuditReport) -> str:
 
 # Below this many columns the reason column would be squeezed to a sliver: each
 # finding's reason goes on its own indented line instead.
-_NARROW = 110
+NARROW = 110
 _PIPE_WIDTH = 120
 
 
@@ -172,14 +172,14 @@ def _table_renderables(report: AuditReport, width: int) -> list[RenderableType]:
     ]
     if not report.findings:
         out.append(Text(_no_discrepancies(report), style="green"))
-    elif width < _NARROW:
-        for node, rows in _grouped(report.findings):
+    elif width < NARROW:
+        for node, rows in grouped(report.findings):
             out.append(Text(node, style="bold"))
             for f in rows:
-                style = _ACTION_STYLE[f.action]
-                head = f"  {_job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
+                style = ACTION_STYLE[f.action]
+                head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
                 if f.live is not None:
-                    head += f"  live: {_live_text(f.live)}"
+                    head += f"  live: {live_text(f.live)}"
                 out.append(Text(head, style=style))
                 out.append(Padding(Text(f.reason, style=style), (0, 0, 0, 10)))
     else:
@@ -187,22 +187,22 @@ def _table_renderables(report: AuditReport, width: int) -> list[RenderableType]:
         for name in ("node", "job", "kind", "action", "live"):
             table.add_column(name, no_wrap=True)
         table.add_column("reason", ratio=1, overflow="fold")
-        for i, (node, rows) in enumerate(_grouped(report.findings)):
+        for i, (node, rows) in enumerate(grouped(report.findings)):
             if i:
                 table.add_section()
             for j, f in enumerate(rows):
                 table.add_row(
                     Text(node if j == 0 else "", style="bold"),
-                    Text(_job_text(f.job_id)),
+                    Text(job_text(f.job_id)),
                     Text(f.kind.value),
                     Text(f.action.value),
-                    Text(_live_text(f.live)),
+                    Text(live_text(f.live)),
                     Text(f.reason),
-                    style=_ACTION_STYLE[f.action],
+                    style=ACTION_STYLE[f.action],
                 )
         out.append(table)
-    out.append(Text(_summary_line(report), style="bold"))
-    out.append(Text(_context_line(report), style="dim"))
+    out.append(Text(summary_line(report), style="bold"))
+    out.append(Text(context_line(report), style="dim"))
     return out
 
 
@@ -278,13 +278,13 @@ def _md_cell(text: str) -> str:
 
 
 def _render_markdown(report: AuditReport) -> str:
-    lines = ["# spurctl audit", "", _context_line(report), ""]
+    lines = ["# spurctl audit", "", context_line(report), ""]
     for note in report.notes:
         note_lines = note.splitlines() or [""]
         lines.append(f"> **Warning:** {note_lines[0]}")
         lines.extend(f"> {extra}" for extra in note_lines[1:])
         lines.append("")
-    lines += [f"**Summary:** {_summary_line(report)}", ""]
+    lines += [f"**Summary:** {summary_line(report)}", ""]
     if not report.findings:
         lines.append(_no_discrepancies(report))
     else:
@@ -301,15 +301,15 @@ def _render_markdown(report: AuditReport) -> str:
         rows = [
             [
                 _md_cell(f.node),
-                _job_text(f.job_id),
+                job_text(f.job_id),
                 f.kind.value,
                 f.action.value,
-                _live_text(f.live),
+                live_text(f.live),
                 _md_cell(f.controller_state or ""),
                 _md_cell(f.allocated_nodes or ""),
                 _md_cell(f.reason),
             ]
-            for _, group in _grouped(report.findings)
+            for _, group in grouped(report.findings)
             for f in group
         ]
         # numparse off: a node named "1e3" or a job id must print as written.

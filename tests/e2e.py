@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 from spurctl.cli import Sources, connection, run_audit_sources
 from spurctl.model import AuditReport, Finding
 from spurctl.simcluster import SimCluster
+from tests.harness import clean_env, spurctl_argv
 
 KEY = "e2e-cluster-key-0123456789abcdef0123"
 
@@ -34,15 +34,15 @@ def by_key(findings: list[Finding]) -> dict[tuple[str, int | None], Finding]:
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SPUR_")}
-    full_env.update(env or {})
+    """The CLI as a subprocess, in harness.clean_env with a HOME of its own."""
+    home = Path(tempfile.mkdtemp(prefix="spurctl-home-"))
     return subprocess.run(
-        [sys.executable, "-m", "spurctl", *args],
+        spurctl_argv(*args),
         capture_output=True,
         text=True,
-        env=full_env,
-        input=stdin if stdin is not None else "",
+        env=clean_env(home, **(env or {})),
+        stdin=subprocess.DEVNULL,
         timeout=timeout,
     )

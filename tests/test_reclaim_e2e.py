@@ -203,3 +203,18 @@ def test_job_narrows_the_plan(sim: SimCluster, tmp_path: Path) -> None:
     run = reclaim_cli(sim, f, "--node", "gpu006", "--job", "4716", "--yes")
     assert run.returncode == 0
     assert [(c.node, c.job_id) for c in sim.cancels] == [("gpu006", 4716)]
+
+
+def test_verify_turns_a_sent_cancel_into_failed_when_the_node_still_holds_it() -> None:
+    from spurctl.model import Action, Finding, Kind
+
+    def outcome(job_id: int) -> rc.Outcome:
+        finding = Finding("gpu003", job_id, Kind.TERMINAL_HELD, Action.RECLAIM, "ended")
+        return rc.Outcome(rc.Entry(finding, "gpu003:6818"), rc.Result.SENT, "accepted")
+
+    run = rc.ReclaimRun(outcomes=[outcome(1), outcome(2)])
+    changed = rc.verify(run, {"gpu003": {2, 99}}, settle=5)
+    assert [o.entry.job_id for o in changed] == [2]
+    assert [o.result for o in run.outcomes] == [rc.Result.SENT, rc.Result.FAILED]
+    assert "still holds job 2 5 s later" in run.outcomes[1].detail
+    assert not run.ok

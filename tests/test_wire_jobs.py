@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -266,6 +268,20 @@ def test_both_sources_read_at_once_equal_reading_them_one_after_the_other(
     assert report.view_complete and report.jobs_seen == SMALL["jobs"] and report.findings
 
 
+def test_ctrl_c_while_a_slow_controller_answers_returns_at_once(tmp_path: Path) -> None:
+    with SimCluster(large(**SMALL), agents=False, controller_latency=5.0) as slow:
+        inventory = slow.write_inventories(tmp_path / "inv.jsonl")
+        timer = threading.Timer(
+            0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
+        )
+        started = time.monotonic()
+        with client_for(slow) as client:
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                read_view_and_inventories(client, [str(inventory)])
+        assert time.monotonic() - started < 3.0, "waited for the controller's answer"
+
+
 def test_a_dead_controller_is_reported_before_a_bad_inventory(tmp_path: Path) -> None:
     bad = tmp_path / "inv.json"
     bad.write_text('{"schema": "something/else"}')
@@ -347,6 +363,7 @@ def test_a_valid_holding_reads_the_same_on_the_fast_path(fields: dict[str, Any])
         ({"job_id": True}, "field 'job_id' must be a non-negative integer, got True"),
         ({"job_id": None}, "missing integer field 'job_id'"),
         ({"job_id": -1}, "field 'job_id' must be a non-negative integer"),
+        ({"job_id": 2**32}, "job_id 4294967296 is out of range"),
         ({"cpus": "16"}, "field 'cpus' must be a non-negative integer or null"),
         ({"memory_mb": False}, "field 'memory_mb' must be a non-negative integer or null"),
         ({"gpus": [0, True]}, "field 'gpus' must be a list of non-negative integers"),

@@ -1,0 +1,1 @@
+complete --command spurctl --no-files --arguments "(env _SPURCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) spurctl)" --condition "env _SPURCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) spurctl"

@@ -1,0 +1,154 @@
+"""How long each finding has lasted across repeated audits (`spurctl audit --watch`).
+
+A Spur agent reports what it holds at every heartbeat (30 s) and the
+controller answers with the ids to cancel; a reclaimable holding the controller
+can see is gone within a heartbeat or two. One that survives two heartbeats is
+*stranded*: the controller is not going to fix it, an operator has to.
+
+The tracker is pure: no clock, no files, no terminal. The caller says when
+each round happened and when each node's evidence was collected.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from spurctl.model import Action, AuditReport, Finding, Kind
+
+HEARTBEAT = timedelta(seconds=30)
+# Two heartbeats, whatever the watch interval: the controller's pace, not ours.
+STRANDED_AFTER = 2 * HEARTBEAT
+
+FindingKey = tuple[str, int | None, Kind]
+
+
+def finding_key(finding: Finding) -> FindingKey:
+    """What makes two rounds' findings the same one: node, job id, kind."""
+    return (finding.node, finding.job_id, finding.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedFinding:
+    """A finding of the latest round and its history.
+
+    `age` is how long spurctl has seen it (round time minus `first_seen`).
+    `persisted` is how long it is known to have lasted: the shorter of its age
+    and the time between the node inventories of its first and latest sighting.
+    An inventory file nobody re-collected shows the same holding every round,
+    which proves nothing about what the controller did since; a first sighting
+    from an old file proves nothing about how long ago the controller agreed.
+    `stranded` is set for a reclaim finding that persisted two heartbeats;
+    `evidence_stale` for one old enough to be stranded whose node's inventory
+    has not been re-collected since it was first seen.
+    """
+
+    finding: Finding
+    first_seen: datetime
+    age: timedelta
+    persisted: timedelta
+    stranded: bool
+    evidence_stale: bool = False
+
+
+@dataclass(slots=True)
+class _Sighting:
+    first_seen: datetime
+    first_evidence: datetime
+
+
+class Tracker:
+    """Remembers when each finding was first seen; forgets it the round it disappears."""
+
+    def __init__(self, stranded_after: timedelta = STRANDED_AFTER) -> None:
+        self.stranded_after = stranded_after
+        self._seen: dict[FindingKey, _Sighting] = {}
+
+    def update(
+        self,
+        findings: Iterable[Finding],
+        now: datetime,
+        *,
+        evidence_at: Mapping[str, datetime | None] | None = None,
+    ) -> list[TrackedFinding]:
+        """Record one round's findings, taken at `now`; return them, in order, with history.
+
+        `evidence_at` maps a node name to when its inventory was collected; a node
+        missing from it, or mapped to None, counts as observed at `now`. A finding
+        absent from this round is forgotten: if it comes back, it starts afresh.
+        """
+        evidence = evidence_at or {}
+        seen: dict[FindingKey, _Sighting] = {}
+        out: list[TrackedFinding] = []
+        for f in findings:
+            key = finding_key(f)
+            observed = evidence.get(f.node) or now
+            sighting = seen.get(key) or self._seen.get(key) or _Sighting(now, observed)
+            seen[key] = sighting
+            age = now - sighting.first_seen
+            # Evidence times are the node's clock and only ever compared with each
+            # other; one that went back (a clock stepped back) proves nothing.
+            persisted = min(age, max(observed - sighting.first_evidence, timedelta(0)))
+            reclaim = f.action is Action.RECLAIM
+            stranded = reclaim and persisted >= self.stranded_after
+            out.append(
+                TrackedFinding(
+                    finding=f,
+                    first_seen=sighting.first_seen,
+                    age=age,
+                    persisted=persisted,
+                    stranded=stranded,
+                    evidence_stale=reclaim and not stranded and age >= self.stranded_after,
+                )
+            )
+        self._seen = seen
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRound:
+    """What one round of `audit --watch` has to show.
+
+    When the round's audit failed, `error` says why and `report`/`tracked`
+    are still those of round `report_round`, the last one that succeeded.
+    """
+
+    number: int
+    at: datetime
+    interval: float
+    report: AuditReport
+    tracked: Sequence[TrackedFinding]
+    report_round: int
+    error: str | None = None
+
+    @property
+    def exit_status(self) -> int:
+        """What a single audit would exit with now: 2 failed, 1 findings need action, else 0."""
+        if self.error is not None:
+            return 2
+        return 1 if self.report.needs_action else 0
+
+
+def every(
+    interval: float,
+    rounds: int | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[int]:
+    """Round numbers 1, 2, ..., each yielded when due; stops after `rounds` (None: never).
+
+    A round is due `interval` seconds after the previous one started, not after
+    it ended; one that overran is followed at once, never by a burst of rounds
+    making up for lost time.
+    """
+    number = 0
+    started = 0.0
+    while rounds is None or number < rounds:
+        if number:
+            sleep(max(0.0, started + interval - clock()))
+        started = clock()
+        number += 1
+        yield number

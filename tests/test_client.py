@@ -1,0 +1,253 @@
+"""The controller client over real gRPC: failover, deadlines, leader-following, scoped views.
+
+Each test stands up simulated spurctld instances on loopback (no agents: the
+client never talks to them) and points spurctl.client.ControllerClient at them,
+or runs the real CLI where the rule is the CLI's (the 0600 token file).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness import dead_url, run_cli, stderr_lines
+
+from spurctl import auth
+from spurctl.client import ControllerClient
+from spurctl.config import Connection
+from spurctl.errors import SpurctlError
+from spurctl.model import NodeState
+from spurctl.simcluster import SimCluster, incident
+
+KEY = "client-test-cluster-key-0123456789"
+OTHER_KEY = "some-other-cluster-key-0123456789"
+ALL_JOBS = 22
+
+
+def client(*urls: str, token: str | None = None, timeout: float = 5.0) -> ControllerClient:
+    return ControllerClient(Connection(controllers=tuple(urls), token=token, timeout=timeout))
+
+
+def failure_of(c: ControllerClient) -> str:
+    with pytest.raises(SpurctlError) as info, c:
+        c.view()
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.fixture(scope="module")
+def leader() -> Iterator[SimCluster]:
+    with SimCluster(incident(), agents=False) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[SimCluster]:
+    with SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as s:
+        yield s
+
+
+# -- an endpoint that is down or slow --------------------------------------------------------
+
+
+def test_an_unreachable_controller_is_named_with_why_it_failed() -> None:
+    url = dead_url()
+    message = failure_of(client(url))
+    assert url in message
+    assert "connection refused" in message
+    assert "--controller" in message  # and how to fix it
+
+
+def test_a_controller_name_that_does_not_resolve_says_so() -> None:
+    url = "http://spurctld.invalid:6817"  # .invalid never resolves (RFC 2606)
+    message = failure_of(client(url, timeout=2.0))
+    assert f"{url}: unreachable (cannot resolve the host name)" in message
+
+
+def test_a_slow_controller_fails_at_the_deadline_not_later() -> None:
+    with SimCluster(incident(), agents=False, controller_latency=3.0) as slow:
+        url = slow.controller_address
+        started = time.monotonic()
+        message = failure_of(client(url, timeout=0.3))
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.0
+    assert url in message
+    assert "no answer within 0.3 s" in message and "--timeout" in message
+
+
+def test_reads_fail_over_past_a_dead_and_a_slow_endpoint(leader: SimCluster) -> None:
+    dead = dead_url()
+    with SimCluster(incident(), agents=False, controller_latency=3.0) as slow:
+        c = client(dead, slow.controller_address, leader.controller_address, timeout=0.3)
+        with c:
+            view = c.view()
+            assert c.address == leader.controller_address
+    assert len(view.jobs) == ALL_JOBS and view.complete
+    assert view.address == leader.controller_address
+
+
+def test_once_an_endpoint_answers_the_next_read_goes_to_it_first(leader: SimCluster) -> None:
+    with SimCluster(incident(), agents=False, controller_latency=3.0) as slow:
+        c = client(slow.controller_address, leader.controller_address, timeout=0.3)
+        with c:
+            c.ping()
+            started = time.monotonic()
+            for _ in range(5):
+                c.ping()
+            # Five reads that each re-tried the slow endpoint first would take 1.5 s.
+            assert time.monotonic() - started < 1.0
+
+
+def test_when_every_endpoint_is_down_each_is_named() -> None:
+    first, second = dead_url(), dead_url()
+    message = failure_of(client(first, second))
+    assert message.startswith("no controller endpoint answered Ping")
+    assert first in message and second in message
+
+
+# -- writes follow the Raft leader ------------------------------------------------------------
+
+
+def test_a_write_to_a_follower_follows_x_spur_leader_to_the_leader(leader: SimCluster) -> None:
+    with SimCluster(incident(), agents=False, follower_of=leader.controller_address) as follower:
+        with client(follower.controller_address) as c:
+            answer = c.drain_node("gpu009", "phantom allocation")
+            assert c.address == leader.controller_address
+        assert answer.actual_state == "drained"
+        assert leader.node("gpu009").state is NodeState.DRAIN
+        assert leader.node("gpu009").state_reason == "phantom allocation"
+        # The follower refused once, with the hint, and changed nothing itself.
+        assert [(r.method, r.detail) for r in follower.refusals] == [
+            ("DrainNode", "not the Raft leader")
+        ]
+        assert follower.node("gpu009").state is not NodeState.DRAIN
+
+
+def test_a_write_skips_a_dead_endpoint_then_follows_the_followers_hint() -> None:
+    with (
+        SimCluster(incident(), agents=False) as fresh_leader,
+        SimCluster(incident(), agents=False, follower_of=fresh_leader.controller_address) as f,
+    ):
+        with client(dead_url(), f.controller_address) as c:
+            c.drain_node("gpu013", "stale holding")
+        assert fresh_leader.node("gpu013").state is NodeState.DRAIN
+
+
+def test_a_follower_pointing_at_a_dead_leader_fails_naming_both() -> None:
+    gone = dead_url()
+    with SimCluster(incident(), agents=False, follower_of=gone) as follower:
+        url = follower.controller_address
+        c = client(url)
+        with pytest.raises(SpurctlError) as info, c:
+            c.drain_node("gpu009", "x")
+    message = str(info.value)
+    assert f"{url}: not the leader, redirected to {gone}" in message
+    assert f"{gone}: unreachable" in message
+
+
+def test_a_follower_serves_reads_without_a_redirect(leader: SimCluster) -> None:
+    with SimCluster(incident(), agents=False, follower_of=leader.controller_address) as follower:
+        with client(follower.controller_address) as c:
+            view = c.view()
+            assert c.address == follower.controller_address
+        assert len(view.jobs) == ALL_JOBS
+        assert follower.refusals == []
+
+
+# -- credentials --------------------------------------------------------------------------------
+
+
+def test_a_credential_scopes_getjobs_so_the_view_is_incomplete(secured: SimCluster) -> None:
+    with client(secured.controller_address, token=auth.mint(KEY, "alice")) as c:
+        view = c.view()
+    assert {j.user for j in view.jobs.values()} == {"alice"}
+    assert view.jobs_total == ALL_JOBS > len(view.jobs)
+    assert not view.complete
+
+
+def test_even_an_admin_credential_is_scoped(secured: SimCluster) -> None:
+    with client(secured.controller_address, token=auth.mint(KEY, "ops", admin=True)) as c:
+        view = c.view()
+    assert len(view.jobs) == 0 and view.jobs_total == ALL_JOBS
+    assert not view.complete
+
+
+def test_getjob_confirms_other_users_jobs_and_not_found_only_for_untracked_ids(
+    secured: SimCluster,
+) -> None:
+    with client(secured.controller_address, token=auth.mint(KEY, "ops", admin=True)) as c:
+        confirmed = c.confirm([4712, 4388, 5187, 4702])
+    assert confirmed[4388] is None and confirmed[5187] is None  # aged out; never issued
+    assert confirmed[4712] is not None and confirmed[4712].nodelist == "gpu[016-017]"
+    assert confirmed[4702] is not None and confirmed[4702].state.terminal
+
+
+@pytest.mark.parametrize(
+    ("token", "problem", "fix"),
+    [
+        (None, "credential missing", "--token"),
+        (auth.mint(KEY, "alice", now=time.time() - 3600), "credential expired", "fresh token"),
+        (auth.mint(OTHER_KEY, "alice"), "signed with the wrong key", "jwt_key"),
+    ],
+    ids=["missing", "expired", "wrong-key"],
+)
+def test_a_rejected_credential_says_whether_it_is_missing_expired_or_signed_wrongly(
+    secured: SimCluster, token: str | None, problem: str, fix: str
+) -> None:
+    message = failure_of(client(secured.controller_address, token=token))
+    assert secured.controller_address in message
+    assert problem in message and fix in message
+    if token:
+        assert token not in message
+
+
+# -- the 0600 rule for ~/.spur/token, end to end --------------------------------------------------
+
+
+def write_token_file(home: Path, token: str, mode: int) -> Path:
+    path = home / ".spur" / "token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(token + "\n")
+    path.chmod(mode)
+    return path
+
+
+def test_a_token_file_only_its_owner_can_read_is_used(secured: SimCluster, tmp_path: Path) -> None:
+    inventory = secured.write_inventories(tmp_path / "inventory.jsonl")
+    write_token_file(tmp_path / "home", auth.mint(KEY, "alice"), 0o600)
+    proc = run_cli(
+        "audit",
+        "--controller",
+        secured.controller_address,
+        "--inventory",
+        str(inventory),
+        "--format",
+        "json",
+        home=tmp_path / "home",
+    )
+    assert proc.returncode == 1, proc.stderr  # findings: the audit ran, with alice's credential
+    assert stderr_lines(proc) == []
+    assert '"complete": false' in proc.stdout  # scoped to alice: the token was sent
+
+
+def test_a_token_file_others_can_read_is_ignored_with_a_warning(
+    secured: SimCluster, tmp_path: Path
+) -> None:
+    inventory = secured.write_inventories(tmp_path / "inventory.jsonl")
+    path = write_token_file(tmp_path / "home", auth.mint(KEY, "alice"), 0o644)
+    proc = run_cli(
+        "audit",
+        "--controller",
+        secured.controller_address,
+        "--inventory",
+        str(inventory),
+        home=tmp_path / "home",
+    )
+    warning, error = stderr_lines(proc)
+    assert warning.startswith("spurctl: warning: ignoring") and str(path) in warning
+    assert "mode 0644" in warning and f"chmod 600 {path}" in warning
+    # Ignored, so nothing was sent: the controller saw no credential at all.
+    assert proc.returncode == 2 and "credential missing" in error

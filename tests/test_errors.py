@@ -1,0 +1,266 @@
+"""Every failure an operator can cause or meet: one line on stderr, exit 2, no traceback.
+
+Each case runs the real CLI as a subprocess against simulated clusters (a plain
+one, one that requires credentials, one too slow to answer) or bad files, and
+the one line must carry the words that say what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import dead_url, one_line_error, run_cli, stderr_lines
+
+from spurctl import auth
+from spurctl.simcluster import SimCluster, incident
+
+KEY = "errors-test-cluster-key-Zq8v3XkP-0123456789"
+OTHER_KEY = "errors-test-other-key-9Lm2Wd7R-0123456789"
+
+
+@dataclass
+class World:
+    """Clusters and files the error cases point the CLI at."""
+
+    url: str
+    secured_url: str
+    slow_url: str
+    files: Path
+
+    @property
+    def inventory(self) -> str:
+        return str(self.files / "inventory.jsonl")
+
+    def write(self, name: str, text: str) -> str:
+        path = self.files / name
+        path.write_text(text)
+        return str(path)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    files = tmp_path_factory.mktemp("files")
+    with (
+        SimCluster(incident(), agents=False) as sim,
+        SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as secured,
+        SimCluster(incident(), agents=False, controller_latency=2.0) as slow,
+    ):
+        sim.write_inventories(files / "inventory.jsonl")
+        yield World(
+            sim.controller_address, secured.controller_address, slow.controller_address, files
+        )
+
+
+def inventory_line(node: str, **fields: Any) -> str:
+    doc = {"schema": "spurctl.inventory/v1", "node": node, "held": [], **fields}
+    return json.dumps(doc) + "\n"
+
+
+Case = Callable[[World], tuple[list[str], list[str]]]
+
+
+def audit_at(url: str, *extra: str) -> list[str]:
+    return ["audit", "--controller", url, *extra]
+
+
+def unreachable(w: World) -> tuple[list[str], list[str]]:
+    url = dead_url()
+    return audit_at(url, "--inventory", w.inventory), [url, "unreachable", "connection refused"]
+
+
+def all_down(w: World) -> tuple[list[str], list[str]]:
+    a, b = dead_url(), dead_url()
+    args = audit_at(f"{a},{b}", "--inventory", w.inventory)
+    return args, ["no controller endpoint answered", a, b, "SPUR_CONTROLLER_ADDR"]
+
+
+def timeout(w: World) -> tuple[list[str], list[str]]:
+    args = audit_at(w.slow_url, "--inventory", w.inventory, "--timeout", "0.2")
+    return args, [w.slow_url, "no answer within 0.2 s", "--timeout"]
+
+
+def credential(token: Callable[[], str | None], words: list[str]) -> Case:
+    def case(w: World) -> tuple[list[str], list[str]]:
+        t = token()
+        extra = ["--token", t] if t else []
+        return audit_at(w.secured_url, "--inventory", w.inventory, *extra), words
+
+    return case
+
+
+def malformed_inventory(w: World) -> tuple[list[str], list[str]]:
+    path = w.write("torn.jsonl", inventory_line("gpu001") + '{"schema": "spurctl.inv\n')
+    return audit_at(w.url, "--inventory", path), [path, "line 2", "not valid JSON"]
+
+
+def wrong_schema_inventory(w: World) -> tuple[list[str], list[str]]:
+    text = inventory_line("gpu001") + inventory_line("gpu002")
+    text += json.dumps({"schema": "spurctl.audit/v1", "node": "gpu003"}) + "\n"
+    path = w.write("wrong.jsonl", text)
+    return audit_at(w.url, "--inventory", path), [path, "line 3", "spurctl.inventory/v1"]
+
+
+def out_of_range_job(w: World) -> tuple[list[str], list[str]]:
+    path = w.write("huge.json", inventory_line("gpu001", held=[{"job_id": 2**32}]))
+    return audit_at(w.url, "--inventory", path), [path, "job_id", "32-bit"]
+
+
+def missing_inventory(w: World) -> tuple[list[str], list[str]]:
+    path = str(w.files / "no-such-dir" / "inventory.jsonl")
+    return audit_at(w.url, "--inventory", path), [path, "no such file"]
+
+
+def missing_snapshot(w: World) -> tuple[list[str], list[str]]:
+    path = str(w.files / "nowhere.json")
+    return ["audit", "--snapshot", path, "--inventory", w.inventory], [path, "snapshot"]
+
+
+def missing_conf(w: World) -> tuple[list[str], list[str]]:
+    path = str(w.files / "nowhere.conf")
+    return audit_at(w.url, "--conf", path, "--inventory", w.inventory), [path, "--conf"]
+
+
+def bad_hostlist(w: World) -> tuple[list[str], list[str]]:
+    args = audit_at(w.url, "--inventory", w.inventory, "--nodes", "gpu[001-")
+    return args, ["bad hostlist", "gpu[001-", "gpu[001-128,200]"]
+
+
+def huge_hostlist(w: World) -> tuple[list[str], list[str]]:
+    args = audit_at(w.url, "--inventory", w.inventory, "--nodes", "gpu[0-999999999]")
+    return args, ["bad hostlist", "1,000,000,000 nodes", "check its ranges"]
+
+
+def reclaim_at(w: World, node: str, *extra: str) -> list[str]:
+    return ["reclaim", "--controller", w.url, "--inventory", w.inventory, "--node", node, *extra]
+
+
+def bad_reclaim_hostlist(w: World) -> tuple[list[str], list[str]]:
+    return reclaim_at(w, "gpu[3-1]", "--dry-run"), ["bad hostlist", "gpu[3-1]"]
+
+
+def unknown_node(w: World) -> tuple[list[str], list[str]]:
+    return reclaim_at(w, "gpu999", "--dry-run"), ["unknown node", "gpu999", "audit --all"]
+
+
+def unreadable_agent_map(w: World) -> tuple[list[str], list[str]]:
+    path = str(w.files)  # a directory: exists, cannot be read as a file
+    return reclaim_at(w, "gpu003", "--dry-run", "--agent-map", path), ["--agent-map", path]
+
+
+def malformed_agent_map(w: World) -> tuple[list[str], list[str]]:
+    path = w.write("agents.json", '{"gpu003": "127.0.0.1:6818",\n')
+    args = reclaim_at(w, "gpu003", "--dry-run", "--agent-map", path)
+    return args, [path, "neither JSON nor TOML", '{"gpu017": "10.0.3.17:6818"}']
+
+
+def no_cluster_key(w: World) -> tuple[list[str], list[str]]:
+    conf = w.write("required.conf", '[auth]\nmode = "required"\n')
+    args = reclaim_at(w, "gpu003", "--yes", "--conf", conf, "--journal", str(w.files / "j.jsonl"))
+    return args, ["no cluster key", "--jwt-key-file", "SPUR_JWT_KEY_FILE"]
+
+
+def unwritable_journal(w: World) -> tuple[list[str], list[str]]:
+    blocker = w.write("not-a-dir", "")
+    journal = f"{blocker}/journal.jsonl"
+    return reclaim_at(w, "gpu003", "--yes", "--journal", journal), ["journal", blocker]
+
+
+def unwritable_snapshot(w: World) -> tuple[list[str], list[str]]:
+    path = str(w.files / "no-such-dir" / "snap.json")
+    return ["snapshot", "--controller", w.url, "-o", path], ["cannot write", path]
+
+
+def token_with_spaces(w: World) -> tuple[list[str], list[str]]:
+    args = audit_at(w.secured_url, "--inventory", w.inventory, "--token", "eyJ hbG ciOi")
+    return args, ["--token", "whitespace or non-ASCII"]
+
+
+def unknown_option(w: World) -> tuple[list[str], list[str]]:
+    return ["audit", "--nodez", "gpu001"], ["no such option", "--nodez", "--help"]
+
+
+def missing_option(w: World) -> tuple[list[str], list[str]]:
+    return ["reclaim", "--dry-run"], ["missing option", "--node", "--help"]
+
+
+CASES: dict[str, Case] = {
+    "controller-unreachable": unreachable,
+    "every-ha-endpoint-down": all_down,
+    "timeout": timeout,
+    "credential-missing": credential(lambda: None, ["credential missing", "--token"]),
+    "credential-expired": credential(
+        lambda: auth.mint(KEY, "alice", now=time.time() - 7200), ["credential expired"]
+    ),
+    "credential-wrong-key": credential(
+        lambda: auth.mint(OTHER_KEY, "alice"), ["wrong key", "jwt_key"]
+    ),
+    "token-with-whitespace": token_with_spaces,
+    "malformed-inventory": malformed_inventory,
+    "wrong-schema-inventory": wrong_schema_inventory,
+    "job-id-out-of-range": out_of_range_job,
+    "missing-inventory": missing_inventory,
+    "missing-snapshot": missing_snapshot,
+    "missing-conf": missing_conf,
+    "bad-hostlist": bad_hostlist,
+    "hostlist-too-large": huge_hostlist,
+    "bad-reclaim-hostlist": bad_reclaim_hostlist,
+    "unknown-node": unknown_node,
+    "unreadable-agent-map": unreadable_agent_map,
+    "malformed-agent-map": malformed_agent_map,
+    "no-cluster-key": no_cluster_key,
+    "unwritable-journal": unwritable_journal,
+    "unwritable-snapshot": unwritable_snapshot,
+    "unknown-option": unknown_option,
+    "missing-option": missing_option,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_an_operator_error_is_one_line_on_stderr_with_exit_2(
+    world: World, case: Case, tmp_path: Path
+) -> None:
+    args, words = case(world)
+    one_line_error(run_cli(*args, home=tmp_path), *words)
+
+
+def test_with_debug_an_operator_error_adds_a_traceback_and_still_ends_in_the_line(
+    world: World, tmp_path: Path
+) -> None:
+    url = dead_url()
+    proc = run_cli("--debug", *audit_at(url, "--inventory", world.inventory), home=tmp_path)
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr
+    assert stderr_lines(proc)[-1].startswith("spurctl: error: the controller did not answer")
+
+
+def test_a_token_file_others_can_read_is_one_warning_and_is_not_sent(tmp_path: Path) -> None:
+    # Permissive mode accepts no credential but refuses a bad one, so the audit
+    # succeeding proves the (badly signed) token in the loose file was not sent.
+    with SimCluster(incident(), agents=False, auth="permissive", jwt_key=KEY) as sim:
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        token = tmp_path / "home" / ".spur" / "token"
+        token.parent.mkdir(parents=True)
+        token.write_text(auth.mint(OTHER_KEY, "alice") + "\n")
+        token.chmod(0o640)
+        proc = run_cli(
+            *audit_at(sim.controller_address, "--inventory", str(inventory)), home=tmp_path / "home"
+        )
+        assert proc.returncode == 1, proc.stderr  # findings, from an anonymous audit
+        (warning,) = stderr_lines(proc)
+        assert warning == (
+            f"spurctl: warning: ignoring {token}: it is readable by group or others "
+            f"(mode 0640); run `chmod 600 {token}`"
+        )
+        assert sim.refusals == []
+
+        token.chmod(0o600)  # now it is used, and the controller refuses the bad signature
+        proc = run_cli(
+            *audit_at(sim.controller_address, "--inventory", str(inventory)), home=tmp_path / "home"
+        )
+        one_line_error(proc, "wrong key")

@@ -1,0 +1,140 @@
+"""Every command's --help opens with a one-line summary and ends with an example an
+operator can paste: the summary shows in full where its parent lists it, and the
+example names that very command and only options it has."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from spurctl.cli import app
+
+ROOT = typer.main.get_command(app)
+# click never draws help wider than 80 columns; pin it so the terminal running
+# the tests cannot change what "one line" means.
+WIDTH = 80
+
+
+def commands(cmd: Any = ROOT, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """(path, command) for the root and every visible command and subcommand under it."""
+    yield path, cmd
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        if not sub.hidden:
+            yield from commands(sub, (*path, name))
+
+
+ALL = list(commands())
+IDS = [" ".join(("spurctl", *path)) for path, _ in ALL]
+GROUPS = [(p, c) for p, c in ALL if getattr(c, "commands", None)]
+
+
+def help_page(path: tuple[str, ...]) -> list[str]:
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=WIDTH)
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()
+
+
+def summary_of(page: list[str]) -> str:
+    # Usage line, a blank line, then the summary paragraph.
+    assert page[0].startswith("Usage: ") and page[1] == "", page[:3]
+    return page[2].strip()
+
+
+def test_the_walk_finds_every_command_including_nested_ones() -> None:
+    # Guards the walk itself: a walk that found nothing would pass every test below.
+    assert {"spurctl", "spurctl audit", "spurctl reclaim"} <= set(IDS)
+    assert any(len(path) > 1 for path, _ in ALL)
+
+
+@pytest.mark.parametrize(("path", "cmd"), ALL, ids=IDS)
+def test_help_opens_with_a_one_line_summary(path: tuple[str, ...], cmd: Any) -> None:
+    page = help_page(path)
+    summary = summary_of(page)
+
+    assert summary, f"spurctl {' '.join(path)}: no summary under the usage line"
+    assert summary.endswith("."), f"summary is not a sentence: {summary!r}"
+    assert page[3] == "", (
+        f"spurctl {' '.join(path)}: the summary runs onto a second line at {WIDTH} columns "
+        f"({summary!r} ...); make its first paragraph one short sentence"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "cmd"), GROUPS, ids=[" ".join(("spurctl", *p)) for p, _ in GROUPS]
+)
+def test_a_group_lists_each_subcommand_with_its_whole_summary(
+    path: tuple[str, ...], cmd: Any
+) -> None:
+    page = help_page(path)
+    listing = page[page.index("Commands:") + 1 :]
+
+    for name, sub in cmd.commands.items():
+        if sub.hidden:
+            continue
+        (line,) = [line for line in listing if line.split()[:1] == [name]]
+        shown = line.strip()[len(name) :].strip()
+        assert shown == summary_of(help_page((*path, name))), (
+            f"`{' '.join(('spurctl', *path))} --help` cuts the summary of {name} to {shown!r}: "
+            "shorten its first sentence"
+        )
+
+
+def examples(page: list[str]) -> list[str]:
+    """The command lines of the page's Example(s): section."""
+    out: list[str] = []
+    for i, line in enumerate(page):
+        head = re.match(r"\s*Examples?:\s*(.*)$", line)
+        if not head:
+            continue
+        if head.group(1):
+            out.append(head.group(1))
+        out.extend(
+            rest.strip()
+            for rest in page[i + 1 :]
+            if rest.strip().startswith("spurctl") and rest.startswith(" ")
+        )
+        break
+    return out
+
+
+@pytest.mark.parametrize(("path", "cmd"), ALL, ids=IDS)
+def test_help_has_an_example_that_runs_this_command_with_its_own_options(
+    path: tuple[str, ...], cmd: Any
+) -> None:
+    page = help_page(path)
+    found = examples(page)
+    source = "\n".join(filter(None, (cmd.help, cmd.epilog)))
+    where = f"spurctl {' '.join(path)}".strip()
+
+    assert found, f"{where}: no 'Example:' line in --help (add epilog='Example: ...')"
+    for example in found:
+        # Rewrapped by the help formatter it could not be pasted: keep it in a \b block.
+        lines = {line.strip() for line in source.splitlines()}
+        assert lines & {example, f"Example: {example}", f"Examples: {example}"}, (
+            f"{where}: the example {example!r} was rewrapped; put it in a \\b block"
+        )
+        argv = shlex.split(example, comments=True)
+        assert tuple(argv[: len(path) + 1]) == ("spurctl", *path), (
+            f"{where}: the example {example!r} runs another command"
+        )
+        parse(argv)
+
+
+def parse(argv: list[str]) -> None:
+    """Parse a command line as spurctl would, down to the command it names, running
+    nothing: unknown options, missing values and missing required options raise."""
+    cmd, args, ctx = ROOT, argv[1:], None
+    while True:
+        subcommands = getattr(cmd, "commands", {})
+        at = next((i for i, a in enumerate(args) if a in subcommands), len(args))
+        # A group parses its own options and leaves the subcommand's to it.
+        ctx = cmd.make_context(argv[0] if ctx is None else cmd.name, list(args), parent=ctx)
+        if at == len(args):
+            return
+        cmd, args = subcommands[args[at]], args[at + 1 :]

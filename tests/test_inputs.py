@@ -1,0 +1,116 @@
+"""Whatever an operator feeds spurctl, a reader answers with data or one SpurctlError.
+
+Random text and random JSON shaped like the real documents go through every reader
+of operator input: inventories, snapshots, agent maps, spur.conf and hostlists.
+Anything but a SpurctlError would reach the operator as an "internal error".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spurctl.config import load_agent_map, load_conf
+from spurctl.documents import (
+    INVENTORY_SCHEMA,
+    SNAPSHOT_SCHEMA,
+    parse_inventory_text,
+    snapshot_from_dict,
+)
+from spurctl.errors import SpurctlError
+from spurctl.hostlist import MAX_NODES, parse_scope
+
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+def some_of(*keys: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects with some of the real document's keys, each holding any JSON value."""
+    return st.fixed_dictionaries({}, optional=dict.fromkeys(keys, json_values))
+
+
+holdings = some_of("job_id", "cpus", "memory_mb", "gpus", "pids", "started_at")
+inventories = st.builds(
+    lambda node, held, rest: {"schema": INVENTORY_SCHEMA, "node": node, "held": held, **rest},
+    st.text(max_size=6) | json_values,
+    st.lists(holdings | json_values, max_size=3),
+    some_of("collected_at", "source", "error"),
+)
+snapshots = st.builds(
+    lambda jobs, nodes, rest: {"schema": SNAPSHOT_SCHEMA, "jobs": jobs, "nodes": nodes, **rest},
+    st.lists(
+        some_of("job_id", "state", "nodelist", "user", "submit_time", "resources"), max_size=2
+    ),
+    st.lists(
+        some_of("name", "state", "partitions", "total_resources", "alloc_resources"), max_size=2
+    ),
+    some_of("controller", "taken_at", "watermark", "view"),
+)
+
+
+def only_spurctl_errors(read: Callable[[], object]) -> None:
+    try:
+        read()
+    except SpurctlError as exc:
+        assert "\n" not in str(exc)
+
+
+@FUZZ
+@given(st.text() | inventories.map(json.dumps) | st.lists(inventories, max_size=3).map(json.dumps))
+def test_any_inventory_text_parses_or_raises_one_document_error(text: str) -> None:
+    only_spurctl_errors(lambda: list(parse_inventory_text(text, name="inventory.jsonl")))
+
+
+@FUZZ
+@given(snapshots | json_values)
+def test_any_snapshot_document_reads_or_raises_one_document_error(doc: Any) -> None:
+    only_spurctl_errors(lambda: snapshot_from_dict(json.loads(json.dumps(doc)), where="snap.json"))
+
+
+@FUZZ
+@given(st.text() | json_values.map(json.dumps))
+def test_any_agent_map_or_spur_conf_reads_or_raises_one_error(text: str) -> None:
+    fd, name = tempfile.mkstemp()
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        only_spurctl_errors(lambda: load_agent_map(Path(name)))
+        only_spurctl_errors(lambda: load_conf(Path(name)))
+    finally:
+        os.unlink(name)
+
+
+@FUZZ
+@given(st.text(alphabet="gpu0123456789[]-,./ !@", max_size=24) | st.text(max_size=12))
+def test_any_hostlist_expands_or_raises_one_error(text: str) -> None:
+    only_spurctl_errors(lambda: parse_scope(text))
+
+
+@pytest.mark.parametrize("hostlist", ["gpu[0-999999999]", "n[1-100000000]", "r[1-2000]n[1-1000]"])
+def test_a_hostlist_naming_millions_of_nodes_is_refused_before_it_is_expanded(
+    hostlist: str,
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(SpurctlError, match=f"more than {MAX_NODES:,}"):
+        parse_scope(hostlist)
+    assert time.monotonic() - started < 0.5

@@ -1,0 +1,628 @@
+"""`audit --watch`: the tracker ages findings by when they were seen and when
+their evidence was collected, and calls a reclaim finding stranded only once
+its evidence spans two agent heartbeats; the view shows all of it."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
+from spurctl.render_watch import format_age, render_watch_round
+from spurctl.simcluster import SimCluster, incident
+from spurctl.watch import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound, every
+
+T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+TERMINAL = Finding(
+    "gpu017",
+    4711,
+    Kind.TERMINAL_HELD,
+    Action.RECLAIM,
+    "gpu017 holds job 4711, which the controller finished (COMPLETED).",
+    live=True,
+    controller_state="COMPLETED",
+    pids=(81234,),
+)
+PHANTOM = Finding(
+    "gpu020", None, Kind.PHANTOM_ALLOC, Action.INVESTIGATE, "gpu020 has 4 GPUs allocated."
+)
+NOT_STARTED = Finding(
+    "gpu021", 4800, Kind.NOT_STARTED, Action.SPARE, "job 4800 is PENDING; spared."
+)
+
+
+def only(tracked: list[TrackedFinding]) -> TrackedFinding:
+    (t,) = tracked
+    return t
+
+
+# -- the tracker -------------------------------------------------------------------
+
+
+def test_a_new_finding_is_first_seen_now_with_age_zero_and_not_stranded() -> None:
+    t = only(Tracker().update([TERMINAL], at(0)))
+
+    assert (t.finding, t.first_seen, t.age, t.stranded) == (TERMINAL, at(0), timedelta(0), False)
+
+
+def test_a_persisting_finding_keeps_its_first_sighting_and_ages() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracker.update([TERMINAL], at(30))
+    t = only(tracker.update([TERMINAL], at(45)))
+
+    assert (t.first_seen, t.age) == (at(0), timedelta(seconds=45))
+
+
+def test_a_reclaim_finding_is_stranded_once_it_outlives_two_heartbeats() -> None:
+    assert timedelta(seconds=60) == STRANDED_AFTER
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+
+    assert not only(tracker.update([TERMINAL], at(59.9))).stranded
+    assert only(tracker.update([TERMINAL], at(60))).stranded
+    assert only(tracker.update([TERMINAL], at(3600))).stranded
+
+
+def test_stranded_depends_on_persistence_not_on_how_often_the_watch_looks() -> None:
+    sparse, dense = Tracker(), Tracker()
+    sparse.update([TERMINAL], at(0))
+    for s in range(0, 60, 2):
+        dense.update([TERMINAL], at(s))
+
+    assert only(sparse.update([TERMINAL], at(60))).stranded
+    assert only(dense.update([TERMINAL], at(60))).stranded
+
+
+def test_only_reclaim_findings_are_ever_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([PHANTOM, NOT_STARTED], at(0))
+    tracked = tracker.update([PHANTOM, NOT_STARTED], at(86400))
+
+    assert [t.age for t in tracked] == [timedelta(days=1)] * 2
+    assert [t.stranded for t in tracked] == [False, False]
+    assert [t.evidence_stale for t in tracked] == [False, False]
+
+
+def test_a_finding_that_disappears_for_a_round_starts_afresh_when_it_returns() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracker.update([TERMINAL], at(50))
+    assert tracker.update([], at(55)) == []
+    t = only(tracker.update([TERMINAL], at(70)))
+
+    assert (t.first_seen, t.age, t.stranded) == (at(70), timedelta(0), False)
+    assert not only(tracker.update([TERMINAL], at(120))).stranded
+
+
+def test_findings_are_the_same_only_when_node_job_and_kind_all_match() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    other_kind = Finding("gpu017", 4711, Kind.ACTIVE_ELSEWHERE, Action.RECLAIM, "moved.")
+    other_node = Finding("gpu018", 4711, Kind.TERMINAL_HELD, Action.RECLAIM, "also.")
+    other_job = Finding("gpu017", 4712, Kind.TERMINAL_HELD, Action.RECLAIM, "also.")
+    reworded = Finding("gpu017", 4711, Kind.TERMINAL_HELD, Action.RECLAIM, "new words.")
+
+    tracked = tracker.update([other_kind, other_node, other_job, reworded], at(90))
+
+    assert [t.first_seen for t in tracked] == [at(90), at(90), at(90), at(0)]
+    assert [t.stranded for t in tracked] == [False, False, False, True]
+    assert tracked[3].finding.reason == "new words."  # the latest round's finding is shown
+
+
+def test_the_latest_rounds_order_is_kept() -> None:
+    tracker = Tracker()
+    tracker.update([PHANTOM, TERMINAL], at(0))
+
+    assert [t.finding for t in tracker.update([TERMINAL, NOT_STARTED, PHANTOM], at(1))] == [
+        TERMINAL,
+        NOT_STARTED,
+        PHANTOM,
+    ]
+
+
+def test_an_inventory_nobody_recollected_never_makes_a_finding_stranded() -> None:
+    tracker = Tracker()
+    collected = {"gpu017": at(-5)}
+    tracker.update([TERMINAL], at(0), evidence_at=collected)
+    t = only(tracker.update([TERMINAL], at(600), evidence_at=collected))
+
+    assert (t.age, t.persisted, t.stranded) == (timedelta(seconds=600), timedelta(0), False)
+    assert t.evidence_stale
+
+
+def test_recollected_evidence_two_heartbeats_apart_makes_it_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(-5)})
+    early = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(30)}))
+    late = only(tracker.update([TERMINAL], at(90), evidence_at={"gpu017": at(55)}))
+
+    assert (early.persisted, early.stranded, early.evidence_stale) == (
+        timedelta(seconds=35),
+        False,
+        True,
+    )
+    assert (late.persisted, late.stranded, late.evidence_stale) == (
+        timedelta(seconds=60),
+        True,
+        False,
+    )
+
+
+def test_an_old_inventory_at_first_sighting_does_not_make_a_young_finding_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(-600)})
+    young = only(tracker.update([TERMINAL], at(30), evidence_at={"gpu017": at(25)}))
+    old = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(55)}))
+
+    assert (young.persisted, young.stranded) == (timedelta(seconds=30), False)
+    assert (old.persisted, old.stranded) == (timedelta(seconds=60), True)
+
+
+def test_persistence_is_measured_on_the_nodes_own_clock_however_skewed() -> None:
+    tracker = Tracker()
+    skewed = at(-7 * 3600)  # a node whose clock is seven hours behind
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": skewed})
+    t = only(tracker.update([TERMINAL], at(61), evidence_at={"gpu017": skewed + timedelta(61)}))
+
+    assert t.stranded
+
+
+def test_evidence_older_than_the_first_sighting_counts_as_no_persistence() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(0)})
+    t = only(tracker.update([TERMINAL], at(120), evidence_at={"gpu017": at(-300)}))
+
+    assert (t.persisted, t.stranded) == (timedelta(0), False)
+
+
+def test_a_node_without_a_collection_time_is_taken_as_observed_each_round() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": None})
+
+    assert only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": None})).stranded
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=1, max_value=40), st.booleans()), min_size=1, max_size=30
+    )
+)
+def test_stranded_exactly_when_present_in_every_round_for_sixty_seconds(
+    rounds: list[tuple[int, bool]],
+) -> None:
+    """Any schedule of rounds, the finding present or not in each: stranded iff the
+    current unbroken run of sightings started at least 60 s ago."""
+    tracker = Tracker()
+    now, run_start = T0, None
+    for gap, present in rounds:
+        now += timedelta(seconds=gap)
+        tracked = tracker.update([TERMINAL] if present else [], now)
+        if not present:
+            run_start = None
+            assert tracked == []
+            continue
+        run_start = run_start or now
+        t = only(tracked)
+        assert t.first_seen == run_start
+        assert t.stranded == (now - run_start >= timedelta(seconds=60))
+
+
+# -- the schedule ------------------------------------------------------------------
+
+
+class FakeClock:
+    """A monotonic clock the test moves: sleeping advances it, so does work."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_rounds_start_an_interval_apart_whatever_each_round_takes() -> None:
+    clock = FakeClock()
+    starts = []
+    for _ in every(30.0, 3, clock=clock, sleep=clock.sleep):
+        starts.append(clock.now)
+        clock.now += 4.0  # the audit itself
+
+    assert starts == [100.0, 130.0, 160.0]
+    assert clock.sleeps == [26.0, 26.0]
+
+
+def test_a_round_that_overran_is_followed_at_once_without_a_catch_up_burst() -> None:
+    clock = FakeClock()
+    starts = []
+    for number in every(30.0, 4, clock=clock, sleep=clock.sleep):
+        starts.append(clock.now)
+        clock.now += 95.0 if number == 1 else 1.0  # one slow collect
+
+    assert starts == [100.0, 195.0, 225.0, 255.0]
+    assert clock.sleeps == [0.0, 29.0, 29.0]
+
+
+def test_rounds_stop_after_the_count_or_never() -> None:
+    clock = FakeClock()
+    endless = every(0.5, None, clock=clock, sleep=clock.sleep)
+
+    assert list(every(1.0, 2, clock=clock, sleep=clock.sleep)) == [1, 2]
+    assert [next(endless) for _ in range(1000)][-1] == 1000
+
+
+# -- the view ----------------------------------------------------------------------
+
+
+def report(findings: list[Finding], notes: list[str] | None = None) -> AuditReport:
+    return AuditReport(
+        controller_address="http://ctl:6817",
+        controller_version="0.9.1",
+        taken_at=at(90),
+        watermark=Watermark(5121, WatermarkSource.ESTIMATED),
+        view_complete=True,
+        jobs_seen=812,
+        jobs_total=812,
+        findings=findings,
+        nodes_in_scope=128,
+        nodes_inventoried=128,
+        notes=notes or [],
+    )
+
+
+def test_age_reads_in_the_largest_sensible_units() -> None:
+    assert [
+        format_age(timedelta(seconds=s)) for s in (0, 45, 60, 125, 3600 * 3 + 420, 86400 * 2 + 3600)
+    ] == ["0s", "45s", "1m00s", "2m05s", "3h07m", "2d01h"]
+
+
+def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL, PHANTOM], at(0))
+    tracked = tracker.update([TERMINAL, PHANTOM, NOT_STARTED], at(90))
+    state = WatchRound(4, at(90), 30.0, report([t.finding for t in tracked]), tracked, 4)
+
+    text = render_watch_round(state, console_width=200)
+    lines = text.splitlines()
+
+    assert lines[0] == (
+        "spurctl audit --watch: round 4, 2026-12-02T10:01:30Z (times UTC), every 30 s."
+    )
+    (row,) = [line for line in lines if "4711" in line and "terminal-held" in line]
+    assert row.split()[:9] == [
+        "gpu017",
+        "4711",
+        "terminal-held",
+        "reclaim",
+        "yes",
+        "10:00:00",
+        "1m30s",
+        "STRANDED",
+        "gpu017",
+    ]
+    (phantom,) = [line for line in lines if line.startswith("gpu020")]
+    assert phantom.split()[:7] == [
+        "gpu020",
+        "-",
+        "phantom-alloc",
+        "investigate",
+        "10:00:00",
+        "1m30s",
+        "gpu020",
+    ]
+    (pending,) = [line for line in lines if line.startswith("gpu021")]
+    assert pending.split()[:7] == [
+        "gpu021",
+        "4800",
+        "not-started",
+        "spare",
+        "10:01:30",
+        "0s",
+        "job",
+    ]
+    assert (
+        "STRANDED: 1 reclaimable holding(s) outlived two agent heartbeats (60 s): the "
+        "controller is not releasing them. Reclaim with: spurctl reclaim --node 'gpu017'"
+    ) in text
+    assert "stale inv" not in text
+
+
+def test_a_narrow_view_stacks_each_reason_under_its_finding_as_the_audit_table_does() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL, PHANTOM], at(75))
+    state = WatchRound(2, at(75), 30.0, report([TERMINAL, PHANTOM]), tracked, 2)
+
+    lines = render_watch_round(state, console_width=80).splitlines()
+
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[1:7] == [
+        "gpu017",
+        "    4711  terminal-held  reclaim  live: yes  since 10:00:00  age 1m15s  STRANDED",
+        "          gpu017 holds job 4711, which the controller finished (COMPLETED).",
+        "gpu020",
+        "       -  phantom-alloc  investigate  since 10:01:15  age 0s",
+        "          gpu020 has 4 GPUs allocated.",
+    ]
+
+
+def test_a_failed_round_keeps_the_last_good_findings_and_says_why() -> None:
+    tracked = Tracker().update([TERMINAL], at(0))
+    good = WatchRound(1, at(0), 30.0, report([TERMINAL]), tracked, 1)
+    failed = WatchRound(
+        2, at(30), 30.0, good.report, good.tracked, 1, error="controller unreachable"
+    )
+
+    text = render_watch_round(failed, console_width=200)
+
+    assert "Round 2 FAILED: controller unreachable. Showing round 1" in text
+    assert "terminal-held" in text
+    assert (good.exit_status, failed.exit_status) == (1, 2)
+
+
+def test_a_clean_round_exits_zero_and_says_no_discrepancies() -> None:
+    state = WatchRound(1, at(0), 0.5, report([], notes=["view is INCOMPLETE."]), [], 1)
+
+    text = render_watch_round(state, console_width=200)
+
+    assert state.exit_status == 0
+    assert text.splitlines()[1:3] == [
+        "WARNING: view is INCOMPLETE.",
+        "No discrepancies: 128 nodes, 128 inventoried.",
+    ]
+    assert "every 0.5 s" in text.splitlines()[0]
+
+
+# -- the command, run for real against a simulated cluster -------------------------
+
+WORKTREE = Path(__file__).resolve().parents[1]
+
+
+def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    # Wide enough that a finding is one line; no operator's spur.conf, token or controller.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPUR_")}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        **env,
+        "PYTHONPATH": str(WORKTREE),
+        "HOME": str(home),
+        "COLUMNS": "200",
+        **extra,
+    }
+
+
+def watch(sim: SimCluster, inventory: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "spurctl",
+        "audit",
+        "--watch",
+        "--inventory",
+        str(inventory),
+        "--controller",
+        sim.controller_address,
+        "--timeout",
+        "5",
+        *args,
+    ]
+
+
+def read_round(proc: subprocess.Popen[str]) -> list[str]:
+    """One plain block: from its header to the controller line that ends it."""
+    assert proc.stdout is not None
+    block: list[str] = []
+    for line in proc.stdout:
+        if not block and not line.strip():
+            continue  # the blank line between blocks
+        block.append(line.rstrip("\n"))
+        if line.startswith("Controller "):
+            return block
+    err = proc.stderr.read() if proc.stderr else ""
+    raise AssertionError(f"output ended inside a round: {block}; stderr: {err}")
+
+
+def row(block: list[str], node: str, job: int) -> list[str]:
+    (line,) = [b for b in block if b.startswith(f"{node} ") and f" {job} " in b]
+    return line.split()
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    with SimCluster(incident()) as s:
+        yield s
+
+
+def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last_status(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = watch(sim, inventory, "--nodes", "gpu012", "--rounds", "2", "--interval", "1")
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path)
+    ) as proc:
+        first = read_round(proc)
+        sim.release("gpu012", 4702)
+        sim.write_inventories(inventory)  # the operator re-collects into the same file
+        second = read_round(proc)
+        _, err = proc.communicate(timeout=30)
+
+    assert first[0].startswith("spurctl audit --watch: round 1, ")
+    assert row(first, "gpu012", 4702)[:7] == [
+        "gpu012",
+        "4702",
+        "terminal-held",
+        "reclaim",
+        "no",
+        first[0].split("T")[1][:8],  # first seen at the round's own time
+        "0s",
+    ]
+    assert second[0].startswith("spurctl audit --watch: round 2, ")
+    assert "No discrepancies: 1 nodes, 1 inventoried." in second
+    assert not any("4702" in line for line in second)
+    assert (proc.returncode, err) == (0, "")
+
+
+def test_a_failed_round_is_shown_and_the_watch_goes_on_keeping_each_findings_age(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = watch(sim, inventory, "--nodes", "gpu012", "--rounds", "3", "--interval", "1")
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path)
+    ) as proc:
+        first = read_round(proc)
+        inventory.write_text('{"schema": "spurctl.inventory/v1", "node": \n')  # half-written
+        second = read_round(proc)
+        sim.write_inventories(inventory)
+        third = read_round(proc)
+        _, err = proc.communicate(timeout=30)
+
+    assert "FAILED" not in "\n".join(first)
+    (failed,) = [line for line in second if "FAILED" in line]
+    assert failed.startswith("Round 2 FAILED: ") and "inv.jsonl" in failed
+    assert failed.endswith("Showing round 1; a failed round clears no finding.")
+    assert row(second, "gpu012", 4702)[5:7] == row(first, "gpu012", 4702)[5:7]
+    since, age = row(third, "gpu012", 4702)[5:7]
+    assert since == row(first, "gpu012", 4702)[5] and age != "0s"
+    assert (proc.returncode, err) == (1, "")
+
+
+def test_a_watch_whose_last_round_failed_exits_2_with_one_line(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = watch(sim, inventory, "--nodes", "gpu012", "--rounds", "2", "--interval", "1")
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path)
+    ) as proc:
+        read_round(proc)
+        inventory.unlink()
+        second = read_round(proc)
+        _, err = proc.communicate(timeout=30)
+
+    assert any(line.startswith("Round 2 FAILED: --inventory ") for line in second)
+    assert proc.returncode == 2
+    assert err.splitlines() == [
+        f"spurctl: error: the last round failed: --inventory {inventory}: no such file or directory"
+    ]
+
+
+def test_ctrl_c_on_a_terminal_leaves_the_last_view_and_exits_with_its_status(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    controller_side, terminal_side = pty.openpty()
+    with subprocess.Popen(
+        watch(sim, inventory, "--interval", "30"),
+        stdin=subprocess.DEVNULL,
+        stdout=terminal_side,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(tmp_path, TERM="xterm-256color", LINES="60"),
+    ) as proc:
+        os.close(terminal_side)
+        seen = b""
+        while b"Ctrl-C to stop" not in seen or b"(estimated)" not in seen:
+            chunk = os.read(controller_side, 65536)
+            assert chunk, seen.decode(errors="replace")
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        # Keep draining the terminal, or its final drawing blocks on a full buffer.
+        while True:
+            try:
+                chunk = os.read(controller_side, 65536)
+            except OSError:  # EIO: every writer to the terminal has closed it
+                break
+            if not chunk:
+                break
+            seen += chunk
+        _, err = proc.communicate(timeout=30)
+        os.close(controller_side)
+
+    text = seen.decode(errors="replace")
+    assert "gpu012" in text and "STRANDED" not in text
+    # The last drawing is round 1 as it ended, no longer offering Ctrl-C.
+    last = text.rsplit("spurctl audit --watch: round ", 1)[1]
+    assert last.startswith("1, ") and "Ctrl-C" not in last and "gpu003" in last
+    assert "Traceback" not in err and "Aborted" not in err
+    assert proc.returncode == 1  # the incident's findings need action
+
+
+def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    with SimCluster(incident(), controller_latency=10.0) as slow:
+        inventory = slow.write_inventories(tmp_path / "inv.jsonl")
+        with subprocess.Popen(
+            watch(slow, inventory, "--timeout", "30"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(tmp_path),
+        ) as proc:
+            time.sleep(1.5)  # started, and waiting on the controller
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+
+    assert (proc.returncode, out) == (130, "")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--watch", "--format", "json"],
+            "--watch draws a table; --format json is for one-shot audits (drop --watch)",
+        ),
+        (["--interval", "5"], "--interval and --rounds only apply with --watch"),
+        (["--rounds", "2"], "--interval and --rounds only apply with --watch"),
+        (
+            ["--watch", "--snapshot", "snap.json"],
+            "--watch follows the live controller; a saved --snapshot never changes",
+        ),
+        (
+            ["--watch", "--inventory", "-"],
+            "--watch re-reads the inventories every round and standard input (-) can be "
+            "read only once: write them to a file (spurctl collect -o FILE)",
+        ),
+    ],
+)
+def test_watch_refuses_what_it_cannot_do_with_one_line_and_status_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "spurctl", "audit", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+    )
+
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.splitlines() == [f"spurctl: error: {message}"]
