@@ -145,12 +145,14 @@ class ControllerClient:
             request, timeout=self._conn.timeout, metadata=self._metadata
         )
 
-    def read_later(self, method: str, request: Any) -> Callable[[], Any]:
+    def read_later(
+        self, method: str, request: Any, *, missing_ok: bool = False
+    ) -> Callable[[], Any]:
         """Send a read now, collect its answer by calling the result.
 
         The endpoint that answered last serves it; if that endpoint fails as an
         endpoint (down, too slow), collecting falls back to `read`, which tries
-        every endpoint.
+        every endpoint. `missing_ok` as for `read`.
         """
         url = self.address
         future = getattr(self._stub(url), method).future(
@@ -161,20 +163,28 @@ class ControllerClient:
             try:
                 answer = future.result()
             except grpc.RpcError as err:
+                if missing_ok and _not_found(err):
+                    return None
                 if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                    return self.read(method, request)
+                    return self.read(method, request, missing_ok=missing_ok)
                 raise self._failure(url, method, err) from None
             return answer
 
         return collect
 
-    def read(self, method: str, request: Any) -> Any:
-        """A read: the first endpoint that answers serves it."""
+    def read(self, method: str, request: Any, *, missing_ok: bool = False) -> Any:
+        """A read: the first endpoint that answers serves it.
+
+        With `missing_ok`, NOT_FOUND is an answer (None), not a failure.
+        """
         failures: list[str] = []
         for url in self._order():
             try:
                 answer = self._invoke(url, method, request)
             except grpc.RpcError as err:
+                if missing_ok and _not_found(err):
+                    self.address = url
+                    return None
                 if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
                     failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
                     continue
@@ -245,57 +255,25 @@ class ControllerClient:
 
     def get_job(self, job_id: int) -> Job | None:
         """The job, or None when the controller answers NOT_FOUND (untracked)."""
-        return self._get_job_failover(job_id)
+        answer = self.read("GetJob", pb.GetJobRequest(job_id=job_id), missing_ok=True)
+        return None if answer is None else job_from_pb(answer)
 
     def confirm(self, job_ids: Iterable[int], *, batch: int = 64) -> dict[int, Job | None]:
-        """GetJob for each id, in parallel batches: Job, or None for NOT_FOUND."""
+        """GetJob for each id, in parallel batches: Job, or None for NOT_FOUND.
+
+        A slow or lost endpoint fails no id: each falls back to the failover path.
+        """
         ids = sorted(set(job_ids))
         out: dict[int, Job | None] = {}
         for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
-            url = self.address
-            stub = self._stub(url)
-            futures = [
-                (
-                    i,
-                    stub.GetJob.future(
-                        pb.GetJobRequest(job_id=i),
-                        timeout=self._conn.timeout,
-                        metadata=self._metadata,
-                    ),
-                )
-                for i in chunk
+            pending = [
+                (i, self.read_later("GetJob", pb.GetJobRequest(job_id=i), missing_ok=True))
+                for i in ids[start : start + batch]
             ]
-            for job_id, fut in futures:
-                try:
-                    out[job_id] = job_from_pb(fut.result())
-                except grpc.RpcError as err:
-                    if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.NOT_FOUND:
-                        out[job_id] = None
-                        continue
-                    if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                        # One slow or lost endpoint must not fail the audit: retry
-                        # this id through the failover path.
-                        out[job_id] = self._get_job_failover(job_id)
-                        continue
-                    raise self._failure(url, "GetJob", err) from None
+            for job_id, collect in pending:
+                answer = collect()
+                out[job_id] = None if answer is None else job_from_pb(answer)
         return out
-
-    def _get_job_failover(self, job_id: int) -> Job | None:
-        failures: list[str] = []
-        for url in self._order():
-            try:
-                answer = self._invoke(url, "GetJob", pb.GetJobRequest(job_id=job_id))
-            except grpc.RpcError as err:
-                if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.NOT_FOUND:
-                    return None
-                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                    failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
-                    continue
-                raise self._failure(url, "GetJob", err) from None
-            self.address = url
-            return job_from_pb(answer)
-        raise SpurctlError(self._all_failed("GetJob", failures))
 
     def drain_node(self, name: str, reason: str) -> pb.DrainNodeResponse:
         return self.write("DrainNode", pb.DrainNodeRequest(name=name, reason=reason))
@@ -323,6 +301,10 @@ class ControllerClient:
             nodes=nodes,
             jobs_total=total,
         )
+
+
+def _not_found(err: grpc.RpcError) -> bool:
+    return isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.NOT_FOUND
 
 
 def _nodes(answer: pb.GetNodesResponse) -> dict[str, Node]:
