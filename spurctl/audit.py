@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,6 +117,27 @@ class AuditInputs:
     not_found_doubt: str | None = None
 
 
+def watermark_for(
+    view: ControllerView,
+    confirmed: Mapping[int, Job | None],
+    *,
+    flag: int | None,
+    first_job_id: int = 1,
+) -> Watermark:
+    """--watermark, else max(tracked id) + 1, never below spur.conf's first_job_id.
+
+    The counter restarts at first_job_id after a wipe and only climbs, so both
+    are lower bounds of the controller's next id; the higher one is the tighter.
+    """
+    if flag is not None:
+        if flag < 1:
+            raise SpurctlError("--watermark must be a positive job id")
+        return Watermark(flag, WatermarkSource.FLAG)
+    seen = max(view.jobs, default=0)
+    found = max((i for i, j in confirmed.items() if j is not None), default=0)
+    return Watermark(max(seen + 1, found + 1, first_job_id), WatermarkSource.ESTIMATED)
+
+
 def held_ids_missing(view: ControllerView, inventories: Iterable[Inventory]) -> set[int]:
     return {h.job_id for inv in inventories for h in inv.held if h.job_id not in view.jobs}
 
@@ -146,16 +167,10 @@ def gather(
             confirmed = client.confirm(missing)
             if not_found_doubt is not None:
                 confirmed = {i: j for i, j in confirmed.items() if j is not None}
-    if watermark_flag is not None:
-        if watermark_flag < 1:
-            raise SpurctlError("--watermark must be a positive job id")
-        watermark = Watermark(watermark_flag, WatermarkSource.FLAG)
-    elif snapshot_watermark is not None:
+    if watermark_flag is None and snapshot_watermark is not None:
         watermark = snapshot_watermark
     else:
-        seen = max(view.jobs, default=0)
-        found = max((i for i, j in confirmed.items() if j is not None), default=0)
-        watermark = Watermark(max(seen, found) + 1, WatermarkSource.ESTIMATED)
+        watermark = watermark_for(view, confirmed, flag=watermark_flag)
     return AuditInputs(
         view=view,
         inventories=by_node,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from spurctl import hostlist
+from spurctl.audit import watermark_for
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     ControllerView,
@@ -186,27 +187,6 @@ class Checklist:
 
 
 # -- the watermark ---------------------------------------------------------------
-
-
-def watermark_for(
-    view: ControllerView,
-    confirmed: Mapping[int, Job | None],
-    *,
-    flag: int | None,
-    first_job_id: int = 1,
-) -> Watermark:
-    """--watermark, else max(tracked id) + 1, never below spur.conf's first_job_id.
-
-    The counter restarts at first_job_id after a wipe and only climbs, so both
-    are lower bounds of the controller's next id; the higher one is the tighter.
-    """
-    if flag is not None:
-        if flag < 1:
-            raise SpurctlError("--watermark must be a positive job id")
-        return Watermark(flag, WatermarkSource.FLAG)
-    seen = max(view.jobs, default=0)
-    found = max((i for i, j in confirmed.items() if j is not None), default=0)
-    return Watermark(max(seen + 1, found + 1, first_job_id), WatermarkSource.ESTIMATED)
 
 
 # -- judging one held id --------------------------------------------------------------
