@@ -53,9 +53,9 @@ def library(url: str, inventory: Path) -> dict[str, float]:
     import io
 
     from spurctl.audit import audit, gather, read_view_and_inventories
-    from spurctl.client import ControllerClient
-    from spurctl.config import connect_settings
-    from spurctl.render import print_audit
+    from spurctl.render.audit import print_audit
+    from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.settings import connect_settings
 
     imported = time.perf_counter()
     conn = connect_settings(controller=url, timeout=60.0, home=Path("/nonexistent"))

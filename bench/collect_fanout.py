@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import PYTHON, run, verdict
 
-from spurctl.collect import collect
-from spurctl.documents import dump_json, inventory_to_dict
 from spurctl.model import Holding, Inventory, parse_time
+from spurctl.sources.collect import collect
+from spurctl.sources.documents import dump_json, inventory_to_dict
 
 TARGET_WALL = 6.0
 

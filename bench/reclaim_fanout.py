@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import serve, verdict
 
 from spurctl import reclaim as rc
-from spurctl.agent import AgentPool
+from spurctl.act.agents import AgentPool
+from spurctl.act.journal import Journal
 from spurctl.audit import audit, gather, read_view_and_inventories
-from spurctl.client import ControllerClient
-from spurctl.config import Connection
-from spurctl.journal import Journal
+from spurctl.sources.controller import ControllerClient
+from spurctl.sources.settings import Connection
 
 TARGET_WALL = 5.0
 SWEEP = (8, 16, 32, 64, 128)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spurctl.documents import inventories_by_node, parse_inventory_text
 from spurctl.errors import SpurctlError
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
@@ -25,9 +24,10 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
 )
+from spurctl.sources.documents import inventories_by_node, parse_inventory_text
 
 if TYPE_CHECKING:
-    from spurctl.client import ControllerClient
+    from spurctl.sources.controller import ControllerClient
 
 INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
@@ -194,7 +194,7 @@ def _loose(name: str) -> str:
 
 
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
-    from spurctl.classify import classify
+    from spurctl.decide.classify import classify
 
     view = inputs.view
     # Classifying converts the jobs the holdings name and the active ones.

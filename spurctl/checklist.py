@@ -200,7 +200,7 @@ def _when(t: datetime | None, now: datetime) -> str:
 
 def _decision(node: str, job: Job, watermark: int) -> Kind | None:
     """spurctld's own decision for this holding; None when the job's nodelist is unreadable."""
-    from spurctl.classify import controller_decision
+    from spurctl.decide.classify import controller_decision
 
     try:
         return controller_decision(node, job, job.job_id, watermark)
@@ -371,7 +371,7 @@ def assess(
     scope without an inventory, or whose inventory failed, is not inventoried:
     what it holds is unknown, and the checklist says so rather than vouch for it.
     """
-    from spurctl.documents import inventories_by_node
+    from spurctl.sources.documents import inventories_by_node
 
     by_node = inventories_by_node(inv for inv in inventories if scope is None or inv.node in scope)
     names = (set(view.nodes) | set(by_node)) if scope is None else set(scope)

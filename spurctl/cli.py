@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from spurctl import __version__
-from spurctl.collect import DEFAULT_COMMAND
 from spurctl.errors import SpurctlError, redact
 from spurctl.reclaim import DEFAULT_CONCURRENCY
+from spurctl.sources.collect import DEFAULT_COMMAND
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from spurctl.audit import AuditInputs
-    from spurctl.config import Connection
     from spurctl.model import AuditReport, Inventory
+    from spurctl.sources.settings import Connection
 
 app = typer.Typer(
     name="spurctl",
@@ -124,7 +124,7 @@ def connection(
     timeout: float = 10.0,
     tls_ca: Path | None = None,
 ) -> Connection:
-    from spurctl.config import connect_settings
+    from spurctl.sources.settings import connect_settings
 
     return connect_settings(
         controller=controller,
@@ -177,9 +177,9 @@ def snapshot(
     Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
     document; `spurctl audit --snapshot FILE` reaches the same findings from it.
     """
-    from spurctl.client import ControllerClient
-    from spurctl.documents import dump_json, snapshot_to_dict
     from spurctl.model import Watermark, WatermarkSource
+    from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.documents import dump_json, snapshot_to_dict
 
     conn = connection(controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca)
     with ControllerClient(conn) as client:
@@ -246,7 +246,7 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
     if src.inventory:
         return load_inventories(src.inventory)
     if src.collect:
-        from spurctl.collect import collect
+        from spurctl.sources.collect import collect
 
         targets = _expand_hostlist(src.nodes) if src.nodes else sorted(view_nodes)
         return collect(
@@ -270,7 +270,7 @@ def run_audit_sources(
 
     scope = parse_scope(src.nodes) if src.nodes else None
     if src.snapshot is not None:
-        from spurctl.documents import read_snapshot
+        from spurctl.sources.documents import read_snapshot
 
         view, saved_watermark = read_snapshot(src.snapshot)
         holdings = gather_holdings(src, view.nodes, 60.0)
@@ -284,7 +284,7 @@ def run_audit_sources(
         )
     else:
         from spurctl.audit import read_view_and_inventories
-        from spurctl.client import ControllerClient
+        from spurctl.sources.controller import ControllerClient
 
         assert conn is not None
         with ControllerClient(conn) as client:
@@ -361,7 +361,7 @@ def audit(
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
-    from spurctl.render import check_format, print_audit
+    from spurctl.render.audit import check_format, print_audit
 
     check_format(fmt)
     src = Sources(nodes, inventory, collect, command, fanout, snapshot)
@@ -424,9 +424,9 @@ def watch_audit(
     """
     from dataclasses import replace
 
+    from spurctl.decide.tracker import Tracker, WatchRound, every
     from spurctl.model import utcnow
-    from spurctl.render_watch import render_watch_round, watch_renderable
-    from spurctl.watch import Tracker, WatchRound, every
+    from spurctl.render.watch import render_watch_round, watch_renderable
 
     tty = sys.stdout.isatty()
     src = replace(src, progress=False) if tty else src
@@ -544,9 +544,9 @@ def reclaim(
     that node alone (the agent's CancelJob with signal 0).
     """
     from spurctl import reclaim as rc
+    from spurctl.act.journal import Journal, default_path
     from spurctl.hostlist import parse_scope
-    from spurctl.journal import Journal, default_path
-    from spurctl.render_reclaim import print_plan, print_run, print_unresolved
+    from spurctl.render.reclaim import print_plan, print_run, print_unresolved
 
     if fmt not in ("table", "json"):
         fail(f"unknown format {fmt!r} for reclaim; use table or json")
@@ -571,7 +571,7 @@ def reclaim(
         )
     entries = rc.plan(report, scope, job, conn.agent_address)
     path = journal_path or default_path()
-    from spurctl.journal import unresolved
+    from spurctl.act.journal import unresolved
 
     stale = unresolved(path)
     if fmt == "table":
@@ -615,7 +615,7 @@ def reclaim(
     if collect and not run.interrupted and any(o.result is rc.Result.SENT for o in run.outcomes):
         import time
 
-        from spurctl.collect import collect as collect_nodes
+        from spurctl.sources.collect import collect as collect_nodes
 
         time.sleep(settle)
         touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
@@ -706,9 +706,9 @@ def checklist_post_wipe(
       spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
     from spurctl.checklist import post_wipe
-    from spurctl.client import ControllerClient
     from spurctl.hostlist import parse_scope
-    from spurctl.render_checklist import check_format, render
+    from spurctl.render.checklist import check_format, render
+    from spurctl.sources.controller import ControllerClient
 
     check_format(fmt)
     if verify and not nodes:
@@ -769,8 +769,8 @@ def node_inventory(
     """
     import socket
 
-    from spurctl.documents import dump_json, inventory_to_dict
-    from spurctl.node_scan import scan
+    from spurctl.sources.documents import dump_json, inventory_to_dict
+    from spurctl.sources.node_scan import scan
 
     denied = 0
 
@@ -828,8 +828,8 @@ def collect_command(
     Example:
       spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
     """
-    from spurctl.collect import collect, summarize
-    from spurctl.documents import dump_json, inventory_to_dict
+    from spurctl.sources.collect import collect, summarize
+    from spurctl.sources.documents import dump_json, inventory_to_dict
 
     names = _expand_hostlist(nodes)
     results = collect(names, command=command, fanout=fanout, timeout=timeout)
@@ -843,8 +843,8 @@ def collect_command(
 
 
 def _expand_hostlist(hostlist: str) -> list[str]:
-    from spurctl.collect import is_safe_node_name
     from spurctl.hostlist import parse_scope
+    from spurctl.sources.collect import is_safe_node_name
 
     names = sorted(parse_scope(hostlist))
     unsafe = [n for n in names if not is_safe_node_name(n)]

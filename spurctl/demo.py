@@ -37,10 +37,10 @@ from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 
 if TYPE_CHECKING:
     from spurctl.audit import AuditInputs
-    from spurctl.config import Connection
     from spurctl.reclaim import ReclaimRun
     from spurctl.simcluster import SimCluster
     from spurctl.simcluster.server import AuthMode
+    from spurctl.sources.settings import Connection
 
 # Wide enough for the audit table's reason column when the output is not a
 # terminal (a pipe, a file, a test); a terminal's own width wins.
@@ -75,7 +75,7 @@ class DemoCluster:
         """Resolved as `spurctl reclaim --controller ... --conf ... --jwt-key-file ...
         --agent-map ...` would, but blind to the operator's own token and spur.conf:
         a demo never sends a real cluster's credential anywhere."""
-        from spurctl.config import connect_settings
+        from spurctl.sources.settings import connect_settings
 
         return connect_settings(
             controller=self.sim.controller_address,
@@ -187,7 +187,7 @@ class _Narrator:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.tty = out.isatty()
-        from spurctl.render import pipe_width
+        from spurctl.render.audit import pipe_width
 
         width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
@@ -206,7 +206,7 @@ class _Narrator:
         self.console.print(Panel(Text(text), title=title, title_align="left", expand=True))
 
     def audit_table(self, report: AuditReport) -> None:
-        from spurctl.render import print_audit, render_audit
+        from spurctl.render.audit import print_audit, render_audit
 
         self.out.flush()
         if self.tty:
@@ -229,7 +229,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
     """Run the four steps against a fresh incident cluster and narrate them on `out`."""
     from spurctl import reclaim as rc
     from spurctl.hostlist import parse_scope
-    from spurctl.render_reclaim import print_plan, print_run
+    from spurctl.render.reclaim import print_plan, print_run
 
     say = _Narrator(out or sys.stdout)
     with demo_cluster(jwt_key) as cluster:

@@ -22,8 +22,8 @@ from spurctl.model import Action, AuditReport, Finding, Job, Kind
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from spurctl.config import Connection
-    from spurctl.journal import Journal, Unresolved
+    from spurctl.act.journal import Journal, Unresolved
+    from spurctl.sources.settings import Connection
 
 
 # Nodes re-checked and cancelled at once. Each entry is two round trips (GetJob to
@@ -113,7 +113,7 @@ def recheck(entry: Entry, job: Job | None, watermark: int) -> str | None:
     planned under; any other arm (a requeue, a restart onto this node, an id
     that came back) spares it.
     """
-    from spurctl.classify import controller_decision
+    from spurctl.decide.classify import controller_decision
 
     now = controller_decision(entry.node, job, entry.job_id, watermark)
     if now is entry.finding.kind:
@@ -141,7 +141,7 @@ def execute(
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> ReclaimRun:
     """Re-check, journal and send each entry; parallel across nodes, ordered within one."""
-    from spurctl.agent import AgentError
+    from spurctl.act.agents import AgentError
 
     stop = stop or threading.Event()
     run = ReclaimRun()
@@ -253,9 +253,9 @@ def send(
     Intents an earlier, interrupted run left open are closed first with an
     outcome saying their fate is unknown, so the journal stays a faithful record.
     """
-    from spurctl.agent import AgentPool
-    from spurctl.client import ControllerClient
-    from spurctl.journal import Journal
+    from spurctl.act.agents import AgentPool
+    from spurctl.act.journal import Journal
+    from spurctl.sources.controller import ControllerClient
 
     agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
     try:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from spurctl import auth
 from spurctl.model import Action, Kind
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources import credentials as auth
 from tests.e2e import KEY, audit_live, by_key, run_cli
 
 RECLAIMABLE_IN_INCIDENT = {
@@ -82,7 +82,7 @@ def test_a_node_in_scope_without_inventory_is_counted_not_inventoried(
     sim: SimCluster, tmp_path: Path
 ) -> None:
     one = tmp_path / "one.jsonl"
-    from spurctl.documents import dump_json, inventory_to_dict
+    from spurctl.sources.documents import dump_json, inventory_to_dict
 
     one.write_text(dump_json(inventory_to_dict(sim.inventory("gpu003")), indent=None) + "\n")
     report = audit_live(sim, one, nodes="gpu[003-004]")

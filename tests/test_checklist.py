@@ -20,7 +20,6 @@ from typing import Any
 import grpc
 import pytest
 
-from spurctl import auth
 from spurctl.checklist import (
     Assessment,
     Hazard,
@@ -32,7 +31,6 @@ from spurctl.checklist import (
     post_wipe,
 )
 from spurctl.cli import main
-from spurctl.documents import dump_json, inventory_to_dict
 from spurctl.model import (
     ControllerView,
     Holding,
@@ -47,6 +45,8 @@ from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl.sources import credentials as auth
+from spurctl.sources.documents import dump_json, inventory_to_dict
 
 KEY = "post-wipe-test-cluster-key-0123456789"
 PRE_WIPE = ["gpu001", "gpu002", "gpu003", "gpu004", "gpu005", "gpu006", "gpu007"]
@@ -102,8 +102,8 @@ def checklist_json(
 
 
 def view_of(s: SimCluster) -> ControllerView:
-    from spurctl.client import ControllerClient
-    from spurctl.config import Connection
+    from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.settings import Connection
 
     with ControllerClient(Connection(controllers=(s.controller_address,))) as client:
         return client.view()
@@ -638,8 +638,8 @@ def test_scoped_credential_does_not_mislabel_another_users_job(
 
 def test_scoped_view_judges_other_users_runs_by_getjob_not_by_absence() -> None:
     with SimCluster(post_wipe_scenario(), auth="required", jwt_key=KEY) as s:
-        from spurctl.client import ControllerClient
-        from spurctl.config import Connection
+        from spurctl.sources.controller import ControllerClient
+        from spurctl.sources.settings import Connection
 
         conn = Connection(
             controllers=(s.controller_address,), token=auth.mint(KEY, "alice", uid=1001)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spurctl import hostlist
-from spurctl.classify import Classification, classify, controller_decision
+from spurctl.decide.classify import Classification, classify, controller_decision
 from spurctl.model import (
     Action,
     Allocation,

@@ -1,7 +1,7 @@
 """The controller client over real gRPC: failover, deadlines, leader-following, scoped views.
 
 Each test stands up simulated spurctld instances on loopback (no agents: the
-client never talks to them) and points spurctl.client.ControllerClient at them,
+client never talks to them) and points spurctl.sources.controller.ControllerClient at them,
 or runs the real CLI where the rule is the CLI's (the 0600 token file).
 """
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from harness import dead_url, run_cli, stderr_lines
 
-from spurctl import auth
-from spurctl.client import ControllerClient
-from spurctl.config import Connection
 from spurctl.errors import SpurctlError
 from spurctl.model import NodeState
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources import credentials as auth
+from spurctl.sources.controller import ControllerClient
+from spurctl.sources.settings import Connection
 
 KEY = "client-test-cluster-key-0123456789"
 OTHER_KEY = "some-other-cluster-key-0123456789"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.collect import DEFAULT_COMMAND, check_command, collect, exec_form, summarize
-from spurctl.documents import parse_inventory_text
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
+from spurctl.sources.collect import DEFAULT_COMMAND, check_command, collect, exec_form, summarize
+from spurctl.sources.documents import parse_inventory_text
 
 WORKTREE = Path(__file__).resolve().parents[1]
 OK_SLEEP = 0.3

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.config import (
+from spurctl.errors import SpurctlError
+from spurctl.sources.settings import (
     controller_urls,
     load_agent_map,
     load_conf,
     resolve_jwt_key,
     resolve_token,
 )
-from spurctl.errors import SpurctlError
 
 
 def write_token(home: Path, mode: int, value: str = "tok-abc") -> Path:
@@ -63,7 +63,7 @@ def test_controller_from_conf_hosts_and_listen_port(tmp_path: Path) -> None:
 
 
 def test_default_controller_is_localhost() -> None:
-    from spurctl.config import SpurConf
+    from spurctl.sources.settings import SpurConf
 
     assert controller_urls(None, SpurConf()) == ["http://localhost:6817"]
 
@@ -81,7 +81,7 @@ def test_malformed_conf_names_the_file(tmp_path: Path) -> None:
 
 
 def test_bad_controller_address_is_refused() -> None:
-    from spurctl.config import SpurConf
+    from spurctl.sources.settings import SpurConf
 
     with pytest.raises(SpurctlError, match="bad controller address"):
         controller_urls("ftp://x", SpurConf())
@@ -106,7 +106,7 @@ def test_agent_map_that_is_not_a_map_is_refused(tmp_path: Path) -> None:
 
 
 def test_jwt_key_file_empty_or_missing(tmp_path: Path) -> None:
-    from spurctl.config import SpurConf
+    from spurctl.sources.settings import SpurConf
 
     empty = tmp_path / "key"
     empty.write_text("\n")
@@ -123,7 +123,7 @@ def _token(admin: bool) -> str:
 
 
 def test_not_found_is_proof_only_when_owner_only_visibility_is_ruled_out(tmp_path: Path) -> None:
-    from spurctl.config import Connection, SpurConf
+    from spurctl.sources.settings import Connection, SpurConf
 
     unknown = SpurConf()
     owner_only = SpurConf(job_info_visibility="owner_only")

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from spurctl import auth, demo
+from spurctl import demo
 from spurctl.cli import app
 from spurctl.model import Kind
+from spurctl.sources import credentials as auth
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "demo-test-cluster-key-0123456789abcdef"

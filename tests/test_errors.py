@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from harness import dead_url, one_line_error, run_cli, stderr_lines
 
-from spurctl import auth
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources import credentials as auth
 
 KEY = "errors-test-cluster-key-Zq8v3XkP-0123456789"
 OTHER_KEY = "errors-test-other-key-9Lm2Wd7R-0123456789"

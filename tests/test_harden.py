@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from harness import clean_env, dead_url, run_cli, spurctl_argv, stderr_lines
 
-from spurctl import auth
-from spurctl.journal import unresolved
+from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources import credentials as auth
 
 KEY = "harden-test-cluster-key-Zq8v3XkP-0123456789"
 OTHER_KEY = "harden-test-other-key-9Lm2Wd7R-0123456789"

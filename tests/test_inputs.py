@@ -19,15 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spurctl.config import load_agent_map, load_conf
-from spurctl.documents import (
+from spurctl.errors import SpurctlError
+from spurctl.hostlist import MAX_NODES, parse_scope
+from spurctl.sources.documents import (
     INVENTORY_SCHEMA,
     SNAPSHOT_SCHEMA,
     parse_inventory_text,
     snapshot_from_dict,
 )
-from spurctl.errors import SpurctlError
-from spurctl.hostlist import MAX_NODES, parse_scope
+from spurctl.sources.settings import load_agent_map, load_conf
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

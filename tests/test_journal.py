@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
+from spurctl.act.journal import Journal, unresolved
 from spurctl.errors import register_secret
-from spurctl.journal import Journal, unresolved
 
 
 def test_intent_and_outcome_are_appended_in_order(tmp_path: Path) -> None:

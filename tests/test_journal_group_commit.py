@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from spurctl import journal as journal_module
-from spurctl.journal import Journal
+from spurctl.act import journal as journal_module
+from spurctl.act.journal import Journal
 
 THREADS = 16
 PER_THREAD = 10

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from spurctl import auth
 from spurctl import reclaim as rc
-from spurctl.agent import AgentPool
+from spurctl.act.agents import AgentPool
+from spurctl.act.journal import Journal
 from spurctl.cli import Sources, connection, run_audit_sources
-from spurctl.client import ControllerClient
-from spurctl.journal import Journal
 from spurctl.model import Holding
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources import credentials as auth
+from spurctl.sources.controller import ControllerClient
 from tests.e2e import KEY, run_cli
 
 WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission

@@ -32,10 +32,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spurctl.agent import AgentError
-from spurctl.classify import ACTIONS, controller_decision
+from spurctl.act.agents import AgentError
+from spurctl.act.journal import Journal, unresolved
+from spurctl.decide.classify import ACTIONS, controller_decision
 from spurctl.errors import SpurctlError, register_secret
-from spurctl.journal import Journal, unresolved
 from spurctl.model import Action, Finding, Job, JobState, Kind
 from spurctl.reclaim import Entry, Result, execute, recheck
 

@@ -22,7 +22,7 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
 )
-from spurctl.render import FINDING_FIELDS, audit_document, print_audit, render_audit
+from spurctl.render.audit import FINDING_FIELDS, audit_document, print_audit, render_audit
 
 TAKEN_AT = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 INCOMPLETE_NOTE = (

@@ -20,8 +20,6 @@ from google.protobuf import empty_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spurctl import auth
-from spurctl.documents import parse_inventory_text
 from spurctl.errors import DocumentError
 from spurctl.model import Holding, JobState, NodeState
 from spurctl.proto import slurm_pb2 as pb
@@ -38,6 +36,8 @@ from spurctl.simcluster import (
     write_scenario,
 )
 from spurctl.simcluster.scenarios import hostlist
+from spurctl.sources import credentials as auth
+from spurctl.sources.documents import parse_inventory_text
 
 KEY = "simulated-cluster-secret-0123456789abcdef"
 OTHER_KEY = "another-clusters-secret-0123456789abcdef"

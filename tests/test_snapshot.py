@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from harness import run_cli, stderr_lines
 
-from spurctl import auth
-from spurctl.documents import job_to_dict, node_to_dict, read_snapshot
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources import credentials as auth
+from spurctl.sources.documents import job_to_dict, node_to_dict, read_snapshot
 
 KEY = "snapshot-test-cluster-key-0123456789"
 

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound, every
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
-from spurctl.render_watch import format_age, render_watch_round
+from spurctl.render.watch import format_age, render_watch_round
 from spurctl.simcluster import SimCluster, incident
-from spurctl.watch import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound, every
 
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 

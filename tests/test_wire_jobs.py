@@ -19,22 +19,13 @@ from typing import Any
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from spurctl import wire
 from spurctl.audit import (
     audit,
     gather,
     load_inventories,
     read_view_and_inventories,
 )
-from spurctl.classify import classify
-from spurctl.client import ControllerClient
-from spurctl.config import Connection
-from spurctl.documents import (
-    dump_json,
-    inventory_from_dict,
-    snapshot_from_dict,
-    snapshot_to_dict,
-)
+from spurctl.decide.classify import classify
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
@@ -50,7 +41,23 @@ from spurctl.model import (
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import SimCluster, large
-from spurctl.wire import JobsFromPb, Shapes, job_from_pb, job_to_pb, time_from_pb, time_to_pb
+from spurctl.sources import wire
+from spurctl.sources.controller import ControllerClient
+from spurctl.sources.documents import (
+    dump_json,
+    inventory_from_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+)
+from spurctl.sources.settings import Connection
+from spurctl.sources.wire import (
+    JobsFromPb,
+    Shapes,
+    job_from_pb,
+    job_to_pb,
+    time_from_pb,
+    time_to_pb,
+)
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
 
@@ -248,7 +255,7 @@ def test_a_snapshot_of_a_live_view_carries_every_job(cluster: SimCluster) -> Non
 
 @pytest.mark.parametrize("state", ["NODE_FAIL", "JOB_NODE_FAIL", "node_fail", "OUT_OF_MEMORY"])
 def test_a_snapshot_job_reads_back_whatever_its_state_is_called(state: str) -> None:
-    from spurctl.documents import job_from_dict
+    from spurctl.sources.documents import job_from_dict
 
     job = job_from_dict({"job_id": 3, "state": state}, where="j")
     assert job.state.name == state.upper().removeprefix("JOB_")
@@ -348,7 +355,7 @@ def holding_doc(**fields: Any) -> dict[str, Any]:
     ],
 )
 def test_a_valid_holding_reads_the_same_on_the_fast_path(fields: dict[str, Any]) -> None:
-    from spurctl.documents import _holding_fast, _holding_from_dict
+    from spurctl.sources.documents import _holding_fast, _holding_from_dict
 
     raw = holding_doc(**fields)["held"][0]
     fast = _holding_fast(raw)

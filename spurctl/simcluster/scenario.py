@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spurctl.documents import (
+from spurctl.errors import DocumentError
+from spurctl.model import Allocation, Device, Holding, Job, Node, NodeState
+from spurctl.sources.documents import (
     INVENTORY_SCHEMA,
     holding_to_dict,
     inventory_from_dict,
@@ -24,8 +26,6 @@ from spurctl.documents import (
     node_from_dict,
     node_to_dict,
 )
-from spurctl.errors import DocumentError
-from spurctl.model import Allocation, Device, Holding, Job, Node, NodeState
 
 SCENARIO_SCHEMA = "spurctl.scenario/v1"
 

@@ -28,13 +28,13 @@ from typing import Any, Literal, NamedTuple
 import grpc
 from google.protobuf import empty_pb2, timestamp_pb2
 
-from spurctl import auth
-from spurctl.documents import inventory_to_dict
 from spurctl.model import Holding, Inventory, Job, JobState, Node, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster.scenario import Scenario
 from spurctl.simcluster.state import ClusterState, HeartbeatDecision
-from spurctl.wire import job_to_pb, node_to_pb, resource_set_to_pb
+from spurctl.sources import credentials as auth
+from spurctl.sources.documents import inventory_to_dict
+from spurctl.sources.wire import job_to_pb, node_to_pb, resource_set_to_pb
 
 AuthMode = Literal["disabled", "permissive", "required"]
 AUTH_MODES: tuple[AuthMode, ...] = ("disabled", "permissive", "required")

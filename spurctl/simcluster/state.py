@@ -31,7 +31,7 @@ from spurctl.model import (
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster.scenario import Scenario, add_allocations, busy_state, node_share
-from spurctl.wire import job_to_pb
+from spurctl.sources.wire import job_to_pb
 
 TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
 

@@ -15,9 +15,9 @@ from spurctl.checklist import (
     NodeAssessment,
     Step,
 )
-from spurctl.documents import dump_json
 from spurctl.errors import SpurctlError
 from spurctl.model import WatermarkSource, format_time
+from spurctl.sources.documents import dump_json
 
 FORMATS = ("markdown", "json")
 

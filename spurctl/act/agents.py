@@ -12,9 +12,9 @@ import threading
 
 import grpc
 
-from spurctl.client import CHANNEL_OPTIONS, describe_rpc_error
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
+from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
 
 CONTROLLER_SUBJECT = "spurctld"
 GRACEFUL = 0
@@ -46,7 +46,7 @@ class AgentPool:
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         if not self._jwt_key:
             return ()
-        from spurctl.auth import mint
+        from spurctl.sources.credentials import mint
 
         # Minted per call: short-lived (the agent checks exp), never stored.
         token = mint(self._jwt_key, CONTROLLER_SUBJECT, lifetime_s=300)

@@ -23,9 +23,9 @@ from rich.table import Table
 from rich.text import Text
 from tabulate import tabulate
 
-from spurctl.documents import dump_json
 from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Kind, format_time
+from spurctl.sources.documents import dump_json
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
 FORMATS = ("table", "json", "csv", "markdown", "prometheus")

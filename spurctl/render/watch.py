@@ -17,9 +17,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
 from spurctl.model import format_time
-from spurctl.render import (
+from spurctl.render.audit import (
     ACTION_STYLE,
     NARROW,
     context_line,
@@ -29,7 +30,6 @@ from spurctl.render import (
     pipe_width,
     summary_line,
 )
-from spurctl.watch import STRANDED_AFTER, TrackedFinding, WatchRound
 
 
 def format_age(age: timedelta) -> str:

@@ -10,11 +10,11 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
-from spurctl.classify import id_ranges
-from spurctl.journal import Unresolved
+from spurctl.act.journal import Unresolved
+from spurctl.decide.classify import id_ranges
 from spurctl.model import AuditReport
 from spurctl.reclaim import Entry, ReclaimRun, Result
-from spurctl.render import pipe_width
+from spurctl.render.audit import pipe_width
 
 RESULT_STYLE = {Result.SENT: "green", Result.SKIPPED: "yellow", Result.FAILED: "red"}
 

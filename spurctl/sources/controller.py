@@ -14,13 +14,13 @@ from typing import Any
 import grpc
 from google.protobuf import empty_pb2
 
-from spurctl.config import Connection, normalize_url
 from spurctl.errors import SpurctlError
 from spurctl.gcpause import gc_paused
 from spurctl.model import ControllerView, Job, Node, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
-from spurctl.wire import JobsFromPb, Shapes, job_from_pb, node_from_pb
+from spurctl.sources.settings import Connection, normalize_url
+from spurctl.sources.wire import JobsFromPb, Shapes, job_from_pb, node_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),

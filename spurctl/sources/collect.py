@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from string import Template
 from typing import Any
 
-from spurctl.documents import parse_inventory_text
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.model import Inventory, utcnow
+from spurctl.sources.documents import parse_inventory_text
 
 DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 

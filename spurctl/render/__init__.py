@@ -1,0 +1,1 @@
+"""Text out (tables, JSON, CSV, Markdown, Prometheus); no decisions."""
