@@ -52,9 +52,10 @@ def library(url: str, inventory: Path) -> dict[str, float]:
     """What `spurctl audit --inventory FILE --format json` does, phase by phase."""
     import io
 
-    from spurctl.audit import audit, gather, read_view_and_inventories
+    from spurctl.audit import audit, gather
     from spurctl.render.audit import print_audit
     from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.inventories import read_view_and_inventories
     from spurctl.sources.settings import connect_settings
 
     imported = time.perf_counter()

@@ -29,20 +29,13 @@ from _harness import serve, verdict
 from spurctl import reclaim as rc
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
-from spurctl.audit import audit, gather, read_view_and_inventories
+from spurctl.audit import run_audit
 from spurctl.sources.controller import ControllerClient
+from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
 
 TARGET_WALL = 5.0
 SWEEP = (8, 16, 32, 64, 128)
-
-
-def default_concurrency() -> int:
-    import inspect
-
-    from spurctl.cli import reclaim
-
-    return int(inspect.signature(reclaim).parameters["concurrency"].default)
 
 
 def one_run(ready: dict[str, Any], workdir: Path, concurrency: int) -> tuple[float, int, int]:
@@ -50,11 +43,9 @@ def one_run(ready: dict[str, Any], workdir: Path, concurrency: int) -> tuple[flo
     agent_map = json.loads(Path(ready["agent_map"]).read_text())
     conn = Connection((ready["controller"],), agent_map=agent_map, timeout=30.0)
     journal_path = workdir / f"journal-{concurrency}-{time.monotonic_ns()}.jsonl"
+    report, inputs = run_audit(Sources(None, [ready["inventory"]], False, "", 1), conn)
+    entries = rc.plan(report, set(inputs.view.nodes), None, conn.agent_address)
     with ControllerClient(conn) as client:
-        view, inventories = read_view_and_inventories(client, [ready["inventory"]])
-        inputs = gather(view, inventories, client=client)
-        report = audit(inputs)
-        entries = rc.plan(report, set(view.nodes), None, conn.agent_address)
         if len(entries) != ready["nodes"]:
             raise RuntimeError(f"planned {len(entries)} cancels, expected {ready['nodes']}")
         agents = AgentPool(jwt_key=None, timeout=30.0)
@@ -81,7 +72,7 @@ def main() -> int:
     p.add_argument("--agent-latency", type=float, default=0.05)
     p.add_argument("--no-sweep", action="store_true", help="only the default concurrency")
     args = p.parse_args()
-    default = default_concurrency()
+    default = rc.DEFAULT_CONCURRENCY
     n, lat_ms = args.nodes, round(args.agent_latency * 1000)
     ok = True
     with tempfile.TemporaryDirectory(prefix="spurctl-bench-") as tmp:

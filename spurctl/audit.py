@@ -1,20 +1,19 @@
-"""`spurctl audit` as a library call: sources in, an AuditReport out.
+"""`spurctl audit` as a library call: sources in, an AuditReport out (watch rounds too).
 
 The steps, each explainable: read the controller (or a snapshot), read what the
 agents hold, ask the controller about every held id its bulk answer left out
-(only when that answer was incomplete), fix the watermark, classify.
+(only when that answer was incomplete), fix the watermark, classify. `run_audit`
+is the whole of it; the CLI, the demo, the tests and the benchmarks call it.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spurctl.errors import SpurctlError
+from spurctl.errors import SpurctlError, redact
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
     AuditReport,
@@ -24,84 +23,20 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
 )
-from spurctl.sources.documents import inventories_by_node, parse_inventory_text
+from spurctl.sources.documents import inventories_by_node
+from spurctl.sources.inventories import (
+    Sources,
+    gather_holdings,
+    read_view_and_inventories,
+)
 
 if TYPE_CHECKING:
+    from spurctl.decide.tracker import WatchRound
     from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.settings import Connection
 
-INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
-
-
-def load_inventories(sources: Sequence[str]) -> list[Inventory]:
-    """Inventories from files, directories of files, or '-' (stdin); JSON or JSON Lines."""
-    with gc_paused():
-        return _load_inventories(sources)
-
-
-def _load_inventories(sources: Sequence[str]) -> list[Inventory]:
-    out: list[Inventory] = []
-    for source in sources:
-        if source == "-":
-            out.extend(parse_inventory_text(sys.stdin.read(), name="<stdin>"))
-            continue
-        path = Path(source)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in INVENTORY_SUFFIXES)
-            if not files:
-                raise SpurctlError(
-                    f"--inventory {path} holds no .json or .jsonl files; "
-                    "write them with `spurctl collect -o FILE`"
-                )
-        elif path.exists():
-            files = [path]
-        else:
-            raise SpurctlError(f"--inventory {path}: no such file or directory")
-        for f in files:
-            try:
-                text = f.read_text()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise SpurctlError(f"cannot read inventory {f}: {exc}") from None
-            out.extend(parse_inventory_text(text, name=str(f)))
-    return out
-
-
-def read_view_and_inventories(
-    client: ControllerClient, sources: Sequence[str]
-) -> tuple[ControllerView, list[Inventory]]:
-    """The controller's view and the inventory files, read at the same time.
-
-    Neither depends on the other, and while the controller builds and sends a
-    large answer this process would otherwise sit idle: parsing the inventories
-    meanwhile takes most of their cost off the audit's wall time. A controller
-    failure is reported first, as if the view had been read first. The view is
-    read on a daemon thread, so Ctrl-C returns at once instead of waiting for a
-    slow controller (closing the client then cancels the call).
-    """
-    outcome: list[ControllerView | BaseException] = []
-    done = threading.Event()
-
-    def read_view() -> None:
-        try:
-            outcome.append(client.view())
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=read_view, name="controller-view", daemon=True).start()
-
-    def view() -> ControllerView:
-        done.wait()
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0]
-
-    try:
-        inventories = load_inventories(sources)
-    except Exception:
-        view()
-        raise
-    return view(), inventories
+# A live collect's per-node deadline: an ssh and a scan, far longer than one RPC.
+COLLECT_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,3 +180,147 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
         nodes_inventoried=result.nodes_inventoried,
         notes=notes,
     )
+
+
+def run_audit(
+    src: Sources,
+    conn: Connection | None,
+    *,
+    watermark: int | None = None,
+    include_healthy: bool = False,
+) -> tuple[AuditReport, AuditInputs]:
+    """`spurctl audit` once: the view (live, or `src.snapshot`), the inventories, the findings.
+
+    `conn` may be None only for a snapshot audit, which talks to no controller.
+    """
+    from spurctl.hostlist import parse_scope
+
+    scope = parse_scope(src.nodes) if src.nodes else None
+    if src.snapshot is not None:
+        from spurctl.sources.documents import read_snapshot
+
+        view, saved_watermark = read_snapshot(src.snapshot)
+        holdings = gather_holdings(src, view.nodes, COLLECT_TIMEOUT)
+        inputs = gather(
+            view,
+            holdings,
+            client=None,
+            watermark_flag=watermark,
+            snapshot_watermark=saved_watermark,
+            scope=scope,
+        )
+    else:
+        from spurctl.sources.controller import ControllerClient
+
+        if conn is None:
+            raise SpurctlError("a live audit needs a controller connection")
+        with ControllerClient(conn) as client:
+            if src.inventory and not src.collect:
+                view, holdings = read_view_and_inventories(client, src.inventory)
+            else:
+                view = client.view()
+                holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
+            inputs = gather(
+                view,
+                holdings,
+                client=client,
+                watermark_flag=watermark,
+                scope=scope,
+                not_found_doubt=conn.not_found_doubt(),
+            )
+    return audit(inputs, include_healthy=include_healthy), inputs
+
+
+def take_snapshot(conn: Connection) -> tuple[ControllerView, Watermark]:
+    """`spurctl snapshot`: the controller's view and its estimated watermark, for later audits."""
+    from spurctl.sources.controller import ControllerClient
+
+    with ControllerClient(conn) as client:
+        view = client.view()
+    return view, Watermark(view.estimated_watermark(), WatermarkSource.ESTIMATED)
+
+
+# -- audit --watch -----------------------------------------------------------------
+
+WATCH_INTERVAL = 30.0  # one agent heartbeat: a round sooner rarely shows anything new
+
+
+def check_watch(src: Sources, fmt: str) -> None:
+    """Refuse a --watch that could not work, before anything is read."""
+    if fmt != "table":
+        raise SpurctlError(
+            f"--watch draws a table; --format {fmt} is for one-shot audits (drop --watch)"
+        )
+    if src.snapshot is not None:
+        raise SpurctlError("--watch follows the live controller; a saved --snapshot never changes")
+    if src.inventory and "-" in src.inventory:
+        raise SpurctlError(
+            "--watch re-reads the inventories every round and standard input (-) can be "
+            "read only once: write them to a file (spurctl collect -o FILE)"
+        )
+
+
+def watch_rounds(
+    src: Sources,
+    conn: Connection | None,
+    *,
+    watermark: int | None = None,
+    include_healthy: bool = False,
+    interval: float = WATCH_INTERVAL,
+    rounds: int | None = None,
+    before_round: Callable[[WatchRound], None] | None = None,
+) -> Iterator[WatchRound]:
+    """Audit every `interval` seconds until `rounds` (None: forever); yield each round.
+
+    A failing first round raises (exit 2); a later one is yielded with `error`
+    set and the last good report, and the watch goes on: a controller failover
+    or a half re-collected file is exactly what a watch should ride out.
+    `before_round` is told the previous round just before the next one starts
+    (a live view shows "running" meanwhile).
+    """
+    from dataclasses import replace
+
+    from spurctl.decide.tracker import Tracker, WatchRound
+    from spurctl.model import utcnow
+
+    tracker = Tracker()
+    state: WatchRound | None = None
+    for number in every(interval, rounds):
+        if state is not None and before_round is not None:
+            before_round(state)
+        try:
+            report, inputs = run_audit(
+                src, conn, watermark=watermark, include_healthy=include_healthy
+            )
+        except SpurctlError as exc:
+            if state is None:
+                raise
+            state = replace(state, number=number, at=utcnow(), error=redact(str(exc)))
+        else:
+            evidence = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+            tracked = tracker.update(report.findings, report.taken_at, evidence_at=evidence)
+            state = WatchRound(number, report.taken_at, interval, report, tracked, number)
+        yield state
+
+
+def every(
+    interval: float,
+    rounds: int | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[int]:
+    """Round numbers 1, 2, ..., each yielded when due; stops after `rounds` (None: never).
+
+    A round is due `interval` seconds after the previous one started, not after
+    it ended; one that overran is followed at once, never by a burst of rounds
+    making up for lost time.
+    """
+    number = 0
+    started = 0.0
+    while rounds is None or number < rounds:
+        if number:
+            sleep(max(0.0, started + interval - clock()))
+        started = clock()
+        number += 1
+        yield number

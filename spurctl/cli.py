@@ -6,23 +6,25 @@ that use them, so `spurctl --help` and `--version` stay fast.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from spurctl import __version__
-from spurctl.errors import SpurctlError, redact
+from spurctl.errors import ExitStatus, SpurctlError, fail, redact
 from spurctl.reclaim import DEFAULT_CONCURRENCY
 from spurctl.sources.collect import DEFAULT_COMMAND
+from spurctl.sources.inventories import Sources
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-
-    from spurctl.audit import AuditInputs
-    from spurctl.model import AuditReport, Inventory
+    from spurctl.decide.tracker import WatchRound
     from spurctl.sources.settings import Connection
 
 app = typer.Typer(
@@ -58,10 +60,6 @@ def _root(
     ] = False,
 ) -> None:
     _state["debug"] = debug
-
-
-def fail(message: str) -> NoReturn:
-    raise SpurctlError(message)
 
 
 # -- connection options shared by every command that talks to the cluster -----
@@ -113,29 +111,86 @@ TlsCaOpt = Annotated[
 ]
 
 
-def connection(
-    *,
-    controller: str | None,
-    conf: Path | None,
-    token: str | None,
-    jwt_key_file: Path | None = None,
-    agent_port: int | None = None,
-    agent_map: Path | None = None,
-    timeout: float = 10.0,
-    tls_ca: Path | None = None,
-) -> Connection:
-    from spurctl.sources.settings import connect_settings
+@dataclass(frozen=True, slots=True)
+class ConnectionOptions:
+    """The connection options as typed; `connect()` resolves them with spur.conf and the env."""
 
-    return connect_settings(
-        controller=controller,
-        conf_path=conf,
-        token=token,
-        jwt_key_file=jwt_key_file,
-        agent_port=agent_port,
-        agent_map=agent_map,
-        timeout=timeout,
-        tls_ca=tls_ca,
-    )
+    controller: str | None = None
+    conf: Path | None = None
+    token: str | None = None
+    timeout: float = 10.0
+    tls_ca: Path | None = None
+    jwt_key_file: Path | None = None
+    agent_port: int | None = None
+    agent_map: Path | None = None
+
+    def connect(self) -> Connection:
+        from spurctl.sources.settings import connect_settings
+
+        return connect_settings(
+            controller=self.controller,
+            conf_path=self.conf,
+            token=self.token,
+            jwt_key_file=self.jwt_key_file,
+            agent_port=self.agent_port,
+            agent_map=self.agent_map,
+            timeout=self.timeout,
+            tls_ca=self.tls_ca,
+        )
+
+
+# (name, type, default) in the order --help lists them; the agent ones only for reclaim.
+_CONTROLLER_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("controller", ControllerOpt, None),
+    ("conf", ConfOpt, None),
+    ("token", TokenOpt, None),
+]
+_AGENT_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("jwt_key_file", JwtKeyOpt, None),
+    ("agent_port", AgentPortOpt, None),
+    ("agent_map", AgentMapOpt, None),
+]
+_TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("timeout", TimeoutOpt, 10.0),
+    ("tls_ca", TlsCaOpt, None),
+]
+
+Command = TypeVar("Command", bound=Callable[..., None])
+
+
+def connected(*, agents: bool = False) -> Callable[[Command], Command]:
+    """Declare the connection options once for every command that talks to the cluster.
+
+    The command takes `conn: ConnectionOptions`; Typer sees the options
+    themselves, appended to the command's own in one fixed order.
+    """
+    options = [*_CONTROLLER_OPTIONS, *(_AGENT_OPTIONS if agents else []), *_TRANSPORT_OPTIONS]
+
+    def decorate(command: Command) -> Command:
+        own = inspect.signature(command, eval_str=True)
+        hints = typing.get_type_hints(command, include_extras=True)
+        kept = [p for name, p in own.parameters.items() if name != "conn"]
+        added = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+            for name, a, d in options
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> None:
+            conn = ConnectionOptions(**{name: kwargs.pop(name) for name, _, _ in options})
+            command(conn=conn, **kwargs)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
+        wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {
+            **{n: h for n, h in hints.items() if n not in ("conn", "return")},
+            **{name: a for name, a, _ in options},
+            "return": None,
+        }
+        del wrapper.__wrapped__  # Typer must read the signature above, not the command's
+        return typing.cast(Command, wrapper)
+
+    return decorate
 
 
 def write_output(text: str, output: Path | None) -> None:
@@ -164,27 +219,20 @@ def write_output(text: str, output: Path | None) -> None:
 @app.command(
     epilog="\b\nExample:\n  spurctl snapshot -o /var/tmp/spur-before-upgrade.json",
 )
+@connected()
 def snapshot(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to save the snapshot.")],
-    controller: ControllerOpt = None,
-    conf: ConfOpt = None,
-    token: TokenOpt = None,
-    timeout: TimeoutOpt = 10.0,
-    tls_ca: TlsCaOpt = None,
+    conn: ConnectionOptions = ConnectionOptions(),
 ) -> None:
     """Save the controller's view for offline audits.
 
     Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
     document; `spurctl audit --snapshot FILE` reaches the same findings from it.
     """
-    from spurctl.model import Watermark, WatermarkSource
-    from spurctl.sources.controller import ControllerClient
+    from spurctl.audit import take_snapshot
     from spurctl.sources.documents import dump_json, snapshot_to_dict
 
-    conn = connection(controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca)
-    with ControllerClient(conn) as client:
-        view = client.view()
-    watermark = Watermark(view.estimated_watermark(), WatermarkSource.ESTIMATED)
+    view, watermark = take_snapshot(conn.connect())
     write_output(dump_json(snapshot_to_dict(view, watermark)) + "\n", output)
     state = "complete" if view.complete else f"INCOMPLETE ({len(view.jobs)} of {view.jobs_total})"
     print(
@@ -223,91 +271,11 @@ FormatOpt = Annotated[
 ]
 
 
-@dataclass
-class Sources:
-    """Where an audit's two halves come from, as the operator chose them."""
-
-    nodes: str | None
-    inventory: list[str] | None
-    collect: bool
-    command: str
-    fanout: int
-    snapshot: Path | None = None
-    # None: a progress bar when stderr is a terminal; a live watch view turns it off.
-    progress: bool | None = None
-
-
-def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
-    """Inventories from files or a live collect; exactly one of the two."""
-    from spurctl.audit import load_inventories
-
-    if src.collect and src.inventory:
-        fail("use --inventory or --collect, not both")
-    if src.inventory:
-        return load_inventories(src.inventory)
-    if src.collect:
-        from spurctl.sources.collect import collect
-
-        targets = _expand_hostlist(src.nodes) if src.nodes else sorted(view_nodes)
-        return collect(
-            targets,
-            command=src.command,
-            fanout=src.fanout,
-            timeout=timeout,
-            progress=src.progress,
-        )
-    fail(
-        "no inventories: pass --inventory FILE|DIR|- or --collect "
-        "(no Spur RPC lists what an agent holds)"
-    )
-
-
-def run_audit_sources(
-    src: Sources, conn: Connection | None, *, watermark: int | None, include_healthy: bool
-) -> tuple[AuditReport, AuditInputs]:
-    from spurctl.audit import audit, gather
-    from spurctl.hostlist import parse_scope
-
-    scope = parse_scope(src.nodes) if src.nodes else None
-    if src.snapshot is not None:
-        from spurctl.sources.documents import read_snapshot
-
-        view, saved_watermark = read_snapshot(src.snapshot)
-        holdings = gather_holdings(src, view.nodes, 60.0)
-        inputs = gather(
-            view,
-            holdings,
-            client=None,
-            watermark_flag=watermark,
-            snapshot_watermark=saved_watermark,
-            scope=scope,
-        )
-    else:
-        from spurctl.audit import read_view_and_inventories
-        from spurctl.sources.controller import ControllerClient
-
-        assert conn is not None
-        with ControllerClient(conn) as client:
-            if src.inventory and not src.collect:
-                view, holdings = read_view_and_inventories(client, src.inventory)
-            else:
-                view = client.view()
-                holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
-            inputs = gather(
-                view,
-                holdings,
-                client=client,
-                watermark_flag=watermark,
-                scope=scope,
-                not_found_doubt=conn.not_found_doubt(),
-            )
-    return audit(inputs, include_healthy=include_healthy), inputs
-
-
 @app.command(
     epilog="\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
     "  spurctl audit --collect --watch",
 )
+@connected()
 def audit(
     nodes: NodesOpt = None,
     inventory: InventoryOpt = None,
@@ -346,11 +314,7 @@ def audit(
             "--rounds", help="With --watch: stop after N rounds (for scripts and tests).", min=1
         ),
     ] = None,
-    controller: ControllerOpt = None,
-    conf: ConfOpt = None,
-    token: TokenOpt = None,
-    timeout: TimeoutOpt = 10.0,
-    tls_ca: TlsCaOpt = None,
+    conn: ConnectionOptions = ConnectionOptions(),
 ) -> None:
     """Compare the controller's view with what agents hold.
 
@@ -361,49 +325,30 @@ def audit(
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
+    from spurctl import audit as use_case
     from spurctl.render.audit import check_format, print_audit
 
     check_format(fmt)
     src = Sources(nodes, inventory, collect, command, fanout, snapshot)
     if watch:
-        _check_watch(src, fmt)
+        use_case.check_watch(src, fmt)
     elif interval is not None or rounds is not None:
         fail("--interval and --rounds only apply with --watch")
-    conn = None
-    if snapshot is None:
-        conn = connection(
-            controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca
-        )
+    connection = None if snapshot is not None else conn.connect()
     if watch:
-        status = watch_audit(
-            src,
-            conn,
-            watermark=watermark,
-            include_healthy=show_all,
-            interval=WATCH_INTERVAL if interval is None else interval,
-            rounds=rounds,
+        raise typer.Exit(
+            watch_audit(
+                src,
+                connection,
+                watermark=watermark,
+                include_healthy=show_all,
+                interval=use_case.WATCH_INTERVAL if interval is None else interval,
+                rounds=rounds,
+            )
         )
-        raise typer.Exit(status)
-    report, _ = run_audit_sources(src, conn, watermark=watermark, include_healthy=show_all)
+    report, _ = use_case.run_audit(src, connection, watermark=watermark, include_healthy=show_all)
     print_audit(report, fmt)
-    raise typer.Exit(1 if report.needs_action else 0)
-
-
-# -- audit --watch -----------------------------------------------------------------
-
-WATCH_INTERVAL = 30.0  # one agent heartbeat: a round sooner rarely shows anything new
-
-
-def _check_watch(src: Sources, fmt: str) -> None:
-    if fmt != "table":
-        fail(f"--watch draws a table; --format {fmt} is for one-shot audits (drop --watch)")
-    if src.snapshot is not None:
-        fail("--watch follows the live controller; a saved --snapshot never changes")
-    if src.inventory and "-" in src.inventory:
-        fail(
-            "--watch re-reads the inventories every round and standard input (-) can be "
-            "read only once: write them to a file (spurctl collect -o FILE)"
-        )
+    raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
 def watch_audit(
@@ -415,43 +360,32 @@ def watch_audit(
     interval: float,
     rounds: int | None,
 ) -> int:
-    """Audit every `interval` seconds until Ctrl-C or `rounds`; return the last round's status.
+    """Show `audit --watch` rounds until Ctrl-C or `rounds`; return the last round's status.
 
-    A terminal gets one view redrawn in place, anything else one plain block
-    per round. A failing first round is an error (exit 2); a later one is shown
-    and the watch goes on, since a controller failover or a half re-collected
-    file is exactly what a watch should ride out.
+    A terminal gets one view redrawn in place, anything else one plain block per round.
     """
     from dataclasses import replace
 
-    from spurctl.decide.tracker import Tracker, WatchRound, every
-    from spurctl.model import utcnow
+    from spurctl.audit import watch_rounds
     from spurctl.render.watch import render_watch_round, watch_renderable
 
     tty = sys.stdout.isatty()
     src = replace(src, progress=False) if tty else src
-    tracker = Tracker()
     state: WatchRound | None = None
 
-    def audit_round(number: int) -> WatchRound:
-        try:
-            report, inputs = run_audit_sources(
-                src, conn, watermark=watermark, include_healthy=include_healthy
-            )
-        except SpurctlError as exc:
-            if state is None:
-                raise
-            return replace(state, number=number, at=utcnow(), error=redact(str(exc)))
-        evidence = {node: inv.collected_at for node, inv in inputs.inventories.items()}
-        tracked = tracker.update(report.findings, report.taken_at, evidence_at=evidence)
-        return WatchRound(number, report.taken_at, interval, report, tracked, number)
-
-    def rounds_of(show: Callable[[WatchRound], None], before: Callable[[], None]) -> None:
+    def rounds_shown(
+        show: Callable[[WatchRound], None], before: Callable[[WatchRound], None] | None
+    ) -> None:
         nonlocal state
-        for number in every(interval, rounds):
-            if number > 1:
-                before()
-            state = audit_round(number)
+        for state in watch_rounds(
+            src,
+            conn,
+            watermark=watermark,
+            include_healthy=include_healthy,
+            interval=interval,
+            rounds=rounds,
+            before_round=before,
+        ):
             show(state)
 
     try:
@@ -461,16 +395,13 @@ def watch_audit(
 
             console = Console(highlight=False, emoji=False, markup=False)
             with Live(console=console, auto_refresh=False) as live:
-
-                def draw(s: WatchRound) -> None:
-                    live.update(watch_renderable(s, live=True), refresh=True)
-
-                def running() -> None:
-                    if state is not None:
-                        live.update(watch_renderable(state, live=True, running=True), refresh=True)
-
                 try:
-                    rounds_of(draw, running)
+                    rounds_shown(
+                        lambda s: live.update(watch_renderable(s, live=True), refresh=True),
+                        lambda s: live.update(
+                            watch_renderable(s, live=True, running=True), refresh=True
+                        ),
+                    )
                 finally:
                     if state is not None:
                         # Leave the last round on screen, not "round N+1 running".
@@ -481,7 +412,7 @@ def watch_audit(
                 sys.stdout.write(("\n" if s.number > 1 else "") + render_watch_round(s))
                 sys.stdout.flush()
 
-            rounds_of(block, lambda: None)
+            rounds_shown(block, None)
     except KeyboardInterrupt:
         if state is None:
             raise
@@ -497,6 +428,7 @@ def watch_audit(
 @app.command(
     epilog="\b\nExample:\n  spurctl reclaim --node gpu017 --collect --dry-run",
 )
+@connected(agents=True)
 def reclaim(
     node: Annotated[
         str, typer.Option("--node", help="Nodes to act on (Slurm hostlist, e.g. gpu[017,020]).")
@@ -528,14 +460,7 @@ def reclaim(
         int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
     ] = DEFAULT_CONCURRENCY,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
-    controller: ControllerOpt = None,
-    conf: ConfOpt = None,
-    token: TokenOpt = None,
-    jwt_key_file: JwtKeyOpt = None,
-    agent_port: AgentPortOpt = None,
-    agent_map: AgentMapOpt = None,
-    timeout: TimeoutOpt = 10.0,
-    tls_ca: TlsCaOpt = None,
+    conn: ConnectionOptions = ConnectionOptions(),
 ) -> None:
     """Cancel the stranded holdings of these nodes, safely.
 
@@ -543,55 +468,29 @@ def reclaim(
     the controller just before its cancel is sent, journaled, and cancelled on
     that node alone (the agent's CancelJob with signal 0).
     """
-    from spurctl import reclaim as rc
-    from spurctl.act.journal import Journal, default_path
-    from spurctl.hostlist import parse_scope
+    from spurctl import reclaim as use_case
     from spurctl.render.reclaim import print_plan, print_run, print_unresolved
 
     if fmt not in ("table", "json"):
         fail(f"unknown format {fmt!r} for reclaim; use table or json")
-    scope = parse_scope(node)
-    conn = connection(
-        controller=controller,
-        conf=conf,
-        token=token,
-        jwt_key_file=jwt_key_file,
-        agent_port=agent_port,
-        agent_map=agent_map,
-        timeout=timeout,
-        tls_ca=tls_ca,
-    )
+    connection = conn.connect()
     src = Sources(node, inventory, collect, command, fanout)
-    report, inputs = run_audit_sources(src, conn, watermark=None, include_healthy=False)
-    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes)
-    if unknown_nodes:
-        fail(
-            f"unknown node(s) {', '.join(unknown_nodes[:5])}: the controller has no such node; "
-            "check the names with `spurctl audit --all`"
-        )
-    entries = rc.plan(report, scope, job, conn.agent_address)
-    path = journal_path or default_path()
-    from spurctl.act.journal import unresolved
-
-    stale = unresolved(path)
+    prepared = use_case.prepare(node, src, connection, jobs=job, journal_path=journal_path)
+    entries, report = prepared.entries, prepared.report
     if fmt == "table":
-        print_unresolved(stale)
+        print_unresolved(prepared.unresolved)
         print_plan(entries, report)
     else:  # stdout is the JSON document; the warning still has to reach the operator
-        print_unresolved(stale, file=sys.stderr)
+        print_unresolved(prepared.unresolved, file=sys.stderr)
     if dry_run:
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True)
-        raise typer.Exit(0)
+        raise typer.Exit(ExitStatus.OK)
     if not entries:
         if fmt == "json":
-            print_run(rc.ReclaimRun(), entries, report, fmt="json")
-        raise typer.Exit(0)
-    if conn.jwt_key is None and (conn.conf.auth_mode or "").lower() == "required":
-        fail(
-            "spur.conf says [auth] mode = required but no cluster key is configured: pass "
-            "--jwt-key-file, set SPUR_JWT_KEY_FILE, or set [auth] jwt_key"
-        )
+            print_run(use_case.ReclaimRun(), entries, report, fmt="json")
+        raise typer.Exit(ExitStatus.OK)
+    use_case.check_can_send(connection)
     if not yes:
         live = sum(1 for e in entries if e.finding.live)
         if not sys.stdin.isatty():
@@ -602,37 +501,12 @@ def reclaim(
         )
         if not typer.confirm(question, default=False):
             print("nothing sent", file=sys.stderr)
-            raise typer.Exit(1)
-    run = rc.send(
-        entries,
-        conn,
-        journal_path=path,
-        watermark=inputs.watermark.value,
-        concurrency=concurrency,
-        unresolved=stale,
+            raise typer.Exit(ExitStatus.ACTION_NEEDED)
+    run = use_case.carry_out(
+        prepared, connection, concurrency=concurrency, recollect=src, settle=settle
     )
-    # After a Ctrl-C the operator wants the summary now, not a settle and a re-collect.
-    if collect and not run.interrupted and any(o.result is rc.Result.SENT for o in run.outcomes):
-        import time
-
-        from spurctl.sources.collect import collect as collect_nodes
-
-        time.sleep(settle)
-        touched = sorted({o.entry.node for o in run.outcomes if o.result is rc.Result.SENT})
-        again = collect_nodes(touched, command=command, fanout=fanout, timeout=60.0)
-        held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
-        still_held = rc.verify(run, held_now, settle)
-        with Journal(path) as journal:
-            for o in still_held:
-                journal.outcome(
-                    o.entry.node,
-                    o.entry.job_id,
-                    o.entry.finding.kind.value,
-                    o.result.value,
-                    o.detail,
-                )
     print_run(run, entries, report, fmt=fmt)
-    raise typer.Exit(0 if run.ok else 1)
+    raise typer.Exit(ExitStatus.OK if run.ok else ExitStatus.ACTION_NEEDED)
 
 
 # -- checklist -------------------------------------------------------------------
@@ -648,6 +522,7 @@ app.add_typer(checklist_app)
 
 
 @checklist_app.command("post-wipe")
+@connected()
 def checklist_post_wipe(
     nodes: Annotated[
         str | None,
@@ -681,11 +556,7 @@ def checklist_post_wipe(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
-    controller: ControllerOpt = None,
-    conf: ConfOpt = None,
-    token: TokenOpt = None,
-    timeout: TimeoutOpt = 10.0,
-    tls_ca: TlsCaOpt = None,
+    conn: ConnectionOptions = ConnectionOptions(),
 ) -> None:
     """Which agents to recycle after a controller wipe, and how.
 
@@ -705,10 +576,12 @@ def checklist_post_wipe(
       spurctl checklist post-wipe --collect -o recycle.md
       spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
+    from spurctl.audit import COLLECT_TIMEOUT
     from spurctl.checklist import post_wipe
     from spurctl.hostlist import parse_scope
     from spurctl.render.checklist import check_format, render
     from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.inventories import gather_holdings
 
     check_format(fmt)
     if verify and not nodes:
@@ -717,22 +590,22 @@ def checklist_post_wipe(
             "(its verify command lists them)"
         )
     scope = parse_scope(nodes) if nodes else None
-    conn = connection(controller=controller, conf=conf, token=token, timeout=timeout, tls_ca=tls_ca)
+    connection = conn.connect()
     src = Sources(nodes, inventory, collect, command, fanout)
-    with ControllerClient(conn) as client:
+    with ControllerClient(connection) as client:
         view = client.view()
-        holdings = gather_holdings(src, view.nodes, max(conn.timeout, 60.0))
+        holdings = gather_holdings(src, view.nodes, max(connection.timeout, COLLECT_TIMEOUT))
         result = post_wipe(
             view,
             holdings,
             confirm=client.confirm,
             scope=scope,
             watermark_flag=watermark,
-            first_job_id=conn.conf.first_job_id,
+            first_job_id=connection.conf.first_job_id,
             verify=verify,
         )
     write_output(render(result, fmt), output)
-    raise typer.Exit(0 if result.ok else 1)
+    raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)
 
 
 # -- node inventory and collection -------------------------------------------------
@@ -828,10 +701,11 @@ def collect_command(
     Example:
       spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
     """
+    from spurctl.hostlist import parse_scope
     from spurctl.sources.collect import collect, summarize
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
-    names = _expand_hostlist(nodes)
+    names = sorted(parse_scope(nodes))
     results = collect(names, command=command, fanout=fanout, timeout=timeout)
     write_output(
         "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
@@ -839,20 +713,7 @@ def collect_command(
     )
     print(summarize(results), file=sys.stderr)
     if any(inv.error is not None for inv in results):
-        raise typer.Exit(1)
-
-
-def _expand_hostlist(hostlist: str) -> list[str]:
-    from spurctl.hostlist import parse_scope
-    from spurctl.sources.collect import is_safe_node_name
-
-    names = sorted(parse_scope(hostlist))
-    unsafe = [n for n in names if not is_safe_node_name(n)]
-    if unsafe:
-        raise SpurctlError(
-            f"--nodes: {unsafe[0]!r} is not a host name (letters, digits, '.', '-', '_')"
-        )
-    return names
+        raise typer.Exit(ExitStatus.ACTION_NEEDED)
 
 
 # -- demo ------------------------------------------------------------------------
@@ -928,16 +789,16 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("spurctl: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(ExitStatus.INTERRUPTED)
     except typer.Abort:
         print("spurctl: aborted", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(ExitStatus.ACTION_NEEDED)
     except Exception as exc:  # an operator never gets a bare traceback without --debug
         usage = _usage_error(exc)
         if usage is not None:
             if usage:
                 print(f"spurctl: error: {redact(usage)}", file=sys.stderr)
-            sys.exit(2)
+            sys.exit(ExitStatus.ERROR)
         if _state["debug"]:
             import traceback
 
@@ -947,6 +808,6 @@ def main() -> None:
             "(rerun with --debug for a traceback and report it)",
             file=sys.stderr,
         )
-        sys.exit(2)
+        sys.exit(ExitStatus.ERROR)
     # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code if isinstance(code, int) else ExitStatus.OK)

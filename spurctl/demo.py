@@ -37,7 +37,7 @@ from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 
 if TYPE_CHECKING:
     from spurctl.audit import AuditInputs
-    from spurctl.reclaim import ReclaimRun
+    from spurctl.reclaim import Prepared, ReclaimRun
     from spurctl.simcluster import SimCluster
     from spurctl.simcluster.server import AuthMode
     from spurctl.sources.settings import Connection
@@ -219,16 +219,24 @@ class _Narrator:
 def _audit(
     cluster: DemoCluster, conn: Connection, nodes: str | None
 ) -> tuple[AuditReport, AuditInputs]:
-    from spurctl.cli import Sources, run_audit_sources
+    from spurctl.audit import run_audit
+    from spurctl.sources.inventories import Sources
+
+    return run_audit(Sources(nodes, [str(cluster.inventory)], False, "", 1), conn)
+
+
+def _prepare(cluster: DemoCluster, conn: Connection, nodes: str) -> Prepared:
+    """`spurctl reclaim --node NODES --inventory ... --journal ...` up to its prompt."""
+    from spurctl.reclaim import prepare
+    from spurctl.sources.inventories import Sources
 
     src = Sources(nodes, [str(cluster.inventory)], False, "", 1)
-    return run_audit_sources(src, conn, watermark=None, include_healthy=False)
+    return prepare(nodes, src, conn, journal_path=cluster.journal)
 
 
 def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
     """Run the four steps against a fresh incident cluster and narrate them on `out`."""
-    from spurctl import reclaim as rc
-    from spurctl.hostlist import parse_scope
+    from spurctl import reclaim
     from spurctl.render.reclaim import print_plan, print_run
 
     say = _Narrator(out or sys.stdout)
@@ -270,7 +278,6 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         )
 
         nodes = hostlist.fold(sorted({f.node for f in reclaim_rows}))
-        scope = parse_scope(nodes) if nodes else frozenset()
         flags = f"--node '{nodes}' --inventory inventory.jsonl --agent-map agents.json"
 
         say.heading(HEADINGS[1])
@@ -280,10 +287,9 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             "controller's CancelJob, which would also kill the job's legitimate new run."
         )
         say.command(f"spurctl reclaim {flags} --dry-run")
-        report, _ = _audit(cluster, conn, nodes)
-        entries = rc.plan(report, scope, None, conn.agent_address)
+        planned = _prepare(cluster, conn, nodes)
         say.out.flush()
-        print_plan(entries, report, file=say.out)
+        print_plan(planned.entries, planned.report, file=say.out)
 
         say.heading(HEADINGS[2])
         say.say(
@@ -294,15 +300,12 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             "key itself is never printed."
         )
         say.command(f"spurctl reclaim {flags} --jwt-key-file jwt.key --journal journal.jsonl --yes")
-        report, inputs = _audit(cluster, conn, nodes)
-        entries = rc.plan(report, scope, None, conn.agent_address)
+        planned = _prepare(cluster, conn, nodes)
         cancels_before = len(sim.cancels)
-        # AgentPool channels close inside send(), before the servers stop.
-        reclaim_run = rc.send(
-            entries, conn, journal_path=cluster.journal, watermark=inputs.watermark.value
-        )
+        # AgentPool channels close inside the send, before the servers stop.
+        reclaim_run = reclaim.carry_out(planned, conn)
         say.out.flush()
-        print_run(reclaim_run, entries, report, fmt="table", file=say.out)
+        print_run(reclaim_run, planned.entries, planned.report, fmt="table", file=say.out)
         accepted = sim.cancels[cancels_before:]
         subjects = [c.subject for c in accepted]
         refusals = [r for r in sim.refusals if r.endpoint != "controller"]

@@ -7,13 +7,29 @@ carries a secret.
 
 from __future__ import annotations
 
+import enum
 import json
+from typing import NoReturn
+
+
+class ExitStatus(enum.IntEnum):
+    """What every command exits with (docs/contract.md, "Exit status")."""
+
+    OK = 0  # nothing needs action; a reclaim sent and confirmed everything planned
+    ACTION_NEEDED = 1  # findings need action; a reclaim skipped, failed or was refused
+    ERROR = 2  # bad usage or input, an unreachable controller: one line on stderr
+    INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 
 class SpurctlError(Exception):
     """Bad usage, bad input, an unreachable controller: exit 2 with one line."""
 
-    exit_code = 2
+    exit_code = ExitStatus.ERROR
+
+
+def fail(message: str) -> NoReturn:
+    """End the command: `message` says what is wrong and how to fix it."""
+    raise SpurctlError(message)
 
 
 class DocumentError(SpurctlError):

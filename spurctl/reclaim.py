@@ -10,19 +10,21 @@ before, outcome after, fsynced) so an interrupted run leaves an exact record.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from spurctl.errors import redact
-from spurctl.model import Action, AuditReport, Finding, Job, Kind
+from spurctl.decide.plan import Entry, Result, plan, recheck
+from spurctl.errors import SpurctlError, redact
+from spurctl.model import AuditReport, Job
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from spurctl.act.journal import Journal, Unresolved
+    from spurctl.audit import AuditInputs
+    from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
 
 
@@ -32,29 +34,6 @@ if TYPE_CHECKING:
 # 64 is also collect's and ClusterShell's fan-out. Safety does not depend on it:
 # every send is re-checked and journaled on its own.
 DEFAULT_CONCURRENCY = 64
-
-
-class Result(StrEnum):
-    SENT = "sent"
-    SKIPPED = "skipped"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One planned cancel: this job on this node only, for the reason in `finding`."""
-
-    finding: Finding
-    address: str
-
-    @property
-    def node(self) -> str:
-        return self.finding.node
-
-    @property
-    def job_id(self) -> int:
-        assert self.finding.job_id is not None  # reclaim findings always name a job
-        return self.finding.job_id
 
 
 @dataclass(slots=True)
@@ -79,54 +58,12 @@ class ReclaimRun:
         )
 
 
-def plan(
-    report: AuditReport,
-    nodes: Iterable[str],
-    job_ids: Iterable[int] | None,
-    address_of: Callable[[str], str],
-) -> list[Entry]:
-    """The reclaimable findings on these nodes (and jobs), in node then job order."""
-    node_set = set(nodes)
-    wanted = set(job_ids) if job_ids else None
-    return [
-        Entry(f, address_of(f.node))
-        for f in sorted(report.findings, key=lambda f: (f.node, f.job_id or 0))
-        if f.action is Action.RECLAIM
-        and f.job_id is not None
-        and f.node in node_set
-        and (wanted is None or f.job_id in wanted)
-    ]
-
-
 class JobSource(Protocol):
     def get_job(self, job_id: int) -> Job | None: ...
 
 
 class Canceller(Protocol):
     def cancel(self, address: str, job_id: int) -> None: ...
-
-
-def recheck(entry: Entry, job: Job | None, watermark: int) -> str | None:
-    """None when the entry still qualifies for its kind; else why it is skipped.
-
-    The fresh GetJob answer must put the entry in exactly the arm it was
-    planned under; any other arm (a requeue, a restart onto this node, an id
-    that came back) spares it.
-    """
-    from spurctl.decide.classify import controller_decision
-
-    now = controller_decision(entry.node, job, entry.job_id, watermark)
-    if now is entry.finding.kind:
-        return None
-    if job is None:
-        state = "untracked (NOT_FOUND)"
-    else:
-        where = f" on {job.nodelist}" if job.nodelist else " with no nodelist yet"
-        state = f"{job.state.name}{where}"
-    return (
-        f"no longer {entry.finding.kind.value}: job {entry.job_id} is now {state}, "
-        f"which reads as {now.value} for {entry.node}"
-    )
 
 
 def execute(
@@ -298,8 +235,104 @@ def verify(run: ReclaimRun, held_now: dict[str, set[int]], settle: float) -> lis
     return changed
 
 
-def kind_counts(entries: Iterable[Entry]) -> dict[Kind, int]:
-    out: dict[Kind, int] = {}
-    for e in entries:
-        out[e.finding.kind] = out.get(e.finding.kind, 0) + 1
-    return out
+# -- the command, callable without Typer ----------------------------------------
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A reclaim planned and ready to show: what would be sent, and from what."""
+
+    report: AuditReport
+    inputs: AuditInputs
+    entries: list[Entry]
+    journal_path: Path
+    # Intents an earlier run left without an outcome: shown now, closed by the send.
+    unresolved: list[Unresolved]
+
+
+def prepare(
+    nodes: str,
+    src: Sources,
+    conn: Connection,
+    *,
+    jobs: Sequence[int] | None = None,
+    journal_path: Path | None = None,
+) -> Prepared:
+    """Audit `nodes` afresh and plan the cancels for their reclaimable findings.
+
+    Raises SpurctlError when a named node is one the controller does not know:
+    a typo would otherwise plan nothing and look like a clean node.
+    """
+    from spurctl.act.journal import default_path, unresolved
+    from spurctl.audit import run_audit
+    from spurctl.hostlist import parse_scope
+
+    scope = parse_scope(nodes)
+    report, inputs = run_audit(src, conn)
+    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes)
+    if unknown_nodes:
+        raise SpurctlError(
+            f"unknown node(s) {', '.join(unknown_nodes[:5])}: the controller has no such node; "
+            "check the names with `spurctl audit --all`"
+        )
+    path = journal_path or default_path()
+    entries = plan(report, scope, jobs, conn.agent_address)
+    return Prepared(report, inputs, entries, path, unresolved(path))
+
+
+def check_can_send(conn: Connection) -> None:
+    """Refuse before any prompt a send that the agents would all reject for want of a key."""
+    if conn.jwt_key is None and (conn.conf.auth_mode or "").lower() == "required":
+        raise SpurctlError(
+            "spur.conf says [auth] mode = required but no cluster key is configured: pass "
+            "--jwt-key-file, set SPUR_JWT_KEY_FILE, or set [auth] jwt_key"
+        )
+
+
+def carry_out(
+    prepared: Prepared,
+    conn: Connection,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    recollect: Sources | None = None,
+    settle: float = 5.0,
+) -> ReclaimRun:
+    """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
+
+    With `recollect` (a live collect), the touched nodes are inventoried again
+    after `settle` seconds, and a cancel whose job is still held turns failed,
+    in the run and in the journal. After a Ctrl-C the operator wants the
+    summary now, not a settle and a re-collect.
+    """
+    check_can_send(conn)
+    run = send(
+        prepared.entries,
+        conn,
+        journal_path=prepared.journal_path,
+        watermark=prepared.inputs.watermark.value,
+        concurrency=concurrency,
+        unresolved=prepared.unresolved,
+    )
+    touched = sorted({o.entry.node for o in run.outcomes if o.result is Result.SENT})
+    if recollect is not None and recollect.collect and touched and not run.interrupted:
+        import time
+
+        from spurctl.act.journal import Journal
+        from spurctl.audit import COLLECT_TIMEOUT
+        from spurctl.sources.collect import collect
+
+        time.sleep(settle)
+        again = collect(
+            touched, command=recollect.command, fanout=recollect.fanout, timeout=COLLECT_TIMEOUT
+        )
+        held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
+        with Journal(prepared.journal_path) as journal:
+            for o in verify(run, held_now, settle):
+                journal.outcome(
+                    o.entry.node,
+                    o.entry.job_id,
+                    o.entry.finding.kind.value,
+                    o.result.value,
+                    o.detail,
+                )
+    return run

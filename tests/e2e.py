@@ -6,9 +6,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from spurctl.cli import Sources, connection, run_audit_sources
+from spurctl.audit import run_audit
 from spurctl.model import AuditReport, Finding
 from spurctl.simcluster import SimCluster
+from spurctl.sources.inventories import Sources
+from spurctl.sources.settings import connect_settings
 from tests.harness import clean_env, spurctl_argv
 
 KEY = "e2e-cluster-key-0123456789abcdef0123"
@@ -23,9 +25,11 @@ def audit_live(
     conf: Path | None = None,
     include_healthy: bool = False,
 ) -> AuditReport:
-    conn = connection(controller=sim.controller_address, conf=conf, token=token, timeout=5.0)
+    conn = connect_settings(
+        controller=sim.controller_address, conf_path=conf, token=token, timeout=5.0
+    )
     src = Sources(nodes, [str(inventory)], False, "", 1)
-    report, _ = run_audit_sources(src, conn, watermark=None, include_healthy=include_healthy)
+    report, _ = run_audit(src, conn, include_healthy=include_healthy)
     return report
 
 

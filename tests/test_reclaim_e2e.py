@@ -12,11 +12,13 @@ import pytest
 from spurctl import reclaim as rc
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
-from spurctl.cli import Sources, connection, run_audit_sources
+from spurctl.audit import run_audit
 from spurctl.model import Holding
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
+from spurctl.sources.inventories import Sources
+from spurctl.sources.settings import connect_settings
 from tests.e2e import KEY, run_cli
 
 WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission
@@ -128,9 +130,9 @@ def test_secrets_never_reach_output_or_journal(sim: SimCluster, tmp_path: Path) 
 
 def test_a_job_requeued_between_plan_and_send_is_skipped(sim: SimCluster, tmp_path: Path) -> None:
     f = files(sim, tmp_path)
-    conn = connection(controller=sim.controller_address, conf=None, token=f["token"], timeout=5.0)
+    conn = connect_settings(controller=sim.controller_address, token=f["token"], timeout=5.0)
     src = Sources("gpu[003,007]", [f["inventory"]], False, "", 1)
-    report, inputs = run_audit_sources(src, conn, watermark=None, include_healthy=False)
+    report, inputs = run_audit(src, conn)
     entries = rc.plan(report, {"gpu003", "gpu007"}, None, sim.agent_map().__getitem__)
     assert [(e.node, e.job_id) for e in entries] == [("gpu003", 4711), ("gpu007", 4719)]
     # The controller requeues 4711 onto gpu003 itself after the plan was made.

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound, every
+from spurctl.audit import every
+from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
 from spurctl.render.watch import format_age, render_watch_round
 from spurctl.simcluster import SimCluster, incident

@@ -19,12 +19,7 @@ from typing import Any
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from spurctl.audit import (
-    audit,
-    gather,
-    load_inventories,
-    read_view_and_inventories,
-)
+from spurctl.audit import audit, gather
 from spurctl.decide.classify import classify
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.gcpause import gc_paused
@@ -49,6 +44,7 @@ from spurctl.sources.documents import (
     snapshot_from_dict,
     snapshot_to_dict,
 )
+from spurctl.sources.inventories import load_inventories, read_view_and_inventories
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import (
     JobsFromPb,

@@ -11,8 +11,7 @@ each round happened and when each node's evidence was collected.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -129,26 +128,3 @@ class WatchRound:
         if self.error is not None:
             return 2
         return 1 if self.report.needs_action else 0
-
-
-def every(
-    interval: float,
-    rounds: int | None = None,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[int]:
-    """Round numbers 1, 2, ..., each yielded when due; stops after `rounds` (None: never).
-
-    A round is due `interval` seconds after the previous one started, not after
-    it ended; one that overran is followed at once, never by a burst of rounds
-    making up for lost time.
-    """
-    number = 0
-    started = 0.0
-    while rounds is None or number < rounds:
-        if number:
-            sleep(max(0.0, started + interval - clock()))
-        started = clock()
-        number += 1
-        yield number
