@@ -15,7 +15,6 @@ import pytest
 from harness import dead_url, run_cli, stderr_lines
 
 from spurctl.errors import SpurctlError
-from spurctl.model import NodeState
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
@@ -108,44 +107,7 @@ def test_when_every_endpoint_is_down_each_is_named() -> None:
     assert first in message and second in message
 
 
-# -- writes follow the Raft leader ------------------------------------------------------------
-
-
-def test_a_write_to_a_follower_follows_x_spur_leader_to_the_leader(leader: SimCluster) -> None:
-    with SimCluster(incident(), agents=False, follower_of=leader.controller_address) as follower:
-        with client(follower.controller_address) as c:
-            answer = c.drain_node("gpu009", "phantom allocation")
-            assert c.address == leader.controller_address
-        assert answer.actual_state == "drained"
-        assert leader.node("gpu009").state is NodeState.DRAIN
-        assert leader.node("gpu009").state_reason == "phantom allocation"
-        # The follower refused once, with the hint, and changed nothing itself.
-        assert [(r.method, r.detail) for r in follower.refusals] == [
-            ("DrainNode", "not the Raft leader")
-        ]
-        assert follower.node("gpu009").state is not NodeState.DRAIN
-
-
-def test_a_write_skips_a_dead_endpoint_then_follows_the_followers_hint() -> None:
-    with (
-        SimCluster(incident(), agents=False) as fresh_leader,
-        SimCluster(incident(), agents=False, follower_of=fresh_leader.controller_address) as f,
-    ):
-        with client(dead_url(), f.controller_address) as c:
-            c.drain_node("gpu013", "stale holding")
-        assert fresh_leader.node("gpu013").state is NodeState.DRAIN
-
-
-def test_a_follower_pointing_at_a_dead_leader_fails_naming_both() -> None:
-    gone = dead_url()
-    with SimCluster(incident(), agents=False, follower_of=gone) as follower:
-        url = follower.controller_address
-        c = client(url)
-        with pytest.raises(SpurctlError) as info, c:
-            c.drain_node("gpu009", "x")
-    message = str(info.value)
-    assert f"{url}: not the leader, redirected to {gone}" in message
-    assert f"{gone}: unreachable" in message
+# -- a follower controller ----------------------------------------------------------------------
 
 
 def test_a_follower_serves_reads_without_a_redirect(leader: SimCluster) -> None:

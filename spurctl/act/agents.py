@@ -15,8 +15,8 @@ import grpc
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
 from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
+from spurctl.sources.credentials import CONTROLLER_SUBJECT, MAX_LIFETIME_S, mint
 
-CONTROLLER_SUBJECT = "spurctld"
 GRACEFUL = 0
 
 
@@ -46,10 +46,8 @@ class AgentPool:
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         if not self._jwt_key:
             return ()
-        from spurctl.sources.credentials import mint
-
         # Minted per call: short-lived (the agent checks exp), never stored.
-        token = mint(self._jwt_key, CONTROLLER_SUBJECT, lifetime_s=300)
+        token = mint(self._jwt_key, CONTROLLER_SUBJECT, lifetime_s=MAX_LIFETIME_S)
         return (("authorization", f"Bearer {token}"),)
 
     def cancel(self, address: str, job_id: int) -> None:

@@ -1,7 +1,8 @@
 """The controller client: Spur's SlurmController over gRPC, made safe to lean on.
 
-- Several endpoints (HA): reads go to the first that answers; a follower's
-  "not the Raft leader" with an `x-spur-leader` hint is followed for writes.
+- Several endpoints (HA): every call goes to the first that answers. spurctl
+  only reads from the controller (its cancels go to agents), and a Spur
+  follower serves or forwards reads itself, so no leader has to be found.
 - A deadline on every RPC, no 4 MiB receive cap (a 200,000-job answer is ~30 MB).
 - Every failure becomes one SpurctlError line naming the endpoint and what failed.
 """
@@ -19,17 +20,15 @@ from spurctl.gcpause import gc_paused
 from spurctl.model import ControllerView, Job, Node, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
-from spurctl.sources.settings import Connection, normalize_url
+from spurctl.sources.settings import Connection
 from spurctl.sources.wire import JobsFromPb, Shapes, job_from_pb, node_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
     ("grpc.max_send_message_length", -1),
 ]
-LEADER_HEADER = "x-spur-leader"
 # Retryable on another endpoint: the endpoint is down, unreachable or too slow.
 _ENDPOINT_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-_MAX_LEADER_HOPS = 3
 
 
 def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
@@ -85,19 +84,8 @@ def credential_problem(details: str) -> str:
     return f"credential rejected ({said}); check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
 
 
-def leader_hint(err: grpc.RpcError) -> str | None:
-    """The leader address a follower put in its answer's metadata, if any."""
-    if not isinstance(err, grpc.Call):
-        return None
-    for md in (err.trailing_metadata(), err.initial_metadata()):
-        for key, value in md or ():
-            if key.lower() == LEADER_HEADER and value:
-                return value if isinstance(value, str) else value.decode()
-    return None
-
-
 class ControllerClient:
-    """SlurmController calls with failover, leader-following and deadlines."""
+    """SlurmController reads with failover and deadlines."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -193,37 +181,6 @@ class ControllerClient:
             return answer
         raise SpurctlError(self._all_failed(method, failures))
 
-    def write(self, method: str, request: Any) -> Any:
-        """A write: must reach the Raft leader; a follower's hint is followed."""
-        failures: list[str] = []
-        tried: set[str] = set()
-        queue = self._order()
-        hops = 0
-        while queue:
-            url = queue.pop(0)
-            if url in tried:
-                continue
-            tried.add(url)
-            try:
-                answer = self._invoke(url, method, request)
-            except grpc.RpcError as err:
-                hint = leader_hint(err)
-                if hint and hops < _MAX_LEADER_HOPS:
-                    hops += 1
-                    leader = normalize_url(hint)
-                    if leader not in self._urls:
-                        self._urls.append(leader)
-                    failures.append(f"{url}: not the leader, redirected to {leader}")
-                    queue.insert(0, leader)
-                    continue
-                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                    failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
-                    continue
-                raise self._failure(url, method, err) from None
-            self.address = url
-            return answer
-        raise SpurctlError(self._all_failed(method, failures))
-
     def _failure(self, url: str, method: str, err: grpc.RpcError) -> SpurctlError:
         return SpurctlError(
             f"controller {url} failed {method}: {describe_rpc_error(err, self._conn.timeout)}"
@@ -246,9 +203,6 @@ class ControllerClient:
         """Every job the caller may see, each converted to a Job when first read."""
         answer = self.read("GetJobs", pb.GetJobsRequest())
         return JobsFromPb(answer.jobs)
-
-    def get_nodes(self) -> dict[str, Node]:
-        return _nodes(self.read("GetNodes", pb.GetNodesRequest()))
 
     def jobs_total(self) -> int:
         return int(self.read("GetJobMetrics", empty_pb2.Empty()).total)
@@ -274,9 +228,6 @@ class ControllerClient:
                 answer = collect()
                 out[job_id] = None if answer is None else job_from_pb(answer)
         return out
-
-    def drain_node(self, name: str, reason: str) -> pb.DrainNodeResponse:
-        return self.write("DrainNode", pb.DrainNodeRequest(name=name, reason=reason))
 
     def view(self) -> ControllerView:
         """One consistent-enough picture: version, jobs, nodes, and the unscoped total.
