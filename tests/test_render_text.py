@@ -28,7 +28,7 @@ from spurctl.render.common import (
     write_output,
 )
 from spurctl.render.reclaim import print_plan, print_run, print_unresolved, run_document
-from spurctl.render.watch import render_watch_round
+from spurctl.render.watch import WatchScreen, render_watch_round
 
 TAKEN_AT = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 # Each is markup to rich: a tag it would swallow, a hostlist it could eat.
@@ -207,3 +207,33 @@ def test_the_collect_summary_lists_names_a_hostlist_would_misread_as_written() -
 
     results = [ok("gpu001"), ok("gpu002"), ok("gpu[003]"), ok("a,b")]
     assert summarize(results).splitlines()[1] == "ok (4): gpu[001-002],'gpu[003]','a,b'"
+
+
+def _rounds() -> list[WatchRound]:
+    tracked = Tracker().update([_finding()], TAKEN_AT)
+    return [WatchRound(n, TAKEN_AT, 30.0, _report(), tracked, n) for n in (1, 2)]
+
+
+def test_the_watch_screen_writes_one_plain_block_per_round_off_a_terminal() -> None:
+    out = io.StringIO()
+    first, second = _rounds()
+    with WatchScreen(out) as screen:
+        screen.show(first)
+        screen.running()  # nothing to redraw in a log
+        screen.show(second)
+    assert out.getvalue() == render_watch_round(first) + "\n" + render_watch_round(second)
+
+
+def test_the_watch_screen_leaves_the_last_round_on_a_terminal_when_stopped() -> None:
+    out = _Terminal()
+    first, second = _rounds()
+    with pytest.raises(KeyboardInterrupt), WatchScreen(out) as screen:
+        screen.show(first)
+        screen.running()
+        assert "round 2 running" in _plain(out.getvalue())
+        screen.show(second)
+        raise KeyboardInterrupt
+    last_frame = _plain(out.getvalue()).rsplit("spurctl audit --watch:", 1)[1]
+    assert last_frame.startswith(" round 2,")
+    assert "running" not in last_frame and "Ctrl-C" not in last_frame
+    _assert_verbatim(last_frame, HOSTLIST_REASON)

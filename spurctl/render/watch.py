@@ -7,16 +7,20 @@ one plain block per round.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TextIO
 
 from rich.console import Group, RenderableType
+from rich.live import Live
 from rich.text import Text
 
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
 from spurctl.model import Finding, format_time
-from spurctl.render.audit import Column, audit_view, plain_text
+from spurctl.render.audit import Column, audit_view, plain_text, terminal_console
 
 
 def format_age(age: timedelta) -> str:
@@ -138,3 +142,45 @@ def render_watch_round(state: WatchRound, *, console_width: int | None = None) -
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
     return plain_text([watch_renderable(state)], console_width)
+
+
+class WatchScreen:
+    """Where the rounds go: on a terminal one view redrawn in place, which keeps
+    the last round on screen when the watch ends; elsewhere one plain block per round."""
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.out = sys.stdout if file is None else file
+        self.shown: WatchRound | None = None
+        self._live = Live(console=terminal_console(self.out), auto_refresh=False)
+        self._on_terminal = self.out.isatty()
+
+    def __enter__(self) -> WatchScreen:
+        if self._on_terminal:
+            self._live.__enter__()
+        return self
+
+    def show(self, state: WatchRound) -> None:
+        self.shown = state
+        if self._on_terminal:
+            self._live.update(watch_renderable(state, live=True), refresh=True)
+        else:
+            self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
+            self.out.flush()
+
+    def running(self) -> None:
+        """Say that the next round is under way, under the last one shown."""
+        if self._on_terminal and self.shown is not None:
+            self._live.update(watch_renderable(self.shown, live=True, running=True), refresh=True)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._on_terminal:
+            return
+        if self.shown is not None:
+            # Leave the last round on screen, not "round N+1 running".
+            self._live.update(watch_renderable(self.shown), refresh=True)
+        self._live.__exit__(exc_type, exc, tb)
