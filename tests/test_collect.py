@@ -16,7 +16,8 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
-from spurctl.sources.collect import DEFAULT_COMMAND, check_command, collect, exec_form, summarize
+from spurctl.render.collect import summarize
+from spurctl.sources.collect import DEFAULT_COMMAND, check_command, collect, exec_form
 from spurctl.sources.documents import parse_inventory_text
 
 WORKTREE = Path(__file__).resolve().parents[1]

@@ -10,25 +10,37 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
-from tabulate import tabulate
 
-from spurctl.errors import SpurctlError
-from spurctl.model import Action, AuditReport, Finding, Kind, format_time
-from spurctl.sources.documents import dump_json
+from spurctl.model import Action, AuditReport, Finding, Kind
+from spurctl.render.common import (
+    ACTION_STYLE,
+    NARROW,
+    AuditFormat,
+    choose,
+    context_line,
+    dump_json,
+    grouped,
+    job_text,
+    live_text,
+    markdown_table,
+    natural_key,
+    no_discrepancies,
+    pipe_width,
+    report_header,
+    summary_line,
+)
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
-FORMATS = ("table", "json", "csv", "markdown", "prometheus")
 
 # The contract's finding fields, in contract order: the csv header and the
 # first keys of every finding in the json document.
@@ -42,15 +54,6 @@ FINDING_FIELDS = (
     "controller_state",
     "allocated_nodes",
 )
-
-# Most urgent first: what an operator acts on belongs at the top.
-_ACTION_RANK = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
-ACTION_STYLE = {
-    Action.RECLAIM: "red",
-    Action.INVESTIGATE: "yellow",
-    Action.SPARE: "cyan",
-    Action.NONE: "green",
-}
 
 
 # -- the json document -------------------------------------------------------
@@ -75,18 +78,7 @@ def audit_document(report: AuditReport) -> dict[str, Any]:
     """The `spurctl.audit/v1` document (CONTRACT.md, "Documents"), findings in report order."""
     return {
         "schema": AUDIT_SCHEMA,
-        "controller": {
-            "address": report.controller_address,
-            "version": report.controller_version,
-            "taken_at": format_time(report.taken_at),
-        },
-        "watermark": {"value": report.watermark.value, "source": str(report.watermark.source)},
-        "view": {
-            "complete": report.view_complete,
-            "jobs_seen": report.jobs_seen,
-            "jobs_total": report.jobs_total,
-        },
-        "notes": list(report.notes),
+        **report_header(report),
         "findings": [_finding_to_dict(f) for f in report.findings],
         "summary": {
             "nodes": report.nodes_in_scope,
@@ -97,97 +89,52 @@ def audit_document(report: AuditReport) -> dict[str, Any]:
     }
 
 
-# -- shared by the human formats ---------------------------------------------
-
-
-def _natural_key(name: str) -> tuple[Any, ...]:
-    # gpu2 before gpu10, as an operator reads a hostlist; re.split with a group
-    # alternates text and digits, so equal positions always compare like types.
-    parts = re.split(r"(\d+)", name)
-    return (*(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), name)
-
-
-def grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
-    """Findings grouped by node, most urgent row first in each group, and the
-    groups holding the most urgent rows first (then by node name)."""
-    groups: dict[str, list[Finding]] = {}
-    for f in findings:
-        groups.setdefault(f.node, []).append(f)
-    for rows in groups.values():
-        rows.sort(key=lambda f: (_ACTION_RANK[f.action], f.job_id is None, f.job_id or 0))
-    return sorted(groups.items(), key=lambda g: (_ACTION_RANK[g[1][0].action], _natural_key(g[0])))
-
-
-def live_text(live: bool | None) -> str:
-    return "" if live is None else ("yes" if live else "no")
-
-
-def job_text(job_id: int | None) -> str:
-    return "-" if job_id is None else str(job_id)
-
-
-def summary_line(report: AuditReport) -> str:
-    counts = report.by_kind
-    # Contract order, so the same kinds always appear in the same place.
-    by_kind = ", ".join(f"{k.value} {counts[k.value]}" for k in Kind if k.value in counts)
-    return (
-        f"{report.nodes_in_scope} nodes in scope, {report.nodes_inventoried} inventoried; "
-        f"findings: {by_kind or 'none'}; {report.needs_action} need action."
-    )
-
-
-def context_line(report: AuditReport) -> str:
-    if report.view_complete:
-        view = f"complete ({report.jobs_seen} jobs)"
-    else:
-        view = f"INCOMPLETE ({report.jobs_seen} of {report.jobs_total} jobs seen)"
-    version = f" (version {report.controller_version})" if report.controller_version else ""
-    return (
-        f"Controller {report.controller_address}{version}, view taken "
-        f"{format_time(report.taken_at)}: {view}; watermark {report.watermark.value} "
-        f"({report.watermark.source})."
-    )
-
-
-def _no_discrepancies(report: AuditReport) -> str:
-    return (
-        f"No discrepancies: {report.nodes_in_scope} nodes, {report.nodes_inventoried} inventoried."
-    )
-
-
 # -- table -------------------------------------------------------------------
+# Every piece of report text goes in as Text, never as a markup string:
+# hostlists like gpu[001-004] would otherwise be eaten as rich markup.
 
 
-# Below this many columns the reason column would be squeezed to a sliver: each
-# finding's reason goes on its own indented line instead.
-NARROW = 110
-_PIPE_WIDTH = 120
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column added to the findings table, before the reason: its heading, its
+    cell, and its words on the finding's line in the narrow layout (empty: none)."""
+
+    name: str
+    cell: Callable[[Finding], Text]
+    inline: Callable[[Finding], Text]
 
 
-def _table_renderables(report: AuditReport, width: int) -> list[RenderableType]:
-    # Every piece of report text goes in as Text, never as a markup string:
-    # hostlists like gpu[001-004] would otherwise be eaten as rich markup.
-    out: list[RenderableType] = [
-        Text(f"WARNING: {note}", style="bold yellow") for note in report.notes
-    ]
-    if not report.findings:
-        out.append(Text(_no_discrepancies(report), style="green"))
-    elif width < NARROW:
-        for node, rows in grouped(report.findings):
-            out.append(Text(node, style="bold"))
-            for f in rows:
-                style = ACTION_STYLE[f.action]
-                head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
-                if f.live is not None:
-                    head += f"  live: {live_text(f.live)}"
-                out.append(Text(head, style=style))
-                out.append(Padding(Text(f.reason, style=style), (0, 0, 0, 10)))
-    else:
+class FindingsTable:
+    """The findings laid out for the width they are drawn at: a table when the
+    reasons fit beside the rows, otherwise each finding's reason on its own
+    indented line under it. A redrawn view (the watch) re-lays it on resize."""
+
+    def __init__(self, findings: Iterable[Finding], columns: Sequence[Column] = ()) -> None:
+        self.groups = grouped(findings)
+        self.columns = columns
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if options.max_width < NARROW:
+            for node, rows in self.groups:
+                yield Text(node, style="bold")
+                for f in rows:
+                    style = ACTION_STYLE[f.action]
+                    head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
+                    if f.live is not None:
+                        head += f"  live: {live_text(f.live)}"
+                    line = Text(head, style=style)
+                    for column in self.columns:
+                        words = column.inline(f)
+                        if words:
+                            line.append("  ").append_text(words)
+                    yield line
+                    yield Padding(Text(f.reason, style=style), (0, 0, 0, 10))
+            return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for name in ("node", "job", "kind", "action", "live"):
+        for name in ("node", "job", "kind", "action", "live", *(c.name for c in self.columns)):
             table.add_column(name, no_wrap=True)
         table.add_column("reason", ratio=1, overflow="fold")
-        for i, (node, rows) in enumerate(grouped(report.findings)):
+        for i, (node, rows) in enumerate(self.groups):
             if i:
                 table.add_section()
             for j, f in enumerate(rows):
@@ -197,39 +144,57 @@ def _table_renderables(report: AuditReport, width: int) -> list[RenderableType]:
                     Text(f.kind.value),
                     Text(f.action.value),
                     Text(live_text(f.live)),
+                    *(c.cell(f) for c in self.columns),
                     Text(f.reason),
                     style=ACTION_STYLE[f.action],
                 )
-        out.append(table)
+        yield table
+
+
+def audit_view(
+    report: AuditReport,
+    findings: Sequence[Finding] | None = None,
+    columns: Sequence[Column] = (),
+    after_findings: Iterable[RenderableType] = (),
+) -> list[RenderableType]:
+    """The notes, the findings (default: the report's) or that there are none,
+    `after_findings`, then the summary and where the view came from."""
+    findings = report.findings if findings is None else findings
+    out: list[RenderableType] = [
+        Text(f"WARNING: {note}", style="bold yellow") for note in report.notes
+    ]
+    if findings:
+        out.append(FindingsTable(findings, columns))
+    else:
+        out.append(Text(no_discrepancies(report), style="green"))
+    out.extend(after_findings)
     out.append(Text(summary_line(report), style="bold"))
     out.append(Text(context_line(report), style="dim"))
     return out
 
 
-def pipe_width() -> int:
-    """Width for output that is not a terminal: $COLUMNS, else wide enough for the table."""
-    try:
-        return int(os.environ.get("COLUMNS", "")) or _PIPE_WIDTH
-    except ValueError:
-        return _PIPE_WIDTH
-
-
-def _render_table(report: AuditReport, console_width: int | None) -> str:
+def plain_text(renderables: Iterable[RenderableType], console_width: int | None) -> str:
+    """Renderables as text without colour, at `console_width` (default: pipe_width())."""
     buf = io.StringIO()
-    width = console_width or pipe_width()
     console = Console(
         file=buf,
-        width=width,
+        width=console_width or pipe_width(),
         color_system=None,
         force_terminal=False,
         highlight=False,
         emoji=False,
         markup=False,
     )
-    for renderable in _table_renderables(report, width):
+    for renderable in renderables:
         console.print(renderable)
     # rich pads every line to the console width; strip it so the text diffs and greps cleanly.
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
+
+
+def terminal_console(file: TextIO | None = None) -> Console:
+    """A console for a terminal that takes every string as text, never as markup."""
+    # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
+    return Console(file=file, highlight=False, emoji=False, markup=False)
 
 
 # -- csv ---------------------------------------------------------------------
@@ -270,13 +235,6 @@ def _render_csv(report: AuditReport) -> str:
 # -- markdown ----------------------------------------------------------------
 
 
-def _md_cell(text: str) -> str:
-    # A raw | ends the cell and a newline ends the table; a backslash is escaped
-    # first so one already in the text cannot swallow the pipe escape.
-    text = text.replace("\\", "\\\\").replace("|", "\\|")
-    return " ".join(text.splitlines())
-
-
 def _render_markdown(report: AuditReport) -> str:
     lines = ["# spurctl audit", "", context_line(report), ""]
     for note in report.notes:
@@ -286,7 +244,7 @@ def _render_markdown(report: AuditReport) -> str:
         lines.append("")
     lines += [f"**Summary:** {summary_line(report)}", ""]
     if not report.findings:
-        lines.append(_no_discrepancies(report))
+        lines.append(no_discrepancies(report))
     else:
         headers = [
             "node",
@@ -300,20 +258,19 @@ def _render_markdown(report: AuditReport) -> str:
         ]
         rows = [
             [
-                _md_cell(f.node),
+                f.node,
                 job_text(f.job_id),
                 f.kind.value,
                 f.action.value,
                 live_text(f.live),
-                _md_cell(f.controller_state or ""),
-                _md_cell(f.allocated_nodes or ""),
-                _md_cell(f.reason),
+                f.controller_state or "",
+                f.allocated_nodes or "",
+                f.reason,
             ]
             for _, group in grouped(report.findings)
             for f in group
         ]
-        # numparse off: a node named "1e3" or a job id must print as written.
-        lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+        lines.append(markdown_table(headers, rows))
     return "\n".join(lines) + "\n"
 
 
@@ -355,7 +312,7 @@ def _render_prometheus(report: AuditReport) -> str:
         "Holdings on the node that the last spurctl audit found reclaimable.",
         [
             (f'{{node="{_label_value(node)}"}}', reclaimable[node])
-            for node in sorted(reclaimable, key=_natural_key)
+            for node in sorted(reclaimable, key=natural_key)
         ],
     )
     family(
@@ -389,39 +346,39 @@ def _render_prometheus(report: AuditReport) -> str:
 
 # -- entry points ------------------------------------------------------------
 
-_RENDERERS: dict[str, Callable[[AuditReport], str]] = {
-    "json": lambda r: dump_json(audit_document(r)) + "\n",
-    "csv": _render_csv,
-    "markdown": _render_markdown,
-    "prometheus": _render_prometheus,
+_RENDERERS: dict[AuditFormat, Callable[[AuditReport], str]] = {
+    AuditFormat.JSON: lambda r: dump_json(audit_document(r)) + "\n",
+    AuditFormat.CSV: _render_csv,
+    AuditFormat.MARKDOWN: _render_markdown,
+    AuditFormat.PROMETHEUS: _render_prometheus,
 }
 
 
 def check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise SpurctlError(f"unknown format {fmt!r}; use table, json, csv, markdown or prometheus")
+    choose(AuditFormat, fmt)
 
 
-def render_audit(report: AuditReport, fmt: str, *, console_width: int | None = None) -> str:
+def render_audit(
+    report: AuditReport, fmt: AuditFormat | str, *, console_width: int | None = None
+) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
-    `console_width` sets the table's width (default: $COLUMNS or the terminal's,
-    else 80); the other formats ignore it.
+    `console_width` sets the table's width (default: $COLUMNS, else 120); the
+    other formats ignore it.
     """
-    check_format(fmt)
-    if fmt == "table":
-        return _render_table(report, console_width)
+    fmt = choose(AuditFormat, fmt)
+    if fmt is AuditFormat.TABLE:
+        return plain_text(audit_view(report), console_width)
     return _RENDERERS[fmt](report)
 
 
-def print_audit(report: AuditReport, fmt: str, file: TextIO | None = None) -> None:
+def print_audit(report: AuditReport, fmt: AuditFormat | str, file: TextIO | None = None) -> None:
     """Write the report to `file` (default stdout); the table is coloured on a terminal."""
-    check_format(fmt)
+    fmt = choose(AuditFormat, fmt)
     out = sys.stdout if file is None else file
-    if fmt == "table" and out.isatty():
-        # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
-        console = Console(file=out, highlight=False, emoji=False, markup=False)
-        for renderable in _table_renderables(report, console.width):
+    if fmt is AuditFormat.TABLE and out.isatty():
+        console = terminal_console(out)
+        for renderable in audit_view(report):
             console.print(renderable)
     else:
         out.write(render_audit(report, fmt))

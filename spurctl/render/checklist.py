@@ -7,24 +7,22 @@ import shlex
 from typing import Any
 
 from spurctl import hostlist
-from spurctl.checklist import (
-    CHECKLIST_SCHEMA,
-    Checklist,
-    Hazard,
-    HeldId,
-    NodeAssessment,
-    Step,
-)
-from spurctl.errors import SpurctlError
+from spurctl.checklist import Checklist, Hazard, HeldId, NodeAssessment, Step
 from spurctl.model import WatermarkSource, format_time
-from spurctl.sources.documents import dump_json
+from spurctl.render.common import (
+    ChecklistFormat,
+    choose,
+    dump_json,
+    markdown_table,
+    md_cell,
+    report_header,
+)
 
-FORMATS = ("markdown", "json")
+CHECKLIST_SCHEMA = "spurctl.checklist/v1"
 
 
 def check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise SpurctlError(f"unknown format {fmt!r} for checklist; use markdown or json")
+    choose(ChecklistFormat, fmt, "checklist")
 
 
 def _shown_nodes(cl: Checklist) -> list[NodeAssessment]:
@@ -85,14 +83,7 @@ def checklist_document(cl: Checklist) -> dict[str, Any]:
         "schema": CHECKLIST_SCHEMA,
         "mode": "verify" if cl.verify else "plan",
         "ok": cl.ok,
-        "controller": {
-            "address": a.controller_address,
-            "version": a.controller_version,
-            "taken_at": format_time(a.taken_at),
-        },
-        "watermark": {"value": a.watermark.value, "source": str(a.watermark.source)},
-        "view": {"complete": a.view_complete, "jobs_seen": a.jobs_seen, "jobs_total": a.jobs_total},
-        "notes": list(a.notes),
+        **report_header(a),
         "nodes_to_recycle": a.nodes_to_recycle,
         "nodes_not_inventoried": a.nodes_not_inventoried,
         "nodes_undetermined": a.nodes_undetermined,
@@ -102,12 +93,6 @@ def checklist_document(cl: Checklist) -> dict[str, Any]:
 
 
 # -- markdown --------------------------------------------------------------------------
-
-
-def _md_cell(text: str) -> str:
-    # A raw | ends the cell and a newline ends the table; escape the backslash first.
-    text = text.replace("\\", "\\\\").replace("|", "\\|")
-    return " ".join(text.splitlines())
 
 
 def _code(text: str) -> str:
@@ -184,7 +169,7 @@ def render_markdown(cl: Checklist) -> str:
         for name in a.nodes_not_inventoried:
             by_error.setdefault(a.nodes[name].error or "", []).append(name)
         lines += [
-            f"- {_code(hostlist.fold(names))}: {_md_cell(error)}"
+            f"- {_code(hostlist.fold(names))}: {md_cell(error)}"
             for error, names in sorted(by_error.items())
         ]
         lines.append("")
@@ -196,26 +181,28 @@ def render_markdown(cl: Checklist) -> str:
             lines.append("")
     shown = [n for n in _shown_nodes(cl) if n.held]
     if shown:
-        lines += [
-            "## Held ids",
-            "",
-            "| node | job | hazard | live | started | why |",
-            "|---|---|---|---|---|---|",
+        rows = [
+            [
+                n.node,
+                str(h.job_id),
+                f"**{h.hazard.value}**" if h.hazard is not Hazard.HEALTHY else "healthy",
+                "yes" if h.live else "no",
+                _started(h),
+                h.reason,
+            ]
+            for n in shown
+            for h in n.held
         ]
-        for n in shown:
-            for h in n.held:
-                hazard = f"**{h.hazard.value}**" if h.hazard is not Hazard.HEALTHY else "healthy"
-                lines.append(
-                    f"| {_md_cell(n.node)} | {h.job_id} | {hazard} | "
-                    f"{'yes' if h.live else 'no'} | {_started(h)} | {_md_cell(h.reason)} |"
-                )
-        lines.append("")
+        # Rows unpadded, as this table always printed them: `| gpu003 | 23 | ...`.
+        table = markdown_table(
+            ["node", "job", "hazard", "live", "started", "why"], rows, padded=False
+        )
+        lines += ["## Held ids", "", table, ""]
     return "\n".join(lines)
 
 
-def render(cl: Checklist, fmt: str) -> str:
+def render(cl: Checklist, fmt: ChecklistFormat | str) -> str:
     """The checklist as text in `fmt`, ending in a newline."""
-    check_format(fmt)
-    if fmt == "json":
+    if choose(ChecklistFormat, fmt, "checklist") is ChecklistFormat.JSON:
         return dump_json(checklist_document(cl)) + "\n"
     return render_markdown(cl)

@@ -1,28 +1,48 @@
-"""What `spurctl reclaim` shows: the plan before, the outcome after."""
+"""What `spurctl reclaim` shows: the plan before, the outcome after.
+
+Reasons, details and node names come from agents, the controller and
+inventories: every one reaches the terminal as Text, never as rich markup, so
+`[auth]` in an error or `gpu[a-b]` in a hostlist prints as written.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from spurctl.act.journal import Unresolved
 from spurctl.decide.classify import id_ranges
 from spurctl.model import AuditReport
 from spurctl.reclaim import Entry, ReclaimRun, Result
-from spurctl.render.audit import pipe_width
+from spurctl.render.common import ReclaimFormat, choose, pipe_width, watermark_document
 
 RESULT_STYLE = {Result.SENT: "green", Result.SKIPPED: "yellow", Result.FAILED: "red"}
+
+
+class Unresolved(Protocol):
+    """A cancel the journal never closed (act.journal.Unresolved)."""
+
+    @property
+    def at(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
 
 
 def _console(file: TextIO | None) -> Console:
     out = file or sys.stdout
     width = None if out.isatty() else pipe_width()
-    return Console(file=out, width=width, soft_wrap=False, highlight=False)
+    return Console(
+        file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
+    )
 
 
 def _stops(entry: Entry) -> str:
@@ -35,35 +55,58 @@ def _stops(entry: Entry) -> str:
     return ", ".join(parts) or "reservation only"
 
 
+def _styled(word: str, style: str) -> Text:
+    # The word alone coloured, not the cell's padding around it.
+    return Text.assemble((word, style))
+
+
+def _labelled(label: str, style: str, text: str) -> Text:
+    return Text.assemble((label, style), " ", text)
+
+
 def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) -> None:
     if not items:
         return
     console = _console(file)
     console.print(
-        f"[bold yellow]WARNING:[/] the journal has {len(items)} cancel(s) sent or about to be "
-        "sent by an interrupted run, with no recorded outcome:"
+        _labelled(
+            "WARNING:",
+            "bold yellow",
+            f"the journal has {len(items)} cancel(s) sent or about to be sent by an "
+            "interrupted run, with no recorded outcome:",
+        )
     )
     for u in items:
-        console.print(f"  unknown: check the node — job {u.job_id} on {u.node} ({u.kind}, {u.at})")
+        console.print(
+            Text(f"  unknown: check the node — job {u.job_id} on {u.node} ({u.kind}, {u.at})")
+        )
 
 
 def print_plan(entries: Sequence[Entry], report: AuditReport, file: TextIO | None = None) -> None:
     console = _console(file)
     for note in report.notes:
-        console.print(f"[bold yellow]NOTE:[/] {note}")
+        console.print(_labelled("NOTE:", "bold yellow", note))
     if not entries:
-        console.print("Nothing to reclaim on these nodes.")
+        console.print(Text("Nothing to reclaim on these nodes."))
         return
     table = Table(title=f"Reclaim plan: {len(entries)} cancel(s)", title_justify="left")
     for col in ("node", "job", "kind", "will stop", "why"):
         table.add_column(col, overflow="fold")
     for e in entries:
-        table.add_row(e.node, str(e.job_id), e.finding.kind.value, _stops(e), e.finding.reason)
+        table.add_row(
+            Text(e.node),
+            Text(str(e.job_id)),
+            Text(e.finding.kind.value),
+            Text(_stops(e)),
+            Text(e.finding.reason),
+        )
     console.print(table)
     live = sum(1 for e in entries if e.finding.live)
     console.print(
-        f"{len(entries)} cancel(s) on {len({e.node for e in entries})} node(s); "
-        f"{live} live run(s) will be stopped (agent CancelJob, signal 0, that node only)."
+        Text(
+            f"{len(entries)} cancel(s) on {len({e.node for e in entries})} node(s); "
+            f"{live} live run(s) will be stopped (agent CancelJob, signal 0, that node only)."
+        )
     )
 
 
@@ -75,7 +118,7 @@ def run_document(
         "schema": "spurctl.reclaim/v1",
         "dry_run": dry_run,
         "controller": report.controller_address,
-        "watermark": {"value": report.watermark.value, "source": str(report.watermark.source)},
+        "watermark": watermark_document(report.watermark),
         "plan": [
             {
                 "node": e.node,
@@ -115,12 +158,13 @@ def print_run(
     entries: Sequence[Entry],
     report: AuditReport,
     *,
-    fmt: str,
+    fmt: ReclaimFormat | str,
     dry_run: bool = False,
     file: TextIO | None = None,
 ) -> None:
-    if fmt == "json":
+    if choose(ReclaimFormat, fmt, "reclaim") is ReclaimFormat.JSON:
         doc = run_document(run, entries, report, dry_run=dry_run)
+        # ASCII escapes, unlike the audit and checklist documents: as this document always was.
         (file or sys.stdout).write(json.dumps(doc, indent=2) + "\n")
         return
     if run is None:
@@ -130,21 +174,24 @@ def print_run(
     for col in ("node", "job", "kind", "result", "detail"):
         table.add_column(col, overflow="fold")
     for o in run.outcomes:
-        style = RESULT_STYLE[o.result]
         table.add_row(
-            o.entry.node,
-            str(o.entry.job_id),
-            o.entry.finding.kind.value,
-            f"[{style}]{o.result.value}[/]",
-            o.detail,
+            Text(o.entry.node),
+            Text(str(o.entry.job_id)),
+            Text(o.entry.finding.kind.value),
+            _styled(o.result.value, RESULT_STYLE[o.result]),
+            Text(o.detail),
         )
     for e in run.not_attempted:
         table.add_row(
-            e.node, str(e.job_id), e.finding.kind.value, "[red]not sent[/]", "interrupted"
+            Text(e.node),
+            Text(str(e.job_id)),
+            Text(e.finding.kind.value),
+            _styled("not sent", "red"),
+            Text("interrupted"),
         )
     console.print(table)
     counts = {r: sum(1 for o in run.outcomes if o.result is r) for r in Result}
     line = ", ".join(f"{counts[r]} {r.value}" for r in Result)
     if run.not_attempted:
         line += f", {len(run.not_attempted)} not sent (interrupted)"
-    console.print(f"{len(entries)} planned: {line}.")
+    console.print(Text(f"{len(entries)} planned: {line}."))

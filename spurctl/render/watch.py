@@ -7,29 +7,20 @@ one plain block per round.
 
 from __future__ import annotations
 
-import io
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TextIO
 
-from rich import box
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.padding import Padding
-from rich.table import Table
+from rich.console import Group, RenderableType
+from rich.live import Live
 from rich.text import Text
 
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
-from spurctl.model import format_time
-from spurctl.render.audit import (
-    ACTION_STYLE,
-    NARROW,
-    context_line,
-    grouped,
-    job_text,
-    live_text,
-    pipe_width,
-    summary_line,
-)
+from spurctl.model import Finding, format_time
+from spurctl.render.audit import Column, audit_view, plain_text, terminal_console
 
 
 def format_age(age: timedelta) -> str:
@@ -63,58 +54,25 @@ def _status(t: TrackedFinding) -> Text:
     return Text("")
 
 
-class _FindingsTable:
-    """The findings with their history, laid out for the width they are drawn at:
-    a table when the reasons fit beside the rows, as the audit table does;
-    otherwise each finding's reason on its own indented line under it."""
+def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Column]:
+    """Since when each finding has been seen, its age, and whether it is stranded."""
+    # By identity: the classifier may emit two equal findings, each is a row.
+    history = {id(t.finding): t for t in tracked}
 
-    def __init__(self, tracked: Sequence[TrackedFinding], at: datetime) -> None:
-        self.tracked = tracked
-        self.at = at
+    def since(f: Finding) -> str:
+        return _clock(history[id(f)].first_seen, at)
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        # By identity: the classifier may emit two equal findings, each is a row.
-        history = {id(t.finding): t for t in self.tracked}
-        groups = grouped(t.finding for t in self.tracked)
-        if options.max_width < NARROW:
-            for node, rows in groups:
-                yield Text(node, style="bold")
-                for f in rows:
-                    t = history[id(f)]
-                    style = ACTION_STYLE[f.action]
-                    head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
-                    if f.live is not None:
-                        head += f"  live: {live_text(f.live)}"
-                    head += f"  since {_clock(t.first_seen, self.at)}  age {format_age(t.age)}"
-                    line = Text(head, style=style)
-                    status = _status(t)
-                    if status:
-                        line.append("  ").append_text(status)
-                    yield line
-                    yield Padding(Text(f.reason, style=style), (0, 0, 0, 10))
-            return
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for name in ("node", "job", "kind", "action", "live", "since", "age", "status"):
-            table.add_column(name, no_wrap=True)
-        table.add_column("reason", ratio=1, overflow="fold")
-        for i, (node, rows) in enumerate(groups):
-            if i:
-                table.add_section()
-            for j, f in enumerate(rows):
-                t = history[id(f)]
-                table.add_row(
-                    Text(node if j == 0 else "", style="bold"),
-                    Text(job_text(f.job_id)),
-                    Text(f.kind.value),
-                    Text(f.action.value),
-                    Text(live_text(f.live)),
-                    Text(_clock(t.first_seen, self.at)),
-                    Text(format_age(t.age)),
-                    _status(t),
-                    Text(f.reason),
-                    style=ACTION_STYLE[f.action],
-                )
-        yield table
+    def age(f: Finding) -> str:
+        return format_age(history[id(f)].age)
+
+    def status(f: Finding) -> Text:
+        return _status(history[id(f)])
+
+    return [
+        Column("since", lambda f: Text(since(f)), lambda f: Text(f"since {since(f)}")),
+        Column("age", lambda f: Text(age(f)), lambda f: Text(f"age {age(f)}")),
+        Column("status", status, status),
+    ]
 
 
 def watch_renderable(
@@ -144,24 +102,12 @@ def watch_renderable(
                 style="bold red",
             )
         )
-    out.extend(Text(f"WARNING: {note}", style="bold yellow") for note in report.notes)
-
-    if not state.tracked:
-        out.append(
-            Text(
-                f"No discrepancies: {report.nodes_in_scope} nodes, "
-                f"{report.nodes_inventoried} inventoried.",
-                style="green",
-            )
-        )
-    else:
-        out.append(_FindingsTable(state.tracked, at))
-
     heartbeats = int(STRANDED_AFTER.total_seconds())
+    after_findings: list[RenderableType] = []
     stranded = [t for t in state.tracked if t.stranded]
     if stranded:
         nodes = fold(sorted({t.finding.node for t in stranded}))
-        out.append(
+        after_findings.append(
             Text(
                 f"STRANDED: {len(stranded)} reclaimable holding(s) outlived two agent "
                 f"heartbeats ({heartbeats} s): the controller is not releasing them. "
@@ -172,7 +118,7 @@ def watch_renderable(
     stale = [t for t in state.tracked if t.evidence_stale]
     if stale:
         nodes = fold(sorted({t.finding.node for t in stale}))
-        out.append(
+        after_findings.append(
             Text(
                 f"stale inv: {len(stale)} reclaim finding(s) on {nodes} cannot be called "
                 "stranded: their inventories were not re-collected since first seen. "
@@ -181,8 +127,12 @@ def watch_renderable(
                 style="yellow",
             )
         )
-    out.append(Text(summary_line(report), style="bold"))
-    out.append(Text(context_line(report), style="dim"))
+    out += audit_view(
+        report,
+        [t.finding for t in state.tracked],
+        _history_columns(state.tracked, at),
+        after_findings,
+    )
     return Group(*out)
 
 
@@ -191,15 +141,46 @@ def render_watch_round(state: WatchRound, *, console_width: int | None = None) -
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=console_width or pipe_width(),
-        color_system=None,
-        force_terminal=False,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
-    console.print(watch_renderable(state))
-    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
+    return plain_text([watch_renderable(state)], console_width)
+
+
+class WatchScreen:
+    """Where the rounds go: on a terminal one view redrawn in place, which keeps
+    the last round on screen when the watch ends; elsewhere one plain block per round."""
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.out = sys.stdout if file is None else file
+        self.shown: WatchRound | None = None
+        self._live = Live(console=terminal_console(self.out), auto_refresh=False)
+        self._on_terminal = self.out.isatty()
+
+    def __enter__(self) -> WatchScreen:
+        if self._on_terminal:
+            self._live.__enter__()
+        return self
+
+    def show(self, state: WatchRound) -> None:
+        self.shown = state
+        if self._on_terminal:
+            self._live.update(watch_renderable(state, live=True), refresh=True)
+        else:
+            self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
+            self.out.flush()
+
+    def running(self) -> None:
+        """Say that the next round is under way, under the last one shown."""
+        if self._on_terminal and self.shown is not None:
+            self._live.update(watch_renderable(self.shown, live=True, running=True), refresh=True)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._on_terminal:
+            return
+        if self.shown is not None:
+            # Leave the last round on screen, not "round N+1 running".
+            self._live.update(watch_renderable(self.shown), refresh=True)
+        self._live.__exit__(exc_type, exc, tb)

@@ -1,0 +1,37 @@
+"""What `spurctl collect` reports on stderr: which nodes answered, and why the others did not."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from spurctl.hostlist import fold
+from spurctl.model import Inventory
+
+# Host-name characters only, as `collect` requires of a node it runs a command for.
+_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def summarize(results: Sequence[Inventory]) -> str:
+    """Ok and failed nodes folded as hostlists, then each failure reason with its nodes."""
+    ok = [inv.node for inv in results if inv.error is None]
+    bad: dict[str, list[str]] = {}
+    for inv in results:
+        if inv.error is not None:
+            bad.setdefault(inv.error, []).append(inv.node)
+    lines = [f"collected {len(ok)} of {len(results)} nodes"]
+    if ok:
+        lines.append(f"ok ({len(ok)}): {_fold(ok)}")
+    if bad:
+        failed_nodes = [n for names in bad.values() for n in names]
+        lines.append(f"failed ({len(failed_nodes)}): {_fold(failed_nodes)}")
+        for error, names in bad.items():
+            lines.append(f"  {_fold(names)}: {error}")
+    return "\n".join(lines)
+
+
+def _fold(names: list[str]) -> str:
+    foldable = [n for n in names if _NODE_NAME.fullmatch(n)]
+    # Names with hostlist syntax characters would fold into something else; list them as is.
+    folded = [fold(foldable)] if foldable else []
+    return ",".join(folded + [repr(n) for n in names if not _NODE_NAME.fullmatch(n)])

@@ -1,0 +1,235 @@
+"""What every report shares: the format choices, how findings are ordered and
+worded, the JSON header, and how text reaches a file or stdout.
+
+cli imports this module to declare its options, so it stays light: tabulate
+and tempfile are imported where they are used.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from spurctl.errors import SpurctlError
+from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, format_time
+
+# -- format choices ----------------------------------------------------------
+
+
+class AuditFormat(enum.StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+    MARKDOWN = "markdown"
+    PROMETHEUS = "prometheus"
+
+
+class ReclaimFormat(enum.StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+class ChecklistFormat(enum.StrEnum):
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+F = TypeVar("F", bound=enum.StrEnum)
+
+
+def choose(choices: type[F], fmt: str, command: str | None = None) -> F:
+    """`fmt` as one of `choices`; an operator error naming them all otherwise."""
+    try:
+        return choices(fmt)
+    except ValueError:
+        *most, last = (c.value for c in choices)
+        where = f" for {command}" if command else ""
+        raise SpurctlError(
+            f"unknown format {fmt!r}{where}; use {', '.join(most)} or {last}"
+        ) from None
+
+
+# -- findings, in the order and words an operator reads them ----------------
+
+# Most urgent first: what an operator acts on belongs at the top.
+_ACTION_RANK = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
+ACTION_STYLE = {
+    Action.RECLAIM: "red",
+    Action.INVESTIGATE: "yellow",
+    Action.SPARE: "cyan",
+    Action.NONE: "green",
+}
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    # gpu2 before gpu10, as an operator reads a hostlist; re.split with a group
+    # alternates text and digits, so equal positions always compare like types.
+    parts = re.split(r"(\d+)", name)
+    return (*(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), name)
+
+
+def grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Findings grouped by node, most urgent row first in each group, and the
+    groups holding the most urgent rows first (then by node name)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.node, []).append(f)
+    for rows in groups.values():
+        rows.sort(key=lambda f: (_ACTION_RANK[f.action], f.job_id is None, f.job_id or 0))
+    return sorted(groups.items(), key=lambda g: (_ACTION_RANK[g[1][0].action], natural_key(g[0])))
+
+
+def live_text(live: bool | None) -> str:
+    return "" if live is None else ("yes" if live else "no")
+
+
+def job_text(job_id: int | None) -> str:
+    return "-" if job_id is None else str(job_id)
+
+
+def summary_line(report: AuditReport) -> str:
+    counts = report.by_kind
+    # Contract order, so the same kinds always appear in the same place.
+    by_kind = ", ".join(f"{k.value} {counts[k.value]}" for k in Kind if k.value in counts)
+    return (
+        f"{report.nodes_in_scope} nodes in scope, {report.nodes_inventoried} inventoried; "
+        f"findings: {by_kind or 'none'}; {report.needs_action} need action."
+    )
+
+
+def context_line(report: AuditReport) -> str:
+    if report.view_complete:
+        view = f"complete ({report.jobs_seen} jobs)"
+    else:
+        view = f"INCOMPLETE ({report.jobs_seen} of {report.jobs_total} jobs seen)"
+    version = f" (version {report.controller_version})" if report.controller_version else ""
+    return (
+        f"Controller {report.controller_address}{version}, view taken "
+        f"{format_time(report.taken_at)}: {view}; watermark {report.watermark.value} "
+        f"({report.watermark.source})."
+    )
+
+
+def no_discrepancies(report: AuditReport) -> str:
+    return (
+        f"No discrepancies: {report.nodes_in_scope} nodes, {report.nodes_inventoried} inventoried."
+    )
+
+
+# -- the JSON header ---------------------------------------------------------
+
+
+class ViewedReport(Protocol):
+    """A report made from one controller view: what its JSON header says."""
+
+    @property
+    def controller_address(self) -> str: ...
+    @property
+    def controller_version(self) -> str: ...
+    @property
+    def taken_at(self) -> datetime: ...
+    @property
+    def watermark(self) -> Watermark: ...
+    @property
+    def view_complete(self) -> bool: ...
+    @property
+    def jobs_seen(self) -> int: ...
+    @property
+    def jobs_total(self) -> int: ...
+    @property
+    def notes(self) -> Sequence[str]: ...
+
+
+def watermark_document(watermark: Watermark) -> dict[str, Any]:
+    return {"value": watermark.value, "source": str(watermark.source)}
+
+
+def report_header(report: ViewedReport) -> dict[str, Any]:
+    """The controller, watermark, view and notes keys every report document carries."""
+    return {
+        "controller": {
+            "address": report.controller_address,
+            "version": report.controller_version,
+            "taken_at": format_time(report.taken_at),
+        },
+        "watermark": watermark_document(report.watermark),
+        "view": {
+            "complete": report.view_complete,
+            "jobs_seen": report.jobs_seen,
+            "jobs_total": report.jobs_total,
+        },
+        "notes": list(report.notes),
+    }
+
+
+def dump_json(doc: Any) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
+
+
+# -- layout ------------------------------------------------------------------
+
+# Below this many columns the reason column would be squeezed to a sliver: each
+# finding's reason goes on its own indented line instead.
+NARROW = 110
+_PIPE_WIDTH = 120
+
+
+def pipe_width() -> int:
+    """Width for output that is not a terminal: $COLUMNS, else wide enough for the table."""
+    try:
+        return int(os.environ.get("COLUMNS", "")) or _PIPE_WIDTH
+    except ValueError:
+        return _PIPE_WIDTH
+
+
+def md_cell(text: str) -> str:
+    # A raw | ends the cell and a newline ends the table; a backslash is escaped
+    # first so one already in the text cannot swallow the pipe escape.
+    text = text.replace("\\", "\\\\").replace("|", "\\|")
+    return " ".join(text.splitlines())
+
+
+def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: bool = True) -> str:
+    """A GitHub table of text cells, each escaped; `padded` lines the columns up.
+
+    Cells are text as given: numparse off, so a node named "1e3" or a job id
+    prints as written.
+    """
+    from tabulate import tabulate
+
+    return tabulate(
+        [[md_cell(cell) for cell in row] for row in rows],
+        headers=headers,
+        tablefmt="github",
+        disable_numparse=True,
+        stralign="left" if padded else None,
+    )
+
+
+# -- output ------------------------------------------------------------------
+
+
+def write_output(text: str, output: Path | None) -> None:
+    """Write to FILE atomically (never a half-written document), or stdout."""
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    import tempfile
+
+    directory = output.parent if str(output.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, output)
+    except OSError as exc:
+        raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
