@@ -6,6 +6,7 @@ that use them, so `spurctl --help` and `--version` stay fast.
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import sys
@@ -20,11 +21,17 @@ import typer
 from spurctl import __version__
 from spurctl.errors import ExitStatus, SpurctlError, fail, redact
 from spurctl.reclaim import DEFAULT_CONCURRENCY
+from spurctl.render.common import (
+    AuditFormat,
+    ChecklistFormat,
+    ReclaimFormat,
+    choose,
+    write_output,
+)
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
 
 if TYPE_CHECKING:
-    from spurctl.decide.tracker import WatchRound
     from spurctl.sources.settings import Connection
 
 app = typer.Typer(
@@ -193,26 +200,6 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
     return decorate
 
 
-def write_output(text: str, output: Path | None) -> None:
-    """Write to FILE atomically (never a half-written document), or stdout."""
-    if output is None or str(output) == "-":
-        sys.stdout.write(text)
-        return
-    import os
-    import tempfile
-
-    directory = output.parent if str(output.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, output)
-    except OSError as exc:
-        raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
-
-
 # -- snapshot --------------------------------------------------------------------
 
 
@@ -266,9 +253,28 @@ CommandOpt = Annotated[
     ),
 ]
 FanoutOpt = Annotated[int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1)]
-FormatOpt = Annotated[
-    str, typer.Option("--format", help="table, json, csv, markdown or prometheus.")
-]
+Format = TypeVar("Format", bound=enum.StrEnum)
+
+
+def format_option(choices: type[Format], command: str, what: str) -> Any:
+    """--format as one of `choices`: validated (one line naming the choices) and completed."""
+
+    def parse(value: str | Format) -> Format:
+        try:
+            return choose(choices, str(value), command)
+        except SpurctlError as exc:
+            raise typer.BadParameter(str(exc)) from None
+
+    return typer.Option(
+        "--format",
+        help=f"How to print {what}.",
+        parser=parse,
+        autocompletion=lambda: [c.value for c in choices],
+        metavar="[" + "|".join(c.value for c in choices) + "]",
+    )
+
+
+FormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
 
 
 @app.command(
@@ -290,7 +296,7 @@ def audit(
         int | None, typer.Option("--watermark", help="Override the estimated watermark.")
     ] = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also list healthy rows.")] = False,
-    fmt: FormatOpt = "table",
+    fmt: FormatOpt = AuditFormat.TABLE,
     watch: Annotated[
         bool,
         typer.Option(
@@ -326,9 +332,8 @@ def audit(
     STRANDED: the controller will not release it by itself.
     """
     from spurctl import audit as use_case
-    from spurctl.render.audit import check_format, print_audit
+    from spurctl.render.audit import print_audit
 
-    check_format(fmt)
     src = Sources(nodes, inventory, collect, command, fanout, snapshot)
     if watch:
         use_case.check_watch(src, fmt)
@@ -360,66 +365,33 @@ def watch_audit(
     interval: float,
     rounds: int | None,
 ) -> int:
-    """Show `audit --watch` rounds until Ctrl-C or `rounds`; return the last round's status.
-
-    A terminal gets one view redrawn in place, anything else one plain block per round.
-    """
+    """Show `audit --watch` rounds until Ctrl-C or `rounds`; return the last round's status."""
     from dataclasses import replace
 
     from spurctl.audit import watch_rounds
-    from spurctl.render.watch import render_watch_round, watch_renderable
+    from spurctl.render.watch import WatchScreen
 
-    tty = sys.stdout.isatty()
-    src = replace(src, progress=False) if tty else src
-    state: WatchRound | None = None
-
-    def rounds_shown(
-        show: Callable[[WatchRound], None], before: Callable[[WatchRound], None] | None
-    ) -> None:
-        nonlocal state
-        for state in watch_rounds(
-            src,
-            conn,
-            watermark=watermark,
-            include_healthy=include_healthy,
-            interval=interval,
-            rounds=rounds,
-            before_round=before,
-        ):
-            show(state)
-
-    try:
-        if tty:
-            from rich.console import Console
-            from rich.live import Live
-
-            console = Console(highlight=False, emoji=False, markup=False)
-            with Live(console=console, auto_refresh=False) as live:
-                try:
-                    rounds_shown(
-                        lambda s: live.update(watch_renderable(s, live=True), refresh=True),
-                        lambda s: live.update(
-                            watch_renderable(s, live=True, running=True), refresh=True
-                        ),
-                    )
-                finally:
-                    if state is not None:
-                        # Leave the last round on screen, not "round N+1 running".
-                        live.update(watch_renderable(state), refresh=True)
-        else:
-
-            def block(s: WatchRound) -> None:
-                sys.stdout.write(("\n" if s.number > 1 else "") + render_watch_round(s))
-                sys.stdout.flush()
-
-            rounds_shown(block, None)
-    except KeyboardInterrupt:
-        if state is None:
-            raise
-    assert state is not None
-    if state.error is not None:
-        fail(f"the last round failed: {state.error}")
-    return state.exit_status
+    # A live view redrawn in place has no room for a progress bar under it.
+    src = replace(src, progress=False) if sys.stdout.isatty() else src
+    with WatchScreen() as screen:
+        try:
+            for state in watch_rounds(
+                src,
+                conn,
+                watermark=watermark,
+                include_healthy=include_healthy,
+                interval=interval,
+                rounds=rounds,
+                before_round=lambda _: screen.running(),
+            ):
+                screen.show(state)
+        except KeyboardInterrupt:
+            if screen.shown is None:
+                raise
+    assert screen.shown is not None
+    if screen.shown.error is not None:
+        fail(f"the last round failed: {screen.shown.error}")
+    return screen.shown.exit_status
 
 
 # -- reclaim ---------------------------------------------------------------------
@@ -459,7 +431,9 @@ def reclaim(
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
     ] = DEFAULT_CONCURRENCY,
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    fmt: Annotated[
+        ReclaimFormat, format_option(ReclaimFormat, "reclaim", "the plan and outcomes")
+    ] = ReclaimFormat.TABLE,
     conn: ConnectionOptions = ConnectionOptions(),
 ) -> None:
     """Cancel the stranded holdings of these nodes, safely.
@@ -471,8 +445,6 @@ def reclaim(
     from spurctl import reclaim as use_case
     from spurctl.render.reclaim import print_plan, print_run, print_unresolved
 
-    if fmt not in ("table", "json"):
-        fail(f"unknown format {fmt!r} for reclaim; use table or json")
     connection = conn.connect()
     src = Sources(node, inventory, collect, command, fanout)
     prepared = use_case.prepare(node, src, connection, jobs=job, journal_path=journal_path)
@@ -552,7 +524,9 @@ def checklist_post_wipe(
             "that now holds.",
         ),
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", help="markdown or json.")] = "markdown",
+    fmt: Annotated[
+        ChecklistFormat, format_option(ChecklistFormat, "checklist", "the checklist")
+    ] = ChecklistFormat.MARKDOWN,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
@@ -579,11 +553,10 @@ def checklist_post_wipe(
     from spurctl.audit import COLLECT_TIMEOUT
     from spurctl.checklist import post_wipe
     from spurctl.hostlist import parse_scope
-    from spurctl.render.checklist import check_format, render
+    from spurctl.render.checklist import render
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import gather_holdings
 
-    check_format(fmt)
     if verify and not nodes:
         fail(
             "--verify needs --nodes: the nodes the first run said to recycle "
@@ -702,7 +675,8 @@ def collect_command(
       spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
     """
     from spurctl.hostlist import parse_scope
-    from spurctl.sources.collect import collect, summarize
+    from spurctl.render.collect import summarize
+    from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
     names = sorted(parse_scope(nodes))
