@@ -6,26 +6,30 @@ that use them, so `spurctl --help` and `--version` stay fast.
 
 from __future__ import annotations
 
-import enum
-import functools
-import inspect
 import sys
-import typing
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from spurctl import __version__
 from spurctl.errors import ExitStatus, SpurctlError, fail, redact
+from spurctl.options import (
+    CollectOpt,
+    CommandOpt,
+    ConnectionOptions,
+    FanoutOpt,
+    FormatOpt,
+    InventoryOpt,
+    NodesOpt,
+    connected,
+    format_option,
+)
 from spurctl.reclaim import DEFAULT_CONCURRENCY
 from spurctl.render.common import (
     AuditFormat,
     ChecklistFormat,
     ReclaimFormat,
-    choose,
     write_output,
 )
 from spurctl.sources.collect import DEFAULT_COMMAND
@@ -69,137 +73,6 @@ def _root(
     _state["debug"] = debug
 
 
-# -- connection options shared by every command that talks to the cluster -----
-
-ControllerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--controller",
-        envvar="SPUR_CONTROLLER_ADDR",
-        help="Controller URL(s), comma-separated for HA.",
-        show_envvar=True,
-    ),
-]
-ConfOpt = Annotated[
-    Path | None,
-    typer.Option("--conf", envvar="SPUR_CONF", help="spur.conf (TOML).", show_envvar=True),
-]
-TokenOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--token",
-        envvar="SPUR_AUTH_TOKEN",
-        help="Bearer token (JWT); default ~/.spur/token if mode 0600.",
-        show_envvar=True,
-        show_default=False,
-    ),
-]
-JwtKeyOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--jwt-key-file",
-        envvar="SPUR_JWT_KEY_FILE",
-        help="Cluster key file; mints the agent credential for reclaims.",
-        show_envvar=True,
-    ),
-]
-AgentPortOpt = Annotated[
-    int | None, typer.Option("--agent-port", help="Agent port (default spur.conf, else 6818).")
-]
-AgentMapOpt = Annotated[
-    Path | None,
-    typer.Option("--agent-map", help='JSON/TOML object: node name -> "host:port".'),
-]
-TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="Deadline of every RPC, seconds.", min=0.001)
-]
-TlsCaOpt = Annotated[
-    Path | None, typer.Option("--tls-ca", help="CA bundle for https:// controller URLs.")
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionOptions:
-    """The connection options as typed; `connect()` resolves them with spur.conf and the env."""
-
-    controller: str | None = None
-    conf: Path | None = None
-    token: str | None = None
-    timeout: float = 10.0
-    tls_ca: Path | None = None
-    jwt_key_file: Path | None = None
-    agent_port: int | None = None
-    agent_map: Path | None = None
-
-    def connect(self) -> Connection:
-        from spurctl.sources.settings import connect_settings
-
-        return connect_settings(
-            controller=self.controller,
-            conf_path=self.conf,
-            token=self.token,
-            jwt_key_file=self.jwt_key_file,
-            agent_port=self.agent_port,
-            agent_map=self.agent_map,
-            timeout=self.timeout,
-            tls_ca=self.tls_ca,
-        )
-
-
-# (name, type, default) in the order --help lists them; the agent ones only for reclaim.
-_CONTROLLER_OPTIONS: list[tuple[str, Any, Any]] = [
-    ("controller", ControllerOpt, None),
-    ("conf", ConfOpt, None),
-    ("token", TokenOpt, None),
-]
-_AGENT_OPTIONS: list[tuple[str, Any, Any]] = [
-    ("jwt_key_file", JwtKeyOpt, None),
-    ("agent_port", AgentPortOpt, None),
-    ("agent_map", AgentMapOpt, None),
-]
-_TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
-    ("timeout", TimeoutOpt, 10.0),
-    ("tls_ca", TlsCaOpt, None),
-]
-
-Command = TypeVar("Command", bound=Callable[..., None])
-
-
-def connected(*, agents: bool = False) -> Callable[[Command], Command]:
-    """Declare the connection options once for every command that talks to the cluster.
-
-    The command takes `conn: ConnectionOptions`; Typer sees the options
-    themselves, appended to the command's own in one fixed order.
-    """
-    options = [*_CONTROLLER_OPTIONS, *(_AGENT_OPTIONS if agents else []), *_TRANSPORT_OPTIONS]
-
-    def decorate(command: Command) -> Command:
-        own = inspect.signature(command, eval_str=True)
-        hints = typing.get_type_hints(command, include_extras=True)
-        kept = [p for name, p in own.parameters.items() if name != "conn"]
-        added = [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
-            for name, a, d in options
-        ]
-
-        @functools.wraps(command)
-        def wrapper(**kwargs: Any) -> None:
-            conn = ConnectionOptions(**{name: kwargs.pop(name) for name, _, _ in options})
-            command(conn=conn, **kwargs)
-
-        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
-        wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {
-            **{n: h for n, h in hints.items() if n not in ("conn", "return")},
-            **{name: a for name, a, _ in options},
-            "return": None,
-        }
-        del wrapper.__wrapped__  # Typer must read the signature above, not the command's
-        return typing.cast(Command, wrapper)
-
-    return decorate
-
-
 # -- snapshot --------------------------------------------------------------------
 
 
@@ -230,51 +103,6 @@ def snapshot(
 
 
 # -- audit -----------------------------------------------------------------------
-
-NodesOpt = Annotated[
-    str | None,
-    typer.Option("--nodes", help="Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200])."),
-]
-InventoryOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--inventory",
-        help="Inventory file, directory of files, or - (JSON or JSON Lines). Repeatable.",
-    ),
-]
-CollectOpt = Annotated[
-    bool, typer.Option("--collect", help="Gather inventories live (see `spurctl collect`).")
-]
-CommandOpt = Annotated[
-    str,
-    typer.Option(
-        "--command",
-        help="With --collect: command run per node, %h = node name.",
-    ),
-]
-FanoutOpt = Annotated[int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1)]
-Format = TypeVar("Format", bound=enum.StrEnum)
-
-
-def format_option(choices: type[Format], command: str, what: str) -> Any:
-    """--format as one of `choices`: validated (one line naming the choices) and completed."""
-
-    def parse(value: str | Format) -> Format:
-        try:
-            return choose(choices, str(value), command)
-        except SpurctlError as exc:
-            raise typer.BadParameter(str(exc)) from None
-
-    return typer.Option(
-        "--format",
-        help=f"How to print {what}.",
-        parser=parse,
-        autocompletion=lambda: [c.value for c in choices],
-        metavar="[" + "|".join(c.value for c in choices) + "]",
-    )
-
-
-FormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
 
 
 @app.command(
@@ -374,8 +202,8 @@ def watch_audit(
     # A live view redrawn in place has no room for a progress bar under it.
     src = replace(src, progress=False) if sys.stdout.isatty() else src
     with WatchScreen() as screen:
-        try:
-            for state in watch_rounds(
+        last = screen.follow(
+            watch_rounds(
                 src,
                 conn,
                 watermark=watermark,
@@ -383,15 +211,11 @@ def watch_audit(
                 interval=interval,
                 rounds=rounds,
                 before_round=lambda _: screen.running(),
-            ):
-                screen.show(state)
-        except KeyboardInterrupt:
-            if screen.shown is None:
-                raise
-    assert screen.shown is not None
-    if screen.shown.error is not None:
-        fail(f"the last round failed: {screen.shown.error}")
-    return screen.shown.exit_status
+            )
+        )
+    if last.error is not None:
+        fail(f"the last round failed: {last.error}")
+    return last.exit_status
 
 
 # -- reclaim ---------------------------------------------------------------------

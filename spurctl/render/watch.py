@@ -8,7 +8,7 @@ one plain block per round.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TextIO
@@ -166,6 +166,20 @@ class WatchScreen:
         else:
             self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
             self.out.flush()
+
+    def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
+        """Show every round until they end or Ctrl-C; return the last one shown.
+
+        Ctrl-C before any round was shown is re-raised: there is nothing to leave on screen.
+        """
+        try:
+            for state in rounds:
+                self.show(state)
+        except KeyboardInterrupt:
+            if self.shown is None:
+                raise
+        assert self.shown is not None
+        return self.shown
 
     def running(self) -> None:
         """Say that the next round is under way, under the last one shown."""
