@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import clean_env, dead_url, run_cli, spurctl_argv, stderr_lines
+from tests.cli import clean_env, dead_url, run_cli, spurctl_argv, stderr_lines
 
 from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident

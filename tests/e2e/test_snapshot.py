@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import run_cli, stderr_lines
+from tests.cli import run_cli, stderr_lines
 
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth

@@ -397,7 +397,7 @@ def test_a_clean_round_exits_zero_and_says_no_discrepancies() -> None:
 
 # -- the command, run for real against a simulated cluster -------------------------
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 
 
 def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:

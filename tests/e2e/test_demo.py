@@ -22,7 +22,7 @@ from spurctl.cli import app
 from spurctl.model import Kind
 from spurctl.sources import credentials as auth
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KEY = "demo-test-cluster-key-0123456789abcdef"
 KINDS = "|".join(re.escape(k.value) for k in Kind)
 # One row of the audit table: "<node>  <job>  <kind>  <action>", the node blank on

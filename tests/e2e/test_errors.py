@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import dead_url, one_line_error, run_cli, stderr_lines
+from tests.cli import dead_url, one_line_error, run_cli, stderr_lines
 
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth

@@ -14,9 +14,9 @@ from typer.core import TyperGroup
 
 from spurctl.cli import app
 from spurctl.simcluster import SimCluster, incident
-from tests.e2e import run_cli
+from tests.live import run_cli
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_commands() -> list[str]:

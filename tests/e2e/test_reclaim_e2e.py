@@ -17,7 +17,7 @@ from spurctl.model import Holding
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
-from tests.e2e import KEY, run_cli
+from tests.live import KEY, run_cli
 
 WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from spurctl.cli import Sources, connection, run_audit_sources
 from spurctl.model import AuditReport, Finding
 from spurctl.simcluster import SimCluster
-from tests.harness import clean_env, spurctl_argv
+from tests.cli import clean_env, spurctl_argv
 
 KEY = "e2e-cluster-key-0123456789abcdef0123"
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import dead_url, run_cli, stderr_lines
+from tests.cli import dead_url, run_cli, stderr_lines
 
 from spurctl.errors import SpurctlError
 from spurctl.model import NodeState

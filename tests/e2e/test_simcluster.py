@@ -41,7 +41,7 @@ from spurctl.sources.documents import parse_inventory_text
 
 KEY = "simulated-cluster-secret-0123456789abcdef"
 OTHER_KEY = "another-clusters-secret-0123456789abcdef"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def controller(sim: SimCluster, **options: int) -> rpc.SlurmControllerStub:

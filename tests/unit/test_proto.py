@@ -7,7 +7,7 @@ from pathlib import Path
 
 from spurctl.proto import slurm_pb2 as pb
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ("slurm_pb2.py", "slurm_pb2.pyi", "slurm_pb2_grpc.py")
 
 

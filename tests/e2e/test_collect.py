@@ -19,7 +19,7 @@ from spurctl.model import Inventory
 from spurctl.sources.collect import DEFAULT_COMMAND, check_command, collect, exec_form, summarize
 from spurctl.sources.documents import parse_inventory_text
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 OK_SLEEP = 0.3
 TIMEOUT = 2.5
 

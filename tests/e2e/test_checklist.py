@@ -783,7 +783,7 @@ def test_the_installed_command_runs_end_to_end(sim: SimCluster, tmp_path: Path) 
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "COLUMNS": "200",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ import typer
 
 from spurctl.cli import app
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMPLETIONS = REPO / "completions"
 FILES = ("spurctl.bash", "_spurctl", "spurctl.fish")
 # The console script, not `python -m spurctl`: completion runs the program by name.
