@@ -2,15 +2,28 @@
 
 Every run gets its own HOME and XDG_STATE_HOME (so ~/.spur/token and the default
 journal are the test's own) and no SPUR_* variable from the developer's shell.
+
+Every wait here has a deadline, and a child still running when its test ends is
+killed with its whole process group: a regression fails in seconds, it never
+hangs the suite.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import select
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import IO, Any
 
 WORKTREE = Path(__file__).resolve().parents[1]
 
@@ -32,18 +45,106 @@ def spurctl_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "spurctl", *args]
 
 
-def run_cli(
-    *args: str, home: Path, timeout: float = 60, **env: str
-) -> subprocess.CompletedProcess[str]:
+def _home(home: Path | None) -> Path:
+    if home is None:
+        return Path(tempfile.mkdtemp(prefix="spurctl-home-"))
     home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def run_cli(
+    *args: str,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as a subprocess in clean_env, HOME a fresh directory unless given."""
     return subprocess.run(
         spurctl_argv(*args),
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=clean_env(home, **env),
+        env=clean_env(_home(home), **(env or {})),
         stdin=subprocess.DEVNULL,
+        cwd=cwd,
     )
+
+
+@contextmanager
+def cli_process(
+    *args: str,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **popen: Any,
+) -> Iterator[subprocess.Popen[str]]:
+    """The CLI running in clean_env, in a session of its own; killed if still running at the end."""
+    options: dict[str, Any] = {
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "stdin": subprocess.DEVNULL,
+        "text": True,
+        **popen,
+    }
+    proc = subprocess.Popen(
+        spurctl_argv(*args),
+        env=clean_env(_home(home), **(env or {})),
+        start_new_session=True,
+        **options,
+    )
+    try:
+        yield proc
+    finally:
+        kill_group(proc.pid)
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a child's process group (it leads one of its own); gone already is fine."""
+    with suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def lines_of(stream: IO[str]) -> queue.Queue[str]:
+    """A pipe's lines, read on a daemon thread so a reader can give up at a deadline; '' at EOF."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def read_terminal(fd: int, until: Callable[[bytes], bool], timeout: float = 30.0) -> bytes:
+    """Read a pseudo-terminal until `until(all read so far)` holds or it closes, within timeout."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while not until(seen):
+        left = deadline - time.monotonic()
+        assert left > 0, f"timed out; the terminal showed: {seen.decode(errors='replace')}"
+        if not select.select([fd], [], [], min(left, 0.1))[0]:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: every writer to the terminal has closed it
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
 
 
 def stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:

@@ -13,7 +13,8 @@ import pytest
 from spurctl.model import Action, Kind
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
-from tests.live import KEY, audit_live, by_key, run_cli
+from tests.cli import run_cli
+from tests.live import KEY, audit_live, by_key
 
 RECLAIMABLE_IN_INCIDENT = {
     ("gpu003", 4711, Kind.ACTIVE_ELSEWHERE),

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.cli import dead_url, run_cli, stderr_lines
 
 from spurctl.errors import SpurctlError
 from spurctl.model import NodeState
@@ -20,6 +19,7 @@ from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
+from tests.cli import dead_url, run_cli, stderr_lines
 
 KEY = "client-test-cluster-key-0123456789"
 OTHER_KEY = "some-other-cluster-key-0123456789"

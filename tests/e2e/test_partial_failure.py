@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli import clean_env, dead_url, run_cli, spurctl_argv, stderr_lines
 
 from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
+from tests.cli import clean_env, dead_url, run_cli, spurctl_argv, stderr_lines
 
 KEY = "harden-test-cluster-key-Zq8v3XkP-0123456789"
 OTHER_KEY = "harden-test-other-key-9Lm2Wd7R-0123456789"

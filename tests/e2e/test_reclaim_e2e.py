@@ -17,7 +17,8 @@ from spurctl.model import Holding
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
-from tests.live import KEY, run_cli
+from tests.cli import run_cli
+from tests.live import KEY
 
 WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli import run_cli, stderr_lines
 
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import job_to_dict, node_to_dict, read_snapshot
+from tests.cli import run_cli, stderr_lines
 
 KEY = "snapshot-test-cluster-key-0123456789"
 
