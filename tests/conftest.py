@@ -1,1 +1,35 @@
-"""Shared test fixtures."""
+"""Shared fixtures: the simulated clusters the end-to-end tests stand up.
+
+Module-scoped clusters are shared by one module's tests only (a test that changes
+one, such as draining a node, changes it for the tests after it in that module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from spurctl.simcluster import SimCluster, incident
+from tests.live import KEY
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    """The incident cluster with every agent up, fresh for each test."""
+    with SimCluster(incident()) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def lone_controller() -> Iterator[SimCluster]:
+    """The incident's controller without agents, answering anyone."""
+    with SimCluster(incident(), agents=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def secured_controller() -> Iterator[SimCluster]:
+    """The incident's controller without agents, demanding a credential signed with live.KEY."""
+    with SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as cluster:
+        yield cluster

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +26,6 @@ RECLAIMABLE_IN_INCIDENT = {
     ("gpu012", 4702, Kind.TERMINAL_HELD),
     ("gpu013", 4388, Kind.BELOW_WATERMARK_UNKNOWN),
 }
-
-
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident()) as cluster:
-        yield cluster
 
 
 @pytest.fixture

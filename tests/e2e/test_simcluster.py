@@ -60,12 +60,6 @@ def failure(call: Callable[[], Any]) -> grpc.RpcError:
 
 
 @pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident()) as s:
-        yield s
-
-
-@pytest.fixture
 def secured() -> Iterator[SimCluster]:
     with SimCluster(incident(), auth="required", jwt_key=KEY) as s:
         yield s

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,12 +67,6 @@ def read_round(proc: subprocess.Popen[str]) -> list[str]:
 def row(block: list[str], node: str, job: int) -> list[str]:
     (line,) = [b for b in block if b.startswith(f"{node} ") and f" {job} " in b]
     return line.split()
-
-
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident()) as s:
-        yield s
 
 
 def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last_status(
