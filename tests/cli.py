@@ -128,9 +128,10 @@ def lines_of(stream: IO[str]) -> queue.Queue[str]:
     return lines
 
 
-def read_terminal(fd: int, until: Callable[[bytes], bool], timeout: float = 30.0) -> bytes:
-    """Read a pseudo-terminal until `until(all read so far)` holds or it closes, within timeout."""
-    seen = b""
+def read_terminal(
+    fd: int, until: Callable[[bytes], bool], timeout: float = 30.0, seen: bytes = b""
+) -> bytes:
+    """Read a pseudo-terminal onto `seen` until `until(seen)` holds or it closes, within timeout."""
     deadline = time.monotonic() + timeout
     while not until(seen):
         left = deadline - time.monotonic()
@@ -145,6 +146,29 @@ def read_terminal(fd: int, until: Callable[[bytes], bool], timeout: float = 30.0
             break
         seen += chunk
     return seen
+
+
+def asleep_reading_terminal(pid: int) -> bool:
+    """Whether the process's main thread sleeps in a terminal read (n_tty_read's wait_woken).
+
+    Only a signal that lands there, or in another blocking call, is seen at once by
+    Python's input(): one landing just before it blocks waits for the next signal.
+    """
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() in ("wait_woken", "n_tty_read")
+    except OSError:  # gone already
+        return False
+
+
+def exit_status(pid: int, timeout: float = 20.0) -> int:
+    """A forked child's exit code (as os.waitstatus_to_exitcode), waited for at most timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        assert time.monotonic() < deadline, f"pid {pid} still running after {timeout} s"
+        time.sleep(0.02)
 
 
 def stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:

@@ -1,68 +1,26 @@
-"""Faults and interruptions, met through the real CLI against a simulated cluster.
+"""Partial failure, met through the real CLI against a simulated cluster.
 
-What an operator can rely on, whatever goes wrong: a dead controller endpoint is
-passed over; one bad node never hides or stops the others; a Ctrl-C never loses
-the record of a cancel that went out; and no secret ever reaches the screen, the
-journal or a --debug trace. (Operator errors, one line each: test_errors.py.)
+What an operator can rely on: a dead controller endpoint is passed over, and one
+bad node never hides or stops the others. (Ctrl-C and crashes:
+test_reclaim_interrupt.py; secrets: test_secrets.py; operator errors, one line
+each: test_errors.py.)
 """
 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import signal
-import subprocess
 import sys
 import textwrap
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
-from spurctl.sources import credentials as auth
-from tests.cli import clean_env, dead_url, run_cli, spurctl_argv, stderr_lines
-
-KEY = "harden-test-cluster-key-Zq8v3XkP-0123456789"
-OTHER_KEY = "harden-test-other-key-9Lm2Wd7R-0123456789"
-# The incident's reclaimable holdings on gpu003-008 (stale runs of requeued jobs),
-# gpu012 (a finished job still reserved) and gpu013 (an id aged out below the watermark).
-RECLAIM_NODES = "gpu[003-008,012-013]"
-PLANNED = {
-    ("gpu003", 4711),
-    ("gpu004", 4712),
-    ("gpu005", 4712),
-    ("gpu006", 4715),
-    ("gpu006", 4716),
-    ("gpu007", 4719),
-    ("gpu008", 4720),
-    ("gpu012", 4702),
-    ("gpu013", 4388),
-}
-
-
-def journal_records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def outcomes(path: Path, result: str | None = None) -> set[tuple[str, int]]:
-    return {
-        (r["node"], r["job_id"])
-        for r in journal_records(path)
-        if r["event"] == "outcome" and (result is None or r["result"] == result)
-    }
-
-
-def cancelled(sim: SimCluster) -> list[tuple[str, int]]:
-    return [(c.node, c.job_id) for c in sim.cancels]
-
+from tests.cli import dead_url, run_cli, stderr_lines
+from tests.live import PLANNED, cancelled, outcomes, reclaim_args
 
 # -- HA through the CLI -------------------------------------------------------------------------
 
@@ -90,39 +48,10 @@ def test_audit_fails_over_past_dead_endpoints_without_a_word(tmp_path: Path) -> 
 # -- partial failure: one bad node never hides or stops the others --------------------------------
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[SimCluster, Path, Path]]:
-    """A cluster with every agent up, its inventory file and its agent map."""
-    with SimCluster(incident()) as sim:
-        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-        agent_map = tmp_path / "agents.json"
-        agent_map.write_text(json.dumps(sim.agent_map()))
-        yield sim, inventory, agent_map
-
-
-def reclaim_args(
-    sim: SimCluster, inventory: Path, agent_map: Path, journal: Path, node: str = RECLAIM_NODES
-) -> list[str]:
-    return [
-        "reclaim",
-        "--controller",
-        sim.controller_address,
-        "--node",
-        node,
-        "--inventory",
-        str(inventory),
-        "--agent-map",
-        str(agent_map),
-        "--journal",
-        str(journal),
-        "--yes",
-    ]
-
-
 def test_a_stopped_agent_fails_its_entry_and_every_other_node_is_still_reclaimed(
-    cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
 ) -> None:
-    sim, inventory, agent_map = cluster
+    sim, inventory, agent_map = incident_cluster
     sim.stop_agent("gpu006")  # two planned cancels on it
     journal = tmp_path / "journal.jsonl"
 
@@ -153,9 +82,9 @@ def test_a_stopped_agent_fails_its_entry_and_every_other_node_is_still_reclaimed
 
 
 def test_the_table_summary_names_the_node_that_failed(
-    cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
 ) -> None:
-    sim, inventory, agent_map = cluster
+    sim, inventory, agent_map = incident_cluster
     sim.stop_agent("gpu013")
     proc = run_cli(*reclaim_args(sim, inventory, agent_map, tmp_path / "j.jsonl"), home=tmp_path)
     assert proc.returncode == 1, proc.stderr
@@ -202,9 +131,9 @@ def fake_ssh(tmp_path: Path, inventory: Path, broken: str) -> str:
 
 
 def test_audit_collect_reports_an_unreachable_node_and_audits_all_the_others(
-    cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
 ) -> None:
-    sim, inventory, _ = cluster
+    sim, inventory, _ = incident_cluster
     proc = run_cli(
         "audit",
         "--controller",
@@ -249,13 +178,13 @@ def inventory_kept_fresh(sim: SimCluster, path: Path) -> Iterator[None]:
         yield
     finally:
         done.set()
-        watcher.join()
+        watcher.join(timeout=10)
 
 
 def test_reclaim_collect_spares_an_unreachable_node_and_reclaims_the_others(
-    cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
 ) -> None:
-    sim, inventory, agent_map = cluster
+    sim, inventory, agent_map = incident_cluster
     journal = tmp_path / "journal.jsonl"
     with inventory_kept_fresh(sim, inventory):
         proc = run_cli(
@@ -290,174 +219,4 @@ def test_reclaim_collect_spares_an_unreachable_node_and_reclaims_the_others(
 # -- interrupt: Ctrl-C stops before the next send and loses no outcome -------------------------
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
-def start_reclaim(
-    sim: SimCluster, inventory: Path, agent_map: Path, journal: Path, home: Path
-) -> subprocess.Popen[str]:
-    home.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(
-        spurctl_argv(
-            *reclaim_args(sim, inventory, agent_map, journal),
-            "--concurrency",
-            "1",
-            "--format",
-            "json",
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=clean_env(home),
-    )
-
-
-def test_ctrl_c_stops_before_the_next_send_and_the_journal_matches_what_the_agents_got(
-    tmp_path: Path,
-) -> None:
-    with SimCluster(incident(), agent_latency=0.4) as sim:
-        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-        agent_map = tmp_path / "agents.json"
-        agent_map.write_text(json.dumps(sim.agent_map()))
-        journal = tmp_path / "journal.jsonl"
-        proc = start_reclaim(sim, inventory, agent_map, journal, tmp_path / "home")
-        try:
-            wait_for(lambda: journal.exists() and bool(outcomes(journal)))
-            proc.send_signal(signal.SIGINT)
-            stdout, stderr = proc.communicate(timeout=30)
-        finally:
-            proc.kill()
-
-        assert proc.returncode == 1, stderr
-        assert "Traceback" not in stderr
-        sent = outcomes(journal, "sent")
-        assert sorted(cancelled(sim)) == sorted(sent)  # exactly, no more and no less
-        assert 1 <= len(sent) < len(PLANNED)
-        assert unresolved(journal) == []  # every intent has its outcome
-        doc = json.loads(stdout)
-        assert doc["summary"]["interrupted"] is True
-        not_sent = {(e["node"], e["job_id"]) for e in doc["not_attempted"]}
-        assert not_sent and not_sent.isdisjoint(sent)
-        assert not_sent | outcomes(journal) == PLANNED
-
-
-def test_ctrl_c_at_the_confirmation_prompt_sends_nothing(
-    cluster: tuple[SimCluster, Path, Path], tmp_path: Path
-) -> None:
-    sim, inventory, agent_map = cluster
-    journal = tmp_path / "journal.jsonl"
-    args = reclaim_args(sim, inventory, agent_map, journal)
-    args.remove("--yes")
-    env = clean_env(tmp_path / "home")
-    pid, terminal = pty.fork()
-    if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
-        try:
-            os.execve(sys.executable, spurctl_argv(*args), env)
-        finally:
-            os._exit(127)  # never fall back into the test runner
-    seen = b""
-    try:
-        deadline = time.monotonic() + 20
-        while b"[y/N]" not in seen:
-            assert time.monotonic() < deadline, seen
-            if select.select([terminal], [], [], 0.1)[0]:
-                seen += os.read(terminal, 4096)
-        os.write(terminal, b"\x03")  # Ctrl-C, through the terminal's line discipline
-        _, status = os.waitpid(pid, 0)
-        with suppress(OSError):  # the terminal closes with the child
-            while select.select([terminal], [], [], 0.5)[0]:
-                seen += os.read(terminal, 4096)
-    finally:
-        os.close(terminal)
-    assert os.waitstatus_to_exitcode(status) == 1
-    assert b"spurctl: aborted" in seen and b"Traceback" not in seen
-    assert sim.cancels == [] and not journal.exists()
-
-
-def test_a_cancel_cut_off_by_a_crash_is_reported_as_unknown_on_the_next_run(
-    tmp_path: Path,
-) -> None:
-    with SimCluster(incident(), agent_latency=1.5) as sim:
-        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-        agent_map = tmp_path / "agents.json"
-        agent_map.write_text(json.dumps(sim.agent_map()))
-        journal = tmp_path / "journal.jsonl"
-        proc = start_reclaim(sim, inventory, agent_map, journal, tmp_path / "home")
-        try:
-            # The first intent is journaled and its cancel is in flight (1.5 s): kill -9 now.
-            wait_for(lambda: journal.exists() and journal.read_text().count('"intent"') == 1)
-            proc.kill()
-            proc.communicate(timeout=30)
-        finally:
-            proc.kill()
-        (open_intent,) = unresolved(journal)
-
-        sim.agent_latency = 0.0
-        args = reclaim_args(sim, inventory, agent_map, journal)
-        dry = run_cli(*args, "--dry-run", home=tmp_path / "home")
-        assert dry.returncode == 0, dry.stderr
-        assert (
-            f"unknown: check the node — job {open_intent.job_id} on {open_intent.node}"
-            in dry.stdout
-        )
-        assert unresolved(journal) == [open_intent]  # a dry run records nothing
-
-        real = run_cli(*args, "--format", "json", home=tmp_path / "home")
-        assert "check the node" in real.stderr
-        closing = next(
-            r
-            for r in journal_records(journal)
-            if r["event"] == "outcome"
-            and (r["node"], r["job_id"]) == (open_intent.node, open_intent.job_id)
-        )
-        assert closing["result"] == "failed" and "unknown" in closing["detail"]
-        assert unresolved(journal) == []
-
-
 # -- secrets never leave ----------------------------------------------------------------------
-
-
-def test_no_token_or_cluster_key_reaches_output_or_journal_even_with_debug(tmp_path: Path) -> None:
-    with SimCluster(incident(), auth="required", jwt_key=KEY) as sim:
-        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-        agent_map = tmp_path / "agents.json"
-        agent_map.write_text(json.dumps(sim.agent_map()))
-        key_file = tmp_path / "jwt.key"
-        key_file.write_text(KEY + "\n")
-        wrong_key_file = tmp_path / "wrong.key"
-        wrong_key_file.write_text(OTHER_KEY + "\n")
-        journal = tmp_path / "journal.jsonl"
-        token = auth.mint(KEY, "root", admin=True)
-        forged = auth.mint(OTHER_KEY, "root", admin=True)
-        home = tmp_path / "home"
-
-        def reclaim(
-            token: str, key: Path, node: str = RECLAIM_NODES
-        ) -> subprocess.CompletedProcess[str]:
-            args = reclaim_args(sim, inventory, agent_map, journal, node)
-            return run_cli(
-                "--debug", *args, "--token", token, "--jwt-key-file", str(key), home=home
-            )
-
-        runs = [
-            # A rejected credential, traceback and all.
-            reclaim(forged, key_file),
-            # Agents refuse a credential minted with the wrong key: every entry fails.
-            reclaim(token, wrong_key_file, "gpu013"),
-            # A run that sends.
-            reclaim(token, key_file),
-        ]
-        assert runs[0].returncode == 2 and "Traceback" in runs[0].stderr
-        assert runs[1].returncode == 1 and "refused the controller credential" in runs[1].stdout
-        assert runs[2].returncode == 0, runs[2].stderr
-        assert {c.subject for c in sim.cancels} == {"spurctld"}
-
-        seen = [journal.read_text()] + [r.stdout + r.stderr for r in runs]
-        for text in seen:
-            for secret in (KEY, OTHER_KEY, token, forged):
-                assert secret not in text
