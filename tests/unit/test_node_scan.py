@@ -191,12 +191,23 @@ def test_vanished_and_unreadable_entries_are_skipped_not_fatal(tmp_path: Path) -
     assert (str(proc / "62" / "environ"), IsADirectoryError) in skipped
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_a_process_environment_that_is_not_ours_is_skipped(tmp_path: Path) -> None:
+def test_a_process_environment_that_is_not_ours_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proc = make_proc(tmp_path)
     add_process(proc, 70, {"SPUR_JOB_ID": "70"})
     add_process(proc, 71, {"SPUR_JOB_ID": "71"})
-    (proc / "70" / "environ").chmod(0)
+    # Another user's process, as a scan that is not root meets it (root, as CI runs, reads
+    # any file whatever its mode, so a chmod would prove nothing there).
+    not_ours = proc / "70" / "environ"
+    read_bytes = Path.read_bytes
+
+    def refusing(path: Path) -> bytes:
+        if path == not_ours:
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", refusing)
     skipped: list[type[Exception]] = []
 
     inv = scan(tmp_path / "none", proc, "n1", on_skip=lambda p, e: skipped.append(type(e)))
