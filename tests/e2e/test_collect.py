@@ -6,7 +6,6 @@ import json
 import os
 import random
 import shlex
-import subprocess
 import sys
 import textwrap
 import time
@@ -18,8 +17,8 @@ from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
 from spurctl.sources.collect import check_command, collect
 from spurctl.sources.documents import parse_inventory_text
+from tests.cli import run_cli
 
-WORKTREE = Path(__file__).resolve().parents[2]
 OK_SLEEP = 0.3
 TIMEOUT = 2.5
 
@@ -221,16 +220,6 @@ def test_a_command_template_that_cannot_run_once_per_node_is_refused(
 # -- the command line, run for real ---------------------------------------------------------
 
 
-def spurctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spurctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(WORKTREE), **(env or {})},
-    )
-
-
 def fixture_node(tmp_path: Path) -> tuple[Path, Path]:
     """A node with job 4711 in a cgroup and a process carrying its id."""
     cg, proc = tmp_path / "spur", tmp_path / "proc"
@@ -248,7 +237,7 @@ def fixture_node(tmp_path: Path) -> tuple[Path, Path]:
 def test_node_inventory_prints_one_json_line_for_the_node(tmp_path: Path) -> None:
     cg, proc = fixture_node(tmp_path)
 
-    run = spurctl(
+    run = run_cli(
         "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc), "--hostname", "gpu017"
     )
 
@@ -274,7 +263,7 @@ def test_node_inventory_writes_the_document_to_a_file_and_defaults_to_the_host_n
     cg, proc = fixture_node(tmp_path)
     out = tmp_path / "inv.json"
 
-    run = spurctl(
+    run = run_cli(
         "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc), "-o", str(out)
     )
 
@@ -285,7 +274,7 @@ def test_node_inventory_writes_the_document_to_a_file_and_defaults_to_the_host_n
 
 def test_node_inventory_does_not_count_itself_as_the_job_it_runs_in(tmp_path: Path) -> None:
     # `srun spurctl node-inventory` runs inside a job: the scanner is not that job's work.
-    run = spurctl(
+    run = run_cli(
         "node-inventory",
         "--cgroup-root",
         str(tmp_path / "absent"),
@@ -299,13 +288,13 @@ def test_node_inventory_does_not_count_itself_as_the_job_it_runs_in(tmp_path: Pa
 
 
 def test_node_inventory_with_a_wrong_proc_root_exits_2_with_one_line(tmp_path: Path) -> None:
-    run = spurctl("node-inventory", "--proc-root", str(tmp_path / "nope"))
+    run = run_cli("node-inventory", "--proc-root", str(tmp_path / "nope"))
     assert run.returncode == 2
     assert run.stderr.startswith("spurctl: error: cannot list") and run.stderr.count("\n") == 1
 
 
 def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_command: str) -> None:
-    run = spurctl(
+    run = run_cli(
         "collect", "--nodes", "ok[1-3],fail7", "--command", fake_command, "--timeout", "20"
     )
 
@@ -327,7 +316,7 @@ def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_comma
 def test_collect_cli_exits_0_when_every_node_answered(tmp_path: Path, fake_command: str) -> None:
     out = tmp_path / "inventories.jsonl"
 
-    run = spurctl(
+    run = run_cli(
         "collect",
         "--nodes",
         "ok[01-05]",
@@ -357,7 +346,7 @@ def test_collect_cli_exits_0_when_every_node_answered(tmp_path: Path, fake_comma
     ],
 )
 def test_collect_cli_refuses_a_bad_hostlist_with_exit_2(hostlist: str, complaint: str) -> None:
-    run = spurctl("collect", "--nodes", hostlist, "--command", "echo %h")
+    run = run_cli("collect", "--nodes", hostlist, "--command", "echo %h")
 
     assert run.returncode == 2
     assert run.stdout == ""
@@ -366,12 +355,12 @@ def test_collect_cli_refuses_a_bad_hostlist_with_exit_2(hostlist: str, complaint
 
 
 def test_collect_cli_refuses_a_template_without_the_node_with_exit_2() -> None:
-    run = spurctl("collect", "--nodes", "n[1-2]", "--command", "spurctl node-inventory")
+    run = run_cli("collect", "--nodes", "n[1-2]", "--command", "spurctl node-inventory")
     assert run.returncode == 2 and "put %h where the node name goes" in run.stderr
 
 
 @pytest.mark.parametrize("command", ["node-inventory", "collect"])
 def test_each_command_help_has_a_summary_and_an_example(command: str) -> None:
-    run = spurctl(command, "--help")
+    run = run_cli(command, "--help")
     assert run.returncode == 0
     assert f"spurctl {command}" in run.stdout.split("Example:", 1)[1]
