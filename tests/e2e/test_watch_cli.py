@@ -4,40 +4,35 @@ from __future__ import annotations
 
 import os
 import pty
+import queue
 import signal
 import subprocess
-import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from spurctl.simcluster import SimCluster, incident
+from tests.cli import cli_process, lines_of, read_terminal, run_cli
 
-# -- the command, run for real against a simulated cluster -------------------------
+# Wide enough that a finding is one line.
+WIDE = {"COLUMNS": "200"}
+# A round takes well under a second here; a loaded machine gets the rest.
+ROUND_WITHIN = 30
 
-WORKTREE = Path(__file__).resolve().parents[2]
 
-
-def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    # Wide enough that a finding is one line; no operator's spur.conf, token or controller.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPUR_")}
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    return {
-        **env,
-        "PYTHONPATH": str(WORKTREE),
-        "HOME": str(home),
-        "COLUMNS": "200",
-        **extra,
-    }
+def watching(
+    sim: SimCluster, inventory: Path, tmp_path: Path, *args: str, **popen: Any
+) -> AbstractContextManager[subprocess.Popen[str]]:
+    """`spurctl audit --watch` against sim, running; killed if still running at the end."""
+    options = {"env": WIDE, **popen}
+    return cli_process(*watch(sim, inventory, *args), home=tmp_path / "home", **options)
 
 
 def watch(sim: SimCluster, inventory: Path, *args: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "spurctl",
         "audit",
         "--watch",
         "--inventory",
@@ -50,18 +45,30 @@ def watch(sim: SimCluster, inventory: Path, *args: str) -> list[str]:
     ]
 
 
-def read_round(proc: subprocess.Popen[str]) -> list[str]:
+def read_round(proc: subprocess.Popen[str], lines: queue.Queue[str]) -> list[str]:
     """One plain block: from its header to the controller line that ends it."""
-    assert proc.stdout is not None
     block: list[str] = []
-    for line in proc.stdout:
+    deadline = time.monotonic() + ROUND_WITHIN
+    while True:
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            raise AssertionError(f"no round within {ROUND_WITHIN} s: {block}") from None
+        if not line:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"output ended inside a round: {block}; stderr: {err}")
         if not block and not line.strip():
             continue  # the blank line between blocks
         block.append(line.rstrip("\n"))
         if line.startswith("Controller "):
             return block
-    err = proc.stderr.read() if proc.stderr else ""
-    raise AssertionError(f"output ended inside a round: {block}; stderr: {err}")
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    """Wait (bounded) for the watch to end on its own and return its stderr."""
+    proc.wait(timeout=30)
+    assert proc.stderr is not None
+    return proc.stderr.read()
 
 
 def row(block: list[str], node: str, job: int) -> list[str]:
@@ -73,15 +80,15 @@ def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last
     sim: SimCluster, tmp_path: Path
 ) -> None:
     inventory = sim.write_inventories(tmp_path / "inv.jsonl")
-    cmd = watch(sim, inventory, "--nodes", "gpu012", "--rounds", "2", "--interval", "1")
-    with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path)
-    ) as proc:
-        first = read_round(proc)
+    cmd = ("--nodes", "gpu012", "--rounds", "2", "--interval", "1")
+    with watching(sim, inventory, tmp_path, *cmd) as proc:
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        first = read_round(proc, lines)
         sim.release("gpu012", 4702)
         sim.write_inventories(inventory)  # the operator re-collects into the same file
-        second = read_round(proc)
-        _, err = proc.communicate(timeout=30)
+        second = read_round(proc, lines)
+        err = finish(proc)
 
     assert first[0].startswith("spurctl audit --watch: round 1, ")
     assert row(first, "gpu012", 4702)[:7] == [
@@ -103,16 +110,16 @@ def test_a_failed_round_is_shown_and_the_watch_goes_on_keeping_each_findings_age
     sim: SimCluster, tmp_path: Path
 ) -> None:
     inventory = sim.write_inventories(tmp_path / "inv.jsonl")
-    cmd = watch(sim, inventory, "--nodes", "gpu012", "--rounds", "3", "--interval", "1")
-    with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path)
-    ) as proc:
-        first = read_round(proc)
+    cmd = ("--nodes", "gpu012", "--rounds", "3", "--interval", "1")
+    with watching(sim, inventory, tmp_path, *cmd) as proc:
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        first = read_round(proc, lines)
         inventory.write_text('{"schema": "spurctl.inventory/v1", "node": \n')  # half-written
-        second = read_round(proc)
+        second = read_round(proc, lines)
         sim.write_inventories(inventory)
-        third = read_round(proc)
-        _, err = proc.communicate(timeout=30)
+        third = read_round(proc, lines)
+        err = finish(proc)
 
     assert "FAILED" not in "\n".join(first)
     (failed,) = [line for line in second if "FAILED" in line]
@@ -128,14 +135,14 @@ def test_a_watch_whose_last_round_failed_exits_2_with_one_line(
     sim: SimCluster, tmp_path: Path
 ) -> None:
     inventory = sim.write_inventories(tmp_path / "inv.jsonl")
-    cmd = watch(sim, inventory, "--nodes", "gpu012", "--rounds", "2", "--interval", "1")
-    with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path)
-    ) as proc:
-        read_round(proc)
+    cmd = ("--nodes", "gpu012", "--rounds", "2", "--interval", "1")
+    with watching(sim, inventory, tmp_path, *cmd) as proc:
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        read_round(proc, lines)
         inventory.unlink()
-        second = read_round(proc)
-        _, err = proc.communicate(timeout=30)
+        second = read_round(proc, lines)
+        err = finish(proc)
 
     assert any(line.startswith("Round 2 FAILED: --inventory ") for line in second)
     assert proc.returncode == 2
@@ -149,30 +156,23 @@ def test_ctrl_c_on_a_terminal_leaves_the_last_view_and_exits_with_its_status(
 ) -> None:
     inventory = sim.write_inventories(tmp_path / "inv.jsonl")
     controller_side, terminal_side = pty.openpty()
-    with subprocess.Popen(
-        watch(sim, inventory, "--interval", "30"),
-        stdin=subprocess.DEVNULL,
+    with watching(
+        sim,
+        inventory,
+        tmp_path,
+        "--interval",
+        "30",
         stdout=terminal_side,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(tmp_path, TERM="xterm-256color", LINES="60"),
+        env={**WIDE, "TERM": "xterm-256color", "LINES": "60"},
     ) as proc:
         os.close(terminal_side)
-        seen = b""
-        while b"Ctrl-C to stop" not in seen or b"(estimated)" not in seen:
-            chunk = os.read(controller_side, 65536)
-            assert chunk, seen.decode(errors="replace")
-            seen += chunk
+        seen = read_terminal(
+            controller_side, lambda shown: b"Ctrl-C to stop" in shown and b"(estimated)" in shown
+        )
+        assert b"Ctrl-C to stop" in seen and b"(estimated)" in seen, seen.decode(errors="replace")
         proc.send_signal(signal.SIGINT)
         # Keep draining the terminal, or its final drawing blocks on a full buffer.
-        while True:
-            try:
-                chunk = os.read(controller_side, 65536)
-            except OSError:  # EIO: every writer to the terminal has closed it
-                break
-            if not chunk:
-                break
-            seen += chunk
+        seen = read_terminal(controller_side, lambda _: False, seen=seen)
         _, err = proc.communicate(timeout=30)
         os.close(controller_side)
 
@@ -190,13 +190,7 @@ def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
 ) -> None:
     with SimCluster(incident(), controller_latency=10.0) as slow:
         inventory = slow.write_inventories(tmp_path / "inv.jsonl")
-        with subprocess.Popen(
-            watch(slow, inventory, "--timeout", "30"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli_env(tmp_path),
-        ) as proc:
+        with watching(slow, inventory, tmp_path, "--timeout", "30") as proc:
             time.sleep(1.5)  # started, and waiting on the controller
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
@@ -228,14 +222,7 @@ def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
 def test_watch_refuses_what_it_cannot_do_with_one_line_and_status_2(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "spurctl", "audit", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
-    )
+    run = run_cli("audit", *args, home=tmp_path / "home", env=WIDE, timeout=30, cwd=tmp_path)
 
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr.splitlines() == [f"spurctl: error: {message}"]
