@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,14 +71,24 @@ def run_cli(
     )
 
 
-@contextmanager
 def cli_process(
     *args: str,
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     **popen: Any,
-) -> Iterator[subprocess.Popen[str]]:
+) -> AbstractContextManager[subprocess.Popen[str]]:
     """The CLI running in clean_env, in a session of its own; killed if still running at the end."""
+    return running(spurctl_argv(*args), home=home, env=env, **popen)
+
+
+@contextmanager
+def running(
+    argv: list[str],
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **popen: Any,
+) -> Iterator[subprocess.Popen[str]]:
+    """A process in clean_env and a session of its own; it and its group killed at the end."""
     options: dict[str, Any] = {
         "stdout": subprocess.PIPE,
         "stderr": subprocess.PIPE,
@@ -87,7 +97,7 @@ def cli_process(
         **popen,
     }
     proc = subprocess.Popen(
-        spurctl_argv(*args),
+        argv,
         env=clean_env(_home(home), **(env or {})),
         start_new_session=True,
         **options,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -30,10 +29,10 @@ from spurctl.simcluster import (
 )
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import parse_inventory_text
+from tests.cli import clean_env, lines_of, running
 
 KEY = "simulated-cluster-secret-0123456789abcdef"
 OTHER_KEY = "another-clusters-secret-0123456789abcdef"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def controller(sim: SimCluster, **options: int) -> rpc.SlurmControllerStub:
@@ -488,19 +487,19 @@ def test_getjobs_returns_two_hundred_thousand_jobs_to_a_client_without_the_4_mib
 def test_the_command_serves_until_interrupted_and_writes_inventory_and_agent_map(
     tmp_path: Path,
 ) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
+    with running(
         [sys.executable, "-m", "spurctl.simcluster", "--scenario", "incident", "--auth",
          "required", "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    try:
-        lines = []
+        home=tmp_path / "home",
+    ) as proc:  # fmt: skip
         assert proc.stdout is not None
-        for line in proc.stdout:
+        printed = lines_of(proc.stdout)
+        lines = []
+        deadline = time.monotonic() + 30
+        while not lines or not lines[-1].startswith("serving"):
+            line = printed.get(timeout=max(deadline - time.monotonic(), 0.1))
+            assert line, f"the command ended before serving: {lines}"
             lines.append(line.rstrip("\n"))
-            if line.startswith("serving"):
-                break
         fields = dict(line.split(": ", 1) for line in lines if ": " in line)
         exports = dict(line[7:].split("=", 1) for line in lines if line.startswith("export "))
         address = fields["controller"]
@@ -523,7 +522,6 @@ def test_the_command_serves_until_interrupted_and_writes_inventory_and_agent_map
                 break
             time.sleep(0.1)
         assert held["gpu003"] == ()
-    finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
 
@@ -533,7 +531,7 @@ def test_the_command_rejects_a_bad_scenario_file_with_one_line(tmp_path: Path) -
     bad.write_text("[]")
     result = subprocess.run(
         [sys.executable, "-m", "spurctl.simcluster", "--scenario", str(bad)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=30,
+        capture_output=True, text=True, env=clean_env(tmp_path), timeout=30,
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and str(bad) in result.stderr
