@@ -149,7 +149,8 @@ def test_reading_from_several_threads_gives_one_answer_per_id() -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=30)
+        assert not t.is_alive(), "a reader never finished"
     assert all(s == seen[0] for s in seen) and len(seen[0]) == 2000
 
 
@@ -289,7 +290,8 @@ def test_gc_paused_nests_overlaps_across_threads_and_restores_the_collector() ->
         outer_may_end.wait(5)
     assert not gc.isenabled(), "the other thread's pause is still open"
     inner_done.set()
-    t.join()
+    t.join(timeout=10)
+    assert not t.is_alive(), "the other thread's pause never closed"
     assert gc.isenabled()
 
 
