@@ -45,7 +45,8 @@ def spurctl_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "spurctl", *args]
 
 
-def _home(home: Path | None) -> Path:
+def home_for(home: Path | None = None) -> Path:
+    """HOME for a run: the one given, made if missing, or else a fresh one."""
     if home is None:
         return Path(tempfile.mkdtemp(prefix="spurctl-home-"))
     home.mkdir(parents=True, exist_ok=True)
@@ -65,7 +66,7 @@ def run_cli(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=clean_env(_home(home), **(env or {})),
+        env=clean_env(home_for(home), **(env or {})),
         stdin=subprocess.DEVNULL,
         cwd=cwd,
     )
@@ -98,7 +99,7 @@ def running(
     }
     proc = subprocess.Popen(
         argv,
-        env=clean_env(_home(home), **(env or {})),
+        env=clean_env(home_for(home), **(env or {})),
         start_new_session=True,
         **options,
     )
