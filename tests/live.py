@@ -1,11 +1,8 @@
-"""Helpers for tests against a live simulated cluster: the audit pipeline in-process, its
-findings by key, and the incident's reclaim as the CLI runs it and as its journal records it."""
+"""Helpers for end-to-end tests: the audit pipeline in-process against a simulated cluster."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from spurctl.cli import Sources, connection, run_audit_sources
 from spurctl.model import AuditReport, Finding
@@ -31,54 +28,3 @@ def audit_live(
 
 def by_key(findings: list[Finding]) -> dict[tuple[str, int | None], Finding]:
     return {(f.node, f.job_id): f for f in findings}
-
-
-# The incident's reclaimable holdings on gpu003-008 (stale runs of requeued jobs),
-# gpu012 (a finished job still reserved) and gpu013 (an id aged out below the watermark).
-RECLAIM_NODES = "gpu[003-008,012-013]"
-PLANNED = {
-    ("gpu003", 4711),
-    ("gpu004", 4712),
-    ("gpu005", 4712),
-    ("gpu006", 4715),
-    ("gpu006", 4716),
-    ("gpu007", 4719),
-    ("gpu008", 4720),
-    ("gpu012", 4702),
-    ("gpu013", 4388),
-}
-
-
-def journal_records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def outcomes(path: Path, result: str | None = None) -> set[tuple[str, int]]:
-    return {
-        (r["node"], r["job_id"])
-        for r in journal_records(path)
-        if r["event"] == "outcome" and (result is None or r["result"] == result)
-    }
-
-
-def cancelled(sim: SimCluster) -> list[tuple[str, int]]:
-    return [(c.node, c.job_id) for c in sim.cancels]
-
-
-def reclaim_args(
-    sim: SimCluster, inventory: Path, agent_map: Path, journal: Path, node: str = RECLAIM_NODES
-) -> list[str]:
-    return [
-        "reclaim",
-        "--controller",
-        sim.controller_address,
-        "--node",
-        node,
-        "--inventory",
-        str(inventory),
-        "--agent-map",
-        str(agent_map),
-        "--journal",
-        str(journal),
-        "--yes",
-    ]

@@ -20,7 +20,7 @@ from typing import Any
 from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
 from tests.cli import dead_url, run_cli, stderr_lines
-from tests.live import PLANNED, cancelled, outcomes, reclaim_args
+from tests.reclaim import PLANNED, cancelled, outcomes, reclaim_args
 
 # -- HA through the CLI -------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from tests.cli import (
     spurctl_argv,
     wait_for,
 )
-from tests.live import PLANNED, cancelled, journal_records, outcomes, reclaim_args
+from tests.reclaim import PLANNED, cancelled, journal_records, outcomes, reclaim_args
 
 
 def reclaim(

@@ -15,7 +15,7 @@ from pathlib import Path
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from tests.cli import run_cli
-from tests.live import RECLAIM_NODES, reclaim_args
+from tests.reclaim import RECLAIM_NODES, reclaim_args
 
 KEY = "harden-test-cluster-key-Zq8v3XkP-0123456789"
 
