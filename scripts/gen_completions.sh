@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the shell completions from the Typer app: completions/spurctl.bash,
 # completions/_spurctl (zsh) and completions/spurctl.fish. The output is committed;
-# tests/test_completions.py fails when it is stale.
+# tests/e2e/test_completions.py fails when it is stale.
 # Usage: scripts/gen_completions.sh [OUTDIR]   (default: completions)
 # It runs the `spurctl` console script (or $SPURCTL): a completion script names the
 # program it completes after argv[0], and `python -m spurctl` would name it wrongly.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate spurctl/proto/slurm_pb2{,_grpc}.py and slurm_pb2.pyi from slurm.proto.
-# The output is committed; tests/test_proto.py fails when it is stale.
+# The output is committed; tests/e2e/test_generated_code.py fails when it is stale.
 # Usage: scripts/gen_proto.sh [OUTDIR]   (default: spurctl/proto)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,1 +1,47 @@
-"""Shared test fixtures."""
+"""Shared fixtures: the simulated clusters the end-to-end tests stand up.
+
+Module-scoped clusters are shared by one module's tests only (a test that changes
+one, such as draining a node, changes it for the tests after it in that module).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spurctl.simcluster import SimCluster, incident
+from tests.live import KEY
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    """The incident cluster with every agent up, fresh for each test."""
+    with SimCluster(incident()) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def lone_controller() -> Iterator[SimCluster]:
+    """The incident's controller without agents, answering anyone."""
+    with SimCluster(incident(), agents=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def secured_controller() -> Iterator[SimCluster]:
+    """The incident's controller without agents, demanding a credential signed with live.KEY."""
+    with SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def incident_cluster(tmp_path: Path) -> Iterator[tuple[SimCluster, Path, Path]]:
+    """The incident cluster with every agent up, its inventory file and its agent map."""
+    with SimCluster(incident()) as sim:
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        yield sim, inventory, agent_map

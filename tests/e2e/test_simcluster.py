@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,12 +14,8 @@ from typing import Any
 
 import grpc
 import pytest
-from ClusterShell.NodeSet import NodeSet
 from google.protobuf import empty_pb2
-from hypothesis import given
-from hypothesis import strategies as st
 
-from spurctl.errors import DocumentError
 from spurctl.model import Holding, JobState, NodeState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
@@ -31,17 +26,13 @@ from spurctl.simcluster import (
     incident,
     large,
     post_wipe,
-    read_scenario,
-    scenario_to_dict,
-    write_scenario,
 )
-from spurctl.simcluster.scenarios import hostlist
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import parse_inventory_text
+from tests.cli import clean_env, lines_of, running
 
 KEY = "simulated-cluster-secret-0123456789abcdef"
 OTHER_KEY = "another-clusters-secret-0123456789abcdef"
-REPO = Path(__file__).resolve().parents[1]
 
 
 def controller(sim: SimCluster, **options: int) -> rpc.SlurmControllerStub:
@@ -68,85 +59,12 @@ def failure(call: Callable[[], Any]) -> grpc.RpcError:
 
 
 @pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident()) as s:
-        yield s
-
-
-@pytest.fixture
 def secured() -> Iterator[SimCluster]:
     with SimCluster(incident(), auth="required", jwt_key=KEY) as s:
         yield s
 
 
 # -- scenarios and their JSON ---------------------------------------------------------
-
-
-def test_scenario_round_trips_through_its_json_file(tmp_path: Path) -> None:
-    for build in (incident, post_wipe):
-        original = build()
-        path = tmp_path / f"{build.__name__}.json"
-        write_scenario(original, path)
-        loaded = read_scenario(path)
-        assert json.loads(path.read_text())["schema"] == "spurctl.scenario/v1"
-        assert scenario_to_dict(loaded) == scenario_to_dict(original)
-        assert loaded.next_job_id == original.next_job_id
-        assert loaded.inventory_names == original.inventory_names
-
-
-@pytest.mark.parametrize(
-    ("mutate", "problem"),
-    [
-        (lambda d: d.update(schema="spurctl.snapshot/v1"), "expected 'spurctl.scenario/v1'"),
-        (lambda d: d["holdings"].update(gpu999=[]), "'gpu999', which is not in 'nodes'"),
-        (lambda d: d.update(next_job_id=5000), "next_job_id 5000 is not above"),
-        (lambda d: d["holdings"]["gpu003"][0].update(pids="81234"), "held[0]"),
-        (lambda d: d["jobs"].append(dict(d["jobs"][0])), "job 4690 is listed twice"),
-        (lambda d: d["jobs"][0].update(state="RUNNIN"), "unknown JobState"),
-    ],
-)
-def test_a_bad_scenario_file_names_the_file_and_the_problem(
-    tmp_path: Path, mutate: object, problem: str
-) -> None:
-    doc = scenario_to_dict(incident())
-    mutate(doc)  # type: ignore[operator]
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(doc))
-    with pytest.raises(DocumentError, match=str(path)) as info:
-        read_scenario(path)
-    assert problem in str(info.value)
-
-
-def test_a_scenario_file_that_is_not_json_names_the_line(tmp_path: Path) -> None:
-    path = tmp_path / "broken.json"
-    path.write_text('{"schema": "spurctl.scenario/v1",\n  oops}')
-    with pytest.raises(DocumentError, match=rf"{path}: line 2: not valid JSON"):
-        read_scenario(path)
-
-
-@given(st.sets(st.integers(min_value=0, max_value=99_999), min_size=1, max_size=40))
-def test_hostlist_written_directly_is_what_clustershell_expands(numbers: set[int]) -> None:
-    text = hostlist("gpu", numbers, 5)
-    assert set(NodeSet(text)) == {f"gpu{n:05d}" for n in numbers}
-    assert len(text) <= len(str(NodeSet(text))) + 2
-
-
-def test_large_builds_twenty_thousand_nodes_and_two_hundred_thousand_jobs() -> None:
-    started = time.perf_counter()
-    scenario = large()
-    elapsed = time.perf_counter() - started
-    print(f"\nlarge(): {len(scenario.nodes)} nodes, {len(scenario.jobs)} jobs in {elapsed:.2f} s")
-    assert len(scenario.nodes) == 20_000 and len(scenario.jobs) == 200_000
-    held = sum(len(h) for h in scenario.holdings.values())
-    assert 95_000 <= held <= 100_000
-    states = {j.state for j in scenario.jobs}
-    assert {JobState.RUNNING, JobState.PENDING, JobState.COMPLETED, JobState.FAILED} <= states
-    assert any(j.num_nodes > 1 and "[" in j.nodelist for j in scenario.jobs)
-    tracked = {j.job_id for j in scenario.jobs}
-    held_ids = {h.job_id for hs in scenario.holdings.values() for h in hs}
-    assert any(i >= scenario.next_job_id for i in held_ids), "no id above the watermark"
-    assert any(i not in tracked and i < scenario.next_job_id for i in held_ids), "no aged-out id"
-    scenario.check()
 
 
 # -- controller: scoping, NOT_FOUND, redaction ------------------------------------------
@@ -569,19 +487,19 @@ def test_getjobs_returns_two_hundred_thousand_jobs_to_a_client_without_the_4_mib
 def test_the_command_serves_until_interrupted_and_writes_inventory_and_agent_map(
     tmp_path: Path,
 ) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
+    with running(
         [sys.executable, "-m", "spurctl.simcluster", "--scenario", "incident", "--auth",
          "required", "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    try:
-        lines = []
+        home=tmp_path / "home",
+    ) as proc:  # fmt: skip
         assert proc.stdout is not None
-        for line in proc.stdout:
+        printed = lines_of(proc.stdout)
+        lines = []
+        deadline = time.monotonic() + 30
+        while not lines or not lines[-1].startswith("serving"):
+            line = printed.get(timeout=max(deadline - time.monotonic(), 0.1))
+            assert line, f"the command ended before serving: {lines}"
             lines.append(line.rstrip("\n"))
-            if line.startswith("serving"):
-                break
         fields = dict(line.split(": ", 1) for line in lines if ": " in line)
         exports = dict(line[7:].split("=", 1) for line in lines if line.startswith("export "))
         address = fields["controller"]
@@ -604,7 +522,6 @@ def test_the_command_serves_until_interrupted_and_writes_inventory_and_agent_map
                 break
             time.sleep(0.1)
         assert held["gpu003"] == ()
-    finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
 
@@ -614,29 +531,10 @@ def test_the_command_rejects_a_bad_scenario_file_with_one_line(tmp_path: Path) -
     bad.write_text("[]")
     result = subprocess.run(
         [sys.executable, "-m", "spurctl.simcluster", "--scenario", str(bad)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=30,
+        capture_output=True, text=True, env=clean_env(tmp_path), timeout=30,
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and str(bad) in result.stderr
 
 
 # -- the credential helper ----------------------------------------------------------------
-
-
-def test_mint_and_verify_round_trip_and_name_why_a_token_fails() -> None:
-    token = auth.mint(KEY, "spurctld", uid=0, admin=True, lifetime_s=300)
-    claims = auth.verify(token, KEY)
-    assert (claims.sub, claims.admin, claims.exp - claims.iat) == ("spurctld", True, 300)
-    with pytest.raises(auth.CredentialError) as info:
-        auth.verify(token, OTHER_KEY)
-    assert info.value.problem == "bad-signature"
-    old = auth.mint(KEY, "alice", now=time.time() - 400)
-    with pytest.raises(auth.CredentialError) as info:
-        auth.verify(old, KEY)
-    assert info.value.problem == "expired"
-    assert auth.verify(old, KEY, leeway_s=200).sub == "alice"
-    with pytest.raises(ValueError):
-        auth.mint(KEY, "spurctld", lifetime_s=301)
-    with pytest.raises(auth.CredentialError) as info:
-        auth.bearer_token(None)
-    assert info.value.problem == "missing"

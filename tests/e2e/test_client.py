@@ -8,19 +8,18 @@ or runs the real CLI where the rule is the CLI's (the 0600 token file).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import dead_url, run_cli, stderr_lines
 
 from spurctl.errors import SpurctlError
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
+from tests.cli import dead_url, run_cli, stderr_lines
+from tests.live import KEY
 
-KEY = "client-test-cluster-key-0123456789"
 OTHER_KEY = "some-other-cluster-key-0123456789"
 ALL_JOBS = 22
 
@@ -35,18 +34,6 @@ def failure_of(c: ControllerClient) -> str:
     message = str(info.value)
     assert "\n" not in message
     return message
-
-
-@pytest.fixture(scope="module")
-def leader() -> Iterator[SimCluster]:
-    with SimCluster(incident(), agents=False) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[SimCluster]:
-    with SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as s:
-        yield s
 
 
 # -- an endpoint that is down or slow --------------------------------------------------------
@@ -77,20 +64,22 @@ def test_a_slow_controller_fails_at_the_deadline_not_later() -> None:
     assert "no answer within 0.3 s" in message and "--timeout" in message
 
 
-def test_reads_fail_over_past_a_dead_and_a_slow_endpoint(leader: SimCluster) -> None:
+def test_reads_fail_over_past_a_dead_and_a_slow_endpoint(lone_controller: SimCluster) -> None:
     dead = dead_url()
     with SimCluster(incident(), agents=False, controller_latency=3.0) as slow:
-        c = client(dead, slow.controller_address, leader.controller_address, timeout=0.3)
+        c = client(dead, slow.controller_address, lone_controller.controller_address, timeout=0.3)
         with c:
             view = c.view()
-            assert c.address == leader.controller_address
+            assert c.address == lone_controller.controller_address
     assert len(view.jobs) == ALL_JOBS and view.complete
-    assert view.address == leader.controller_address
+    assert view.address == lone_controller.controller_address
 
 
-def test_once_an_endpoint_answers_the_next_read_goes_to_it_first(leader: SimCluster) -> None:
+def test_once_an_endpoint_answers_the_next_read_goes_to_it_first(
+    lone_controller: SimCluster,
+) -> None:
     with SimCluster(incident(), agents=False, controller_latency=3.0) as slow:
-        c = client(slow.controller_address, leader.controller_address, timeout=0.3)
+        c = client(slow.controller_address, lone_controller.controller_address, timeout=0.3)
         with c:
             c.ping()
             started = time.monotonic()
@@ -110,8 +99,10 @@ def test_when_every_endpoint_is_down_each_is_named() -> None:
 # -- a follower controller ----------------------------------------------------------------------
 
 
-def test_a_follower_serves_reads_without_a_redirect(leader: SimCluster) -> None:
-    with SimCluster(incident(), agents=False, follower_of=leader.controller_address) as follower:
+def test_a_follower_serves_reads_without_a_redirect(lone_controller: SimCluster) -> None:
+    with SimCluster(
+        incident(), agents=False, follower_of=lone_controller.controller_address
+    ) as follower:
         with client(follower.controller_address) as c:
             view = c.view()
             assert c.address == follower.controller_address
@@ -122,25 +113,31 @@ def test_a_follower_serves_reads_without_a_redirect(leader: SimCluster) -> None:
 # -- credentials --------------------------------------------------------------------------------
 
 
-def test_a_credential_scopes_getjobs_so_the_view_is_incomplete(secured: SimCluster) -> None:
-    with client(secured.controller_address, token=auth.mint(KEY, "alice")) as c:
+def test_a_credential_scopes_getjobs_so_the_view_is_incomplete(
+    secured_controller: SimCluster,
+) -> None:
+    with client(secured_controller.controller_address, token=auth.mint(KEY, "alice")) as c:
         view = c.view()
     assert {j.user for j in view.jobs.values()} == {"alice"}
     assert view.jobs_total == ALL_JOBS > len(view.jobs)
     assert not view.complete
 
 
-def test_even_an_admin_credential_is_scoped(secured: SimCluster) -> None:
-    with client(secured.controller_address, token=auth.mint(KEY, "ops", admin=True)) as c:
+def test_even_an_admin_credential_is_scoped(secured_controller: SimCluster) -> None:
+    with client(
+        secured_controller.controller_address, token=auth.mint(KEY, "ops", admin=True)
+    ) as c:
         view = c.view()
     assert len(view.jobs) == 0 and view.jobs_total == ALL_JOBS
     assert not view.complete
 
 
 def test_getjob_confirms_other_users_jobs_and_not_found_only_for_untracked_ids(
-    secured: SimCluster,
+    secured_controller: SimCluster,
 ) -> None:
-    with client(secured.controller_address, token=auth.mint(KEY, "ops", admin=True)) as c:
+    with client(
+        secured_controller.controller_address, token=auth.mint(KEY, "ops", admin=True)
+    ) as c:
         confirmed = c.confirm([4712, 4388, 5187, 4702])
     assert confirmed[4388] is None and confirmed[5187] is None  # aged out; never issued
     assert confirmed[4712] is not None and confirmed[4712].nodelist == "gpu[016-017]"
@@ -157,10 +154,10 @@ def test_getjob_confirms_other_users_jobs_and_not_found_only_for_untracked_ids(
     ids=["missing", "expired", "wrong-key"],
 )
 def test_a_rejected_credential_says_whether_it_is_missing_expired_or_signed_wrongly(
-    secured: SimCluster, token: str | None, problem: str, fix: str
+    secured_controller: SimCluster, token: str | None, problem: str, fix: str
 ) -> None:
-    message = failure_of(client(secured.controller_address, token=token))
-    assert secured.controller_address in message
+    message = failure_of(client(secured_controller.controller_address, token=token))
+    assert secured_controller.controller_address in message
     assert problem in message and fix in message
     if token:
         assert token not in message
@@ -177,13 +174,15 @@ def write_token_file(home: Path, token: str, mode: int) -> Path:
     return path
 
 
-def test_a_token_file_only_its_owner_can_read_is_used(secured: SimCluster, tmp_path: Path) -> None:
-    inventory = secured.write_inventories(tmp_path / "inventory.jsonl")
+def test_a_token_file_only_its_owner_can_read_is_used(
+    secured_controller: SimCluster, tmp_path: Path
+) -> None:
+    inventory = secured_controller.write_inventories(tmp_path / "inventory.jsonl")
     write_token_file(tmp_path / "home", auth.mint(KEY, "alice"), 0o600)
     proc = run_cli(
         "audit",
         "--controller",
-        secured.controller_address,
+        secured_controller.controller_address,
         "--inventory",
         str(inventory),
         "--format",
@@ -196,14 +195,14 @@ def test_a_token_file_only_its_owner_can_read_is_used(secured: SimCluster, tmp_p
 
 
 def test_a_token_file_others_can_read_is_ignored_with_a_warning(
-    secured: SimCluster, tmp_path: Path
+    secured_controller: SimCluster, tmp_path: Path
 ) -> None:
-    inventory = secured.write_inventories(tmp_path / "inventory.jsonl")
+    inventory = secured_controller.write_inventories(tmp_path / "inventory.jsonl")
     path = write_token_file(tmp_path / "home", auth.mint(KEY, "alice"), 0o644)
     proc = run_cli(
         "audit",
         "--controller",
-        secured.controller_address,
+        secured_controller.controller_address,
         "--inventory",
         str(inventory),
         home=tmp_path / "home",

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -194,12 +191,23 @@ def test_vanished_and_unreadable_entries_are_skipped_not_fatal(tmp_path: Path) -
     assert (str(proc / "62" / "environ"), IsADirectoryError) in skipped
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_a_process_environment_that_is_not_ours_is_skipped(tmp_path: Path) -> None:
+def test_a_process_environment_that_is_not_ours_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proc = make_proc(tmp_path)
     add_process(proc, 70, {"SPUR_JOB_ID": "70"})
     add_process(proc, 71, {"SPUR_JOB_ID": "71"})
-    (proc / "70" / "environ").chmod(0)
+    # Another user's process, as a scan that is not root meets it (root, as CI runs, reads
+    # any file whatever its mode, so a chmod would prove nothing there).
+    not_ours = proc / "70" / "environ"
+    read_bytes = Path.read_bytes
+
+    def refusing(path: Path) -> bytes:
+        if path == not_ours:
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", refusing)
     skipped: list[type[Exception]] = []
 
     inv = scan(tmp_path / "none", proc, "n1", on_skip=lambda p, e: skipped.append(type(e)))
@@ -358,34 +366,3 @@ def test_the_inventory_survives_its_json_document(tmp_path: Path) -> None:
 
 
 # -- the real /proc -------------------------------------------------------------------
-
-
-def test_a_real_process_carrying_spur_job_id_is_found_under_the_real_proc(tmp_path: Path) -> None:
-    job_id = 3_999_999_001
-    before = datetime.now(UTC)
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(30)"],
-        env={**os.environ, "SPUR_JOB_ID": str(job_id), "ROCR_VISIBLE_DEVICES": "5,2"},
-    )
-    try:
-        held: Holding | None = None
-        # The child's environment is readable once exec has happened.
-        for _ in range(50):
-            held = holdings(scan(tmp_path / "nonexistent", Path("/proc"), "here")).get(job_id)
-            if held is not None:
-                break
-            time.sleep(0.05)
-        assert held is not None, "the child carrying SPUR_JOB_ID was not found"
-        assert child.pid in held.pids
-        assert held.gpus == (2, 5)
-        assert held.cpus is None and held.memory_mb is None
-        assert held.started_at is not None
-        # btime has one-second granularity and a clock tick is coarse: allow slack.
-        slack = timedelta(seconds=2)
-        assert before - slack <= held.started_at <= datetime.now(UTC) + slack
-    finally:
-        child.kill()
-        child.wait()
-
-    after = holdings(scan(tmp_path / "nonexistent", Path("/proc"), "here"))
-    assert job_id not in after, "a reaped process must not be reported as holding its job"

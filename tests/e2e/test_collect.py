@@ -6,7 +6,6 @@ import json
 import os
 import random
 import shlex
-import subprocess
 import sys
 import textwrap
 import time
@@ -16,11 +15,10 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
-from spurctl.render.collect import summarize
-from spurctl.sources.collect import DEFAULT_COMMAND, check_command, collect, exec_form
+from spurctl.sources.collect import check_command, collect
 from spurctl.sources.documents import parse_inventory_text
+from tests.cli import run_cli
 
-WORKTREE = Path(__file__).resolve().parents[1]
 OK_SLEEP = 0.3
 TIMEOUT = 2.5
 
@@ -189,25 +187,6 @@ def test_a_node_name_a_shell_would_interpret_is_never_run(tmp_path: Path) -> Non
         assert inv.error is not None and "not run" in inv.error
 
 
-@pytest.mark.parametrize(
-    ("template", "runs_as"),
-    [
-        (DEFAULT_COMMAND, "exec " + DEFAULT_COMMAND),
-        ("/opt/x/bin/inv --host=%h 'a b'", "exec /opt/x/bin/inv --host=%h 'a b'"),
-        ("ssh %h spurctl node-inventory | tail -1", None),
-        ("ssh %h spurctl node-inventory; true", None),
-        ("ssh %h spurctl node-inventory 2>/dev/null", None),
-        ("SSH_AUTH_SOCK= ssh %h spurctl node-inventory", None),
-        ("exec ssh %h spurctl node-inventory", None),
-        ("ssh %h 'unbalanced", None),
-    ],
-)
-def test_a_simple_command_replaces_the_shell_so_the_timeout_kill_reaches_it(
-    template: str, runs_as: str | None
-) -> None:
-    assert exec_form(template) == (runs_as or template)
-
-
 def test_a_compound_template_still_runs_once_per_node(fake_command: str) -> None:
     results = collect(["ok1", "fail2"], command=fake_command + " | cat", progress=False)
     assert results[0].error is None and results[0].node == "ok1"
@@ -238,44 +217,7 @@ def test_a_command_template_that_cannot_run_once_per_node_is_refused(
         collect(["n1"], command=command, progress=False)
 
 
-@pytest.mark.parametrize("template", ["ssh %{h} x", "ssh %host x", "echo 100%% %h"])
-def test_command_templates_clustershell_accepts_are_accepted(template: str) -> None:
-    check_command(template)
-
-
-def test_summary_folds_ok_and_failed_nodes_as_hostlists() -> None:
-    def ok(n: str) -> Inventory:
-        return Inventory(node=n, collected_at=None, source="proc")
-
-    def bad(n: str, e: str) -> Inventory:
-        return Inventory(node=n, collected_at=None, source="collect", error=e)
-
-    results = [ok(f"gpu{i:03d}") for i in range(1, 39)] + [
-        bad("gpu039", "no answer within 60 s; command killed"),
-        bad("gpu040", "no answer within 60 s; command killed"),
-        bad("gpu100", "command exited with status 255: ssh: connect to host gpu100: refused"),
-    ]
-
-    assert summarize(results).splitlines() == [
-        "collected 38 of 41 nodes",
-        "ok (38): gpu[001-038]",
-        "failed (3): gpu[039-040,100]",
-        "  gpu[039-040]: no answer within 60 s; command killed",
-        "  gpu100: command exited with status 255: ssh: connect to host gpu100: refused",
-    ]
-
-
 # -- the command line, run for real ---------------------------------------------------------
-
-
-def spurctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spurctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(WORKTREE), **(env or {})},
-    )
 
 
 def fixture_node(tmp_path: Path) -> tuple[Path, Path]:
@@ -295,7 +237,7 @@ def fixture_node(tmp_path: Path) -> tuple[Path, Path]:
 def test_node_inventory_prints_one_json_line_for_the_node(tmp_path: Path) -> None:
     cg, proc = fixture_node(tmp_path)
 
-    run = spurctl(
+    run = run_cli(
         "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc), "--hostname", "gpu017"
     )
 
@@ -321,7 +263,7 @@ def test_node_inventory_writes_the_document_to_a_file_and_defaults_to_the_host_n
     cg, proc = fixture_node(tmp_path)
     out = tmp_path / "inv.json"
 
-    run = spurctl(
+    run = run_cli(
         "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc), "-o", str(out)
     )
 
@@ -332,7 +274,7 @@ def test_node_inventory_writes_the_document_to_a_file_and_defaults_to_the_host_n
 
 def test_node_inventory_does_not_count_itself_as_the_job_it_runs_in(tmp_path: Path) -> None:
     # `srun spurctl node-inventory` runs inside a job: the scanner is not that job's work.
-    run = spurctl(
+    run = run_cli(
         "node-inventory",
         "--cgroup-root",
         str(tmp_path / "absent"),
@@ -346,13 +288,13 @@ def test_node_inventory_does_not_count_itself_as_the_job_it_runs_in(tmp_path: Pa
 
 
 def test_node_inventory_with_a_wrong_proc_root_exits_2_with_one_line(tmp_path: Path) -> None:
-    run = spurctl("node-inventory", "--proc-root", str(tmp_path / "nope"))
+    run = run_cli("node-inventory", "--proc-root", str(tmp_path / "nope"))
     assert run.returncode == 2
     assert run.stderr.startswith("spurctl: error: cannot list") and run.stderr.count("\n") == 1
 
 
 def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_command: str) -> None:
-    run = spurctl(
+    run = run_cli(
         "collect", "--nodes", "ok[1-3],fail7", "--command", fake_command, "--timeout", "20"
     )
 
@@ -374,7 +316,7 @@ def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_comma
 def test_collect_cli_exits_0_when_every_node_answered(tmp_path: Path, fake_command: str) -> None:
     out = tmp_path / "inventories.jsonl"
 
-    run = spurctl(
+    run = run_cli(
         "collect",
         "--nodes",
         "ok[01-05]",
@@ -404,7 +346,7 @@ def test_collect_cli_exits_0_when_every_node_answered(tmp_path: Path, fake_comma
     ],
 )
 def test_collect_cli_refuses_a_bad_hostlist_with_exit_2(hostlist: str, complaint: str) -> None:
-    run = spurctl("collect", "--nodes", hostlist, "--command", "echo %h")
+    run = run_cli("collect", "--nodes", hostlist, "--command", "echo %h")
 
     assert run.returncode == 2
     assert run.stdout == ""
@@ -413,35 +355,12 @@ def test_collect_cli_refuses_a_bad_hostlist_with_exit_2(hostlist: str, complaint
 
 
 def test_collect_cli_refuses_a_template_without_the_node_with_exit_2() -> None:
-    run = spurctl("collect", "--nodes", "n[1-2]", "--command", "spurctl node-inventory")
+    run = run_cli("collect", "--nodes", "n[1-2]", "--command", "spurctl node-inventory")
     assert run.returncode == 2 and "put %h where the node name goes" in run.stderr
 
 
 @pytest.mark.parametrize("command", ["node-inventory", "collect"])
 def test_each_command_help_has_a_summary_and_an_example(command: str) -> None:
-    run = spurctl(command, "--help")
+    run = run_cli(command, "--help")
     assert run.returncode == 0
     assert f"spurctl {command}" in run.stdout.split("Example:", 1)[1]
-
-
-def test_the_documented_gateway_topology_routes_every_node_through_a_gateway(
-    tmp_path: Path,
-) -> None:
-    from ClusterShell.NodeSet import NodeSet
-    from ClusterShell.Propagation import PropagationTreeRouter
-    from ClusterShell.Topology import TopologyParser
-
-    doc = (WORKTREE / "docs" / "collecting.md").read_text()
-    ini = doc.split("```ini\n", 1)[1].split("```", 1)[0]
-    conf = tmp_path / "topology.conf"
-    conf.write_text(textwrap.dedent(ini))
-
-    tree = TopologyParser(str(conf)).tree("admin1")
-    router = PropagationTreeRouter("admin1", tree)
-
-    assert tree.leaf_node_count() == 512
-    routed = NodeSet()
-    for gateway, nodes in router.dispatch(NodeSet("gpu[001-512]")):
-        assert gateway in NodeSet("gw[1-4]")
-        routed.update(nodes)
-    assert routed == NodeSet("gpu[001-512]")

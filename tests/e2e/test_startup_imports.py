@@ -8,20 +8,19 @@ for them, and only when they run. Checked in a real interpreter with
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.cli import clean_env, home_for
+
 HEAVY = ("grpc", "google.protobuf", "ClusterShell")
 
 
 def imported_modules(*argv: str) -> set[str]:
     """Every module `python -X importtime ARGV...` imported (ARGV after the interpreter)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100"}
+    env = clean_env(home_for(), COLUMNS="100")
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", *argv],
         capture_output=True,

@@ -1,9 +1,7 @@
-"""Helpers for end-to-end tests: a simulated cluster, its inventory file, the CLI."""
+"""Helpers for end-to-end tests: the audit pipeline in-process against a simulated cluster."""
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from pathlib import Path
 
 from spurctl.audit import run_audit
@@ -11,7 +9,6 @@ from spurctl.model import AuditReport, Finding
 from spurctl.simcluster import SimCluster
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
-from tests.harness import clean_env, spurctl_argv
 
 KEY = "e2e-cluster-key-0123456789abcdef0123"
 
@@ -35,18 +32,3 @@ def audit_live(
 
 def by_key(findings: list[Finding]) -> dict[tuple[str, int | None], Finding]:
     return {(f.node, f.job_id): f for f in findings}
-
-
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """The CLI as a subprocess, in harness.clean_env with a HOME of its own."""
-    home = Path(tempfile.mkdtemp(prefix="spurctl-home-"))
-    return subprocess.run(
-        spurctl_argv(*args),
-        capture_output=True,
-        text=True,
-        env=clean_env(home, **(env or {})),
-        stdin=subprocess.DEVNULL,
-        timeout=timeout,
-    )

@@ -13,8 +13,9 @@ import pytest
 import typer
 
 from spurctl.cli import app
+from tests.cli import clean_env, home_for
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMPLETIONS = REPO / "completions"
 FILES = ("spurctl.bash", "_spurctl", "spurctl.fish")
 # The console script, not `python -m spurctl`: completion runs the program by name.
@@ -23,11 +24,7 @@ SPURCTL = Path(sys.executable).parent / "spurctl"
 
 def env() -> dict[str, str]:
     assert SPURCTL.exists(), f"no console script at {SPURCTL}: run `pip install -e .` in the venv"
-    return {
-        **os.environ,
-        "PATH": f"{SPURCTL.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(REPO),
-    }
+    return clean_env(home_for(), PATH=f"{SPURCTL.parent}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 def test_committed_completions_are_what_the_generator_makes_now(tmp_path: Path) -> None:

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import io
-import os
-import queue
 import re
 import shlex
 import signal
 import stat
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,36 +16,14 @@ from spurctl import demo
 from spurctl.cli import app
 from spurctl.model import Kind
 from spurctl.sources import credentials as auth
+from tests.cli import cli_process, lines_of, run_cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KEY = "demo-test-cluster-key-0123456789abcdef"
 KINDS = "|".join(re.escape(k.value) for k in Kind)
 # One row of the audit table: "<node>  <job>  <kind>  <action>", the node blank on
 # a node's later rows.
 ROW = re.compile(rf"^\s*(?:\S+\s+)?(?:\d+|-)\s+(?P<kind>{KINDS})\s+(?P<action>[a-z]+)\b", re.M)
-
-
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("SPUR_") and k not in ("COLUMNS", "PYTHONPATH")
-    }
-    env.update(PYTHONPATH=str(REPO), HOME=str(home), **extra)
-    return env
-
-
-def _spurctl(
-    *args: str, env: dict[str, str], timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spurctl", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-    )
 
 
 def _sections(out: str) -> list[str]:
@@ -70,14 +43,13 @@ def test_demo_closes_the_loop_in_seconds_with_exit_0_and_no_noise(tmp_path: Path
     (tmp_path / ".spur").mkdir()
     (tmp_path / ".spur" / "token").write_text("not-a-real-token\n")
     (tmp_path / ".spur" / "token").chmod(0o600)
-    env = _env(
-        tmp_path,
-        SPUR_AUTH_TOKEN="operator-token-of-a-real-cluster",
-        SPUR_CONF=str(tmp_path / "no-such-spur.conf"),
-        SPUR_CONTROLLER_ADDR="http://127.0.0.1:9",
-    )
+    env = {
+        "SPUR_AUTH_TOKEN": "operator-token-of-a-real-cluster",
+        "SPUR_CONF": str(tmp_path / "no-such-spur.conf"),
+        "SPUR_CONTROLLER_ADDR": "http://127.0.0.1:9",
+    }
     started = time.monotonic()
-    proc = _spurctl("demo", env=env)
+    proc = run_cli("demo", home=tmp_path, env=env, cwd=REPO)
     elapsed = time.monotonic() - started
 
     assert proc.returncode == 0, proc.stderr
@@ -129,30 +101,10 @@ def test_demo_help_says_what_it_does_and_shows_an_example() -> None:
     assert "--serve" in result.output
 
 
-def _lines(stream: io.TextIOBase) -> queue.Queue[str]:
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
 def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
-    env = _env(tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spurctl", "demo", "--serve"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
+    with cli_process("demo", "--serve", home=tmp_path, cwd=REPO) as proc:
         assert proc.stdout is not None
-        lines = _lines(proc.stdout)
+        lines = lines_of(proc.stdout)
         printed: list[str] = []
         deadline = time.monotonic() + 30
         while not printed or not printed[-1].startswith("Serving"):
@@ -169,14 +121,13 @@ def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_pat
         commands = [line.strip() for line in printed if line.strip().startswith("spurctl ")]
         audit_cmd = next(c for c in commands if c.startswith("spurctl audit"))
         dry_run_cmd = next(c for c in commands if "--dry-run" in c)
-        hand_env = {**env, **exports}
 
-        audit = _spurctl(*shlex.split(audit_cmd)[1:], env=hand_env)
+        audit = run_cli(*shlex.split(audit_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
         assert audit.returncode == 1, audit.stderr  # findings that need action
         assert ("active-elsewhere", "reclaim") in _rows(audit.stdout)
         assert "complete (22 jobs)" in audit.stdout
 
-        dry_run = _spurctl(*shlex.split(dry_run_cmd)[1:], env=hand_env)
+        dry_run = run_cli(*shlex.split(dry_run_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
         assert dry_run.returncode == 0, dry_run.stderr
         assert "Reclaim plan: 1 cancel(s)" in dry_run.stdout
 
@@ -186,7 +137,3 @@ def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_pat
         stderr = proc.stderr.read()
         assert "Traceback" not in stderr and "GOAWAY" not in stderr.upper()
         assert not directory.exists()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import dead_url, one_line_error, run_cli, stderr_lines
 
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
+from tests.cli import dead_url, one_line_error, run_cli, stderr_lines
 
 KEY = "errors-test-cluster-key-Zq8v3XkP-0123456789"
 OTHER_KEY = "errors-test-other-key-9Lm2Wd7R-0123456789"

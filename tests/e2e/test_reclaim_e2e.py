@@ -19,7 +19,8 @@ from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
-from tests.e2e import KEY, run_cli
+from tests.cli import run_cli
+from tests.live import KEY
 
 WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission
 

@@ -7,30 +7,16 @@ with what the simulated controller actually holds, field by field.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import run_cli, stderr_lines
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster import SimCluster
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import job_to_dict, node_to_dict, read_snapshot
-
-KEY = "snapshot-test-cluster-key-0123456789"
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident(), agents=False) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def secured() -> Iterator[SimCluster]:
-    with SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as s:
-        yield s
+from tests.cli import run_cli, stderr_lines
+from tests.live import KEY
 
 
 def snapshot(sim: SimCluster, path: Path, home: Path, *extra: str) -> dict[str, Any]:
@@ -52,20 +38,20 @@ def audit_json(home: Path, *args: str) -> dict[str, Any]:
 
 
 def test_snapshot_saves_every_job_and_node_with_states_nodelists_and_resources(
-    sim: SimCluster, tmp_path: Path
+    lone_controller: SimCluster, tmp_path: Path
 ) -> None:
-    doc = snapshot(sim, tmp_path / "snap.json", tmp_path / "home")
+    doc = snapshot(lone_controller, tmp_path / "snap.json", tmp_path / "home")
 
     assert doc["schema"] == "spurctl.snapshot/v1"
     assert doc["view"] == {"complete": True, "jobs_seen": 22, "jobs_total": 22}
     assert doc["watermark"] == {"value": 5121, "source": "estimated"}
-    assert doc["controller"]["address"] == sim.controller_address
+    assert doc["controller"]["address"] == lone_controller.controller_address
     assert doc["controller"]["version"] == "0.8.0"
     # Every record exactly as the controller holds it: nothing dropped, nothing rounded.
     saved_jobs = {j["job_id"]: j for j in doc["jobs"]}
     saved_nodes = {n["name"]: n for n in doc["nodes"]}
-    assert saved_jobs == {i: job_to_dict(j) for i, j in sim.state.jobs.items()}
-    assert saved_nodes == {n: node_to_dict(node) for n, node in sim.state.nodes.items()}
+    assert saved_jobs == {i: job_to_dict(j) for i, j in lone_controller.state.jobs.items()}
+    assert saved_nodes == {n: node_to_dict(node) for n, node in lone_controller.state.nodes.items()}
     # The cases an audit turns on, spelled out.
     moe = saved_jobs[4712]
     assert (moe["state"], moe["nodelist"]) == ("RUNNING", "gpu[016-017]")
@@ -79,24 +65,28 @@ def test_snapshot_saves_every_job_and_node_with_states_nodelists_and_resources(
     assert saved_nodes["gpu009"]["alloc_resources"]["cpus"] == 64  # the phantom allocation
 
 
-def test_a_saved_snapshot_reads_back_as_the_same_view(sim: SimCluster, tmp_path: Path) -> None:
+def test_a_saved_snapshot_reads_back_as_the_same_view(
+    lone_controller: SimCluster, tmp_path: Path
+) -> None:
     path = tmp_path / "snap.json"
-    snapshot(sim, path, tmp_path / "home")
+    snapshot(lone_controller, path, tmp_path / "home")
     view, watermark = read_snapshot(path)
-    assert view.jobs == sim.state.jobs
-    assert view.nodes == sim.state.nodes
+    assert view.jobs == lone_controller.state.jobs
+    assert view.nodes == lone_controller.state.nodes
     assert view.complete and watermark.value == 5121
 
 
 def test_audit_of_a_snapshot_reaches_the_same_findings_as_the_live_audit(
-    sim: SimCluster, tmp_path: Path
+    lone_controller: SimCluster, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
-    inventory = str(sim.write_inventories(tmp_path / "inventory.jsonl"))
+    inventory = str(lone_controller.write_inventories(tmp_path / "inventory.jsonl"))
     path = tmp_path / "snap.json"
-    snapshot(sim, path, home)
+    snapshot(lone_controller, path, home)
 
-    live = audit_json(home, "--controller", sim.controller_address, "--inventory", inventory)
+    live = audit_json(
+        home, "--controller", lone_controller.controller_address, "--inventory", inventory
+    )
     offline = audit_json(home, "--snapshot", str(path), "--inventory", inventory)
 
     assert offline["findings"] == live["findings"]
@@ -116,7 +106,7 @@ def test_audit_of_a_snapshot_reaches_the_same_findings_as_the_live_audit(
     ],
 )
 def test_a_scoped_snapshot_stays_incomplete_and_offline_never_reclaims_more_than_live(
-    secured: SimCluster,
+    secured_controller: SimCluster,
     tmp_path: Path,
     subject: str,
     admin: bool,
@@ -125,13 +115,19 @@ def test_a_scoped_snapshot_stays_incomplete_and_offline_never_reclaims_more_than
 ) -> None:
     home = tmp_path / "home"
     token = auth.mint(KEY, subject, admin=admin)
-    inventory = str(secured.write_inventories(tmp_path / "inventory.jsonl"))
+    inventory = str(secured_controller.write_inventories(tmp_path / "inventory.jsonl"))
     path = tmp_path / "snap.json"
-    doc = snapshot(secured, path, home, "--token", token)
+    doc = snapshot(secured_controller, path, home, "--token", token)
     assert doc["view"] == {"complete": False, "jobs_seen": seen, "jobs_total": 22}
 
     live = audit_json(
-        home, "--controller", secured.controller_address, "--token", token, "--inventory", inventory
+        home,
+        "--controller",
+        secured_controller.controller_address,
+        "--token",
+        token,
+        "--inventory",
+        inventory,
     )
     offline = audit_json(home, "--snapshot", str(path), "--inventory", inventory)
 

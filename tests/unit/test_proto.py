@@ -1,25 +1,6 @@
-"""The committed generated code must be exactly what scripts/gen_proto.sh emits."""
-
-import os
-import subprocess
-import sys
-from pathlib import Path
+"""The generated protobuf code carries the field numbers Spur's wire uses."""
 
 from spurctl.proto import slurm_pb2 as pb
-
-ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ("slurm_pb2.py", "slurm_pb2.pyi", "slurm_pb2_grpc.py")
-
-
-def test_generated_code_is_not_stale(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHON=sys.executable)
-    subprocess.run(
-        ["bash", str(ROOT / "scripts" / "gen_proto.sh"), str(tmp_path)], check=True, env=env
-    )
-    for name in GENERATED:
-        fresh = (tmp_path / name).read_text()
-        committed = (ROOT / "spurctl" / "proto" / name).read_text()
-        assert fresh == committed, f"{name} is stale: run scripts/gen_proto.sh and commit"
 
 
 def test_field_numbers_match_spur_wire_contract() -> None:

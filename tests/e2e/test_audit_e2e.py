@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,8 @@ import pytest
 from spurctl.model import Action, Kind
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
-from tests.e2e import KEY, audit_live, by_key, run_cli
+from tests.cli import run_cli
+from tests.live import KEY, audit_live, by_key
 
 RECLAIMABLE_IN_INCIDENT = {
     ("gpu003", 4711, Kind.ACTIVE_ELSEWHERE),
@@ -26,12 +26,6 @@ RECLAIMABLE_IN_INCIDENT = {
     ("gpu012", 4702, Kind.TERMINAL_HELD),
     ("gpu013", 4388, Kind.BELOW_WATERMARK_UNKNOWN),
 }
-
-
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident()) as cluster:
-        yield cluster
 
 
 @pytest.fixture

@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +20,13 @@ import grpc
 import pytest
 
 from spurctl.checklist import (
-    Assessment,
     Hazard,
-    HeldId,
-    NodeAssessment,
     StepId,
-    assess_holding,
-    build_steps,
     post_wipe,
 )
-from spurctl.cli import main
 from spurctl.model import (
     ControllerView,
-    Holding,
-    Job,
-    JobState,
-    Node,
     NodeState,
-    Watermark,
-    WatermarkSource,
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
@@ -47,6 +34,7 @@ from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import dump_json, inventory_to_dict
+from tests.cli import run_cli
 
 KEY = "post-wipe-test-cluster-key-0123456789"
 PRE_WIPE = ["gpu001", "gpu002", "gpu003", "gpu004", "gpu005", "gpu006", "gpu007"]
@@ -60,33 +48,18 @@ def sim() -> Iterator[SimCluster]:
         yield s
 
 
-def spurctl(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    *args: str,
-) -> tuple[int, str, str]:
-    """Run the real entry point in-process: (exit status, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["spurctl", *args])
-    monkeypatch.delenv("SPUR_AUTH_TOKEN", raising=False)
-    monkeypatch.delenv("SPUR_CONTROLLER_ADDR", raising=False)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.spur/token from the test runner
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    return (code if isinstance(code, int) else 1), out, err
+def spurctl(*args: str) -> tuple[int, str, str]:
+    """The CLI as a subprocess (tests.cli.run_cli): (exit status, stdout, stderr)."""
+    run = run_cli(*args)
+    return run.returncode, run.stdout, run.stderr
 
 
 def checklist_json(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
     sim: SimCluster,
     inventory: Path,
     *extra: str,
 ) -> tuple[int, dict[str, Any]]:
     code, out, err = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -158,11 +131,9 @@ PRE_WIPE_IDS = {
 def test_plan_recycles_exactly_the_nodes_holding_pre_wipe_ids(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
-    code, doc = checklist_json(capsys, monkeypatch, sim, inv)
+    code, doc = checklist_json(sim, inv)
     assert code == 1
     assert doc["schema"] == "spurctl.checklist/v1"
     assert doc["mode"] == "plan"
@@ -182,11 +153,9 @@ def test_plan_recycles_exactly_the_nodes_holding_pre_wipe_ids(
 def test_above_watermark_ids_say_how_many_submissions_until_they_are_cancelled(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
-    _, doc = checklist_json(capsys, monkeypatch, sim, inv)
+    _, doc = checklist_json(sim, inv)
     # The controller's next id is 41: the 4th submission from now gets id 44.
     distances = {
         (node, j): h["submissions_until"]
@@ -205,7 +174,7 @@ def test_above_watermark_ids_say_how_many_submissions_until_they_are_cancelled(
     assert "once it issues id 44" in h44["reason"]
 
     # A watermark the operator knows moves the distance, and an id it passed is due now.
-    _, doc = checklist_json(capsys, monkeypatch, sim, inv, "--watermark", "50")
+    _, doc = checklist_json(sim, inv, "--watermark", "50")
     assert doc["watermark"] == {"value": 50, "source": "flag"}
     assert held(doc, "gpu001")[44]["hazard"] == "untracked-below-watermark"
     assert "next heartbeat" in held(doc, "gpu001")[44]["reason"]
@@ -217,11 +186,9 @@ def test_above_watermark_ids_say_how_many_submissions_until_they_are_cancelled(
 def test_reissued_ids_name_the_new_runs_node_and_what_the_controller_will_do(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
-    _, doc = checklist_json(capsys, monkeypatch, sim, inv)
+    _, doc = checklist_json(sim, inv)
     h23 = held(doc, "gpu003")[23]
     assert h23["hazard"] == "reissued"
     assert h23["new_run_nodes"] == "gpu010"
@@ -278,14 +245,10 @@ def test_what_the_checklist_says_is_cancelled_at_the_next_heartbeat_is_what_spur
 def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
     out_file = tmp_path / "recycle.md"
     code, out, err = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -334,11 +297,9 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
 def test_json_steps_keep_stable_ids_and_carry_their_commands(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
-    _, doc = checklist_json(capsys, monkeypatch, sim, inv)
+    _, doc = checklist_json(sim, inv)
     assert [s["id"] for s in doc["steps"]] == STEP_ORDER
     for s in doc["steps"]:
         assert set(s) >= {"id", "title", "done", "nodes", "command", "checkable", "detail"}
@@ -363,16 +324,12 @@ def test_json_steps_keep_stable_ids_and_carry_their_commands(
 def test_nothing_to_recycle_exits_0_with_no_steps(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
-    code, doc = checklist_json(capsys, monkeypatch, sim, inv, "--nodes", "gpu[009-016]")
+    code, doc = checklist_json(sim, inv, "--nodes", "gpu[009-016]")
     assert code == 0
     assert doc["nodes_to_recycle"] == [] and doc["steps"] == []
     code, out, _ = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -389,8 +346,6 @@ def test_nothing_to_recycle_exits_0_with_no_steps(
 def test_a_node_in_scope_without_an_inventory_is_named_and_fails_the_run(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     partial = tmp_path / "partial.jsonl"
     partial.write_text(
@@ -399,7 +354,7 @@ def test_a_node_in_scope_without_an_inventory_is_named_and_fails_the_run(
             for n in ("gpu009", "gpu010")
         )
     )
-    code, doc = checklist_json(capsys, monkeypatch, sim, partial, "--nodes", "gpu[009-011]")
+    code, doc = checklist_json(sim, partial, "--nodes", "gpu[009-011]")
     assert code == 1
     assert doc["nodes_to_recycle"] == []
     assert doc["nodes_not_inventoried"] == ["gpu011"]
@@ -409,38 +364,32 @@ def test_a_node_in_scope_without_an_inventory_is_named_and_fails_the_run(
 
 
 def verify(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
     sim: SimCluster,
     tmp_path: Path,
     *extra: str,
 ) -> tuple[int, dict[str, Any]]:
     after = sim.write_inventories(tmp_path / "after.jsonl")
-    return checklist_json(
-        capsys, monkeypatch, sim, after, "--verify", "--nodes", "gpu[001-007]", *extra
-    )
+    return checklist_json(sim, after, "--verify", "--nodes", "gpu[001-007]", *extra)
 
 
 def test_verify_ticks_each_step_as_the_recycle_progresses(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    code, doc = verify(capsys, monkeypatch, sim, tmp_path)
+    code, doc = verify(sim, tmp_path)
     assert code == 1
     assert doc["mode"] == "verify"
     assert not any(s["done"] for s in doc["steps"])
 
     for node in PRE_WIPE:
         set_node_state(sim, node, NodeState.DRAIN, "post-wipe agent recycle")
-    code, doc = verify(capsys, monkeypatch, sim, tmp_path)
+    code, doc = verify(sim, tmp_path)
     assert code == 1
     assert [s["id"] for s in doc["steps"] if s["done"]] == ["drain-nodes"]
 
     for node, ids in PRE_WIPE_IDS.items():
         recycle(sim, node, ids)
-    code, doc = verify(capsys, monkeypatch, sim, tmp_path)
+    code, doc = verify(sim, tmp_path)
     assert code == 1
     assert [s["id"] for s in doc["steps"] if s["done"]] == [
         "drain-nodes",
@@ -452,7 +401,7 @@ def test_verify_ticks_each_step_as_the_recycle_progresses(
 
     for node in PRE_WIPE:
         set_node_state(sim, node, NodeState.IDLE)
-    code, doc = verify(capsys, monkeypatch, sim, tmp_path)
+    code, doc = verify(sim, tmp_path)
     assert code == 0
     done = {s["id"]: s["done"] for s in doc["steps"]}
     assert done == {
@@ -468,8 +417,6 @@ def test_verify_ticks_each_step_as_the_recycle_progresses(
             assert "confirm by hand" in s["detail"]
 
     code, out, _ = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -488,8 +435,6 @@ def test_verify_ticks_each_step_as_the_recycle_progresses(
 def test_a_node_still_holding_a_hazard_keeps_its_boxes_open_and_is_named(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for node in PRE_WIPE:
         set_node_state(sim, node, NodeState.DRAIN, "post-wipe agent recycle")
@@ -498,7 +443,7 @@ def test_a_node_still_holding_a_hazard_keeps_its_boxes_open_and_is_named(
             recycle(sim, node, [57])  # the agent restarted, but 63 survived it
         elif node != "gpu005":
             recycle(sim, node, ids)  # gpu005 was never restarted at all
-    code, doc = verify(capsys, monkeypatch, sim, tmp_path)
+    code, doc = verify(sim, tmp_path)
     assert code == 1
     assert doc["nodes_to_recycle"] == ["gpu002", "gpu005"]
     check = step(doc, StepId.VERIFY_INVENTORIES)
@@ -515,7 +460,7 @@ def test_a_node_still_holding_a_hazard_keeps_its_boxes_open_and_is_named(
     # Even with the nodes resumed, an unclean inventory keeps resume open.
     for node in PRE_WIPE:
         set_node_state(sim, node, NodeState.IDLE)
-    code, doc = verify(capsys, monkeypatch, sim, tmp_path)
+    code, doc = verify(sim, tmp_path)
     assert code == 1
     assert step(doc, StepId.RESUME_NODES)["done"] is False
     assert step(doc, StepId.DRAIN_NODES)["done"] is False
@@ -524,8 +469,6 @@ def test_a_node_still_holding_a_hazard_keeps_its_boxes_open_and_is_named(
 def test_verify_with_collect_keeps_an_unreachable_node_open(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for node, ids in PRE_WIPE_IDS.items():
         recycle(sim, node, ids)
@@ -537,8 +480,6 @@ def test_verify_with_collect_keeps_an_unreachable_node_open(
                 dump_json(inventory_to_dict(sim.inventory(node)), indent=None)
             )
     code, out, err = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -563,13 +504,9 @@ def test_verify_with_collect_keeps_an_unreachable_node_open(
 def test_bad_usage_is_refused_with_one_line_and_exit_2(
     sim: SimCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inv = sim.write_inventories(tmp_path / "after.jsonl")
     code, out, err = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -581,8 +518,6 @@ def test_bad_usage_is_refused_with_one_line_and_exit_2(
     assert code == 2 and out == ""
     assert err.startswith("spurctl: error: --verify needs --nodes")
     code, _, err = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -594,8 +529,6 @@ def test_bad_usage_is_refused_with_one_line_and_exit_2(
     )
     assert code == 2 and "use markdown or json" in err
     code, _, err = spurctl(
-        capsys,
-        monkeypatch,
         "checklist",
         "post-wipe",
         "--controller",
@@ -613,14 +546,12 @@ def test_bad_usage_is_refused_with_one_line_and_exit_2(
 
 def test_scoped_credential_does_not_mislabel_another_users_job(
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with SimCluster(post_wipe_scenario(), auth="required", jwt_key=KEY) as s:
         inv = s.write_inventories(tmp_path / "before.jsonl")
         # alice sees only her own jobs in GetJobs; 23, 31 and 39 are dmitri's.
         token = auth.mint(KEY, "alice", uid=1001)
-        code, doc = checklist_json(capsys, monkeypatch, s, inv, "--token", token)
+        code, doc = checklist_json(s, inv, "--token", token)
     assert code == 1
     assert doc["view"]["complete"] is False
     assert any("INCOMPLETE" in n for n in doc["notes"])
@@ -667,133 +598,11 @@ def test_scoped_view_judges_other_users_runs_by_getjob_not_by_absence() -> None:
     assert not blind.ok
 
 
-# -- the pure parts -----------------------------------------------------------------
-
-NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
-WM = Watermark(41, WatermarkSource.ESTIMATED)
-
-
-def test_a_held_run_without_a_start_time_is_undetermined_not_healthy_nor_recycled() -> None:
-    job = Job(31, JobState.RUNNING, nodelist="gpu011", submit_time=NOW)
-    h = assess_holding(
-        "gpu011",
-        Holding(31, started_at=None),
-        job,
-        untracked=False,
-        asked=False,
-        watermark=WM,
-        now=NOW,
-    )
-    assert h.hazard is Hazard.UNDETERMINED
-    assert "no start time" in h.reason
-
-
-def test_absence_alone_never_makes_an_id_untracked() -> None:
-    h = assess_holding(
-        "gpu001",
-        Holding(7, started_at=NOW),
-        None,
-        untracked=False,
-        asked=False,
-        watermark=WM,
-        now=NOW,
-    )
-    assert h.hazard is Hazard.UNDETERMINED
-
-
-def judge(holding: Holding, job: Job | None, *, untracked: bool = False) -> HeldId:
-    return assess_holding(
-        "gpu003", holding, job, untracked=untracked, asked=False, watermark=WM, now=NOW
-    )
-
-
-def test_a_run_started_just_before_its_submission_is_clock_skew_not_a_reissued_id() -> None:
-    # The node's clock runs 20 s behind the controller's: a post-wipe run looks older than
-    # its own submission. Calling that "reissued" would recycle a node running live work.
-    job = Job(23, JobState.RUNNING, nodelist="gpu003", submit_time=NOW)
-    skewed = judge(Holding(23, started_at=NOW - timedelta(seconds=20)), job)
-    assert skewed.hazard is Hazard.UNDETERMINED
-    assert "clock skew" in skewed.reason
-    assert judge(Holding(23, started_at=NOW - timedelta(hours=3)), job).hazard is Hazard.REISSUED
-    assert judge(Holding(23, started_at=NOW + timedelta(seconds=90)), job).hazard is Hazard.HEALTHY
-
-
-def test_a_reissued_id_whose_new_nodelist_is_unreadable_is_still_reissued() -> None:
-    job = Job(23, JobState.RUNNING, nodelist="gpu[01", submit_time=NOW)
-    h = judge(Holding(23, started_at=NOW - timedelta(hours=3)), job)
-    assert h.hazard is Hazard.REISSUED
-    assert "not a readable hostlist" in h.reason
-
-
-def test_untracked_ids_are_split_by_the_watermark() -> None:
-    at = judge(Holding(41, started_at=NOW), None, untracked=True)
-    assert (at.hazard, at.submissions_until) == (Hazard.ABOVE_WATERMARK, 1)
-    assert "at most 1 more submission from now" in at.reason
-    below = judge(Holding(40, started_at=NOW), None, untracked=True)
-    assert (below.hazard, below.submissions_until) == (Hazard.UNTRACKED_BELOW_WATERMARK, None)
-
-
-def test_stop_submissions_covers_every_partition_since_the_counter_is_cluster_wide() -> None:
-    nodes = {
-        "a1": Node("a1", NodeState.IDLE, partitions=("gpu",)),
-        "b1": Node("b1", NodeState.IDLE, partitions=("debug", "cpu")),
-    }
-    a = Assessment(
-        controller_address="http://ctl:6817",
-        controller_version="0.8.0",
-        taken_at=NOW,
-        view_complete=True,
-        jobs_seen=0,
-        jobs_total=0,
-        watermark=WM,
-        nodes={
-            "a1": NodeAssessment(
-                "a1",
-                (
-                    assess_holding(
-                        "a1",
-                        Holding(50, started_at=NOW),
-                        None,
-                        untracked=True,
-                        asked=False,
-                        watermark=WM,
-                        now=NOW,
-                    ),
-                ),
-                None,
-                nodes["a1"],
-            )
-        },
-        partitions=("cpu", "debug", "gpu"),
-    )
-    steps = build_steps(a, ["a1"], verify=False)
-    stop = steps[0]
-    assert stop.id is StepId.STOP_SUBMISSIONS
-    assert stop.commands == (
-        "scontrol update PartitionName=cpu State=DRAIN",
-        "scontrol update PartitionName=debug State=DRAIN",
-        "scontrol update PartitionName=gpu State=DRAIN",
-    )
-    assert "cluster-wide" in stop.detail
-
-
 def test_the_installed_command_runs_end_to_end(sim: SimCluster, tmp_path: Path) -> None:
     inv = sim.write_inventories(tmp_path / "before.jsonl")
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "COLUMNS": "200",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-    }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "spurctl", "checklist", "post-wipe", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-        )
+        return run_cli("checklist", "post-wipe", *args, home=tmp_path, env={"COLUMNS": "200"})
 
     done = run(
         "--controller", sim.controller_address, "--inventory", str(inv), "--nodes", "gpu[001-004]"

@@ -1,0 +1,207 @@
+"""Running spurctl for real in tests: the CLI as a subprocess in a clean environment, dead ports.
+
+Every run gets its own HOME and XDG_STATE_HOME (so ~/.spur/token and the default
+journal are the test's own) and no SPUR_* variable from the developer's shell.
+
+Every wait here has a deadline, and a child still running when its test ends is
+killed with its whole process group: a regression fails in seconds, it never
+hangs the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
+from pathlib import Path
+from typing import IO, Any
+
+WORKTREE = Path(__file__).resolve().parents[1]
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPUR_")}
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        PYTHONPATH=str(WORKTREE),
+        # Wide enough that rich never folds a table cell the test reads.
+        COLUMNS="240",
+    )
+    env.update(extra)
+    return env
+
+
+def spurctl_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "spurctl", *args]
+
+
+def home_for(home: Path | None = None) -> Path:
+    """HOME for a run: the one given, made if missing, or else a fresh one."""
+    if home is None:
+        return Path(tempfile.mkdtemp(prefix="spurctl-home-"))
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def run_cli(
+    *args: str,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as a subprocess in clean_env, HOME a fresh directory unless given."""
+    return subprocess.run(
+        spurctl_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=clean_env(home_for(home), **(env or {})),
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+    )
+
+
+def cli_process(
+    *args: str,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **popen: Any,
+) -> AbstractContextManager[subprocess.Popen[str]]:
+    """The CLI running in clean_env, in a session of its own; killed if still running at the end."""
+    return running(spurctl_argv(*args), home=home, env=env, **popen)
+
+
+@contextmanager
+def running(
+    argv: list[str],
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **popen: Any,
+) -> Iterator[subprocess.Popen[str]]:
+    """A process in clean_env and a session of its own; it and its group killed at the end."""
+    options: dict[str, Any] = {
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "stdin": subprocess.DEVNULL,
+        "text": True,
+        **popen,
+    }
+    proc = subprocess.Popen(
+        argv,
+        env=clean_env(home_for(home), **(env or {})),
+        start_new_session=True,
+        **options,
+    )
+    try:
+        yield proc
+    finally:
+        kill_group(proc.pid)
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a child's process group (it leads one of its own); gone already is fine."""
+    with suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def lines_of(stream: IO[str]) -> queue.Queue[str]:
+    """A pipe's lines, read on a daemon thread so a reader can give up at a deadline; '' at EOF."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def read_terminal(
+    fd: int, until: Callable[[bytes], bool], timeout: float = 30.0, seen: bytes = b""
+) -> bytes:
+    """Read a pseudo-terminal onto `seen` until `until(seen)` holds or it closes, within timeout."""
+    deadline = time.monotonic() + timeout
+    while not until(seen):
+        left = deadline - time.monotonic()
+        assert left > 0, f"timed out; the terminal showed: {seen.decode(errors='replace')}"
+        if not select.select([fd], [], [], min(left, 0.1))[0]:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: every writer to the terminal has closed it
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def asleep_reading_terminal(pid: int) -> bool:
+    """Whether the process's main thread sleeps in a terminal read (n_tty_read's wait_woken).
+
+    Only a signal that lands there, or in another blocking call, is seen at once by
+    Python's input(): one landing just before it blocks waits for the next signal.
+    """
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() in ("wait_woken", "n_tty_read")
+    except OSError:  # gone already
+        return False
+
+
+def exit_status(pid: int, timeout: float = 20.0) -> int:
+    """A forked child's exit code (as os.waitstatus_to_exitcode), waited for at most timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        assert time.monotonic() < deadline, f"pid {pid} still running after {timeout} s"
+        time.sleep(0.02)
+
+
+def stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.strip()]
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    """Assert the contract for an operator error and return the line: exit 2, one line, no trace."""
+    lines = stderr_lines(proc)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    line = lines[0]
+    assert line.startswith("spurctl: error: "), line
+    for word in words:
+        assert word.lower() in line.lower(), (word, line)
+    return line
+
+
+def dead_url() -> str:
+    """A loopback controller URL nothing listens on: connections are refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

@@ -1,0 +1,228 @@
+"""`audit --watch` run for real against a simulated cluster: rounds, failures, Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import pty
+import queue
+import signal
+import subprocess
+import time
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spurctl.simcluster import SimCluster, incident
+from tests.cli import cli_process, lines_of, read_terminal, run_cli
+
+# Wide enough that a finding is one line.
+WIDE = {"COLUMNS": "200"}
+# A round takes well under a second here; a loaded machine gets the rest.
+ROUND_WITHIN = 30
+
+
+def watching(
+    sim: SimCluster, inventory: Path, tmp_path: Path, *args: str, **popen: Any
+) -> AbstractContextManager[subprocess.Popen[str]]:
+    """`spurctl audit --watch` against sim, running; killed if still running at the end."""
+    options = {"env": WIDE, **popen}
+    return cli_process(*watch(sim, inventory, *args), home=tmp_path / "home", **options)
+
+
+def watch(sim: SimCluster, inventory: Path, *args: str) -> list[str]:
+    return [
+        "audit",
+        "--watch",
+        "--inventory",
+        str(inventory),
+        "--controller",
+        sim.controller_address,
+        "--timeout",
+        "5",
+        *args,
+    ]
+
+
+def read_round(proc: subprocess.Popen[str], lines: queue.Queue[str]) -> list[str]:
+    """One plain block: from its header to the controller line that ends it."""
+    block: list[str] = []
+    deadline = time.monotonic() + ROUND_WITHIN
+    while True:
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            raise AssertionError(f"no round within {ROUND_WITHIN} s: {block}") from None
+        if not line:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"output ended inside a round: {block}; stderr: {err}")
+        if not block and not line.strip():
+            continue  # the blank line between blocks
+        block.append(line.rstrip("\n"))
+        if line.startswith("Controller "):
+            return block
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    """Wait (bounded) for the watch to end on its own and return its stderr."""
+    proc.wait(timeout=30)
+    assert proc.stderr is not None
+    return proc.stderr.read()
+
+
+def row(block: list[str], node: str, job: int) -> list[str]:
+    (line,) = [b for b in block if b.startswith(f"{node} ") and f" {job} " in b]
+    return line.split()
+
+
+def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last_status(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = ("--nodes", "gpu012", "--rounds", "2", "--interval", "1")
+    with watching(sim, inventory, tmp_path, *cmd) as proc:
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        first = read_round(proc, lines)
+        sim.release("gpu012", 4702)
+        sim.write_inventories(inventory)  # the operator re-collects into the same file
+        second = read_round(proc, lines)
+        err = finish(proc)
+
+    assert first[0].startswith("spurctl audit --watch: round 1, ")
+    assert row(first, "gpu012", 4702)[:7] == [
+        "gpu012",
+        "4702",
+        "terminal-held",
+        "reclaim",
+        "no",
+        first[0].split("T")[1][:8],  # first seen at the round's own time
+        "0s",
+    ]
+    assert second[0].startswith("spurctl audit --watch: round 2, ")
+    assert "No discrepancies: 1 nodes, 1 inventoried." in second
+    assert not any("4702" in line for line in second)
+    assert (proc.returncode, err) == (0, "")
+
+
+def test_a_failed_round_is_shown_and_the_watch_goes_on_keeping_each_findings_age(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = ("--nodes", "gpu012", "--rounds", "3", "--interval", "1")
+    with watching(sim, inventory, tmp_path, *cmd) as proc:
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        first = read_round(proc, lines)
+        inventory.write_text('{"schema": "spurctl.inventory/v1", "node": \n')  # half-written
+        second = read_round(proc, lines)
+        sim.write_inventories(inventory)
+        third = read_round(proc, lines)
+        err = finish(proc)
+
+    assert "FAILED" not in "\n".join(first)
+    (failed,) = [line for line in second if "FAILED" in line]
+    assert failed.startswith("Round 2 FAILED: ") and "inv.jsonl" in failed
+    assert failed.endswith("Showing round 1; a failed round clears no finding.")
+    assert row(second, "gpu012", 4702)[5:7] == row(first, "gpu012", 4702)[5:7]
+    since, age = row(third, "gpu012", 4702)[5:7]
+    assert since == row(first, "gpu012", 4702)[5] and age != "0s"
+    assert (proc.returncode, err) == (1, "")
+
+
+def test_a_watch_whose_last_round_failed_exits_2_with_one_line(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = ("--nodes", "gpu012", "--rounds", "2", "--interval", "1")
+    with watching(sim, inventory, tmp_path, *cmd) as proc:
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        read_round(proc, lines)
+        inventory.unlink()
+        second = read_round(proc, lines)
+        err = finish(proc)
+
+    assert any(line.startswith("Round 2 FAILED: --inventory ") for line in second)
+    assert proc.returncode == 2
+    assert err.splitlines() == [
+        f"spurctl: error: the last round failed: --inventory {inventory}: no such file or directory"
+    ]
+
+
+def test_ctrl_c_on_a_terminal_leaves_the_last_view_and_exits_with_its_status(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    controller_side, terminal_side = pty.openpty()
+    with watching(
+        sim,
+        inventory,
+        tmp_path,
+        "--interval",
+        "30",
+        stdout=terminal_side,
+        env={**WIDE, "TERM": "xterm-256color", "LINES": "60"},
+    ) as proc:
+        os.close(terminal_side)
+        seen = read_terminal(
+            controller_side, lambda shown: b"Ctrl-C to stop" in shown and b"(estimated)" in shown
+        )
+        assert b"Ctrl-C to stop" in seen and b"(estimated)" in seen, seen.decode(errors="replace")
+        proc.send_signal(signal.SIGINT)
+        # Keep draining the terminal, or its final drawing blocks on a full buffer.
+        seen = read_terminal(controller_side, lambda _: False, seen=seen)
+        _, err = proc.communicate(timeout=30)
+        os.close(controller_side)
+
+    text = seen.decode(errors="replace")
+    assert "gpu012" in text and "STRANDED" not in text
+    # The last drawing is round 1 as it ended, no longer offering Ctrl-C.
+    last = text.rsplit("spurctl audit --watch: round ", 1)[1]
+    assert last.startswith("1, ") and "Ctrl-C" not in last and "gpu003" in last
+    assert "Traceback" not in err and "Aborted" not in err
+    assert proc.returncode == 1  # the incident's findings need action
+
+
+def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    with SimCluster(incident(), controller_latency=10.0) as slow:
+        inventory = slow.write_inventories(tmp_path / "inv.jsonl")
+        with watching(slow, inventory, tmp_path, "--timeout", "30") as proc:
+            time.sleep(1.5)  # started, and waiting on the controller
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+
+    assert (proc.returncode, out) == (130, "")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--watch", "--format", "json"],
+            "--watch draws a table; --format json is for one-shot audits (drop --watch)",
+        ),
+        (["--interval", "5"], "--interval and --rounds only apply with --watch"),
+        (["--rounds", "2"], "--interval and --rounds only apply with --watch"),
+        (
+            ["--watch", "--snapshot", "snap.json"],
+            "--watch follows the live controller; a saved --snapshot never changes",
+        ),
+        (
+            ["--watch", "--inventory", "-"],
+            "--watch re-reads the inventories every round and standard input (-) can be "
+            "read only once: write them to a file (spurctl collect -o FILE)",
+        ),
+    ],
+)
+def test_watch_refuses_what_it_cannot_do_with_one_line_and_status_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    run = run_cli("audit", *args, home=tmp_path / "home", env=WIDE, timeout=30, cwd=tmp_path)
+
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.splitlines() == [f"spurctl: error: {message}"]
