@@ -295,7 +295,7 @@ def reclaim(
             f"Send {len(entries)} cancel(s) to {len({e.node for e in entries})} node(s), "
             f"killing {live} live run(s)?"
         )
-        if not typer.confirm(question, default=False):
+        if not _confirm(question):
             print("nothing sent", file=sys.stderr)
             raise typer.Exit(ExitStatus.ACTION_NEEDED)
     run = use_case.carry_out(
@@ -547,6 +547,31 @@ def demo(
         return
     if not walkthrough.run().ok:
         fail("the demo did not close the loop (see above); rerun with --debug and report it")
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal, default no; Ctrl-C at any moment aborts.
+
+    Not input(): a Ctrl-C landing after the prompt is written but before
+    input() blocks in read() is only acted on at the next signal, so the
+    process would sit at the prompt. Waiting in short select() slices returns
+    to Python often enough to act on it.
+    """
+    import select
+
+    try:
+        sys.stdout.write(f"{question} [y/N]: ")
+        sys.stdout.flush()
+        while not select.select([sys.stdin], [], [], 0.1)[0]:
+            pass
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        raise typer.Abort() from None
+    if not answer:  # end of input: nobody said yes
+        sys.stdout.write("\n")
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _usage_error(exc: Exception) -> str | None:
