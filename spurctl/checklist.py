@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from spurctl import hostlist
-from spurctl.audit import watermark_for
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     ControllerView,
@@ -33,6 +32,7 @@ from spurctl.model import (
     NodeState,
     Watermark,
     WatermarkSource,
+    watermark_for,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -371,7 +371,7 @@ def assess(
     scope without an inventory, or whose inventory failed, is not inventoried:
     what it holds is unknown, and the checklist says so rather than vouch for it.
     """
-    from spurctl.sources.documents import inventories_by_node
+    from spurctl.model import inventories_by_node
 
     by_node = inventories_by_node(inv for inv in inventories if scope is None or inv.node in scope)
     names = (set(view.nodes) | set(by_node)) if scope is None else set(scope)

@@ -26,15 +26,12 @@ from string import Template
 from typing import Any
 
 from spurctl.errors import DocumentError, SpurctlError
+from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
 from spurctl.sources.documents import parse_inventory_text
 
 DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 
-# A node name goes into a shell command line: only host-name characters, and
-# no leading "-" that ssh would take for an option. Anything else (a space, a
-# ";", a "$(...)") could run something other than the inventory.
-_SAFE_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _MAX_DETAIL = 300
 # Characters that make a template more than one simple command (or that we do
 # not try to reason about, even quoted).
@@ -42,9 +39,8 @@ _SHELL_SYNTAX = re.compile(r"[;&|()<>`\n]|\$\(")
 _NOT_A_PROGRAM = {"if", "for", "while", "until", "case", "{", "!", "exec", "time", "["}
 
 
-def is_safe_node_name(name: str) -> bool:
-    """Whether `name` can be put into a shell command as is (host-name characters only)."""
-    return _SAFE_NODE_NAME.fullmatch(name) is not None
+# cli's --nodes check still asks under this name.
+is_safe_node_name = is_node_name
 
 
 class _Pattern(Template):
@@ -122,7 +118,7 @@ def collect(
     results: dict[str, Inventory] = {}
     runnable = []
     for node in order:
-        if is_safe_node_name(node):
+        if is_node_name(node):
             runnable.append(node)
         else:
             results[node] = failed(
@@ -282,7 +278,7 @@ def summarize(results: Sequence[Inventory]) -> str:
 
 
 def _fold(nodeset_cls: Any, names: list[str]) -> str:
-    safe = [n for n in names if is_safe_node_name(n)]
+    safe = [n for n in names if is_node_name(n)]
     # Names with hostlist syntax characters would fold into something else; list them as is.
     folded = [str(nodeset_cls.fromlist(safe))] if safe else []
-    return ",".join(folded + [repr(n) for n in names if not is_safe_node_name(n)])
+    return ",".join(folded + [repr(n) for n in names if not is_node_name(n)])
