@@ -20,7 +20,9 @@ from typing import Any
 import grpc
 import pytest
 
-from spurctl.checklist import (
+from spurctl.checklist import post_wipe
+from spurctl.cli import main
+from spurctl.decide.post_wipe import (
     Assessment,
     Hazard,
     HeldId,
@@ -28,9 +30,7 @@ from spurctl.checklist import (
     StepId,
     assess_holding,
     build_steps,
-    post_wipe,
 )
-from spurctl.cli import main
 from spurctl.model import (
     ControllerView,
     Holding,
