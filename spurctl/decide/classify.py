@@ -186,7 +186,7 @@ def _controller_job(
     return job, False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built once per holding, and frozen init costs
 class _Held:
     """One holding on `holder`, judged as held on controller node `node`.
 
