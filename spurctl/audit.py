@@ -9,12 +9,13 @@ is the whole of it; the CLI, the demo, the tests and the benchmarks call it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
 from spurctl.gcpause import gc_paused
+from spurctl.hostlist import loose_key
 from spurctl.model import (
     AuditReport,
     ControllerView,
@@ -22,8 +23,9 @@ from spurctl.model import (
     Job,
     Watermark,
     WatermarkSource,
+    inventories_by_node,
+    watermark_for,
 )
-from spurctl.sources.documents import inventories_by_node
 from spurctl.sources.inventories import (
     Sources,
     gather_holdings,
@@ -50,27 +52,6 @@ class AuditInputs:
     scope: frozenset[str] | None
     offline: bool
     not_found_doubt: str | None = None
-
-
-def watermark_for(
-    view: ControllerView,
-    confirmed: Mapping[int, Job | None],
-    *,
-    flag: int | None,
-    first_job_id: int = 1,
-) -> Watermark:
-    """--watermark, else max(tracked id) + 1, never below spur.conf's first_job_id.
-
-    The counter restarts at first_job_id after a wipe and only climbs, so both
-    are lower bounds of the controller's next id; the higher one is the tighter.
-    """
-    if flag is not None:
-        if flag < 1:
-            raise SpurctlError("--watermark must be a positive job id")
-        return Watermark(flag, WatermarkSource.FLAG)
-    seen = max(view.jobs, default=0)
-    found = max((i for i, j in confirmed.items() if j is not None), default=0)
-    return Watermark(max(seen + 1, found + 1, first_job_id), WatermarkSource.ESTIMATED)
 
 
 def held_ids_missing(view: ControllerView, inventories: Iterable[Inventory]) -> set[int]:
@@ -120,12 +101,8 @@ def gather(
 def not_inventoried(inputs: AuditInputs) -> list[str]:
     """Controller nodes in scope that no inventory speaks for (by exact or loose name)."""
     scope = inputs.scope if inputs.scope is not None else inputs.view.nodes.keys()
-    have = {_loose(name) for name in inputs.inventories}
-    return sorted(n for n in scope if n in inputs.view.nodes and _loose(n) not in have)
-
-
-def _loose(name: str) -> str:
-    return name.split(".", 1)[0].lower()
+    have = {loose_key(name) for name in inputs.inventories}
+    return sorted(n for n in scope if n in inputs.view.nodes and loose_key(n) not in have)
 
 
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:

@@ -1,4 +1,7 @@
-"""Slurm hostlists (`gpu[001-128,200]`), expanded and folded by ClusterShell's NodeSet.
+"""Slurm hostlists (`gpu[001-128,200]`) and id ranges (`0-3,6`), by ClusterShell.
+
+The one place that speaks ClusterShell's NodeSet and RangeSet, and the one
+place that says what a node name is and when two names loosely agree.
 
 Most nodelists a controller reports name one node, so a list without `[` or `,`
 is taken as that plain name without parsing: a NodeSet parse costs tens of
@@ -17,7 +20,13 @@ _HINT = "use Slurm syntax like gpu[001-128,200]"
 # Slurm hostlists only; ClusterShell's set operators (! & ^) and @groups are refused
 # so that what an operator types means the same thing to spurctl and to Slurm.
 _HOSTLIST_CHARS = re.compile(r"[A-Za-z0-9._\-\[\],]+")
-_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
+# A node name goes into shell command lines (ssh, clush, scontrol): only host-name
+# characters, and no leading "-" that ssh would take for an option. Anything else
+# (a space, a ";", a "$(...)") could run something other than what was meant.
+_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+# A cpuset-style list as the kernel writes it: "0-7,16-23".
+_RANGES = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+_LEADING_ZEROS = re.compile(r"(?<![0-9])0+(?=[0-9])")
 
 
 def _plain(hostlist: str) -> bool:
@@ -94,6 +103,47 @@ def fold(names: Iterable[str]) -> str:
     return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
 
 
+def is_node_name(name: str) -> bool:
+    """Whether `name` is a node name that can go into a shell command as is."""
+    return _NODE_NAME.fullmatch(name) is not None
+
+
+def loose_key(name: str) -> str:
+    """What names of one node share across case and domain: `GPU001.example` ~ `gpu001`."""
+    return name.split(".", 1)[0].lower()
+
+
+def ranges(ids: Iterable[int]) -> str:
+    """The folded range list of some integers: 0,1,2,3,6 -> '0-3,6'; "" for none."""
+    ids = sorted(set(ids))
+    if len(ids) <= 1:
+        return str(ids[0]) if ids else ""
+    return _fold_ranges(tuple(ids))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_ranges(ids: tuple[int, ...]) -> str:
+    # A finding's GPUs name one of a few sets (0-7 on most nodes), and a RangeSet
+    # costs tens of microseconds: an audit --all of a large cluster asks per holding.
+    from ClusterShell.RangeSet import RangeSet
+
+    return str(RangeSet.fromlist([str(i) for i in ids]))
+
+
+def expand_ranges(text: str) -> frozenset[int]:
+    """The integers of a range list ('0-3,6' -> 0,1,2,3,6); raises SpurctlError if it is not one."""
+    if not _RANGES.fullmatch(text):
+        raise SpurctlError(f"bad range list {text!r}: use ranges like 0-7,16-23")
+    from ClusterShell.RangeSet import RangeSet, RangeSetParseError
+
+    # RangeSet reads "01" as a zero-padded name, unequal to "1"; these are plain numbers.
+    numbers = _LEADING_ZEROS.sub("", text)
+    try:
+        return frozenset(int(i) for i in RangeSet(numbers).striter())
+    except RangeSetParseError as exc:
+        raise SpurctlError(f"bad range list {text!r}: {exc}") from None
+
+
 def parse_scope(hostlist: str) -> frozenset[str]:
     """The nodes an operator named with --nodes; raises SpurctlError on a bad hostlist."""
     text = hostlist.strip()
@@ -105,6 +155,6 @@ def parse_scope(hostlist: str) -> frozenset[str]:
         raise SpurctlError(f"bad hostlist {hostlist!r}: {shown} not allowed; {_HINT}")
     names = expand(text)
     for name in sorted(names):
-        if not _NODE_NAME.fullmatch(name):
+        if not is_node_name(name):
             raise SpurctlError(f"bad hostlist {hostlist!r}: {name!r} is not a node name; {_HINT}")
     return names

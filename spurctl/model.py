@@ -12,6 +12,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from spurctl.errors import SpurctlError
+
+# JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
+MAX_JOB_ID = 2**32 - 1
+
 
 class JobState(enum.IntEnum):
     """Spur's JobState, numbered as on the wire (proto names carry a JOB_ prefix)."""
@@ -183,6 +188,27 @@ class Watermark:
     source: WatermarkSource
 
 
+def watermark_for(
+    view: ControllerView,
+    confirmed: Mapping[int, Job | None],
+    *,
+    flag: int | None,
+    first_job_id: int = 1,
+) -> Watermark:
+    """--watermark, else max(tracked id) + 1, never below spur.conf's first_job_id.
+
+    The counter restarts at first_job_id after a wipe and only climbs, so both
+    are lower bounds of the controller's next id; the higher one is the tighter.
+    """
+    if flag is not None:
+        if flag < 1:
+            raise SpurctlError("--watermark must be a positive job id")
+        return Watermark(flag, WatermarkSource.FLAG)
+    seen = max(view.jobs, default=0)
+    found = max((i for i, j in confirmed.items() if j is not None), default=0)
+    return Watermark(max(seen + 1, found + 1, first_job_id), WatermarkSource.ESTIMATED)
+
+
 @dataclass(slots=True)
 class ControllerView:
     """What the controller said, at one moment.
@@ -240,6 +266,19 @@ class Inventory:
     source: str
     error: str | None = None
     held: tuple[Holding, ...] = ()
+
+
+def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:
+    """Index inventories by node; the latest collected wins when a node repeats."""
+    out: dict[str, Inventory] = {}
+    for inv in invs:
+        prev = out.get(inv.node)
+        if prev is None or (inv.collected_at or _EPOCH) >= (prev.collected_at or _EPOCH):
+            out[inv.node] = inv
+    return out
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def utcnow() -> datetime:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from spurctl.decide.plan import Entry, Result, plan, recheck
+from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result, plan, recheck
 from spurctl.errors import SpurctlError, redact
 from spurctl.model import AuditReport, Job
 
@@ -34,28 +34,6 @@ if TYPE_CHECKING:
 # 64 is also collect's and ClusterShell's fan-out. Safety does not depend on it:
 # every send is re-checked and journaled on its own.
 DEFAULT_CONCURRENCY = 64
-
-
-@dataclass(slots=True)
-class Outcome:
-    entry: Entry
-    result: Result
-    detail: str
-
-
-@dataclass(slots=True)
-class ReclaimRun:
-    outcomes: list[Outcome] = field(default_factory=list)
-    not_attempted: list[Entry] = field(default_factory=list)
-    interrupted: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return (
-            not self.interrupted
-            and not self.not_attempted
-            and all(o.result is Result.SENT for o in self.outcomes)
-        )
 
 
 class JobSource(Protocol):

@@ -10,13 +10,13 @@ asks for investigation and says why; it never reclaims on inference alone.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
 
 from spurctl import hostlist
+from spurctl.decide.reasons import amount, evidence, join, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     Action,
@@ -113,7 +113,7 @@ def classify(
     wanted = None if scope is None else frozenset(scope)
     names = _NameMatcher(view.nodes)
     findings: list[Finding] = []
-    bad_nodelists: dict[int, str] = {}
+    unreadable: dict[int, str] = {}
     scoped: set[str] = set(view.nodes if wanted is None else wanted)
     inventoried: set[str] = set()
     held_by_exact_name: dict[str, Inventory] = {}
@@ -133,22 +133,24 @@ def classify(
         else:
             findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch)))
         for holding in inv.held:
-            finding = _classify_holding(
-                view, confirmed, watermark, node, inv.node, holding, bad_nodelists, include_healthy
+            job, asked = _controller_job(view, confirmed, holding.job_id)
+            held = _Held(node, inv.node, holding, job, asked, loose_match=mismatch)
+            finding = _judge_holding(
+                held, view=view, watermark=watermark, include_healthy=include_healthy
             )
             if finding is None:
                 continue
-            if mismatch is not None and finding.action is Action.RECLAIM:
-                finding = dataclasses.replace(
-                    finding,
-                    action=Action.INVESTIGATE,
-                    reason=f"{finding.reason}; not reclaimed: {mismatch}",
-                )
+            if job is not None and finding.kind is Kind.UNVERIFIABLE:
+                # The one unverifiable verdict on a job the controller has: its
+                # nodelist could not be read.
+                unreadable[job.job_id] = job.nodelist
             findings.append(finding)
 
     notes: list[str] = []
     if view.complete:
-        findings.extend(_node_findings(view, wanted, held_by_exact_name, bad_nodelists))
+        node_findings, unreadable_active = _node_findings(view, wanted, held_by_exact_name)
+        findings.extend(node_findings)
+        unreadable.update(unreadable_active)
     else:
         notes.append(
             f"controller view is incomplete ({len(view.jobs):,} of {view.jobs_total:,} jobs): "
@@ -157,7 +159,7 @@ def classify(
     notes.extend(
         f"job {job_id}'s nodelist {nodelist!r} is not a valid hostlist; "
         "its holdings are not reclaimed and its nodes' allocations are not explained by it"
-        for job_id, nodelist in sorted(bad_nodelists.items())
+        for job_id, nodelist in sorted(unreadable.items())
     )
     findings.sort(
         key=lambda f: (
@@ -173,32 +175,44 @@ def classify(
 # -- holdings ----------------------------------------------------------------
 
 
-def _classify_holding(
-    view: ControllerView,
-    confirmed: Mapping[int, Job | None],
-    watermark: int,
-    node: str,
-    holder: str,
-    h: Holding,
-    bad_nodelists: dict[int, str],
-    include_healthy: bool,
-) -> Finding | None:
+def _controller_job(
+    view: ControllerView, confirmed: Mapping[int, Job | None], job_id: int
+) -> tuple[Job | None, bool]:
+    """The controller's job for a held id, and whether it came from GetJob (asked)."""
+    job = view.jobs.get(job_id)
+    if job is None and job_id in confirmed:
+        return confirmed[job_id], True
+    return job, False
+
+
+@dataclass(slots=True)  # not frozen: built once per holding, and frozen init costs
+class _Held:
     """One holding on `holder`, judged as held on controller node `node`.
 
-    None for a healthy holding unless `include_healthy`: most holdings are, and
-    their reasons are not worth writing for a finding nobody will see.
+    `job` is the controller's record (from GetJob when `asked`); `loose_match`
+    says why `holder` only loosely matches `node`, None when the names agree.
     """
-    job = view.jobs.get(h.job_id)
-    asked = job is None and h.job_id in confirmed
-    if asked:
-        job = confirmed[h.job_id]
 
-    def found(kind: Kind, reason: str, action: Action | None = None) -> Finding:
+    node: str
+    holder: str
+    holding: Holding
+    job: Job | None
+    asked: bool
+    loose_match: str | None
+
+    def finding(self, kind: Kind, reason: str, action: Action | None = None) -> Finding:
+        action = ACTIONS[kind] if action is None else action
+        if self.loose_match is not None and action is Action.RECLAIM:
+            # Spur compares names exactly, so the controller misjudges this node's
+            # runs: what it would reclaim is only investigated until the names agree.
+            action = Action.INVESTIGATE
+            reason = f"{reason}; not reclaimed: {self.loose_match}"
+        job, h = self.job, self.holding
         return Finding(
-            node=holder,
+            node=self.holder,
             job_id=h.job_id,
             kind=kind,
-            action=ACTIONS[kind] if action is None else action,
+            action=action,
             reason=reason,
             live=h.live,
             controller_state=job.state.name if job is not None else None,
@@ -207,107 +221,107 @@ def _classify_holding(
             pids=h.pids,
         )
 
-    if job is None and not asked and not view.complete:
-        # Absent from a partial view (e.g. GetJobs scoped to the caller) proves nothing:
-        # the job may be another user's live run.
-        return found(
-            Kind.UNVERIFIABLE,
-            f"job {h.job_id} is missing from the controller's incomplete view "
-            f"({len(view.jobs):,} of {view.jobs_total:,} jobs) and GetJob did not confirm "
-            f"it untracked; spared while {holder} holds it {_evidence(h)}",
-        )
-    if job is None:
-        ev = _evidence(h)
-        kind = controller_decision(node, None, h.job_id, watermark)
-        if kind is Kind.BELOW_WATERMARK_UNKNOWN:
-            proof = "GetJob answered NOT_FOUND" if asked else "absent from the complete view"
-            return found(
-                kind,
-                f"job {h.job_id} is below watermark {watermark} and untracked "
-                f"({proof}); {holder} still holds it {ev}",
-            )
-        return found(
-            kind,
-            f"job {h.job_id} is at or above watermark {watermark}, so this controller never "
-            f"issued it; {holder} holds it {ev}, so its agent likely served a reset or "
-            "different controller",
-        )
 
-    now = view.taken_at
-    if h.started_at is not None and job.submit_time is not None and h.started_at < job.submit_time:
+def _judge_holding(
+    held: _Held, *, view: ControllerView, watermark: int, include_healthy: bool
+) -> Finding | None:
+    """The finding for one holding; None for a healthy one unless `include_healthy`.
+
+    Most holdings are healthy, and their reasons are not worth writing for a
+    finding nobody will see.
+    """
+    job = held.job
+    if job is None and not held.asked and not view.complete:
+        return _missing_from_partial_view(held, view)
+    if job is None:
+        return _untracked(held, watermark=watermark)
+    started, submitted = held.holding.started_at, job.submit_time
+    if started is not None and submitted is not None and started < submitted:
         # After a wipe the counter restarts and reissues ids: the controller's job is
         # another run than the one held here, and cancelling by id would hit the wrong one.
-        return found(
-            Kind.ID_REUSE_SUSPECTED,
-            f"{holder} holds a run of job {h.job_id} started at {_when(h.started_at, now)}, "
-            f"before the controller's job {h.job_id} was submitted at "
-            f"{_when(job.submit_time, now)}: the id was likely reissued after a controller wipe",
-        )
-
+        return _id_reuse(held, started=started, submitted=submitted, now=view.taken_at)
     try:
-        kind = controller_decision(node, job, h.job_id, watermark)
+        kind = controller_decision(held.node, job, held.holding.job_id, watermark)
     except SpurctlError:
-        bad_nodelists[job.job_id] = job.nodelist
-        return found(
-            Kind.UNVERIFIABLE,
-            f"job {h.job_id} is {job.state.name} but its nodelist {job.nodelist!r} cannot be read, "
-            f"so whether {node} belongs to it is unknown; {holder} holds it {_evidence(h)}",
-            action=Action.INVESTIGATE,
-        )
+        return _unreadable_nodelist(held, job)
     if kind is Kind.HEALTHY and not include_healthy:
         return None
-    state = job.state.name
-    ev = _evidence(h)
-    since = f" (since {_when(job.start_time, now)})" if job.start_time else ""
+    return held.finding(kind, _tracked_reason(kind, held, job, now=view.taken_at))
+
+
+def _missing_from_partial_view(held: _Held, view: ControllerView) -> Finding:
+    # Absent from a partial view (e.g. GetJobs scoped to the caller) proves nothing:
+    # the job may be another user's live run.
+    j = held.holding.job_id
+    return held.finding(
+        Kind.UNVERIFIABLE,
+        f"job {j} is missing from the controller's incomplete view "
+        f"({len(view.jobs):,} of {view.jobs_total:,} jobs) and GetJob did not confirm "
+        f"it untracked; spared while {held.holder} holds it {evidence(held.holding)}",
+    )
+
+
+def _untracked(held: _Held, *, watermark: int) -> Finding:
+    j, holder, ev = held.holding.job_id, held.holder, evidence(held.holding)
+    kind = controller_decision(held.node, None, j, watermark)
+    if kind is Kind.BELOW_WATERMARK_UNKNOWN:
+        proof = "GetJob answered NOT_FOUND" if held.asked else "absent from the complete view"
+        return held.finding(
+            kind,
+            f"job {j} is below watermark {watermark} and untracked "
+            f"({proof}); {holder} still holds it {ev}",
+        )
+    return held.finding(
+        kind,
+        f"job {j} is at or above watermark {watermark}, so this controller never "
+        f"issued it; {holder} holds it {ev}, so its agent likely served a reset or "
+        "different controller",
+    )
+
+
+def _id_reuse(held: _Held, *, started: datetime, submitted: datetime, now: datetime) -> Finding:
+    j = held.holding.job_id
+    return held.finding(
+        Kind.ID_REUSE_SUSPECTED,
+        f"{held.holder} holds a run of job {j} started at {when(started, now)}, "
+        f"before the controller's job {j} was submitted at "
+        f"{when(submitted, now)}: the id was likely reissued after a controller wipe",
+    )
+
+
+def _unreadable_nodelist(held: _Held, job: Job) -> Finding:
+    j = held.holding.job_id
+    return held.finding(
+        Kind.UNVERIFIABLE,
+        f"job {j} is {job.state.name} but its nodelist {job.nodelist!r} cannot be read, "
+        f"so whether {held.node} belongs to it is unknown; {held.holder} holds it "
+        f"{evidence(held.holding)}",
+        action=Action.INVESTIGATE,
+    )
+
+
+def _tracked_reason(kind: Kind, held: _Held, job: Job, *, now: datetime) -> str:
+    """Why a holding of a job the controller tracks is what the controller decides."""
+    j, holder, state, ev = held.holding.job_id, held.holder, job.state.name, evidence(held.holding)
+    since = f" (since {when(job.start_time, now)})" if job.start_time else ""
     if kind is Kind.TERMINAL_HELD:
-        ended = f" at {_when(job.end_time, now)}" if job.end_time else ""
-        reason = f"job {h.job_id} ended {state}{ended}; {holder} still holds it {ev}"
-    elif kind is Kind.ACTIVE_ELSEWHERE:
-        reason = f"job {h.job_id} is {state} on {job.nodelist}{since}; {holder} still holds it {ev}"
-    elif kind is Kind.MID_COMMIT:
+        ended = f" at {when(job.end_time, now)}" if job.end_time else ""
+        return f"job {j} ended {state}{ended}; {holder} still holds it {ev}"
+    if kind is Kind.ACTIVE_ELSEWHERE:
+        return f"job {j} is {state} on {job.nodelist}{since}; {holder} still holds it {ev}"
+    if kind is Kind.MID_COMMIT:
         why = (
             "GetJob returned no nodelist (redacted for this caller, or not committed yet)"
-            if asked
+            if held.asked
             else "its nodelist is not recorded yet (state and allocation commit separately)"
         )
-        reason = f"job {h.job_id} is {state} but {why}; spared while {holder} holds it {ev}"
-    elif kind is Kind.NOT_STARTED:
-        reason = (
-            f"job {h.job_id} is {state} and may be mid-dispatch to {node}; "
+        return f"job {j} is {state} but {why}; spared while {holder} holds it {ev}"
+    if kind is Kind.NOT_STARTED:
+        return (
+            f"job {j} is {state} and may be mid-dispatch to {held.node}; "
             f"spared while {holder} holds it {ev}"
         )
-    else:
-        reason = f"job {h.job_id} is {state} on {job.nodelist}{since} and {holder} holds it {ev}"
-    return found(kind, reason)
-
-
-def _evidence(h: Holding) -> str:
-    """'with GPUs 0-3 and 2 live processes': what the node holds, in an operator's words."""
-    if h.gpus:
-        what = f"GPU{'s' if len(h.gpus) > 1 else ''} {id_ranges(h.gpus)}"
-    elif h.cpus:
-        what = f"{h.cpus} CPU{'s' if h.cpus > 1 else ''}"
-    else:
-        what = "no GPU"
-    n = len(h.pids)
-    procs = f"{n} live process{'es' if n > 1 else ''}" if n else "no live process"
-    return f"with {what} and {procs}"
-
-
-def id_ranges(ids: Iterable[int]) -> str:
-    """0,1,2,3,6 -> '0-3,6'."""
-    out: list[str] = []
-    for i in sorted(set(ids)):
-        if out and out[-1].rsplit("-", 1)[-1] == str(i - 1):
-            out[-1] = f"{out[-1].split('-')[0]}-{i}"
-        else:
-            out.append(str(i))
-    return ",".join(out)
-
-
-def _when(t: datetime, now: datetime) -> str:
-    """'10:05 UTC' on the view's day, with the date otherwise."""
-    return t.strftime("%H:%M UTC" if t.date() == now.date() else "%Y-%m-%d %H:%M UTC")
+    return f"job {j} is {state} on {job.nodelist}{since} and {holder} holds it {ev}"
 
 
 # -- node names --------------------------------------------------------------
@@ -324,13 +338,13 @@ class _NameMatcher:
         self._exact = frozenset(nodes)
         self._loose: dict[str, list[str]] = {}
         for name in sorted(self._exact):
-            self._loose.setdefault(_loose_key(name), []).append(name)
+            self._loose.setdefault(hostlist.loose_key(name), []).append(name)
 
     def match(self, name: str) -> tuple[str | None, str | None]:
         """(controller name or None, why the match is not exact or None)."""
         if name in self._exact:
             return name, None
-        candidates = self._loose.get(_loose_key(name), [])
+        candidates = self._loose.get(hostlist.loose_key(name), [])
         if len(candidates) == 1:
             other = candidates[0]
             how = "by case" if other.lower() == name.lower() else "by short name"
@@ -339,10 +353,6 @@ class _NameMatcher:
             listed = ", ".join(repr(c) for c in candidates)
             return None, f"inventory node {name!r} loosely matches several nodes ({listed})"
         return None, f"inventory node {name!r} matches no controller node"
-
-
-def _loose_key(name: str) -> str:
-    return name.split(".", 1)[0].lower()
 
 
 def _mismatch_reason(mismatch: str) -> str:
@@ -375,9 +385,9 @@ def _node_findings(
     view: ControllerView,
     wanted: frozenset[str] | None,
     held_by_exact_name: Mapping[str, Inventory],
-    bad_nodelists: dict[int, str],
-) -> list[Finding]:
-    """lost-on-node, phantom-alloc and excess-alloc; only sound on a complete view."""
+) -> tuple[list[Finding], dict[int, str]]:
+    """lost-on-node, phantom-alloc and excess-alloc, and the active jobs whose nodelist
+    cannot be read; only sound on a complete view."""
     allocated = {
         name: node
         for name, node in view.nodes.items()
@@ -385,58 +395,67 @@ def _node_findings(
     }
     relevant = allocated.keys() | held_by_exact_name.keys()
     if not relevant:
-        return []
-    jobs_on = _active_jobs_by_node(view.active_jobs(), relevant, bad_nodelists)
+        return [], {}
+    jobs_on, unreadable = _active_jobs_by_node(view.active_jobs(), relevant)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
-        held = {h.job_id for h in inv.held}
-        for job, _ in jobs_on.get(name, []):
-            started = job.start_time
-            # A run that began after the inventory was taken cannot be in it.
-            if job.job_id in held or (started and inv.collected_at and started >= inv.collected_at):
-                continue
-            since = f" since {_when(started, view.taken_at)}" if started else ""
-            taken = (
-                f" taken at {_when(inv.collected_at, view.taken_at)}" if inv.collected_at else ""
-            )
-            reason = (
-                f"the controller has job {job.job_id} {job.state.name} on {name}{since}, "
-                f"but {name}'s inventory{taken} does not hold it"
-            )
-            out.append(_node_finding(name, Kind.LOST_ON_NODE, reason, job))
+        out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), now=view.taken_at))
     for name, node in allocated.items():
         finding = _explain_allocation(node, jobs_on.get(name, []))
         if finding is not None:
             out.append(finding)
+    return out, unreadable
+
+
+def _lost_on_node(
+    name: str, inv: Inventory, on_node: list[tuple[Job, int]], *, now: datetime
+) -> list[Finding]:
+    """The active jobs the controller places on `name` that its inventory does not hold."""
+    held = {h.job_id for h in inv.held}
+    out: list[Finding] = []
+    for job, _ in on_node:
+        started = job.start_time
+        # A run that began after the inventory was taken cannot be in it.
+        if job.job_id in held or (started and inv.collected_at and started >= inv.collected_at):
+            continue
+        since = f" since {when(started, now)}" if started else ""
+        taken = f" taken at {when(inv.collected_at, now)}" if inv.collected_at else ""
+        reason = (
+            f"the controller has job {job.job_id} {job.state.name} on {name}{since}, "
+            f"but {name}'s inventory{taken} does not hold it"
+        )
+        out.append(_node_finding(name, Kind.LOST_ON_NODE, reason, job))
     return out
 
 
 def _active_jobs_by_node(
-    jobs: Iterable[Job], relevant: set[str], bad_nodelists: dict[int, str]
-) -> dict[str, list[tuple[Job, int]]]:
-    """Active jobs listing each relevant node, each with the width of its nodelist.
+    jobs: Iterable[Job], relevant: set[str]
+) -> tuple[dict[str, list[tuple[Job, int]]], dict[int, str]]:
+    """Active jobs listing each relevant node, each with the width of its nodelist, and
+    the active jobs whose nodelist cannot be read.
 
     Only active jobs with a nodelist are expanded, and a plain one-node list never is.
     """
     out: dict[str, list[tuple[Job, int]]] = {}
+    unreadable: dict[int, str] = {}
     for job in jobs:
         if not job.state.active or not job.nodelist:
             continue
         try:
             nodes = hostlist.expand(job.nodelist)
         except SpurctlError:
-            bad_nodelists[job.job_id] = job.nodelist
+            unreadable[job.job_id] = job.nodelist
             continue
         for name in nodes & relevant:
             out.setdefault(name, []).append((job, len(nodes)))
-    return out
+    return out, unreadable
 
 
 def _explain_allocation(node: Node, on_node: list[tuple[Job, int]]) -> Finding | None:
     """phantom-alloc or excess-alloc: the node's active jobs do not account for its allocation."""
     have = (node.alloc.cpus, node.alloc.memory_mb, node.alloc.gpus)
     if not on_node:
-        what = _join(_amount(v, dim) for dim, v in enumerate(have) if v) or "devices"
+        what = join(amount(v, dim) for dim, v in enumerate(have) if v) or "devices"
         return _node_finding(
             node.name,
             Kind.PHANTOM_ALLOC,
@@ -458,20 +477,6 @@ def _explain_allocation(node: Node, on_node: list[tuple[Job, int]]) -> Finding |
     return _node_finding(
         node.name,
         Kind.EXCESS_ALLOC,
-        f"{node.name} has {_join(_amount(have[d], d) for d in over)} allocated, but its "
-        f"{jobs} for {_join(_amount(explained[d], d) for d in over)}",
+        f"{node.name} has {join(amount(have[d], d) for d in over)} allocated, but its "
+        f"{jobs} for {join(amount(explained[d], d) for d in over)}",
     )
-
-
-_UNITS = ("CPU", "MB of memory", "GPU")
-
-
-def _amount(value: int, dim: int) -> str:
-    unit = _UNITS[dim]
-    return f"{value} {unit}" if value == 1 or unit.startswith("MB") else f"{value} {unit}s"
-
-
-def _join(parts: Iterable[str]) -> str:
-    """'a', 'b', 'c' -> 'a, b and c'."""
-    items = list(parts)
-    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)

@@ -8,7 +8,7 @@ are pure: the caller brings the report, the addresses and the fresh answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from spurctl.decide.classify import controller_decision
@@ -36,6 +36,28 @@ class Entry:
     def job_id(self) -> int:
         assert self.finding.job_id is not None  # reclaim findings always name a job
         return self.finding.job_id
+
+
+@dataclass(slots=True)
+class Outcome:
+    entry: Entry
+    result: Result
+    detail: str
+
+
+@dataclass(slots=True)
+class ReclaimRun:
+    outcomes: list[Outcome] = field(default_factory=list)
+    not_attempted: list[Entry] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.interrupted
+            and not self.not_attempted
+            and all(o.result is Result.SENT for o in self.outcomes)
+        )
 
 
 def plan(

@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from spurctl import hostlist
-from spurctl.checklist import Checklist, Hazard, HeldId, NodeAssessment, Step
+from spurctl.decide.post_wipe import Checklist, Hazard, HeldId, NodeAssessment, Step
 from spurctl.model import WatermarkSource, format_time
 from spurctl.render.common import (
     ChecklistFormat,

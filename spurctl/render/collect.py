@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from spurctl.hostlist import fold
+from spurctl.hostlist import fold, is_node_name
 from spurctl.model import Inventory
-
-# Host-name characters only, as `collect` requires of a node it runs a command for.
-_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
 
 def summarize(results: Sequence[Inventory]) -> str:
@@ -31,7 +27,7 @@ def summarize(results: Sequence[Inventory]) -> str:
 
 
 def _fold(names: list[str]) -> str:
-    foldable = [n for n in names if _NODE_NAME.fullmatch(n)]
+    foldable = [n for n in names if is_node_name(n)]
     # Names with hostlist syntax characters would fold into something else; list them as is.
     folded = [fold(foldable)] if foldable else []
-    return ",".join(folded + [repr(n) for n in names if not _NODE_NAME.fullmatch(n)])
+    return ",".join(folded + [repr(n) for n in names if not is_node_name(n)])

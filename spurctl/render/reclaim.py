@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spurctl.decide.classify import id_ranges
+from spurctl.decide.plan import Entry, ReclaimRun, Result
+from spurctl.decide.reasons import id_ranges
 from spurctl.model import AuditReport
-from spurctl.reclaim import Entry, ReclaimRun, Result
 from spurctl.render.common import ReclaimFormat, choose, pipe_width, watermark_document
 
 RESULT_STYLE = {Result.SENT: "green", Result.SKIPPED: "yellow", Result.FAILED: "red"}

@@ -26,15 +26,12 @@ from string import Template
 from typing import Any
 
 from spurctl.errors import DocumentError, SpurctlError
+from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
 from spurctl.sources.documents import parse_inventory_text
 
 DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 
-# A node name goes into a shell command line: only host-name characters, and
-# no leading "-" that ssh would take for an option. Anything else (a space, a
-# ";", a "$(...)") could run something other than the inventory.
-_SAFE_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _MAX_DETAIL = 300
 # Characters that make a template more than one simple command (or that we do
 # not try to reason about, even quoted).
@@ -42,9 +39,7 @@ _SHELL_SYNTAX = re.compile(r"[;&|()<>`\n]|\$\(")
 _NOT_A_PROGRAM = {"if", "for", "while", "until", "case", "{", "!", "exec", "time", "["}
 
 
-def is_safe_node_name(name: str) -> bool:
-    """Whether `name` can be put into a shell command as is (host-name characters only)."""
-    return _SAFE_NODE_NAME.fullmatch(name) is not None
+# cli's --nodes check still asks under this name.
 
 
 class _Pattern(Template):
@@ -122,7 +117,7 @@ def collect(
     results: dict[str, Inventory] = {}
     runnable = []
     for node in order:
-        if is_safe_node_name(node):
+        if is_node_name(node):
             runnable.append(node)
         else:
             results[node] = failed(
@@ -259,30 +254,3 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
-
-
-def summarize(results: Sequence[Inventory]) -> str:
-    """Ok and failed nodes folded as hostlists, then each failure reason with its nodes."""
-    from ClusterShell.NodeSet import NodeSet
-
-    ok = [inv.node for inv in results if inv.error is None]
-    bad: dict[str, list[str]] = {}
-    for inv in results:
-        if inv.error is not None:
-            bad.setdefault(inv.error, []).append(inv.node)
-    lines = [f"collected {len(ok)} of {len(results)} nodes"]
-    if ok:
-        lines.append(f"ok ({len(ok)}): {_fold(NodeSet, ok)}")
-    if bad:
-        failed_nodes = [n for names in bad.values() for n in names]
-        lines.append(f"failed ({len(failed_nodes)}): {_fold(NodeSet, failed_nodes)}")
-        for error, names in bad.items():
-            lines.append(f"  {_fold(NodeSet, names)}: {error}")
-    return "\n".join(lines)
-
-
-def _fold(nodeset_cls: Any, names: list[str]) -> str:
-    safe = [n for n in names if is_safe_node_name(n)]
-    # Names with hostlist syntax characters would fold into something else; list them as is.
-    folded = [str(nodeset_cls.fromlist(safe))] if safe else []
-    return ",".join(folded + [repr(n) for n in names if not is_safe_node_name(n)])

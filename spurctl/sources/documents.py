@@ -8,13 +8,13 @@ names ("RUNNING", "DRAIN"). Job and node records keep Spur's proto field names.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from spurctl.errors import DocumentError
 from spurctl.model import (
+    MAX_JOB_ID,
     Allocation,
     ControllerView,
     Device,
@@ -34,8 +34,6 @@ from spurctl.model import (
 
 INVENTORY_SCHEMA = "spurctl.inventory/v1"
 SNAPSHOT_SCHEMA = "spurctl.snapshot/v1"
-# JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
-MAX_JOB_ID = 2**32 - 1
 
 
 # -- small typed accessors -------------------------------------------------
@@ -487,16 +485,3 @@ def read_snapshot(path: Path) -> tuple[ControllerView, Watermark]:
             "save a fresh one with `spurctl snapshot -o FILE`"
         ) from None
     return snapshot_from_dict(doc, where=str(path))
-
-
-def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:
-    """Index inventories by node; the latest collected wins when a node repeats."""
-    out: dict[str, Inventory] = {}
-    for inv in invs:
-        prev = out.get(inv.node)
-        if prev is None or (inv.collected_at or _EPOCH) >= (prev.collected_at or _EPOCH):
-            out[inv.node] = inv
-    return out
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

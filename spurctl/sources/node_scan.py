@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from spurctl import hostlist
 from spurctl.errors import SpurctlError
-from spurctl.model import Holding, Inventory, utcnow
+from spurctl.model import MAX_JOB_ID, Holding, Inventory, utcnow
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
 # Order matters: ROCR_VISIBLE_DEVICES carries physical ids on AMD nodes and
@@ -34,7 +35,6 @@ JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
 GPU_VARS = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
 _JOB_DIR = re.compile(r"job_([0-9]+)")
-_MAX_JOB_ID = 2**32 - 1  # job_id is a uint32 on the wire
 _MIB = 1024 * 1024
 
 SkipHook = Callable[[Path, Exception], None]
@@ -121,7 +121,7 @@ def _list_job_cgroups(root: Path, skip: SkipHook) -> dict[int, Path] | None:
         except OSError as exc:
             skip(Path(entry.path), exc)
             continue
-        if is_dir and job_id <= _MAX_JOB_ID:
+        if is_dir and job_id <= MAX_JOB_ID:
             found[job_id] = Path(entry.path)
     return found
 
@@ -162,21 +162,12 @@ def _walk_dirs(top: Path, skip: SkipHook) -> Iterator[Path]:
 
 def parse_cpu_list(text: str) -> int | None:
     """How many CPUs a cpuset list names ("0-7,16-23" is 16); None if empty or malformed."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        first, sep, last = part.partition("-")
-        if not (first.isascii() and first.isdigit()) or (
-            sep and not (last.isascii() and last.isdigit())
-        ):
-            return None
-        lo, hi = int(first), int(last) if sep else int(first)
-        if hi < lo:
-            return None
-        cpus.update(range(lo, hi + 1))
-    return len(cpus) or None
+    # Blanks around a range and empty ranges ("0-3,,5\n") never made a list malformed.
+    ranges = ",".join(part.strip() for part in text.split(",") if part.strip())
+    try:
+        return len(hostlist.expand_ranges(ranges)) or None
+    except SpurctlError:
+        return None
 
 
 def _quota_cpus(text: str) -> int | None:
@@ -286,7 +277,7 @@ def _job_id(text: str | None) -> int | None:
     if not (text.isascii() and text.isdigit()):
         return None
     value = int(text)
-    return value if value <= _MAX_JOB_ID else None
+    return value if value <= MAX_JOB_ID else None
 
 
 def _device_ids(text: str) -> tuple[int, ...]:

@@ -19,10 +19,10 @@ from typing import Any
 import grpc
 import pytest
 
-from spurctl.checklist import (
+from spurctl.checklist import post_wipe
+from spurctl.decide.post_wipe import (
     Hazard,
     StepId,
-    post_wipe,
 )
 from spurctl.model import (
     ControllerView,

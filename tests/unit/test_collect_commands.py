@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from spurctl.model import Inventory
-from spurctl.sources.collect import DEFAULT_COMMAND, check_command, exec_form, summarize
+from spurctl.render.collect import summarize
+from spurctl.sources.collect import DEFAULT_COMMAND, check_command, exec_form
 from tests.cli import WORKTREE
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 from ClusterShell import NodeSet as nodeset_module
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
@@ -94,3 +96,73 @@ def test_a_bad_hostlist_says_what_is_wrong_and_shows_the_syntax(text: str, why: 
 def test_expand_raises_spurctl_error_for_a_malformed_nodelist() -> None:
     with pytest.raises(SpurctlError, match=r"bad hostlist 'gpu\[1-': missing bracket"):
         hostlist.node_in("gpu[1-", "gpu1")
+
+
+# -- id ranges -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ids", "text"),
+    [
+        ([], ""),
+        ([3], "3"),
+        ([0, 1, 2, 3, 6], "0-3,6"),
+        ([6, 3, 2, 1, 0, 3], "0-3,6"),  # any order, repeats once
+        ([9, 10, 11], "9-11"),  # across a change of width, no padding
+        ([0, 2, 4], "0,2,4"),
+        ([7, 100, 101], "7,100-101"),
+    ],
+)
+def test_ids_fold_into_ranges(ids: list[int], text: str) -> None:
+    assert hostlist.ranges(ids) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ("0-3,6", {0, 1, 2, 3, 6}),
+        ("0-3,2-5", {0, 1, 2, 3, 4, 5}),
+        ("01,1", {1}),  # zero padding means nothing for numbers
+        ("1-03", {1, 2, 3}),
+    ],
+)
+def test_ranges_expand_into_ids(text: str, ids: set[int]) -> None:
+    assert hostlist.expand_ranges(text) == ids
+
+
+@pytest.mark.parametrize("text", ["", "3-1", "0-", "-3", "0,,1", "0-10/2", "0 - 3", "\u0663"])
+def test_a_bad_range_list_raises_spurctl_error(text: str) -> None:
+    with pytest.raises(SpurctlError, match="bad range list"):
+        hostlist.expand_ranges(text)
+
+
+@given(st.sets(st.integers(min_value=0, max_value=5000), max_size=40))
+def test_ranges_round_trip(ids: set[int]) -> None:
+    text = hostlist.ranges(ids)
+    assert (hostlist.expand_ranges(text) if text else frozenset()) == ids
+
+
+# -- node names ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("gpu001", True),
+        ("gpu001.example.com", True),
+        ("_gpu1", True),
+        ("-oProxyCommand=x", False),
+        (".hidden", False),
+        ("gpu 1", False),
+        ("gpu1;reboot", False),
+        ("$(id)", False),
+        ("", False),
+    ],
+)
+def test_a_node_name_is_safe_in_a_shell_command(name: str, ok: bool) -> None:
+    assert hostlist.is_node_name(name) is ok
+
+
+def test_names_of_one_node_share_a_loose_key_across_case_and_domain() -> None:
+    assert hostlist.loose_key("GPU001.example.com") == hostlist.loose_key("gpu001") == "gpu001"
+    assert hostlist.loose_key("gpu001") != hostlist.loose_key("gpu002")

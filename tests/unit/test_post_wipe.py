@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from spurctl.checklist import (
+from spurctl.decide.post_wipe import (
     Assessment,
     Hazard,
     HeldId,

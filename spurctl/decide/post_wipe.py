@@ -1,0 +1,617 @@
+"""After a controller wipe: which held ids are hazards, which agents to recycle, and how.
+
+A wipe restarts Spur's job counter at `first_job_id`, and every agent still
+holding a pre-wipe run carries an id the new controller either never issued
+(it is cancelled once the counter reaches it) or has issued again to another
+run (it is cancelled at the next heartbeat, or on a controller older than
+PR #623 silently shares the id). The operational rule is to recycle those
+agents before submissions resume. This module judges every held id, derives
+the nodes to recycle and the ordered steps, and in a verify pass ticks the
+steps whose outcome the controller and the inventories now show. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import shlex
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from spurctl import hostlist
+from spurctl.decide.classify import controller_decision
+from spurctl.decide.reasons import when
+from spurctl.errors import SpurctlError
+from spurctl.model import (
+    ControllerView,
+    Holding,
+    Inventory,
+    Job,
+    Kind,
+    Node,
+    NodeState,
+    Watermark,
+    WatermarkSource,
+    inventories_by_node,
+)
+
+DRAIN_REASON = "post-wipe agent recycle"
+AFTER_FILE = "after.jsonl"
+# What the controller shows for a node no new work lands on.
+OUT_OF_SERVICE = frozenset({NodeState.DRAIN, NodeState.DRAINING, NodeState.DOWN})
+# A run's start comes from the node's clock, a job's submission from the controller's.
+# A post-wipe run starts seconds after its submission, so a node clock a little
+# behind could date it "before": only a run older than this margin counts as reissued.
+CLOCK_SKEW = timedelta(seconds=60)
+
+
+class Hazard(enum.StrEnum):
+    """What a held id means after a wipe."""
+
+    ABOVE_WATERMARK = "above-watermark"
+    REISSUED = "reissued"
+    UNTRACKED_BELOW_WATERMARK = "untracked-below-watermark"
+    # Not a hazard as far as anyone can tell, but not provably safe either: the
+    # inventory lacks the run's start time, or the controller could not be asked.
+    UNDETERMINED = "undetermined"
+    HEALTHY = "healthy"
+
+    @property
+    def recycle(self) -> bool:
+        return self in RECYCLE_HAZARDS
+
+
+RECYCLE_HAZARDS = frozenset(
+    {Hazard.ABOVE_WATERMARK, Hazard.REISSUED, Hazard.UNTRACKED_BELOW_WATERMARK}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldId:
+    """One id a node holds, judged: its hazard and the sentence that explains it.
+
+    `submissions_until` (above-watermark): how many more submissions at most
+    until the controller issues this id. `new_run_nodes` (reissued): where the
+    controller's run under this id is, "" when it has none or cannot be seen.
+    """
+
+    job_id: int
+    hazard: Hazard
+    reason: str
+    started_at: datetime | None
+    live: bool
+    controller_state: str | None = None
+    new_run_nodes: str | None = None
+    submissions_until: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAssessment:
+    """One node in scope: what it holds, judged, or why it could not be inventoried."""
+
+    node: str
+    held: tuple[HeldId, ...]
+    error: str | None = None
+    controller_node: Node | None = None
+
+    @property
+    def inventoried(self) -> bool:
+        return self.error is None
+
+    @property
+    def hazards(self) -> tuple[HeldId, ...]:
+        return tuple(h for h in self.held if h.hazard.recycle)
+
+    @property
+    def undetermined(self) -> tuple[HeldId, ...]:
+        return tuple(h for h in self.held if h.hazard is Hazard.UNDETERMINED)
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        return self.controller_node.partitions if self.controller_node else ()
+
+
+@dataclass(slots=True)
+class Assessment:
+    """Every node in scope, judged against one controller view and watermark."""
+
+    controller_address: str
+    controller_version: str
+    taken_at: datetime
+    view_complete: bool
+    jobs_seen: int
+    jobs_total: int
+    watermark: Watermark
+    nodes: dict[str, NodeAssessment]
+    partitions: tuple[str, ...]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def nodes_to_recycle(self) -> list[str]:
+        return sorted(n for n, a in self.nodes.items() if a.hazards)
+
+    @property
+    def nodes_not_inventoried(self) -> list[str]:
+        return sorted(n for n, a in self.nodes.items() if not a.inventoried)
+
+    @property
+    def nodes_undetermined(self) -> list[str]:
+        return sorted(n for n, a in self.nodes.items() if a.undetermined)
+
+
+class StepId(enum.StrEnum):
+    """Stable step ids: scripts key on these, so they never change meaning."""
+
+    STOP_SUBMISSIONS = "stop-submissions"
+    DRAIN_NODES = "drain-nodes"
+    RESTART_AGENTS = "restart-agents"
+    VERIFY_INVENTORIES = "verify-inventories"
+    RESUME_NODES = "resume-nodes"
+    RESUME_SUBMISSIONS = "resume-submissions"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One box of the checklist. `checkable` False: no RPC spurctl has can observe it."""
+
+    id: StepId
+    title: str
+    nodes: tuple[str, ...]
+    commands: tuple[str, ...]
+    done: bool
+    checkable: bool
+    detail: str
+
+
+@dataclass(slots=True)
+class Checklist:
+    """The assessment, the ordered steps, and which nodes they concern.
+
+    `verify` False: the plan (no box ticked). True: each checkable step is ticked
+    when what it asks for now holds for every node of `nodes`.
+    """
+
+    assessment: Assessment
+    nodes: tuple[str, ...]
+    steps: list[Step]
+    verify: bool
+
+    @property
+    def ok(self) -> bool:
+        """Exit 0: nothing needs recycling (plan), or every checkable step is done (verify)."""
+        if self.verify:
+            return all(s.done for s in self.steps if s.checkable)
+        a = self.assessment
+        return not (a.nodes_to_recycle or a.nodes_not_inventoried or a.nodes_undetermined)
+
+
+# -- judging one held id --------------------------------------------------------------
+
+
+def _decision(node: str, job: Job, watermark: int) -> Kind | None:
+    """spurctld's own decision for this holding; None when the job's nodelist is unreadable."""
+    try:
+        return controller_decision(node, job, job.job_id, watermark)
+    except SpurctlError:
+        return None
+
+
+def _reissue_consequence(kind: Kind | None, job: Job, node: str, redacted: bool) -> str:
+    """What spurctld does next with the held run, by its own decision for this node."""
+    j, state = job.job_id, job.state.name
+    if kind is Kind.TERMINAL_HELD:
+        return (
+            f"the new job {j} has ended {state}, so a post-#623 controller cancels this run at "
+            "the next heartbeat"
+        )
+    if kind is Kind.ACTIVE_ELSEWHERE:
+        return (
+            f"the new job {j} is {state} on {job.nodelist}, so a post-#623 controller cancels "
+            "this run at the next heartbeat"
+        )
+    if kind is Kind.HEALTHY:
+        return (
+            f"the new job {j} is {state} on this very node, so the controller takes the old "
+            "run for the new one and neither can be told apart by id"
+        )
+    if kind is Kind.MID_COMMIT and redacted:
+        return (
+            f"the new job {j} is {state} but its nodelist is hidden from this credential; if it "
+            "runs on another node, a post-#623 controller cancels this run at the next heartbeat"
+        )
+    if kind is Kind.MID_COMMIT:
+        return (
+            f"the new job {j} is {state} but its nodelist is not recorded yet; once it is, on "
+            "another node, a post-#623 controller cancels this run at the next heartbeat"
+        )
+    if kind is None:
+        return (
+            f"the new job {j} is {state} on {job.nodelist!r}, which is not a readable hostlist, "
+            f"so what the controller does with this run is unknown"
+        )
+    return (
+        f"the new job {j} is {state}; once it starts on another node a post-#623 controller "
+        f"cancels this run at the next heartbeat, and if it is dispatched to {node} it collides "
+        "with this run"
+    )
+
+
+def assess_holding(
+    node: str,
+    holding: Holding,
+    job: Job | None,
+    *,
+    untracked: bool,
+    asked: bool,
+    watermark: Watermark,
+    now: datetime,
+) -> HeldId:
+    """Judge one id `node` holds.
+
+    `job` is the controller's record (from GetJobs, or GetJob when `asked`);
+    None with `untracked` True means the controller does not track the id (a
+    complete view, or GetJob said NOT_FOUND); None with `untracked` False means
+    nobody could say, and the id is never called untracked on absence alone.
+    """
+    j = holding.job_id
+    started = holding.started_at
+    live = holding.live
+
+    def held(
+        hazard: Hazard,
+        reason: str,
+        *,
+        controller_state: str | None = None,
+        new_run_nodes: str | None = None,
+        submissions_until: int | None = None,
+    ) -> HeldId:
+        return HeldId(
+            j, hazard, reason, started, live, controller_state, new_run_nodes, submissions_until
+        )
+
+    if job is None and not untracked:
+        return held(
+            Hazard.UNDETERMINED,
+            f"job {j} is missing from the controller's incomplete view and GetJob could not "
+            "confirm whether it is tracked; check it by hand before trusting this node",
+        )
+    if job is None:
+        w = watermark.value
+        if j >= w:
+            until = j - w + 1
+            bound = "at most " if watermark.source is WatermarkSource.ESTIMATED else ""
+            plural = "s" if until != 1 else ""
+            return held(
+                Hazard.ABOVE_WATERMARK,
+                f"job {j} was never issued by this controller (watermark {w}): a post-#623 "
+                f"controller cancels this run once it issues id {j}, {bound}{until} more "
+                f"submission{plural} from now; an older one lets a new job {j} share the id",
+                submissions_until=until,
+            )
+        proof = "GetJob answered NOT_FOUND" if asked else "the controller's complete view"
+        return held(
+            Hazard.UNTRACKED_BELOW_WATERMARK,
+            f"job {j} is untracked ({proof}) and below watermark {w}: a post-#623 controller "
+            "cancels this run at the next heartbeat; an older one never does, and it holds "
+            "its resources until the agent is recycled",
+        )
+
+    state = job.state.name
+    redacted = asked and not job.nodelist
+    if started is None or job.submit_time is None:
+        if started is None:
+            missing = "the inventory has no start time for it"
+        else:
+            missing = f"the controller's job {j} has no submit time"
+        return held(
+            Hazard.UNDETERMINED,
+            f"whether {node}'s run of job {j} predates the controller's job {j} ({state}) is "
+            f"unknown: {missing}; check the run's start by hand",
+            controller_state=state,
+        )
+    if job.submit_time - CLOCK_SKEW <= started < job.submit_time:
+        return held(
+            Hazard.UNDETERMINED,
+            f"{node}'s run of job {j} started {when(started, now)}, less than "
+            f"{CLOCK_SKEW.seconds} s before the controller's job {j} ({state}) was submitted "
+            f"{when(job.submit_time, now)}: too close to tell a reissued id from node clock "
+            "skew; check the run by hand",
+            controller_state=state,
+            new_run_nodes=job.nodelist,
+        )
+    if started < job.submit_time:
+        kind = _decision(node, job, watermark.value)
+        where = job.nodelist or ("hidden from this credential" if redacted else "none yet")
+        return held(
+            Hazard.REISSUED,
+            f"{node}'s run of job {j} started {when(started, now)}, before the controller's "
+            f"job {j} was submitted {when(job.submit_time, now)}: the id was reissued after "
+            f"the wipe (new run's nodes: {where}); "
+            f"{_reissue_consequence(kind, job, node, redacted)}; an older controller leaves it "
+            f"silently sharing id {j} with a different run",
+            controller_state=state,
+            new_run_nodes=job.nodelist,
+        )
+    kind = _decision(node, job, watermark.value)
+    reason = (
+        f"{node}'s run of job {j} started {when(started, now)}, after the controller's job "
+        f"{j} ({state}) was submitted {when(job.submit_time, now)}: a post-wipe run"
+    )
+    if kind in (Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE):
+        reason += f"; not a wipe hazard, but `spurctl audit` reports it as {kind.value}"
+    return held(Hazard.HEALTHY, reason, controller_state=state, new_run_nodes=job.nodelist)
+
+
+# -- judging the nodes ------------------------------------------------------------------
+
+
+def assess(
+    view: ControllerView,
+    inventories: Iterable[Inventory],
+    *,
+    watermark: Watermark,
+    confirmed: Mapping[int, Job | None],
+    scope: Collection[str] | None,
+) -> Assessment:
+    """Judge every held id of every node in scope.
+
+    `scope` None: every controller node and every inventoried node. A node in
+    scope without an inventory, or whose inventory failed, is not inventoried:
+    what it holds is unknown, and the checklist says so rather than vouch for it.
+    """
+    by_node = inventories_by_node(inv for inv in inventories if scope is None or inv.node in scope)
+    names = (set(view.nodes) | set(by_node)) if scope is None else set(scope)
+    notes: list[str] = []
+    nodes: dict[str, NodeAssessment] = {}
+    for name in sorted(names):
+        ctl = view.nodes.get(name)
+        inv = by_node.get(name)
+        if inv is None:
+            nodes[name] = NodeAssessment(name, (), "no inventory of this node", ctl)
+            continue
+        if inv.error is not None:
+            nodes[name] = NodeAssessment(name, (), inv.error, ctl)
+            continue
+        if ctl is None:
+            notes.append(
+                f"inventory node {name!r} is not a node the controller knows: its scontrol "
+                "commands use the inventory's name, which may not be the controller's"
+            )
+        judged = []
+        for h in sorted(inv.held, key=lambda h: h.job_id):
+            job = view.jobs.get(h.job_id)
+            asked = job is None and h.job_id in confirmed
+            if asked:
+                job = confirmed[h.job_id]
+            untracked = job is None and (view.complete or asked)
+            judged.append(
+                assess_holding(
+                    name,
+                    h,
+                    job,
+                    untracked=untracked,
+                    asked=asked,
+                    watermark=watermark,
+                    now=view.taken_at,
+                )
+            )
+        nodes[name] = NodeAssessment(name, tuple(judged), None, ctl)
+    if not view.complete:
+        unasked = sum(
+            1
+            for a in nodes.values()
+            for h in a.held
+            if h.job_id not in view.jobs and h.job_id not in confirmed
+        )
+        how = (
+            "every held id it lacks was asked about with GetJob, and only NOT_FOUND counts as "
+            "untracked"
+            if not unasked
+            else f"{unasked} held id(s) it lacks could not be confirmed with GetJob and are "
+            "undetermined"
+        )
+        notes.insert(
+            0,
+            f"controller view is INCOMPLETE: GetJobs returned {len(view.jobs):,} of "
+            f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user); {how}",
+        )
+    partitions = sorted({p for n in view.nodes.values() for p in n.partitions})
+    return Assessment(
+        controller_address=view.address,
+        controller_version=view.version,
+        taken_at=view.taken_at,
+        view_complete=view.complete,
+        jobs_seen=len(view.jobs),
+        jobs_total=view.jobs_total,
+        watermark=watermark,
+        nodes=nodes,
+        partitions=tuple(partitions),
+        notes=notes,
+    )
+
+
+# -- the steps -------------------------------------------------------------------------
+
+
+def _q(word: str) -> str:
+    """A hostlist as a shell word: brackets would glob (zsh refuses them unquoted)."""
+    return shlex.quote(word)
+
+
+def _fold(names: Iterable[str]) -> str:
+    return hostlist.fold(sorted(names))
+
+
+def _node_state(a: NodeAssessment) -> NodeState | None:
+    return a.controller_node.state if a.controller_node else None
+
+
+def _restarted(a: NodeAssessment) -> tuple[bool, str]:
+    """Whether the node's agent restarted after every hazardous run it still holds began."""
+    if not a.inventoried:
+        return False, "not inventoried"
+    if not a.hazards:
+        return True, ""
+    agent = a.controller_node.agent_start_time if a.controller_node else None
+    if agent is None:
+        return False, "agent start time unknown"
+    if any(h.started_at is None or h.started_at >= agent for h in a.hazards):
+        return False, "agent not restarted since its hazardous runs began"
+    return True, ""
+
+
+def _clean(a: NodeAssessment) -> tuple[bool, str]:
+    if not a.inventoried:
+        return False, f"not inventoried ({a.error})"
+    if a.hazards:
+        ids = ", ".join(f"{h.job_id} ({h.hazard.value})" for h in a.hazards)
+        return False, f"still holds {ids}"
+    if a.undetermined:
+        ids = ", ".join(str(h.job_id) for h in a.undetermined)
+        return False, f"holds {ids}, undetermined: check by hand"
+    return True, ""
+
+
+def _grouped(failures: Mapping[str, str]) -> str:
+    """'gpu[001-002]: still holds ...; gpu005: not inventoried': nodes grouped by why."""
+    by_why: dict[str, list[str]] = {}
+    for node, why in failures.items():
+        by_why.setdefault(why, []).append(node)
+    groups = sorted(by_why.items(), key=lambda item: min(item[1]))
+    return "; ".join(f"{_fold(nodes)}: {why}" for why, nodes in groups)
+
+
+def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -> list[Step]:
+    """The six steps for `nodes`; with `verify`, each checkable one ticked when it holds."""
+    nodes = tuple(sorted(nodes))
+    if not nodes:
+        return []
+    hl = _q(_fold(nodes))
+    judged = [assessment.nodes[n] for n in nodes]
+
+    # Per node, why each checkable step is not done yet (absent: done).
+    not_clean: dict[str, str] = {}
+    not_restarted: dict[str, str] = {}
+    not_drained: dict[str, str] = {}
+    still_drained: dict[str, str] = {}
+    for a in judged:
+        ok, why = _clean(a)
+        if not ok:
+            not_clean[a.node] = why
+        ok, why = _restarted(a)
+        if not ok:
+            not_restarted[a.node] = why
+        state = _node_state(a)
+        if state is None:
+            not_drained[a.node] = "the controller has no such node"
+        elif state in OUT_OF_SERVICE:
+            still_drained[a.node] = f"controller shows {state.name}"
+        else:
+            not_drained[a.node] = f"controller shows {state.name}"
+    clean = not not_clean
+
+    partitions = assessment.partitions
+    counter = (
+        "the job counter is cluster-wide, so a submission to any partition brings the "
+        "controller closer to reissuing a held id"
+    )
+    by_hand = "confirm by hand (Spur exposes no partition state over the RPCs spurctl uses)"
+    if partitions:
+        stop_cmds = tuple(f"scontrol update PartitionName={_q(p)} State=DRAIN" for p in partitions)
+        resume_cmds = tuple(f"scontrol update PartitionName={_q(p)} State=UP" for p in partitions)
+        which = (
+            f"drain every partition ({', '.join(partitions)}), not only those of the nodes to "
+            f"recycle: {counter}"
+        )
+    else:
+        stop_cmds = resume_cmds = ()
+        which = f"the controller reports no partition, so do it by hand: {counter}"
+
+    if not verify:
+        drain = (False, "so that no new work lands on them while their agents are recycled")
+        restart = (False, "a restarted agent drops the pre-wipe runs it held")
+        check = (False, "re-inventory them and re-read the controller; this ticks what is done")
+        resume = (False, "only once their inventories are clean")
+    else:
+        if not not_drained:
+            drain = (True, "the controller shows every one DRAIN, DRAINING or DOWN")
+        elif clean:
+            drain = (True, "back in service and no longer needed: their inventories are clean")
+        else:
+            drain = (False, "not yet: " + _grouped(not_drained))
+        restart = (
+            (True, "every agent restarted after its hazardous runs began, or holds none any more")
+            if not not_restarted
+            else (False, "not yet: " + _grouped(not_restarted))
+        )
+        check = (
+            (True, "no node holds a pre-wipe id")
+            if clean
+            else (False, "not yet: " + _grouped(not_clean))
+        )
+        if not clean:
+            resume = (False, "not yet: their inventories are not clean")
+        elif still_drained:
+            resume = (False, "not yet: " + _grouped(still_drained))
+        else:
+            resume = (True, "back in service with clean inventories")
+
+    def step(sid: StepId, title: str, commands: Iterable[str], state: tuple[bool, str]) -> Step:
+        return Step(sid, title, nodes, tuple(commands), state[0], True, state[1])
+
+    return [
+        Step(
+            StepId.STOP_SUBMISSIONS,
+            "Stop submissions",
+            nodes,
+            stop_cmds,
+            False,
+            False,
+            f"{which}; {by_hand}",
+        ),
+        step(
+            StepId.DRAIN_NODES,
+            "Drain the nodes to recycle",
+            [f'scontrol update NodeName={hl} State=DRAIN Reason="{DRAIN_REASON}"'],
+            drain,
+        ),
+        step(
+            StepId.RESTART_AGENTS,
+            "Restart spurd on them",
+            [f"clush -w {hl} systemctl restart spurd"],
+            restart,
+        ),
+        step(
+            StepId.VERIFY_INVENTORIES,
+            "Verify their inventories hold no hazard",
+            [
+                f"spurctl collect --nodes {hl} -o {AFTER_FILE}",
+                f"spurctl checklist post-wipe --verify --nodes {hl} --inventory {AFTER_FILE}",
+            ],
+            check,
+        ),
+        step(
+            StepId.RESUME_NODES,
+            "Resume the nodes",
+            [f"scontrol update NodeName={hl} State=RESUME"],
+            resume,
+        ),
+        Step(
+            StepId.RESUME_SUBMISSIONS,
+            "Resume submissions",
+            nodes,
+            resume_cmds,
+            False,
+            False,
+            f"only once every box above is ticked; {by_hand}",
+        ),
+    ]
+
+
+def build(assessment: Assessment, *, verify_nodes: Collection[str] | None = None) -> Checklist:
+    """The plan (`verify_nodes` None: for the nodes to recycle) or a verify pass over them."""
+    if verify_nodes is None:
+        nodes = tuple(assessment.nodes_to_recycle)
+        return Checklist(assessment, nodes, build_steps(assessment, nodes, verify=False), False)
+    nodes = tuple(sorted(verify_nodes))
+    return Checklist(assessment, nodes, build_steps(assessment, nodes, verify=True), True)

@@ -1,0 +1,48 @@
+"""The pieces a finding's sentence is built from, in an operator's words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from spurctl import hostlist
+from spurctl.model import Holding
+
+
+def evidence(h: Holding) -> str:
+    """'with GPUs 0-3 and 2 live processes': what the node holds, in an operator's words."""
+    if h.gpus:
+        what = f"GPU{'s' if len(h.gpus) > 1 else ''} {id_ranges(h.gpus)}"
+    elif h.cpus:
+        what = f"{h.cpus} CPU{'s' if h.cpus > 1 else ''}"
+    else:
+        what = "no GPU"
+    n = len(h.pids)
+    procs = f"{n} live process{'es' if n > 1 else ''}" if n else "no live process"
+    return f"with {what} and {procs}"
+
+
+def id_ranges(ids: Iterable[int]) -> str:
+    """0,1,2,3,6 -> '0-3,6'."""
+    return hostlist.ranges(ids)
+
+
+def when(t: datetime, now: datetime) -> str:
+    """'10:05 UTC' on the view's day, with the date otherwise."""
+    return t.strftime("%H:%M UTC" if t.date() == now.date() else "%Y-%m-%d %H:%M UTC")
+
+
+# The dimensions of an allocation, in the order (cpus, memory_mb, gpus).
+UNITS = ("CPU", "MB of memory", "GPU")
+
+
+def amount(value: int, dim: int) -> str:
+    """'2 GPUs', '1 CPU', '512 MB of memory': `value` of dimension `dim` of UNITS."""
+    unit = UNITS[dim]
+    return f"{value} {unit}" if value == 1 or unit.startswith("MB") else f"{value} {unit}s"
+
+
+def join(parts: Iterable[str]) -> str:
+    """'a', 'b', 'c' -> 'a, b and c'."""
+    items = list(parts)
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
