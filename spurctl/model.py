@@ -309,7 +309,7 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 class Kind(enum.StrEnum):
-    """What a finding is (CONTRACT.md, "Findings")."""
+    """What a finding is (docs/contract.md, "Findings")."""
 
     TERMINAL_HELD = "terminal-held"
     ACTIVE_ELSEWHERE = "active-elsewhere"

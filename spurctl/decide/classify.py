@@ -29,7 +29,7 @@ from spurctl.model import (
     Node,
 )
 
-# CONTRACT.md "Findings": the action each kind asks for. Two cases override it, and
+# docs/contract.md "Findings": the action each kind asks for. Two cases override it, and
 # neither can produce a reclaim: a loose node name turns reclaim into investigate,
 # and a holding whose job's nodelist cannot be read is unverifiable, to investigate.
 ACTIONS: Mapping[Kind, Action] = MappingProxyType(
@@ -67,7 +67,7 @@ class Classification:
 def controller_decision(node_name: str, job: Job | None, job_id: int, watermark: int) -> Kind:
     """What spurctld decides for `job_id` held on `node_name` (`job` None: untracked).
 
-    Arm by arm, as Spur's is_reclaimable (SPUR-WIRE.md). Names are compared exactly,
+    Arm by arm, as Spur's is_reclaimable (docs/spur-facts.md). Names are compared exactly,
     as Spur does. Raises SpurctlError when an active job's nodelist cannot be parsed.
     """
     if job is None:

@@ -75,7 +75,7 @@ def _finding_to_dict(f: Finding) -> dict[str, Any]:
 
 
 def audit_document(report: AuditReport) -> dict[str, Any]:
-    """The `spurctl.audit/v1` document (CONTRACT.md, "Documents"), findings in report order."""
+    """The `spurctl.audit/v1` document (docs/contract.md, "Documents"), findings in report order."""
     return {
         "schema": AUDIT_SCHEMA,
         **report_header(report),

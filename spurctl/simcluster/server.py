@@ -1,6 +1,6 @@
 """A simulated Spur cluster on loopback: spurctld and one spurd per node, over real gRPC.
 
-It answers like the real daemons, inconvenient parts included (SPUR-WIRE.md):
+It answers like the real daemons, inconvenient parts included (docs/spur-facts.md):
 GetJobs is scoped to a presented credential's subject, admins too, while
 JobMetrics.total counts every job; GetJob answers NOT_FOUND for untracked ids
 and redacts another user's nodelist; a follower refuses writes with the

@@ -48,7 +48,7 @@ def expand(nodelist: str) -> frozenset[str]:
 
 
 class HeartbeatDecision(NamedTuple):
-    """spurctld's verdict on one held id of one heartbeat (SPUR-WIRE.md, arms 1-7)."""
+    """spurctld's verdict on one held id of one heartbeat (docs/spur-facts.md, arms 1-7)."""
 
     node: str
     reported_as: str

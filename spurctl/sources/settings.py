@@ -1,6 +1,6 @@
 """Where spurctl finds the cluster: controller addresses, credentials, agent addresses.
 
-Resolution order follows Spur's own CLI (CONTRACT.md "Connecting"): a flag (or its
+Resolution order follows Spur's own CLI (docs/contract.md "Connecting"): a flag (or its
 environment variable, which Typer folds into the flag) wins, then spur.conf, then
 the built-in default. Secrets are read here and never echoed back.
 """

@@ -1,0 +1,419 @@
+"""The layer rules of LAYOUT.md, checked by reading every import in spurctl/.
+
+The folders only mean something while nobody reaches across them: `decide/` stays
+pure because it cannot import I/O, and `sources/` cannot start deciding because
+it cannot import `decide/`. Every import counts here, including those inside
+functions and under TYPE_CHECKING: an import deferred for start-up speed is still
+a dependency. Import cycles are judged on what runs at import time only, since a
+deferred import cannot deadlock module initialisation.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "spurctl"
+
+DECIDE_MAY_IMPORT = ("spurctl.model", "spurctl.hostlist", "spurctl.errors")
+USE_CASES = ("spurctl.audit", "spurctl.reclaim", "spurctl.checklist", "spurctl.cli", "spurctl.demo")
+CLI_ENTRY_POINT = "spurctl.__main__"
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """One module named by one import statement."""
+
+    path: str  # the importing file, relative to the repository, for messages
+    line: int
+    importer: str
+    target: str
+    at_import_time: bool  # neither inside a function nor under TYPE_CHECKING
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    name: str
+    path: str
+    source: str
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.endswith("__init__.py")
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def imports_of(module: Module, known: frozenset[str]) -> list[Import]:
+    """Every module `module` imports, relative imports resolved.
+
+    `from pkg import name` names `pkg.name` when that is a module of the
+    package (`from spurctl import demo` imports spurctl.demo), else `pkg`.
+    """
+    package = module.name if module.is_package else module.name.rpartition(".")[0]
+    found: list[Import] = []
+
+    def add(node: ast.stmt, target: str, at_import_time: bool) -> None:
+        found.append(Import(module.path, node.lineno, module.name, target, at_import_time))
+
+    def visit(node: ast.AST, at_import_time: bool) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(node, alias.name, at_import_time)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                source = f"{base}.{node.module}" if node.module else base
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                child = f"{source}.{alias.name}"
+                add(node, child if child in known else source, at_import_time)
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, False)
+            for child in node.orelse:
+                visit(child, at_import_time)
+            return
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            at_import_time = False
+        for child in ast.iter_child_nodes(node):
+            visit(child, at_import_time)
+
+    visit(ast.parse(module.source, filename=module.path), True)
+    return found
+
+
+# -- the rules -------------------------------------------------------------------
+
+Rule = Callable[[Import], str | None]
+
+
+def _decide_is_pure(imp: Import) -> str | None:
+    if not _within(imp.importer, "spurctl.decide"):
+        return None
+    target = imp.target
+    if _within(target, "spurctl.decide") or target in DECIDE_MAY_IMPORT:
+        return None
+    if not _within(target, PACKAGE) and target.partition(".")[0] in sys.stdlib_module_names:
+        return None
+    return (
+        "decide/ imports only spurctl.model, spurctl.hostlist, spurctl.errors and the "
+        "standard library (no I/O layer, no rich, typer, grpc or ClusterShell); "
+        f"it imports {target}"
+    )
+
+
+def _sources_do_not_decide(imp: Import) -> str | None:
+    if not _within(imp.importer, "spurctl.sources"):
+        return None
+    for banned in ("spurctl.decide", "spurctl.act", "spurctl.render", *USE_CASES):
+        if _within(imp.target, banned):
+            return (
+                "sources/ never imports decide/, act/, render/ or a use case; "
+                f"it imports {imp.target}"
+            )
+    return None
+
+
+def _render_only_renders(imp: Import) -> str | None:
+    if not _within(imp.importer, "spurctl.render"):
+        return None
+    for banned in ("spurctl.sources", "spurctl.act"):
+        if _within(imp.target, banned):
+            return f"render/ never imports sources/ or act/; it imports {imp.target}"
+    return None
+
+
+def _nothing_imports_cli(imp: Import) -> str | None:
+    # demo is the one most tempted (it narrates the commands); it is covered here too.
+    if imp.target == "spurctl.cli" and imp.importer != CLI_ENTRY_POINT:
+        return f"nothing imports spurctl.cli but {CLI_ENTRY_POINT}; {imp.importer} does"
+    return None
+
+
+RULES: Mapping[str, Rule] = {
+    "decide-is-pure": _decide_is_pure,
+    "sources-do-not-decide": _sources_do_not_decide,
+    "render-only-renders": _render_only_renders,
+    "nothing-imports-cli": _nothing_imports_cli,
+}
+
+
+def violations(imports: Iterable[Import], rule: Rule) -> list[str]:
+    out: list[str] = []
+    for imp in imports:
+        broken = rule(imp)
+        # `from x import a, b` is one statement: one message, not one per name.
+        if broken is not None and f"{imp.path}:{imp.line}: {broken}" not in out:
+            out.append(f"{imp.path}:{imp.line}: {broken}")
+    return out
+
+
+def cycles(imports: Iterable[Import]) -> list[str]:
+    """One line per import cycle among spurctl modules, at import time, with file:line per step.
+
+    Each strongly connected component of the import graph is one tangle; it is
+    shown as one shortest cycle through its first module, which is enough to
+    know where to cut.
+    """
+    edges: dict[str, dict[str, Import]] = {}
+    for imp in imports:
+        if imp.at_import_time and _within(imp.target, PACKAGE) and imp.target != imp.importer:
+            edges.setdefault(imp.importer, {}).setdefault(imp.target, imp)
+    out = []
+    for component in _strongly_connected(edges):
+        if len(component) < 2:
+            continue
+        start = min(component)
+        steps = _shortest_cycle(start, edges, component)
+        where = " -> ".join(f"{s.importer} ({s.path}:{s.line})" for s in steps)
+        out.append(f"import cycle: {where} -> {start}")
+    return out
+
+
+def _strongly_connected(edges: Mapping[str, Mapping[str, Import]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative (the graph is small, but recursion limits are not)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, {}))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, {})))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found
+
+
+def _shortest_cycle(
+    start: str, edges: Mapping[str, Mapping[str, Import]], component: set[str]
+) -> list[Import]:
+    came_by: dict[str, Import] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target, imp in sorted(edges.get(node, {}).items()):
+                if target not in component:
+                    continue
+                if target == start:
+                    path = [imp]
+                    while path[0].importer != start:
+                        path.insert(0, came_by[path[0].importer])
+                    return path
+                if target not in came_by:
+                    came_by[target] = imp
+                    following.append(target)
+        frontier = following
+    raise AssertionError(f"{start} is in a strongly connected component but on no cycle")
+
+
+# -- the package as it is --------------------------------------------------------
+
+
+def package_modules() -> list[Module]:
+    modules = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        parts = list(relative.with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules.append(Module(".".join(parts), str(relative), path.read_text(encoding="utf-8")))
+    return modules
+
+
+def all_imports(modules: list[Module]) -> list[Import]:
+    known = frozenset(m.name for m in modules)
+    return [imp for m in modules for imp in imports_of(m, known)]
+
+
+@pytest.fixture(scope="module")
+def spurctl_imports() -> list[Import]:
+    return all_imports(package_modules())
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_layer_rule_holds(name: str, spurctl_imports: list[Import]) -> None:
+    broken = violations(spurctl_imports, RULES[name])
+    assert not broken, f"rule {name} broken:\n" + "\n".join(broken)
+
+
+def test_no_import_cycles(spurctl_imports: list[Import]) -> None:
+    found = cycles(spurctl_imports)
+    assert not found, "\n".join(found)
+
+
+def test_every_layer_is_read() -> None:
+    # A rule over a folder the reader never reaches would pass for the wrong reason.
+    names = {m.name for m in package_modules()}
+    for layer in ("spurctl.decide", "spurctl.sources", "spurctl.render", "spurctl.act"):
+        assert any(_within(n, layer) and n != layer for n in names), layer
+
+
+# -- the checker itself, on made-up packages -------------------------------------
+
+
+def _synthetic(sources: Mapping[str, str]) -> list[Import]:
+    """Imports of a made-up package given as {path: source}."""
+    modules = []
+    for path, source in sources.items():
+        parts = list(Path(path).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules.append(Module(".".join(parts), path, source))
+    return all_imports(modules)
+
+
+def test_checker_catches_a_function_level_import_in_decide() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/decide/plan.py": (
+                "import json\n\ndef f():\n    from spurctl.sources import wire\n"
+            ),
+            "spurctl/sources/wire.py": "",
+        }
+    )
+    assert violations(imports, RULES["decide-is-pure"]) == [
+        "spurctl/decide/plan.py:4: decide/ imports only spurctl.model, spurctl.hostlist, "
+        "spurctl.errors and the standard library (no I/O layer, no rich, typer, grpc or "
+        "ClusterShell); it imports spurctl.sources.wire"
+    ]
+
+
+def test_checker_catches_third_party_and_type_checking_imports_in_decide() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/decide/plan.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from rich.text import Text\n"
+                "from ClusterShell.NodeSet import NodeSet\n"
+            ),
+        }
+    )
+    broken = violations(imports, RULES["decide-is-pure"])
+    assert [b.split(":")[1] for b in broken] == ["3", "4"]
+
+
+def test_checker_resolves_relative_imports() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/render/__init__.py": "",
+            "spurctl/render/audit.py": "from ..act import journal\nfrom . import common\n",
+            "spurctl/render/common.py": "",
+            "spurctl/act/__init__.py": "",
+            "spurctl/act/journal.py": "",
+        }
+    )
+    targets = {i.target for i in imports}
+    assert targets == {"spurctl.act.journal", "spurctl.render.common"}
+    assert violations(imports, RULES["render-only-renders"]) == [
+        "spurctl/render/audit.py:1: render/ never imports sources/ or act/; "
+        "it imports spurctl.act.journal"
+    ]
+
+
+def test_checker_catches_a_use_case_imported_by_a_source() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/sources/inventories.py": "from spurctl import audit\n",
+            "spurctl/audit.py": "",
+        }
+    )
+    assert len(violations(imports, RULES["sources-do-not-decide"])) == 1
+
+
+def test_checker_lets_only_the_entry_point_import_cli() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/cli.py": "",
+            "spurctl/__main__.py": "from spurctl.cli import main\n",
+            "spurctl/demo.py": "def run():\n    from spurctl import cli\n",
+        }
+    )
+    assert violations(imports, RULES["nothing-imports-cli"]) == [
+        "spurctl/demo.py:2: nothing imports spurctl.cli but spurctl.__main__; spurctl.demo does"
+    ]
+
+
+def test_checker_passes_a_clean_package() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/model.py": "import enum\n",
+            "spurctl/decide/classify.py": (
+                "from spurctl.model import Kind\nfrom spurctl import hostlist\n"
+            ),
+            "spurctl/hostlist.py": "from ClusterShell.NodeSet import NodeSet\n",
+            "spurctl/sources/wire.py": "from spurctl.model import Job\nimport grpc\n",
+            "spurctl/render/audit.py": "from spurctl.decide import classify\nimport rich\n",
+            "spurctl/audit.py": (
+                "from spurctl.sources import wire\nfrom spurctl.decide import classify\n"
+            ),
+        }
+    )
+    for rule in RULES.values():
+        assert violations(imports, rule) == []
+    assert cycles(imports) == []
+
+
+def test_checker_finds_a_cycle_but_not_a_deferred_one() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/audit.py": "from spurctl import reclaim\n",
+            "spurctl/reclaim.py": "import os\nfrom spurctl.audit import gather\n",
+            "spurctl/checklist.py": "def f():\n    from spurctl import reclaim\n",
+            "spurctl/model.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from spurctl import checklist\n"
+            ),
+        }
+    )
+    assert cycles(imports) == [
+        "import cycle: spurctl.audit (spurctl/audit.py:1) -> "
+        "spurctl.reclaim (spurctl/reclaim.py:2) -> spurctl.audit"
+    ]
