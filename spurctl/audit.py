@@ -9,7 +9,7 @@ is the whole of it; the CLI, the demo, the tests and the benchmarks call it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,8 +54,28 @@ class AuditInputs:
     not_found_doubt: str | None = None
 
 
-def held_ids_missing(view: ControllerView, inventories: Iterable[Inventory]) -> set[int]:
-    return {h.job_id for inv in inventories for h in inv.held if h.job_id not in view.jobs}
+def confirm_missing(
+    view: ControllerView,
+    inventories: Iterable[Inventory],
+    confirm: Callable[[Iterable[int]], Mapping[int, Job | None]],
+    *,
+    not_found_doubt: str | None,
+) -> dict[int, Job | None]:
+    """Ask GetJob about every held id an incomplete view lacks.
+
+    A complete view needs no asking. A NOT_FOUND answer (None) is kept only
+    when it proves the id untracked: with `not_found_doubt` set, it may hide
+    another user's job, and the id is left unconfirmed.
+    """
+    if view.complete:
+        return {}
+    missing = {h.job_id for inv in inventories for h in inv.held if h.job_id not in view.jobs}
+    if not missing:
+        return {}
+    confirmed = dict(confirm(missing))
+    if not_found_doubt is not None:
+        return {i: j for i, j in confirmed.items() if j is not None}
+    return confirmed
 
 
 def gather(
@@ -76,13 +96,11 @@ def gather(
     asked, so those ids stay unverifiable.
     """
     by_node = inventories_by_node(inventories)
-    confirmed: dict[int, Job | None] = {}
-    if not view.complete and client is not None:
-        missing = held_ids_missing(view, by_node.values())
-        if missing:
-            confirmed = client.confirm(missing)
-            if not_found_doubt is not None:
-                confirmed = {i: j for i, j in confirmed.items() if j is not None}
+    confirmed = (
+        confirm_missing(view, by_node.values(), client.confirm, not_found_doubt=not_found_doubt)
+        if client is not None
+        else {}
+    )
     if watermark_flag is None and snapshot_watermark is not None:
         watermark = snapshot_watermark
     else:

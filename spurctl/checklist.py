@@ -7,10 +7,22 @@ controller (GetJob, through `confirm`) and checks what the operator asked for.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
+from spurctl.audit import COLLECT_TIMEOUT, confirm_missing
 from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
 from spurctl.model import ControllerView, Inventory, Job, watermark_for
+from spurctl.sources.inventories import Sources, gather_holdings
+
+if TYPE_CHECKING:
+    from spurctl.sources.settings import Connection
+
+
+VERIFY_NEEDS_NODES = (
+    "--verify needs --nodes: the nodes the first run said to recycle "
+    "(its verify command lists them)"
+)
 
 
 def post_wipe(
@@ -30,10 +42,7 @@ def post_wipe(
     needs `scope`: the nodes the plan said to recycle.
     """
     if verify and not scope:
-        raise SpurctlError(
-            "--verify needs --nodes: the nodes the first run said to recycle "
-            "(its verify command lists them)"
-        )
+        raise SpurctlError(VERIFY_NEEDS_NODES)
     invs = [inv for inv in inventories if scope is None or inv.node in scope]
     if scope is not None:
         unknown = sorted(set(scope) - set(view.nodes) - {inv.node for inv in invs})
@@ -42,11 +51,39 @@ def post_wipe(
                 f"unknown node(s) {', '.join(unknown[:5])}: the controller has no such node "
                 "and no inventory names it; check --nodes"
             )
-    confirmed: Mapping[int, Job | None] = {}
-    if not view.complete and confirm is not None:
-        missing = {h.job_id for inv in invs for h in inv.held if h.job_id not in view.jobs}
-        if missing:
-            confirmed = confirm(missing)
+    confirmed = (
+        # No doubt filter, unlike the audit's: a NOT_FOUND that hides a live job
+        # only adds a node to recycle, never spares one.
+        confirm_missing(view, invs, confirm, not_found_doubt=None) if confirm is not None else {}
+    )
     watermark = watermark_for(view, confirmed, flag=watermark_flag, first_job_id=first_job_id)
     assessment = assess(view, invs, watermark=watermark, confirmed=confirmed, scope=scope)
     return build(assessment, verify_nodes=scope if verify else None)
+
+
+def run_post_wipe(
+    src: Sources,
+    conn: Connection,
+    *,
+    watermark: int | None = None,
+    verify: bool = False,
+) -> Checklist:
+    """`spurctl checklist post-wipe`: the live controller and the nodes' inventories, judged."""
+    from spurctl.hostlist import parse_scope
+    from spurctl.sources.controller import ControllerClient
+
+    if verify and not src.nodes:  # before any read: nothing to verify against
+        raise SpurctlError(VERIFY_NEEDS_NODES)
+    scope = parse_scope(src.nodes) if src.nodes else None
+    with ControllerClient(conn) as client:
+        view = client.view()
+        holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
+        return post_wipe(
+            view,
+            holdings,
+            confirm=client.confirm,
+            scope=scope,
+            watermark_flag=watermark,
+            first_job_id=conn.conf.first_job_id,
+            verify=verify,
+        )

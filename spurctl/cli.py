@@ -374,33 +374,11 @@ def checklist_post_wipe(
       spurctl checklist post-wipe --collect -o recycle.md
       spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
-    from spurctl.audit import COLLECT_TIMEOUT
-    from spurctl.checklist import post_wipe
-    from spurctl.hostlist import parse_scope
+    from spurctl.checklist import run_post_wipe
     from spurctl.render.checklist import render
-    from spurctl.sources.controller import ControllerClient
-    from spurctl.sources.inventories import gather_holdings
 
-    if verify and not nodes:
-        fail(
-            "--verify needs --nodes: the nodes the first run said to recycle "
-            "(its verify command lists them)"
-        )
-    scope = parse_scope(nodes) if nodes else None
-    connection = conn.connect()
     src = Sources(nodes, inventory, collect, command, fanout)
-    with ControllerClient(connection) as client:
-        view = client.view()
-        holdings = gather_holdings(src, view.nodes, max(connection.timeout, COLLECT_TIMEOUT))
-        result = post_wipe(
-            view,
-            holdings,
-            confirm=client.confirm,
-            scope=scope,
-            watermark_flag=watermark,
-            first_job_id=connection.conf.first_job_id,
-            verify=verify,
-        )
+    result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
     write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)
 
