@@ -8,23 +8,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from spurctl import __version__
+from spurctl import options as opt
 from spurctl.errors import ExitStatus, SpurctlError, fail, redact
-from spurctl.options import (
-    CollectOpt,
-    CommandOpt,
-    ConnectionOptions,
-    FanoutOpt,
-    FormatOpt,
-    InventoryOpt,
-    NodesOpt,
-    connected,
-    format_option,
-)
 from spurctl.reclaim import DEFAULT_CONCURRENCY
 from spurctl.render.common import (
     AuditFormat,
@@ -34,9 +24,6 @@ from spurctl.render.common import (
 )
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
-
-if TYPE_CHECKING:
-    from spurctl.sources.settings import Connection
 
 app = typer.Typer(
     name="spurctl",
@@ -79,10 +66,10 @@ def _root(
 @app.command(
     epilog="\b\nExample:\n  spurctl snapshot -o /var/tmp/spur-before-upgrade.json",
 )
-@connected()
+@opt.connected()
 def snapshot(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to save the snapshot.")],
-    conn: ConnectionOptions = ConnectionOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Save the controller's view for offline audits.
 
@@ -109,46 +96,21 @@ def snapshot(
     epilog="\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
     "  spurctl audit --collect --watch",
 )
-@connected()
+@opt.connected()
 def audit(
-    nodes: NodesOpt = None,
-    inventory: InventoryOpt = None,
-    collect: CollectOpt = False,
-    command: CommandOpt = DEFAULT_COMMAND,
-    fanout: FanoutOpt = 64,
-    snapshot: Annotated[
-        Path | None,
-        typer.Option("--snapshot", help="Audit a saved controller snapshot instead of live."),
-    ] = None,
-    watermark: Annotated[
-        int | None, typer.Option("--watermark", help="Override the estimated watermark.")
-    ] = None,
-    show_all: Annotated[bool, typer.Option("--all", help="Also list healthy rows.")] = False,
-    fmt: FormatOpt = AuditFormat.TABLE,
-    watch: Annotated[
-        bool,
-        typer.Option(
-            "--watch",
-            help="Re-audit every --interval and show how long each finding has lasted; "
-            "a reclaim finding that outlives two agent heartbeats (60 s) is STRANDED.",
-        ),
-    ] = False,
-    interval: Annotated[
-        float | None,
-        typer.Option(
-            "--interval",
-            help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
-            min=0.001,
-            show_default=False,
-        ),
-    ] = None,
-    rounds: Annotated[
-        int | None,
-        typer.Option(
-            "--rounds", help="With --watch: stop after N rounds (for scripts and tests).", min=1
-        ),
-    ] = None,
-    conn: ConnectionOptions = ConnectionOptions(),
+    nodes: opt.NodesOpt = None,
+    inventory: opt.InventoryOpt = None,
+    collect: opt.CollectOpt = False,
+    command: opt.CommandOpt = DEFAULT_COMMAND,
+    fanout: opt.FanoutOpt = 64,
+    snapshot: opt.AuditSnapshotOpt = None,
+    watermark: opt.AuditWatermarkOpt = None,
+    show_all: opt.AuditShowAllOpt = False,
+    fmt: opt.AuditFormatOpt = AuditFormat.TABLE,
+    watch: opt.AuditWatchOpt = False,
+    interval: opt.AuditIntervalOpt = None,
+    rounds: opt.AuditRoundsOpt = None,
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Compare the controller's view with what agents hold.
 
@@ -169,53 +131,31 @@ def audit(
         fail("--interval and --rounds only apply with --watch")
     connection = None if snapshot is not None else conn.connect()
     if watch:
-        raise typer.Exit(
-            watch_audit(
-                src,
-                connection,
-                watermark=watermark,
-                include_healthy=show_all,
-                interval=use_case.WATCH_INTERVAL if interval is None else interval,
-                rounds=rounds,
+        from dataclasses import replace
+
+        from spurctl.render.watch import WatchScreen
+
+        # A live view redrawn in place has no room for a progress bar under it.
+        src = replace(src, progress=False) if sys.stdout.isatty() else src
+        every = use_case.WATCH_INTERVAL if interval is None else interval
+        with WatchScreen() as screen:
+            last = screen.follow(
+                use_case.watch_rounds(
+                    src,
+                    connection,
+                    watermark=watermark,
+                    include_healthy=show_all,
+                    interval=every,
+                    rounds=rounds,
+                    before_round=lambda _: screen.running(),
+                )
             )
-        )
+        if last.error is not None:
+            fail(f"the last round failed: {last.error}")
+        raise typer.Exit(last.exit_status)
     report, _ = use_case.run_audit(src, connection, watermark=watermark, include_healthy=show_all)
     print_audit(report, fmt)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
-
-
-def watch_audit(
-    src: Sources,
-    conn: Connection | None,
-    *,
-    watermark: int | None,
-    include_healthy: bool,
-    interval: float,
-    rounds: int | None,
-) -> int:
-    """Show `audit --watch` rounds until Ctrl-C or `rounds`; return the last round's status."""
-    from dataclasses import replace
-
-    from spurctl.audit import watch_rounds
-    from spurctl.render.watch import WatchScreen
-
-    # A live view redrawn in place has no room for a progress bar under it.
-    src = replace(src, progress=False) if sys.stdout.isatty() else src
-    with WatchScreen() as screen:
-        last = screen.follow(
-            watch_rounds(
-                src,
-                conn,
-                watermark=watermark,
-                include_healthy=include_healthy,
-                interval=interval,
-                rounds=rounds,
-                before_round=lambda _: screen.running(),
-            )
-        )
-    if last.error is not None:
-        fail(f"the last round failed: {last.error}")
-    return last.exit_status
 
 
 # -- reclaim ---------------------------------------------------------------------
@@ -224,41 +164,21 @@ def watch_audit(
 @app.command(
     epilog="\b\nExample:\n  spurctl reclaim --node gpu017 --collect --dry-run",
 )
-@connected(agents=True)
+@opt.connected(agents=True)
 def reclaim(
-    node: Annotated[
-        str, typer.Option("--node", help="Nodes to act on (Slurm hostlist, e.g. gpu[017,020]).")
-    ],
-    job: Annotated[
-        list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.")
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan; send nothing.")
-    ] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not prompt.")] = False,
-    inventory: InventoryOpt = None,
-    collect: CollectOpt = False,
-    command: CommandOpt = DEFAULT_COMMAND,
-    fanout: FanoutOpt = 64,
-    journal_path: Annotated[
-        Path | None,
-        typer.Option(
-            "--journal", help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl)."
-        ),
-    ] = None,
-    settle: Annotated[
-        float,
-        typer.Option(
-            "--settle", help="With --collect: seconds to wait before re-collecting.", min=0
-        ),
-    ] = 5.0,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
-    ] = DEFAULT_CONCURRENCY,
-    fmt: Annotated[
-        ReclaimFormat, format_option(ReclaimFormat, "reclaim", "the plan and outcomes")
-    ] = ReclaimFormat.TABLE,
-    conn: ConnectionOptions = ConnectionOptions(),
+    node: opt.ReclaimNodeOpt,
+    job: opt.ReclaimJobOpt = None,
+    dry_run: opt.ReclaimDryRunOpt = False,
+    yes: opt.ReclaimYesOpt = False,
+    inventory: opt.InventoryOpt = None,
+    collect: opt.CollectOpt = False,
+    command: opt.CommandOpt = DEFAULT_COMMAND,
+    fanout: opt.FanoutOpt = 64,
+    journal_path: opt.ReclaimJournalOpt = None,
+    settle: opt.ReclaimSettleOpt = 5.0,
+    concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
+    fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Cancel the stranded holdings of these nodes, safely.
 
@@ -318,43 +238,18 @@ app.add_typer(checklist_app)
 
 
 @checklist_app.command("post-wipe")
-@connected()
+@opt.connected()
 def checklist_post_wipe(
-    nodes: Annotated[
-        str | None,
-        typer.Option(
-            "--nodes",
-            help="Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
-            "to recycle, as its verify command lists them (required).",
-        ),
-    ] = None,
-    inventory: InventoryOpt = None,
-    collect: CollectOpt = False,
-    command: CommandOpt = DEFAULT_COMMAND,
-    fanout: FanoutOpt = 64,
-    watermark: Annotated[
-        int | None,
-        typer.Option(
-            "--watermark",
-            help="The controller's next job id, if known (default: max tracked id + 1, "
-            "at least spur.conf's first_job_id).",
-        ),
-    ] = None,
-    verify: Annotated[
-        bool,
-        typer.Option(
-            "--verify",
-            help="Re-read the controller and the --nodes' inventories and tick every step "
-            "that now holds.",
-        ),
-    ] = False,
-    fmt: Annotated[
-        ChecklistFormat, format_option(ChecklistFormat, "checklist", "the checklist")
-    ] = ChecklistFormat.MARKDOWN,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
-    ] = None,
-    conn: ConnectionOptions = ConnectionOptions(),
+    nodes: opt.ChecklistNodesOpt = None,
+    inventory: opt.InventoryOpt = None,
+    collect: opt.CollectOpt = False,
+    command: opt.CommandOpt = DEFAULT_COMMAND,
+    fanout: opt.FanoutOpt = 64,
+    watermark: opt.ChecklistWatermarkOpt = None,
+    verify: opt.ChecklistVerifyOpt = False,
+    fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
+    output: opt.ChecklistOutputOpt = None,
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Which agents to recycle after a controller wipe, and how.
 
@@ -388,23 +283,10 @@ def checklist_post_wipe(
 
 @app.command("node-inventory")
 def node_inventory(
-    cgroup_root: Annotated[
-        Path, typer.Option("--cgroup-root", help="spurd's cgroup v2 root; absent is fine.")
-    ] = Path("/sys/fs/cgroup/spur"),
-    proc_root: Annotated[Path, typer.Option("--proc-root", help="The node's /proc.")] = Path(
-        "/proc"
-    ),
-    hostname: Annotated[
-        str | None,
-        typer.Option(
-            "--hostname",
-            help="Node name to report (default: this host's name, as spurd registers it).",
-            show_default=False,
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the document here, not stdout.")
-    ] = None,
+    cgroup_root: opt.NodeInventoryCgroupRootOpt = Path("/sys/fs/cgroup/spur"),
+    proc_root: opt.NodeInventoryProcRootOpt = Path("/proc"),
+    hostname: opt.NodeInventoryHostnameOpt = None,
+    output: opt.NodeInventoryOutputOpt = None,
 ) -> None:
     """What this node holds, as one JSON line.
 
@@ -415,20 +297,10 @@ def node_inventory(
     Example:
       spurctl node-inventory -o /tmp/inventory.json
     """
-    import socket
-
     from spurctl.sources.documents import dump_json, inventory_to_dict
-    from spurctl.sources.node_scan import scan
+    from spurctl.sources.node_scan import scan_this_node
 
-    denied = 0
-
-    def on_skip(path: Path, exc: Exception) -> None:
-        nonlocal denied
-        if isinstance(exc, PermissionError) and path.name == "environ":
-            denied += 1
-
-    # spurd registers under gethostname() unless started with --hostname.
-    inventory = scan(cgroup_root, proc_root, hostname or socket.gethostname(), on_skip=on_skip)
+    inventory, denied = scan_this_node(cgroup_root, proc_root, hostname)
     if denied:
         print(
             f"spurctl: warning: the environment of {denied} process(es) could not be read "
@@ -440,30 +312,11 @@ def node_inventory(
 
 @app.command("collect")
 def collect_command(
-    nodes: Annotated[
-        str,
-        typer.Option("--nodes", help="Hostlist of the nodes, e.g. gpu[001-128,200]."),
-    ],
-    command: Annotated[
-        str,
-        typer.Option(
-            "--command",
-            help="Command run locally once per node, %h replaced by the node name; "
-            "it must print the node's inventory.",
-        ),
-    ] = DEFAULT_COMMAND,
-    fanout: Annotated[
-        int, typer.Option("--fanout", help="How many commands run at once.", min=1)
-    ] = 64,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout", help="Seconds a node's command may run before it is killed.", min=0.001
-        ),
-    ] = 60.0,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.")
-    ] = None,
+    nodes: opt.CollectNodesOpt,
+    command: opt.CollectCommandOpt = DEFAULT_COMMAND,
+    fanout: opt.CollectFanoutOpt = 64,
+    timeout: opt.CollectTimeoutOpt = 60.0,
+    output: opt.CollectOutputOpt = None,
 ) -> None:
     """Gather many nodes' inventories in parallel.
 
@@ -497,14 +350,7 @@ def collect_command(
 
 @app.command()
 def demo(
-    serve: Annotated[
-        bool,
-        typer.Option(
-            "--serve",
-            help="Skip the walkthrough: keep the incident cluster up until Ctrl-C and print "
-            "how to point spurctl at it.",
-        ),
-    ] = False,
+    serve: opt.DemoServeOpt = False,
 ) -> None:
     """Audit and reclaim a simulated cluster, end to end.
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from spurctl.errors import SpurctlError
-from spurctl.render.common import AuditFormat, choose
+from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -201,4 +201,138 @@ def format_option(choices: type[Format], command: str, what: str) -> Any:
     )
 
 
-FormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
+AuditFormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
+
+
+# -- each command's own options -------------------------------------------------
+
+AuditSnapshotOpt = Annotated[
+    Path | None,
+    typer.Option("--snapshot", help="Audit a saved controller snapshot instead of live."),
+]
+AuditWatermarkOpt = Annotated[
+    int | None, typer.Option("--watermark", help="Override the estimated watermark.")
+]
+AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
+AuditWatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--watch",
+        help="Re-audit every --interval and show how long each finding has lasted; "
+        "a reclaim finding that outlives two agent heartbeats (60 s) is STRANDED.",
+    ),
+]
+AuditIntervalOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--interval",
+        help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
+        min=0.001,
+        show_default=False,
+    ),
+]
+AuditRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rounds", help="With --watch: stop after N rounds (for scripts and tests).", min=1
+    ),
+]
+ReclaimNodeOpt = Annotated[
+    str, typer.Option("--node", help="Nodes to act on (Slurm hostlist, e.g. gpu[017,020]).")
+]
+ReclaimJobOpt = Annotated[
+    list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.")
+]
+ReclaimDryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+ReclaimYesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
+ReclaimJournalOpt = Annotated[
+    Path | None,
+    typer.Option("--journal", help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl)."),
+]
+ReclaimSettleOpt = Annotated[
+    float,
+    typer.Option("--settle", help="With --collect: seconds to wait before re-collecting.", min=0),
+]
+ReclaimConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
+]
+ReclaimFormatOpt = Annotated[
+    ReclaimFormat, format_option(ReclaimFormat, "reclaim", "the plan and outcomes")
+]
+ChecklistNodesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nodes",
+        help="Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
+        "to recycle, as its verify command lists them (required).",
+    ),
+]
+ChecklistWatermarkOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--watermark",
+        help="The controller's next job id, if known (default: max tracked id + 1, "
+        "at least spur.conf's first_job_id).",
+    ),
+]
+ChecklistVerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="Re-read the controller and the --nodes' inventories and tick every step "
+        "that now holds.",
+    ),
+]
+ChecklistFormatOpt = Annotated[
+    ChecklistFormat, format_option(ChecklistFormat, "checklist", "the checklist")
+]
+ChecklistOutputOpt = Annotated[
+    Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+]
+NodeInventoryCgroupRootOpt = Annotated[
+    Path, typer.Option("--cgroup-root", help="spurd's cgroup v2 root; absent is fine.")
+]
+NodeInventoryProcRootOpt = Annotated[Path, typer.Option("--proc-root", help="The node's /proc.")]
+NodeInventoryHostnameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--hostname",
+        help="Node name to report (default: this host's name, as spurd registers it).",
+        show_default=False,
+    ),
+]
+NodeInventoryOutputOpt = Annotated[
+    Path | None, typer.Option("-o", "--output", help="Write the document here, not stdout.")
+]
+CollectNodesOpt = Annotated[
+    str,
+    typer.Option("--nodes", help="Hostlist of the nodes, e.g. gpu[001-128,200]."),
+]
+CollectCommandOpt = Annotated[
+    str,
+    typer.Option(
+        "--command",
+        help="Command run locally once per node, %h replaced by the node name; "
+        "it must print the node's inventory.",
+    ),
+]
+CollectFanoutOpt = Annotated[
+    int, typer.Option("--fanout", help="How many commands run at once.", min=1)
+]
+CollectTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="Seconds a node's command may run before it is killed.", min=0.001
+    ),
+]
+CollectOutputOpt = Annotated[
+    Path | None, typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.")
+]
+DemoServeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--serve",
+        help="Skip the walkthrough: keep the incident cluster up until Ctrl-C and print "
+        "how to point spurctl at it.",
+    ),
+]

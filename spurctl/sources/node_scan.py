@@ -366,3 +366,25 @@ def _read_text(path: Path, skip: SkipHook) -> str | None:
         if not isinstance(exc, FileNotFoundError):
             skip(path, exc)
         return None
+
+
+def scan_this_node(
+    cgroup_root: Path, proc_root: Path, hostname: str | None
+) -> tuple[Inventory, int]:
+    """`spurctl node-inventory`: the scan, and how many processes' environments were unreadable.
+
+    Without root, other users' environments cannot be read and their jobs go
+    unseen; the count lets the command say so instead of reporting a clean node.
+    """
+    import socket
+
+    denied = 0
+
+    def on_skip(path: Path, exc: Exception) -> None:
+        nonlocal denied
+        if isinstance(exc, PermissionError) and path.name == "environ":
+            denied += 1
+
+    # spurd registers under gethostname() unless started with --hostname.
+    inventory = scan(cgroup_root, proc_root, hostname or socket.gethostname(), on_skip=on_skip)
+    return inventory, denied
