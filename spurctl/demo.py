@@ -15,7 +15,6 @@ its own user's jobs; anonymous reads keep the demo's controller view complete.
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 import sys
@@ -34,6 +33,7 @@ from rich.text import Text
 
 from spurctl import hostlist
 from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
+from spurctl.render.common import write_output
 
 if TYPE_CHECKING:
     from spurctl.audit import AuditInputs
@@ -87,12 +87,6 @@ class DemoCluster:
         )
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-
-
 def _spur_conf(sim: SimCluster) -> str:
     port = sim.controller_address.rpartition(":")[2]
     return (
@@ -126,7 +120,7 @@ def demo_cluster(jwt_key: str | None = None) -> Iterator[DemoCluster]:
             incident(), auth=_CONTROLLER_AUTH, agent_auth=_AGENT_AUTH, jwt_key=key
         ) as sim:
             key_file = directory / "jwt.key"
-            _write_private(key_file, key + "\n")
+            write_output(key + "\n", key_file)
             agent_map = directory / "agents.json"
             agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
             conf = directory / "spur.conf"

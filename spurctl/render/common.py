@@ -217,7 +217,11 @@ def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: boo
 
 
 def write_output(text: str, output: Path | None) -> None:
-    """Write to FILE atomically (never a half-written document), or stdout."""
+    """Write to FILE atomically (never a half-written document), or stdout.
+
+    The file is created mode 0600 (mkstemp's guarantee, kept by the rename):
+    key files are written this way too.
+    """
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import signal
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from spurctl.errors import SpurctlError
+from spurctl.render.common import write_output
 from spurctl.simcluster.scenario import Scenario, read_scenario
 from spurctl.simcluster.scenarios import incident, post_wipe
 from spurctl.simcluster.server import AUTH_MODES, SimCluster
@@ -28,12 +28,6 @@ NAMED = {"incident": incident, "post_wipe": post_wipe}
 def _scenario(value: str) -> Scenario:
     named = NAMED.get(value)
     return named() if named is not None else read_scenario(Path(value))
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agent map: {agent_map}")
         if key is not None:
             key_file = out / "jwt.key"
-            _write_private(key_file, key)
+            write_output(key, key_file)
             print(f"export SPUR_JWT_KEY_FILE={key_file}")
         print("serving; Ctrl-C to stop", flush=True)
         seen = sim.state.generation
