@@ -23,7 +23,6 @@ from spurctl.render.common import (
     write_output,
 )
 from spurctl.sources.collect import DEFAULT_COMMAND
-from spurctl.sources.inventories import Sources
 
 app = typer.Typer(
     name="spurctl",
@@ -97,12 +96,9 @@ def snapshot(
     "  spurctl audit --collect --watch",
 )
 @opt.connected()
+@opt.with_holdings()
 def audit(
     nodes: opt.NodesOpt = None,
-    inventory: opt.InventoryOpt = None,
-    collect: opt.CollectOpt = False,
-    command: opt.CommandOpt = DEFAULT_COMMAND,
-    fanout: opt.FanoutOpt = 64,
     snapshot: opt.AuditSnapshotOpt = None,
     watermark: opt.AuditWatermarkOpt = None,
     show_all: opt.AuditShowAllOpt = False,
@@ -110,6 +106,7 @@ def audit(
     watch: opt.AuditWatchOpt = False,
     interval: opt.AuditIntervalOpt = None,
     rounds: opt.AuditRoundsOpt = None,
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Compare the controller's view with what agents hold.
@@ -124,7 +121,7 @@ def audit(
     from spurctl import audit as use_case
     from spurctl.render.audit import print_audit
 
-    src = Sources(nodes, inventory, collect, command, fanout, snapshot)
+    src = holdings.sources(nodes, snapshot)
     if watch:
         use_case.check_watch(src, fmt)
     elif interval is not None or rounds is not None:
@@ -165,19 +162,17 @@ def audit(
     epilog="\b\nExample:\n  spurctl reclaim --node gpu017 --collect --dry-run",
 )
 @opt.connected(agents=True)
+@opt.with_holdings()
 def reclaim(
     node: opt.ReclaimNodeOpt,
     job: opt.ReclaimJobOpt = None,
     dry_run: opt.ReclaimDryRunOpt = False,
     yes: opt.ReclaimYesOpt = False,
-    inventory: opt.InventoryOpt = None,
-    collect: opt.CollectOpt = False,
-    command: opt.CommandOpt = DEFAULT_COMMAND,
-    fanout: opt.FanoutOpt = 64,
     journal_path: opt.ReclaimJournalOpt = None,
     settle: opt.ReclaimSettleOpt = 5.0,
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
     fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Cancel the stranded holdings of these nodes, safely.
@@ -190,7 +185,7 @@ def reclaim(
     from spurctl.render.reclaim import print_plan, print_run, print_unresolved
 
     connection = conn.connect()
-    src = Sources(node, inventory, collect, command, fanout)
+    src = holdings.sources(node)
     prepared = use_case.prepare(node, src, connection, jobs=job, journal_path=journal_path)
     entries, report = prepared.entries, prepared.report
     if fmt == "table":
@@ -239,16 +234,14 @@ app.add_typer(checklist_app)
 
 @checklist_app.command("post-wipe")
 @opt.connected()
+@opt.with_holdings()
 def checklist_post_wipe(
     nodes: opt.ChecklistNodesOpt = None,
-    inventory: opt.InventoryOpt = None,
-    collect: opt.CollectOpt = False,
-    command: opt.CommandOpt = DEFAULT_COMMAND,
-    fanout: opt.FanoutOpt = 64,
     watermark: opt.ChecklistWatermarkOpt = None,
     verify: opt.ChecklistVerifyOpt = False,
     fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
     output: opt.ChecklistOutputOpt = None,
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Which agents to recycle after a controller wipe, and how.
@@ -272,7 +265,7 @@ def checklist_post_wipe(
     from spurctl.checklist import run_post_wipe
     from spurctl.render.checklist import render
 
-    src = Sources(nodes, inventory, collect, command, fanout)
+    src = holdings.sources(nodes)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
     write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)

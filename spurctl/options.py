@@ -21,6 +21,8 @@ import typer
 
 from spurctl.errors import SpurctlError
 from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
+from spurctl.sources.collect import DEFAULT_COMMAND
+from spurctl.sources.inventories import Sources
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -119,20 +121,22 @@ _TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
 ]
 
 Command = TypeVar("Command", bound=Callable[..., None])
+Group = TypeVar("Group")
 
 
-def connected(*, agents: bool = False) -> Callable[[Command], Command]:
-    """Declare the connection options once for every command that talks to the cluster.
+def _option_group(
+    param: str, options: list[tuple[str, Any, Any]], build: Callable[..., Group]
+) -> Callable[[Command], Command]:
+    """Add `options` to a command's own, handed to it as one `param` built by `build`.
 
-    The command takes `conn: ConnectionOptions`; Typer sees the options
-    themselves, appended to the command's own in one fixed order.
+    Typer reads the signature given here (the command's options, then these);
+    the command receives `build(**those options)` instead. Groups stack.
     """
-    options = [*_CONTROLLER_OPTIONS, *(_AGENT_OPTIONS if agents else []), *_TRANSPORT_OPTIONS]
 
     def decorate(command: Command) -> Command:
         own = inspect.signature(command, eval_str=True)
         hints = typing.get_type_hints(command, include_extras=True)
-        kept = [p for name, p in own.parameters.items() if name != "conn"]
+        kept = [p for name, p in own.parameters.items() if name != param]
         added = [
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
             for name, a, d in options
@@ -140,13 +144,13 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
-            conn = ConnectionOptions(**{name: kwargs.pop(name) for name, _, _ in options})
-            command(conn=conn, **kwargs)
+            group = build(**{name: kwargs.pop(name) for name, _, _ in options})
+            command(**{param: group}, **kwargs)
 
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
         wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {
-            **{n: h for n, h in hints.items() if n not in ("conn", "return")},
+            **{n: h for n, h in hints.items() if n not in (param, "return")},
             **{name: a for name, a, _ in options},
             "return": None,
         }
@@ -154,6 +158,12 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
         return typing.cast(Command, wrapper)
 
     return decorate
+
+
+def connected(*, agents: bool = False) -> Callable[[Command], Command]:
+    """The connection options, declared once; the command takes `conn: ConnectionOptions`."""
+    options = [*_CONTROLLER_OPTIONS, *(_AGENT_OPTIONS if agents else []), *_TRANSPORT_OPTIONS]
+    return _option_group("conn", options, ConnectionOptions)
 
 
 # -- where an audit's holdings come from, and how to print it -------------------
@@ -336,3 +346,28 @@ DemoServeOpt = Annotated[
         "how to point spurctl at it.",
     ),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class HoldingOptions:
+    """Where the agents' holdings come from: inventory files, or a live collect."""
+
+    inventory: list[str] | None = None
+    collect: bool = False
+    command: str = DEFAULT_COMMAND
+    fanout: int = 64
+
+    def sources(self, nodes: str | None, snapshot: Path | None = None) -> Sources:
+        return Sources(nodes, self.inventory, self.collect, self.command, self.fanout, snapshot)
+
+
+def with_holdings() -> Callable[[Command], Command]:
+    """--inventory, --collect, --command and --fanout, declared once; the command takes
+    `holdings: HoldingOptions`."""
+    options: list[tuple[str, Any, Any]] = [
+        ("inventory", InventoryOpt, None),
+        ("collect", CollectOpt, False),
+        ("command", CommandOpt, DEFAULT_COMMAND),
+        ("fanout", FanoutOpt, 64),
+    ]
+    return _option_group("holdings", options, HoldingOptions)
