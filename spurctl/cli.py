@@ -15,7 +15,7 @@ import typer
 from spurctl import __version__
 from spurctl import options as opt
 from spurctl.errors import ExitStatus, SpurctlError, fail, redact
-from spurctl.reclaim import DEFAULT_CONCURRENCY
+from spurctl.reclaim import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.render.common import (
     AuditFormat,
     ChecklistFormat,
@@ -171,6 +171,7 @@ def reclaim(
     journal_path: opt.ReclaimJournalOpt = None,
     settle: opt.ReclaimSettleOpt = 5.0,
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
+    max_inventory_age: opt.ReclaimMaxInventoryAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -182,25 +183,54 @@ def reclaim(
     that node alone (the agent's CancelJob with signal 0).
     """
     from spurctl import reclaim as use_case
-    from spurctl.render.reclaim import print_plan, print_run, print_unresolved
+    from spurctl.render.reclaim import (
+        PlanFacts,
+        fallback_sentence,
+        print_plan,
+        print_run,
+        print_unresolved,
+        unmatched_sentence,
+    )
 
     connection = conn.connect()
     src = holdings.sources(node)
-    prepared = use_case.prepare(node, src, connection, jobs=job, journal_path=journal_path)
+    prepared = use_case.prepare(
+        node,
+        src,
+        connection,
+        jobs=job,
+        journal_path=journal_path,
+        max_inventory_age_s=max_inventory_age,
+    )
     entries, report = prepared.entries, prepared.report
+    facts = PlanFacts(
+        fallback_nodes=prepared.fallback_nodes,
+        unmatched_jobs=prepared.unmatched_jobs,
+        stale=prepared.stale,
+        max_inventory_age_s=prepared.max_inventory_age_s,
+    )
+    if prepared.fallback_nodes:
+        print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
     if fmt == "table":
         print_unresolved(prepared.unresolved)
-        print_plan(entries, report)
-    else:  # stdout is the JSON document; the warning still has to reach the operator
+        print_plan(entries, report, facts=facts)
+    else:  # stdout is the JSON document; the warnings still have to reach the operator
         print_unresolved(prepared.unresolved, file=sys.stderr)
+        if prepared.unmatched_jobs:
+            print(
+                f"spurctl: warning: {unmatched_sentence(prepared.unmatched_jobs)}",
+                file=sys.stderr,
+            )
+    # A --job that matches nothing is a request not met: exit 1, even with nothing to do.
+    unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
     if dry_run:
         if fmt == "json":
-            print_run(None, entries, report, fmt="json", dry_run=True)
-        raise typer.Exit(ExitStatus.OK)
+            print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
+        raise typer.Exit(unmet)
     if not entries:
         if fmt == "json":
-            print_run(use_case.ReclaimRun(), entries, report, fmt="json")
-        raise typer.Exit(ExitStatus.OK)
+            print_run(use_case.ReclaimRun(), entries, report, fmt="json", facts=facts)
+        raise typer.Exit(unmet)
     use_case.check_can_send(connection)
     if not yes:
         live = sum(1 for e in entries if e.finding.live)
@@ -213,11 +243,25 @@ def reclaim(
         if not _confirm(question):
             print("nothing sent", file=sys.stderr)
             raise typer.Exit(ExitStatus.ACTION_NEEDED)
-    run = use_case.carry_out(
-        prepared, connection, concurrency=concurrency, recollect=src, settle=settle
+    try:
+        run = use_case.carry_out(
+            prepared, connection, concurrency=concurrency, recollect=src, settle=settle
+        )
+    except use_case.JournalFailed as exc:
+        # The summary so far, then one line naming the journal: exit 2.
+        facts = PlanFacts(
+            fallback_nodes=facts.fallback_nodes,
+            unmatched_jobs=facts.unmatched_jobs,
+            stale=facts.stale,
+            max_inventory_age_s=facts.max_inventory_age_s,
+            journal_error=exc.sentence(),
+        )
+        print_run(exc.run, entries, report, fmt=fmt, facts=facts)
+        fail(exc.sentence())
+    print_run(run, entries, report, fmt=fmt, facts=facts)
+    raise typer.Exit(
+        ExitStatus.OK if run.ok and unmet is ExitStatus.OK else ExitStatus.ACTION_NEEDED
     )
-    print_run(run, entries, report, fmt=fmt)
-    raise typer.Exit(ExitStatus.OK if run.ok else ExitStatus.ACTION_NEEDED)
 
 
 # -- checklist -------------------------------------------------------------------

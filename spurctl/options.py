@@ -266,6 +266,39 @@ ReclaimSettleOpt = Annotated[
 ReclaimConcurrencyOpt = Annotated[
     int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
 ]
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: str | float) -> float:
+    """'90s', '10m', '1h', '2d' or plain seconds -> seconds; a usage error otherwise."""
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = value.strip().lower()
+        unit = _DURATION_UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{value!r} is not a duration; write it like 90s, 10m or 1h"
+            ) from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise typer.BadParameter(f"{value!r} must be a positive duration, e.g. 10m")
+    return seconds
+
+
+ReclaimMaxInventoryAgeOpt = Annotated[
+    float,
+    typer.Option(
+        "--max-inventory-age",
+        help="Skip entries whose inventory was collected longer ago than this "
+        "(e.g. 90s, 10m, 1h); re-collect them.",
+        parser=parse_duration,
+        metavar="DURATION",
+        show_default="10m",
+    ),
+]
 ReclaimFormatOpt = Annotated[
     ReclaimFormat, format_option(ReclaimFormat, "reclaim", "the plan and outcomes")
 ]

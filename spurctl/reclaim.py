@@ -5,23 +5,40 @@ each send the entry is re-checked with a fresh GetJob (a requeue may have landed
 since the audit); one that no longer qualifies is skipped with its reason. Sends
 run in parallel across nodes and in order within a node, each journaled (intent
 before, outcome after, fsynced) so an interrupted run leaves an exact record.
+
+Before anything is sent, every entry's agent address is resolved and the plan
+is refused whole when a cancel could reach the wrong agent (two nodes on one
+endpoint, or the endpoint of a node where the job legitimately runs).
 """
 
 from __future__ import annotations
 
+import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result, plan, recheck
+from spurctl.decide.plan import (
+    Endpoint,
+    Entry,
+    Outcome,
+    ReclaimRun,
+    Result,
+    endpoint_conflicts,
+    plan,
+    recheck,
+    stale_reason,
+    unmatched_jobs,
+)
 from spurctl.errors import SpurctlError, redact
-from spurctl.model import AuditReport, Job
+from spurctl.model import AuditReport, Job, utcnow
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from spurctl.act.journal import Journal, Unresolved
     from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
@@ -34,6 +51,26 @@ if TYPE_CHECKING:
 # 64 is also collect's and ClusterShell's fan-out. Safety does not depend on it:
 # every send is re-checked and journaled on its own.
 DEFAULT_CONCURRENCY = 64
+# `--max-inventory-age`: older evidence is re-collected before anything acts on it.
+DEFAULT_MAX_INVENTORY_AGE_S = 600.0
+
+
+class JournalFailed(OSError):
+    """The journal could not be written mid-run: nothing more was sent.
+
+    `run` is the run so far (every outcome known, journaled or not), for the summary.
+    """
+
+    def __init__(self, path: Path, cause: OSError, run: ReclaimRun | None = None) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.path = path
+        self.run = run or ReclaimRun()
+
+    def sentence(self) -> str:
+        return (
+            f"journal {self.path}: {self.strerror}; stopped sending, the summary shows what "
+            "was sent (free space, or pass --journal PATH elsewhere, before the next reclaim)"
+        )
 
 
 class JobSource(Protocol):
@@ -54,8 +91,15 @@ def execute(
     concurrency: int = DEFAULT_CONCURRENCY,
     stop: threading.Event | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    not_found_doubt: str | None = None,
+    max_inventory_age_s: float | None = None,
+    clock: Callable[[], datetime] = utcnow,
 ) -> ReclaimRun:
-    """Re-check, journal and send each entry; parallel across nodes, ordered within one."""
+    """Re-check, journal and send each entry; parallel across nodes, ordered within one.
+
+    A journal that cannot be written stops every send and raises JournalFailed
+    carrying the run so far.
+    """
     from spurctl.act.agents import AgentError
 
     stop = stop or threading.Event()
@@ -68,17 +112,47 @@ def execute(
     def record(outcome: Outcome) -> None:
         # Details quote agents and the controller; none of them may carry a secret onward.
         outcome.detail = redact(outcome.detail)
-        journal.outcome(
-            outcome.entry.node,
-            outcome.entry.job_id,
-            outcome.entry.finding.kind.value,
-            outcome.result.value,
-            outcome.detail,
-        )
+        # In the run first: an outcome the journal then cannot take is still reported.
         with lock:
             run.outcomes.append(outcome)
+        try:
+            journal.outcome(
+                outcome.entry.node,
+                outcome.entry.job_id,
+                outcome.entry.finding.kind.value,
+                outcome.result.value,
+                outcome.detail,
+            )
+        except OSError as exc:
+            raise JournalFailed(journal.path, exc) from exc
         if on_outcome is not None:
             on_outcome(outcome)
+
+    def attempt(entry: Entry) -> Outcome:
+        if max_inventory_age_s is not None:
+            stale = stale_reason(entry, clock(), max_inventory_age_s)
+            if stale is not None:
+                return Outcome(entry, Result.SKIPPED, stale)
+        try:
+            reason = recheck(entry, jobs.get_job(entry.job_id), watermark, not_found_doubt)
+        except Exception as exc:  # controller gone, unreadable answer: never send unchecked
+            return Outcome(entry, Result.SKIPPED, f"re-check failed, not sent: {exc}")
+        if reason is not None:
+            return Outcome(entry, Result.SKIPPED, reason)
+        if stop.is_set():
+            # Ctrl-C landed during the re-check: its intent is journaled, so close it.
+            return Outcome(entry, Result.SKIPPED, "interrupted before the cancel was sent")
+        try:
+            agents.cancel(entry.address, entry.job_id)
+        except AgentError as exc:
+            return Outcome(entry, Result.FAILED, str(exc))
+        except Exception as exc:  # whatever broke, this node's outcome must be journaled
+            return Outcome(
+                entry,
+                Result.FAILED,
+                f"cancel not confirmed ({type(exc).__name__}: {exc}); check the node",
+            )
+        return Outcome(entry, Result.SENT, f"agent {entry.address} accepted CancelJob signal 0")
 
     def one_node(node_entries: list[Entry]) -> None:
         for i, entry in enumerate(node_entries):
@@ -87,36 +161,18 @@ def execute(
                     run.not_attempted.extend(node_entries[i:])
                 return
             kind = entry.finding.kind.value
-            journal.intent(entry.node, entry.job_id, kind)
             try:
-                reason = recheck(entry, jobs.get_job(entry.job_id), watermark)
-            except Exception as exc:  # controller gone, unreadable answer: never send unchecked
-                record(Outcome(entry, Result.SKIPPED, f"re-check failed, not sent: {exc}"))
-                continue
-            if reason is not None:
-                record(Outcome(entry, Result.SKIPPED, reason))
-                continue
-            if stop.is_set():
-                # Ctrl-C landed during the re-check: its intent is journaled, so close it.
-                record(Outcome(entry, Result.SKIPPED, "interrupted before the cancel was sent"))
-                continue
+                journal.intent(entry.node, entry.job_id, kind)
+            except OSError as exc:
+                with lock:
+                    run.not_attempted.extend(node_entries[i:])
+                raise JournalFailed(journal.path, exc) from exc
             try:
-                agents.cancel(entry.address, entry.job_id)
-            except AgentError as exc:
-                record(Outcome(entry, Result.FAILED, str(exc)))
-                continue
-            except Exception as exc:  # whatever broke, this node's outcome must be journaled
-                record(
-                    Outcome(
-                        entry,
-                        Result.FAILED,
-                        f"cancel not confirmed ({type(exc).__name__}: {exc}); check the node",
-                    )
-                )
-                continue
-            record(
-                Outcome(entry, Result.SENT, f"agent {entry.address} accepted CancelJob signal 0")
-            )
+                record(attempt(entry))
+            except JournalFailed:
+                with lock:
+                    run.not_attempted.extend(node_entries[i + 1 :])
+                raise
 
     def guarded(node_entries: list[Entry]) -> None:
         # A worker that dies (journal unwritable, say) stops every other worker's
@@ -130,6 +186,7 @@ def execute(
     workers = max(1, min(concurrency, len(by_node)))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reclaim")
     futures: list[Future[None]] = []
+    failure: BaseException | None = None
     try:
         # Submitting inside the try: a Ctrl-C between two submits still sets `stop`,
         # and queued nodes then start only to record themselves as not attempted.
@@ -138,11 +195,21 @@ def execute(
         for f in futures:
             f.result()
     except KeyboardInterrupt:
-        # Ctrl-C: no new send starts; sends in flight finish and are journaled.
+        # Ctrl-C (or SIGTERM/SIGHUP, which send() turns into one): no new send
+        # starts; sends in flight finish and are journaled.
         stop.set()
         run.interrupted = True
         for f in futures:
-            f.result()
+            try:
+                f.result()
+            except JournalFailed as exc:
+                failure = failure or exc
+    except JournalFailed as exc:
+        stop.set()
+        failure = exc
+        for f in futures:  # the others' outcomes belong in the summary too
+            with suppress(JournalFailed):
+                f.result()
     except BaseException:
         stop.set()
         raise
@@ -151,7 +218,58 @@ def execute(
         pool.shutdown(wait=True)
     order = {id(e): i for i, e in enumerate(entries)}
     run.outcomes.sort(key=lambda o: order[id(o.entry)])
+    run.not_attempted.sort(key=lambda e: order[id(e)])
+    if isinstance(failure, JournalFailed):
+        failure.run = run
+        raise failure
     return run
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[Journal]:
+    """The journal, closed at the end without letting a failed close hide why the run stopped.
+
+    Every record was flushed and fsynced when it was written, so a close can
+    only fail on a record whose write already failed (and was reported).
+    """
+    from spurctl.act.journal import Journal
+
+    journal = Journal(path)
+    try:
+        yield journal
+    finally:
+        with suppress(OSError):
+            journal.close()
+
+
+_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def graceful_stop(run_box: dict[str, str]) -> Iterator[None]:
+    """SIGTERM and SIGHUP stop a send as Ctrl-C does: as a KeyboardInterrupt in the main thread.
+
+    The name of the signal that landed goes into `run_box["signal"]`. Outside
+    the main thread (signals cannot be caught there) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, _frame: object) -> None:
+        run_box.setdefault("signal", signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    try:
+        for name in _STOP_SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None:
+                previous[number] = signal.signal(number, handler)
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 def send(
@@ -162,51 +280,84 @@ def send(
     watermark: int,
     concurrency: int = DEFAULT_CONCURRENCY,
     unresolved: Sequence[Unresolved] = (),
+    max_inventory_age_s: float | None = DEFAULT_MAX_INVENTORY_AGE_S,
 ) -> ReclaimRun:
     """`spurctl reclaim` after the plan is approved: journal, re-check, cancel.
 
     Intents an earlier, interrupted run left open are closed first with an
     outcome saying their fate is unknown, so the journal stays a faithful record.
+    SIGTERM and SIGHUP stop the run as Ctrl-C does.
     """
     from spurctl.act.agents import AgentPool
-    from spurctl.act.journal import Journal
     from spurctl.sources.controller import ControllerClient
 
     agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
+    box: dict[str, str] = {}
     try:
-        with Journal(journal_path) as journal, ControllerClient(conn) as client:
+        with (
+            graceful_stop(box),
+            _opened(journal_path) as journal,
+            ControllerClient(conn) as client,
+        ):
             for u in unresolved:
-                journal.outcome(
-                    u.node,
-                    u.job_id,
-                    u.kind,
-                    Result.FAILED.value,
-                    "unknown: an earlier run was interrupted before recording this outcome; "
-                    "check the node",
-                )
-            return execute(
+                try:
+                    journal.outcome(
+                        u.node,
+                        u.job_id,
+                        u.kind,
+                        Result.FAILED.value,
+                        "unknown: an earlier run was interrupted before recording this "
+                        "outcome; check the node",
+                    )
+                except OSError as exc:
+                    not_sent = ReclaimRun(not_attempted=[*entries])
+                    raise JournalFailed(journal_path, exc, not_sent) from exc
+            run = execute(
                 entries,
                 jobs=client,
                 agents=agents,
                 journal=journal,
                 watermark=watermark,
                 concurrency=concurrency,
+                not_found_doubt=conn.not_found_doubt(),
+                max_inventory_age_s=max_inventory_age_s,
             )
+            run.stopped_by = box.get("signal", "SIGINT") if run.interrupted else None
+            return run
     finally:
         agents.close()
 
 
-def verify(run: ReclaimRun, held_now: dict[str, set[int]], settle: float) -> list[Outcome]:
-    """Turn a SENT outcome into FAILED when the node still holds the job afterwards.
+def verify(
+    run: ReclaimRun,
+    held_now: Mapping[str, set[int]],
+    settle: float,
+    failed: Mapping[str, str] | None = None,
+) -> list[Outcome]:
+    """Judge each SENT outcome by the node's re-collected inventory.
 
-    Returns the outcomes it changed, for the journal.
+    Still held: FAILED. No inventory (the node is in `failed`, with why, or
+    absent from `held_now`): UNCONFIRMED, since nothing shows the job gone.
+    Returns the outcomes it changed.
     """
+    failed = failed or {}
     changed = []
     for o in run.outcomes:
-        if o.result is Result.SENT and o.entry.job_id in held_now.get(o.entry.node, set()):
+        if o.result is not Result.SENT:
+            continue
+        node = o.entry.node
+        if node in failed or node not in held_now:
+            why = failed.get(node) or "no inventory came back"
+            o.result = Result.UNCONFIRMED
+            o.detail = (
+                f"sent, but the re-collect of {node} failed ({why}), so nothing shows job "
+                f"{o.entry.job_id} gone; check the node"
+            )
+            changed.append(o)
+        elif o.entry.job_id in held_now[node]:
             o.result = Result.FAILED
             o.detail = (
-                f"sent, but {o.entry.node} still holds job {o.entry.job_id} "
+                f"sent, but {node} still holds job {o.entry.job_id} "
                 f"{settle:g} s later; check the node"
             )
             changed.append(o)
@@ -226,6 +377,109 @@ class Prepared:
     journal_path: Path
     # Intents an earlier run left without an outcome: shown now, closed by the send.
     unresolved: list[Unresolved]
+    # --job ids that no planned entry names.
+    unmatched_jobs: list[int] = field(default_factory=list)
+    # Planned nodes the agent map lacks: their address is the node:port default.
+    fallback_nodes: list[str] = field(default_factory=list)
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
+    # Why each entry will be skipped for an old inventory, judged when planned.
+    stale: dict[tuple[str, int], str] = field(default_factory=dict)
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """'gpu003:6818' -> ('gpu003', 6818); '[::1]:6818' -> ('::1', 6818); no port: 0."""
+    host, sep, port = address.strip().rpartition(":")
+    if not sep:
+        host, port = address.strip(), ""
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port) if port.isdigit() else 0
+
+
+def resolve_endpoint(address: str) -> Endpoint:
+    """Every (address, port) an agent "host:port" reaches, plus the host as written.
+
+    A host that does not resolve keeps only its written form: its cancel would
+    fail to connect, it cannot reach another node's agent.
+    """
+    import socket
+
+    host, port = _host_port(address)
+    members = {(host.lower().rstrip("."), port)}
+    try:
+        infos = socket.getaddrinfo(host, port or None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        infos = []
+    for info in infos:
+        members.add((str(info[4][0]).lower(), port))
+    return frozenset(members)
+
+
+def _nodelist_names(nodelist: str) -> set[str]:
+    """The nodes a nodelist names, read as Spur does (parts trimmed), plus every bare token.
+
+    The tokens are a backstop: a name written in the nodelist counts as a node
+    the job runs on even when the list does not parse.
+    """
+    import re
+
+    from spurctl.hostlist import expand
+
+    names = {t for t in re.split(r"[\s,]+", nodelist) if t and "[" not in t and "]" not in t}
+    with suppress(SpurctlError):
+        names |= expand(re.sub(r"\s+", "", nodelist))
+    return names
+
+
+def legit_nodes(entries: Iterable[Entry], inputs: AuditInputs) -> dict[int, set[str]]:
+    """For each planned job, the nodes the controller says it legitimately runs on now."""
+    out: dict[int, set[str]] = {}
+    for e in entries:
+        job = inputs.view.jobs.get(e.job_id) or inputs.confirmed.get(e.job_id)
+        if job is not None and job.state.active and job.nodelist:
+            out[e.job_id] = _nodelist_names(job.nodelist)
+    return out
+
+
+def endpoints(
+    nodes: Iterable[str], conn: Connection, resolve: Callable[[str], Endpoint] = resolve_endpoint
+) -> dict[str, Endpoint]:
+    """Each node's agent endpoint, resolved through the agent map (or its node:port default).
+
+    A node is also reached through every agent-map entry whose name loosely
+    matches it (case, domain): the map may spell it differently.
+    """
+    from spurctl.hostlist import loose_key
+
+    loose: dict[str, list[str]] = {}
+    for name, address in conn.agent_map.items():
+        loose.setdefault(loose_key(name), []).append(address)
+    addresses = {
+        node: {conn.agent_address(node), *loose.get(loose_key(node), ())} for node in set(nodes)
+    }
+    unique = sorted({a for addrs in addresses.values() for a in addrs})
+    with ThreadPoolExecutor(max_workers=max(1, min(32, len(unique)))) as pool:
+        resolved = dict(zip(unique, pool.map(resolve, unique), strict=True))
+    return {
+        node: frozenset(m for a in addrs for m in resolved[a]) for node, addrs in addresses.items()
+    }
+
+
+def check_endpoints(entries: Sequence[Entry], inputs: AuditInputs, conn: Connection) -> None:
+    """Refuse the plan (SpurctlError) when any cancel could reach the wrong agent."""
+    if not entries:
+        return
+    legit = legit_nodes(entries, inputs)
+    weighed = {e.node for e in entries} | set(conn.agent_map)
+    for names in legit.values():
+        weighed |= names
+    problems = endpoint_conflicts(entries, endpoints(weighed, conn), legit)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise SpurctlError(
+            f"refusing the whole plan, nothing sent: {problems[0]}{more}; "
+            "fix --agent-map (or --agent-port) so each node names its own agent"
+        )
 
 
 def prepare(
@@ -235,14 +489,18 @@ def prepare(
     *,
     jobs: Sequence[int] | None = None,
     journal_path: Path | None = None,
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
+    now: datetime | None = None,
 ) -> Prepared:
     """Audit `nodes` afresh and plan the cancels for their reclaimable findings.
 
-    Raises SpurctlError when a named node is one the controller does not know:
-    a typo would otherwise plan nothing and look like a clean node.
+    Raises SpurctlError when a named node is one the controller does not know
+    (a typo would otherwise plan nothing and look like a clean node), and when
+    the plan's cancels could reach the wrong agent (check_endpoints).
     """
     from spurctl.act.journal import default_path, unresolved
     from spurctl.audit import run_audit
+    from spurctl.decide.plan import stale_reason
     from spurctl.hostlist import parse_scope
 
     scope = parse_scope(nodes)
@@ -254,8 +512,35 @@ def prepare(
             "check the names with `spurctl audit --all`"
         )
     path = journal_path or default_path()
-    entries = plan(report, scope, jobs, conn.agent_address)
-    return Prepared(report, inputs, entries, path, unresolved(path))
+    collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+    entries = plan(
+        report,
+        scope,
+        jobs,
+        conn.agent_address,
+        collected_at=collected,
+        fallback=conn.agent_map_lacks,
+    )
+    check_endpoints(entries, inputs, conn)
+    when = now or utcnow()
+    stale = {
+        (e.node, e.job_id): why
+        for e in entries
+        if (why := stale_reason(e, when, max_inventory_age_s)) is not None
+    }
+    # A journal that is not a regular file (a device, a pipe) has no earlier run to read.
+    earlier = unresolved(path) if path.is_file() else []
+    return Prepared(
+        report,
+        inputs,
+        entries,
+        path,
+        earlier,
+        unmatched_jobs=unmatched_jobs(entries, jobs),
+        fallback_nodes=sorted({e.node for e in entries if e.fallback}),
+        max_inventory_age_s=max_inventory_age_s,
+        stale=stale,
+    )
 
 
 def check_can_send(conn: Connection) -> None:
@@ -278,9 +563,11 @@ def carry_out(
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
     With `recollect` (a live collect), the touched nodes are inventoried again
-    after `settle` seconds, and a cancel whose job is still held turns failed,
-    in the run and in the journal. After a Ctrl-C the operator wants the
-    summary now, not a settle and a re-collect.
+    after `settle` seconds: a cancel whose job is still held turns failed (in
+    the run and in the journal), one whose node could not be inventoried again
+    turns unconfirmed (in the run). After a Ctrl-C the operator wants the
+    summary now, not a settle and a re-collect. Raises JournalFailed, carrying
+    the run so far, when the journal cannot be written.
     """
     check_can_send(conn)
     run = send(
@@ -290,27 +577,59 @@ def carry_out(
         watermark=prepared.inputs.watermark.value,
         concurrency=concurrency,
         unresolved=prepared.unresolved,
+        max_inventory_age_s=prepared.max_inventory_age_s,
     )
     touched = sorted({o.entry.node for o in run.outcomes if o.result is Result.SENT})
     if recollect is not None and recollect.collect and touched and not run.interrupted:
-        import time
-
-        from spurctl.act.journal import Journal
-        from spurctl.audit import COLLECT_TIMEOUT
-        from spurctl.sources.collect import collect
-
-        time.sleep(settle)
-        again = collect(
-            touched, command=recollect.command, fanout=recollect.fanout, timeout=COLLECT_TIMEOUT
-        )
-        held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
-        with Journal(prepared.journal_path) as journal:
-            for o in verify(run, held_now, settle):
-                journal.outcome(
-                    o.entry.node,
-                    o.entry.job_id,
-                    o.entry.finding.kind.value,
-                    o.result.value,
-                    o.detail,
-                )
+        reverify(run, prepared.journal_path, touched, recollect, settle)
     return run
+
+
+def reverify(
+    run: ReclaimRun, journal_path: Path, touched: list[str], recollect: Sources, settle: float
+) -> None:
+    """Re-collect the touched nodes after `settle` seconds and judge the sent cancels by it.
+
+    A SIGTERM, SIGHUP or Ctrl-C while waiting leaves the cancels unconfirmed.
+    """
+    import time
+
+    from spurctl.audit import COLLECT_TIMEOUT
+    from spurctl.sources.collect import collect
+
+    box: dict[str, str] = {}
+    try:
+        with graceful_stop(box):
+            time.sleep(settle)
+            again = collect(
+                touched,
+                command=recollect.command,
+                fanout=recollect.fanout,
+                timeout=COLLECT_TIMEOUT,
+            )
+    except KeyboardInterrupt:
+        run.interrupted = True
+        run.stopped_by = box.get("signal", "SIGINT")
+        verify(run, {}, settle, dict.fromkeys(touched, "interrupted"))
+        return
+    except Exception as exc:  # the collect itself broke: no node is confirmed
+        why = f"{type(exc).__name__}: {exc}"
+        verify(run, {}, settle, dict.fromkeys(touched, why))
+        return
+    held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
+    errors = {inv.node: str(inv.error) for inv in again if inv.error}
+    changed = verify(run, held_now, settle, errors)
+    still_held = [o for o in changed if o.result is Result.FAILED]
+    if still_held:
+        try:
+            with _opened(journal_path) as journal:
+                for o in still_held:
+                    journal.outcome(
+                        o.entry.node,
+                        o.entry.job_id,
+                        o.entry.finding.kind.value,
+                        o.result.value,
+                        o.detail,
+                    )
+        except OSError as exc:
+            raise JournalFailed(journal_path, exc, run) from exc

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from rich.console import Console
@@ -21,7 +22,27 @@ from spurctl.decide.reasons import id_ranges
 from spurctl.model import AuditReport
 from spurctl.render.common import ReclaimFormat, choose, pipe_width, watermark_document
 
-RESULT_STYLE = {Result.SENT: "green", Result.SKIPPED: "yellow", Result.FAILED: "red"}
+RESULT_STYLE = {
+    Result.SENT: "green",
+    Result.SKIPPED: "yellow",
+    Result.FAILED: "red",
+    Result.UNCONFIRMED: "red",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFacts:
+    """What the plan says beyond its entries: the use case's Prepared, as the renderer needs it."""
+
+    # Planned nodes the agent map lacks (their address is the node:port default).
+    fallback_nodes: Sequence[str] = ()
+    # --job ids that name no planned entry.
+    unmatched_jobs: Sequence[int] = ()
+    # (node, job) -> why that entry will be skipped for an old inventory.
+    stale: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    max_inventory_age_s: float | None = None
+    # The one-line error when the journal could not be written mid-run.
+    journal_error: str | None = None
 
 
 class Unresolved(Protocol):
@@ -82,25 +103,54 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
         )
 
 
-def print_plan(entries: Sequence[Entry], report: AuditReport, file: TextIO | None = None) -> None:
+def unmatched_sentence(jobs: Sequence[int]) -> str:
+    ids = ", ".join(str(j) for j in jobs)
+    return (
+        f"--job {ids}: no reclaimable finding names {'it' if len(jobs) == 1 else 'them'} "
+        "on these nodes; see `spurctl audit --nodes ...` for what the nodes hold"
+    )
+
+
+def fallback_sentence(nodes: Sequence[str]) -> str:
+    from spurctl.hostlist import fold
+
+    return (
+        f"--agent-map lacks {fold(nodes)}: their cancels go to the default NODE:PORT "
+        "address shown in the plan; add them to the map if that is not their agent"
+    )
+
+
+def print_plan(
+    entries: Sequence[Entry],
+    report: AuditReport,
+    file: TextIO | None = None,
+    facts: PlanFacts | None = None,
+) -> None:
+    facts = facts or PlanFacts()
     console = _console(file)
     for note in report.notes:
         console.print(_labelled("NOTE:", "bold yellow", note))
+    if facts.unmatched_jobs:
+        console.print(_labelled("NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs)))
     if not entries:
         console.print(Text("Nothing to reclaim on these nodes."))
         return
     table = Table(title=f"Reclaim plan: {len(entries)} cancel(s)", title_justify="left")
-    for col in ("node", "job", "kind", "will stop", "why"):
+    for col in ("node", "job", "kind", "agent", "will stop", "why"):
         table.add_column(col, overflow="fold")
     for e in entries:
+        agent = e.address + (" (default: not in --agent-map)" if e.fallback else "")
         table.add_row(
             Text(e.node),
             Text(str(e.job_id)),
             Text(e.finding.kind.value),
+            Text(agent),
             Text(_stops(e)),
             Text(e.finding.reason),
         )
     console.print(table)
+    for (node, job_id), why in sorted(facts.stale.items()):
+        console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
     live = sum(1 for e in entries if e.finding.live)
     console.print(
         Text(
@@ -111,14 +161,24 @@ def print_plan(entries: Sequence[Entry], report: AuditReport, file: TextIO | Non
 
 
 def run_document(
-    run: ReclaimRun | None, entries: Sequence[Entry], report: AuditReport, *, dry_run: bool
+    run: ReclaimRun | None,
+    entries: Sequence[Entry],
+    report: AuditReport,
+    *,
+    dry_run: bool,
+    facts: PlanFacts | None = None,
 ) -> dict[str, Any]:
+    facts = facts or PlanFacts()
     outcomes = run.outcomes if run else []
     return {
         "schema": "spurctl.reclaim/v1",
         "dry_run": dry_run,
         "controller": report.controller_address,
         "watermark": watermark_document(report.watermark),
+        "max_inventory_age_s": facts.max_inventory_age_s,
+        "agent_fallback_nodes": list(facts.fallback_nodes),
+        "unmatched_jobs": list(facts.unmatched_jobs),
+        "journal_error": facts.journal_error,
         "plan": [
             {
                 "node": e.node,
@@ -128,6 +188,11 @@ def run_document(
                 "gpus": list(e.finding.gpus),
                 "pids": list(e.finding.pids),
                 "agent": e.address,
+                "agent_fallback": e.fallback,
+                "collected_at": e.collected_at.isoformat().replace("+00:00", "Z")
+                if e.collected_at
+                else None,
+                "will_skip": facts.stale.get((e.node, e.job_id)),
                 "reason": e.finding.reason,
             }
             for e in entries
@@ -149,6 +214,8 @@ def run_document(
             "planned": len(entries),
             **{r.value: sum(1 for o in outcomes if o.result is r) for r in Result},
             "interrupted": bool(run and run.interrupted),
+            "stopped_by": run.stopped_by if run else None,
+            "not_sent": len(run.not_attempted) if run else 0,
         },
     }
 
@@ -161,9 +228,10 @@ def print_run(
     fmt: ReclaimFormat | str,
     dry_run: bool = False,
     file: TextIO | None = None,
+    facts: PlanFacts | None = None,
 ) -> None:
     if choose(ReclaimFormat, fmt, "reclaim") is ReclaimFormat.JSON:
-        doc = run_document(run, entries, report, dry_run=dry_run)
+        doc = run_document(run, entries, report, dry_run=dry_run, facts=facts)
         # ASCII escapes, unlike the audit and checklist documents: as this document always was.
         (file or sys.stdout).write(json.dumps(doc, indent=2) + "\n")
         return
@@ -187,11 +255,13 @@ def print_run(
             Text(str(e.job_id)),
             Text(e.finding.kind.value),
             _styled("not sent", "red"),
-            Text("interrupted"),
+            Text("journal unwritable" if facts and facts.journal_error else "interrupted"),
         )
     console.print(table)
     counts = {r: sum(1 for o in run.outcomes if o.result is r) for r in Result}
     line = ", ".join(f"{counts[r]} {r.value}" for r in Result)
     if run.not_attempted:
-        line += f", {len(run.not_attempted)} not sent (interrupted)"
-    console.print(Text(f"{len(entries)} planned: {line}."))
+        why = "journal unwritable" if facts and facts.journal_error else "interrupted"
+        line += f", {len(run.not_attempted)} not sent ({why})"
+    stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
+    console.print(Text(f"{len(entries)} planned: {line}.{stopped}"))

@@ -38,6 +38,10 @@ from spurctl.sources.wire import job_to_pb, node_to_pb, resource_set_to_pb
 
 AuthMode = Literal["disabled", "permissive", "required"]
 AUTH_MODES: tuple[AuthMode, ...] = ("disabled", "permissive", "required")
+# spur.conf `[controller] job_info_visibility`: what GetJob shows a non-admin caller
+# of another user's job (redacted: the job without nodelist and resources).
+Visibility = Literal["redacted", "owner_only", "full"]
+VISIBILITIES: tuple[Visibility, ...] = ("redacted", "owner_only", "full")
 LEADER_HEADER = "x-spur-leader"
 # spurctld's jsonwebtoken validation tolerates 60 s of clock skew on exp.
 TOKEN_LEEWAY_S = 60
@@ -124,7 +128,9 @@ class SimCluster:
     (without it the controller predates #623 and reclaims nothing);
     `heartbeat_interval` runs it in the background. Records of what was
     received: `cancels` (agent CancelJob), `controller_cancels`, `refusals`,
-    `heartbeat_reclaims`.
+    `heartbeat_reclaims`. `job_info_visibility` is the controller's setting of
+    that name: under `owner_only`, GetJob answers NOT_FOUND to a non-admin
+    caller for another user's job, exactly as for an untracked id.
     """
 
     def __init__(
@@ -140,7 +146,14 @@ class SimCluster:
         agents: bool | Iterable[str] = True,
         agent_latency: float = 0.0,
         controller_latency: float = 0.0,
+        job_info_visibility: Visibility = "redacted",
     ) -> None:
+        if job_info_visibility not in VISIBILITIES:
+            raise ValueError(
+                f"job_info_visibility must be one of {', '.join(VISIBILITIES)}, "
+                f"got {job_info_visibility!r}"
+            )
+        self.job_info_visibility: Visibility = job_info_visibility
         agent_auth = auth if agent_auth is None else agent_auth
         for mode in (auth, agent_auth):
             if mode not in AUTH_MODES:
@@ -478,8 +491,12 @@ class SimCluster:
             raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
         msg = job_to_pb(job)
         if identity is not None and not identity.admin and identity.user != job.user:
-            msg.nodelist = ""
-            msg.ClearField("resources")
+            if self.job_info_visibility == "owner_only":
+                # Indistinguishable from an untracked id, on purpose.
+                raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
+            if self.job_info_visibility == "redacted":
+                msg.nodelist = ""
+                msg.ClearField("resources")
         return msg
 
     def _get_nodes(self, req: pb.GetNodesRequest, identity: Identity | None) -> pb.GetNodesResponse:

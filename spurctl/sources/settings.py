@@ -94,8 +94,13 @@ def load_conf(path: Path | None) -> SpurConf:
         jwt_key=jwt_key or None,
         auth_mode=str(auth["mode"]) if "mode" in auth else None,
         agent_port=agent_port,
-        # Spur's default is "redacted" when the key is absent.
-        job_info_visibility=str(controller.get("job_info_visibility", "redacted")).lower(),
+        # None when the key is absent: Spur's default is "redacted", but a copy of
+        # spur.conf without the key (a login node's) cannot vouch for the controller's.
+        job_info_visibility=(
+            str(controller["job_info_visibility"]).lower()
+            if "job_info_visibility" in controller
+            else None
+        ),
     )
 
 
@@ -234,24 +239,34 @@ class Connection:
     def agent_address(self, node: str) -> str:
         return self.agent_map.get(node) or f"{node}:{self.agent_port}"
 
+    def agent_map_lacks(self, node: str) -> bool:
+        """Whether an --agent-map was given without `node`: its address is then node:port."""
+        return bool(self.agent_map) and not self.agent_map.get(node)
+
     def not_found_doubt(self) -> str | None:
         """Why GetJob's NOT_FOUND might not prove an id untracked, or None when it does.
 
         Spur's `[controller] job_info_visibility = "owner_only"` answers NOT_FOUND
-        for another user's job to a non-admin caller. Only an admin credential, no
-        credential at all, or a spur.conf showing another setting rules that out.
+        for another user's job to a non-admin caller. Only an admin (or `root`)
+        credential, no credential at all, or a spur.conf stating another setting
+        explicitly rules that out: a spur.conf without the key (a login node's
+        copy, say) cannot vouch for the controller's.
         """
         if not self.token:
             return None
-        if token_claims(self.token).get("admin") is True:
+        claims = token_claims(self.token)
+        if claims.get("admin") is True or claims.get("sub") == "root":
             return None
-        if self.conf.job_info_visibility in ("redacted", "full"):
+        # Spur's other settings, stated explicitly; an unknown value proves nothing.
+        setting = self.conf.job_info_visibility
+        if setting in ("redacted", "full"):
             return None
-        known = (
-            "spur.conf sets job_info_visibility = owner_only"
-            if self.conf.job_info_visibility == "owner_only"
-            else "no spur.conf says how the controller shows other users' jobs"
-        )
+        if setting == "owner_only":
+            known = "spur.conf sets job_info_visibility = owner_only"
+        elif setting is None:
+            known = "no spur.conf states job_info_visibility"
+        else:
+            known = f"spur.conf's job_info_visibility = {setting!r} is not a setting spurctl knows"
         return (
             f"the credential is not an admin's and {known}, so GetJob's NOT_FOUND may hide "
             "another user's job: such ids are unverifiable (use an admin token, or --conf "
