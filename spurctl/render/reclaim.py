@@ -259,7 +259,10 @@ def print_run(
         )
     console.print(table)
     counts = {r: sum(1 for o in run.outcomes if o.result is r) for r in Result}
-    line = ", ".join(f"{counts[r]} {r.value}" for r in Result)
+    # "unconfirmed" only when there are some: the usual line stays as it always read.
+    line = ", ".join(
+        f"{counts[r]} {r.value}" for r in Result if r is not Result.UNCONFIRMED or counts[r]
+    )
     if run.not_attempted:
         why = "journal unwritable" if facts and facts.journal_error else "interrupted"
         line += f", {len(run.not_attempted)} not sent ({why})"

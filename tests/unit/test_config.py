@@ -140,7 +140,35 @@ def test_not_found_is_proof_only_when_owner_only_visibility_is_ruled_out(tmp_pat
     assert Connection(("http://c:1",), token=_token(False), conf=redacted).not_found_doubt() is None
 
 
-def test_conf_without_visibility_key_means_spurs_default_redacted(tmp_path: Path) -> None:
+def test_conf_without_visibility_key_states_nothing_and_leaves_not_found_in_doubt(
+    tmp_path: Path,
+) -> None:
+    # Issue 13 item 2: a spur.conf without the key (a login node's copy) cannot vouch for
+    # the controller's setting, which may be owner_only: it used to read as "redacted".
+    from spurctl.sources.settings import Connection
+
     conf_path = tmp_path / "spur.conf"
     conf_path.write_text('cluster_name = "c"\n')
-    assert load_conf(conf_path).job_info_visibility == "redacted"
+    conf = load_conf(conf_path)
+    assert conf.job_info_visibility is None
+    doubt = Connection(("http://c:1",), token=_token(False), conf=conf).not_found_doubt()
+    assert doubt is not None and "no spur.conf states job_info_visibility" in doubt
+    explicit = tmp_path / "explicit.conf"
+    explicit.write_text('[controller]\njob_info_visibility = "Redacted"\n')
+    assert load_conf(explicit).job_info_visibility == "redacted"
+    assert (
+        Connection(("http://c:1",), token=_token(False), conf=load_conf(explicit)).not_found_doubt()
+        is None
+    )
+
+
+def test_a_root_credential_proves_not_found_like_an_admin() -> None:
+    import jwt
+
+    from spurctl.sources.settings import Connection, SpurConf
+
+    root = jwt.encode({"sub": "root"}, "k" * 32, algorithm="HS256")
+    owner_only = SpurConf(job_info_visibility="owner_only")
+    assert Connection(("http://c:1",), token=root, conf=owner_only).not_found_doubt() is None
+    odd = SpurConf(job_info_visibility="owner-only")  # not a setting: proves nothing
+    assert Connection(("http://c:1",), token=_token(False), conf=odd).not_found_doubt()
