@@ -16,6 +16,8 @@ import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+import pytest
+
 from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
 from tests.cli import (
@@ -62,6 +64,33 @@ def test_ctrl_c_stops_before_the_next_send_and_the_journal_matches_what_the_agen
         not_sent = {(e["node"], e["job_id"]) for e in doc["not_attempted"]}
         assert not_sent and not_sent.isdisjoint(sent)
         assert not_sent | outcomes(journal) == PLANNED
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_the_run_as_ctrl_c_does(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    with SimCluster(incident(), agent_latency=0.4) as sim:
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        journal = tmp_path / "journal.jsonl"
+        with reclaim(sim, inventory, agent_map, journal, tmp_path / "home") as proc:
+            wait_for(lambda: journal.exists() and bool(outcomes(journal)))
+            proc.send_signal(stop)
+            stdout, stderr = proc.communicate(timeout=30)
+
+        assert proc.returncode == 1, stderr
+        assert "Traceback" not in stderr
+        sent = outcomes(journal, "sent")
+        assert sorted(cancelled(sim)) == sorted(sent)
+        assert 1 <= len(sent) < len(PLANNED)
+        assert unresolved(journal) == []
+        doc = json.loads(stdout)
+        assert doc["summary"]["interrupted"] is True
+        assert doc["summary"]["stopped_by"] == stop.name
+        not_sent = {(e["node"], e["job_id"]) for e in doc["not_attempted"]}
+        assert not_sent and not_sent | outcomes(journal) == PLANNED
 
 
 def test_ctrl_c_at_the_confirmation_prompt_sends_nothing(
