@@ -210,12 +210,17 @@ def run_document(
         "not_attempted": [
             {"node": e.node, "job_id": e.job_id} for e in (run.not_attempted if run else [])
         ],
+        "stopped_by": run.stopped_by if run else None,
         "summary": {
             "planned": len(entries),
-            **{r.value: sum(1 for o in outcomes if o.result is r) for r in Result},
+            # "unconfirmed" (sent, but the re-collect failed) appears only when some are,
+            # so the summary of every other run reads as it always did.
+            **{
+                r.value: n
+                for r in Result
+                if (n := sum(1 for o in outcomes if o.result is r)) or r is not Result.UNCONFIRMED
+            },
             "interrupted": bool(run and run.interrupted),
-            "stopped_by": run.stopped_by if run else None,
-            "not_sent": len(run.not_attempted) if run else 0,
         },
     }
 

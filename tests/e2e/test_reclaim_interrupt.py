@@ -88,7 +88,7 @@ def test_sigterm_and_sighup_stop_the_run_as_ctrl_c_does(
         assert unresolved(journal) == []
         doc = json.loads(stdout)
         assert doc["summary"]["interrupted"] is True
-        assert doc["summary"]["stopped_by"] == stop.name
+        assert doc["stopped_by"] == stop.name
         not_sent = {(e["node"], e["job_id"]) for e in doc["not_attempted"]}
         assert not_sent and not_sent | outcomes(journal) == PLANNED
 
