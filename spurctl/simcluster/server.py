@@ -122,7 +122,10 @@ class SimCluster:
     demand the credential next to a controller that still answers anonymously).
     `heartbeat_reclaim` makes `heartbeat()` apply spurctld's post-#623 reclaim
     (without it the controller predates #623 and reclaims nothing);
-    `heartbeat_interval` runs it in the background. Records of what was
+    `heartbeat_interval` runs it in the background. `agent_echo` (a fault,
+    settable at any time) makes every agent fail each call with an error whose
+    details echo the call's `authorization` metadata, as a careless server's
+    error path might. Records of what was
     received: `cancels` (agent CancelJob), `controller_cancels`, `refusals`,
     `heartbeat_reclaims`.
     """
@@ -140,6 +143,7 @@ class SimCluster:
         agents: bool | Iterable[str] = True,
         agent_latency: float = 0.0,
         controller_latency: float = 0.0,
+        agent_echo: bool = False,
     ) -> None:
         agent_auth = auth if agent_auth is None else agent_auth
         for mode in (auth, agent_auth):
@@ -156,6 +160,7 @@ class SimCluster:
         self.heartbeat_interval = heartbeat_interval
         self.agent_latency = agent_latency
         self.controller_latency = controller_latency
+        self.agent_echo = agent_echo
         if agents is True:
             wanted = list(self.state.nodes)
         elif agents is False:
@@ -403,6 +408,11 @@ class SimCluster:
                 identity = self._authenticate(
                     context.invocation_metadata(), mode=mode, missing_hint=missing_hint
                 )
+                if endpoint != "controller" and self.agent_echo:
+                    seen = "; ".join(f"{k}={v}" for k, v in context.invocation_metadata() or ())
+                    raise _Refused(
+                        grpc.StatusCode.INTERNAL, f"{method} failed; request metadata: {seen}"
+                    )
                 if offload:
                     loop = asyncio.get_running_loop()
                     return await loop.run_in_executor(None, body, request, identity)
