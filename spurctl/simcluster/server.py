@@ -409,7 +409,10 @@ class SimCluster:
                     context.invocation_metadata(), mode=mode, missing_hint=missing_hint
                 )
                 if endpoint != "controller" and self.agent_echo:
-                    seen = "; ".join(f"{k}={v}" for k, v in context.invocation_metadata() or ())
+                    seen = "; ".join(
+                        f"{k}={v if isinstance(v, str) else v.decode(errors='replace')}"
+                        for k, v in context.invocation_metadata() or ()
+                    )
                     raise _Refused(
                         grpc.StatusCode.INTERNAL, f"{method} failed; request metadata: {seen}"
                     )
