@@ -114,3 +114,66 @@ def test_a_hostlist_naming_millions_of_nodes_is_refused_before_it_is_expanded(
     with pytest.raises(SpurctlError, match=f"more than {MAX_NODES:,}"):
         parse_scope(hostlist)
     assert time.monotonic() - started < 0.5
+
+
+# -- issue 13 item 5: a snapshot's completeness is read, never inferred ---------------
+
+
+def _snapshot(**view: Any) -> dict[str, Any]:
+    jobs = [{"job_id": i, "state": "RUNNING", "nodelist": "gpu001"} for i in (7, 8)]
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "taken_at": "2026-12-02T10:00:00Z",
+        "controller": {"address": "http://ctl:6817", "version": "0.8.0"},
+        "watermark": {"value": 9, "source": "estimated"},
+        "view": view,
+        "jobs": jobs,
+        "nodes": [{"name": "gpu001", "state": "IDLE"}],
+    }
+
+
+def test_a_whole_snapshot_reads_complete_and_a_scoped_one_incomplete() -> None:
+    view, wm = snapshot_from_dict(
+        _snapshot(complete=True, jobs_seen=2, jobs_total=2), where="snap.json"
+    )
+    assert view.complete and wm.value == 9
+    view, _ = snapshot_from_dict(
+        _snapshot(complete=False, jobs_seen=2, jobs_total=5), where="snap.json"
+    )
+    assert not view.complete
+    view, _ = snapshot_from_dict(_snapshot(jobs_total=5), where="snap.json")
+    assert not view.complete
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        (_snapshot(complete=True, jobs_seen=2), "view.jobs_total"),
+        ({k: v for k, v in _snapshot().items() if k != "view"}, "view.jobs_total"),
+        (_snapshot(complete=True, jobs_seen=5, jobs_total=5), "view.jobs_seen"),
+        (_snapshot(complete=True, jobs_total=5), "view.complete"),
+        (_snapshot(complete=False, jobs_total=2), "view.complete"),
+        (_snapshot(complete="yes", jobs_total=2), "view.complete"),
+        (_snapshot(jobs_total=2**32), "jobs_total"),
+        ({**_snapshot(jobs_total=2), "watermark": {"value": 2**32}}, "watermark"),
+        ({**_snapshot(jobs_total=2), "watermark": {}}, "watermark.value"),
+        (
+            {**_snapshot(jobs_total=2), "jobs": [{"job_id": 7, "state": "RUNNING"}] * 2},
+            "appears twice",
+        ),
+        (
+            {
+                **_snapshot(jobs_total=1),
+                "jobs": [{"job_id": 7, "state": "RUNNING", "array_job_id": 2**33}],
+            },
+            "array_job_id",
+        ),
+    ],
+)
+def test_a_forged_or_truncated_snapshot_is_one_error_naming_the_field(
+    doc: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(SpurctlError) as err:
+        snapshot_from_dict(doc, where="snap.json")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("snap.json") and field in message
