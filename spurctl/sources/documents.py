@@ -388,30 +388,50 @@ def inventory_from_dict(d: Any, *, where: str) -> Inventory:
 
 def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
     """Inventories from a JSON document, a JSON array of them, or JSON Lines."""
+    for _, inv in parse_inventory_records(text, name=name):
+        yield inv
+
+
+def _loads(text: str, *, where: str) -> Any:
+    """json.loads, with a document nested too deeply for the parser as a DocumentError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DocumentError(
+            f"{where}: nested too deeply to be an inventory (not spurctl node-inventory output)"
+        ) from None
+
+
+def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inventory]]:
+    """Each inventory with where it came from ("FILE: line N", "FILE: item N" or "FILE")."""
     stripped = text.strip()
     if not stripped:
         return
     if stripped.startswith("["):
         try:
-            docs = json.loads(stripped)
+            docs = _loads(stripped, where=name)
         except json.JSONDecodeError as exc:
             raise DocumentError(f"{name}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(docs, list):
+            raise DocumentError(f"{name}: expected a JSON array of inventories")
         for i, doc in enumerate(docs):
-            yield inventory_from_dict(doc, where=f"{name}: item {i + 1}")
+            where = f"{name}: item {i + 1}"
+            yield where, inventory_from_dict(doc, where=where)
         return
     try:
-        yield inventory_from_dict(json.loads(stripped), where=name)
+        yield name, inventory_from_dict(_loads(stripped, where=name), where=name)
         return
     except json.JSONDecodeError:
         pass  # not one document: JSON Lines
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        where = f"{name}: line {lineno}"
         try:
-            doc = json.loads(line)
+            doc = _loads(line, where=where)
         except json.JSONDecodeError as exc:
-            raise DocumentError(f"{name}: line {lineno}: not valid JSON ({exc.msg})") from None
-        yield inventory_from_dict(doc, where=f"{name}: line {lineno}")
+            raise DocumentError(f"{where}: not valid JSON ({exc.msg})") from None
+        yield where, inventory_from_dict(doc, where=where)
 
 
 def dump_json(doc: Any, *, indent: int | None = 2) -> str:
