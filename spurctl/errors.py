@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 import json
+import re
+import threading
 from typing import NoReturn
 
 
@@ -37,18 +39,50 @@ class DocumentError(SpurctlError):
 
 
 _secrets: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+_secrets_lock = threading.Lock()
+
+# A secret shorter than this is redacted only where it stands alone (not inside a
+# longer run of token characters): a two-character key must not blank every
+# occurrence of those two letters in a message, yet never print on its own.
+_SHORT = 4
+_TOKEN_CHARS = r"A-Za-z0-9_.~+/=-"
 
 
 def register_secret(value: str | None) -> None:
-    """Remember a secret so that no message spurctl prints can carry it."""
-    if value and len(value) >= 4:
-        _secrets.add(value)
-        # The same secret as repr() or JSON prints it: escapes would slip past a plain match.
-        for form in (repr(value)[1:-1], json.dumps(value)[1:-1]):
-            _secrets.add(form)
+    """Remember a secret so that no message spurctl prints can carry it.
+
+    Every secret counts, however short; spurctl registers each credential it
+    mints itself before sending it.
+    """
+    global _pattern
+    if not value:
+        return
+    # The same secret as repr() or JSON prints it: escapes would slip past a plain match.
+    forms = {value, repr(value)[1:-1], json.dumps(value)[1:-1]}
+    with _secrets_lock:
+        if forms <= _secrets:
+            return
+        _secrets.update(forms)
+        _pattern = None
+
+
+def _compiled() -> re.Pattern[str] | None:
+    global _pattern
+    with _secrets_lock:
+        if _pattern is None and _secrets:
+            parts = []
+            for secret in sorted(_secrets, key=len, reverse=True):
+                escaped = re.escape(secret)
+                if len(secret) < _SHORT:
+                    escaped = rf"(?<![{_TOKEN_CHARS}]){escaped}(?![{_TOKEN_CHARS}])"
+                parts.append(escaped)
+            _pattern = re.compile("|".join(parts))
+        return _pattern
 
 
 def redact(text: str) -> str:
-    for secret in sorted(_secrets, key=len, reverse=True):
-        text = text.replace(secret, "<redacted>")
-    return text
+    pattern = _compiled()
+    if pattern is None:
+        return text
+    return pattern.sub("<redacted>", text)

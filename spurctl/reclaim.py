@@ -299,7 +299,7 @@ def send(
             _opened(journal_path) as journal,
             ControllerClient(conn) as client,
         ):
-            for u in unresolved:
+            for u in journal.still_open(unresolved):
                 try:
                     journal.outcome(
                         u.node,
@@ -528,8 +528,7 @@ def prepare(
         for e in entries
         if (why := stale_reason(e, when, max_inventory_age_s)) is not None
     }
-    # A journal that is not a regular file (a device, a pipe) has no earlier run to read.
-    earlier = unresolved(path) if path.is_file() else []
+    earlier = unresolved(path)
     return Prepared(
         report,
         inputs,
@@ -569,19 +568,24 @@ def carry_out(
     summary now, not a settle and a re-collect. Raises JournalFailed, carrying
     the run so far, when the journal cannot be written.
     """
+    from spurctl.act.journal import journal_lock
+
     check_can_send(conn)
-    run = send(
-        prepared.entries,
-        conn,
-        journal_path=prepared.journal_path,
-        watermark=prepared.inputs.watermark.value,
-        concurrency=concurrency,
-        unresolved=prepared.unresolved,
-        max_inventory_age_s=prepared.max_inventory_age_s,
-    )
-    touched = sorted({o.entry.node for o in run.outcomes if o.result is Result.SENT})
-    if recollect is not None and recollect.collect and touched and not run.interrupted:
-        reverify(run, prepared.journal_path, touched, recollect, settle)
+    # One lock from the first intent to the last verified outcome: a second run on
+    # this journal in between would resend cancels and close our intents.
+    with journal_lock(prepared.journal_path):
+        run = send(
+            prepared.entries,
+            conn,
+            journal_path=prepared.journal_path,
+            watermark=prepared.inputs.watermark.value,
+            concurrency=concurrency,
+            unresolved=prepared.unresolved,
+            max_inventory_age_s=prepared.max_inventory_age_s,
+        )
+        touched = sorted({o.entry.node for o in run.outcomes if o.result is Result.SENT})
+        if recollect is not None and recollect.collect and touched and not run.interrupted:
+            reverify(run, prepared.journal_path, touched, recollect, settle)
     return run
 
 

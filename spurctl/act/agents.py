@@ -9,15 +9,21 @@ on another node.
 from __future__ import annotations
 
 import threading
+import time
 
 import grpc
 
+from spurctl.errors import redact, register_secret
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
 from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
 from spurctl.sources.credentials import CONTROLLER_SUBJECT, MAX_LIFETIME_S, mint
 
 GRACEFUL = 0
+
+# A minted credential is reused for at most this long (it lives MAX_LIFETIME_S):
+# a fresh one per cancel would register thousands of secrets in a large reclaim.
+REUSE_S = 60.0
 
 
 class AgentError(Exception):
@@ -33,6 +39,8 @@ class AgentPool:
         self._lock = threading.Lock()
         self._stubs: dict[str, pb_grpc.SlurmAgentStub] = {}
         self._channels: list[grpc.Channel] = []
+        self._token: str | None = None
+        self._minted_at = 0.0
 
     def _stub(self, address: str) -> pb_grpc.SlurmAgentStub:
         with self._lock:
@@ -46,9 +54,16 @@ class AgentPool:
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         if not self._jwt_key:
             return ()
-        # Minted per call: short-lived (the agent checks exp), never stored.
-        token = mint(self._jwt_key, CONTROLLER_SUBJECT, lifetime_s=MAX_LIFETIME_S)
-        return (("authorization", f"Bearer {token}"),)
+        # Short-lived (the agent checks exp), kept in memory only, and registered as a
+        # secret before it is first sent: an agent error that echoes the request's
+        # metadata must not carry it into the journal or any output.
+        with self._lock:
+            now = time.monotonic()
+            if self._token is None or now - self._minted_at >= REUSE_S:
+                token = mint(self._jwt_key, CONTROLLER_SUBJECT, lifetime_s=MAX_LIFETIME_S)
+                register_secret(token)
+                self._token, self._minted_at = token, now
+            return (("authorization", f"Bearer {self._token}"),)
 
     def cancel(self, address: str, job_id: int) -> None:
         """AgentCancelJob(job_id, signal 0) to this agent only; AgentError on failure."""
@@ -67,7 +82,7 @@ class AgentPool:
             elif isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 # The request may have reached spurd before the deadline: not "not sent".
                 why += "; the cancel may still have been applied: check the node"
-            raise AgentError(f"agent {address}: {why}") from None
+            raise AgentError(redact(f"agent {address}: {why}")) from None
 
     def close(self) -> None:
         for ch in self._channels:

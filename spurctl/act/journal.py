@@ -3,20 +3,32 @@
 Every cancel gets an `intent` record before it is sent and an `outcome` after;
 each record is flushed and fsynced before the next cancel goes out, so after a
 crash or Ctrl-C an intent without an outcome says exactly which node to check.
+
+One reclaim at a time per journal: an open Journal holds an exclusive lock
+(flock on the sibling `<journal>.lock`, which records the holder's pid) for as
+long as it is open, and a second run refuses at once naming that pid. Within one
+process the lock is re-entrant, so `journal_lock(path)` can hold it across a
+whole run that opens the Journal more than once. Reading (`unresolved`, dry
+runs) never takes the lock. The journal is created 0600 in a 0700 directory; a
+torn or unreadable line is reported and skipped, never fatal.
 """
 
 from __future__ import annotations
 
+import fcntl
 import getpass
 import json
 import os
+import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.model import format_time, utcnow
+from spurctl.model import MAX_JOB_ID, format_time, utcnow
 
 
 def default_path() -> Path:
@@ -29,6 +41,95 @@ def operator_name() -> str:
         return getpass.getuser()
     except Exception:  # no passwd entry in a container: still record something
         return str(os.getuid())
+
+
+def lock_path(path: Path) -> Path:
+    """The sibling file whose flock says a reclaim is using `path` (and holds its pid)."""
+    return path.with_name(path.name + ".lock")
+
+
+def _make_parent(path: Path) -> None:
+    # A directory spurctl creates for the journal is its owner's alone.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+class _Held:
+    __slots__ = ("count", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.count = 1
+
+
+_held: dict[str, _Held] = {}
+_held_lock = threading.Lock()
+
+
+def _key(path: Path) -> str:
+    return os.path.realpath(lock_path(path))
+
+
+def _acquire(path: Path) -> None:
+    key = _key(path)
+    with _held_lock:
+        held = _held.get(key)
+        if held is not None:
+            held.count += 1
+            return
+        lock = lock_path(path)
+        try:
+            _make_parent(path)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise SpurctlError(
+                f"cannot open journal lock {lock}: {exc.strerror}; pass --journal PATH"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                pid = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise SpurctlError(
+                f"journal {path} is in use by another reclaim (pid {pid}); "
+                "wait for it to finish (one reclaim at a time per journal) or pass --journal PATH"
+            ) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the lock is what counts; the pid is only for the message
+        _held[key] = _Held(fd)
+
+
+def _release(path: Path) -> None:
+    key = _key(path)
+    with _held_lock:
+        held = _held.get(key)
+        if held is None:
+            return
+        held.count -= 1
+        if held.count == 0:
+            del _held[key]
+            os.close(held.fd)  # closing the last descriptor releases the flock
+
+
+@contextmanager
+def journal_lock(path: Path) -> Iterator[None]:
+    """Hold the journal's exclusive lock for a whole run (re-entrant in one process).
+
+    Raises SpurctlError naming the holder's pid when another process holds it.
+    """
+    _acquire(path)
+    try:
+        yield
+    finally:
+        _release(path)
+
+
+def _warn(message: str) -> None:
+    print(f"spurctl: warning: {message}", file=sys.stderr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +157,46 @@ class Journal:
         self._sync_lock = threading.Lock()  # one fsync at a time
         self._written = 0  # records written and flushed to the OS
         self._synced = 0  # records known to be on disk
+        _acquire(path)  # held until close(): SpurctlError if another run holds it
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            _make_parent(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._fh = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._end_torn_line(fd)
         except OSError as exc:
+            _release(path)
             raise SpurctlError(
                 f"cannot open journal {path}: {exc.strerror}; pass --journal PATH"
             ) from None
 
+    def _end_torn_line(self, fd: int) -> None:
+        # A crash mid-record leaves a line without its newline; the next record
+        # must start on a line of its own, or it would be torn too.
+        size = os.fstat(fd).st_size
+        if size:
+            rfd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                last = os.pread(rfd, 1, size - 1)
+            finally:
+                os.close(rfd)
+            if last != b"\n":
+                self._fh.write("\n")
+                self._fh.flush()
+
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        finally:
+            _release(self.path)
+
+    def still_open(self, items: Iterable[Unresolved]) -> list[Unresolved]:
+        """Those of `items` the journal, read now under the lock, still leaves open.
+
+        A list read before the lock was taken may name intents another run has
+        since closed; only the ones still open may be closed as interrupted.
+        """
+        now = set(unresolved(self.path, warn=lambda _: None))
+        return [u for u in items if u in now]
 
     def __enter__(self) -> Journal:
         return self
@@ -116,23 +247,54 @@ class Journal:
         )
 
 
-def unresolved(path: Path) -> list[Unresolved]:
-    """Intents with no outcome after them (an interrupted or crashed reclaim)."""
-    if not path.exists():
+def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolved]:
+    """Intents with no outcome after them (an interrupted or crashed reclaim).
+
+    Never takes the lock (a dry run must not wait for a running reclaim). A line
+    that is not a whole, readable record (a crash mid-write: cut UTF-8, a number
+    no job id can be, not JSON) is reported through `warn` with its line number
+    and skipped.
+    """
+    # A journal that is not a regular file (a device, a pipe) holds no earlier run,
+    # and reading one may never end (/dev/full reads zeros forever).
+    if not path.is_file():
         return []
-    open_intents: dict[tuple[str, int], Unresolved] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
     except OSError as exc:
         raise SpurctlError(f"cannot read journal {path}: {exc.strerror}") from None
-    for line in lines:
+    open_intents: dict[tuple[str, int], Unresolved] = {}
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
         try:
-            rec = json.loads(line)
-            key = (str(rec["node"]), int(rec["job_id"]))
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn last line from a crash: the intent before it stays open
+            rec = _record(raw)
+        except Exception as exc:  # whatever a torn line does, it must not stop the reader
+            why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+            warn(f"journal {path} line {lineno}: unreadable record skipped ({why})")
+            continue
+        key = (rec["node"], rec["job_id"])
         if rec.get("event") == "intent":
             open_intents[key] = Unresolved(str(rec.get("at")), key[0], key[1], str(rec.get("kind")))
         elif rec.get("event") == "outcome":
             open_intents.pop(key, None)
     return sorted(open_intents.values(), key=lambda u: (u.at, u.node, u.job_id))
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    """One journal line as a record with a str node and a job id in range; ValueError if not."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8: cut mid-character") from None
+    rec = json.loads(text)
+    if not isinstance(rec, dict):
+        raise ValueError("not a JSON object")
+    node, job_id = rec.get("node"), rec.get("job_id")
+    if not isinstance(node, str) or not node:
+        raise ValueError("no node name")
+    if type(job_id) is not int or not 0 <= job_id <= MAX_JOB_ID:
+        raise ValueError(f"job_id is not a job id: {str(job_id)[:40]}")
+    return rec

@@ -126,7 +126,10 @@ class SimCluster:
     demand the credential next to a controller that still answers anonymously).
     `heartbeat_reclaim` makes `heartbeat()` apply spurctld's post-#623 reclaim
     (without it the controller predates #623 and reclaims nothing);
-    `heartbeat_interval` runs it in the background. Records of what was
+    `heartbeat_interval` runs it in the background. `agent_echo` (a fault,
+    settable at any time) makes every agent fail each call with an error whose
+    details echo the call's `authorization` metadata, as a careless server's
+    error path might. Records of what was
     received: `cancels` (agent CancelJob), `controller_cancels`, `refusals`,
     `heartbeat_reclaims`. `job_info_visibility` is the controller's setting of
     that name: under `owner_only`, GetJob answers NOT_FOUND to a non-admin
@@ -147,6 +150,7 @@ class SimCluster:
         agent_latency: float = 0.0,
         controller_latency: float = 0.0,
         job_info_visibility: Visibility = "redacted",
+        agent_echo: bool = False,
     ) -> None:
         if job_info_visibility not in VISIBILITIES:
             raise ValueError(
@@ -169,6 +173,7 @@ class SimCluster:
         self.heartbeat_interval = heartbeat_interval
         self.agent_latency = agent_latency
         self.controller_latency = controller_latency
+        self.agent_echo = agent_echo
         if agents is True:
             wanted = list(self.state.nodes)
         elif agents is False:
@@ -416,6 +421,14 @@ class SimCluster:
                 identity = self._authenticate(
                     context.invocation_metadata(), mode=mode, missing_hint=missing_hint
                 )
+                if endpoint != "controller" and self.agent_echo:
+                    seen = "; ".join(
+                        f"{k}={v if isinstance(v, str) else v.decode(errors='replace')}"
+                        for k, v in context.invocation_metadata() or ()
+                    )
+                    raise _Refused(
+                        grpc.StatusCode.INTERNAL, f"{method} failed; request metadata: {seen}"
+                    )
                 if offload:
                     loop = asyncio.get_running_loop()
                     return await loop.run_in_executor(None, body, request, identity)

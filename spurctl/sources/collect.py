@@ -179,7 +179,16 @@ def _run(
         task.schedule(worker)
         task.run()
     timed_out = set(worker.iter_keys_timeout())
-    return {node: _inventory(node, outcomes[node], node in timed_out, timeout) for node in nodes}
+    return {node: _guarded(node, outcomes[node], node in timed_out, timeout) for node in nodes}
+
+
+def _guarded(node: str, outcome: _Outcome, timed_out: bool, timeout: float) -> Inventory:
+    """This node's inventory; whatever reading its output raises is this node's error alone."""
+    try:
+        return _inventory(node, outcome, timed_out, timeout)
+    except Exception as exc:  # RecursionError, MemoryError, anything: the others go on
+        why = str(exc).splitlines()[0] if str(exc) else ""
+        return failed(node, _clip(f"output could not be read ({type(exc).__name__}: {why})"))
 
 
 def _inventory(node: str, outcome: _Outcome, timed_out: bool, timeout: float) -> Inventory:
@@ -197,6 +206,10 @@ def _inventory(node: str, outcome: _Outcome, timed_out: bool, timeout: float) ->
         found = list(parse_inventory_text(text, name="output"))
     except DocumentError as exc:
         return failed(node, _clip(f"printed no valid inventory ({exc})"))
+    except Exception as exc:  # a parser that gives up some other way: still this node's error
+        return failed(
+            node, _clip(f"printed no valid inventory ({type(exc).__name__} while reading it)")
+        )
     if len(found) != 1:
         what = "no inventory" if not found else f"{len(found)} inventories, expected one"
         return failed(node, f"printed {what}")

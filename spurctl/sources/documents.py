@@ -55,6 +55,14 @@ def _job_id(d: dict[str, Any], *, where: str) -> int:
     return value
 
 
+def _u32(d: dict[str, Any], key: str, *, where: str, default: int | None = 0) -> int:
+    """A field Spur keeps as a uint32 (job ids, the watermark, job counts)."""
+    value = _int(d, key, where=where, default=default)
+    if value > MAX_JOB_ID:
+        raise DocumentError(f"{where}: field {key!r} is {value}, beyond uint32 ({MAX_JOB_ID})")
+    return value
+
+
 def _opt_int(d: dict[str, Any], key: str, *, where: str) -> int | None:
     value = d.get(key)
     if value is None:
@@ -227,8 +235,8 @@ def job_from_dict(d: Any, *, where: str) -> Job:
         num_nodes=_int(d, "num_nodes", where=where),
         num_tasks=_int(d, "num_tasks", where=where),
         resources=allocation_from_dict(d.get("resources"), where=where),
-        array_job_id=_int(d, "array_job_id", where=where),
-        array_task_id=_int(d, "array_task_id", where=where),
+        array_job_id=_u32(d, "array_job_id", where=where),
+        array_task_id=_u32(d, "array_task_id", where=where),
     )
 
 
@@ -380,30 +388,50 @@ def inventory_from_dict(d: Any, *, where: str) -> Inventory:
 
 def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
     """Inventories from a JSON document, a JSON array of them, or JSON Lines."""
+    for _, inv in parse_inventory_records(text, name=name):
+        yield inv
+
+
+def _loads(text: str, *, where: str) -> Any:
+    """json.loads, with a document nested too deeply for the parser as a DocumentError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DocumentError(
+            f"{where}: nested too deeply to be an inventory (not spurctl node-inventory output)"
+        ) from None
+
+
+def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inventory]]:
+    """Each inventory with where it came from ("FILE: line N", "FILE: item N" or "FILE")."""
     stripped = text.strip()
     if not stripped:
         return
     if stripped.startswith("["):
         try:
-            docs = json.loads(stripped)
+            docs = _loads(stripped, where=name)
         except json.JSONDecodeError as exc:
             raise DocumentError(f"{name}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(docs, list):
+            raise DocumentError(f"{name}: expected a JSON array of inventories")
         for i, doc in enumerate(docs):
-            yield inventory_from_dict(doc, where=f"{name}: item {i + 1}")
+            where = f"{name}: item {i + 1}"
+            yield where, inventory_from_dict(doc, where=where)
         return
     try:
-        yield inventory_from_dict(json.loads(stripped), where=name)
+        yield name, inventory_from_dict(_loads(stripped, where=name), where=name)
         return
     except json.JSONDecodeError:
         pass  # not one document: JSON Lines
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        where = f"{name}: line {lineno}"
         try:
-            doc = json.loads(line)
+            doc = _loads(line, where=where)
         except json.JSONDecodeError as exc:
-            raise DocumentError(f"{name}: line {lineno}: not valid JSON ({exc.msg})") from None
-        yield inventory_from_dict(doc, where=f"{name}: line {lineno}")
+            raise DocumentError(f"{where}: not valid JSON ({exc.msg})") from None
+        yield where, inventory_from_dict(doc, where=where)
 
 
 def dump_json(doc: Any, *, indent: int | None = 2) -> str:
@@ -434,21 +462,38 @@ def snapshot_to_dict(view: ControllerView, watermark: Watermark) -> dict[str, An
 
 
 def snapshot_from_dict(d: Any, *, where: str) -> tuple[ControllerView, Watermark]:
+    """A saved controller view. Its completeness is read, never inferred from absence.
+
+    `view.jobs_total` is required (a snapshot without it would make every id it
+    lacks look untracked); `view.jobs_seen` and `view.complete`, when present,
+    must agree with the jobs the file holds, so a truncated or edited file is
+    refused. Job ids, the watermark and the counts are uint32, as in Spur.
+    """
     d = _obj(d, where=where)
     if d.get("schema") != SNAPSHOT_SCHEMA:
         raise DocumentError(
             f"{where}: schema is {d.get('schema')!r}, expected {SNAPSHOT_SCHEMA!r} "
             "(save one with `spurctl snapshot -o FILE`)"
         )
+    fix = "save a fresh one with `spurctl snapshot -o FILE`"
     ctl = _obj(d.get("controller") or {}, where=f"{where}: controller")
-    view_meta = _obj(d.get("view") or {}, where=f"{where}: view")
+    if "view" not in d or "jobs_total" not in _obj(d["view"], where=f"{where}: view"):
+        raise DocumentError(
+            f"{where}: missing 'view.jobs_total', so nothing says whether the snapshot "
+            f"holds every job; {fix}"
+        )
+    view_meta = _obj(d["view"], where=f"{where}: view")
     wm = _obj(d.get("watermark") or {}, where=f"{where}: watermark")
+    if "value" not in wm:
+        raise DocumentError(f"{where}: missing 'watermark.value'; {fix}")
     jobs_raw, nodes_raw = d.get("jobs"), d.get("nodes")
     if not isinstance(jobs_raw, list) or not isinstance(nodes_raw, list):
         raise DocumentError(f"{where}: 'jobs' and 'nodes' must be lists")
     jobs: dict[int, Job] = {}
     for i, j in enumerate(jobs_raw):
         job = job_from_dict(j, where=f"{where}: jobs[{i}]")
+        if job.job_id in jobs:
+            raise DocumentError(f"{where}: jobs[{i}]: job_id {job.job_id} appears twice; {fix}")
         jobs[job.job_id] = job
     nodes: dict[str, Node] = {}
     for i, n in enumerate(nodes_raw):
@@ -457,17 +502,33 @@ def snapshot_from_dict(d: Any, *, where: str) -> tuple[ControllerView, Watermark
     taken_at = _time(d, "taken_at", where=where)
     if taken_at is None:
         raise DocumentError(f"{where}: missing 'taken_at'")
+    jobs_total = _u32(view_meta, "jobs_total", where=f"{where}: view", default=None)
+    if "jobs_seen" in view_meta:
+        seen = _u32(view_meta, "jobs_seen", where=f"{where}: view", default=None)
+        if seen != len(jobs):
+            raise DocumentError(
+                f"{where}: field 'view.jobs_seen' says {seen} jobs but the file holds "
+                f"{len(jobs)}: truncated or edited; {fix}"
+            )
+    if "complete" in view_meta:
+        said = view_meta["complete"]
+        if not isinstance(said, bool):
+            raise DocumentError(f"{where}: field 'view.complete' must be true or false")
+        if said != (len(jobs) >= jobs_total):
+            raise DocumentError(
+                f"{where}: field 'view.complete' is {str(said).lower()} but the file holds "
+                f"{len(jobs)} of 'view.jobs_total' {jobs_total} jobs; {fix}"
+            )
     view = ControllerView(
         address=_str(ctl, "address", where=where),
         version=_str(ctl, "version", where=where),
         taken_at=taken_at,
         jobs=jobs,
         nodes=nodes,
-        jobs_total=_int(view_meta, "jobs_total", where=where, default=len(jobs)),
+        jobs_total=jobs_total,
     )
     watermark = Watermark(
-        _int(wm, "value", where=f"{where}: watermark", default=view.estimated_watermark()),
-        WatermarkSource.SNAPSHOT,
+        _u32(wm, "value", where=f"{where}: watermark", default=None), WatermarkSource.SNAPSHOT
     )
     return view, watermark
 

@@ -7,22 +7,35 @@ into inventories (exactly one of files or a collect).
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from spurctl.errors import SpurctlError
 from spurctl.gcpause import gc_paused
-from spurctl.model import ControllerView, Inventory
-from spurctl.sources.documents import parse_inventory_text
+from spurctl.model import ControllerView, Inventory, format_time
+from spurctl.sources.documents import parse_inventory_records
 
 if TYPE_CHECKING:
     from spurctl.sources.controller import ControllerClient
 
 INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+# No inventory line comes near this (a node holding 1,000 jobs prints ~200 KB); a
+# longer one is refused by its size, never read into memory whole.
+MAX_LINE_BYTES = 64 * 2**20
+_MIB = 2**20
+
+
+def _warn(message: str) -> None:
+    print(f"spurctl: warning: {message}", file=sys.stderr)
 
 
 @dataclass
@@ -63,37 +76,150 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
     )
 
 
-def load_inventories(sources: Sequence[str]) -> list[Inventory]:
-    """Inventories from files, directories of files, or '-' (stdin); JSON or JSON Lines."""
+def load_inventories(
+    sources: Sequence[str], warn: Callable[[str], None] = _warn
+) -> list[Inventory]:
+    """Inventories from files, directories of files, or '-' (stdin); JSON or JSON Lines.
+
+    In a directory only regular files are read (a FIFO or socket named *.json would
+    block forever); what was skipped is said through `warn`. Two different records
+    of one node collected at the same moment are an error naming both.
+    """
     with gc_paused():
-        return _load_inventories(sources)
+        return _load_inventories(sources, warn)
 
 
-def _load_inventories(sources: Sequence[str]) -> list[Inventory]:
+def _load_inventories(sources: Sequence[str], warn: Callable[[str], None]) -> list[Inventory]:
     out: list[Inventory] = []
+    seen: dict[str, tuple[Inventory, str]] = {}
+
+    def add(records: Iterable[tuple[str, Inventory]]) -> None:
+        # The latest record of a node wins (model.inventories_by_node); two that
+        # tie on collected_at and differ leave no way to choose: an error.
+        for where, inv in records:
+            prev = seen.get(inv.node)
+            if prev is not None and prev[0].collected_at == inv.collected_at:
+                if prev[0] != inv:
+                    when = format_time(inv.collected_at) or "no collected_at"
+                    raise SpurctlError(
+                        f"two different inventories of {inv.node} collected at the same time "
+                        f"({when}): {prev[1]} and {where}; keep one of them"
+                    )
+            elif prev is None or _at(inv) > _at(prev[0]):
+                seen[inv.node] = (inv, where)
+            out.append(inv)
+
     for source in sources:
         if source == "-":
-            out.extend(parse_inventory_text(sys.stdin.read(), name="<stdin>"))
+            stdin = getattr(sys.stdin, "buffer", None)  # a test harness may swap in text
+            text = _read(stdin, "<stdin>") if stdin is not None else sys.stdin.read()
+            add(parse_inventory_records(text, name="<stdin>"))
             continue
-        path = Path(source)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in INVENTORY_SUFFIXES)
-            if not files:
-                raise SpurctlError(
-                    f"--inventory {path} holds no .json or .jsonl files; "
-                    "write them with `spurctl collect -o FILE`"
-                )
-        elif path.exists():
-            files = [path]
-        else:
-            raise SpurctlError(f"--inventory {path}: no such file or directory")
-        for f in files:
+        for f in _files(Path(source), warn):
             try:
-                text = f.read_text()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise SpurctlError(f"cannot read inventory {f}: {exc}") from None
-            out.extend(parse_inventory_text(text, name=str(f)))
+                with open(f, "rb") as fh:
+                    text = _read(fh, str(f))
+            except OSError as exc:
+                raise SpurctlError(f"cannot read inventory {f}: {exc.strerror}") from None
+            add(parse_inventory_records(text, name=str(f)))
     return out
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def _at(inv: Inventory) -> datetime:
+    return inv.collected_at or _NEVER
+
+
+def _stat(path: Path, what: str) -> os.stat_result:
+    try:
+        return path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SpurctlError(
+                f"{what} {path}: a symlink loop (too many levels of symbolic links); "
+                "point it at a real file"
+            ) from None
+        if exc.errno == errno.ENOENT:
+            raise SpurctlError(f"{what} {path}: no such file or directory") from None
+        raise SpurctlError(f"{what} {path}: {exc.strerror}") from None
+
+
+def _files(path: Path, warn: Callable[[str], None]) -> list[Path]:
+    """The files to read for one --inventory PATH."""
+    st = _stat(path, "--inventory")
+    if not stat.S_ISDIR(st.st_mode):
+        return [path]  # named explicitly: read whatever it is (`<(clush ...)` is a pipe)
+    files, skipped = [], []
+    for p in sorted(path.iterdir()):
+        if p.suffix not in INVENTORY_SUFFIXES:
+            continue
+        try:
+            mode = p.stat().st_mode
+        except OSError as exc:
+            why = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror
+            skipped.append(f"{p.name} ({why})")
+            continue
+        if stat.S_ISREG(mode):
+            files.append(p)
+        else:
+            skipped.append(f"{p.name} ({_kind(mode)}, not a regular file)")
+    if skipped:
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        shown = ", ".join(skipped[:5]) + more
+        warn(f"--inventory {path}: skipped {shown}")
+    if not files:
+        raise SpurctlError(
+            f"--inventory {path} holds no .json or .jsonl files"
+            + (" that are regular files" if skipped else "")
+            + "; write them with `spurctl collect -o FILE`"
+        )
+    return files
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
+def _read(stream: BinaryIO, name: str) -> str:
+    """The stream's text, UTF-8 strictly, refusing any line over MAX_LINE_BYTES by its size."""
+    chunks: list[bytes] = []
+    lineno = 0
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            break
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            size = len(line)
+            while True:  # measure the rest of the line without keeping it
+                more = stream.readline(_MIB)
+                size += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+            raise SpurctlError(
+                f"{name}: line {lineno} is {size / _MIB:,.0f} MiB, over the "
+                f"{MAX_LINE_BYTES // _MIB} MiB an inventory line may be: not an inventory "
+                "(`spurctl collect -o FILE` writes one line per node)"
+            )
+        chunks.append(line)
+    data = b"".join(chunks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = data.count(b"\n", 0, exc.start) + 1
+        raise SpurctlError(
+            f"{name}: line {at}: not UTF-8 (byte {exc.start}); inventories are UTF-8 JSON"
+        ) from None
 
 
 def read_view_and_inventories(

@@ -48,8 +48,21 @@ def _port_of(listen_addr: str, default: int) -> int:
     return int(port)
 
 
-def load_conf(path: Path | None) -> SpurConf:
-    """Read spur.conf. An explicit path must exist; the default is used only if present."""
+def _loose(path: Path) -> str | None:
+    """The mode, as 0NNN, when group or others may read `path`; None when only its owner can."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
+    return f"{mode:04o}" if mode & (stat.S_IRWXG | stat.S_IRWXO) else None
+
+
+def load_conf(path: Path | None, warn: Callable[[str], None] | None = None) -> SpurConf:
+    """Read spur.conf. An explicit path must exist; the default is used only if present.
+
+    A spur.conf holding `[auth] jwt_key` that group or others can read gets a
+    one-line warning (the key mints credentials every agent obeys).
+    """
     if path is None:
         if not DEFAULT_CONF.is_file():
             return SpurConf()
@@ -80,11 +93,24 @@ def load_conf(path: Path | None) -> SpurConf:
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise SpurctlError(f"{path}: [controller] hosts must be a list of host names")
     agent_port = network.get("agent_port", DEFAULT_AGENT_PORT)
-    if not isinstance(agent_port, int) or not 0 < agent_port < 65536:
-        raise SpurctlError(f"{path}: [network] agent_port must be a port number")
+    # TOML `true` is a bool, and a bool is an int to Python: never a port.
+    if isinstance(agent_port, bool) or not isinstance(agent_port, int):
+        raise SpurctlError(
+            f"{path}: [network] agent_port must be a port number, got {agent_port!r}"
+        )
+    if not 0 < agent_port < 65536:
+        raise SpurctlError(f"{path}: [network] agent_port must be a port number (1-65535)")
     jwt_key = auth.get("jwt_key")
     if jwt_key is not None and not isinstance(jwt_key, str):
         raise SpurctlError(f"{path}: [auth] jwt_key must be a string")
+    if jwt_key:
+        register_secret(jwt_key)
+        mode = _loose(path)
+        if mode is not None:
+            (warn or _warn)(
+                f"{path} holds [auth] jwt_key and is readable by group or others "
+                f"(mode {mode}); run `chmod 600 {path}`"
+            )
     first = controller.get("first_job_id", 1)
     return SpurConf(
         path=path,
@@ -179,8 +205,13 @@ def _checked_token(token: str, source: str) -> str:
     return token
 
 
-def resolve_jwt_key(flag: Path | None, conf: SpurConf) -> str | None:
-    """The cluster key that mints the controller credential agents demand."""
+def resolve_jwt_key(
+    flag: Path | None, conf: SpurConf, warn: Callable[[str], None] | None = None
+) -> str | None:
+    """The cluster key that mints the controller credential agents demand.
+
+    A key file group or others can read gets a one-line warning, as a token file does.
+    """
     if flag is not None:
         try:
             key = flag.read_text().strip()
@@ -191,6 +222,13 @@ def resolve_jwt_key(flag: Path | None, conf: SpurConf) -> str | None:
             ) from None
         if not key:
             raise SpurctlError(f"--jwt-key-file {flag} is empty; it must hold the cluster jwt_key")
+        register_secret(key)
+        mode = _loose(flag)
+        if mode is not None:
+            (warn or _warn)(
+                f"--jwt-key-file {flag} is readable by group or others (mode {mode}); "
+                f"run `chmod 600 {flag}`"
+            )
         return key
     return conf.jwt_key
 

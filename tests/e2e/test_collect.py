@@ -15,9 +15,10 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
+from spurctl.simcluster import SimCluster
 from spurctl.sources.collect import check_command, collect
 from spurctl.sources.documents import parse_inventory_text
-from tests.cli import run_cli
+from tests.cli import one_line_error, run_cli
 
 OK_SLEEP = 0.3
 TIMEOUT = 2.5
@@ -64,6 +65,10 @@ FAKE_NODE = textwrap.dedent(
         print(json.dumps(inventory(node)))
     elif kind == "empty":
         pass
+    elif kind == "deep":
+        # An inventory whose `held` nests 100,000 deep: the parser recurses out.
+        doc = json.dumps(inventory(node))
+        print(doc.replace('"held": [', '"held": [' + "[" * 100000, 1)[:-2] + "]" * 100001 + "}")
     """
 ).replace("OK_SLEEP", str(OK_SLEEP))
 
@@ -364,3 +369,27 @@ def test_each_command_help_has_a_summary_and_an_example(command: str) -> None:
     run = run_cli(command, "--help")
     assert run.returncode == 0
     assert f"spurctl {command}" in run.stdout.split("Example:", 1)[1]
+
+
+def test_one_nodes_unparseable_output_is_its_error_record_and_the_others_go_on(
+    tmp_path: Path, fake_command: str, lone_controller: SimCluster
+) -> None:
+    """Issue 13 item 9: an inventory nested 100,000 deep is that node's error, never a crash."""
+    run = run_cli(
+        "collect", "--nodes", "ok[1-2],deep1", "--command", fake_command, "--timeout", "20"
+    )
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    docs = {d["node"]: d for d in map(json.loads, run.stdout.splitlines())}
+    assert set(docs) == {"ok1", "ok2", "deep1"}
+    assert docs["deep1"]["error"].startswith("printed no valid inventory")
+    assert "nested too deeply" in docs["deep1"]["error"]
+    assert docs["ok1"]["error"] is None and docs["ok2"]["error"] is None
+    assert "failed (1): deep1" in run.stderr
+
+    # The same document from a file: one clear line, exit 2.
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"schema": "spurctl.inventory/v1", "held": ' + "[" * 100_000 + "}")
+    address = lone_controller.controller_address
+    proc = run_cli("audit", "--controller", address, "--inventory", str(deep))
+    one_line_error(proc, str(deep), "nested too deeply")

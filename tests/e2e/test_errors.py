@@ -189,6 +189,47 @@ def missing_option(w: World) -> tuple[list[str], list[str]]:
     return ["reclaim", "--dry-run"], ["missing option", "--node", "--help"]
 
 
+def symlink_loop_inventory(w: World) -> tuple[list[str], list[str]]:
+    path = w.files / "loop.json"
+    if not path.is_symlink():
+        path.symlink_to(path)
+    return audit_at(w.url, "--inventory", str(path)), [str(path), "symlink loop"]
+
+
+def not_utf8_inventory(w: World) -> tuple[list[str], list[str]]:
+    path = w.files / "latin1.jsonl"
+    path.write_bytes(inventory_line("gpu001").encode() + b'{"node": "gpu\xe9"}\n')
+    return audit_at(w.url, "--inventory", str(path)), [str(path), "line 2", "not UTF-8"]
+
+
+def tied_inventories(w: World) -> tuple[list[str], list[str]]:
+    at = "2026-12-02T10:00:00Z"
+    one = w.write("one.jsonl", inventory_line("gpu020", collected_at=at))
+    held = [{"job_id": 4711, "started_at": "2026-12-01T22:14:05Z"}]
+    two = w.write("two.jsonl", inventory_line("gpu020", collected_at=at, held=held))
+    args = audit_at(w.url, "--inventory", one, "--inventory", two)
+    return args, ["gpu020", "same time", f"{one} and {two}"]
+
+
+def bool_agent_port(w: World) -> tuple[list[str], list[str]]:
+    conf = w.write("boolport.conf", "[network]\nagent_port = true\n")
+    args = reclaim_at(w, "gpu013", "--dry-run", "--conf", conf)
+    return args, [conf, "agent_port", "port number", "True"]
+
+
+def huge_inventory_line(w: World) -> tuple[list[str], list[str]]:
+    path = w.files / "huge-line.jsonl"
+    if not path.exists():
+        with path.open("wb") as fh:
+            fh.write(inventory_line("gpu001").encode())
+            fh.write(b'{"node": "gpu002", "junk": "')
+            chunk = b"x" * 2**20
+            for _ in range(65):
+                fh.write(chunk)
+            fh.write(b'"}\n')
+    return audit_at(w.url, "--inventory", str(path)), [str(path), "line 2", "65 MiB", "64 MiB"]
+
+
 CASES: dict[str, Case] = {
     "controller-unreachable": unreachable,
     "every-ha-endpoint-down": all_down,
@@ -218,6 +259,11 @@ CASES: dict[str, Case] = {
     "unwritable-snapshot": unwritable_snapshot,
     "unknown-option": unknown_option,
     "missing-option": missing_option,
+    "inventory-symlink-loop": symlink_loop_inventory,
+    "inventory-not-utf8": not_utf8_inventory,
+    "two-inventories-of-a-node-tie": tied_inventories,
+    "agent-port-true": bool_agent_port,
+    "inventory-line-over-64mib": huge_inventory_line,
 }
 
 
@@ -264,3 +310,71 @@ def test_a_token_file_others_can_read_is_one_warning_and_is_not_sent(tmp_path: P
             *audit_at(sim.controller_address, "--inventory", str(inventory)), home=tmp_path / "home"
         )
         one_line_error(proc, "wrong key")
+
+
+# -- issue 13 item 14: bad input that used to slip through ------------------------------
+
+
+def test_invalid_utf8_on_stdin_is_exit_2_as_for_a_file(world: World, tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.cli import clean_env, home_for, spurctl_argv
+
+    data = (
+        inventory_line("gpu001").encode()
+        + b'{"schema": "spurctl.inventory/v1", "node": "gpu\xff"}\n'
+    )
+    proc = subprocess.run(
+        spurctl_argv(*audit_at(world.url, "--inventory", "-", "--format", "json")),
+        input=data,
+        capture_output=True,
+        timeout=60,
+        env=clean_env(home_for(tmp_path)),
+    )
+    text = subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    )
+    one_line_error(text, "<stdin>", "line 2", "not UTF-8")
+    assert proc.stdout == b""
+
+
+def test_a_fifo_in_an_inventory_directory_is_skipped_and_named(
+    world: World, tmp_path: Path
+) -> None:
+    import os
+
+    directory = tmp_path / "inventories"
+    directory.mkdir()
+    (directory / "gpu001.json").write_text(inventory_line("gpu001"))
+    os.mkfifo(directory / "stuck.json")  # nobody ever writes to it: reading it would block
+    proc = run_cli(*audit_at(world.url, "--inventory", str(directory)), home=tmp_path, timeout=30)
+    assert proc.returncode in (0, 1), proc.stderr
+    (warning,) = stderr_lines(proc)
+    assert warning == (
+        f"spurctl: warning: --inventory {directory}: "
+        "skipped stuck.json (a FIFO, not a regular file)"
+    )
+
+    os.remove(directory / "gpu001.json")  # only the FIFO left: nothing to read is an error
+    proc = run_cli(*audit_at(world.url, "--inventory", str(directory)), home=tmp_path, timeout=30)
+    assert proc.returncode == 2
+    assert "holds no .json or .jsonl files that are regular files" in proc.stderr
+
+
+def test_a_cluster_key_others_can_read_is_one_warning(world: World, tmp_path: Path) -> None:
+    key = tmp_path / "jwt.key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o644)
+    conf = tmp_path / "spur.conf"
+    conf.write_text(f'[auth]\njwt_key = "{KEY}"\n')
+    conf.chmod(0o640)
+    for flags, expected in (
+        (["--jwt-key-file", str(key)], f"--jwt-key-file {key} is readable by group or others "
+         f"(mode 0644); run `chmod 600 {key}`"),
+        (["--conf", str(conf)], f"{conf} holds [auth] jwt_key and is readable by group or "
+         f"others (mode 0640); run `chmod 600 {conf}`"),
+    ):  # fmt: skip
+        proc = run_cli(*reclaim_at(world, "gpu013", "--dry-run", *flags), home=tmp_path / "home")
+        assert proc.returncode == 0, proc.stderr
+        assert stderr_lines(proc) == [f"spurctl: warning: {expected}"]
+        assert KEY not in proc.stdout + proc.stderr

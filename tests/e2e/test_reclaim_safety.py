@@ -353,9 +353,12 @@ def test_a_journal_on_a_full_device_sends_nothing_and_says_so(
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full here")
     f = _files(sim, tmp_path)
-    f["journal"] = "/dev/full"
+    # Through a link, so the journal's lock file lands beside it and not in /dev.
+    journal = tmp_path / "full.jsonl"
+    journal.symlink_to("/dev/full")
+    f["journal"] = str(journal)
     run = _reclaim(sim, f, "--node", "gpu003", "--yes")
-    line = one_line_error(run, "journal /dev/full: No space left on device")
+    line = one_line_error(run, f"journal {journal}: No space left on device")
     assert "summary" in line
     assert "not sent (journal unwritable)" in run.stdout
     assert sim.cancels == []

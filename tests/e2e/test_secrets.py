@@ -62,3 +62,36 @@ def test_no_token_or_cluster_key_reaches_output_or_journal_even_with_debug(tmp_p
         for text in seen:
             for secret in (KEY, OTHER_KEY, token, forged):
                 assert secret not in text
+
+
+def test_an_agent_echoing_the_minted_credential_leaks_it_nowhere(tmp_path: Path) -> None:
+    """Issue 13 item 8: the `spurctld` credential spurctl mints is a secret before it is sent."""
+    with SimCluster(incident(), agent_auth="required", jwt_key=KEY, agent_echo=True) as sim:
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        key_file = tmp_path / "jwt.key"
+        key_file.write_text(KEY + "\n")
+        key_file.chmod(0o600)
+        journal = tmp_path / "journal.jsonl"
+        args = reclaim_args(sim, inventory, agent_map, journal, "gpu[003,012]")
+        runs = [
+            run_cli(*args, "--jwt-key-file", str(key_file), *fmt, home=tmp_path / "home")
+            for fmt in ((), ("--format", "json"))
+        ]
+        echoed = [r.detail for r in sim.refusals if "authorization=Bearer " in r.detail]
+    assert echoed, "the simulated agents did not echo the credential"
+    minted = {d.split("authorization=Bearer ", 1)[1].split(";")[0].strip() for d in echoed}
+    assert all(len(t) > 40 for t in minted)
+    for r in runs:
+        assert r.returncode == 1, r.stderr
+        assert "<redacted>" in r.stdout
+    doc = json.loads(runs[1].stdout)
+    assert doc
+    text = journal.read_text()
+    assert "<redacted>" in text
+    for seen in [text] + [r.stdout + r.stderr for r in runs]:
+        for token in minted:
+            assert token not in seen
+            assert token.split(".")[2] not in seen  # not even the signature
+        assert KEY not in seen

@@ -15,7 +15,7 @@ import pytest
 from spurctl.simcluster import SimCluster
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import job_to_dict, node_to_dict, read_snapshot
-from tests.cli import run_cli, stderr_lines
+from tests.cli import one_line_error, run_cli, stderr_lines
 from tests.live import KEY
 
 
@@ -141,3 +141,56 @@ def test_a_scoped_snapshot_stays_incomplete_and_offline_never_reclaims_more_than
     for f in offline["findings"]:
         if f["job_id"] is not None and f["job_id"] not in visible:
             assert f["action"] in ("spare", "investigate"), f
+
+
+def _forged(doc: dict[str, Any], change: str) -> dict[str, Any]:
+    doc = json.loads(json.dumps(doc))
+    if change == "no-jobs-total":
+        del doc["view"]["jobs_total"]
+    elif change == "no-view":
+        del doc["view"]
+    elif change == "truncated":
+        doc["jobs"] = doc["jobs"][:-3]
+    elif change == "truncated-no-counts":
+        doc["jobs"] = doc["jobs"][:-3]
+        del doc["view"]["jobs_seen"]
+    elif change == "watermark-over-uint32":
+        doc["watermark"]["value"] = 2**32
+    elif change == "job-id-over-uint32":
+        doc["jobs"][0]["job_id"] = 2**32 + 4711
+    elif change == "jobs-total-over-uint32":
+        doc["view"]["jobs_total"] = 2**40
+    elif change == "no-watermark":
+        del doc["watermark"]
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ("no-jobs-total", "view.jobs_total"),
+        ("no-view", "view.jobs_total"),
+        ("truncated", "view.jobs_seen"),
+        ("truncated-no-counts", "view.complete"),
+        ("watermark-over-uint32", "'value'"),
+        ("job-id-over-uint32", "job_id"),
+        ("jobs-total-over-uint32", "'jobs_total'"),
+        ("no-watermark", "watermark.value"),
+    ],
+)
+def test_a_forged_or_truncated_snapshot_is_refused_never_read_as_complete(
+    lone_controller: SimCluster, tmp_path: Path, change: str, field: str
+) -> None:
+    """Issue 13 item 5: completeness is never inferred from absence; ids, watermark: uint32."""
+    home = tmp_path / "home"
+    inventory = str(lone_controller.write_inventories(tmp_path / "inventory.jsonl"))
+    path = tmp_path / "snap.json"
+    doc = snapshot(lone_controller, path, home)
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(_forged(doc, change)))
+    for fmt in ("table", "json"):
+        proc = run_cli(
+            "audit", "--snapshot", str(forged), "--inventory", inventory, "--format", fmt, home=home
+        )
+        one_line_error(proc, str(forged), field)
+        assert proc.stdout == ""

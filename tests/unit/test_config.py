@@ -8,6 +8,7 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.sources.settings import (
+    SpurConf,
     controller_urls,
     load_agent_map,
     load_conf,
@@ -172,3 +173,44 @@ def test_a_root_credential_proves_not_found_like_an_admin() -> None:
     assert Connection(("http://c:1",), token=root, conf=owner_only).not_found_doubt() is None
     odd = SpurConf(job_info_visibility="owner-only")  # not a setting: proves nothing
     assert Connection(("http://c:1",), token=_token(False), conf=odd).not_found_doubt()
+
+
+# -- issue 13 item 14 ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["true", "false", "6818.0", '"6818"', "0", "70000"])
+def test_an_agent_port_that_is_not_a_port_number_is_refused(tmp_path: Path, value: str) -> None:
+    conf_path = tmp_path / "spur.conf"
+    conf_path.write_text(f"[network]\nagent_port = {value}\n")
+    with pytest.raises(SpurctlError, match=r"\[network\] agent_port must be a port number") as err:
+        load_conf(conf_path)
+    assert str(conf_path) in str(err.value)
+
+
+def test_a_key_file_others_can_read_gets_one_warning_and_is_still_used(tmp_path: Path) -> None:
+    key = tmp_path / "jwt.key"
+    key.write_text("cluster-key-1234\n")
+    for mode, expected in ((0o600, 0), (0o640, 1), (0o604, 1)):
+        os.chmod(key, mode)
+        warnings: list[str] = []
+        assert resolve_jwt_key(key, SpurConf(), warnings.append) == "cluster-key-1234"
+        assert len(warnings) == expected, warnings
+        for w in warnings:
+            assert f"chmod 600 {key}" in w and f"mode {mode:04o}" in w
+            assert "cluster-key-1234" not in w and "\n" not in w
+
+
+def test_a_spur_conf_holding_jwt_key_that_others_can_read_gets_one_warning(tmp_path: Path) -> None:
+    conf_path = tmp_path / "spur.conf"
+    for text, mode, expected in (
+        ('[auth]\njwt_key = "k3y-secret"\n', 0o644, 1),
+        ('[auth]\njwt_key = "k3y-secret"\n', 0o600, 0),
+        ('[auth]\nmode = "required"\n', 0o644, 0),  # no key in it: nothing to protect
+    ):
+        conf_path.write_text(text)
+        os.chmod(conf_path, mode)
+        warnings: list[str] = []
+        load_conf(conf_path, warnings.append)
+        assert len(warnings) == expected, warnings
+        for w in warnings:
+            assert "jwt_key" in w and f"chmod 600 {conf_path}" in w and "k3y-secret" not in w

@@ -114,3 +114,179 @@ def test_a_hostlist_naming_millions_of_nodes_is_refused_before_it_is_expanded(
     with pytest.raises(SpurctlError, match=f"more than {MAX_NODES:,}"):
         parse_scope(hostlist)
     assert time.monotonic() - started < 0.5
+
+
+# -- issue 13 item 5: a snapshot's completeness is read, never inferred ---------------
+
+
+def _snapshot(**view: Any) -> dict[str, Any]:
+    jobs = [{"job_id": i, "state": "RUNNING", "nodelist": "gpu001"} for i in (7, 8)]
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "taken_at": "2026-12-02T10:00:00Z",
+        "controller": {"address": "http://ctl:6817", "version": "0.8.0"},
+        "watermark": {"value": 9, "source": "estimated"},
+        "view": view,
+        "jobs": jobs,
+        "nodes": [{"name": "gpu001", "state": "IDLE"}],
+    }
+
+
+def test_a_whole_snapshot_reads_complete_and_a_scoped_one_incomplete() -> None:
+    view, wm = snapshot_from_dict(
+        _snapshot(complete=True, jobs_seen=2, jobs_total=2), where="snap.json"
+    )
+    assert view.complete and wm.value == 9
+    view, _ = snapshot_from_dict(
+        _snapshot(complete=False, jobs_seen=2, jobs_total=5), where="snap.json"
+    )
+    assert not view.complete
+    view, _ = snapshot_from_dict(_snapshot(jobs_total=5), where="snap.json")
+    assert not view.complete
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        (_snapshot(complete=True, jobs_seen=2), "view.jobs_total"),
+        ({k: v for k, v in _snapshot().items() if k != "view"}, "view.jobs_total"),
+        (_snapshot(complete=True, jobs_seen=5, jobs_total=5), "view.jobs_seen"),
+        (_snapshot(complete=True, jobs_total=5), "view.complete"),
+        (_snapshot(complete=False, jobs_total=2), "view.complete"),
+        (_snapshot(complete="yes", jobs_total=2), "view.complete"),
+        (_snapshot(jobs_total=2**32), "jobs_total"),
+        ({**_snapshot(jobs_total=2), "watermark": {"value": 2**32}}, "watermark"),
+        ({**_snapshot(jobs_total=2), "watermark": {}}, "watermark.value"),
+        (
+            {**_snapshot(jobs_total=2), "jobs": [{"job_id": 7, "state": "RUNNING"}] * 2},
+            "appears twice",
+        ),
+        (
+            {
+                **_snapshot(jobs_total=1),
+                "jobs": [{"job_id": 7, "state": "RUNNING", "array_job_id": 2**33}],
+            },
+            "array_job_id",
+        ),
+    ],
+)
+def test_a_forged_or_truncated_snapshot_is_one_error_naming_the_field(
+    doc: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(SpurctlError) as err:
+        snapshot_from_dict(doc, where="snap.json")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("snap.json") and field in message
+
+
+# -- issue 13 items 9 and 14: one node's output, and inputs that used to slip ---------
+
+
+def _inv(node: str, at: str | None = "2026-12-02T10:00:00Z", **extra: Any) -> str:
+    doc = {"schema": INVENTORY_SCHEMA, "node": node, "collected_at": at, "held": [], **extra}
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,
+        '{"held": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        _inv("gpu001") + "\n" + '{"held": ' + "[" * 100_000 + "\n",
+    ],
+    ids=["deep-array", "deep-held", "deep-line"],
+)
+def test_an_inventory_nested_100000_deep_is_one_document_error(text: str) -> None:
+    with pytest.raises(SpurctlError, match="nested too deeply") as err:
+        list(parse_inventory_text(text, name="inv.jsonl"))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        RecursionError("maximum recursion depth exceeded"),
+        MemoryError(),
+        ValueError("odd"),
+        KeyError(),
+    ],
+)
+def test_anything_raised_reading_one_nodes_output_is_that_nodes_error(
+    monkeypatch: pytest.MonkeyPatch, raised: Exception
+) -> None:
+    from spurctl.sources import collect as collect_module
+
+    def parse(text: str, *, name: str) -> Any:
+        if "bad" in text:
+            raise raised
+        return parse_inventory_text(text, name=name)
+
+    monkeypatch.setattr(collect_module, "parse_inventory_text", parse)
+    good = collect_module._Outcome(stdout=[_inv("gpu001").encode()], rc=0)
+    bad = collect_module._Outcome(stdout=[b'{"bad": 1}'], rc=0)
+    ok = collect_module._guarded("gpu001", good, False, 5.0)
+    failed = collect_module._guarded("gpu002", bad, False, 5.0)
+    assert ok.error is None and ok.node == "gpu001"
+    assert failed.node == "gpu002" and failed.error is not None and failed.held == ()
+    assert type(raised).__name__ in failed.error
+
+    def broken(*_: Any) -> Any:  # past the parser too: still this node's error alone
+        raise RecursionError("deep")
+
+    monkeypatch.setattr(collect_module, "_inventory", broken)
+    assert "RecursionError" in (collect_module._guarded("gpu003", good, False, 5.0).error or "")
+
+
+def test_a_line_over_the_limit_is_refused_by_its_size_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spurctl.sources import inventories as inv_module
+
+    monkeypatch.setattr(inv_module, "MAX_LINE_BYTES", 2**20)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(_inv("gpu001").encode() + b"\n" + b"x" * (3 * 2**20) + b"\n" + b"tail\n")
+    with pytest.raises(SpurctlError, match=r"big.jsonl: line 2 is 3 MiB, over the 1 MiB"):
+        inv_module.load_inventories([str(path)])
+    # A line right at the limit is still read.
+    path.write_bytes(_inv("gpu001", source="y" * (2**20 - 200)).encode() + b"\n")
+    assert [i.node for i in inv_module.load_inventories([str(path)])] == ["gpu001"]
+
+
+def test_tied_records_of_one_node_must_agree_and_the_latest_wins(tmp_path: Path) -> None:
+    from spurctl.sources.inventories import load_inventories
+
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    a.write_text(_inv("gpu001") + "\n" + _inv("gpu002") + "\n")
+    b.write_text(_inv("gpu001") + "\n")  # the same record again: fine
+    c.write_text(_inv("gpu001", held=[{"job_id": 7}]) + "\n")
+    assert len(load_inventories([str(a), str(b)])) == 3
+    with pytest.raises(SpurctlError) as err:
+        load_inventories([str(a), str(b), str(c)])
+    assert "gpu001" in str(err.value) and f"{a}: line 1 and {c}" in str(err.value)
+    # A later record differing from an older one is the normal case: no error.
+    c.write_text(_inv("gpu001", at="2026-12-02T11:00:00Z", held=[{"job_id": 7}]) + "\n")
+    d = tmp_path / "d.jsonl"
+    d.write_text(_inv("gpu001", at="2026-12-02T10:00:00Z", held=[{"job_id": 9}]) + "\n")
+    assert len(load_inventories([str(a), str(c), str(d)])) == 4  # d ties only an older record
+
+
+def test_an_inventory_directory_reads_regular_files_only_and_says_what_it_skipped(
+    tmp_path: Path,
+) -> None:
+    from spurctl.sources.inventories import load_inventories
+
+    (tmp_path / "gpu001.json").write_text(_inv("gpu001"))
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
+    (tmp_path / "sub.json").mkdir()
+    (tmp_path / "notes.txt").write_text("not an inventory")
+    warnings: list[str] = []
+    invs = load_inventories([str(tmp_path)], warnings.append)
+    assert [i.node for i in invs] == ["gpu001"]
+    (warning,) = warnings
+    assert "pipe.json (a FIFO, not a regular file)" in warning
+    assert "loop.jsonl (a symlink loop)" in warning
+    assert "sub.json (a directory, not a regular file)" in warning
+    assert "notes.txt" not in warning
+    with pytest.raises(SpurctlError, match="symlink loop"):
+        load_inventories([str(tmp_path / "loop.jsonl")])
