@@ -140,6 +140,7 @@ def scan(
         else find_cgroup_roots(proc_root, agent.pid if agent else None, sys_root, skip)
     )
 
+    own = {os.getpid()} if _is_live_proc(proc_root) else set()
     any_root = False
     for root in roots:
         found = _list_job_cgroups(root, skip)
@@ -147,7 +148,9 @@ def scan(
             continue
         any_root = True
         for job_id, attempt, path in found:
-            cgroup = _Cgroup(path, attempt, _cgroup_pids(path, skip))
+            # `srun spurctl node-inventory` sits in its job's cgroup: not the job's work.
+            pids = _cgroup_pids(path, skip) - own
+            cgroup = _Cgroup(path, attempt, pids)
             job = jobs.setdefault(job_id, _Job(job_id))
             job.cgroups.append(cgroup)
             job.pids.update(cgroup.pids)

@@ -242,3 +242,26 @@ def test_the_default_root_is_found_from_a_delegated_spurds_own_cgroup(
     missed = held(inventory("--cgroup-root", str(kernel.base / "spur")))
     assert job_id in missed and missed[job_id]["traces"] == ["process"]
     assert "attempt" not in missed[job_id]
+
+
+def test_the_scanner_inside_a_jobs_cgroup_is_not_that_jobs_work(kernel: Kernel) -> None:
+    # `srun spurctl node-inventory`: the scanner runs in the job's cgroup.
+    job_id = 3_970_000_000 + secrets.randbelow(1_000_000)
+    step = kernel.cgroup(f"spur/job_{job_id}_1/step_0")
+    script = (
+        "import sys, os, runpy; "
+        f"open({str(step / 'cgroup.procs')!r}, 'w').write(str(os.getpid())); "
+        "sys.argv = ['spurctl', 'node-inventory', '--cgroup-root', sys.argv[1]]; "
+        "runpy.run_module('spurctl', run_name='__main__')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(kernel.base / "spur")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+
+    assert result.returncode == 0, result.stderr
+    got = held(json.loads(result.stdout))
+    assert got[job_id]["pids"] == [] and got[job_id]["traces"] == ["cgroup"]
