@@ -320,7 +320,7 @@ def checklist_post_wipe(
 
 @app.command("node-inventory")
 def node_inventory(
-    cgroup_root: opt.NodeInventoryCgroupRootOpt = Path("/sys/fs/cgroup/spur"),
+    cgroup_root: opt.NodeInventoryCgroupRootOpt = None,
     proc_root: opt.NodeInventoryProcRootOpt = Path("/proc"),
     hostname: opt.NodeInventoryHostnameOpt = None,
     output: opt.NodeInventoryOutputOpt = None,

@@ -250,6 +250,10 @@ class Holding:
     gpus: tuple[int, ...] = ()
     pids: tuple[int, ...] = ()
     started_at: datetime | None = None
+    # From a `job_<id>_<attempt>` cgroup (newer spurd); None for `job_<id>` or no cgroup.
+    attempt: int | None = None
+    # What showed the holding on the node: "cgroup", "process", "spool" (empty: not recorded).
+    traces: tuple[str, ...] = ()
 
     @property
     def live(self) -> bool:
@@ -266,6 +270,26 @@ class Inventory:
     source: str
     error: str | None = None
     held: tuple[Holding, ...] = ()
+    # Written by `spurctl node-inventory`; None/empty in older documents.
+    agent: AgentProcess | None = None
+    hostname: str | None = None
+    # The SPUR_TARGET_NODE every job process carries, when they all agree.
+    target_node: str | None = None
+    # Every distinct SPUR_TARGET_NODE seen (more than one: the processes disagree).
+    target_nodes: tuple[str, ...] = ()
+    # True when the scan looked for spurd: `agent` None then means none runs.
+    agent_checked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentProcess:
+    """The node's spurd process, as /proc shows it."""
+
+    pid: int
+    started_at: datetime | None = None
+
+
+HOLDING_TRACES = ("cgroup", "process", "spool")
 
 
 def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:

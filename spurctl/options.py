@@ -333,7 +333,17 @@ ChecklistOutputOpt = Annotated[
     Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
 ]
 NodeInventoryCgroupRootOpt = Annotated[
-    Path, typer.Option("--cgroup-root", help="spurd's cgroup v2 root; absent is fine.")
+    Path | None,
+    typer.Option(
+        "--cgroup-root",
+        help="Read job cgroups (job_<id>, job_<id>_<attempt>) only under this directory; "
+        "absent is fine. Default: found. On the cgroup v2 mount (from /proc/self/mountinfo), "
+        "walking up from spurd's own cgroup (/proc/<spurd pid>/cgroup, for a root systemd "
+        "delegates) and from this command's, every ancestor named 'spur', with a 'spur' "
+        "child, or holding job_* directories; then 'spur' at the top of the mount and "
+        "/sys/fs/cgroup/spur (Spur main's fixed root). All found are read.",
+        show_default=False,
+    ),
 ]
 NodeInventoryProcRootOpt = Annotated[Path, typer.Option("--proc-root", help="The node's /proc.")]
 NodeInventoryHostnameOpt = Annotated[

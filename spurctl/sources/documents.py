@@ -14,7 +14,9 @@ from typing import Any
 
 from spurctl.errors import DocumentError
 from spurctl.model import (
+    HOLDING_TRACES,
     MAX_JOB_ID,
+    AgentProcess,
     Allocation,
     ControllerView,
     Device,
@@ -289,7 +291,28 @@ def holding_to_dict(h: Holding) -> dict[str, Any]:
         "gpus": list(h.gpus),
         "pids": list(h.pids),
         "started_at": format_time(h.started_at),
+        **_holding_extras_to_dict(h),
     }
+
+
+def _holding_extras_to_dict(h: Holding) -> dict[str, Any]:
+    """`attempt` and `traces`: written when known, so older documents read back unchanged."""
+    out: dict[str, Any] = {}
+    if h.attempt is not None:
+        out["attempt"] = h.attempt
+    if h.traces:
+        out["traces"] = list(h.traces)
+    return out
+
+
+def _traces(d: dict[str, Any], *, where: str) -> tuple[str, ...]:
+    value = d.get("traces") or []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise DocumentError(
+            f"{where}: field 'traces' must be a list of names "
+            f"(e.g. {', '.join(repr(t) for t in HOLDING_TRACES)})"
+        )
+    return tuple(value)
 
 
 def _holding_from_dict(h: Any, *, where: str) -> Holding:
@@ -301,6 +324,8 @@ def _holding_from_dict(h: Any, *, where: str) -> Holding:
         gpus=_int_list(h, "gpus", where=where),
         pids=_int_list(h, "pids", where=where),
         started_at=_time(h, "started_at", where=where),
+        attempt=_opt_int(h, "attempt", where=where),
+        traces=_traces(h, where=where),
     )
 
 
@@ -335,7 +360,20 @@ def _holding_fast(h: Any) -> Holding | None:
             started_at = parse_time(started_at)
         except ValueError:
             return None
-    return Holding(job_id, cpus, memory_mb, tuple(gpus), tuple(pids), started_at)
+    attempt = h.get("attempt")
+    traces = h.get("traces") or ()
+    if not (
+        (attempt is None or (type(attempt) is int and attempt >= 0))
+        and (not traces or (type(traces) is list and _only_names(traces)))
+    ):
+        return None
+    return Holding(
+        job_id, cpus, memory_mb, tuple(gpus), tuple(pids), started_at, attempt, tuple(traces)
+    )
+
+
+def _only_names(values: list[Any]) -> bool:
+    return all(type(v) is str and v for v in values)
 
 
 def _only_ints(values: list[Any]) -> bool:
@@ -353,7 +391,55 @@ def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
         "source": inv.source,
         "error": inv.error,
         "held": [holding_to_dict(h) for h in inv.held],
+        **_inventory_extras_to_dict(inv),
     }
+
+
+def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
+    """`agent`, `hostname`, `target_node(s)`: what `spurctl node-inventory` adds.
+
+    `agent` is written (null when no spurd runs) only when the scan looked for
+    it, so "none runs" stays apart from "an older document that does not say".
+    """
+    out: dict[str, Any] = {}
+    if inv.agent_checked:
+        out["agent"] = (
+            None
+            if inv.agent is None
+            else {"pid": inv.agent.pid, "started_at": format_time(inv.agent.started_at)}
+        )
+    if inv.hostname is not None:
+        out["hostname"] = inv.hostname
+    if inv.agent_checked or inv.target_node is not None:
+        out["target_node"] = inv.target_node
+    if inv.target_nodes:
+        out["target_nodes"] = list(inv.target_nodes)
+    return out
+
+
+def _agent_from_dict(value: Any, *, where: str) -> AgentProcess | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise DocumentError(f"{where}: field 'agent' must be an object with 'pid' or null")
+    pid = _int(value, "pid", where=f"{where}: agent", default=None)
+    return AgentProcess(pid=pid, started_at=_time(value, "started_at", where=f"{where}: agent"))
+
+
+def _opt_name(d: dict[str, Any], key: str, *, where: str) -> str | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise DocumentError(f"{where}: field {key!r} must be a non-empty string or null")
+    return value
+
+
+def _names(d: dict[str, Any], key: str, *, where: str) -> tuple[str, ...]:
+    value = d.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise DocumentError(f"{where}: field {key!r} must be a list of node names")
+    return tuple(value)
 
 
 def inventory_from_dict(d: Any, *, where: str) -> Inventory:
@@ -383,6 +469,11 @@ def inventory_from_dict(d: Any, *, where: str) -> Inventory:
         source=_str(d, "source", where=where),
         error=error,
         held=tuple(held),
+        agent=_agent_from_dict(d.get("agent"), where=where),
+        hostname=_opt_name(d, "hostname", where=where),
+        target_node=_opt_name(d, "target_node", where=where),
+        target_nodes=_names(d, "target_nodes", where=where),
+        agent_checked="agent" in d,
     )
 
 

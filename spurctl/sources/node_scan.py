@@ -1,17 +1,24 @@
-"""What this node's agent holds, read at the source: spurd's cgroups and /proc.
+"""What this node's agent holds, read at the source: spurd's cgroups, /proc and its spool.
 
 No Spur RPC lists what an agent holds (GetNodeResources reports `used` empty),
-so the inventory is read where spurd leaves its traces:
+so the inventory is read where spurd leaves its traces (docs/node-evidence.md
+names the upstream code each one comes from):
 
-- cgroup v2 `/sys/fs/cgroup/spur/job_<id>/` with cpuset.cpus(.effective),
-  cpu.max, memory.max and cgroup.procs (spurd's executor creates one per job);
+- cgroup v2 job directories directly under the cgroup root: `job_<id>` (Spur
+  main, a fixed `/sys/fs/cgroup/spur`) or `job_<id>_<attempt>` with `step_<n>`
+  children (newer spurd, whose root systemd may delegate); cpuset.cpus(.effective),
+  cpu.max, memory.max and cgroup.procs of every directory below count as the job's;
 - the environment of every process: spurd exports SPUR_JOB_ID (and its Slurm
-  twin SLURM_JOB_ID) and the GPU visibility variables to the job's processes.
+  twin SLURM_JOB_ID), SPUR_TARGET_NODE, SPUR_JOB_GPUS and one vendor GPU
+  variable to the job's processes; hook processes also carry SPUR_JOB_ID, and
+  SPUR_SCRIPT_CONTEXT says which hook they run (an epilog is not a holding);
+- the job's spool directory `/var/spool/spur/job<id>/`, which lives as long as the run;
+- the spurd process itself (`agent`): its pid and start time.
 
-A job is held when either trace exists. spurd runs without cgroups when it
-cannot create them, so a missing cgroup root only narrows the evidence to
-processes. The node is live while we read it: an entry that vanishes or cannot
-be read mid-scan is skipped, never fatal.
+A job is held when any trace exists; each holding lists which did (`traces`).
+spurd runs without cgroups when it cannot create them, so a missing cgroup root
+only narrows the evidence to processes. The node is live while we read it: an
+entry that vanishes or cannot be read mid-scan is skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -25,16 +32,31 @@ from pathlib import Path
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
-from spurctl.model import MAX_JOB_ID, Holding, Inventory, utcnow
+from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, utcnow
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
-# Order matters: ROCR_VISIBLE_DEVICES carries physical ids on AMD nodes and
-# CUDA_VISIBLE_DEVICES on NVIDIA nodes (spurd sets one or both to the same
-# list); HIP_VISIBLE_DEVICES selects *within* ROCR's list, so it only names
-# physical devices when neither of the others is set.
-GPU_VARS = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+# SPUR_JOB_GPUS is the job's (or, with --gpu-bind, this rank's) list of device
+# ids, set for every job with GPUs; it is read first. Without it, the vendor
+# variable spurd sets carries physical ids: ROCR_VISIBLE_DEVICES (AMD),
+# CUDA_VISIBLE_DEVICES (NVIDIA) or ZE_AFFINITY_MASK (Intel, "0" or "0.1" for a
+# tile: the device is the part before the dot). HIP_VISIBLE_DEVICES is never
+# read: spurd only ever sets it to -1 (deny), and a program that sets it names
+# devices relative to ROCR's list.
+JOB_GPUS_VAR = "SPUR_JOB_GPUS"
+GPU_VARS = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+TARGET_NODE_VAR = "SPUR_TARGET_NODE"
+# spur-core hooks.rs run_hook: "prolog_slurmd", "epilog_slurmd", "epilog_task", ...
+SCRIPT_CONTEXT_VARS = ("SPUR_SCRIPT_CONTEXT", "SLURM_SCRIPT_CONTEXT")
 
-_JOB_DIR = re.compile(r"job_([0-9]+)")
+CGROUP_ROOT = Path("/sys/fs/cgroup/spur")
+"""Where Spur main's spurd creates job cgroups (executor.rs CGROUP_ROOT)."""
+SPOOL_ROOT = Path("/var/spool/spur")
+"""spurd's node-local spool (executor.rs SPOOL_ROOT); a job's is `job<id>/`."""
+AGENT_COMM = "spurd"
+
+_JOB_DIR = re.compile(r"job_([0-9]+)(?:_([0-9]+))?")
+_STEP_DIR = re.compile(r"step_[0-9]+")
+_SPOOL_DIR = re.compile(r"job([0-9]+)")
 _MIB = 1024 * 1024
 
 SkipHook = Callable[[Path, Exception], None]
@@ -42,28 +64,64 @@ SkipHook = Callable[[Path, Exception], None]
 
 
 @dataclass(slots=True)
+class _Cgroup:
+    path: Path
+    attempt: int | None
+    pids: set[int] = field(default_factory=set)
+
+
+@dataclass(slots=True)
 class _Job:
     """Evidence gathered for one job id before it becomes a Holding."""
 
     job_id: int
-    cgroup: Path | None = None
+    cgroups: list[_Cgroup] = field(default_factory=list)
     pids: set[int] = field(default_factory=set)
+    spool: Path | None = None
+
+    @property
+    def cgroup(self) -> _Cgroup | None:
+        """The cgroup whose limits and attempt speak for the job.
+
+        Several only when an earlier attempt's cgroup was left behind: the one
+        with processes wins, then the highest attempt.
+        """
+        if not self.cgroups:
+            return None
+        return max(
+            self.cgroups, key=lambda c: (bool(c.pids), -1 if c.attempt is None else c.attempt)
+        )
+
+
+def _cgroup_rank(cgroup: _Cgroup) -> tuple[bool, int]:
+    return bool(cgroup.pids), -1 if cgroup.attempt is None else cgroup.attempt
 
 
 @dataclass(frozen=True, slots=True)
 class _ProcEnv:
     job_id: int | None
     gpus: tuple[int, ...]
+    target_node: str | None = None
+    epilog: bool = False
 
 
 def scan(
-    cgroup_root: Path,
+    cgroup_root: Path | None,
     proc_root: Path,
     hostname: str,
     now: datetime | None = None,
     on_skip: SkipHook | None = None,
+    *,
+    spool_root: Path | None = None,
+    host_name: str | None = None,
+    sys_root: Path = Path("/"),
 ) -> Inventory:
-    """Inventory what this node holds, from spurd's cgroups and the processes' environments.
+    """Inventory what this node holds, from spurd's cgroups, the processes and its spool.
+
+    `hostname` is the node name the inventory speaks for; `host_name` what the
+    node calls itself (default: the same). `cgroup_root` None finds the roots
+    spurd may use (see `find_cgroup_roots`; `sys_root` re-roots the paths
+    /proc names, for fixture trees). `spool_root` None reads no spool.
 
     Raises SpurctlError only when `proc_root` itself cannot be listed (a wrong
     --proc-root); everything below it that misbehaves is skipped.
@@ -72,25 +130,56 @@ def scan(
     skip: SkipHook = on_skip if on_skip is not None else _ignore
     jobs: dict[int, _Job] = {}
 
-    cgroup_dirs = _list_job_cgroups(cgroup_root, skip)
-    for job_id, path in (cgroup_dirs or {}).items():
-        job = jobs.setdefault(job_id, _Job(job_id))
-        job.cgroup = path
-        job.pids.update(_cgroup_pids(path, skip))
-
+    # Listing /proc first: a wrong --proc-root is the one fatal mistake.
     envs = _read_environments(proc_root, skip)
-    for pid, env in envs.items():
-        if env.job_id is not None:
-            jobs.setdefault(env.job_id, _Job(env.job_id)).pids.add(pid)
-
     boot = _boot_time(proc_root, skip)
+    agent = find_agent(proc_root, boot, skip)
+    roots = (
+        [cgroup_root]
+        if cgroup_root is not None
+        else find_cgroup_roots(proc_root, agent.pid if agent else None, sys_root, skip)
+    )
+
+    own = {os.getpid()} if _is_live_proc(proc_root) else set()
+    any_root = False
+    for root in roots:
+        found = _list_job_cgroups(root, skip)
+        if found is None:
+            continue
+        any_root = True
+        for job_id, attempt, path in found:
+            # `srun spurctl node-inventory` sits in its job's cgroup: not the job's work.
+            pids = _cgroup_pids(path, skip) - own
+            cgroup = _Cgroup(path, attempt, pids)
+            job = jobs.setdefault(job_id, _Job(job_id))
+            job.cgroups.append(cgroup)
+            job.pids.update(cgroup.pids)
+
+    target_nodes: set[str] = set()
+    for pid, env in envs.items():
+        if env.job_id is None or env.epilog:
+            continue
+        jobs.setdefault(env.job_id, _Job(env.job_id)).pids.add(pid)
+        if env.target_node:
+            target_nodes.add(env.target_node)
+
+    if spool_root is not None:
+        for job_id, path in _list_spool_dirs(spool_root, skip):
+            jobs.setdefault(job_id, _Job(job_id)).spool = path
+
     held = tuple(_holding(jobs[job_id], envs, proc_root, boot, skip) for job_id in sorted(jobs))
+    names = tuple(sorted(target_nodes))
     return Inventory(
         node=hostname,
         collected_at=collected_at,
-        source="proc" if cgroup_dirs is None else "cgroup+proc",
+        source="cgroup+proc" if any_root else "proc",
         error=None,
         held=held,
+        agent=agent,
+        hostname=host_name if host_name is not None else hostname,
+        target_node=names[0] if len(names) == 1 else None,
+        target_nodes=names,
+        agent_checked=True,
     )
 
 
@@ -98,11 +187,90 @@ def _ignore(path: Path, exc: Exception) -> None:
     return None
 
 
+# -- where spurd's cgroups are ----------------------------------------------------
+
+
+def find_cgroup_roots(
+    proc_root: Path, agent_pid: int | None, sys_root: Path, skip: SkipHook
+) -> list[Path]:
+    """The directories spurd may create job cgroups in, most specific first.
+
+    Spur main uses a fixed `/sys/fs/cgroup/spur`. A spurd whose cgroup systemd
+    delegates puts them under its own cgroup instead. So, on the cgroup v2
+    mount (from /proc/self/mountinfo; on a hybrid host it is not
+    /sys/fs/cgroup): walking up from spurd's own cgroup (/proc/<pid>/cgroup)
+    and from this process's, every ancestor that is named `spur`, has a `spur`
+    child, or directly holds `job_<id>[_<attempt>]` directories; then `spur` at
+    the top of the mount, and `/sys/fs/cgroup/spur`. All of them are read.
+    """
+    roots: list[Path] = []
+    mount = _cgroup2_mount(proc_root / "self" / "mountinfo", skip)
+    if mount is not None:
+        top = _under(sys_root, mount)
+        for who in ([str(agent_pid)] if agent_pid is not None else []) + ["self"]:
+            path = _cgroup2_path(proc_root / who / "cgroup", skip)
+            if path is None:
+                continue
+            parts = [p for p in path.split("/") if p]
+            for depth in range(len(parts), -1, -1):
+                here = top.joinpath(*parts[:depth])
+                if _JOB_DIR.fullmatch(here.name) or _STEP_DIR.fullmatch(here.name):
+                    continue  # inside a job: its parent is the root
+                if here.name == "spur" and depth > 0:
+                    roots.append(here)
+                if (here / "spur").is_dir():
+                    roots.append(here / "spur")
+                if _has_job_dirs(here):
+                    roots.append(here)
+        roots.append(top / "spur")
+    roots.append(_under(sys_root, str(CGROUP_ROOT)))
+    return list(dict.fromkeys(roots))
+
+
+def _under(sys_root: Path, absolute: str) -> Path:
+    return sys_root.joinpath(*[p for p in absolute.split("/") if p])
+
+
+def _cgroup2_mount(mountinfo: Path, skip: SkipHook) -> str | None:
+    """Where the cgroup v2 hierarchy is mounted (field 5 of the line whose type is cgroup2)."""
+    text = _read_text(mountinfo, skip)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        before, sep, after = line.partition(" - ")
+        fields = before.split()
+        if sep and after.split()[:1] == ["cgroup2"] and len(fields) >= 5:
+            # mountinfo escapes blanks in paths as octal (\040).
+            return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+    return None
+
+
+def _cgroup2_path(cgroup_file: Path, skip: SkipHook) -> str | None:
+    """The v2 cgroup of a process: the path of its `0::` line."""
+    text = _read_text(cgroup_file, skip)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("0::/"):
+            return line[3:].removesuffix(" (deleted)")
+    return None
+
+
+def _has_job_dirs(directory: Path) -> bool:
+    try:
+        with os.scandir(directory) as entries:
+            return any(
+                _JOB_DIR.fullmatch(e.name) and e.is_dir(follow_symlinks=False) for e in entries
+            )
+    except OSError:
+        return False
+
+
 # -- cgroups -------------------------------------------------------------------
 
 
-def _list_job_cgroups(root: Path, skip: SkipHook) -> dict[int, Path] | None:
-    """job id -> its cgroup dir; None when the root is absent or unreadable (no cgroup evidence)."""
+def _list_job_cgroups(root: Path, skip: SkipHook) -> list[tuple[int, int | None, Path]] | None:
+    """(job id, attempt, dir) of each job cgroup; None when the root is absent or unreadable."""
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
@@ -110,19 +278,42 @@ def _list_job_cgroups(root: Path, skip: SkipHook) -> dict[int, Path] | None:
     except OSError as exc:  # NotADirectoryError, PermissionError
         skip(root, exc)
         return None
-    found: dict[int, Path] = {}
+    found: list[tuple[int, int | None, Path]] = []
     for entry in entries:
         match = _JOB_DIR.fullmatch(entry.name)
         if match is None:
             continue
         job_id = int(match.group(1))
+        attempt = int(match.group(2)) if match.group(2) is not None else None
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError as exc:
             skip(Path(entry.path), exc)
             continue
         if is_dir and job_id <= MAX_JOB_ID:
-            found[job_id] = Path(entry.path)
+            found.append((job_id, attempt, Path(entry.path)))
+    return found
+
+
+def _list_spool_dirs(root: Path, skip: SkipHook) -> list[tuple[int, Path]]:
+    """(job id, dir) of each `job<id>` spool directory; none when the spool is absent."""
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        skip(root, exc)
+        return []
+    found: list[tuple[int, Path]] = []
+    for entry in entries:
+        match = _SPOOL_DIR.fullmatch(entry.name)
+        if match is None or int(match.group(1)) > MAX_JOB_ID:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                found.append((int(match.group(1)), Path(entry.path)))
+        except OSError as exc:
+            skip(Path(entry.path), exc)
     return found
 
 
@@ -130,8 +321,8 @@ def _cgroup_pids(job_dir: Path, skip: SkipHook) -> set[int]:
     """Processes in the job's cgroup and any cgroup nested below it.
 
     cgroup v2 keeps processes out of inner nodes that have controllers enabled,
-    so a runtime that nests cgroups under job_<id> leaves its processes in the
-    leaves; only reading job_<id>/cgroup.procs would miss them.
+    so newer spurd's `job_<id>_<attempt>/step_<n>` leaves hold the processes;
+    only reading the job directory's cgroup.procs would miss them.
     """
     pids: set[int] = set()
     for directory in _walk_dirs(job_dir, skip):
@@ -243,9 +434,9 @@ def _is_live_proc(proc_root: Path) -> bool:
 
 
 def parse_environ(raw: bytes) -> _ProcEnv:
-    """The job id and GPU ids a NUL-separated environ names; garbage entries are ignored."""
+    """What a NUL-separated environ says about a job; garbage entries are ignored."""
     values: dict[str, str] = {}
-    wanted = {*JOB_ID_VARS, *GPU_VARS}
+    wanted = {*JOB_ID_VARS, JOB_GPUS_VAR, *GPU_VARS, TARGET_NODE_VAR, *SCRIPT_CONTEXT_VARS}
     for entry in raw.split(b"\0"):
         key, sep, value = entry.partition(b"=")
         if not sep:
@@ -262,12 +453,18 @@ def parse_environ(raw: bytes) -> _ProcEnv:
         job_id = _job_id(values.get(var))
         if job_id is not None:
             break
-    gpus: tuple[int, ...] = ()
-    for var in GPU_VARS:
-        if values.get(var, "").strip():
-            gpus = _device_ids(values[var])
-            break
-    return _ProcEnv(job_id, gpus)
+    target = values.get(TARGET_NODE_VAR, "").strip() or None
+    context = next((values[v] for v in SCRIPT_CONTEXT_VARS if values.get(v)), "")
+    return _ProcEnv(job_id, process_gpus(values), target, context.strip().startswith("epilog"))
+
+
+def process_gpus(values: dict[str, str]) -> tuple[int, ...]:
+    """The device ids one process's environment names: SPUR_JOB_GPUS, else a vendor variable."""
+    for var in (JOB_GPUS_VAR, *GPU_VARS):
+        ids = _device_ids(values.get(var, ""))
+        if ids:
+            return ids
+    return ()
 
 
 def _job_id(text: str | None) -> int | None:
@@ -282,12 +479,14 @@ def _job_id(text: str | None) -> int | None:
 
 def _device_ids(text: str) -> tuple[int, ...]:
     # Numeric ids only: GPU UUIDs ("GPU-8f3c...") cannot be mapped to the
-    # controller's device ids without asking the driver.
-    return tuple(
-        sorted(
-            {int(t) for t in (p.strip() for p in text.split(",")) if t.isascii() and t.isdigit()}
-        )
-    )
+    # controller's device ids without asking the driver; "-1" is spurd's deny.
+    # ZE_AFFINITY_MASK names a tile as "<device>.<tile>": the device is the job's.
+    ids: set[int] = set()
+    for part in text.split(","):
+        token = part.strip().partition(".")[0]
+        if token.isascii() and token.isdigit():
+            ids.add(int(token))
+    return tuple(sorted(ids))
 
 
 def _boot_time(proc_root: Path, skip: SkipHook) -> int | None:
@@ -304,6 +503,12 @@ def _boot_time(proc_root: Path, skip: SkipHook) -> int | None:
 
 def _start_ticks(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
     """Field 22 of /proc/<pid>/stat: start time in clock ticks after boot."""
+    fields = _stat_fields(proc_root, pid, skip)
+    return fields[1] if fields is not None else None
+
+
+def _stat_fields(proc_root: Path, pid: int, skip: SkipHook) -> tuple[int, int] | None:
+    """(parent pid, start ticks) from /proc/<pid>/stat (fields 4 and 22)."""
     path = proc_root / str(pid) / "stat"
     try:
         raw = path.read_bytes()
@@ -313,10 +518,46 @@ def _start_ticks(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
     # comm (field 2) is in parentheses and may itself hold spaces and ")".
     _, paren, rest = raw.rpartition(b")")
     fields = rest.split()
-    if not paren or len(fields) < 20 or not fields[19].isdigit():
+    if not paren or len(fields) < 20 or not (fields[1].isdigit() and fields[19].isdigit()):
         skip(path, ValueError("unparsable stat line"))
         return None
-    return int(fields[19])
+    return int(fields[1]), int(fields[19])
+
+
+# -- the agent --------------------------------------------------------------------
+
+
+def find_agent(proc_root: Path, boot: int | None, skip: SkipHook) -> AgentProcess | None:
+    """The node's spurd: a process whose comm is `spurd` and whose parent is not one.
+
+    spurd forks before it execs a job, so a child named spurd is the agent's
+    fork, not another agent. Two top-level spurds should not happen (one
+    listens on the agent port); the newest is taken, as the one that would
+    have bound it after a restart.
+    """
+    try:
+        names = [n for n in os.listdir(proc_root) if n.isascii() and n.isdigit()]
+    except OSError:
+        return None
+    found: dict[int, tuple[int, int]] = {}
+    for name in names:
+        comm = _read_text(proc_root / name / "comm", skip)
+        if comm is None or comm.strip() != AGENT_COMM:
+            continue
+        fields = _stat_fields(proc_root, int(name), skip)
+        if fields is not None:
+            found[int(name)] = fields
+    top = [pid for pid, (ppid, _) in found.items() if ppid not in found]
+    if not top:
+        return None
+    pid = max(top, key=lambda p: (found[p][1], p))
+    return AgentProcess(pid=pid, started_at=_ticks_to_time(boot, found[pid][1]))
+
+
+def _ticks_to_time(boot: int | None, ticks: int) -> datetime | None:
+    if boot is None:
+        return None
+    return datetime.fromtimestamp(boot + ticks / os.sysconf("SC_CLK_TCK"), UTC)
 
 
 # -- putting a holding together --------------------------------------------------
@@ -326,13 +567,21 @@ def _holding(
     job: _Job, envs: dict[int, _ProcEnv], proc_root: Path, boot: int | None, skip: SkipHook
 ) -> Holding:
     gpus = sorted({g for pid in job.pids if pid in envs for g in envs[pid].gpus})
+    cgroup = job.cgroup
+    traces = (
+        *(("cgroup",) if job.cgroups else ()),
+        *(("process",) if job.pids else ()),
+        *(("spool",) if job.spool is not None else ()),
+    )
     return Holding(
         job_id=job.job_id,
-        cpus=_cgroup_cpus(job.cgroup, skip) if job.cgroup else None,
-        memory_mb=_memory_mb(job.cgroup, skip) if job.cgroup else None,
+        cpus=_cgroup_cpus(cgroup.path, skip) if cgroup else None,
+        memory_mb=_memory_mb(cgroup.path, skip) if cgroup else None,
         gpus=tuple(gpus),
         pids=tuple(sorted(job.pids)),
         started_at=_started_at(job, proc_root, boot, skip),
+        attempt=cgroup.attempt if cgroup else None,
+        traces=traces,
     )
 
 
@@ -343,15 +592,15 @@ def _memory_mb(job_dir: Path, skip: SkipHook) -> int | None:
 
 def _started_at(job: _Job, proc_root: Path, boot: int | None, skip: SkipHook) -> datetime | None:
     if boot is not None and job.pids:
-        hertz = os.sysconf("SC_CLK_TCK")
         ticks = _present(_start_ticks(proc_root, pid, skip) for pid in job.pids)
         if ticks:
-            return datetime.fromtimestamp(boot + min(ticks) / hertz, UTC)
-    if job.cgroup is not None:
+            return _ticks_to_time(boot, min(ticks))
+    # No readable process: when the cgroup (else the spool directory) was made.
+    for path in [*(c.path for c in job.cgroups), *([job.spool] if job.spool else [])]:
         try:
-            return datetime.fromtimestamp(job.cgroup.stat().st_ctime, UTC)
+            return datetime.fromtimestamp(path.stat().st_ctime, UTC)
         except OSError as exc:
-            skip(job.cgroup, exc)
+            skip(path, exc)
     return None
 
 
@@ -369,12 +618,16 @@ def _read_text(path: Path, skip: SkipHook) -> str | None:
 
 
 def scan_this_node(
-    cgroup_root: Path, proc_root: Path, hostname: str | None
+    cgroup_root: Path | None,
+    proc_root: Path,
+    hostname: str | None,
+    spool_root: Path = SPOOL_ROOT,
 ) -> tuple[Inventory, int]:
     """`spurctl node-inventory`: the scan, and how many processes' environments were unreadable.
 
     Without root, other users' environments cannot be read and their jobs go
     unseen; the count lets the command say so instead of reporting a clean node.
+    `cgroup_root` None: find the roots spurd may use (`find_cgroup_roots`).
     """
     import socket
 
@@ -386,5 +639,13 @@ def scan_this_node(
             denied += 1
 
     # spurd registers under gethostname() unless started with --hostname.
-    inventory = scan(cgroup_root, proc_root, hostname or socket.gethostname(), on_skip=on_skip)
+    own_name = socket.gethostname()
+    inventory = scan(
+        cgroup_root,
+        proc_root,
+        hostname or own_name,
+        on_skip=on_skip,
+        spool_root=spool_root,
+        host_name=own_name,
+    )
     return inventory, denied

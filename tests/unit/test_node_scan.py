@@ -96,6 +96,7 @@ def test_process_only_job_is_held_when_no_cgroup_root_exists(tmp_path: Path) -> 
             gpus=(0, 1),
             pids=(4242,),
             started_at=started(5000),
+            traces=("process",),
         ),
     )
 
@@ -127,7 +128,13 @@ def test_cgroup_and_process_evidence_merge_into_one_holding(tmp_path: Path) -> N
     (h,) = scan(cg, proc, "n1", now=NOW).held
 
     assert h == Holding(
-        job_id=5, cpus=2, memory_mb=None, gpus=(2, 3), pids=(100, 101), started_at=started(300)
+        job_id=5,
+        cpus=2,
+        memory_mb=None,
+        gpus=(2, 3),
+        pids=(100, 101),
+        started_at=started(300),
+        traces=("cgroup", "process"),
     )
 
 
@@ -232,7 +239,9 @@ def test_garbage_environments_and_stat_lines_yield_nothing_false(tmp_path: Path)
 
     inv = scan(tmp_path / "none", proc, "n1", now=NOW)
 
-    assert inv.held == (Holding(job_id=33, gpus=(1,), pids=(81,), started_at=None),)
+    assert inv.held == (
+        Holding(job_id=33, gpus=(1,), pids=(81,), started_at=None, traces=("process",)),
+    )
 
 
 def test_start_time_survives_a_command_name_with_spaces_and_parens(tmp_path: Path) -> None:
@@ -329,8 +338,10 @@ def test_job_cpus_come_from_its_cpuset_or_else_its_quota(
         ({"ROCR_VISIBLE_DEVICES": "4,5", "HIP_VISIBLE_DEVICES": "0"}, (4, 5)),
         ({"ROCR_VISIBLE_DEVICES": "3,1", "CUDA_VISIBLE_DEVICES": "3,1"}, (1, 3)),
         ({"CUDA_VISIBLE_DEVICES": "7"}, (7,)),
-        ({"HIP_VISIBLE_DEVICES": "2,2,0"}, (0, 2)),
-        ({"ROCR_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "6"}, (6,)),
+        # spurd sets HIP_VISIBLE_DEVICES only to -1 (deny); a list there is the
+        # program's own, relative to ROCR's: never read (issue 14).
+        ({"HIP_VISIBLE_DEVICES": "2,2,0"}, ()),
+        ({"ROCR_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "6"}, ()),
         ({"CUDA_VISIBLE_DEVICES": "GPU-1a2b,MIG-3c4d"}, ()),
         ({}, ()),
     ],
