@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
 from spurctl.gcpause import gc_paused
-from spurctl.hostlist import loose_key
 from spurctl.model import (
     AuditReport,
     ControllerView,
+    Finding,
     Inventory,
     Job,
+    Kind,
     Watermark,
     WatermarkSource,
     inventories_by_node,
@@ -116,13 +117,6 @@ def gather(
     )
 
 
-def not_inventoried(inputs: AuditInputs) -> list[str]:
-    """Controller nodes in scope that no inventory speaks for (by exact or loose name)."""
-    scope = inputs.scope if inputs.scope is not None else inputs.view.nodes.keys()
-    have = {loose_key(name) for name in inputs.inventories}
-    return sorted(n for n in scope if n in inputs.view.nodes and loose_key(n) not in have)
-
-
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.decide.classify import classify
 
@@ -151,14 +145,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user, admins "
             f"too); {how}."
         )
-    missing = not_inventoried(inputs)
-    if missing:
-        from spurctl.hostlist import fold
-
-        notes.append(
-            f"{len(missing):,} node(s) in scope have no inventory and were not audited: "
-            f"{fold(missing)} (collect them, or use --collect)."
-        )
+    notes.extend(_coverage_notes(result.findings, view))
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
     notes.extend(result.notes)
@@ -177,6 +164,27 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     )
 
 
+def _coverage_notes(findings: Iterable[Finding], view: ControllerView) -> list[str]:
+    """What the not-inventoried findings add up to, said before the findings themselves."""
+    from spurctl.hostlist import fold
+
+    missing = [f.node for f in findings if f.kind is Kind.NOT_INVENTORIED]
+    known = [n for n in missing if n in view.nodes]
+    unknown = [n for n in missing if n not in view.nodes]
+    notes = []
+    if known:
+        notes.append(
+            f"{len(known):,} node(s) in scope have no inventory and were not audited: "
+            f"{fold(known)} (collect them, or use --collect)."
+        )
+    if unknown:
+        notes.append(
+            f"{len(unknown):,} node(s) in scope are unknown to the controller and have no "
+            f"inventory: {fold(unknown)} (check the --nodes hostlist)."
+        )
+    return notes
+
+
 def run_audit(
     src: Sources,
     conn: Connection | None,
@@ -190,7 +198,8 @@ def run_audit(
     """
     from spurctl.hostlist import parse_scope
 
-    scope = parse_scope(src.nodes) if src.nodes else None
+    # An empty --nodes is an error (parse_scope says so), never "every node".
+    scope = parse_scope(src.nodes) if src.nodes is not None else None
     if src.snapshot is not None:
         from spurctl.sources.documents import read_snapshot
 

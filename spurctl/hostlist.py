@@ -6,6 +6,10 @@ place that says what a node name is and when two names loosely agree.
 Most nodelists a controller reports name one node, so a list without `[` or `,`
 is taken as that plain name without parsing: a NodeSet parse costs tens of
 microseconds, and an audit of a large cluster asks this question per holding.
+
+Names are read as Spur reads them (`spur-core` hostlist.rs `expand`): the list
+is split at commas outside brackets, each part is trimmed of whitespace, and
+empty parts name nothing. So `"gpu015 "` is node gpu015, as it is to spurctld.
 """
 
 from __future__ import annotations
@@ -33,6 +37,29 @@ def _plain(hostlist: str) -> bool:
     return "[" not in hostlist and "," not in hostlist
 
 
+def _top_level_parts(hostlist: str) -> list[str]:
+    """The comma-separated parts of `hostlist` outside brackets, untrimmed (Spur's
+    `split_top_level`)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(hostlist):
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth <= 0:
+            parts.append(hostlist[start:i])
+            start = i + 1
+    parts.append(hostlist[start:])
+    return parts
+
+
+def normalize(hostlist: str) -> str:
+    """`hostlist` as Spur reads it: each top-level part trimmed, empty parts dropped.
+
+    `" gpu015 "` -> `"gpu015"`, `"gpu[001-002], gpu009,"` -> `"gpu[001-002],gpu009"`.
+    """
+    if _plain(hostlist):
+        return hostlist.strip()
+    return ",".join(p for p in (part.strip() for part in _top_level_parts(hostlist)) if p)
+
+
 # Far above any real cluster. ClusterShell builds every index of a range while
 # parsing, so a typo like gpu[1-100000000] would eat memory for minutes first.
 MAX_NODES = 1_000_000
@@ -41,14 +68,8 @@ _BRACKETS = re.compile(r"\[([^\]]*)\]")
 
 def _size_bound(hostlist: str) -> int:
     """How many names `hostlist` can expand to at most, read off its ranges without expanding."""
-    patterns, depth, start = [], 0, 0
-    for i, c in enumerate(hostlist + ","):
-        depth += (c == "[") - (c == "]")
-        if c == "," and depth <= 0:
-            patterns.append(hostlist[start:i])
-            start = i + 1
     total = 0
-    for pattern in patterns:
+    for pattern in _top_level_parts(hostlist):
         size = 1
         for group in _BRACKETS.findall(pattern):
             count = 0
@@ -67,30 +88,50 @@ def _expand_nodeset(hostlist: str) -> frozenset[str]:
     # holding and node that asks); bounded so a long-lived process cannot grow without end.
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
-    bound = _size_bound(hostlist)
+    text = normalize(hostlist)
+    if _plain(text):  # e.g. "gpu015, " once trimmed
+        return frozenset((text,)) if text else frozenset()
+    bound = _size_bound(text)
     if bound > MAX_NODES:
         raise SpurctlError(
             f"bad hostlist {hostlist!r}: it names up to {bound:,} nodes, more than "
             f"{MAX_NODES:,}; check its ranges"
         )
     try:
-        return frozenset(NodeSet(hostlist, resolver=RESOLVER_NOGROUP))
+        return frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
     except NodeSetError as exc:
         raise SpurctlError(f"bad hostlist {hostlist!r}: {exc}; {_HINT}") from None
 
 
 def expand(hostlist: str) -> frozenset[str]:
-    """The node names of a hostlist; raises SpurctlError when it cannot be parsed."""
+    """The node names of a hostlist, each part trimmed as Spur does; raises SpurctlError
+    when it cannot be parsed."""
     if _plain(hostlist):
-        return frozenset((hostlist,)) if hostlist else frozenset()
+        name = hostlist.strip()
+        return frozenset((name,)) if name else frozenset()
     return _expand_nodeset(hostlist)
 
 
 def node_in(hostlist: str, name: str) -> bool:
-    """Whether `name` is one of the nodes of `hostlist` (exact string equality, as Spur does)."""
+    """Whether `name` is one of the nodes of `hostlist`: exact string equality after
+    trimming each part of the list, as Spur does."""
     if _plain(hostlist):
-        return hostlist == name
+        return hostlist.strip() == name
     return name in _expand_nodeset(hostlist)
+
+
+# What separates node names in a nodelist's text, whatever its syntax.
+_TOKEN_SEPARATORS = re.compile(r"[\s,\[\]]+")
+
+
+def names_token(hostlist: str, name: str) -> bool:
+    """Whether `name` appears as a whole token of `hostlist`'s text (split on commas,
+    whitespace and brackets), whatever the list means once parsed.
+
+    A conservative test, not a parse: "gpu015 " and "gpu015,gpu[016-017]" name
+    gpu015 by it. A node that passes it is never judged to be outside the job.
+    """
+    return name in _TOKEN_SEPARATORS.split(hostlist)
 
 
 def fold(names: Iterable[str]) -> str:
@@ -153,6 +194,12 @@ def parse_scope(hostlist: str) -> frozenset[str]:
         bad = sorted({c for c in text if not _HOSTLIST_CHARS.fullmatch(c)})
         shown = " ".join(repr(c) for c in bad)
         raise SpurctlError(f"bad hostlist {hostlist!r}: {shown} not allowed; {_HINT}")
+    if any(not part.strip() for part in _top_level_parts(text)):
+        # Spur skips an empty part of a job's nodelist; an operator's is likely a typo.
+        raise SpurctlError(
+            f"bad hostlist {hostlist!r}: missing nodeset operand (an empty part between "
+            f"commas); {_HINT}"
+        )
     names = expand(text)
     for name in sorted(names):
         if not is_node_name(name):

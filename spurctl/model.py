@@ -349,6 +349,7 @@ class Kind(enum.StrEnum):
     NAME_MISMATCH = "name-mismatch"
     ID_REUSE_SUSPECTED = "id-reuse-suspected"
     AGENT_UNREACHABLE = "agent-unreachable"
+    NOT_INVENTORIED = "not-inventoried"
 
 
 class Action(enum.StrEnum):
@@ -364,6 +365,10 @@ class Finding:
 
     `reason` is one sentence an operator can read aloud: the job, the node and
     the evidence. `live` is set for holdings: whether a process still runs.
+    `inventory_age_s` is how long before the controller view the node's inventory
+    was collected (the view's taken_at minus the inventory's collected_at, negative
+    when collected after it); None when no inventory, or no collection time, stands
+    behind the finding.
     """
 
     node: str
@@ -376,6 +381,7 @@ class Finding:
     allocated_nodes: str | None = None
     gpus: tuple[int, ...] = ()
     pids: tuple[int, ...] = ()
+    inventory_age_s: float | None = None
 
     @property
     def needs_action(self) -> bool:

@@ -401,6 +401,12 @@ class HoldingOptions:
     fanout: int = 64
 
     def sources(self, nodes: str | None, snapshot: Path | None = None) -> Sources:
+        """The sources, with `nodes` checked first: an empty or malformed hostlist is a
+        usage error before anything is read, never "every node"."""
+        if nodes is not None:
+            from spurctl.hostlist import parse_scope
+
+            parse_scope(nodes)
         return Sources(nodes, self.inventory, self.collect, self.command, self.fanout, snapshot)
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from spurctl import hostlist
-from spurctl.decide.reasons import amount, evidence, join, when
+from spurctl.decide.reasons import amount, duration, evidence, join, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     Action,
@@ -29,9 +29,10 @@ from spurctl.model import (
     Node,
 )
 
-# docs/contract.md "Findings": the action each kind asks for. Two cases override it, and
-# neither can produce a reclaim: a loose node name turns reclaim into investigate,
-# and a holding whose job's nodelist cannot be read is unverifiable, to investigate.
+# docs/contract.md "Findings": the action each kind asks for. Some cases override it, and
+# none can produce a reclaim: a loose node name, or a holding with no start time whose id
+# the controller tracks, turns reclaim into investigate; a holding whose job's nodelist
+# cannot be read, or whose text names the node, is unverifiable, to investigate.
 ACTIONS: Mapping[Kind, Action] = MappingProxyType(
     {
         Kind.TERMINAL_HELD: Action.RECLAIM,
@@ -48,10 +49,14 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.NAME_MISMATCH: Action.INVESTIGATE,
         Kind.ID_REUSE_SUSPECTED: Action.INVESTIGATE,
         Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
+        Kind.NOT_INVENTORIED: Action.INVESTIGATE,
     }
 )
 _ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
 _NOTHING_CONFIRMED: Mapping[int, Job | None] = MappingProxyType({})
+# Spur agents heartbeat every 30 s: an inventory collected more than two heartbeats
+# before the controller view may no longer show what the node holds.
+STALE_INVENTORY_S = 60.0
 
 
 @dataclass(slots=True)
@@ -116,6 +121,8 @@ def classify(
     unreadable: dict[int, str] = {}
     scoped: set[str] = set(view.nodes if wanted is None else wanted)
     inventoried: set[str] = set()
+    spoken_for: set[str] = set()  # loose keys of the names the inventories in scope speak for
+    ages: dict[str, float] = {}  # inventory age by inventory node, where it was read
     held_by_exact_name: dict[str, Inventory] = {}
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
@@ -123,18 +130,28 @@ def classify(
         node = canonical or inv.node
         if wanted is not None and node not in wanted and inv.node not in wanted:
             continue
+        if node != inv.node:
+            scoped.discard(inv.node)  # one node, named twice: count it once
         scoped.add(node)
+        spoken_for.update((hostlist.loose_key(node), hostlist.loose_key(inv.node)))
+        age = inventory_age(view, inv)
         if inv.error is not None:
-            findings.append(_node_finding(inv.node, Kind.AGENT_UNREACHABLE, _unreachable(inv)))
+            findings.append(
+                _node_finding(inv.node, Kind.AGENT_UNREACHABLE, _unreachable(inv), age=age)
+            )
             continue
+        if age is not None:
+            ages[inv.node] = age
         inventoried.add(node)
         if mismatch is None:
             held_by_exact_name[node] = inv
         else:
-            findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch)))
+            findings.append(
+                _node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch), age=age)
+            )
         for holding in inv.held:
             job, asked = _controller_job(view, confirmed, holding.job_id)
-            held = _Held(node, inv.node, holding, job, asked, loose_match=mismatch)
+            held = _Held(node, inv.node, holding, job, asked, loose_match=mismatch, age=age)
             finding = _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
             )
@@ -145,8 +162,12 @@ def classify(
                 # nodelist could not be read.
                 unreadable[job.job_id] = job.nodelist
             findings.append(finding)
+    findings.extend(_not_inventoried(view, sorted(scoped), spoken_for))
 
     notes: list[str] = []
+    stale = _stale_inventories_note(ages)
+    if stale is not None:
+        notes.append(stale)
     if view.complete:
         node_findings, unreadable_active = _node_findings(view, wanted, held_by_exact_name)
         findings.extend(node_findings)
@@ -190,7 +211,8 @@ class _Held:
     """One holding on `holder`, judged as held on controller node `node`.
 
     `job` is the controller's record (from GetJob when `asked`); `loose_match`
-    says why `holder` only loosely matches `node`, None when the names agree.
+    says why `holder` only loosely matches `node`, None when the names agree;
+    `age` is the inventory's age (see Finding.inventory_age_s).
     """
 
     node: str
@@ -199,14 +221,15 @@ class _Held:
     job: Job | None
     asked: bool
     loose_match: str | None
+    age: float | None = None
 
     def finding(self, kind: Kind, reason: str, action: Action | None = None) -> Finding:
         action = ACTIONS[kind] if action is None else action
-        if self.loose_match is not None and action is Action.RECLAIM:
-            # Spur compares names exactly, so the controller misjudges this node's
-            # runs: what it would reclaim is only investigated until the names agree.
-            action = Action.INVESTIGATE
-            reason = f"{reason}; not reclaimed: {self.loose_match}"
+        if action is Action.RECLAIM:
+            doubt = _reclaim_doubt(self)
+            if doubt is not None:
+                action = Action.INVESTIGATE
+                reason = f"{reason}; not reclaimed: {doubt}"
         job, h = self.job, self.holding
         return Finding(
             node=self.holder,
@@ -219,7 +242,28 @@ class _Held:
             allocated_nodes=(job.nodelist or None) if job is not None else None,
             gpus=h.gpus,
             pids=h.pids,
+            inventory_age_s=self.age,
         )
+
+
+def _reclaim_doubt(held: _Held) -> str | None:
+    """Why a holding the controller would reclaim is only investigated; None when nothing
+    stands in the way.
+
+    A loose name: Spur compares names exactly, so the controller misjudges this
+    node's runs until the names agree. No start time on a tracked id: after a
+    controller wipe the id may have been reissued, and only the run's start time
+    (compared with the job's submit time) tells the old run from the new job.
+    """
+    if held.loose_match is not None:
+        return held.loose_match
+    if held.job is not None and held.holding.started_at is None:
+        return (
+            f"{held.holder}'s inventory records no start time for this run, so an id "
+            "reissued after a controller wipe cannot be ruled out; re-collect it with "
+            "`spurctl node-inventory`, which records start times"
+        )
+    return None
 
 
 def _judge_holding(
@@ -246,7 +290,31 @@ def _judge_holding(
         return _unreadable_nodelist(held, job)
     if kind is Kind.HEALTHY and not include_healthy:
         return None
+    if kind is Kind.ACTIVE_ELSEWHERE and _nodelist_text_names(held, job):
+        return _named_in_nodelist_text(held, job)
     return held.finding(kind, _tracked_reason(kind, held, job, now=view.taken_at))
+
+
+def _nodelist_text_names(held: _Held, job: Job) -> bool:
+    """Whether the job's nodelist text names this node as a token, whatever it parses to.
+
+    A backstop under the hostlist parse: a nodelist whose spacing or syntax spurctl
+    reads differently from Spur must never turn a node's own run into a stale one.
+    """
+    return hostlist.names_token(job.nodelist, held.node) or hostlist.names_token(
+        job.nodelist, held.holder
+    )
+
+
+def _named_in_nodelist_text(held: _Held, job: Job) -> Finding:
+    j = held.holding.job_id
+    return held.finding(
+        Kind.UNVERIFIABLE,
+        f"job {j} is {job.state.name} on {job.nodelist!r}, which does not parse as including "
+        f"{held.node} but whose text names it, so this may be the job's own run; "
+        f"{held.holder} holds it {evidence(held.holding)}",
+        action=Action.INVESTIGATE,
+    )
 
 
 def _missing_from_partial_view(held: _Held, view: ControllerView) -> Finding:
@@ -366,7 +434,9 @@ def _unreachable(inv: Inventory) -> str:
     return f"{inv.node} could not be inventoried ({inv.error}); what it holds is unknown"
 
 
-def _node_finding(node: str, kind: Kind, reason: str, job: Job | None = None) -> Finding:
+def _node_finding(
+    node: str, kind: Kind, reason: str, job: Job | None = None, *, age: float | None = None
+) -> Finding:
     return Finding(
         node=node,
         job_id=None if job is None else job.job_id,
@@ -375,6 +445,67 @@ def _node_finding(node: str, kind: Kind, reason: str, job: Job | None = None) ->
         reason=reason,
         controller_state=None if job is None else job.state.name,
         allocated_nodes=None if job is None else job.nodelist,
+        inventory_age_s=age,
+    )
+
+
+# -- coverage and freshness ----------------------------------------------------
+
+
+def inventory_age(view: ControllerView, inv: Inventory | None) -> float | None:
+    """Seconds from `inv`'s collection to the controller view (negative: collected after
+    it); None without an inventory or its collection time."""
+    if inv is None or inv.collected_at is None:
+        return None
+    return round((view.taken_at - inv.collected_at).total_seconds(), 3)
+
+
+def _not_inventoried(
+    view: ControllerView, scoped: Iterable[str], spoken_for: Collection[str]
+) -> list[Finding]:
+    """A finding for each node in scope that no inventory speaks for (by exact or loose name).
+
+    What such a node holds is unknown, so the audit cannot call it clean; and a name the
+    controller does not know either is most likely a typo in --nodes (gpu[01-24] for
+    gpu[001-024]), which must not pass for a clean audit of nothing.
+    """
+    out: list[Finding] = []
+    for name in scoped:
+        if hostlist.loose_key(name) in spoken_for:
+            continue
+        if name in view.nodes:
+            reason = (
+                f"no inventory speaks for {name}, so what its agent holds is unknown and it "
+                f"was not audited; collect it (spurctl collect --nodes {name}) or use --collect"
+            )
+        else:
+            reason = (
+                f"the controller has no node {name} and no inventory speaks for it, so "
+                "nothing was audited there; check the --nodes hostlist for a typo "
+                "(e.g. gpu[01-24] for gpu[001-024])"
+            )
+        out.append(_node_finding(name, Kind.NOT_INVENTORIED, reason))
+    return out
+
+
+def _stale_inventories_note(ages: Mapping[str, float]) -> str | None:
+    """The note naming inventories collected more than two heartbeats before the view.
+
+    The controller's view is of one moment; a node's holdings read long before it
+    may have changed since (a run ended, a cancel landed), so decisions on them
+    deserve a fresh collect.
+    """
+    stale = sorted(
+        (n for n, age in ages.items() if age > STALE_INVENTORY_S), key=lambda n: -ages[n]
+    )
+    if not stale:
+        return None
+    shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+    count = f"{len(stale)} inventor{'y was' if len(stale) == 1 else 'ies were'}"
+    return (
+        f"{count} collected more than {STALE_INVENTORY_S:.0f} s (two agent heartbeats) "
+        f"before the controller view, the oldest {duration(ages[stale[0]])} before ({shown}): "
+        "what those nodes hold may have changed since; re-collect them, or use --collect"
     )
 
 
@@ -399,19 +530,21 @@ def _node_findings(
     jobs_on, unreadable = _active_jobs_by_node(view.active_jobs(), relevant)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
-        out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), now=view.taken_at))
+        out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view))
     for name, node in allocated.items():
-        finding = _explain_allocation(node, jobs_on.get(name, []))
+        age = inventory_age(view, held_by_exact_name.get(name))
+        finding = _explain_allocation(node, jobs_on.get(name, []), age=age)
         if finding is not None:
             out.append(finding)
     return out, unreadable
 
 
 def _lost_on_node(
-    name: str, inv: Inventory, on_node: list[tuple[Job, int]], *, now: datetime
+    name: str, inv: Inventory, on_node: list[tuple[Job, int]], *, view: ControllerView
 ) -> list[Finding]:
     """The active jobs the controller places on `name` that its inventory does not hold."""
     held = {h.job_id for h in inv.held}
+    now, age = view.taken_at, inventory_age(view, inv)
     out: list[Finding] = []
     for job, _ in on_node:
         started = job.start_time
@@ -424,7 +557,7 @@ def _lost_on_node(
             f"the controller has job {job.job_id} {job.state.name} on {name}{since}, "
             f"but {name}'s inventory{taken} does not hold it"
         )
-        out.append(_node_finding(name, Kind.LOST_ON_NODE, reason, job))
+        out.append(_node_finding(name, Kind.LOST_ON_NODE, reason, job, age=age))
     return out
 
 
@@ -451,7 +584,9 @@ def _active_jobs_by_node(
     return out, unreadable
 
 
-def _explain_allocation(node: Node, on_node: list[tuple[Job, int]]) -> Finding | None:
+def _explain_allocation(
+    node: Node, on_node: list[tuple[Job, int]], *, age: float | None
+) -> Finding | None:
     """phantom-alloc or excess-alloc: the node's active jobs do not account for its allocation."""
     have = (node.alloc.cpus, node.alloc.memory_mb, node.alloc.gpus)
     if not on_node:
@@ -461,6 +596,7 @@ def _explain_allocation(node: Node, on_node: list[tuple[Job, int]]) -> Finding |
             Kind.PHANTOM_ALLOC,
             f"{node.name} has {what} allocated but no active job lists it, "
             "so the scheduler sees it busy and nothing frees it",
+            age=age,
         )
     # Spur's own fallback splits a job's total evenly over its nodes; rounding each
     # share up keeps an uneven remainder from reading as excess.
@@ -479,4 +615,5 @@ def _explain_allocation(node: Node, on_node: list[tuple[Job, int]]) -> Finding |
         Kind.EXCESS_ALLOC,
         f"{node.name} has {join(amount(have[d], d) for d in over)} allocated, but its "
         f"{jobs} for {join(amount(explained[d], d) for d in over)}",
+        age=age,
     )

@@ -32,6 +32,17 @@ def when(t: datetime, now: datetime) -> str:
     return t.strftime("%H:%M UTC" if t.date() == now.date() else "%Y-%m-%d %H:%M UTC")
 
 
+def duration(seconds: float) -> str:
+    """'45 s', '12 min', '3.5 h', '2.0 days': a span of time, roughly, in an operator's words."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
 # The dimensions of an allocation, in the order (cpus, memory_mb, gpus).
 UNITS = ("CPU", "MB of memory", "GPU")
 

@@ -53,6 +53,7 @@ FINDING_FIELDS = (
     "reason",
     "controller_state",
     "allocated_nodes",
+    "inventory_age_s",
 )
 
 
@@ -69,6 +70,7 @@ def _finding_to_dict(f: Finding) -> dict[str, Any]:
         "reason": f.reason,
         "controller_state": f.controller_state,
         "allocated_nodes": f.allocated_nodes,
+        "inventory_age_s": f.inventory_age_s,
         "gpus": list(f.gpus),
         "pids": list(f.pids),
     }
@@ -225,6 +227,7 @@ def _render_csv(report: AuditReport) -> str:
                 f.reason,
                 f.controller_state,
                 f.allocated_nodes,
+                f.inventory_age_s,
             )
         ]
         for f in report.findings

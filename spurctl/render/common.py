@@ -118,6 +118,14 @@ def context_line(report: AuditReport) -> str:
 
 
 def no_discrepancies(report: AuditReport) -> str:
+    """What an audit without findings says: "No discrepancies" only when every node in
+    scope was audited (docs/contract.md, "Exit status")."""
+    unaudited = report.nodes_in_scope - report.nodes_inventoried
+    if unaudited > 0:
+        return (
+            f"No findings shown, but {unaudited} of {report.nodes_in_scope} nodes in scope "
+            "were not audited."
+        )
     return (
         f"No discrepancies: {report.nodes_in_scope} nodes, {report.nodes_inventoried} inventoried."
     )

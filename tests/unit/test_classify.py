@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spurctl import hostlist
-from spurctl.decide.classify import Classification, classify, controller_decision
+from spurctl.decide import classify as classify_module
+from spurctl.decide.classify import Classification, controller_decision
 from spurctl.model import (
     Action,
     Allocation,
@@ -33,6 +35,9 @@ from spurctl.model import (
 
 NOW = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
 T0 = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
+# When a held run started, as `spurctl node-inventory` records it: after every job's
+# submit time in these cases, so only a case that says otherwise is a suspected reuse.
+RUN_START = T0 + timedelta(minutes=10)
 WM = 100
 NODES = ("gpu016", "gpu017", "gpu018", "gpu020")
 
@@ -89,7 +94,7 @@ def held(
     *,
     gpu_ids: tuple[int, ...] = (),
     pids: tuple[int, ...] = (),
-    started: datetime | None = None,
+    started: datetime | None = RUN_START,
 ) -> Holding:
     return Holding(job_id=job_id, gpus=gpu_ids, pids=pids, started_at=started)
 
@@ -100,6 +105,19 @@ def inv(name: str, *holdings: Holding, error: str | None = None) -> Inventory:
 
 def invs(*inventories: Inventory) -> dict[str, Inventory]:
     return {i.node: i for i in inventories}
+
+
+def classify(*args: Any, **kwargs: Any) -> Classification:
+    """classify() without its not-inventoried findings.
+
+    Most cases inventory a few of the view's nodes and pin what the holdings and
+    allocations mean; the nodes left uninventoried are pinned by their own tests
+    (`test_every_node_in_scope_without_an_inventory_is_a_not_inventoried_finding`),
+    which call classify_module.classify itself.
+    """
+    result = classify_module.classify(*args, **kwargs)
+    result.findings = [f for f in result.findings if f.kind is not Kind.NOT_INVENTORIED]
+    return result
 
 
 # -- the controller's own decision ----------------------------------------------
@@ -474,6 +492,181 @@ def test_nodes_in_scope_without_an_inventory_are_counted_as_not_inventoried() ->
     )
     assert (scoped.nodes_in_scope, scoped.nodes_inventoried) == (2, 1)
     assert scoped.findings == []
+
+
+# -- issue 13: nodelist spacing, missing start times, coverage, inventory age --------
+
+
+@pytest.mark.parametrize(
+    "nodelist", ["gpu017 ", " gpu017", "gpu017\t", " gpu[016-017] ", "gpu020 , gpu017 ,"]
+)
+def test_a_nodelist_with_spaces_names_the_nodes_spur_reads_in_it(nodelist: str) -> None:
+    # Spur trims each comma-separated part: gpu017 belongs to the job, its run is its own.
+    running = job(5, JobState.RUNNING, nodelist)
+    assert controller_decision("gpu017", running, 5, WM) is Kind.HEALTHY
+    result = classify(view(running), invs(inv("gpu017", held(5))), watermark=WM)
+    assert result.findings == []
+
+
+def test_a_node_named_in_the_nodelist_text_is_never_active_elsewhere() -> None:
+    # "gpu016 gpu017" is one odd name to Spur and to the parse, but its text names
+    # gpu017: the backstop investigates instead of reclaiming gpu017's run.
+    odd = job(5, JobState.RUNNING, "gpu016 gpu017")
+    assert controller_decision("gpu017", odd, 5, WM) is Kind.ACTIVE_ELSEWHERE
+    [finding] = classify(view(odd), invs(inv("gpu017", held(5, pids=(9,)))), watermark=WM).findings
+    assert (finding.kind, finding.action) == (Kind.UNVERIFIABLE, Action.INVESTIGATE)
+    assert finding.reason == (
+        "job 5 is RUNNING on 'gpu016 gpu017', which does not parse as including gpu017 but "
+        "whose text names it, so this may be the job's own run; gpu017 holds it with no GPU "
+        "and 1 live process"
+    )
+    [other] = classify(view(odd), invs(inv("gpu016", held(5))), watermark=WM).findings
+    assert other.kind is Kind.UNVERIFIABLE
+    # A name that is only part of a token is not named by it: gpu017's run is stale.
+    elsewhere = job(5, JobState.RUNNING, "gpu0170 gpu020")
+    [stale] = classify(view(elsewhere), invs(inv("gpu017", held(5))), watermark=WM).findings
+    assert (stale.kind, stale.action) == (Kind.ACTIVE_ELSEWHERE, Action.RECLAIM)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(NODES), min_size=1, max_size=4, unique=True),
+    st.lists(st.sampled_from(["", " ", "  ", "\t"]), min_size=10, max_size=10),
+    st.sampled_from(NODES),
+)
+def test_spacing_in_a_nodelist_never_makes_a_listed_node_reclaimable(
+    names: list[str], pads: list[str], holder: str
+) -> None:
+    parts = [f"{pads[2 * i % 10]}{n}{pads[(2 * i + 1) % 10]}" for i, n in enumerate(names)]
+    running = job(5, JobState.RUNNING, ",".join(parts))
+    result = classify(view(running), invs(inv(holder, held(5))), watermark=WM)
+    if holder in names:
+        assert result.findings == []
+    else:
+        assert [f.kind for f in result.findings] == [Kind.ACTIVE_ELSEWHERE]
+
+
+@pytest.mark.parametrize(
+    ("the_job", "kind"),
+    [
+        (job(40, JobState.COMPLETED, "gpu017", submit=T0), Kind.TERMINAL_HELD),
+        (job(40, JobState.RUNNING, "gpu020", submit=T0), Kind.ACTIVE_ELSEWHERE),
+    ],
+)
+def test_a_tracked_holding_without_a_start_time_is_investigated_never_reclaimed(
+    the_job: Job, kind: Kind
+) -> None:
+    [finding] = classify(
+        view(the_job), invs(inv("gpu017", held(40, started=None))), watermark=WM
+    ).findings
+    assert (finding.kind, finding.action) == (kind, Action.INVESTIGATE)
+    assert finding.reason.endswith(
+        "; not reclaimed: gpu017's inventory records no start time for this run, so an id "
+        "reissued after a controller wipe cannot be ruled out; re-collect it with "
+        "`spurctl node-inventory`, which records start times"
+    )
+    # With the start time the same holding is the controller's reclaim.
+    [timed] = classify(view(the_job), invs(inv("gpu017", held(40))), watermark=WM).findings
+    assert (timed.kind, timed.action) == (kind, Action.RECLAIM)
+
+
+def test_an_untracked_holding_without_a_start_time_stays_reclaimable() -> None:
+    # No job has the id, so no reissue can be mistaken for it.
+    [finding] = classify(view(), invs(inv("gpu017", held(40, started=None))), watermark=WM).findings
+    assert (finding.kind, finding.action) == (Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM)
+
+
+def test_every_node_in_scope_without_an_inventory_is_a_not_inventoried_finding() -> None:
+    result = classify_module.classify(
+        view(),
+        invs(inv("gpu017"), inv("GPU018"), inv("gpu020", error="ssh: timed out")),
+        watermark=WM,
+    )
+    # gpu018 is spoken for loosely (a name-mismatch), gpu020 is unreachable: only gpu016
+    # has nothing to say for it.
+    missing = [f for f in result.findings if f.kind is Kind.NOT_INVENTORIED]
+    assert [(f.node, f.job_id, f.action) for f in missing] == [("gpu016", None, Action.INVESTIGATE)]
+    assert missing[0].reason == (
+        "no inventory speaks for gpu016, so what its agent holds is unknown and it was not "
+        "audited; collect it (spurctl collect --nodes gpu016) or use --collect"
+    )
+    assert missing[0].inventory_age_s is None
+    assert (result.nodes_in_scope, result.nodes_inventoried) == (4, 2)
+
+
+def test_a_hostlist_naming_no_controller_node_is_not_a_clean_audit() -> None:
+    # A typo such as gpu[01-24] for gpu[001-024]: nothing was audited, and it must say so.
+    result = classify_module.classify(
+        view(),
+        invs(*(inv(n) for n in NODES)),
+        watermark=WM,
+        scope=hostlist.parse_scope("gpu[16-17]"),
+    )
+    assert [(f.node, f.kind, f.action) for f in result.findings] == [
+        ("gpu16", Kind.NOT_INVENTORIED, Action.INVESTIGATE),
+        ("gpu17", Kind.NOT_INVENTORIED, Action.INVESTIGATE),
+    ]
+    assert result.findings[0].reason == (
+        "the controller has no node gpu16 and no inventory speaks for it, so nothing was "
+        "audited there; check the --nodes hostlist for a typo (e.g. gpu[01-24] for gpu[001-024])"
+    )
+    assert (result.nodes_in_scope, result.nodes_inventoried) == (2, 0)
+
+
+def test_a_scope_named_by_the_inventorys_loose_name_counts_the_node_once() -> None:
+    result = classify_module.classify(
+        view(), invs(inv("GPU017")), watermark=WM, scope=frozenset({"GPU017"})
+    )
+    assert [f.kind for f in result.findings] == [Kind.NAME_MISMATCH]
+    assert (result.nodes_in_scope, result.nodes_inventoried) == (1, 1)
+
+
+def aged(name: str, age_s: float, *holdings: Holding, error: str | None = None) -> Inventory:
+    return replace(inv(name, *holdings, error=error), collected_at=NOW - timedelta(seconds=age_s))
+
+
+def test_every_finding_carries_its_inventorys_age() -> None:
+    result = classify_module.classify(
+        view(
+            job(40, JobState.COMPLETED, "gpu017"),
+            job(41, JobState.RUNNING, "gpu[016,020]", start=T0),
+            nodes=(node("gpu016"), node("gpu017"), node("gpu018"), node("gpu020", cpus=4)),
+        ),
+        invs(
+            aged("gpu017", 12.5, held(40)),
+            aged("gpu016", 30),
+            aged("gpu018", 5, error="ssh: refused"),
+            aged("GPU020", 40),
+        ),
+        watermark=WM,
+    )
+    ages = {(f.node, f.kind): f.inventory_age_s for f in result.findings}
+    assert ages == {
+        ("gpu017", Kind.TERMINAL_HELD): 12.5,
+        ("gpu016", Kind.LOST_ON_NODE): 30.0,
+        ("gpu018", Kind.AGENT_UNREACHABLE): 5.0,
+        ("GPU020", Kind.NAME_MISMATCH): 40.0,
+        # gpu020's allocation is judged on the controller's word; its inventory is loose.
+        ("gpu020", Kind.EXCESS_ALLOC): None,
+    }
+    # An inventory taken after the view is younger than it: a negative age.
+    [late] = classify(view(), invs(aged("gpu017", -3, held(40))), watermark=WM).findings
+    assert late.inventory_age_s == -3.0
+
+
+def test_inventories_older_than_two_heartbeats_are_named_in_a_note() -> None:
+    fresh = classify(view(), invs(aged("gpu017", 60), aged("gpu016", 10)), watermark=WM)
+    assert not any("heartbeats" in n for n in fresh.notes)
+    stale = classify(
+        view(),
+        invs(aged("gpu017", 61), aged("gpu016", 725), aged("gpu018", 10)),
+        watermark=WM,
+    )
+    assert stale.notes == [
+        "2 inventories were collected more than 60 s (two agent heartbeats) before the "
+        "controller view, the oldest 12 min before (gpu016, gpu017): what those nodes hold "
+        "may have changed since; re-collect them, or use --collect"
+    ]
 
 
 # -- properties over generated clusters ------------------------------------------

@@ -56,6 +56,48 @@ def test_a_bracketed_or_comma_list_is_parsed_once_and_cached(parses: list[str]) 
     assert parses == [text]
 
 
+def test_each_part_of_a_nodelist_is_trimmed_as_spur_does(parses: list[str]) -> None:
+    # spur-core hostlist.rs `expand`: split at top-level commas, trim each part,
+    # drop empty ones. A plain name with spaces still needs no NodeSet parse.
+    assert hostlist.expand("gpu015 ") == {"gpu015"}
+    assert hostlist.node_in("gpu015 ", "gpu015")
+    assert hostlist.node_in("\tgpu015\n", "gpu015")
+    assert hostlist.expand("  ") == frozenset()
+    assert parses == []
+    assert hostlist.expand(" gpu[014-015] , gpu020,") == {"gpu014", "gpu015", "gpu020"}
+    assert hostlist.node_in("gpu020 ,, gpu[014-015] ", "gpu015")
+    assert hostlist.expand("gpu015 , ") == {"gpu015"}
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [
+        ("gpu015 ", "gpu015"),
+        (" gpu[001-002] ,gpu009, ", "gpu[001-002],gpu009"),
+        ("a,,b", "a,b"),
+        ("gpu[1, 2]", "gpu[1, 2]"),  # inside brackets Spur does not trim either
+    ],
+)
+def test_normalize_is_spurs_reading_of_a_nodelist(text: str, normal: str) -> None:
+    assert hostlist.normalize(text) == normal
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "named"),
+    [
+        ("gpu015 ", "gpu015", True),
+        ("gpu014 gpu015", "gpu015", True),
+        ("gpu[014,015]", "gpu015", False),  # a range is not the name's text
+        ("gpu015,gpu016", "gpu016", True),
+        ("gpu0150", "gpu015", False),
+        ("xgpu015", "gpu015", False),
+        ("", "gpu015", False),
+    ],
+)
+def test_names_token_finds_a_node_name_as_a_whole_token(text: str, name: str, named: bool) -> None:
+    assert hostlist.names_token(text, name) is named
+
+
 def test_fold_compresses_names_into_slurm_syntax_and_back() -> None:
     names = ["gpu003", "gpu001", "gpu002", "gpu200", "login1"]
     folded = hostlist.fold(names)
@@ -76,7 +118,11 @@ def test_parse_scope_accepts_slurm_hostlists() -> None:
         ("gpu[3-1]", "bad range"),
         ("gpu[a-b]", "bad range"),
         ("gpu1,,gpu2", "missing nodeset operand"),
+        (",", "missing nodeset operand"),
+        (" , ", "missing nodeset operand"),
+        ("gpu1,", "missing nodeset operand"),
         ("", "it names no node"),
+        ("  ", "it names no node"),
         ("gpu[1-4]!gpu2", "'!' not allowed"),
         ("@gpus", "'@' not allowed"),
         ("gpu1 gpu2", "' ' not allowed"),

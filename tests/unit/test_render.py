@@ -62,6 +62,7 @@ def _findings() -> list[Finding]:
             allocated_nodes="gpu[020-021]",
             gpus=(0, 1),
             pids=(81234,),
+            inventory_age_s=42.5,
         ),
         Finding(
             "gpu2",
@@ -137,8 +138,11 @@ def _report(findings: list[Finding] | None = None, *, notes: bool = True) -> Aud
 
 
 def _empty_report() -> AuditReport:
+    """An audit without findings: every node in scope was inventoried (issue 13: one that
+    was not would be a not-inventoried finding)."""
     r = _report([], notes=False)
     r.view_complete, r.jobs_seen, r.jobs_total = True, 812, 812
+    r.nodes_inventoried = 128
     return r
 
 
@@ -198,11 +202,13 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
         "reason": "job 4711 runs on gpu[020-021] now | gpu10 still holds a stale run, pid 81234.",
         "controller_state": "RUNNING",
         "allocated_nodes": "gpu[020-021]",
+        "inventory_age_s": 42.5,
         "gpus": [0, 1],
         "pids": [81234],
     }
     unreachable = doc["findings"][-1]
     assert unreachable["job_id"] is None and unreachable["live"] is None
+    assert unreachable["inventory_age_s"] is None
     assert unreachable["controller_state"] is None and unreachable["allocated_nodes"] is None
 
 
@@ -219,7 +225,7 @@ def test_json_of_an_empty_audit_is_complete_and_counts_nothing() -> None:
     assert doc["view"] == {"complete": True, "jobs_seen": 812, "jobs_total": 812}
     assert doc["summary"] == {
         "nodes": 128,
-        "nodes_inventoried": 127,
+        "nodes_inventoried": 128,
         "by_kind": {},
         "needs_action": 0,
     }
@@ -242,6 +248,9 @@ def test_csv_round_trips_through_dictreader_one_row_per_finding() -> None:
         assert row["reason"] == f.reason  # commas, pipes, quotes and a newline intact
         assert row["controller_state"] == (f.controller_state or "")
         assert row["allocated_nodes"] == (f.allocated_nodes or "")
+        age = f.inventory_age_s
+        assert row["inventory_age_s"] == ("" if age is None else str(age))
+    assert rows[2]["inventory_age_s"] == "42.5"
 
 
 def test_csv_of_an_empty_audit_is_just_the_header() -> None:
@@ -291,8 +300,19 @@ def test_markdown_puts_heading_notes_and_summary_before_the_table() -> None:
 
 def test_markdown_of_an_empty_audit_says_no_discrepancies_and_has_no_table() -> None:
     text = render_audit(_empty_report(), "markdown")
-    assert "No discrepancies: 128 nodes, 127 inventoried." in text
+    assert "No discrepancies: 128 nodes, 128 inventoried." in text
     assert not any(line.startswith("|") for line in text.splitlines())
+
+
+def test_an_audit_without_findings_that_left_a_node_unaudited_says_so() -> None:
+    # Issue 13: "No discrepancies" only when every node in scope was audited, even if
+    # the findings that say so were filtered out of the report.
+    report = _empty_report()
+    report.nodes_inventoried = 127
+    for fmt in ("table", "markdown"):
+        text = render_audit(report, fmt)
+        assert "No discrepancies" not in text
+        assert "1 of 128 nodes in scope were not audited" in text
 
 
 # -- prometheus --------------------------------------------------------------
@@ -498,15 +518,16 @@ def test_a_narrow_table_puts_each_reason_on_its_own_lines_in_full() -> None:
 
 def test_table_of_an_empty_audit_says_no_discrepancies_then_the_summary() -> None:
     lines = _table(_empty_report())
-    assert lines[0] == "No discrepancies: 128 nodes, 127 inventoried."
+    assert lines[0] == "No discrepancies: 128 nodes, 128 inventoried."
     assert lines[1].startswith(
-        "128 nodes in scope, 127 inventoried; findings: none; 0 need action."
+        "128 nodes in scope, 128 inventoried; findings: none; 0 need action."
     )
     assert not any(re.match(r"node\s+job\s+kind", line) for line in lines)
 
 
 def test_table_of_an_empty_incomplete_audit_still_warns_first() -> None:
     report = _report([])
+    report.nodes_inventoried = report.nodes_in_scope
     lines = _table(report)
     assert lines[0].startswith("WARNING: controller view is incomplete")
     assert any(line.startswith("No discrepancies:") for line in lines)
