@@ -13,7 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 
 from spurctl.decide.classify import controller_decision
-from spurctl.model import Action, AuditReport, Finding, Job
+from spurctl.hostlist import names_token
+from spurctl.model import Action, AuditReport, Finding, Job, Kind
 
 
 class Result(StrEnum):
@@ -113,6 +114,12 @@ def recheck(
             f"here: {not_found_doubt}"
         )
     now = controller_decision(entry.node, job, entry.job_id, watermark)
+    if now is Kind.ACTIVE_ELSEWHERE and job is not None and names_token(job.nodelist, entry.node):
+        # The classifier's backstop, again at the last moment before the send.
+        return (
+            f"not sent: job {entry.job_id}'s nodelist {job.nodelist!r} names {entry.node}; "
+            "its run there may be the legitimate one"
+        )
     if now is entry.finding.kind:
         return None
     if job is None:

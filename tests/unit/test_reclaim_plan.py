@@ -18,7 +18,7 @@ from spurctl.decide.plan import (
     stale_reason,
     unmatched_jobs,
 )
-from spurctl.model import Action, Finding, Kind
+from spurctl.model import Action, Finding, Job, JobState, Kind
 from spurctl.options import parse_duration
 from spurctl.sources.settings import Connection
 
@@ -126,3 +126,16 @@ def test_verify_calls_a_cancel_whose_node_could_not_be_re_collected_unconfirmed(
     ]
     assert "ssh: refused" in run.outcomes[2].detail
     assert len(changed) == 3 and not run.ok
+
+
+def test_recheck_never_sends_to_a_node_the_nodelist_text_names() -> None:
+    # Spur reads "gpu015 gpu016" as one odd name, so gpu015 is not in it by Spur's rule;
+    # the text still names gpu015, and a run there may be the legitimate one.
+    e = Entry(
+        Finding("gpu015", 4711, Kind.ACTIVE_ELSEWHERE, Action.RECLAIM, "runs elsewhere"), "a:1"
+    )
+    moved = Job(4711, JobState.RUNNING, nodelist="gpu020")
+    assert recheck(e, moved, 5121) is None
+    ambiguous = Job(4711, JobState.RUNNING, nodelist="gpu015 gpu016")
+    why = recheck(e, ambiguous, 5121)
+    assert why is not None and "names gpu015" in why
