@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 
 from spurctl.model import Job, JobState, utcnow
@@ -399,6 +399,8 @@ _failing: set[ClusterSpec] = set()
     deadline=None,
     derandomize=True,
     database=None,
+    # No explain phase: it re-runs the CLI to list code lines; the printed cluster says more.
+    phases=(Phase.explicit, Phase.generate, Phase.shrink),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(clusters())
