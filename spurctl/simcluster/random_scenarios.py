@@ -8,10 +8,6 @@ reads as a cluster. `scenario_of` turns it into a Scenario, `agent_map_of` into
 the map an operator would have written, and `spur_nodes` is Spur's own reading
 of a nodelist (each comma-separated part trimmed, then exact names): the ground
 truth a test judges spurctl by, written without spurctl's hostlist module.
-
-`VisibilityCluster` is a SimCluster whose GetJob applies `[controller]
-job_info_visibility` (`redacted`, `owner_only` or `full`) to a verified caller
-who neither owns the job nor is an admin, as spurctld does (docs/spur-facts.md).
 """
 
 from __future__ import annotations
@@ -19,20 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
-import grpc
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetParseError
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
-from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster.scenario import Scenario
 from spurctl.simcluster.scenarios import NODE_TOTAL, SPUR_VERSION
-from spurctl.simcluster.server import Identity, SimCluster, _Refused
-from spurctl.sources.wire import job_to_pb
+from spurctl.simcluster.server import Visibility
 
-Visibility = Literal["redacted", "owner_only", "full"]
-VISIBILITIES: tuple[Visibility, ...] = ("redacted", "owner_only", "full")
 # When a holding's run began, relative to its job: the job's current run, an
 # earlier attempt of it (a stale copy after a requeue), before the job was even
 # submitted (a pre-wipe run of an id the controller issued again), or unknown.
@@ -222,22 +213,3 @@ def hold_specs(holds: Iterable[HoldSpec]) -> tuple[HoldSpec, ...]:
     for h in holds:
         seen.setdefault((h.node, h.job_id), h)
     return tuple(sorted(seen.values(), key=lambda h: (h.node, h.job_id)))
-
-
-class VisibilityCluster(SimCluster):
-    """A SimCluster whose controller applies `job_info_visibility` to GetJob."""
-
-    def __init__(self, scenario: Scenario, *, visibility: Visibility, **options: Any) -> None:
-        super().__init__(scenario, **options)
-        self.visibility: Visibility = visibility
-
-    def _get_job(self, req: pb.GetJobRequest, identity: Identity | None) -> pb.JobInfo:
-        job = self.job(req.job_id)
-        privileged = (
-            identity is None or identity.admin or (job is not None and identity.user == job.user)
-        )
-        if job is None or privileged or self.visibility == "redacted":
-            return super()._get_job(req, identity)
-        if self.visibility == "owner_only":
-            raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
-        return job_to_pb(job)

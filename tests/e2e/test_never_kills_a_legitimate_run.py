@@ -44,15 +44,14 @@ from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 
 from spurctl.model import Job, JobState, utcnow
+from spurctl.simcluster import SimCluster
 from spurctl.simcluster.random_scenarios import (
     USERS,
-    VISIBILITIES,
     ClusterSpec,
     HoldSpec,
     JobSpec,
     MapEntry,
     Started,
-    VisibilityCluster,
     agent_map_of,
     hold_specs,
     legitimately_on,
@@ -61,6 +60,7 @@ from spurctl.simcluster.random_scenarios import (
     spur_nodes,
 )
 from spurctl.simcluster.scenarios import hostlist
+from spurctl.simcluster.server import VISIBILITIES
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
@@ -285,9 +285,9 @@ def _check(spec: ClusterSpec) -> list[str]:
     problems: list[str] = []
     with (
         tempfile.TemporaryDirectory(prefix="spurctl-property-") as tmp,
-        VisibilityCluster(
+        SimCluster(
             scenario_of(spec, now),
-            visibility=spec.visibility,
+            job_info_visibility=spec.visibility,
             auth="permissive",
             agent_auth="required",
             jwt_key=KEY,
@@ -423,9 +423,9 @@ def test_the_simulated_controller_shows_other_users_jobs_as_job_info_visibility_
     spec = dataclasses.replace(OWNER_ONLY_NOT_FOUND, visibility="redacted")
     answers: dict[tuple[str, str], Job | None] = {}
     for visibility in VISIBILITIES:
-        with VisibilityCluster(
+        with SimCluster(
             scenario_of(spec, utcnow()),
-            visibility=visibility,
+            job_info_visibility=visibility,
             auth="permissive",
             jwt_key=KEY,
         ) as sim:
