@@ -170,6 +170,7 @@ def reclaim(
     yes: opt.ReclaimYesOpt = False,
     journal_path: opt.ReclaimJournalOpt = None,
     settle: opt.ReclaimSettleOpt = 5.0,
+    verify_inventory: opt.ReclaimVerifyInventoryOpt = False,
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
     max_inventory_age: opt.ReclaimMaxInventoryAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
@@ -180,8 +181,14 @@ def reclaim(
 
     Acts on the reclaimable findings of --node only: each is re-checked against
     the controller just before its cancel is sent, journaled, and cancelled on
-    that node alone (the agent's CancelJob with signal 0).
+    that node alone (the agent's CancelJob with signal 0). Sent is not freed:
+    the agent answers Ok even for a job it does not track, so a cancel counts
+    as done only once a re-collect of its node (--collect, --verify-inventory)
+    shows the job gone; otherwise the run prints the command that confirms it
+    and exits 1.
     """
+    import dataclasses
+
     from spurctl import reclaim as use_case
     from spurctl.render.reclaim import (
         PlanFacts,
@@ -243,9 +250,12 @@ def reclaim(
         if not _confirm(question):
             print("nothing sent", file=sys.stderr)
             raise typer.Exit(ExitStatus.ACTION_NEEDED)
+    # --verify-inventory: re-collect the touched nodes as --collect would, whatever the plan
+    # was read from.
+    recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
     try:
         run = use_case.carry_out(
-            prepared, connection, concurrency=concurrency, recollect=src, settle=settle
+            prepared, connection, concurrency=concurrency, recollect=recollect, settle=settle
         )
     except use_case.JournalFailed as exc:
         # The summary so far, then one line naming the journal: exit 2.
@@ -258,10 +268,27 @@ def reclaim(
         )
         print_run(exc.run, entries, report, fmt=fmt, facts=facts)
         fail(exc.sentence())
-    print_run(run, entries, report, fmt=fmt, facts=facts)
-    raise typer.Exit(
-        ExitStatus.OK if run.ok and unmet is ExitStatus.OK else ExitStatus.ACTION_NEEDED
+    facts = dataclasses.replace(
+        facts, verified=run.verified, confirm_flags=_confirm_flags(holdings, conn)
     )
+    print_run(run, entries, report, fmt=fmt, facts=facts)
+    # Exit 0 only when everything planned was sent and a node showed it freed.
+    done = run.ok and run.verified and unmet is ExitStatus.OK
+    raise typer.Exit(ExitStatus.OK if done else ExitStatus.ACTION_NEEDED)
+
+
+def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) -> list[str]:
+    """What `spurctl audit --collect` needs to confirm this reclaim as it ran (no secret)."""
+    flags: list[str] = []
+    if holdings.command != DEFAULT_COMMAND:
+        flags += ["--command", holdings.command]
+    if holdings.fanout != opt.HoldingOptions().fanout:
+        flags += ["--fanout", str(holdings.fanout)]
+    if conn.controller:
+        flags += ["--controller", conn.controller]
+    if conn.conf is not None:
+        flags += ["--conf", str(conn.conf)]
+    return flags
 
 
 # -- checklist -------------------------------------------------------------------

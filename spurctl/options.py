@@ -62,11 +62,23 @@ JwtKeyOpt = Annotated[
     ),
 ]
 AgentPortOpt = Annotated[
-    int | None, typer.Option("--agent-port", help="Agent port (default spur.conf, else 6818).")
+    int | None,
+    typer.Option(
+        "--agent-port",
+        help="Port of the fallback agent address NODE:PORT, for a node --agent-map does not "
+        "list (default: spur.conf [network] agent_port, else 6818). A guess: spurd listens "
+        "on its own --listen (default 6818) and no Spur code reads agent_port.",
+        show_default=False,
+    ),
 ]
 AgentMapOpt = Annotated[
     Path | None,
-    typer.Option("--agent-map", help='JSON/TOML object: node name -> "host:port".'),
+    typer.Option(
+        "--agent-map",
+        help='JSON/TOML object: node name -> "host:port", the address each spurd registered '
+        "(its --listen). The exact source of agent addresses; a node it lacks falls back to "
+        "NODE:--agent-port, and the plan names such nodes.",
+    ),
 ]
 TimeoutOpt = Annotated[
     float, typer.Option("--timeout", help="Deadline of every RPC, seconds.", min=0.001)
@@ -261,7 +273,21 @@ ReclaimJournalOpt = Annotated[
 ]
 ReclaimSettleOpt = Annotated[
     float,
-    typer.Option("--settle", help="With --collect: seconds to wait before re-collecting.", min=0),
+    typer.Option(
+        "--settle",
+        help="With --collect or --verify-inventory: seconds to wait before re-collecting.",
+        min=0,
+    ),
+]
+ReclaimVerifyInventoryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verify-inventory",
+        help="After --settle, re-collect the touched nodes (with --command and --fanout, "
+        "even when the plan came from --inventory files) and confirm each cancel from the "
+        "node: the agent answers Ok even for a job it does not track. --collect does this "
+        "too. Without either, sent cancels are reported unconfirmed (exit 1).",
+    ),
 ]
 ReclaimConcurrencyOpt = Annotated[
     int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)

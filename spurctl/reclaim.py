@@ -9,6 +9,11 @@ before, outcome after, fsynced) so an interrupted run leaves an exact record.
 Before anything is sent, every entry's agent address is resolved and the plan
 is refused whole when a cancel could reach the wrong agent (two nodes on one
 endpoint, or the endpoint of a node where the job legitimately runs).
+
+"Sent" is not "freed": spurd's CancelJob answers Ok for an id it does not track
+while doing nothing (its running map does not survive a restart, Spur #803). A
+sent cancel is confirmed only by re-collecting its node (`--collect` or
+`--verify-inventory`); until then it is reported sent and unconfirmed.
 """
 
 from __future__ import annotations
@@ -328,6 +333,17 @@ def send(
         agents.close()
 
 
+@dataclass(slots=True)
+class Carried(ReclaimRun):
+    """A run carried out, and whether its nodes were re-collected to judge what it sent."""
+
+    # True once the touched nodes were re-collected and each SENT outcome judged by
+    # what its node holds now: a SENT outcome is then confirmed (the job is gone).
+    # False: every SENT outcome only says the agent answered Ok, which spurd does
+    # for an id it does not track too (sent and unconfirmed).
+    verified: bool = False
+
+
 def verify(
     run: ReclaimRun,
     held_now: Mapping[str, set[int]],
@@ -338,7 +354,8 @@ def verify(
 
     Still held: FAILED. No inventory (the node is in `failed`, with why, or
     absent from `held_now`): UNCONFIRMED, since nothing shows the job gone.
-    Returns the outcomes it changed.
+    Gone: stays SENT, its detail saying the node confirmed it. Returns the
+    outcomes whose result it changed.
     """
     failed = failed or {}
     changed = []
@@ -361,6 +378,8 @@ def verify(
                 f"{settle:g} s later; check the node"
             )
             changed.append(o)
+        else:
+            o.detail = f"{o.detail}; confirmed: {node} no longer holds it {settle:g} s later"
     return changed
 
 
@@ -558,15 +577,18 @@ def carry_out(
     concurrency: int = DEFAULT_CONCURRENCY,
     recollect: Sources | None = None,
     settle: float = 5.0,
-) -> ReclaimRun:
+) -> Carried:
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
-    With `recollect` (a live collect), the touched nodes are inventoried again
-    after `settle` seconds: a cancel whose job is still held turns failed (in
-    the run and in the journal), one whose node could not be inventoried again
-    turns unconfirmed (in the run). After a Ctrl-C the operator wants the
-    summary now, not a settle and a re-collect. Raises JournalFailed, carrying
-    the run so far, when the journal cannot be written.
+    With `recollect` (a live collect: `--collect`, or `--verify-inventory` whose
+    Sources collect with the same --command and --fanout), the touched nodes are
+    inventoried again after `settle` seconds: a cancel whose job is gone is
+    confirmed (`verified`), one whose job is still held turns failed (in the
+    run and in the journal), one whose node could not be inventoried again
+    turns unconfirmed (in the run). Without it every sent cancel stays
+    unconfirmed: the agent's Ok proves nothing. After a Ctrl-C the operator
+    wants the summary now, not a settle and a re-collect. Raises JournalFailed,
+    carrying the run so far, when the journal cannot be written.
     """
     from spurctl.act.journal import journal_lock
 
@@ -583,18 +605,25 @@ def carry_out(
             unresolved=prepared.unresolved,
             max_inventory_age_s=prepared.max_inventory_age_s,
         )
+        carried = Carried(
+            outcomes=run.outcomes,
+            not_attempted=run.not_attempted,
+            interrupted=run.interrupted,
+            stopped_by=run.stopped_by,
+        )
         touched = sorted({o.entry.node for o in run.outcomes if o.result is Result.SENT})
         if recollect is not None and recollect.collect and touched and not run.interrupted:
-            reverify(run, prepared.journal_path, touched, recollect, settle)
-    return run
+            carried.verified = reverify(carried, prepared.journal_path, touched, recollect, settle)
+    return carried
 
 
 def reverify(
     run: ReclaimRun, journal_path: Path, touched: list[str], recollect: Sources, settle: float
-) -> None:
+) -> bool:
     """Re-collect the touched nodes after `settle` seconds and judge the sent cancels by it.
 
     A SIGTERM, SIGHUP or Ctrl-C while waiting leaves the cancels unconfirmed.
+    Returns whether the re-collect ran, so that each sent cancel was judged.
     """
     import time
 
@@ -615,11 +644,11 @@ def reverify(
         run.interrupted = True
         run.stopped_by = box.get("signal", "SIGINT")
         verify(run, {}, settle, dict.fromkeys(touched, "interrupted"))
-        return
+        return False
     except Exception as exc:  # the collect itself broke: no node is confirmed
         why = f"{type(exc).__name__}: {exc}"
         verify(run, {}, settle, dict.fromkeys(touched, why))
-        return
+        return False
     held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
     errors = {inv.node: str(inv.error) for inv in again if inv.error}
     changed = verify(run, held_now, settle, errors)
@@ -637,3 +666,4 @@ def reverify(
                     )
         except OSError as exc:
             raise JournalFailed(journal_path, exc, run) from exc
+    return True

@@ -8,6 +8,7 @@ inventories: every one reaches the terminal as Text, never as rich markup, so
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,12 @@ class PlanFacts:
     max_inventory_age_s: float | None = None
     # The one-line error when the journal could not be written mid-run.
     journal_error: str | None = None
+    # After the run: whether the touched nodes were re-collected and every sent cancel
+    # judged by what its node holds now (without that, "sent" is unconfirmed).
+    verified: bool = False
+    # Options the confirming `spurctl audit` needs beyond --nodes and --collect, as
+    # argv words (the --command, --fanout, --controller and --conf this run used).
+    confirm_flags: Sequence[str] = ()
 
 
 class Unresolved(Protocol):
@@ -120,6 +127,33 @@ def fallback_sentence(nodes: Sequence[str]) -> str:
     )
 
 
+def confirmed(result: Result, verified: bool) -> bool | None:
+    """Whether a node showed this outcome's job gone; None when nothing was sent."""
+    if result is Result.SENT:
+        return verified
+    if result is Result.UNCONFIRMED:
+        return False
+    return None
+
+
+def unconfirmed_nodes(run: ReclaimRun, verified: bool) -> list[str]:
+    """The nodes of every sent cancel that no re-collect has shown freed."""
+    return sorted({o.entry.node for o in run.outcomes if confirmed(o.result, verified) is False})
+
+
+def confirm_command(nodes: Sequence[str], flags: Sequence[str] = ()) -> str:
+    """The command that confirms from the nodes themselves that their cancels freed them."""
+    from spurctl.hostlist import fold
+
+    return shlex.join(["spurctl", "audit", "--nodes", fold(nodes), "--collect", *flags])
+
+
+def _result_word(result: Result, verified: bool) -> str:
+    if result is Result.SENT:
+        return "sent" if verified else "sent, unconfirmed"
+    return result.value
+
+
 def print_plan(
     entries: Sequence[Entry],
     report: AuditReport,
@@ -170,6 +204,16 @@ def run_document(
 ) -> dict[str, Any]:
     facts = facts or PlanFacts()
     outcomes = run.outcomes if run else []
+    confirmation = None
+    if run is not None and not dry_run:
+        pending = unconfirmed_nodes(run, facts.verified)
+        judged = [confirmed(o.result, facts.verified) for o in outcomes]
+        confirmation = {
+            "verified": facts.verified,
+            "confirmed": sum(1 for c in judged if c is True),
+            "unconfirmed": sum(1 for c in judged if c is False),
+            "command": confirm_command(pending, facts.confirm_flags) if pending else None,
+        }
     return {
         "schema": "spurctl.reclaim/v1",
         "dry_run": dry_run,
@@ -203,10 +247,14 @@ def run_document(
                 "job_id": o.entry.job_id,
                 "kind": o.entry.finding.kind.value,
                 "result": o.result.value,
+                # True: a re-collect showed the job gone; False: sent, but nothing
+                # shows it freed (the agent answers Ok for an id it does not track).
+                "confirmed": confirmed(o.result, facts.verified),
                 "detail": o.detail,
             }
             for o in outcomes
         ],
+        "confirmation": confirmation,
         "not_attempted": [
             {"node": e.node, "job_id": e.job_id} for e in (run.not_attempted if run else [])
         ],
@@ -242,6 +290,7 @@ def print_run(
         return
     if run is None:
         return
+    facts = facts or PlanFacts()
     console = _console(file)
     table = Table(title="Reclaim result", title_justify="left")
     for col in ("node", "job", "kind", "result", "detail"):
@@ -251,7 +300,12 @@ def print_run(
             Text(o.entry.node),
             Text(str(o.entry.job_id)),
             Text(o.entry.finding.kind.value),
-            _styled(o.result.value, RESULT_STYLE[o.result]),
+            _styled(
+                _result_word(o.result, facts.verified),
+                RESULT_STYLE[o.result]
+                if o.result is not Result.SENT or facts.verified
+                else "yellow",
+            ),
             Text(o.detail),
         )
     for e in run.not_attempted:
@@ -260,7 +314,7 @@ def print_run(
             Text(str(e.job_id)),
             Text(e.finding.kind.value),
             _styled("not sent", "red"),
-            Text("journal unwritable" if facts and facts.journal_error else "interrupted"),
+            Text("journal unwritable" if facts.journal_error else "interrupted"),
         )
     console.print(table)
     counts = {r: sum(1 for o in run.outcomes if o.result is r) for r in Result}
@@ -269,7 +323,31 @@ def print_run(
         f"{counts[r]} {r.value}" for r in Result if r is not Result.UNCONFIRMED or counts[r]
     )
     if run.not_attempted:
-        why = "journal unwritable" if facts and facts.journal_error else "interrupted"
+        why = "journal unwritable" if facts.journal_error else "interrupted"
         line += f", {len(run.not_attempted)} not sent ({why})"
     stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
     console.print(Text(f"{len(entries)} planned: {line}.{stopped}"))
+    print_confirmation(run, facts, console)
+
+
+def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> None:
+    """What the nodes showed of the sent cancels, or the command that shows it."""
+    pending = unconfirmed_nodes(run, facts.verified)
+    sent = sum(1 for o in run.outcomes if o.result is Result.SENT)
+    if pending:
+        count = sum(1 for o in run.outcomes if confirmed(o.result, facts.verified) is False)
+        console.print(
+            _labelled(
+                "UNCONFIRMED:",
+                "bold yellow",
+                f"{count} sent cancel(s) not shown freed: an agent answers CancelJob with Ok "
+                "even for a job it does not track, so sent is not freed. Confirm from the "
+                "nodes (or reclaim with --verify-inventory, which re-collects them):",
+            )
+        )
+        console.print(Text("  " + confirm_command(pending, facts.confirm_flags)))
+    elif facts.verified and sent:
+        nodes = len({o.entry.node for o in run.outcomes if o.result is Result.SENT})
+        console.print(
+            Text(f"Confirmed: a re-collect of {nodes} node(s) no longer shows {sent} job(s).")
+        )

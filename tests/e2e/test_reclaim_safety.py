@@ -238,7 +238,9 @@ def test_an_inventory_older_than_max_inventory_age_is_skipped_with_its_reason(
 
     # A wider limit accepts the same file.
     wide = _reclaim(sim, f, "--node", "gpu003", "--yes", "--max-inventory-age", "2h")
-    assert wide.returncode == 0, wide.stdout + wide.stderr
+    # Sent and unconfirmed without a re-collect (issue 14 item 6): exit 1, was 0.
+    assert wide.returncode == 1, wide.stdout + wide.stderr
+    assert "sent, unconfirmed" in wide.stdout
     assert cancelled(sim) == [("gpu003", 4711)]
 
 
