@@ -345,7 +345,8 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
                 "nodes (or reclaim with --verify-inventory, which re-collects them):",
             )
         )
-        console.print(Text("  " + confirm_command(pending, facts.confirm_flags)))
+        # One line, never folded: it is meant to be copied and run as printed.
+        console.print(Text("  " + confirm_command(pending, facts.confirm_flags)), soft_wrap=True)
     elif facts.verified and sent:
         nodes = len({o.entry.node for o in run.outcomes if o.result is Result.SENT})
         console.print(

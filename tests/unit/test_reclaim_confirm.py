@@ -1,0 +1,151 @@
+"""Issue 14 item 6, the pure part: what a reclaim says of a cancel no node has confirmed."""
+
+from __future__ import annotations
+
+import io
+import shlex
+
+from spurctl import reclaim as rc
+from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result
+from spurctl.model import (
+    Action,
+    AuditReport,
+    Finding,
+    Kind,
+    Watermark,
+    WatermarkSource,
+    utcnow,
+)
+from spurctl.render.reclaim import (
+    PlanFacts,
+    confirm_command,
+    confirmed,
+    print_run,
+    run_document,
+    unconfirmed_nodes,
+)
+
+
+def _outcome(node: str, job_id: int, result: Result = Result.SENT) -> Outcome:
+    finding = Finding(node, job_id, Kind.TERMINAL_HELD, Action.RECLAIM, "ended")
+    return Outcome(Entry(finding, f"{node}:6818"), result, "agent accepted CancelJob signal 0")
+
+
+def _report() -> AuditReport:
+    return AuditReport(
+        controller_address="http://ctl:6817",
+        controller_version="0.3.1",
+        taken_at=utcnow(),
+        watermark=Watermark(5121, WatermarkSource.ESTIMATED),
+        view_complete=True,
+        jobs_seen=1,
+        jobs_total=1,
+        findings=[],
+        nodes_in_scope=4,
+        nodes_inventoried=4,
+    )
+
+
+def _run() -> ReclaimRun:
+    return ReclaimRun(
+        outcomes=[
+            _outcome("gpu003", 1),
+            _outcome("gpu004", 2),
+            _outcome("gpu009", 3, Result.SKIPPED),
+            _outcome("gpu010", 4, Result.UNCONFIRMED),
+        ]
+    )
+
+
+def test_a_sent_cancel_is_confirmed_only_by_a_re_collect() -> None:
+    assert confirmed(Result.SENT, verified=False) is False
+    assert confirmed(Result.SENT, verified=True) is True
+    assert confirmed(Result.UNCONFIRMED, verified=True) is False
+    assert confirmed(Result.SKIPPED, verified=False) is None
+    assert confirmed(Result.FAILED, verified=True) is None
+    assert unconfirmed_nodes(_run(), verified=False) == ["gpu003", "gpu004", "gpu010"]
+    assert unconfirmed_nodes(_run(), verified=True) == ["gpu010"]
+
+
+def test_the_confirm_command_folds_the_nodes_and_quotes_every_word() -> None:
+    command = confirm_command(
+        ["gpu004", "gpu003", "gpu010"], ["--command", "ssh -p 2222 %h spurctl node-inventory"]
+    )
+    assert shlex.split(command) == [
+        "spurctl", "audit", "--nodes", "gpu[003-004,010]", "--collect",
+        "--command", "ssh -p 2222 %h spurctl node-inventory",
+    ]  # fmt: skip
+    assert command.startswith("spurctl audit --nodes 'gpu[003-004,010]' --collect")
+
+
+def test_verify_confirms_what_the_node_no_longer_holds_and_fails_what_it_still_does() -> None:
+    run = ReclaimRun(outcomes=[_outcome("gpu003", 1), _outcome("gpu003", 2), _outcome("gpu004", 3)])
+    changed = rc.verify(run, {"gpu003": {2}}, settle=5, failed={"gpu004": "ssh: refused"})
+    assert [(o.entry.job_id, o.result) for o in changed] == [
+        (2, Result.FAILED),
+        (3, Result.UNCONFIRMED),
+    ]
+    gone = run.outcomes[0]
+    assert gone.result is Result.SENT
+    assert gone.detail.endswith("; confirmed: gpu003 no longer holds it 5 s later")
+
+
+def test_a_carried_run_is_a_reclaim_run_that_is_unverified_until_a_re_collect() -> None:
+    carried = rc.Carried(outcomes=[_outcome("gpu003", 1)])
+    assert isinstance(carried, ReclaimRun)
+    assert carried.ok and not carried.verified
+
+
+def test_the_document_says_sent_and_unconfirmed_and_carries_the_command() -> None:
+    facts = PlanFacts(confirm_flags=["--controller", "http://ctl:6817"])
+    run = _run()
+    doc = run_document(run, [o.entry for o in run.outcomes], _report(), dry_run=False, facts=facts)
+    assert [(o["result"], o["confirmed"]) for o in doc["outcomes"]] == [
+        ("sent", False),
+        ("sent", False),
+        ("skipped", None),
+        ("unconfirmed", False),
+    ]
+    assert doc["confirmation"] == {
+        "verified": False,
+        "confirmed": 0,
+        "unconfirmed": 3,
+        "command": "spurctl audit --nodes 'gpu[003-004,010]' --collect "
+        "--controller http://ctl:6817",
+    }
+    # The summary keeps its keys: it counts results, the confirmation what nodes showed.
+    assert doc["summary"]["sent"] == 2 and doc["summary"]["unconfirmed"] == 1
+
+
+def test_a_verified_document_confirms_and_a_dry_run_has_no_confirmation() -> None:
+    run = ReclaimRun(outcomes=[_outcome("gpu003", 1)])
+    entries = [run.outcomes[0].entry]
+    doc = run_document(run, entries, _report(), dry_run=False, facts=PlanFacts(verified=True))
+    assert doc["outcomes"][0]["confirmed"] is True
+    assert doc["confirmation"] == {
+        "verified": True,
+        "confirmed": 1,
+        "unconfirmed": 0,
+        "command": None,
+    }
+    assert run_document(None, entries, _report(), dry_run=True)["confirmation"] is None
+
+
+def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_line() -> None:
+    run = ReclaimRun(outcomes=[_outcome("gpu003", 1), _outcome("gpu004", 2)])
+    out = io.StringIO()
+    flags = ["--command", "x" * 300]  # longer than any terminal: still one line
+    print_run(run, [o.entry for o in run.outcomes], _report(), fmt="table", file=out,
+              facts=PlanFacts(confirm_flags=flags))  # fmt: skip
+    text = out.getvalue()
+    assert text.count("sent, unconfirmed") == 2
+    assert "2 planned: 2 sent, 0 skipped, 0 failed." in text
+    assert "UNCONFIRMED: 2 sent cancel(s) not shown freed" in text
+    (line,) = [ln for ln in text.splitlines() if "spurctl audit" in ln]
+    assert shlex.split(line)[-1] == "x" * 300
+
+    verified = io.StringIO()
+    print_run(run, [o.entry for o in run.outcomes], _report(), fmt="table", file=verified,
+              facts=PlanFacts(verified=True))  # fmt: skip
+    assert "unconfirmed" not in verified.getvalue().lower()
+    assert "Confirmed: a re-collect of 2 node(s) no longer shows 2 job(s)." in verified.getvalue()
