@@ -64,3 +64,45 @@ def test_a_wrong_readme_command_would_fail() -> None:
         resolve(["audit", "--bogus"])
     with pytest.raises(Exception, match="Missing parameter: node"):
         resolve(["reclaim", "--dry-run"])
+
+
+# -- what the README promises about reclaim and the nodes (issue 14 items 6, 8, 9) -----
+
+
+def _section(title: str) -> str:
+    text = README.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return " ".join(text[start : end if end != -1 else None].split())
+
+
+def test_the_readme_confirm_command_is_the_one_reclaim_prints() -> None:
+    from spurctl.hostlist import expand
+    from spurctl.render.reclaim import confirm_command
+
+    printed = confirm_command(sorted(expand("gpu[003-008]")))
+    assert printed in readme_commands()
+    section = _section("Reclaim a node safely")
+    assert "Sent is not freed." in section and "`sent, unconfirmed`" in section
+    assert "--verify-inventory" in section and "exits 1" in section
+
+
+def test_the_readme_says_the_agent_map_is_exact_and_names_the_fallback() -> None:
+    section = _section("Reclaim a node safely")
+    assert "`--agent-map`" in section and "is the exact source" in section
+    assert "falls back to the node name and `--agent-port`" in section
+    assert "no Spur code reads it" in section
+
+
+def test_the_readme_says_what_spurctl_cannot_see_and_links_the_evidence() -> None:
+    section = _section("What spurctl cannot see")
+    for words in ("600 s", "Allocation-only jobs", "srun step dispatch", "epilog processes",
+                  "`SPUR_SCRIPT_CONTEXT`", "(docs/node-evidence.md)"):  # fmt: skip
+        assert words in section
+    evidence = (README.parent / "docs" / "node-evidence.md").read_text()
+    assert "LAUNCHING_TTL" in evidence and "SPUR_SCRIPT_CONTEXT" in evidence
+
+
+def test_every_docs_link_in_the_readme_exists() -> None:
+    for target in re.findall(r"\]\((docs/[^)#]+)", README.read_text()):
+        assert (README.parent / target).is_file(), target
