@@ -106,3 +106,19 @@ def test_the_readme_says_what_spurctl_cannot_see_and_links_the_evidence() -> Non
 def test_every_docs_link_in_the_readme_exists() -> None:
     for target in re.findall(r"\]\((docs/[^)#]+)", README.read_text()):
         assert (README.parent / target).is_file(), target
+
+
+def test_the_contract_page_names_every_finding_kind_and_reclaim_option() -> None:
+    """docs/contract.md follows the code: each Kind has its row, each reclaim option a word."""
+    from spurctl.model import Kind
+
+    contract = (README.parent / "docs" / "contract.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z-]+)` \|", contract, flags=re.M))
+    assert {k.value for k in Kind} <= rows
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    reclaim = group.commands["reclaim"]
+    for param in reclaim.params:
+        for name in param.opts:
+            if name.startswith("--") and name != "--help":
+                assert f"`{name}" in contract, name
