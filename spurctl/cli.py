@@ -510,7 +510,7 @@ def node_release(
     proc_root: opt.NodeReleaseProcRootOpt = Path("/proc"),
     journal_path: opt.NodeReleaseJournalOpt = None,
 ) -> None:
-    """Stop an agent orphan: a run this node's spurd no longer tracks.
+    """Stop a run this node's spurd no longer tracks.
 
     Run it on the node, as root, with the job id and start time an agent-orphan
     finding gives. It re-scans the node and refuses (exit 2) unless the job is
