@@ -78,3 +78,21 @@ def test_without_an_agent_start_time_the_verdicts_stand(tmp_path: Path) -> None:
         _, doc = audit_json(f, "--nodes", "gpu003")
         held = by_key(doc)[("gpu003", 4711)]
         assert (held["kind"], held["action"]) == ("active-elsewhere", "reclaim")
+
+
+def test_a_scenarios_agent_start_times_round_trip_and_reach_the_inventories(
+    tmp_path: Path,
+) -> None:
+    from spurctl.simcluster import read_scenario, write_scenario
+    from spurctl.simcluster.state import SIM_AGENT_PID
+
+    scenario = with_restarted_agents()
+    write_scenario(scenario, tmp_path / "scenario.json")
+    again = read_scenario(tmp_path / "scenario.json")
+    assert again.agent_started_at == scenario.agent_started_at
+    with secured(again) as sim:
+        by_node = {inv.node: inv for inv in sim.inventories()}
+    assert by_node["gpu003"].agent is not None
+    assert by_node["gpu003"].agent.pid == SIM_AGENT_PID
+    assert by_node["gpu003"].agent.started_at == scenario.agent_started_at["gpu003"]
+    assert by_node["gpu001"].agent is None and not by_node["gpu001"].agent_checked
