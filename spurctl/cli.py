@@ -522,3 +522,53 @@ def main() -> None:
         sys.exit(ExitStatus.ERROR)
     # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
     sys.exit(code if isinstance(code, int) else ExitStatus.OK)
+
+
+# -- node-release ----------------------------------------------------------------
+
+
+@app.command("node-release")
+def node_release(
+    job: opt.NodeReleaseJobOpt,
+    started_at: opt.NodeReleaseStartedAtOpt,
+    dry_run: opt.NodeReleaseDryRunOpt = False,
+    grace: opt.NodeReleaseGraceOpt = 10.0,
+    cgroup_root: opt.NodeReleaseCgroupRootOpt = None,
+    proc_root: opt.NodeReleaseProcRootOpt = Path("/proc"),
+    journal_path: opt.NodeReleaseJournalOpt = None,
+) -> None:
+    """Stop a run this node's spurd no longer tracks.
+
+    Run it on the node, as root, with the job id and start time an agent-orphan
+    finding gives. It re-scans the node and refuses (exit 2) unless the job is
+    held, its run started at --started-at, and it began before the current spurd
+    (a spurd tracks what it launched: use `spurctl reclaim` for those). Then
+    SIGTERM to every process of the job, SIGKILL (and cgroup.kill) after --grace,
+    and the emptied job cgroups removed; journaled like reclaim. Exit 0 when all
+    is gone, 1 when something was left.
+
+    \b
+    Example:
+      spurctl node-release --job 4711 --started-at 2026-12-01T14:02:11Z --dry-run
+    """
+    from spurctl.act import journal
+    from spurctl.act.node_release import run
+    from spurctl.model import parse_time
+
+    try:
+        when = parse_time(started_at)
+    except ValueError:
+        when = None
+    if when is None:
+        fail(f"--started-at {started_at!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)")
+    done = run(
+        job,
+        when,
+        dry_run=dry_run,
+        grace_s=grace,
+        cgroup_root=cgroup_root,
+        proc_root=proc_root,
+        journal_path=journal_path or journal.default_path(),
+        out=print,
+    )
+    raise typer.Exit(ExitStatus.OK if done is None or done.complete else ExitStatus.ACTION_NEEDED)

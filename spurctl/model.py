@@ -350,6 +350,7 @@ class Kind(enum.StrEnum):
     ID_REUSE_SUSPECTED = "id-reuse-suspected"
     AGENT_UNREACHABLE = "agent-unreachable"
     NOT_INVENTORIED = "not-inventoried"
+    AGENT_ORPHAN = "agent-orphan"
 
 
 class Action(enum.StrEnum):

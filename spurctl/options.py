@@ -446,3 +446,50 @@ def with_holdings() -> Callable[[Command], Command]:
         ("fanout", FanoutOpt, 64),
     ]
     return _option_group("holdings", options, HoldingOptions)
+
+
+# -- node-release ------------------------------------------------------------------
+
+NodeReleaseJobOpt = Annotated[
+    int,
+    typer.Option("--job", help="The job id whose run to stop on this node.", min=0, max=2**32 - 1),
+]
+NodeReleaseStartedAtOpt = Annotated[
+    str,
+    typer.Option(
+        "--started-at",
+        help="The run's start time (RFC 3339), as the agent-orphan finding gives it; "
+        "the release refuses unless the run held now started then (within 1 s).",
+    ),
+]
+NodeReleaseDryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would be signalled; send nothing.")
+]
+NodeReleaseGraceOpt = Annotated[
+    float,
+    typer.Option("--grace", help="Seconds between SIGTERM and SIGKILL (or cgroup.kill).", min=0),
+]
+NodeReleaseCgroupRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cgroup-root",
+        help="Look for the job's cgroups only under this directory. Default: found as "
+        "node-inventory finds it (see `spurctl node-inventory --help`).",
+        show_default=False,
+    ),
+]
+NodeReleaseProcRootOpt = Annotated[
+    Path,
+    typer.Option(
+        "--proc-root",
+        help="The node's /proc. A real release needs this system's own /proc "
+        "(it signals by pid); another is only read, with --dry-run.",
+    ),
+]
+NodeReleaseJournalOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        help="Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl).",
+    ),
+]

@@ -27,6 +27,7 @@ from spurctl.model import (
     Job,
     Kind,
     Node,
+    format_time,
 )
 
 # docs/contract.md "Findings": the action each kind asks for. Some cases override it, and
@@ -50,6 +51,7 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.ID_REUSE_SUSPECTED: Action.INVESTIGATE,
         Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
         Kind.NOT_INVENTORIED: Action.INVESTIGATE,
+        Kind.AGENT_ORPHAN: Action.INVESTIGATE,
     }
 )
 _ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
@@ -152,7 +154,7 @@ def classify(
         for holding in inv.held:
             job, asked = _controller_job(view, confirmed, holding.job_id)
             held = _Held(node, inv.node, holding, job, asked, loose_match=mismatch, age=age)
-            finding = _judge_holding(
+            finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
             )
             if finding is None:
@@ -293,6 +295,68 @@ def _judge_holding(
     if kind is Kind.ACTIVE_ELSEWHERE and _nodelist_text_names(held, job):
         return _named_in_nodelist_text(held, job)
     return held.finding(kind, _tracked_reason(kind, held, job, now=view.taken_at))
+
+
+# The verdicts an agent orphan overrides: those that would plan an agent cancel (it would
+# answer Ok and free nothing), and healthy (a legitimate run the agent no longer tracks).
+_ORPHAN_OVERRIDES = frozenset(
+    {Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN, Kind.HEALTHY}
+)
+
+
+def _agent_orphan(
+    held: _Held, inv: Inventory, *, view: ControllerView, watermark: int
+) -> Finding | None:
+    """agent-orphan: a run that began before the node's current spurd started; else None.
+
+    spurd's running map does not survive a restart while the run's processes and
+    cgroup do (Spur #803), and its CancelJob answers Ok for an id it does not track,
+    doing nothing. It overrides the reclaim verdicts and healthy; every other verdict
+    (spare, id reuse, an unreadable nodelist) stands as it is.
+    """
+    started, agent = held.holding.started_at, inv.agent
+    if started is None or agent is None or agent.started_at is None:
+        return None
+    if started >= agent.started_at:
+        return None
+    job, j = held.job, held.holding.job_id
+    if job is None and not held.asked and not view.complete:
+        return None
+    if job is not None and job.submit_time is not None and started < job.submit_time:
+        return None
+    try:
+        kind = controller_decision(held.node, job, j, watermark)
+    except SpurctlError:
+        return None
+    if kind not in _ORPHAN_OVERRIDES or (
+        job is not None and kind is Kind.ACTIVE_ELSEWHERE and _nodelist_text_names(held, job)
+    ):
+        return None
+    now, holder = view.taken_at, held.holder
+    command = f"`spurctl node-release --job {j} --started-at {format_time(started)}` on {holder}"
+    lost = (
+        f"{holder}'s run of job {j} {evidence(held.holding)} began at {when(started, now)}, "
+        f"before its spurd (pid {agent.pid}) started at {when(agent.started_at, now)}, so "
+        "spurd no longer tracks it (Spur #803) and its CancelJob would answer Ok and free nothing"
+    )
+    if kind is Kind.HEALTHY:
+        assert job is not None
+        return held.finding(
+            Kind.AGENT_ORPHAN,
+            f"job {j} is {job.state.name} on {job.nodelist} as the controller says, but {lost}: "
+            "the run is legitimate, so do not release it; once the job has ended, "
+            f"free what is left with {command}",
+        )
+    why = (
+        f"the controller has job {j} {job.state.name}"
+        + (f" on {job.nodelist}" if job.state.active else "")
+        if job is not None
+        else f"job {j} is untracked below watermark {watermark}"
+    )
+    return held.finding(
+        Kind.AGENT_ORPHAN,
+        f"{why} and {lost}; no agent cancel is planned: free it with {command}",
+    )
 
 
 def _nodelist_text_names(held: _Held, job: Job) -> bool:

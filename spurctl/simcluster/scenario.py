@@ -12,11 +12,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from spurctl.errors import DocumentError
-from spurctl.model import Allocation, Device, Holding, Job, Node, NodeState
+from spurctl.model import (
+    Allocation,
+    Device,
+    Holding,
+    Job,
+    Node,
+    NodeState,
+    format_time,
+    parse_time,
+)
 from spurctl.sources.documents import (
     INVENTORY_SCHEMA,
     holding_to_dict,
@@ -50,6 +60,9 @@ class Scenario:
     users: dict[str, int] = field(default_factory=dict)
     admins: list[str] = field(default_factory=list)
     hostname: str = "spurctld"
+    # When each node's current spurd started (the inventory's `agent`); a node absent
+    # here reports no agent. A run held since before it is an orphan the agent lost.
+    agent_started_at: dict[str, datetime] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.next_job_id == 0:
@@ -74,7 +87,11 @@ class Scenario:
                 "the controller never tracks an id it has not issued"
             )
         known = set(names)
-        for label, keys in (("holdings", self.holdings), ("inventory_names", self.inventory_names)):
+        for label, keys in (
+            ("holdings", self.holdings),
+            ("inventory_names", self.inventory_names),
+            ("agent_started_at", self.agent_started_at),
+        ):
             unknown = sorted(set(keys) - known)
             if unknown:
                 raise DocumentError(
@@ -150,6 +167,7 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
         "nodes": [node_to_dict(n) for n in s.nodes],
         "jobs": [job_to_dict(j) for j in s.jobs],
         "holdings": {node: [holding_to_dict(h) for h in held] for node, held in s.holdings.items()},
+        "agent_started_at": {n: format_time(t) for n, t in s.agent_started_at.items()},
     }
 
 
@@ -200,6 +218,11 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
     hostname = d.get("hostname") or "spurctld"
     if not isinstance(hostname, str):
         raise DocumentError(f"{where}: 'hostname' must be a string")
+    agents_raw = _object(d.get("agent_started_at"), where=f"{where}: agent_started_at")
+    try:
+        agent_started_at = {str(k): parse_time(v) for k, v in agents_raw.items()}
+    except ValueError as exc:
+        raise DocumentError(f"{where}: agent_started_at: {exc}") from None
     scenario = Scenario(
         version=version,
         jobs=[job_from_dict(j, where=f"{where}: jobs[{i}]") for i, j in enumerate(jobs_raw)],
@@ -213,6 +236,7 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
         users={str(k): v for k, v in users_raw.items()},
         admins=list(admins_raw),
         hostname=hostname,
+        agent_started_at={k: v for k, v in agent_started_at.items() if v is not None},
     )
     scenario.check(where)
     return scenario

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
 from spurctl.model import (
+    AgentProcess,
     Allocation,
     Holding,
     Inventory,
@@ -34,6 +35,7 @@ from spurctl.simcluster.scenario import Scenario, add_allocations, busy_state, n
 from spurctl.sources.wire import job_to_pb
 
 TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
+SIM_AGENT_PID = 2201  # every simulated node's spurd, as its inventory shows it
 
 
 @lru_cache(maxsize=1 << 16)
@@ -89,6 +91,7 @@ class ClusterState:
         self.users = dict(scenario.users)
         self.admins = frozenset(scenario.admins)
         self.inventory_names = dict(scenario.inventory_names)
+        self.agent_started_at = dict(scenario.agent_started_at)
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
@@ -159,28 +162,38 @@ class ClusterState:
             if node not in self.nodes:
                 raise KeyError(f"no node {node!r} in this cluster")
             held = tuple(sorted(self.held[node].values(), key=lambda h: h.job_id))
+            agent_start = self.agent_started_at.get(node)
         return Inventory(
             node=self.reported_name(node),
             collected_at=collected_at or utcnow(),
             source="simulated",
             held=held,
+            agent=None if agent_start is None else AgentProcess(SIM_AGENT_PID, agent_start),
+            agent_checked=agent_start is not None,
         )
 
     def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
         """spurd's CancelJob: True when the holding is gone afterwards because of this call.
 
         Signal 0 (graceful), SIGTERM and SIGKILL end the run; a reservation with
-        no process is released whatever the signal; an unknown id is a no-op.
+        no process is released whatever the signal; an unknown id is a no-op, and
+        so is a run begun before the node's spurd started (Spur #803: the restarted
+        agent's running map does not have it, though its processes live on).
         """
         with self.lock:
             holding = self.held[node].get(job_id)
-            if holding is None:
+            if holding is None or self._orphaned(node, holding):
                 return False
             if holding.pids and signal not in TERMINATING_SIGNALS:
                 return False
             del self.held[node][job_id]
             self.generation += 1
             return True
+
+    def _orphaned(self, node: str, holding: Holding) -> bool:
+        agent_start = self.agent_started_at.get(node)
+        started = holding.started_at
+        return agent_start is not None and started is not None and started < agent_start
 
     def hold(self, node: str, holding: Holding) -> None:
         with self.lock:

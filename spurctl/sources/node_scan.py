@@ -649,3 +649,34 @@ def scan_this_node(
         host_name=own_name,
     )
     return inventory, denied
+
+
+# -- for `spurctl node-release` ----------------------------------------------------
+
+
+def job_cgroup_dirs(
+    cgroup_root: Path | None, proc_root: Path, job_id: int, agent_pid: int | None
+) -> list[Path]:
+    """The job cgroups (`job_<id>`, `job_<id>_<attempt>`) of `job_id`, found as `scan` does."""
+    roots = (
+        [cgroup_root]
+        if cgroup_root is not None
+        else find_cgroup_roots(proc_root, agent_pid, Path("/"), _ignore)
+    )
+    found: dict[str, Path] = {}
+    for root in roots:
+        for found_id, _, path in _list_job_cgroups(root, _ignore) or []:
+            if found_id == job_id:
+                found.setdefault(os.path.realpath(path), path)
+    return list(found.values())
+
+
+def process_stats(proc_root: Path, pids: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """(parent pid, start ticks) of each of `pids` still readable; pid and start ticks
+    name one process for the life of the boot."""
+    out: dict[int, tuple[int, int]] = {}
+    for pid in pids:
+        fields = _stat_fields(proc_root, pid, _ignore)
+        if fields is not None:
+            out[pid] = fields
+    return out

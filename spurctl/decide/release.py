@@ -1,0 +1,93 @@
+"""`spurctl node-release`: whether a job's run on this node may be stopped from the node.
+
+Pure: the node's fresh inventory and a few facts read beside it in, one refusal
+sentence (or None) out. A release stops an *agent orphan*: a run that began
+before the node's current spurd started. spurd's running map does not survive a
+restart while the run's processes and cgroup do (Spur #803), and its CancelJob
+answers Ok for an id it does not track, doing nothing, so only the node can free
+such a run. Anything else goes through `spurctl reclaim`, whose agent cancel is
+re-checked against the controller.
+
+spurd exposes no RPC listing its running map (GetNodeResources reports `used`
+empty; the heartbeat's list goes only to the controller). The read-only evidence
+that spurd tracks a run is therefore: the run began after the current spurd
+started (a spurd launches what it tracks), or one of its processes is a child of
+the current spurd (spurd forks every job it launches; after a restart the old
+runs are re-parented away from the new one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime, timedelta
+
+from spurctl.model import Holding, Inventory, format_time
+
+# --started-at matches the run's start time to within this: a clock tick is 10 ms, and
+# an operator copying a report's time to the second must still match.
+START_TOLERANCE = timedelta(seconds=1)
+
+
+def held_run(inventory: Inventory, job_id: int) -> Holding | None:
+    return next((h for h in inventory.held if h.job_id == job_id), None)
+
+
+def refusal(
+    inventory: Inventory,
+    job_id: int,
+    started_at: datetime,
+    *,
+    children_of_agent: Collection[int] = (),
+) -> str | None:
+    """Why job `job_id`'s run on this node must not be released now; None when it may.
+
+    `inventory` is the node's scan taken immediately before acting; `children_of_agent`
+    the job's processes whose parent is the current spurd.
+    """
+    node, j = inventory.node, job_id
+    holding = held_run(inventory, job_id)
+    if holding is None:
+        return (
+            f"job {j} is not held on {node} (no cgroup, process or spool of it); nothing to release"
+        )
+    if holding.started_at is None:
+        return (
+            f"the start time of job {j}'s run on {node} cannot be read, so it cannot be "
+            "matched with --started-at; nothing released"
+        )
+    if abs(holding.started_at - started_at) >= START_TOLERANCE:
+        return (
+            f"job {j}'s run on {node} started at {format_time(holding.started_at)}, not at "
+            f"--started-at {format_time(started_at)}: another run holds the id now; "
+            "re-audit before releasing (nothing released)"
+        )
+    agent = inventory.agent
+    if agent is None:
+        return (
+            f"no spurd process runs on {node}, so whether one would track job {j} cannot be "
+            "told; start spurd (a spurd never tracks a run begun before it) and rerun"
+        )
+    if agent.started_at is None:
+        return (
+            f"the start time of spurd (pid {agent.pid}) on {node} cannot be read, so whether "
+            f"it tracks job {j} cannot be told; nothing released"
+        )
+    if holding.started_at >= agent.started_at:
+        return (
+            f"job {j}'s run on {node} began at {format_time(holding.started_at)}, after its "
+            f"spurd (pid {agent.pid}) started at {format_time(agent.started_at)}, so spurd "
+            f"tracks it: it is not an agent orphan; use spurctl reclaim --node {node} --job {j}"
+        )
+    if agent.pid in holding.pids or children_of_agent:
+        which = agent.pid if agent.pid in holding.pids else min(children_of_agent)
+        return (
+            f"process {which} of job {j} on {node} is spurd (pid {agent.pid}) or its child, "
+            f"so spurd tracks it; use spurctl reclaim --node {node} --job {j}"
+        )
+    return None
+
+
+def signalled(holding: Holding, *, own_pid: int, agent_pid: int | None) -> tuple[int, ...]:
+    """The job's processes a release signals: never pid 1, this process or spurd."""
+    spared = {1, own_pid, *(() if agent_pid is None else (agent_pid,))}
+    return tuple(p for p in holding.pids if p not in spared)

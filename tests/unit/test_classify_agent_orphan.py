@@ -1,0 +1,170 @@
+"""agent-orphan: a held run that began before the node's current spurd started.
+
+spurd's running map does not survive a restart while the run's processes and
+cgroup do (Spur #803), and its CancelJob answers Ok for an id it does not track,
+doing nothing. So such a run is never planned for an agent cancel (it would be
+"sent" and free nothing): it takes precedence over every reclaim verdict, and over
+healthy (a legitimate run the agent lost), and the reason gives the node-side
+command. Every other verdict stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import pytest
+
+from spurctl.decide import classify as classify_module
+from spurctl.model import Action, AgentProcess, Inventory, Job, JobState, Kind
+from tests.unit.test_classify import RUN_START, T0, WM, held, inv, invs, job, view
+
+BEFORE = RUN_START + timedelta(minutes=5)  # spurd restarted after the run began
+AFTER = RUN_START - timedelta(minutes=5)  # spurd started before the run (it launched it)
+STARTED = "2026-12-02T10:10:00Z"  # RUN_START, as the command the reason gives writes it
+
+
+def on_node(*holdings: object, agent_started: datetime | None, pid: int = 2201) -> Inventory:
+    base = inv("gpu017", *holdings)  # type: ignore[arg-type]
+    agent = AgentProcess(pid=pid, started_at=agent_started)
+    return replace(base, agent=agent, agent_checked=True)
+
+
+@dataclass
+class Case:
+    jobs: tuple[Job, ...]
+    inventory: Inventory
+    expected: tuple[Kind, Action] | None
+    confirmed: dict[int, Job | None] | None = None
+    jobs_total: int | None = None
+    include_healthy: bool = False
+
+
+CASES: dict[str, Case] = {
+    "GATE: a terminal job held since before the restart is an orphan, not a reclaim": Case(
+        (job(40, JobState.COMPLETED, "gpu017", end=T0),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.AGENT_ORPHAN, Action.INVESTIGATE),
+    ),
+    "a run restarted elsewhere, held since before the restart, is an orphan": Case(
+        (job(40, JobState.RUNNING, "gpu020"),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.AGENT_ORPHAN, Action.INVESTIGATE),
+    ),
+    "an untracked id below the watermark, held since before the restart, is an orphan": Case(
+        (),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.AGENT_ORPHAN, Action.INVESTIGATE),
+    ),
+    "a healthy run the restarted agent lost is investigated even without --all": Case(
+        (job(40, JobState.RUNNING, "gpu[016-018]"),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.AGENT_ORPHAN, Action.INVESTIGATE),
+    ),
+    "a run the current spurd launched stays a reclaim": Case(
+        (job(40, JobState.COMPLETED, "gpu017", end=T0),),
+        on_node(held(40, pids=(7,)), agent_started=AFTER),
+        (Kind.TERMINAL_HELD, Action.RECLAIM),
+    ),
+    "a run started the very instant spurd did is not before it": Case(
+        (job(40, JobState.COMPLETED, "gpu017", end=T0),),
+        on_node(held(40, pids=(7,)), agent_started=RUN_START),
+        (Kind.TERMINAL_HELD, Action.RECLAIM),
+    ),
+    "no spurd start time: the verdict stands": Case(
+        (job(40, JobState.COMPLETED, "gpu017", end=T0),),
+        on_node(held(40, pids=(7,)), agent_started=None),
+        (Kind.TERMINAL_HELD, Action.RECLAIM),
+    ),
+    "no run start time: never an orphan, never a reclaim of a tracked id": Case(
+        (job(40, JobState.COMPLETED, "gpu017", end=T0),),
+        on_node(held(40, pids=(7,), started=None), agent_started=BEFORE),
+        (Kind.TERMINAL_HELD, Action.INVESTIGATE),
+    ),
+    "a pending job stays spared": Case(
+        (job(40, JobState.PENDING),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.NOT_STARTED, Action.SPARE),
+    ),
+    "mid-commit stays spared": Case(
+        (job(40, JobState.RUNNING, ""),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.MID_COMMIT, Action.SPARE),
+    ),
+    "an id above the watermark stays above-watermark-unknown": Case(
+        (),
+        on_node(held(WM + 1, pids=(7,)), agent_started=BEFORE),
+        (Kind.ABOVE_WATERMARK_UNKNOWN, Action.INVESTIGATE),
+    ),
+    "an id missing from a partial view stays unverifiable": Case(
+        (job(1, JobState.RUNNING, "gpu020"),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.UNVERIFIABLE, Action.SPARE),
+        jobs_total=5,
+    ),
+    "NOT_FOUND from GetJob on a partial view: an orphan below the watermark": Case(
+        (job(1, JobState.RUNNING, "gpu020"),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.AGENT_ORPHAN, Action.INVESTIGATE),
+        confirmed={40: None},
+        jobs_total=5,
+    ),
+    "a suspected id reuse stays id-reuse-suspected": Case(
+        (job(40, JobState.COMPLETED, "gpu017", submit=RUN_START + timedelta(minutes=1)),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.ID_REUSE_SUSPECTED, Action.INVESTIGATE),
+    ),
+    "a nodelist whose text names the node stays unverifiable": Case(
+        (job(40, JobState.RUNNING, "gpu017 ,gpu020[", start=T0),),
+        on_node(held(40, pids=(7,)), agent_started=BEFORE),
+        (Kind.UNVERIFIABLE, Action.INVESTIGATE),
+    ),
+}
+
+
+def classify(case: Case) -> classify_module.Classification:
+    v = view(*case.jobs, jobs_total=case.jobs_total)
+    return classify_module.classify(
+        v,
+        invs(case.inventory),
+        watermark=WM,
+        confirmed=case.confirmed or {},
+        scope=["gpu017"],
+        include_healthy=case.include_healthy,
+    )
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=name) for name, c in CASES.items()])
+def test_agent_orphan(case: Case) -> None:
+    got = [(f.kind, f.action) for f in classify(case).findings if f.job_id is not None]
+    assert got == ([case.expected] if case.expected else [])
+
+
+def test_an_orphans_reason_says_why_no_cancel_and_gives_the_node_side_command() -> None:
+    (finding,) = classify(CASES[next(iter(CASES))]).findings
+    assert finding.node == "gpu017" and finding.job_id == 40 and finding.live
+    assert "spurd (pid 2201)" in finding.reason and "Spur #803" in finding.reason
+    assert "answer Ok and free nothing" in finding.reason
+    assert "no agent cancel is planned" in finding.reason
+    assert f"`spurctl node-release --job 40 --started-at {STARTED}` on gpu017" in finding.reason
+    assert finding.controller_state == "COMPLETED"
+
+
+def test_a_legitimate_orphan_is_never_to_be_released_while_it_runs() -> None:
+    (finding,) = [
+        f
+        for f in classify(
+            CASES["a healthy run the restarted agent lost is investigated even without --all"]
+        ).findings
+        if f.job_id == 40
+    ]
+    assert "the run is legitimate, so do not release it" in finding.reason
+    assert "once the job has ended" in finding.reason
+    assert "no agent cancel is planned" not in finding.reason
+
+
+def test_the_command_carries_the_inventorys_exact_start_time() -> None:
+    started = RUN_START + timedelta(microseconds=250_000)
+    case = Case((), on_node(held(40, pids=(7,), started=started), agent_started=BEFORE), None)
+    (finding,) = classify(case).findings
+    assert "--started-at 2026-12-02T10:10:00.250000Z" in finding.reason
