@@ -14,6 +14,7 @@ empty parts name nothing. So `"gpu015 "` is node gpu015, as it is to spurctld.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Iterable
@@ -132,6 +133,24 @@ def names_token(hostlist: str, name: str) -> bool:
     gpu015 by it. A node that passes it is never judged to be outside the job.
     """
     return name in _TOKEN_SEPARATORS.split(hostlist)
+
+
+def named_nodes(hostlist: str) -> set[str]:
+    """Every node a job's nodelist may name: its expansion, plus every bare name in its text.
+
+    The names are a backstop for the endpoint check before a reclaim: a name
+    written in the nodelist counts as a node the job runs on even when the
+    list does not parse. Blanks are dropped before expanding, so a list
+    written with spaces inside its brackets still expands.
+    """
+    names = {t for t in _BARE_SEPARATORS.split(hostlist) if t and "[" not in t and "]" not in t}
+    with contextlib.suppress(SpurctlError):
+        names |= expand(_BLANKS.sub("", hostlist))
+    return names
+
+
+_BARE_SEPARATORS = re.compile(r"[\s,]+")
+_BLANKS = re.compile(r"\s+")
 
 
 def fold(names: Iterable[str]) -> str:

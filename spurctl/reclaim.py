@@ -41,6 +41,7 @@ from spurctl.decide.plan import (
     unmatched_jobs,
 )
 from spurctl.errors import SpurctlError, redact
+from spurctl.hostlist import named_nodes
 from spurctl.model import AuditReport, Job, utcnow
 
 if TYPE_CHECKING:
@@ -434,29 +435,13 @@ def resolve_endpoint(address: str) -> Endpoint:
     return frozenset(members)
 
 
-def _nodelist_names(nodelist: str) -> set[str]:
-    """The nodes a nodelist names, read as Spur does (parts trimmed), plus every bare token.
-
-    The tokens are a backstop: a name written in the nodelist counts as a node
-    the job runs on even when the list does not parse.
-    """
-    import re
-
-    from spurctl.hostlist import expand
-
-    names = {t for t in re.split(r"[\s,]+", nodelist) if t and "[" not in t and "]" not in t}
-    with suppress(SpurctlError):
-        names |= expand(re.sub(r"\s+", "", nodelist))
-    return names
-
-
 def legit_nodes(entries: Iterable[Entry], inputs: AuditInputs) -> dict[int, set[str]]:
     """For each planned job, the nodes the controller says it legitimately runs on now."""
     out: dict[int, set[str]] = {}
     for e in entries:
         job = inputs.view.jobs.get(e.job_id) or inputs.confirmed.get(e.job_id)
         if job is not None and job.state.active and job.nodelist:
-            out[e.job_id] = _nodelist_names(job.nodelist)
+            out[e.job_id] = named_nodes(job.nodelist)
     return out
 
 

@@ -18,6 +18,7 @@ from spurctl.decide.plan import (
     stale_reason,
     unmatched_jobs,
 )
+from spurctl.hostlist import named_nodes
 from spurctl.model import Action, Finding, Job, JobState, Kind
 from spurctl.options import parse_duration
 from spurctl.sources.settings import Connection
@@ -70,9 +71,9 @@ def test_endpoints_resolve_through_the_map_and_loose_names() -> None:
 
 
 def test_nodelist_names_trim_parts_and_keep_bare_tokens() -> None:
-    assert rc._nodelist_names("gpu015 ") == {"gpu015"}
-    assert rc._nodelist_names("gpu[015-016], gpu020") >= {"gpu015", "gpu016", "gpu020"}
-    assert "gpu015" in rc._nodelist_names("gpu015,gpu[")  # unparseable: the tokens still count
+    assert named_nodes("gpu015 ") == {"gpu015"}
+    assert named_nodes("gpu[015-016], gpu020") >= {"gpu015", "gpu016", "gpu020"}
+    assert "gpu015" in named_nodes("gpu015,gpu[")  # unparseable: the tokens still count
 
 
 def test_an_inventory_older_than_the_limit_or_undated_is_stale() -> None:
