@@ -12,11 +12,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from spurctl.errors import DocumentError
-from spurctl.model import Allocation, Device, Holding, Job, Node, NodeState
+from spurctl.model import (
+    Allocation,
+    Device,
+    Holding,
+    Job,
+    Node,
+    NodeState,
+    format_time,
+    parse_time,
+)
 from spurctl.sources.documents import (
     INVENTORY_SCHEMA,
     holding_to_dict,
@@ -36,6 +46,13 @@ class Scenario:
 
     `holdings` is keyed by the controller's node name; `inventory_names` maps a
     node to the host name its agent and inventory report when that differs.
+    `target_names` is the SPUR_TARGET_NODE a node's job processes carry where it
+    is not the controller's own name for the node (spurd sets it from the launch,
+    so by default every process carries the node's name; [] none, two or more:
+    they disagree). `agent_starts` is when each node's spurd started, as /proc
+    shows it; absent, the node's slurmd_start_time (true until a restart, which
+    Spur's controller never sees); None, the inventory records no agent (as one
+    written before `spurctl node-inventory` recorded it).
     `next_job_id` 0 means max(job id) + 1. `admins` are user names the
     controller treats as admin whatever their token says (accounting admins).
     `check()` validates; SimCluster and the JSON reader call it.
@@ -50,6 +67,8 @@ class Scenario:
     users: dict[str, int] = field(default_factory=dict)
     admins: list[str] = field(default_factory=list)
     hostname: str = "spurctld"
+    target_names: dict[str, list[str]] = field(default_factory=dict)
+    agent_starts: dict[str, datetime | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.next_job_id == 0:
@@ -74,7 +93,12 @@ class Scenario:
                 "the controller never tracks an id it has not issued"
             )
         known = set(names)
-        for label, keys in (("holdings", self.holdings), ("inventory_names", self.inventory_names)):
+        for label, keys in (
+            ("holdings", self.holdings),
+            ("inventory_names", self.inventory_names),
+            ("target_names", self.target_names),
+            ("agent_starts", self.agent_starts),
+        ):
             unknown = sorted(set(keys) - known)
             if unknown:
                 raise DocumentError(
@@ -147,6 +171,8 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
         "users": dict(s.users),
         "admins": list(s.admins),
         "inventory_names": dict(s.inventory_names),
+        "target_names": {n: list(v) for n, v in s.target_names.items()},
+        "agent_starts": {n: format_time(v) for n, v in s.agent_starts.items()},
         "nodes": [node_to_dict(n) for n in s.nodes],
         "jobs": [job_to_dict(j) for j in s.jobs],
         "holdings": {node: [holding_to_dict(h) for h in held] for node, held in s.holdings.items()},
@@ -197,6 +223,21 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
     next_job_id = d.get("next_job_id", 0)
     if isinstance(next_job_id, bool) or not isinstance(next_job_id, int) or next_job_id < 0:
         raise DocumentError(f"{where}: 'next_job_id' must be a positive integer")
+    targets_raw = _object(d.get("target_names"), where=f"{where}: target_names")
+    if not all(
+        isinstance(v, list) and all(isinstance(n, str) and n for n in v)
+        for v in targets_raw.values()
+    ):
+        raise DocumentError(f"{where}: target_names values must be lists of node names")
+    starts_raw = _object(d.get("agent_starts"), where=f"{where}: agent_starts")
+    agent_starts: dict[str, datetime | None] = {}
+    for k, v in starts_raw.items():
+        try:
+            agent_starts[str(k)] = parse_time(v)
+        except ValueError:
+            raise DocumentError(
+                f"{where}: agent_starts[{k!r}] must be an RFC 3339 time or null"
+            ) from None
     hostname = d.get("hostname") or "spurctld"
     if not isinstance(hostname, str):
         raise DocumentError(f"{where}: 'hostname' must be a string")
@@ -213,6 +254,8 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
         users={str(k): v for k, v in users_raw.items()},
         admins=list(admins_raw),
         hostname=hostname,
+        target_names={str(k): list(v) for k, v in targets_raw.items()},
+        agent_starts=agent_starts,
     )
     scenario.check(where)
     return scenario

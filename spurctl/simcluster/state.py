@@ -20,6 +20,7 @@ from typing import NamedTuple
 from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
 from spurctl.model import (
+    AgentProcess,
     Allocation,
     Holding,
     Inventory,
@@ -89,6 +90,8 @@ class ClusterState:
         self.users = dict(scenario.users)
         self.admins = frozenset(scenario.admins)
         self.inventory_names = dict(scenario.inventory_names)
+        self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
+        self.agent_starts = dict(scenario.agent_starts)
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
@@ -159,12 +162,40 @@ class ClusterState:
             if node not in self.nodes:
                 raise KeyError(f"no node {node!r} in this cluster")
             held = tuple(sorted(self.held[node].values(), key=lambda h: h.job_id))
+            targets = self.target_names.get(node)
+            if targets is None:  # spurd sets SPUR_TARGET_NODE on every job process it launches
+                targets = [node] if any(h.pids for h in held) else []
+            recorded = node not in self.agent_starts or self.agent_starts[node] is not None
+            started = self.agent_starts.get(node, self.nodes[node].agent_start_time)
+        names = tuple(sorted(set(targets)))
+        name = self.reported_name(node)
         return Inventory(
-            node=self.reported_name(node),
+            node=name,
             collected_at=collected_at or utcnow(),
             source="simulated",
             held=held,
+            agent=AgentProcess(pid=self.agent_pid(node), started_at=started) if recorded else None,
+            hostname=name,
+            target_node=names[0] if len(names) == 1 else None,
+            target_nodes=names,
+            agent_checked=recorded,
         )
+
+    def agent_pid(self, node: str) -> int:
+        """A stable pid for the node's spurd (each restart would give a new one; not modelled)."""
+        return 2000 + sorted(self.nodes).index(node)
+
+    def restart_agent(self, node: str, at: datetime) -> None:
+        """`systemctl restart spurd` as the node sees it: a new agent start time.
+
+        The controller's slurmd_start_time does not change (Spur sets it once, when
+        the node name first registers), and the runs survive (their processes and
+        cgroups outlive spurd).
+        """
+        with self.lock:
+            self._known_node(node)
+            self.agent_starts[node] = at
+            self.generation += 1
 
     def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
         """spurd's CancelJob: True when the holding is gone afterwards because of this call.
