@@ -16,6 +16,7 @@ from spurctl.render.common import (
     markdown_table,
     md_cell,
     report_header,
+    spur_version,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -147,7 +148,7 @@ def _started(h: HeldId) -> str:
 
 def render_markdown(cl: Checklist) -> str:
     a = cl.assessment
-    version = f" (Spur {a.controller_version})" if a.controller_version else ""
+    version = f" ({spur_version(a.controller_version)})"
     taken = a.taken_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [
         "# Post-wipe agent recycle checklist",
