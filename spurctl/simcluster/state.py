@@ -91,7 +91,13 @@ class ClusterState:
         self.admins = frozenset(scenario.admins)
         self.inventory_names = dict(scenario.inventory_names)
         self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
-        self.agent_starts = dict(scenario.agent_starts)
+        # Each node's spurd start as its inventory shows it, fixed when the agent starts:
+        # slurmd_start_time changing later (as a test may make it lie) does not move it.
+        self.agent_starts: dict[str, datetime | None] = {
+            n.name: scenario.agent_starts.get(n.name, n.agent_start_time) for n in scenario.nodes
+        }
+        # Nodes whose inventory records no agent (written before node-inventory did).
+        self.unrecorded_agents = {n for n, at in scenario.agent_starts.items() if at is None}
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
@@ -165,8 +171,8 @@ class ClusterState:
             targets = self.target_names.get(node)
             if targets is None:  # spurd sets SPUR_TARGET_NODE on every job process it launches
                 targets = [node] if any(h.pids for h in held) else []
-            recorded = node not in self.agent_starts or self.agent_starts[node] is not None
-            started = self.agent_starts.get(node, self.nodes[node].agent_start_time)
+            recorded = node not in self.unrecorded_agents
+            started = self.agent_starts[node]
         names = tuple(sorted(set(targets)))
         name = self.reported_name(node)
         return Inventory(
