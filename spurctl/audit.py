@@ -8,6 +8,7 @@ is the whole of it; the CLI, the demo, the tests and the benchmarks call it.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -117,6 +118,38 @@ def gather(
     )
 
 
+# Spur's own heartbeat reclaim (PR #623) landed on main on 2026-08-16, after release
+# v0.8.0 (2026-08-11); main still says 0.8.0 (docs/spur-facts.md, disagreement 3).
+LAST_VERSION_WITHOUT_RECLAIM = (0, 8, 0)
+_VERSION = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def spur_version_note(version: str) -> str | None:
+    """The note for a controller whose version may predate Spur's own reclaim; None
+    for a later version, or one that does not read as a version number."""
+    m = _VERSION.match(version or "")
+    if m is None:
+        return None
+    parsed = (int(m[1]), int(m[2]), int(m[3] or 0))
+    if parsed > LAST_VERSION_WITHOUT_RECLAIM:
+        return None
+    consequence = (
+        "nothing reclaims these findings by itself (only spurctl or an operator does), and "
+        "its agents accept cancels without a credential (agent authentication arrived in "
+        "Aug 2026, and even then spurd's default `permissive` mode lets an anonymous one through)"
+    )
+    if parsed < LAST_VERSION_WITHOUT_RECLAIM:
+        return (
+            f"Spur {version.strip()} predates Spur's own heartbeat reclaim (PR #623, "
+            f"2026-08-16): {consequence}"
+        )
+    return (
+        f"Spur {version.strip()} is 0.8.0 or older, so it may predate Spur's own heartbeat "
+        f"reclaim (PR #623): if it does, {consequence}; a 0.8.0 build from main after "
+        "2026-08-16 has the reclaim, and the version string cannot tell them apart"
+    )
+
+
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.decide.classify import classify
 
@@ -149,6 +182,9 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
     notes.extend(result.notes)
+    old_spur = spur_version_note(view.version)
+    if old_spur is not None:
+        notes.append(old_spur)
     return AuditReport(
         controller_address=view.address,
         controller_version=view.version,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from spurctl.audit import COLLECT_TIMEOUT, confirm_missing
+from spurctl.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
 from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
 from spurctl.model import ControllerView, Inventory, Job, watermark_for
@@ -58,6 +58,9 @@ def post_wipe(
     )
     watermark = watermark_for(view, confirmed, flag=watermark_flag, first_job_id=first_job_id)
     assessment = assess(view, invs, watermark=watermark, confirmed=confirmed, scope=scope)
+    old_spur = spur_version_note(view.version)
+    if old_spur is not None:
+        assessment.notes.append(old_spur)
     return build(assessment, verify_nodes=scope if verify else None)
 
 

@@ -128,14 +128,15 @@ def classify(
     held_by_exact_name: dict[str, Inventory] = {}
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
-        canonical, mismatch = names.match(inv.node)
-        node = canonical or inv.node
+        node, mismatch, heartbeat = names.controller_name(inv)
         if wanted is not None and node not in wanted and inv.node not in wanted:
             continue
         if node != inv.node:
             scoped.discard(inv.node)  # one node, named twice: count it once
         scoped.add(node)
         spoken_for.update((hostlist.loose_key(node), hostlist.loose_key(inv.node)))
+        if inv.target_node is not None:
+            spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)
         if inv.error is not None:
             findings.append(
@@ -147,6 +148,8 @@ def classify(
         inventoried.add(node)
         if mismatch is None:
             held_by_exact_name[node] = inv
+            if heartbeat is not None:
+                findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, heartbeat, age=age))
         else:
             findings.append(
                 _node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch), age=age)
@@ -228,7 +231,7 @@ class _Held:
     def finding(self, kind: Kind, reason: str, action: Action | None = None) -> Finding:
         action = ACTIONS[kind] if action is None else action
         if action is Action.RECLAIM:
-            doubt = _reclaim_doubt(self)
+            doubt = _reclaim_doubt(self, kind)
             if doubt is not None:
                 action = Action.INVESTIGATE
                 reason = f"{reason}; not reclaimed: {doubt}"
@@ -248,17 +251,29 @@ class _Held:
         )
 
 
-def _reclaim_doubt(held: _Held) -> str | None:
+def _reclaim_doubt(held: _Held, kind: Kind) -> str | None:
     """Why a holding the controller would reclaim is only investigated; None when nothing
     stands in the way.
 
     A loose name: Spur compares names exactly, so the controller misjudges this
-    node's runs until the names agree. No start time on a tracked id: after a
+    node's runs until the names agree. A run judged under the controller's name
+    (SPUR_TARGET_NODE) that differs from the inventory's: reclaim's last re-check
+    compares the inventory's name, so `active-elsewhere` (the one name-dependent
+    arm) is not reclaimed there. No start time on a tracked id: after a
     controller wipe the id may have been reissued, and only the run's start time
     (compared with the job's submit time) tells the old run from the new job.
     """
     if held.loose_match is not None:
         return held.loose_match
+    if kind is Kind.ACTIVE_ELSEWHERE and held.node != held.holder:
+        # Judged under the controller's name (SPUR_TARGET_NODE), but reclaim re-checks
+        # the job against the inventory's name just before the send: a requeue onto
+        # this very node would still read as elsewhere there.
+        return (
+            f"reclaim re-checks job {held.holding.job_id} against the name {held.holder} "
+            f"reports, which no nodelist naming {held.node} matches, so a requeue onto "
+            f"{held.node} could not be told from a stale run at the last moment"
+        )
     if held.job is not None and held.holding.started_at is None:
         return (
             f"{held.holder}'s inventory records no start time for this run, so an id "
@@ -471,6 +486,56 @@ class _NameMatcher:
         self._loose: dict[str, list[str]] = {}
         for name in sorted(self._exact):
             self._loose.setdefault(hostlist.loose_key(name), []).append(name)
+
+    def controller_name(self, inv: Inventory) -> tuple[str, str | None, str | None]:
+        """(the controller node to judge `inv`'s holdings as, why no holding there may be
+        reclaimed or None, why the node is still a name-mismatch or None).
+
+        SPUR_TARGET_NODE is the controller's own name for the node, carried by every
+        job process spurd launches: when they all carry one name the controller has,
+        that name is direct evidence, and the holdings are judged under it. Spur's
+        heartbeat reclaim compares the name the agent reports (the inventory's node),
+        so a differing one is still reported. Processes naming several nodes, or a
+        node the controller does not have, leave the node unidentified: never reclaimed.
+        """
+        canonical, mismatch = self.match(inv.node)
+        node = canonical or inv.node
+        target = inv.target_node
+        if target is None and len(inv.target_nodes) > 1:
+            listed = ", ".join(repr(n) for n in inv.target_nodes)
+            return (
+                node,
+                f"the job processes on {inv.node} name several controller nodes in "
+                f"SPUR_TARGET_NODE ({listed}), so which node it is cannot be told",
+                None,
+            )
+        if target is None:
+            return node, mismatch, None
+        if target not in self._exact:
+            return (
+                node,
+                f"the job processes on {inv.node} name node {target!r} in SPUR_TARGET_NODE, "
+                "which the controller does not have",
+                None,
+            )
+        if target == inv.node:
+            return target, None, None
+        if canonical is not None and canonical != target:
+            return (
+                node,
+                f"{inv.node}'s agent reports the name of controller node {canonical!r}, but its "
+                f"job processes name {target!r} in SPUR_TARGET_NODE, so which node it is "
+                "cannot be told",
+                None,
+            )
+        return (
+            target,
+            None,
+            f"{inv.node}'s agent reports the name {inv.node!r}, but its job processes carry "
+            f"SPUR_TARGET_NODE {target!r}, the controller's own name for it, so its holdings "
+            f"are judged as {target}; Spur's own reclaim compares the reported name exactly "
+            "and misjudges this node's runs until the names agree",
+        )
 
     def match(self, name: str) -> tuple[str | None, str | None]:
         """(controller name or None, why the match is not exact or None)."""

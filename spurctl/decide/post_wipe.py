@@ -23,6 +23,7 @@ from spurctl.decide.classify import controller_decision
 from spurctl.decide.reasons import when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
+    AgentProcess,
     ControllerView,
     Holding,
     Inventory,
@@ -32,6 +33,7 @@ from spurctl.model import (
     NodeState,
     Watermark,
     WatermarkSource,
+    format_time,
     inventories_by_node,
 )
 
@@ -93,6 +95,11 @@ class NodeAssessment:
     held: tuple[HeldId, ...]
     error: str | None = None
     controller_node: Node | None = None
+    # The node's spurd as its inventory recorded it (None: not recorded, or none runs
+    # when `agent_checked`): the only proof of a restart, since the controller's
+    # slurmd_start_time is set once, when the node name first registers.
+    agent: AgentProcess | None = None
+    agent_checked: bool = False
 
     @property
     def inventoried(self) -> bool:
@@ -125,6 +132,10 @@ class Assessment:
     nodes: dict[str, NodeAssessment]
     partitions: tuple[str, ...]
     notes: list[str] = field(default_factory=list)
+    # The earliest submission the controller tracks: every tracked job was submitted
+    # after the wipe, so a spurd started after it started after the wipe (None: no
+    # tracked job dates the wipe).
+    wiped_by: datetime | None = None
 
     @property
     def nodes_to_recycle(self) -> list[str]:
@@ -144,6 +155,7 @@ class StepId(enum.StrEnum):
 
     STOP_SUBMISSIONS = "stop-submissions"
     DRAIN_NODES = "drain-nodes"
+    STOP_RUNS = "stop-pre-wipe-runs"
     RESTART_AGENTS = "restart-agents"
     VERIFY_INVENTORIES = "verify-inventories"
     RESUME_NODES = "resume-nodes"
@@ -395,7 +407,9 @@ def assess(
                     now=view.taken_at,
                 )
             )
-        nodes[name] = NodeAssessment(name, tuple(judged), None, ctl)
+        nodes[name] = NodeAssessment(
+            name, tuple(judged), None, ctl, agent=inv.agent, agent_checked=inv.agent_checked
+        )
     if not view.complete:
         unasked = sum(
             1
@@ -416,6 +430,7 @@ def assess(
             f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user); {how}",
         )
     partitions = sorted({p for n in view.nodes.values() for p in n.partitions})
+    submitted = [j.submit_time for j in view.jobs.values() if j.submit_time is not None]
     return Assessment(
         controller_address=view.address,
         controller_version=view.version,
@@ -427,6 +442,7 @@ def assess(
         nodes=nodes,
         partitions=tuple(partitions),
         notes=notes,
+        wiped_by=min(submitted, default=None),
     )
 
 
@@ -446,18 +462,74 @@ def _node_state(a: NodeAssessment) -> NodeState | None:
     return a.controller_node.state if a.controller_node else None
 
 
-def _restarted(a: NodeAssessment) -> tuple[bool, str]:
-    """Whether the node's agent restarted after every hazardous run it still holds began."""
+def _restarted(a: NodeAssessment, wiped_by: datetime | None) -> tuple[bool, str]:
+    """Whether the node's own spurd started after the wipe, by its inventory's `agent`.
+
+    Never by the controller's slurmd_start_time: Spur sets it once, when the node
+    name first registers, and a restart leaves it unchanged.
+    """
     if not a.inventoried:
         return False, "not inventoried"
+    if a.agent is None:
+        if a.agent_checked:
+            return False, "no spurd runs on it (its inventory found none): start it"
+        return False, (
+            "restart not proven: its inventory records no spurd start time; collect it with "
+            "`spurctl node-inventory`, which records the agent"
+        )
+    started = a.agent.started_at
+    if started is None:
+        return False, (
+            f"restart not proven: its inventory records spurd (pid {a.agent.pid}) without a "
+            "start time; re-collect it with `spurctl node-inventory`"
+        )
+    if wiped_by is None:
+        return False, (
+            f"restart not proven: spurd started {format_time(started)}, but the controller "
+            "tracks no job whose submission dates the wipe; check by hand"
+        )
+    if started < wiped_by:
+        return False, (
+            f"agent not restarted since the wipe: spurd started {format_time(started)}, "
+            f"before the controller's first tracked submission ({format_time(wiped_by)})"
+        )
+    return True, ""
+
+
+def _stopped(a: NodeAssessment) -> tuple[bool, str]:
+    """Whether no pre-wipe run (no hazard) remains on the node."""
+    if not a.inventoried:
+        return False, f"not inventoried ({a.error})"
     if not a.hazards:
         return True, ""
-    agent = a.controller_node.agent_start_time if a.controller_node else None
-    if agent is None:
-        return False, "agent start time unknown"
-    if any(h.started_at is None or h.started_at >= agent for h in a.hazards):
-        return False, "agent not restarted since its hazardous runs began"
-    return True, ""
+    runs = ", ".join(f"{h.job_id} ({h.hazard.value})" for h in a.hazards)
+    why = f"still holds {runs}"
+    agent = a.agent.started_at if a.agent is not None else None
+    outlived = [h for h in a.hazards if agent is not None and h.started_at and h.started_at < agent]
+    if outlived:
+        ids = ", ".join(str(h.job_id) for h in outlived)
+        why += (
+            f"; {ids} outlived spurd's restart, which no longer tracks it: free it on the "
+            "node with `spurctl node-release`"
+        )
+    return False, why
+
+
+def _release_commands(a: NodeAssessment) -> list[str]:
+    """On-node commands that stop each pre-wipe run, checked against its id and start."""
+    out = []
+    for h in a.hazards:
+        if h.started_at is None:
+            out.append(
+                f"# {a.node}: job {h.job_id}'s start is unknown; read it with "
+                "`spurctl node-inventory` there, then node-release it"
+            )
+            continue
+        out.append(
+            f"ssh {_q(a.node)} spurctl node-release --job {h.job_id} "
+            f"--started-at {format_time(h.started_at)}"
+        )
+    return out
 
 
 def _clean(a: NodeAssessment) -> tuple[bool, str]:
@@ -482,7 +554,7 @@ def _grouped(failures: Mapping[str, str]) -> str:
 
 
 def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -> list[Step]:
-    """The six steps for `nodes`; with `verify`, each checkable one ticked when it holds."""
+    """The seven steps for `nodes`; with `verify`, each checkable one ticked when it holds."""
     nodes = tuple(sorted(nodes))
     if not nodes:
         return []
@@ -491,6 +563,7 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
 
     # Per node, why each checkable step is not done yet (absent: done).
     not_clean: dict[str, str] = {}
+    not_stopped: dict[str, str] = {}
     not_restarted: dict[str, str] = {}
     not_drained: dict[str, str] = {}
     still_drained: dict[str, str] = {}
@@ -498,7 +571,10 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
         ok, why = _clean(a)
         if not ok:
             not_clean[a.node] = why
-        ok, why = _restarted(a)
+        ok, why = _stopped(a)
+        if not ok:
+            not_stopped[a.node] = why
+        ok, why = _restarted(a, assessment.wiped_by)
         if not ok:
             not_restarted[a.node] = why
         state = _node_state(a)
@@ -529,7 +605,21 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
 
     if not verify:
         drain = (False, "so that no new work lands on them while their agents are recycled")
-        restart = (False, "a restarted agent drops the pre-wipe runs it held")
+        stop = (
+            False,
+            "before spurd restarts: its runs' processes and cgroups outlive a restart, after "
+            "which spurd no longer tracks them and its CancelJob frees nothing; let each run "
+            "finish, or stop it on its node (`spurctl node-release`, checked against the run's "
+            "id and start; it refuses a run spurd still tracks: wait that one out); never "
+            "scancel these ids, the controller's job with that id is another run",
+        )
+        restart = (
+            False,
+            "once no pre-wipe run is left: a restarted spurd forgets the pre-wipe "
+            "reservations; proven only by spurd's start time in the node's inventory "
+            "(`spurctl node-inventory` records it), never by the controller's "
+            "slurmd_start_time, which a restart does not change",
+        )
         check = (False, "re-inventory them and re-read the controller; this ticks what is done")
         resume = (False, "only once their inventories are clean")
     else:
@@ -539,8 +629,16 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
             drain = (True, "back in service and no longer needed: their inventories are clean")
         else:
             drain = (False, "not yet: " + _grouped(not_drained))
+        stop = (
+            (True, "no pre-wipe run is left on them")
+            if not not_stopped
+            else (False, "not yet: " + _grouped(not_stopped))
+        )
         restart = (
-            (True, "every agent restarted after its hazardous runs began, or holds none any more")
+            (
+                True,
+                "each node's spurd started after the wipe, by the start time its inventory shows",
+            )
             if not not_restarted
             else (False, "not yet: " + _grouped(not_restarted))
         )
@@ -574,6 +672,12 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
             "Drain the nodes to recycle",
             [f'scontrol update NodeName={hl} State=DRAIN Reason="{DRAIN_REASON}"'],
             drain,
+        ),
+        step(
+            StepId.STOP_RUNS,
+            "Stop or wait out their pre-wipe runs",
+            [c for a in judged for c in _release_commands(a)],
+            stop,
         ),
         step(
             StepId.RESTART_AGENTS,

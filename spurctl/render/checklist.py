@@ -16,6 +16,7 @@ from spurctl.render.common import (
     markdown_table,
     md_cell,
     report_header,
+    spur_version,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -56,7 +57,12 @@ def _node_to_dict(n: NodeAssessment) -> dict[str, Any]:
         "inventoried": n.inventoried,
         "error": n.error,
         "state": ctl.state.name if ctl else None,
-        "agent_start_time": format_time(ctl.agent_start_time) if ctl else None,
+        # The node's own spurd start (its inventory's `agent`): what proves a restart.
+        "agent_start_time": format_time(n.agent.started_at) if n.agent else None,
+        "agent_pid": n.agent.pid if n.agent else None,
+        # The controller's NodeInfo.slurmd_start_time: set once, when the name first
+        # registered; a restart does not change it. Shown, never used as proof.
+        "slurmd_start_time": format_time(ctl.agent_start_time) if ctl else None,
         "partitions": list(n.partitions),
         "held": [_held_to_dict(h) for h in n.held],
     }
@@ -147,7 +153,7 @@ def _started(h: HeldId) -> str:
 
 def render_markdown(cl: Checklist) -> str:
     a = cl.assessment
-    version = f" (Spur {a.controller_version})" if a.controller_version else ""
+    version = f" ({spur_version(a.controller_version)})"
     taken = a.taken_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [
         "# Post-wipe agent recycle checklist",

@@ -104,14 +104,19 @@ def summary_line(report: AuditReport) -> str:
     )
 
 
+def spur_version(version: str) -> str:
+    """What a report header says of the controller's version (PingResponse.version)."""
+    return f"Spur {version}" if version else "Spur version not reported"
+
+
 def context_line(report: AuditReport) -> str:
     if report.view_complete:
         view = f"complete ({report.jobs_seen} jobs)"
     else:
         view = f"INCOMPLETE ({report.jobs_seen} of {report.jobs_total} jobs seen)"
-    version = f" (version {report.controller_version})" if report.controller_version else ""
     return (
-        f"Controller {report.controller_address}{version}, view taken "
+        f"Controller {report.controller_address} ({spur_version(report.controller_version)}), "
+        "view taken "
         f"{format_time(report.taken_at)}: {view}; watermark {report.watermark.value} "
         f"({report.watermark.source})."
     )

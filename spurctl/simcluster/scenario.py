@@ -46,6 +46,12 @@ class Scenario:
 
     `holdings` is keyed by the controller's node name; `inventory_names` maps a
     node to the host name its agent and inventory report when that differs.
+    `target_names` is the SPUR_TARGET_NODE a node's job processes carry where it
+    is not the controller's own name for the node (spurd sets it from the launch,
+    so by default every process carries the node's name; [] none, two or more:
+    they disagree). `agent_started_at` is when each node's current spurd started,
+    as /proc shows it (the inventory's `agent`); a node absent there reports no
+    agent, as an inventory written before `spurctl node-inventory` recorded it.
     `next_job_id` 0 means max(job id) + 1. `admins` are user names the
     controller treats as admin whatever their token says (accounting admins).
     `check()` validates; SimCluster and the JSON reader call it.
@@ -60,6 +66,7 @@ class Scenario:
     users: dict[str, int] = field(default_factory=dict)
     admins: list[str] = field(default_factory=list)
     hostname: str = "spurctld"
+    target_names: dict[str, list[str]] = field(default_factory=dict)
     # When each node's current spurd started (the inventory's `agent`); a node absent
     # here reports no agent. A run held since before it is an orphan the agent lost.
     agent_started_at: dict[str, datetime] = field(default_factory=dict)
@@ -90,6 +97,7 @@ class Scenario:
         for label, keys in (
             ("holdings", self.holdings),
             ("inventory_names", self.inventory_names),
+            ("target_names", self.target_names),
             ("agent_started_at", self.agent_started_at),
         ):
             unknown = sorted(set(keys) - known)
@@ -164,6 +172,7 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
         "users": dict(s.users),
         "admins": list(s.admins),
         "inventory_names": dict(s.inventory_names),
+        "target_names": {n: list(v) for n, v in s.target_names.items()},
         "nodes": [node_to_dict(n) for n in s.nodes],
         "jobs": [job_to_dict(j) for j in s.jobs],
         "holdings": {node: [holding_to_dict(h) for h in held] for node, held in s.holdings.items()},
@@ -215,6 +224,12 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
     next_job_id = d.get("next_job_id", 0)
     if isinstance(next_job_id, bool) or not isinstance(next_job_id, int) or next_job_id < 0:
         raise DocumentError(f"{where}: 'next_job_id' must be a positive integer")
+    targets_raw = _object(d.get("target_names"), where=f"{where}: target_names")
+    if not all(
+        isinstance(v, list) and all(isinstance(n, str) and n for n in v)
+        for v in targets_raw.values()
+    ):
+        raise DocumentError(f"{where}: target_names values must be lists of node names")
     hostname = d.get("hostname") or "spurctld"
     if not isinstance(hostname, str):
         raise DocumentError(f"{where}: 'hostname' must be a string")
@@ -236,6 +251,7 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
         users={str(k): v for k, v in users_raw.items()},
         admins=list(admins_raw),
         hostname=hostname,
+        target_names={str(k): list(v) for k, v in targets_raw.items()},
         agent_started_at={k: v for k, v in agent_started_at.items() if v is not None},
     )
     scenario.check(where)

@@ -398,22 +398,26 @@ def post_wipe() -> Scenario:
         {35: "Resources", 40: "Priority"},
         {**_POST_WIPE_ENDED, **short_ended},
     )
+    nodes = _nodes(
+        16,
+        jobs,
+        out_of_service={},
+        phantom={},
+        agent_start={i: f"12-02T06:{10 + i:02d}:00" for i in range(9, 17)},
+        default_agent_start="11-25T12:00:00",
+        partitions={},
+    )
     return Scenario(
         version=SPUR_VERSION,
         jobs=jobs,
-        nodes=_nodes(
-            16,
-            jobs,
-            out_of_service={},
-            phantom={},
-            agent_start={i: f"12-02T06:{10 + i:02d}:00" for i in range(9, 17)},
-            default_agent_start="11-25T12:00:00",
-            partitions={},
-        ),
+        nodes=nodes,
         holdings=_holdings(_POST_WIPE_HOLDINGS),
         next_job_id=41,
         users=dict(_POST_WIPE_USERS),
         hostname="spurctld-1",
+        # Each node's spurd, as /proc shows it, started when the node registered (no
+        # restart since); tests that make slurmd_start_time lie change the node, not this.
+        agent_started_at={n.name: n.agent_start_time for n in nodes if n.agent_start_time},
     )
 
 

@@ -21,6 +21,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, NamedTuple
@@ -320,6 +321,11 @@ class SimCluster:
             return self.state.nodes[name]
 
     # -- mutators for tests --------------------------------------------------------------
+
+    def restart_agent(self, node: str, at: datetime) -> None:
+        """Restart `node`'s spurd at `at`: its inventory's agent start time changes, the
+        controller's slurmd_start_time does not, and the runs it held survive."""
+        self.state.restart_agent(node, at)
 
     def requeue(self, job_id: int, nodelist: str) -> Job:
         """Restart a tracked job on `nodelist` (RUNNING) or, with "", make it PENDING again."""

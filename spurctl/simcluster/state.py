@@ -91,7 +91,10 @@ class ClusterState:
         self.users = dict(scenario.users)
         self.admins = frozenset(scenario.admins)
         self.inventory_names = dict(scenario.inventory_names)
+        # Each node's spurd start as its inventory shows it: slurmd_start_time changing
+        # later (as a test may make it lie) does not move it; restart_agent does.
         self.agent_started_at = dict(scenario.agent_started_at)
+        self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
@@ -163,14 +166,34 @@ class ClusterState:
                 raise KeyError(f"no node {node!r} in this cluster")
             held = tuple(sorted(self.held[node].values(), key=lambda h: h.job_id))
             agent_start = self.agent_started_at.get(node)
+            targets = self.target_names.get(node)
+            if targets is None:  # spurd sets SPUR_TARGET_NODE on every job process it launches
+                targets = [node] if any(h.pids for h in held) else []
+        names = tuple(sorted(set(targets)))
+        name = self.reported_name(node)
         return Inventory(
-            node=self.reported_name(node),
+            node=name,
             collected_at=collected_at or utcnow(),
             source="simulated",
             held=held,
             agent=None if agent_start is None else AgentProcess(SIM_AGENT_PID, agent_start),
+            hostname=name,
+            target_node=names[0] if len(names) == 1 else None,
+            target_nodes=names,
             agent_checked=agent_start is not None,
         )
+
+    def restart_agent(self, node: str, at: datetime) -> None:
+        """`systemctl restart spurd` as the node sees it: a new agent start time.
+
+        The controller's slurmd_start_time does not change (Spur sets it once, when
+        the node name first registers), and the runs survive (their processes and
+        cgroups outlive spurd).
+        """
+        with self.lock:
+            self._known_node(node)
+            self.agent_started_at[node] = at
+            self.generation += 1
 
     def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
         """spurd's CancelJob: True when the holding is gone afterwards because of this call.

@@ -92,16 +92,14 @@ def step(doc: dict[str, Any], step_id: StepId) -> dict[str, Any]:
 
 
 def recycle(sim: SimCluster, node: str, job_ids: list[int]) -> None:
-    """What `systemctl restart spurd` does to the node: its pre-wipe runs go, its agent restarts.
+    """The recycle on the node: its pre-wipe runs are stopped, then spurd restarts.
 
-    The simulator has no agent restart of its own, so the start time is set under its lock.
+    The node's own spurd start time changes (its inventory's `agent`); the controller's
+    slurmd_start_time does not (Spur sets it once, when the name first registers).
     """
     for job_id in job_ids:
         assert sim.release(node, job_id)
-    with sim.state.lock:
-        current = sim.state.nodes[node]
-        sim.state.nodes[node] = dataclasses.replace(current, agent_start_time=RECYCLED_AT)
-        sim.state.generation += 1
+    sim.restart_agent(node, RECYCLED_AT)
 
 
 def set_node_state(sim: SimCluster, node: str, state: NodeState, reason: str = "") -> None:
@@ -263,7 +261,8 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     md = out_file.read_text()
     assert "**7 nodes to recycle: gpu[001-007].**" in md
     boxes = [line for line in md.splitlines() if line.startswith("- [")]
-    assert len(boxes) == 6 and all(b.startswith("- [ ] ") for b in boxes)
+    # Issue 14 item 5: a seventh box, stopping the pre-wipe runs before spurd restarts.
+    assert len(boxes) == 7 and all(b.startswith("- [ ] ") for b in boxes)
     for command in (
         "scontrol update PartitionName=gpu State=DRAIN",
         "scontrol update NodeName='gpu[001-007]' State=DRAIN Reason=\"post-wipe agent recycle\"",
@@ -274,12 +273,15 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
         "scontrol update PartitionName=gpu State=UP",
     ):
         assert f"  {command}\n" in md, command
+    # Each pre-wipe run is stopped on its node, checked against its id and start time.
+    assert "  ssh gpu002 spurctl node-release --job 63 --started-at 20" in md
     # Steps appear in the order an operator works through them.
     positions = [
         md.index(t)
         for t in (
             "Stop submissions",
             "Drain the",
+            "Stop or wait out",
             "Restart spurd",
             "Verify their",
             "Resume the nodes",
@@ -393,6 +395,7 @@ def test_verify_ticks_each_step_as_the_recycle_progresses(
     assert code == 1
     assert [s["id"] for s in doc["steps"] if s["done"]] == [
         "drain-nodes",
+        "stop-pre-wipe-runs",
         "restart-agents",
         "verify-inventories",
     ]
@@ -407,6 +410,7 @@ def test_verify_ticks_each_step_as_the_recycle_progresses(
     assert done == {
         "stop-submissions": False,
         "drain-nodes": True,
+        "stop-pre-wipe-runs": True,
         "restart-agents": True,
         "verify-inventories": True,
         "resume-nodes": True,
@@ -613,3 +617,80 @@ def test_the_installed_command_runs_end_to_end(sim: SimCluster, tmp_path: Path) 
     help_text = run("--help").stdout
     assert "spurctl checklist post-wipe --verify --nodes 'gpu[001-007]'" in help_text
     assert "--verify" in help_text and "--nodes" in help_text
+
+
+# -- a restart is proven by the node's own spurd start time (issue 14 item 5) ----------
+
+
+def set_slurmd_start_time(sim: SimCluster, node: str, at: datetime) -> None:
+    """What the controller's NodeInfo.slurmd_start_time says: here, whatever a test wants."""
+    with sim.state.lock:
+        current = sim.state.nodes[node]
+        sim.state.nodes[node] = dataclasses.replace(current, agent_start_time=at)
+        sim.state.generation += 1
+
+
+LONG_AGO = datetime(2026, 11, 1, tzinfo=UTC)  # before every run and the wipe
+
+
+def test_slurmd_start_time_saying_restarted_does_not_tick_an_agent_that_was_not(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    for node, ids in PRE_WIPE_IDS.items():
+        for job_id in ids:
+            assert sim.release(node, job_id)  # the runs are stopped ...
+        # ... and the controller's slurmd_start_time claims a restart, but spurd never
+        # restarted: the node's own start time (from its inventory) is the old one.
+        set_slurmd_start_time(sim, node, RECYCLED_AT)
+    code, doc = verify(sim, tmp_path)
+    assert code == 1
+    assert step(doc, StepId.STOP_RUNS)["done"] is True
+    restart = step(doc, StepId.RESTART_AGENTS)
+    assert restart["done"] is False
+    assert "gpu[001-007]: agent not restarted since the wipe" in restart["detail"]
+    node = next(n for n in doc["nodes"] if n["node"] == "gpu001")
+    assert node["slurmd_start_time"] == "2026-12-02T11:00:00Z"
+    assert node["agent_start_time"] == "2026-11-25T12:00:00Z"
+
+
+def test_slurmd_start_time_saying_not_restarted_does_not_hold_back_an_agent_that_was(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    for node, ids in PRE_WIPE_IDS.items():
+        recycle(sim, node, ids)  # spurd restarts at RECYCLED_AT, as its inventory shows
+        set_slurmd_start_time(sim, node, LONG_AGO)  # the controller still says long ago
+    _, doc = verify(sim, tmp_path)
+    assert step(doc, StepId.RESTART_AGENTS)["done"] is True, step(doc, StepId.RESTART_AGENTS)
+    assert step(doc, StepId.STOP_RUNS)["done"] is True
+    assert step(doc, StepId.VERIFY_INVENTORIES)["done"] is True
+
+
+def test_an_inventory_without_the_agent_leaves_the_restart_unproven(tmp_path: Path) -> None:
+    with SimCluster(post_wipe_scenario()) as sim:
+        for node, ids in PRE_WIPE_IDS.items():
+            recycle(sim, node, ids)
+        with sim.state.lock:  # gpu001's inventory was written before `agent` existed
+            del sim.state.agent_started_at["gpu001"]
+        code, doc = verify(sim, tmp_path)
+    assert code == 1
+    restart = step(doc, StepId.RESTART_AGENTS)
+    assert restart["done"] is False
+    assert "gpu001: restart not proven" in restart["detail"]
+    assert "`spurctl node-inventory`, which records the agent" in restart["detail"]
+    assert "gpu002" not in restart["detail"]
+
+
+def test_a_pre_wipe_run_that_outlived_the_restart_keeps_the_stop_step_open(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    for node, ids in PRE_WIPE_IDS.items():
+        # gpu002's spurd restarted before 63 was stopped: 63 survives, untracked.
+        recycle(sim, node, [57] if node == "gpu002" else ids)
+    code, doc = verify(sim, tmp_path)
+    assert code == 1
+    stop = step(doc, StepId.STOP_RUNS)
+    assert stop["done"] is False
+    assert "gpu002: still holds 63 (above-watermark)" in stop["detail"]
+    assert "63 outlived spurd's restart" in stop["detail"]
+    assert "spurctl node-release --job 63 --started-at" in stop["command"]
+    assert step(doc, StepId.VERIFY_INVENTORIES)["done"] is False

@@ -799,3 +799,119 @@ def test_classify_depends_only_on_its_input(c: Cluster) -> None:
     first = classify_cluster(c)
     assert classify_cluster(c) == first
     assert classify_cluster(shuffled) == first
+
+
+# -- SPUR_TARGET_NODE: the controller's own name, carried by the job processes ----------
+
+
+def targeted(
+    name: str, *holdings: Holding, target: str | None = None, targets: tuple[str, ...] = ()
+) -> Inventory:
+    """An inventory as `spurctl node-inventory` writes it: with the processes' target names."""
+    names = targets or ((target,) if target else ())
+    return replace(inv(name, *holdings), hostname=name, target_node=target, target_nodes=names)
+
+
+TARGET_CASES: dict[str, Case] = {
+    "an FQDN agent whose processes name the short controller node: judged exactly, reclaimed": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("gpu017.cluster.example", held(40, pids=(9,)), target="gpu017")),
+        [
+            ("gpu017.cluster.example", 40, Kind.TERMINAL_HELD, Action.RECLAIM),
+            ("gpu017.cluster.example", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+        ],
+    ),
+    "an untracked id under the target name is reclaimed (no name in its re-check)": Case(
+        view(),
+        invs(targeted("gpu017.cluster.example", held(40, pids=(9,)), target="gpu017")),
+        [
+            ("gpu017.cluster.example", 40, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM),
+            ("gpu017.cluster.example", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+        ],
+    ),
+    "the node's own run, named by its target, is healthy": Case(
+        view(job(40, JobState.RUNNING, "gpu017")),
+        invs(targeted("node-a17", held(40, pids=(9,)), target="gpu017")),
+        [
+            ("node-a17", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("node-a17", 40, Kind.HEALTHY, Action.NONE),
+        ],
+        include_healthy=True,
+    ),
+    "active-elsewhere under a target name is investigated: reclaim re-checks the agent's": Case(
+        view(job(40, JobState.RUNNING, "gpu020")),
+        invs(targeted("gpu017.cluster.example", held(40, pids=(9,)), target="gpu017")),
+        [
+            ("gpu017.cluster.example", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu017.cluster.example", 40, Kind.ACTIVE_ELSEWHERE, Action.INVESTIGATE),
+        ],
+    ),
+    "a target equal to the agent's name is no mismatch": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("gpu017", held(40, pids=(9,)), target="gpu017")),
+        [("gpu017", 40, Kind.TERMINAL_HELD, Action.RECLAIM)],
+    ),
+    "processes naming two nodes keep the node a mismatch, never reclaimed": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("gpu017", held(40, pids=(9,)), targets=("gpu017", "gpu018"))),
+        [
+            ("gpu017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu017", 40, Kind.TERMINAL_HELD, Action.INVESTIGATE),
+        ],
+    ),
+    "a target the controller does not have is a mismatch, never reclaimed": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("gpu017", held(40, pids=(9,)), target="gpu099")),
+        [
+            ("gpu017", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu017", 40, Kind.TERMINAL_HELD, Action.INVESTIGATE),
+        ],
+    ),
+    "an agent named as one controller node whose processes name another is never reclaimed": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("gpu018", held(40, pids=(9,)), target="gpu017")),
+        [
+            ("gpu018", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("gpu018", 40, Kind.TERMINAL_HELD, Action.INVESTIGATE),
+        ],
+    ),
+    "an agent loosely named as one node whose processes name another is never reclaimed": Case(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("GPU018", held(40, pids=(9,)), target="gpu017")),
+        [
+            ("GPU018", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+            ("GPU018", 40, Kind.TERMINAL_HELD, Action.INVESTIGATE),
+        ],
+    ),
+    "the target name places lost-on-node on the controller's node": Case(
+        view(job(40, JobState.RUNNING, "gpu017", start=T0), job(41, JobState.RUNNING, "gpu017")),
+        invs(targeted("gpu017.cluster.example", held(41, pids=(9,)), target="gpu017")),
+        [
+            ("gpu017", 40, Kind.LOST_ON_NODE, Action.INVESTIGATE),
+            ("gpu017.cluster.example", None, Kind.NAME_MISMATCH, Action.INVESTIGATE),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=name) for name, c in TARGET_CASES.items()])
+def test_classify_by_target_node(case: Case) -> None:
+    test_classify(case)
+
+
+def test_a_target_name_mismatch_says_which_name_spur_compares() -> None:
+    result = classify(
+        view(job(40, JobState.COMPLETED, "gpu017")),
+        invs(targeted("gpu017.cluster.example", held(40, pids=(9,)), target="gpu017")),
+        watermark=WM,
+    )
+    mismatch = next(f for f in result.findings if f.kind is Kind.NAME_MISMATCH)
+    assert "SPUR_TARGET_NODE 'gpu017'" in mismatch.reason
+    assert "Spur's own reclaim compares the reported name" in mismatch.reason
+    disagree = classify(
+        view(),
+        invs(targeted("gpu017", held(40, pids=(9,)), targets=("gpu017", "gpu018"))),
+        watermark=WM,
+    )
+    reasons = [f.reason for f in disagree.findings]
+    assert any("name several controller nodes" in r and "'gpu018'" in r for r in reasons)

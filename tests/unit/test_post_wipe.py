@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from spurctl.decide.post_wipe import (
     Assessment,
     Hazard,
     HeldId,
     NodeAssessment,
+    Step,
     StepId,
     assess_holding,
     build_steps,
 )
 from spurctl.model import (
+    AgentProcess,
     Holding,
     Job,
     JobState,
@@ -129,3 +133,107 @@ def test_stop_submissions_covers_every_partition_since_the_counter_is_cluster_wi
         "scontrol update PartitionName=gpu State=DRAIN",
     )
     assert "cluster-wide" in stop.detail
+
+
+# -- "Restart spurd" is proven by the node's own spurd start, never slurmd_start_time ----
+
+WIPED_BY = datetime(2026, 12, 2, 6, 5, tzinfo=UTC)  # the first post-wipe submission
+BEFORE = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+AFTER = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)
+
+
+def _one_node(
+    agent: AgentProcess | None,
+    *,
+    slurmd: datetime | None,
+    checked: bool = True,
+    held: tuple[HeldId, ...] = (),
+    wiped_by: datetime | None = WIPED_BY,
+) -> Assessment:
+    ctl = Node("a1", NodeState.DRAIN, agent_start_time=slurmd)
+    return Assessment(
+        controller_address="http://ctl:6817",
+        controller_version="0.8.0",
+        taken_at=NOW,
+        view_complete=True,
+        jobs_seen=0,
+        jobs_total=0,
+        watermark=WM,
+        nodes={"a1": NodeAssessment("a1", held, None, ctl, agent=agent, agent_checked=checked)},
+        partitions=(),
+        wiped_by=wiped_by,
+    )
+
+
+def _step(a: Assessment, sid: StepId) -> Step:
+    return next(s for s in build_steps(a, ["a1"], verify=True) if s.id is sid)
+
+
+@pytest.mark.parametrize(
+    ("assessment", "done", "says"),
+    [
+        pytest.param(
+            _one_node(AgentProcess(7, AFTER), slurmd=BEFORE),
+            True,
+            "started after the wipe",
+            id="restarted, though slurmd_start_time says not",
+        ),
+        pytest.param(
+            _one_node(AgentProcess(7, BEFORE), slurmd=AFTER),
+            False,
+            "agent not restarted",
+            id="not restarted, though slurmd_start_time says it was",
+        ),
+        pytest.param(
+            _one_node(None, slurmd=AFTER, checked=False),
+            False,
+            "`spurctl node-inventory`",
+            id="no agent recorded: not proven, says what to collect",
+        ),
+        pytest.param(
+            _one_node(None, slurmd=AFTER, checked=True),
+            False,
+            "no spurd runs on it",
+            id="the scan found no spurd",
+        ),
+        pytest.param(
+            _one_node(AgentProcess(7, None), slurmd=AFTER),
+            False,
+            "without a start time",
+            id="spurd without a start time",
+        ),
+        pytest.param(
+            _one_node(AgentProcess(7, AFTER), slurmd=AFTER, wiped_by=None),
+            False,
+            "by hand",
+            id="nothing dates the wipe",
+        ),
+    ],
+)
+def test_the_restart_follows_the_nodes_spurd_start(
+    assessment: Assessment, done: bool, says: str
+) -> None:
+    restart = _step(assessment, StepId.RESTART_AGENTS)
+    assert restart.done is done
+    assert says in restart.detail
+
+
+def test_a_pre_wipe_run_left_after_a_restart_keeps_the_stop_step_open() -> None:
+    run = assess_holding(
+        "a1",
+        Holding(50, started_at=BEFORE - timedelta(days=1), pids=(9,)),
+        None,
+        untracked=True,
+        asked=False,
+        watermark=WM,
+        now=NOW,
+    )
+    a = _one_node(AgentProcess(7, AFTER), slurmd=BEFORE, held=(run,))
+    stop = _step(a, StepId.STOP_RUNS)
+    assert stop.done is False
+    assert "50 outlived spurd's restart" in stop.detail
+    assert stop.commands == (
+        "ssh a1 spurctl node-release --job 50 --started-at 2026-11-24T12:00:00Z",
+    )
+    steps = [s.id for s in build_steps(a, ["a1"], verify=True)]
+    assert steps.index(StepId.STOP_RUNS) < steps.index(StepId.RESTART_AGENTS)
