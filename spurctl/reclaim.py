@@ -509,7 +509,15 @@ def prepare(
 
     scope = parse_scope(nodes)
     report, inputs = run_audit(src, conn)
-    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes)
+    # An inventory whose job processes all name one controller node (SPUR_TARGET_NODE)
+    # speaks for that node: its findings sit under the name it reports, and either name
+    # selects them.
+    speaks_for = {
+        name: inv.target_node
+        for name, inv in inputs.inventories.items()
+        if inv.target_node is not None and inv.target_node in inputs.view.nodes
+    }
+    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes and n not in speaks_for)
     if unknown_nodes:
         raise SpurctlError(
             f"unknown node(s) {', '.join(unknown_nodes[:5])}: the controller has no such node; "
@@ -517,9 +525,10 @@ def prepare(
         )
     path = journal_path or default_path()
     collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+    selected = set(scope) | {name for name, target in speaks_for.items() if target in scope}
     entries = plan(
         report,
-        scope,
+        selected,
         jobs,
         conn.agent_address,
         collected_at=collected,

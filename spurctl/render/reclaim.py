@@ -21,7 +21,13 @@ from rich.text import Text
 from spurctl.decide.plan import Entry, ReclaimRun, Result
 from spurctl.decide.reasons import id_ranges
 from spurctl.model import AuditReport
-from spurctl.render.common import ReclaimFormat, choose, pipe_width, watermark_document
+from spurctl.render.common import (
+    ReclaimFormat,
+    choose,
+    context_line,
+    pipe_width,
+    watermark_document,
+)
 
 RESULT_STYLE = {
     Result.SENT: "green",
@@ -162,6 +168,7 @@ def print_plan(
 ) -> None:
     facts = facts or PlanFacts()
     console = _console(file)
+    console.print(Text(context_line(report)))
     for note in report.notes:
         console.print(_labelled("NOTE:", "bold yellow", note))
     if facts.unmatched_jobs:

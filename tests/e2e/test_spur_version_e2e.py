@@ -57,6 +57,7 @@ def test_reclaim_plan_carries_the_note(sim: SimCluster, tmp_path: Path) -> None:
         env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
     )  # fmt: skip
     assert run.returncode in (0, 1), run.stderr
+    assert f"(Spur {sim.state.version})" in run.stdout  # the plan's header line
     assert (OLD_NOTE in " ".join(run.stdout.split())) is (sim.state.version == "0.8.0")
 
 

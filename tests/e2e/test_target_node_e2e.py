@@ -92,3 +92,33 @@ def test_processes_that_disagree_keep_the_node_a_mismatch_never_reclaimed(
     assert found[(FQDN, 4980)]["action"] == "investigate"
     assert "name several controller nodes" in found[(FQDN, 4980)]["reason"]
     assert found[(FQDN, None)]["kind"] == "name-mismatch"
+
+
+@pytest.mark.parametrize("named", ["gpu021", FQDN])
+def test_reclaim_selects_the_node_by_either_name_the_inventory_speaks_for(
+    sim: SimCluster, tmp_path: Path, named: str
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+    run = run_cli(
+        "reclaim", "--node", named, "--inventory", str(inventory), "--dry-run",
+        "--format", "json", "--journal", str(tmp_path / "journal.jsonl"),
+        env={
+            "SPUR_CONTROLLER_ADDR": sim.controller_address,
+            "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
+        },
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    planned = [(e["node"], e["job_id"]) for e in json.loads(run.stdout)["plan"]]
+    assert planned == [(FQDN, 4980)]  # the stale run only; 4960 is gpu021's own
+
+
+def test_reclaim_still_refuses_a_name_nothing_speaks_for(sim: SimCluster, tmp_path: Path) -> None:
+    inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+    run = run_cli(
+        "reclaim", "--node", "gpu999.cluster.local", "--inventory", str(inventory), "--dry-run",
+        env={
+            "SPUR_CONTROLLER_ADDR": sim.controller_address,
+            "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
+        },
+    )  # fmt: skip
+    assert run.returncode == 2 and "unknown node(s) gpu999.cluster.local" in run.stderr
