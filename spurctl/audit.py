@@ -63,15 +63,19 @@ def confirm_missing(
     *,
     not_found_doubt: str | None,
 ) -> dict[int, Job | None]:
-    """Ask GetJob about every held id an incomplete view lacks.
+    """Ask GetJob about every held id the view lacks and cannot prove untracked.
 
-    A complete view needs no asking. A NOT_FOUND answer (None) is kept only
-    when it proves the id untracked: with `not_found_doubt` set, it may hide
-    another user's job, and the id is left unconfirmed.
+    A complete full view, or an unscoped ask by id, needs no asking. A NOT_FOUND
+    answer (None) is kept only when it proves the id untracked: with
+    `not_found_doubt` set, it may hide another user's job, and the id is left
+    unconfirmed.
     """
-    if view.complete:
-        return {}
-    missing = {h.job_id for inv in inventories for h in inv.held if h.job_id not in view.jobs}
+    missing = {
+        h.job_id
+        for inv in inventories
+        for h in inv.held
+        if h.job_id not in view.jobs and not view.proves_untracked(h.job_id)
+    }
     if not missing:
         return {}
     confirmed = dict(confirm(missing))
@@ -98,11 +102,14 @@ def gather(
     asked, so those ids stay unverifiable.
     """
     by_node = inventories_by_node(inventories)
-    confirmed = (
-        confirm_missing(view, by_node.values(), client.confirm, not_found_doubt=not_found_doubt)
-        if client is not None
-        else {}
-    )
+    confirmed: dict[int, Job | None] = {}
+    if client is not None:
+        if view.bounded:
+            held = {h.job_id for inv in by_node.values() for h in inv.held}
+            view = client.look_up(view, held)
+        confirmed = confirm_missing(
+            view, by_node.values(), client.confirm, not_found_doubt=not_found_doubt
+        )
     if watermark_flag is None and snapshot_watermark is not None:
         watermark = snapshot_watermark
     else:
@@ -114,7 +121,9 @@ def gather(
         confirmed=confirmed,
         scope=scope,
         offline=client is None,
-        not_found_doubt=not_found_doubt if client is not None and not view.complete else None,
+        not_found_doubt=(
+            not_found_doubt if client is not None and (view.bounded or not view.complete) else None
+        ),
     )
 
 
@@ -174,10 +183,10 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             "it lacks are unverifiable and spared"
         )
         notes.append(
-            f"controller view is INCOMPLETE: GetJobs returned {len(view.jobs):,} of "
-            f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user, admins "
-            f"too); {how}."
+            f"controller view is INCOMPLETE: GetJobs returned {view.coverage()} (Spur "
+            f"scopes GetJobs to the credential's user, admins too); {how}."
         )
+    notes.extend(view.read_notes)
     notes.extend(_coverage_notes(result.findings, view))
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
@@ -276,7 +285,7 @@ def take_snapshot(conn: Connection) -> tuple[ControllerView, Watermark]:
     from spurctl.sources.controller import ControllerClient
 
     with ControllerClient(conn) as client:
-        view = client.view()
+        view = client.view(everything=True)  # an offline audit cannot ask for held ids
     return view, Watermark(view.estimated_watermark(), WatermarkSource.ESTIMATED)
 
 

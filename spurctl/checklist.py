@@ -79,7 +79,7 @@ def run_post_wipe(
         raise SpurctlError(VERIFY_NEEDS_NODES)
     scope = parse_scope(src.nodes) if src.nodes else None
     with ControllerClient(conn) as client:
-        view = client.view()
+        view = client.view(everything=True)  # the wipe's time is the earliest submission
         holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
         return post_wipe(
             view,

@@ -214,9 +214,17 @@ class ControllerView:
     """What the controller said, at one moment.
 
     `jobs_total` is JobMetrics.total, which counts every job regardless of the
-    caller; when GetJobs returned fewer (a credential-scoped answer), the view is
-    incomplete and an absent id proves nothing on its own. `jobs` is read-only;
-    from a live controller it converts each job on first access.
+    caller. `jobs` is read-only; from a live controller it converts each job on
+    first access.
+
+    Two ways of reading. A full read (`bounded` False: a snapshot, the checklist)
+    holds every job the caller may see; when that is fewer than `jobs_total` (a
+    credential-scoped answer) the view is incomplete and an absent id proves
+    nothing. A bounded read (an audit) asks only for the jobs in the states that
+    can hold a node now or soon, checks the active ones against JobMetrics.by_state
+    (`active_read` of `active_expected`), and asks for every other held id by id:
+    `asked_ids` are the ids asked without a credential (so unscoped), and one asked
+    and not returned is untracked.
     """
 
     address: str
@@ -225,10 +233,34 @@ class ControllerView:
     jobs: Mapping[int, Job]
     nodes: dict[str, Node]
     jobs_total: int
+    bounded: bool = False
+    active_read: int = 0
+    active_expected: int = 0
+    asked_ids: frozenset[int] = frozenset()
+    # What a read under spurctld's answer limit could not fetch, one sentence each.
+    read_notes: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
+        """Every job that can hold a node now is in `jobs` (so node checks are sound)."""
+        if self.bounded:
+            return self.active_read >= self.active_expected
         return len(self.jobs) >= self.jobs_total
+
+    def proves_untracked(self, job_id: int) -> bool:
+        """The controller's answers prove it does not track `job_id` (when absent from jobs)."""
+        if self.bounded:
+            return job_id in self.asked_ids
+        return self.complete
+
+    def coverage(self) -> str:
+        """What the read covered, for notes: "700 of 812 jobs"."""
+        if self.bounded:
+            return (
+                f"{self.active_read:,} of {self.active_expected:,} running, completing or "
+                "suspended jobs"
+            )
+        return f"{len(self.jobs):,} of {self.jobs_total:,} jobs"
 
     def estimated_watermark(self) -> int:
         return max(self.jobs, default=0) + 1

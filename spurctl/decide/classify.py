@@ -179,7 +179,7 @@ def classify(
         unreadable.update(unreadable_active)
     else:
         notes.append(
-            f"controller view is incomplete ({len(view.jobs):,} of {view.jobs_total:,} jobs): "
+            f"controller view is incomplete ({view.coverage()}): "
             "phantom-alloc, excess-alloc and lost-on-node are withheld"
         )
     notes.extend(
@@ -292,10 +292,10 @@ def _judge_holding(
     finding nobody will see.
     """
     job = held.job
-    if job is None and not held.asked and not view.complete:
+    if job is None and not held.asked and not view.proves_untracked(held.holding.job_id):
         return _missing_from_partial_view(held, view)
     if job is None:
-        return _untracked(held, watermark=watermark)
+        return _untracked(held, watermark=watermark, by_id=view.bounded)
     started, submitted = held.holding.started_at, job.submit_time
     if started is not None and submitted is not None and started < submitted:
         # After a wipe the counter restarts and reissues ids: the controller's job is
@@ -335,7 +335,7 @@ def _agent_orphan(
     if started >= agent.started_at:
         return None
     job, j = held.job, held.holding.job_id
-    if job is None and not held.asked and not view.complete:
+    if job is None and not held.asked and not view.proves_untracked(j):
         return None
     if job is not None and job.submit_time is not None and started < job.submit_time:
         return None
@@ -403,16 +403,22 @@ def _missing_from_partial_view(held: _Held, view: ControllerView) -> Finding:
     return held.finding(
         Kind.UNVERIFIABLE,
         f"job {j} is missing from the controller's incomplete view "
-        f"({len(view.jobs):,} of {view.jobs_total:,} jobs) and GetJob did not confirm "
+        f"({view.coverage()}) and GetJob did not confirm "
         f"it untracked; spared while {held.holder} holds it {evidence(held.holding)}",
     )
 
 
-def _untracked(held: _Held, *, watermark: int) -> Finding:
+def _untracked(held: _Held, *, watermark: int, by_id: bool = False) -> Finding:
     j, holder, ev = held.holding.job_id, held.holder, evidence(held.holding)
     kind = controller_decision(held.node, None, j, watermark)
     if kind is Kind.BELOW_WATERMARK_UNKNOWN:
-        proof = "GetJob answered NOT_FOUND" if held.asked else "absent from the complete view"
+        proof = (
+            "GetJob answered NOT_FOUND"
+            if held.asked
+            else "GetJobs did not return it when asked for it by id"
+            if by_id
+            else "absent from the complete view"
+        )
         return held.finding(
             kind,
             f"job {j} is below watermark {watermark} and untracked "

@@ -395,7 +395,7 @@ def assess(
             asked = job is None and h.job_id in confirmed
             if asked:
                 job = confirmed[h.job_id]
-            untracked = job is None and (view.complete or asked)
+            untracked = job is None and (asked or view.proves_untracked(h.job_id))
             judged.append(
                 assess_holding(
                     name,
@@ -426,9 +426,10 @@ def assess(
         )
         notes.insert(
             0,
-            f"controller view is INCOMPLETE: GetJobs returned {len(view.jobs):,} of "
-            f"{view.jobs_total:,} jobs (Spur scopes GetJobs to the credential's user); {how}",
+            f"controller view is INCOMPLETE: GetJobs returned {view.coverage()} (Spur "
+            f"scopes GetJobs to the credential's user); {how}",
         )
+    notes.extend(view.read_notes)
     partitions = sorted({p for n in view.nodes.values() for p in n.partitions})
     submitted = [j.submit_time for j in view.jobs.values() if j.submit_time is not None]
     return Assessment(

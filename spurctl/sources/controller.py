@@ -3,13 +3,20 @@
 - Several endpoints (HA): every call goes to the first that answers. spurctl
   only reads from the controller (its cancels go to agents), and a Spur
   follower serves or forwards reads itself, so no leader has to be found.
-- A deadline on every RPC, no 4 MiB receive cap (a 200,000-job answer is ~30 MB).
+- A deadline on every RPC, no 4 MiB receive cap on spurctl's side.
+- Every answer stays under spurctld's own 32 MiB send cap (spur-proto
+  MAX_GRPC_MESSAGE_SIZE): an audit asks only for the jobs that can hold a node
+  (GetJobs `states`) and for other held ids by id (`job_ids`, in small batches);
+  an answer refused for its size is split by state, then by node, never failed.
 - Every failure becomes one SpurctlError line naming the endpoint and what failed.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -17,7 +24,15 @@ from google.protobuf import empty_pb2
 
 from spurctl.errors import SpurctlError
 from spurctl.gcpause import gc_paused
-from spurctl.model import ControllerView, Job, Node, utcnow
+from spurctl.model import (
+    ACTIVE_STATES,
+    NOT_STARTED_STATES,
+    ControllerView,
+    Job,
+    JobState,
+    Node,
+    utcnow,
+)
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
 from spurctl.sources.settings import Connection
@@ -29,6 +44,26 @@ CHANNEL_OPTIONS = [
 ]
 # Retryable on another endpoint: the endpoint is down, unreachable or too slow.
 _ENDPOINT_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# spurctld refuses to encode an answer over this (spur-proto MAX_GRPC_MESSAGE_SIZE);
+# tonic reports it as OUT_OF_RANGE "Error, encoded message length too large".
+ANSWER_LIMIT = 32 * 1024 * 1024
+_TOO_LARGE = (grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+# Planning a split: bytes per JobInfo assumed (real ones are 400-700 bytes), and the
+# share of the cap one answer is planned to fill. A guess that is wrong only costs
+# one refused answer and a finer split.
+_BYTES_PER_JOB = 1024
+_PLANNED_ANSWER = ANSWER_LIMIT // 2
+# Held ids asked for by id per GetJobs: spurctld scans its job map once per
+# requested id, so batches stay small.
+LOOKUP_BATCH = 64
+# Ids above the highest one read are probed this many at a time, at most this many
+# times, for the watermark (the newest jobs may all have ended already).
+_PROBE_BATCH = 64
+_PROBE_ROUNDS = 16
+
+
+class AnswerTooLarge(SpurctlError):
+    """The controller refused to send an answer for its size."""
 
 
 def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
@@ -153,7 +188,10 @@ class ControllerClient:
             except grpc.RpcError as err:
                 if missing_ok and _not_found(err):
                     return None
-                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                if isinstance(err, grpc.Call) and err.code() in (
+                    *_ENDPOINT_FAILURES,
+                    *_TOO_LARGE,
+                ):
                     return self.read(method, request, missing_ok=missing_ok)
                 raise self._failure(url, method, err) from None
             return answer
@@ -176,6 +214,12 @@ class ControllerClient:
                 if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
                     failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
                     continue
+                if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
+                    self.address = url
+                    raise AnswerTooLarge(
+                        f"controller {url} refused to send its {method} answer: "
+                        f"{describe_rpc_error(err, self._conn.timeout)}"
+                    ) from None
                 raise self._failure(url, method, err) from None
             self.address = url
             return answer
@@ -200,12 +244,22 @@ class ControllerClient:
         return self.read("Ping", empty_pb2.Empty())
 
     def get_jobs(self) -> JobsFromPb:
-        """Every job the caller may see, each converted to a Job when first read."""
-        answer = self.read("GetJobs", pb.GetJobsRequest())
-        return JobsFromPb(answer.jobs)
+        """Every job the caller may see, read in answers under the cap."""
+        _, by_state = self.job_counts()
+        names = lambda: list(_nodes(self.read("GetNodes", pb.GetNodesRequest())))  # noqa: E731
+        return JobsFromPb(self._jobs_in(tuple(JobState), by_state, names)[0])
 
     def jobs_total(self) -> int:
         return int(self.read("GetJobMetrics", empty_pb2.Empty()).total)
+
+    def job_counts(self) -> tuple[int, Counter[JobState]]:
+        """JobMetrics: how many jobs the controller has, in all and in each state, unscoped."""
+        answer = self.read("GetJobMetrics", empty_pb2.Empty())
+        counts: Counter[JobState] = Counter()
+        for c in answer.by_state:
+            if c.state in _STATE_VALUES:
+                counts[JobState(c.state)] += int(c.count)
+        return int(answer.total), counts
 
     def get_job(self, job_id: int) -> Job | None:
         """The job, or None when the controller answers NOT_FOUND (untracked)."""
@@ -229,21 +283,139 @@ class ControllerClient:
                 out[job_id] = None if answer is None else job_from_pb(answer)
         return out
 
-    def view(self) -> ControllerView:
-        """One consistent-enough picture: version, jobs, nodes, and the unscoped total.
+    @property
+    def scoped(self) -> bool:
+        """Whether spurctld scopes GetJobs to a credential's user (it does whenever one
+        is presented, admins too)."""
+        return bool(self._conn.token)
 
-        JobMetrics is read after GetJobs: jobs submitted in between can only make
-        the view look incomplete (which spares more), never hide a scoped answer.
+    # -- reading jobs under the cap -------------------------------------------------------
+
+    def _answer(self, **filters: Any) -> list[pb.JobInfo]:
+        return list(self.read("GetJobs", pb.GetJobsRequest(**filters)).jobs)
+
+    def _jobs_in(
+        self,
+        states: Sequence[JobState],
+        counts: Counter[JobState],
+        node_names: Callable[[], Sequence[str]],
+    ) -> tuple[list[pb.JobInfo], list[str]]:
+        """The jobs in `states`, every answer under the cap, and notes on what could not
+        be read. One request when the counts say it fits; else one per state, and a
+        state still too large is read node by node (`nodes` filter, halved as needed)."""
+        expected = sum(counts[s] for s in states)
+        if expected * _BYTES_PER_JOB <= _PLANNED_ANSWER:
+            try:
+                return self._answer(states=[int(s) for s in states]), []
+            except AnswerTooLarge:
+                pass
+        jobs: list[pb.JobInfo] = []
+        notes: list[str] = []
+        for state in states:
+            if len(states) > 1 and counts[state] * _BYTES_PER_JOB <= _PLANNED_ANSWER:
+                try:
+                    jobs.extend(self._answer(states=[int(state)]))
+                    continue
+                except AnswerTooLarge:
+                    pass
+            nodes = node_names()
+            parts = max(2, math.ceil(counts[state] * _BYTES_PER_JOB / _PLANNED_ANSWER))
+            size = max(1, math.ceil(len(nodes) / parts))
+            found: list[pb.JobInfo] = []
+            for start in range(0, len(nodes), size):
+                found.extend(self._by_nodes(state, nodes[start : start + size], notes))
+            jobs.extend(found)
+            unread = counts[state] - len({m.job_id for m in found})
+            if unread > 0:
+                notes.append(
+                    f"{unread:,} {state.name} job(s) were not read: together they are over "
+                    "spurctld's 32 MiB answer limit and have no nodelist to split them by"
+                )
+        return jobs, notes
+
+    def _by_nodes(
+        self, state: JobState, nodes: Sequence[str], notes: list[str]
+    ) -> list[pb.JobInfo]:
+        try:
+            return self._answer(states=[int(state)], nodes=list(nodes))
+        except AnswerTooLarge:
+            if len(nodes) == 1:
+                notes.append(
+                    f"the {state.name} jobs on {nodes[0]} are over spurctld's 32 MiB answer "
+                    "limit by themselves and were not read"
+                )
+                return []
+        half = len(nodes) // 2
+        return self._by_nodes(state, nodes[:half], notes) + self._by_nodes(
+            state, nodes[half:], notes
+        )
+
+    def _probe_above(self, highest: int) -> list[pb.JobInfo]:
+        """Jobs with ids above `highest` (ended ones the state read skipped): the
+        watermark is one above the highest tracked id."""
+        found: list[pb.JobInfo] = []
+        for _ in range(_PROBE_ROUNDS):
+            ids = list(range(highest + 1, highest + 1 + _PROBE_BATCH))
+            answer = self._answer(job_ids=ids)
+            if not answer:
+                break
+            found.extend(answer)
+            highest = max(m.job_id for m in answer)
+        return found
+
+    def look_up(self, view: ControllerView, job_ids: Iterable[int]) -> ControllerView:
+        """`view` with the jobs `job_ids` name, asked for by id (GetJobs `job_ids`, in
+        parallel batches of LOOKUP_BATCH). Without a credential the answers are unscoped,
+        so an id asked and not returned is untracked (recorded in `asked_ids`); with one,
+        absence proves nothing and the ids are not recorded."""
+        ids = sorted({i for i in job_ids if i not in view.jobs})
+        if not ids or not isinstance(view.jobs, JobsFromPb):
+            return view
+        pending = [
+            self.read_later("GetJobs", pb.GetJobsRequest(job_ids=ids[i : i + LOOKUP_BATCH]))
+            for i in range(0, len(ids), LOOKUP_BATCH)
+        ]
+        found = [m for collect in pending for m in collect().jobs]
+        asked = view.asked_ids if self.scoped else view.asked_ids | frozenset(ids)
+        return replace(view, jobs=view.jobs.with_more(found), asked_ids=asked)
+
+    def view(self, *, everything: bool = False) -> ControllerView:
+        """One consistent-enough picture: version, jobs, nodes, and the unscoped counts.
+
+        An audit's view (`everything` False) holds the jobs that can hold a node now or
+        soon (running, completing, suspended; pending, preempted, requeued) and the
+        ended ones above them; held ids outside it are asked for with `look_up`. Its
+        completeness is the running, completing and suspended jobs read against
+        JobMetrics.by_state, read after them: jobs that change state in between can
+        only make it look incomplete (which spares more), never hide a scoped answer.
+        `everything` reads every job (a snapshot, the post-wipe checklist).
         """
         version = self.ping().version
-        jobs = self.get_jobs()
+        _, planning = self.job_counts()
+        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
+        nodes: dict[str, Node] = {}
+
+        def node_names() -> list[str]:  # only a split by node waits for them
+            if not nodes:
+                with gc_paused():
+                    nodes.update(_nodes(nodes_answer()))
+            return list(nodes)
+
+        if everything:
+            messages, notes = self._jobs_in(tuple(JobState), planning, node_names)
+        else:
+            active, notes = self._jobs_in(_BY_ACTIVITY, planning, node_names)
+            starting, more = self._jobs_in(tuple(NOT_STARTED_STATES), planning, node_names)
+            notes += more
+            messages = active + starting
+            messages += self._probe_above(max((m.job_id for m in messages), default=0))
+        jobs = JobsFromPb(messages)
         # While the controller builds its node list, convert the active jobs: every
         # audit reads them, and this process would otherwise wait idle.
-        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
         with gc_paused():
-            jobs.active()  # converted once, kept for the classifier
-        nodes = _nodes(nodes_answer())
-        total = self.jobs_total()
+            read_active = sum(1 for _ in jobs.active())  # converted once, kept
+        node_names()
+        total, after = self.job_counts()
         return ControllerView(
             address=self.address,
             version=version,
@@ -251,7 +423,16 @@ class ControllerClient:
             jobs=jobs,
             nodes=nodes,
             jobs_total=total,
+            bounded=not everything,
+            active_read=read_active,
+            active_expected=sum(after[s] for s in ACTIVE_STATES),
+            read_notes=tuple(notes),
         )
+
+
+_STATE_VALUES = frozenset(int(s) for s in JobState)
+# The active states in the order an audit reads them.
+_BY_ACTIVITY = (JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED)
 
 
 def _not_found(err: grpc.RpcError) -> bool:

@@ -79,7 +79,7 @@ def view_of(s: SimCluster) -> ControllerView:
     from spurctl.sources.settings import Connection
 
     with ControllerClient(Connection(controllers=(s.controller_address,))) as client:
-        return client.view()
+        return client.view(everything=True)
 
 
 def held(doc: dict[str, Any], node: str) -> dict[int, dict[str, Any]]:
@@ -580,7 +580,7 @@ def test_scoped_view_judges_other_users_runs_by_getjob_not_by_absence() -> None:
             controllers=(s.controller_address,), token=auth.mint(KEY, "alice", uid=1001)
         )
         with ControllerClient(conn) as client:
-            view = client.view()
+            view = client.view(everything=True)
             asked: list[int] = []
 
             def confirm(ids: Any) -> Any:

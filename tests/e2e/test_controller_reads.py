@@ -67,8 +67,9 @@ def test_a_live_view_holds_exactly_the_jobs_an_eager_conversion_gives(
 
 def test_classifying_a_live_view_finds_what_the_eager_view_finds(cluster: SimCluster) -> None:
     inventories = {inv.node: inv for inv in cluster.inventories()}
+    held = {h.job_id for inv in inventories.values() for h in inv.held}
     with client_for(cluster) as client:
-        lazy = client.view()
+        lazy = client.look_up(client.view(), held)  # what an audit reads
     eager = dataclasses.replace(lazy, jobs=dict(lazy.jobs.items()))
     watermark = cluster.next_job_id
     for include_healthy in (False, True):
@@ -81,7 +82,7 @@ def test_classifying_a_live_view_finds_what_the_eager_view_finds(cluster: SimClu
 
 def test_a_snapshot_of_a_live_view_carries_every_job(cluster: SimCluster) -> None:
     with client_for(cluster) as client:
-        view = client.view()
+        view = client.view(everything=True)
     doc = snapshot_to_dict(view, Watermark(view.estimated_watermark(), WatermarkSource.ESTIMATED))
     assert len(doc["jobs"]) == SMALL["jobs"] == doc["view"]["jobs_seen"]
     saved, _ = snapshot_from_dict(doc, where="snapshot")
@@ -99,7 +100,7 @@ def test_both_sources_read_at_once_equal_reading_them_one_after_the_other(
     assert view.jobs == alone.jobs and view.nodes == alone.nodes
     with client_for(cluster) as client:
         report = audit(gather(view, inventories, client=client))
-    assert report.view_complete and report.jobs_seen == SMALL["jobs"] and report.findings
+    assert report.view_complete and report.jobs_total == SMALL["jobs"] and report.findings
 
 
 def test_ctrl_c_while_a_slow_controller_answers_returns_at_once(tmp_path: Path) -> None:
