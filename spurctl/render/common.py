@@ -112,7 +112,10 @@ def spur_version(version: str) -> str:
 def context_line(report: AuditReport) -> str:
     if report.view_complete and report.jobs_seen < report.jobs_total:
         # An audit reads what can hold a node (and the held ids), not every ended job.
-        view = f"complete ({report.jobs_seen} of {report.jobs_total} jobs read: every one that can hold a node)"
+        view = (
+            f"complete ({report.jobs_seen} of {report.jobs_total} jobs read: every one "
+            "that can hold a node)"
+        )
     elif report.view_complete:
         view = f"complete ({report.jobs_seen} jobs)"
     else:

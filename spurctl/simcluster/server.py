@@ -44,6 +44,8 @@ AUTH_MODES: tuple[AuthMode, ...] = ("disabled", "permissive", "required")
 Visibility = Literal["redacted", "owner_only", "full"]
 VISIBILITIES: tuple[Visibility, ...] = ("redacted", "owner_only", "full")
 LEADER_HEADER = "x-spur-leader"
+# spur-proto MAX_GRPC_MESSAGE_SIZE: spurctld's encoder refuses a larger answer.
+ANSWER_LIMIT = 32 * 1024 * 1024
 # spurctld's jsonwebtoken validation tolerates 60 s of clock skew on exp.
 TOKEN_LEEWAY_S = 60
 # Stopping with a grace period sends clients a clean GOAWAY; without one, every
@@ -152,6 +154,8 @@ class SimCluster:
         controller_latency: float = 0.0,
         job_info_visibility: Visibility = "redacted",
         agent_echo: bool = False,
+        answer_limit: int | None = ANSWER_LIMIT,
+        nodes_answer_limit: int | None = ANSWER_LIMIT,
     ) -> None:
         if job_info_visibility not in VISIBILITIES:
             raise ValueError(
@@ -175,6 +179,11 @@ class SimCluster:
         self.agent_latency = agent_latency
         self.controller_latency = controller_latency
         self.agent_echo = agent_echo
+        # spurctld refuses to encode an answer larger than this (None: no limit). Tests
+        # shrink the job answers' limit to make a small cluster split as a large one
+        # must; node answers keep their own (20,000 nodes encode to ~6 MB).
+        self.answer_limit = answer_limit
+        self.nodes_answer_limit = nodes_answer_limit
         if agents is True:
             wanted = list(self.state.nodes)
         elif agents is False:
@@ -189,6 +198,9 @@ class SimCluster:
         self.cancels: list[AgentCancel] = []
         self.controller_cancels: list[ControllerCancel] = []
         self.refusals: list[Refusal] = []
+        # Every GetJobs request as received, and the size of every GetJobs answer sent.
+        self.job_requests: list[pb.GetJobsRequest] = []
+        self.answer_sizes: list[int] = []
         self.heartbeat_reclaims: list[HeartbeatDecision] = []
 
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -494,6 +506,7 @@ class SimCluster:
         )
 
     def _get_jobs(self, req: pb.GetJobsRequest, identity: Identity | None) -> bytes:
+        self.job_requests.append(pb.GetJobsRequest.FromString(req.SerializeToString()))
         # spurctld overwrites the asserted user with the credential's subject, admins too.
         if identity is not None:
             req.user = identity.user
@@ -502,7 +515,16 @@ class SimCluster:
         for job in self.state.select_jobs(req):
             body = self.state.encoded(job)
             parts.append(b"\x0a" + _varint(len(body)) + body)
-        return b"".join(parts)
+        answer = b"".join(parts)
+        self._check_size(len(answer), self.answer_limit)
+        self.answer_sizes.append(len(answer))
+        return answer
+
+    @staticmethod
+    def _check_size(size: int, limit: int | None) -> None:
+        """spurctld's encoder refuses an answer over MAX_GRPC_MESSAGE_SIZE (tonic's words)."""
+        if limit is not None and size > limit:
+            raise _Refused(grpc.StatusCode.OUT_OF_RANGE, "Error, encoded message length too large")
 
     def _get_job(self, req: pb.GetJobRequest, identity: Identity | None) -> pb.JobInfo:
         job = self.job(req.job_id)
@@ -523,7 +545,9 @@ class SimCluster:
             nodes = self.state.select_nodes(req)
         except ValueError as exc:
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
-        return pb.GetNodesResponse(nodes=[node_to_pb(n) for n in nodes])
+        answer = pb.GetNodesResponse(nodes=[node_to_pb(n) for n in nodes])
+        self._check_size(answer.ByteSize(), self.nodes_answer_limit)
+        return answer
 
     def _get_node(self, req: pb.GetNodeRequest, identity: Identity | None) -> pb.NodeInfo:
         with self.state.lock:

@@ -26,7 +26,6 @@ from spurctl.errors import SpurctlError
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
-    NOT_STARTED_STATES,
     ControllerView,
     Job,
     JobState,
@@ -245,9 +244,9 @@ class ControllerClient:
 
     def get_jobs(self) -> JobsFromPb:
         """Every job the caller may see, read in answers under the cap."""
-        _, by_state = self.job_counts()
-        names = lambda: list(_nodes(self.read("GetNodes", pb.GetNodesRequest())))  # noqa: E731
-        return JobsFromPb(self._jobs_in(tuple(JobState), by_state, names)[0])
+        jobs = self.view(everything=True).jobs
+        assert isinstance(jobs, JobsFromPb)
+        return jobs
 
     def jobs_total(self) -> int:
         return int(self.read("GetJobMetrics", empty_pb2.Empty()).total)
@@ -299,17 +298,22 @@ class ControllerClient:
         states: Sequence[JobState],
         counts: Counter[JobState],
         node_names: Callable[[], Sequence[str]],
-    ) -> tuple[list[pb.JobInfo], list[str]]:
-        """The jobs in `states`, every answer under the cap, and notes on what could not
-        be read. One request when the counts say it fits; else one per state, and a
-        state still too large is read node by node (`nodes` filter, halved as needed)."""
+    ) -> tuple[list[pb.JobInfo], Counter[JobState], list[str]]:
+        """The jobs in `states`, every answer under the cap.
+
+        One request when the counts say it fits; else one per state, and a state still
+        too large is read node by node (`nodes` filter, halved as needed). A job
+        without a nodelist is in no node's answer: what a node split left unread, by
+        state (`counts` minus what was read), is returned with notes on the rest.
+        """
         expected = sum(counts[s] for s in states)
         if expected * _BYTES_PER_JOB <= _PLANNED_ANSWER:
             try:
-                return self._answer(states=[int(s) for s in states]), []
+                return self._answer(states=[int(s) for s in states]), Counter(), []
             except AnswerTooLarge:
                 pass
         jobs: list[pb.JobInfo] = []
+        unread: Counter[JobState] = Counter()
         notes: list[str] = []
         for state in states:
             if len(states) > 1 and counts[state] * _BYTES_PER_JOB <= _PLANNED_ANSWER:
@@ -325,13 +329,8 @@ class ControllerClient:
             for start in range(0, len(nodes), size):
                 found.extend(self._by_nodes(state, nodes[start : start + size], notes))
             jobs.extend(found)
-            unread = counts[state] - len({m.job_id for m in found})
-            if unread > 0:
-                notes.append(
-                    f"{unread:,} {state.name} job(s) were not read: together they are over "
-                    "spurctld's 32 MiB answer limit and have no nodelist to split them by"
-                )
-        return jobs, notes
+            unread[state] = max(0, counts[state] - len({m.job_id for m in found}))
+        return jobs, unread, notes
 
     def _by_nodes(
         self, state: JobState, nodes: Sequence[str], notes: list[str]
@@ -350,13 +349,37 @@ class ControllerClient:
             state, nodes[half:], notes
         )
 
+    def _by_ids(self, ids: Sequence[int], **filters: Any) -> list[pb.JobInfo]:
+        """GetJobs for these ids, halving a batch whose answer is refused for its size."""
+        try:
+            return self._answer(job_ids=list(ids), **filters)
+        except AnswerTooLarge:
+            if len(ids) == 1:
+                raise
+        half = len(ids) // 2
+        return self._by_ids(ids[:half], **filters) + self._by_ids(ids[half:], **filters)
+
+    def _ids_in_batches(self, ids: Sequence[int]) -> list[pb.JobInfo]:
+        """GetJobs by id, LOOKUP_BATCH ids per request, the requests in flight together."""
+        batches = [ids[i : i + LOOKUP_BATCH] for i in range(0, len(ids), LOOKUP_BATCH)]
+        pending = [
+            (batch, self.read_later("GetJobs", pb.GetJobsRequest(job_ids=batch)))
+            for batch in batches
+        ]
+        found: list[pb.JobInfo] = []
+        for batch, collect in pending:
+            try:
+                found.extend(collect().jobs)
+            except AnswerTooLarge:
+                found.extend(self._by_ids(batch))
+        return found
+
     def _probe_above(self, highest: int) -> list[pb.JobInfo]:
         """Jobs with ids above `highest` (ended ones the state read skipped): the
         watermark is one above the highest tracked id."""
         found: list[pb.JobInfo] = []
         for _ in range(_PROBE_ROUNDS):
-            ids = list(range(highest + 1, highest + 1 + _PROBE_BATCH))
-            answer = self._answer(job_ids=ids)
+            answer = self._by_ids(range(highest + 1, highest + 1 + _PROBE_BATCH))
             if not answer:
                 break
             found.extend(answer)
@@ -365,17 +388,13 @@ class ControllerClient:
 
     def look_up(self, view: ControllerView, job_ids: Iterable[int]) -> ControllerView:
         """`view` with the jobs `job_ids` name, asked for by id (GetJobs `job_ids`, in
-        parallel batches of LOOKUP_BATCH). Without a credential the answers are unscoped,
-        so an id asked and not returned is untracked (recorded in `asked_ids`); with one,
-        absence proves nothing and the ids are not recorded."""
+        batches of LOOKUP_BATCH). Without a credential the answers are unscoped, so an id
+        asked and not returned is untracked (recorded in `asked_ids`); with one, absence
+        proves nothing and the ids are not recorded."""
         ids = sorted({i for i in job_ids if i not in view.jobs})
         if not ids or not isinstance(view.jobs, JobsFromPb):
             return view
-        pending = [
-            self.read_later("GetJobs", pb.GetJobsRequest(job_ids=ids[i : i + LOOKUP_BATCH]))
-            for i in range(0, len(ids), LOOKUP_BATCH)
-        ]
-        found = [m for collect in pending for m in collect().jobs]
+        found = self._ids_in_batches(ids)
         asked = view.asked_ids if self.scoped else view.asked_ids | frozenset(ids)
         return replace(view, jobs=view.jobs.with_more(found), asked_ids=asked)
 
@@ -402,11 +421,22 @@ class ControllerClient:
             return list(nodes)
 
         if everything:
-            messages, notes = self._jobs_in(tuple(JobState), planning, node_names)
+            messages, unread, notes = self._jobs_in(tuple(JobState), planning, node_names)
+            if unread:  # jobs no node filter reaches: ask for the ids between those read
+                seen = {m.job_id for m in messages}
+                gaps = [
+                    i for i in range(min(seen, default=1), max(seen, default=0)) if i not in seen
+                ]
+                if len(gaps) <= _MAX_GAP_IDS:
+                    messages += self._ids_in_batches(gaps)
+                    unread = Counter()
         else:
-            active, notes = self._jobs_in(_BY_ACTIVITY, planning, node_names)
-            starting, more = self._jobs_in(tuple(NOT_STARTED_STATES), planning, node_names)
-            notes += more
+            active, unread, notes = self._jobs_in(_BY_ACTIVITY, planning, node_names)
+            starting, more, more_notes = self._jobs_in(
+                NOT_STARTED_STATES_ORDER, planning, node_names
+            )
+            unread += more
+            notes += more_notes
             messages = active + starting
             messages += self._probe_above(max((m.job_id for m in messages), default=0))
         jobs = JobsFromPb(messages)
@@ -416,6 +446,19 @@ class ControllerClient:
             read_active = sum(1 for _ in jobs.active())  # converted once, kept
         node_names()
         total, after = self.job_counts()
+        expected = sum(after[s] for s in ACTIVE_STATES)
+        if unread and not self.scoped:
+            # An unscoped read node by node returns every job with a nodelist: what it
+            # left unread has none, and explains no node's allocation.
+            expected -= sum(unread[s] for s in ACTIVE_STATES)
+        notes += [
+            f"{n:,} {state.name} job(s) without a nodelist were not read: the {state.name} "
+            "jobs together are over spurctld's 32 MiB answer limit, and only a job with a "
+            "nodelist can be read node by node"
+            + ("; held ids among them were asked for by id" if not everything else "")
+            for state, n in sorted(unread.items())
+            if n
+        ]
         return ControllerView(
             address=self.address,
             version=version,
@@ -425,14 +468,18 @@ class ControllerClient:
             jobs_total=total,
             bounded=not everything,
             active_read=read_active,
-            active_expected=sum(after[s] for s in ACTIVE_STATES),
+            active_expected=expected,
             read_notes=tuple(notes),
         )
 
 
 _STATE_VALUES = frozenset(int(s) for s in JobState)
-# The active states in the order an audit reads them.
+# The states an audit reads, in the order it reads them.
 _BY_ACTIVITY = (JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED)
+NOT_STARTED_STATES_ORDER = (JobState.PENDING, JobState.PREEMPTED, JobState.REQUEUED)
+# A full read asks for the ids between those its node-by-node reads returned (jobs
+# without a nodelist) only when there are at most this many (256 requests).
+_MAX_GAP_IDS = 256 * LOOKUP_BATCH
 
 
 def _not_found(err: grpc.RpcError) -> bool:

@@ -1,0 +1,162 @@
+"""Reading the controller under spurctld's answer limit, end to end.
+
+spurctld refuses to encode an answer over 32 MiB (OUT_OF_RANGE "Error, encoded
+message length too large"). The simulated controller enforces a limit too; here
+it is set small, so that a 1,200-job cluster needs what a 200,000-job one does:
+reads by state, splits by node, held ids asked for by id in small batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from spurctl.model import TERMINAL_STATES, JobState
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.proto import slurm_pb2_grpc as rpc
+from spurctl.simcluster import SimCluster, incident, large
+from spurctl.sources.controller import LOOKUP_BATCH, ControllerClient
+from spurctl.sources.settings import Connection
+from tests.cli import run_cli
+
+SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
+LIMIT = 24_000  # bytes: a few dozen lean records per answer
+
+
+@pytest.fixture(scope="module")
+def unlimited() -> Iterator[SimCluster]:
+    with SimCluster(large(**SMALL), agents=False, answer_limit=None) as sim:
+        yield sim
+
+
+@pytest.fixture
+def limited() -> Iterator[SimCluster]:
+    with SimCluster(large(**SMALL), agents=False, answer_limit=LIMIT) as sim:
+        yield sim
+
+
+def audit_json(sim: SimCluster, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    inventory = sim.write_inventories(tmp_path / f"inv-{id(sim)}.jsonl")
+    run = run_cli(
+        "audit", "--inventory", str(inventory), "--format", "json", *extra,
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
+    )  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    doc: dict[str, Any] = json.loads(run.stdout)
+    return doc
+
+
+def decided(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in f.items() if k != "inventory_age_s"} for f in doc["findings"]]
+
+
+def test_an_unfiltered_getjobs_over_the_limit_is_refused_as_spurctld_refuses_it(
+    limited: SimCluster,
+) -> None:
+    address = limited.controller_address.removeprefix("http://")
+    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as caught:
+        rpc.SlurmControllerStub(channel).GetJobs(pb.GetJobsRequest(), timeout=10)
+    assert caught.value.code() is grpc.StatusCode.OUT_OF_RANGE
+    assert "encoded message length too large" in caught.value.details()
+
+
+def test_an_audit_under_the_limit_finds_what_an_unlimited_read_finds(
+    limited: SimCluster, unlimited: SimCluster, tmp_path: Path
+) -> None:
+    capped = audit_json(limited, tmp_path, "--all")
+    free = audit_json(unlimited, tmp_path, "--all")
+    assert decided(capped) == decided(free)
+    assert capped["view"] == free["view"] and capped["view"]["complete"] is True
+    assert capped["watermark"] == free["watermark"]
+    # It had to split: answers were refused, and none sent was over the limit.
+    refused = [r for r in limited.refusals if r.code is grpc.StatusCode.OUT_OF_RANGE]
+    assert refused and max(limited.answer_sizes) <= LIMIT
+    # What no node filter reaches (a RUNNING job whose nodelist is not recorded yet)
+    # is said, and explains no allocation, so the view stays complete.
+    unread = [n for n in capped["notes"] if "not read" in n]
+    assert unread == [
+        "1 RUNNING job(s) without a nodelist were not read: the RUNNING jobs together are "
+        "over spurctld's 32 MiB answer limit, and only a job with a nodelist can be read node "
+        "by node; held ids among them were asked for by id"
+    ]
+
+
+def test_an_audit_asks_for_held_ids_by_id_in_small_batches_and_never_for_every_ended_job(
+    unlimited: SimCluster, tmp_path: Path
+) -> None:
+    before = len(unlimited.job_requests)
+    doc = audit_json(unlimited, tmp_path)
+    requests = unlimited.job_requests[before:]
+    by_id = [r for r in requests if r.job_ids]
+    assert by_id and all(len(r.job_ids) <= LOOKUP_BATCH for r in by_id)
+    for r in requests:
+        assert r.job_ids or r.states, "an unfiltered GetJobs"
+        assert r.job_ids or not TERMINAL_STATES & {JobState(s) for s in r.states}
+    # Every held id that ended is among those asked for by id.
+    asked = {i for r in by_id for i in r.job_ids}
+    ended = {
+        h.job_id
+        for held in unlimited.state.held.values()
+        for h in held.values()
+        if h.job_id in unlimited.state.jobs and unlimited.state.jobs[h.job_id].state.terminal
+    }
+    assert ended and ended <= asked
+    terminal = [f for f in doc["findings"] if f["kind"] == "terminal-held"]
+    assert terminal
+
+
+def test_jobs_too_many_for_one_answer_and_without_a_nodelist_are_named_and_spared(
+    tmp_path: Path,
+) -> None:
+    # Room for a few records only: the pending jobs, which no node filter reaches,
+    # cannot all be read; the running ones can, node by node.
+    with SimCluster(large(**SMALL), agents=False, answer_limit=1_500) as sim:
+        pending = sum(1 for j in sim.state.jobs.values() if j.state is JobState.PENDING)
+        assert pending > 20
+        doc = audit_json(sim, tmp_path, "--all")
+    assert any("PENDING job(s) without a nodelist were not read" in n for n in doc["notes"]), doc[
+        "notes"
+    ]
+    # A held pending id is still judged: asked for by id.
+    held_pending = [f for f in doc["findings"] if f["controller_state"] == "PENDING"]
+    assert held_pending and {f["kind"] for f in held_pending} == {"not-started"}
+
+
+def test_a_snapshot_under_the_limit_saves_every_job(limited: SimCluster, tmp_path: Path) -> None:
+    out = tmp_path / "snap.json"
+    run = run_cli(
+        "snapshot", "-o", str(out), env={"SPUR_CONTROLLER_ADDR": limited.controller_address}
+    )
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert {j["job_id"] for j in doc["jobs"]} == set(limited.state.jobs)
+    assert doc["view"]["complete"] is True
+    assert max(limited.answer_sizes) <= LIMIT
+
+
+def test_the_watermark_counts_jobs_that_ended_above_every_live_one() -> None:
+    with SimCluster(incident(), agents=False) as sim:
+        newest = max(sim.state.jobs)
+        for job_id in (newest, newest - 1, newest - 2):  # the newest jobs have all ended
+            ended = sim.job(job_id)
+            assert ended is not None
+            sim.set_job(dataclasses.replace(ended, state=JobState.COMPLETED))
+        with ControllerClient(Connection((sim.controller_address,), timeout=10)) as client:
+            view = client.view()
+    assert view.bounded and newest in view.jobs
+    assert view.estimated_watermark() == newest + 1
+
+
+def test_a_node_answer_over_the_limit_is_one_clear_error(tmp_path: Path) -> None:
+    with SimCluster(incident(), agents=False, nodes_answer_limit=1_000) as sim:
+        run = run_cli("audit", "--all", env={"SPUR_CONTROLLER_ADDR": sim.controller_address})
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused to send its GetNodes answer" in lines[0]
+    assert "encoded message length too large" in lines[0]
