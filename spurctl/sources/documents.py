@@ -473,7 +473,9 @@ def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inve
     else:
         yield name, _inventory(one, where=name)
         return
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # Lines end at "\n" only (JSON Lines): a name written raw with U+2028 in it, as
+    # dump_json(ensure_ascii=False) does, stays inside its line.
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         where = f"{name}: line {lineno}"
@@ -545,7 +547,7 @@ def _refusal(
 def _explain(doc: Any, steps: list[str | int], what: str) -> str:
     if not isinstance(doc, dict):
         return f"expected a JSON object, got {type(doc).__name__}"
-    schema = doc.get("schema")
+    schema = doc.get("schema", _ABSENT)
     if schema != INVENTORY_SCHEMA:  # said first: it is likely not an inventory at all
         return (
             f"schema is {_shown(schema)}, expected {INVENTORY_SCHEMA!r} "
