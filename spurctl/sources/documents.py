@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -369,8 +370,8 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     target_nodes: tuple[_Name, ...] | None = None
 
 
-_ONE = msgspec.json.Decoder(_InventoryDoc)
-_MANY = msgspec.json.Decoder(list[_InventoryDoc])
+_ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
+_MANY = msgspec.json.Decoder(list[_InventoryDoc], strict=True)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -443,13 +444,14 @@ def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inve
     if not stripped:
         return
     if stripped.startswith("["):
+        first_line = text[: text.index("[")].count("\n") + 1
         try:
             docs = _MANY.decode(stripped)
         except msgspec.ValidationError as exc:
-            items = _parsed(stripped, where=name, lines=True)
+            items = _parsed(stripped, where=name, first_line=first_line)
             raise _refusal(exc, items, where=name, items=True) from None
         except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
-            raise _not_json(exc, stripped, where=name, lines=True) from None
+            raise _not_json(exc, stripped, where=name, first_line=first_line) from None
         for i, doc in enumerate(docs):
             where = f"{name}: item {i + 1}"
             yield where, _inventory(doc, where=where)
@@ -488,16 +490,22 @@ def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inve
         yield where, _inventory(doc, where=where)
 
 
-def _parsed(text: str, *, where: str, lines: bool = False) -> Any:
+def _parsed(text: str, *, where: str, first_line: int | None = None) -> Any:
     """The JSON value of `text`, for saying what is wrong in it (the error path only)."""
     try:
         return msgspec.json.decode(text)
     except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
-        raise _not_json(exc, text, where=where, lines=lines) from None
+        raise _not_json(exc, text, where=where, first_line=first_line) from None
 
 
-def _not_json(exc: Exception, text: str, *, where: str, lines: bool = False) -> DocumentError:
-    """Text that is not JSON (or nests deeper than any inventory), as one line."""
+def _not_json(
+    exc: Exception, text: str, *, where: str, first_line: int | None = None
+) -> DocumentError:
+    """Text that is not JSON (or nests deeper than any inventory), as one line.
+
+    `first_line`: `text` is a many-line document starting on that line of the
+    file, so the message says which line the JSON breaks on.
+    """
     if isinstance(exc, RecursionError):
         return DocumentError(
             f"{where}: nested too deeply to be an inventory (not spurctl node-inventory output)"
@@ -505,10 +513,10 @@ def _not_json(exc: Exception, text: str, *, where: str, lines: bool = False) -> 
     if isinstance(exc, UnicodeError):
         return DocumentError(f"{where}: not valid JSON (not UTF-8 text)")
     detail = str(exc).removeprefix("JSON is malformed: ")
-    if lines:  # say which line of a many-line document
+    if first_line is not None:
         at = re.search(r"\(byte (\d+)\)", detail)
         offset = int(at.group(1)) if at else len(text.encode())
-        lineno = text.encode()[:offset].count(b"\n") + 1
+        lineno = first_line + text.encode()[:offset].count(b"\n")
         where = f"{where}: line {lineno}"
     return DocumentError(f"{where}: not valid JSON ({detail})")
 
@@ -585,11 +593,13 @@ def _dotted(steps: list[str | int]) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value as the message shows it: its repr, clipped."""
-    if value is _ABSENT:
-        return "absent"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value as the message shows it: its repr, bounded in length and depth."""
+    return "absent" if value is _ABSENT else _REPR.repr(value)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = 40
 
 
 def _count(name: str, value: Any) -> str:
@@ -600,7 +610,7 @@ def _count(name: str, value: Any) -> str:
 
 def _job_id_said(name: str, value: Any) -> str:
     if type(value) is int and value > MAX_JOB_ID:
-        return f"{name} {value} is out of range (Spur job ids are 32-bit)"
+        return f"{name} {_shown(value)} is out of range (Spur job ids are 32-bit)"
     return _count(name, value)
 
 

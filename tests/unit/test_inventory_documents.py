@@ -240,6 +240,8 @@ def test_text_that_is_not_json_names_its_line() -> None:
         list(parse_inventory_text(text, name="inv.jsonl"))
     with pytest.raises(DocumentError, match=r"^inv\.json: line 3: not valid JSON \("):
         list(parse_inventory_text("[\n" + _line() + ",,\n]", name="inv.json"))
+    with pytest.raises(DocumentError, match=r"^inv\.json: line 5: not valid JSON \("):
+        list(parse_inventory_text("\n\n[\n" + _line() + ",,\n]", name="inv.json"))
     # The first line bad and more lines after it: still JSON Lines, still line 1.
     with pytest.raises(DocumentError, match=r"^inv\.jsonl: line 1: held\[0\]: field 'cpus'"):
         list(parse_inventory_text(_line(held=[_holding(cpus=-1)]) + _line(), name="inv.jsonl"))
@@ -254,3 +256,13 @@ def test_a_time_with_an_offset_or_none_reads_as_utc() -> None:
     want = datetime(2026, 12, 1, 22, 14, 5, tzinfo=UTC)
     assert [h.started_at for h in inv.held] == [want, want]
     assert all(h.started_at is not None and h.started_at.tzinfo is UTC for h in inv.held)
+
+
+def test_a_huge_or_deep_bad_value_is_shown_briefly() -> None:
+    message = _refusal(_line(held=[_holding(job_id=10**400)]))
+    assert "is out of range (Spur job ids are 32-bit)" in message and len(message) < 200
+    deep: Any = 1
+    for _ in range(500):
+        deep = [deep]
+    message = _refusal(_line(node=deep))
+    assert "field 'node' must be a string, got [[" in message and len(message) < 200
