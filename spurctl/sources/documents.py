@@ -8,9 +8,14 @@ names ("RUNNING", "DRAIN"). Job and node records keep Spur's proto field names.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+import reprlib
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Final, Literal, get_args
+
+import msgspec
 
 from spurctl.errors import DocumentError
 from spurctl.model import (
@@ -34,7 +39,8 @@ from spurctl.model import (
     parse_time,
 )
 
-INVENTORY_SCHEMA = "spurctl.inventory/v1"
+_InventorySchema = Literal["spurctl.inventory/v1"]
+INVENTORY_SCHEMA: Final[str] = get_args(_InventorySchema)[0]
 SNAPSHOT_SCHEMA = "spurctl.snapshot/v1"
 
 
@@ -65,15 +71,6 @@ def _u32(d: dict[str, Any], key: str, *, where: str, default: int | None = 0) ->
     return value
 
 
-def _opt_int(d: dict[str, Any], key: str, *, where: str) -> int | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DocumentError(f"{where}: field {key!r} must be a non-negative integer or null")
-    return value
-
-
 def _str(d: dict[str, Any], key: str, *, where: str, default: str = "") -> str:
     value = d.get(key, default)
     if value is None:
@@ -88,15 +85,6 @@ def _time(d: dict[str, Any], key: str, *, where: str) -> Any:
         return parse_time(d.get(key))
     except ValueError as exc:
         raise DocumentError(f"{where}: field {key!r} is not an RFC 3339 time ({exc})") from None
-
-
-def _int_list(d: dict[str, Any], key: str, *, where: str) -> tuple[int, ...]:
-    value = d.get(key) or []
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
-    ):
-        raise DocumentError(f"{where}: field {key!r} must be a list of non-negative integers")
-    return tuple(value)
 
 
 def _obj(value: Any, *, where: str) -> dict[str, Any]:
@@ -305,84 +293,6 @@ def _holding_extras_to_dict(h: Holding) -> dict[str, Any]:
     return out
 
 
-def _traces(d: dict[str, Any], *, where: str) -> tuple[str, ...]:
-    value = d.get("traces") or []
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise DocumentError(
-            f"{where}: field 'traces' must be a list of names "
-            f"(e.g. {', '.join(repr(t) for t in HOLDING_TRACES)})"
-        )
-    return tuple(value)
-
-
-def _holding_from_dict(h: Any, *, where: str) -> Holding:
-    h = _obj(h, where=where)
-    return Holding(
-        job_id=_job_id(h, where=where),
-        cpus=_opt_int(h, "cpus", where=where),
-        memory_mb=_opt_int(h, "memory_mb", where=where),
-        gpus=_int_list(h, "gpus", where=where),
-        pids=_int_list(h, "pids", where=where),
-        started_at=_time(h, "started_at", where=where),
-        attempt=_opt_int(h, "attempt", where=where),
-        traces=_traces(h, where=where),
-    )
-
-
-def _holding_fast(h: Any) -> Holding | None:
-    """A well-formed holding, or None to let `_holding_from_dict` say what is wrong.
-
-    The same checks as `_holding_from_dict`, made cheap for the common case: an
-    audit of a large cluster reads 100,000 of these. `type(x) is int` keeps
-    bools out, as `_int` does.
-    """
-    if type(h) is not dict:
-        return None
-    job_id = h.get("job_id")
-    cpus = h.get("cpus")
-    memory_mb = h.get("memory_mb")
-    gpus = h.get("gpus") or []
-    pids = h.get("pids") or []
-    started_at = h.get("started_at")
-    if not (
-        type(job_id) is int
-        and 0 <= job_id <= MAX_JOB_ID
-        and (cpus is None or (type(cpus) is int and cpus >= 0))
-        and (memory_mb is None or (type(memory_mb) is int and memory_mb >= 0))
-        and type(gpus) is list
-        and type(pids) is list
-        and (not gpus or (_only_ints(gpus) and min(gpus) >= 0))
-        and (not pids or (_only_ints(pids) and min(pids) >= 0))
-    ):
-        return None
-    if started_at is not None:
-        try:
-            started_at = parse_time(started_at)
-        except ValueError:
-            return None
-    attempt = h.get("attempt")
-    traces = h.get("traces") or ()
-    if not (
-        (attempt is None or (type(attempt) is int and attempt >= 0))
-        and (not traces or (type(traces) is list and _only_names(traces)))
-    ):
-        return None
-    return Holding(
-        job_id, cpus, memory_mb, tuple(gpus), tuple(pids), started_at, attempt, tuple(traces)
-    )
-
-
-def _only_names(values: list[Any]) -> bool:
-    return all(type(v) is str and v for v in values)
-
-
-def _only_ints(values: list[Any]) -> bool:
-    return _INT_TYPE.issuperset(map(type, values))
-
-
-_INT_TYPE = frozenset({int})
-
-
 def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
     return {
         "schema": INVENTORY_SCHEMA,
@@ -417,64 +327,109 @@ def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
     return out
 
 
-def _agent_from_dict(value: Any, *, where: str) -> AgentProcess | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise DocumentError(f"{where}: field 'agent' must be an object with 'pid' or null")
-    pid = _int(value, "pid", where=f"{where}: agent", default=None)
-    return AgentProcess(pid=pid, started_at=_time(value, "started_at", where=f"{where}: agent"))
+# The inventory document, declared once: msgspec decodes the JSON and checks every
+# type and bound below in one pass in C (strict: no "16" for 16, no true for 1).
+# Unknown fields are ignored, so a newer node-inventory's additions still read.
+# Absent and null mean the same except for `agent` (see _inventory_extras_to_dict).
+# What a type cannot say is checked in `_inventory`: a node name must be present,
+# and times are made UTC. `_refusal` turns msgspec's "Expected `int` >= 0 - at
+# `$.held[3].job_id`" into "FILE: line N: held[3]: field 'job_id' must be ...".
+
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+_JobId = Annotated[int, msgspec.Meta(ge=0, le=MAX_JOB_ID)]
+_Name = Annotated[str, msgspec.Meta(min_length=1)]
 
 
-def _opt_name(d: dict[str, Any], key: str, *, where: str) -> str | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise DocumentError(f"{where}: field {key!r} must be a non-empty string or null")
-    return value
+class _HoldingDoc(msgspec.Struct, gc=False):
+    job_id: _JobId
+    cpus: _Count | None = None
+    memory_mb: _Count | None = None
+    gpus: tuple[_Count, ...] | None = None
+    pids: tuple[_Count, ...] | None = None
+    started_at: datetime | None = None
+    attempt: _Count | None = None
+    # Any non-empty names (HOLDING_TRACES today), so a newer scan's trace still reads.
+    traces: tuple[_Name, ...] | None = None
 
 
-def _names(d: dict[str, Any], key: str, *, where: str) -> tuple[str, ...]:
-    value = d.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise DocumentError(f"{where}: field {key!r} must be a list of node names")
-    return tuple(value)
+class _AgentDoc(msgspec.Struct, gc=False):
+    pid: _Count
+    started_at: datetime | None = None
+
+
+class _InventoryDoc(msgspec.Struct, gc=False):
+    schema: _InventorySchema
+    node: _Name | None = None
+    collected_at: datetime | None = None
+    source: str | None = None
+    error: str | None = None
+    held: list[_HoldingDoc] | None = None
+    agent: _AgentDoc | msgspec.UnsetType | None = msgspec.UNSET
+    hostname: _Name | None = None
+    target_node: _Name | None = None
+    target_nodes: tuple[_Name, ...] | None = None
+
+
+_ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
+_MANY = msgspec.json.Decoder(list[_InventoryDoc], strict=True)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """As model.parse_time: a naive time is UTC, any other offset converted to UTC."""
+    if value is None or value.tzinfo is UTC:
+        return value
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
+    """The model's Inventory from a decoded (so already type-checked) document."""
+    if doc.node is None:
+        raise DocumentError(f"{where}: inventory without a node name")
+    agent = doc.agent
+    utc = UTC
+    return Inventory(
+        node=doc.node,
+        collected_at=_utc(doc.collected_at),
+        source=doc.source or "",
+        error=doc.error,
+        held=tuple(
+            [
+                Holding(
+                    h.job_id,
+                    h.cpus,
+                    h.memory_mb,
+                    h.gpus or (),
+                    h.pids or (),
+                    h.started_at
+                    if h.started_at is None or h.started_at.tzinfo is utc
+                    else _utc(h.started_at),
+                    h.attempt,
+                    h.traces or (),
+                )
+                for h in doc.held
+            ]
+            if doc.held
+            else ()
+        ),
+        agent=AgentProcess(agent.pid, _utc(agent.started_at))
+        if isinstance(agent, _AgentDoc)
+        else None,
+        hostname=doc.hostname,
+        target_node=doc.target_node,
+        target_nodes=doc.target_nodes or (),
+        agent_checked=agent is not msgspec.UNSET,
+    )
 
 
 def inventory_from_dict(d: Any, *, where: str) -> Inventory:
-    d = _obj(d, where=where)
-    schema = d.get("schema")
-    if schema != INVENTORY_SCHEMA:
-        raise DocumentError(
-            f"{where}: schema is {schema!r}, expected {INVENTORY_SCHEMA!r} "
-            "(produce it with `spurctl node-inventory`)"
-        )
-    node = _str(d, "node", where=where)
-    if not node:
-        raise DocumentError(f"{where}: inventory without a node name")
-    error = d.get("error")
-    if error is not None and not isinstance(error, str):
-        raise DocumentError(f"{where}: field 'error' must be a string or null")
-    held_raw = d.get("held") or []
-    if not isinstance(held_raw, list):
-        raise DocumentError(f"{where}: field 'held' must be a list")
-    held = [
-        _holding_fast(h) or _holding_from_dict(h, where=f"{where}: held[{i}]")
-        for i, h in enumerate(held_raw)
-    ]
-    return Inventory(
-        node=node,
-        collected_at=_time(d, "collected_at", where=where),
-        source=_str(d, "source", where=where),
-        error=error,
-        held=tuple(held),
-        agent=_agent_from_dict(d.get("agent"), where=where),
-        hostname=_opt_name(d, "hostname", where=where),
-        target_node=_opt_name(d, "target_node", where=where),
-        target_nodes=_names(d, "target_nodes", where=where),
-        agent_checked="agent" in d,
-    )
+    """An inventory from an already parsed JSON value (a scenario's holdings, tests)."""
+    try:
+        doc = msgspec.convert(d, _InventoryDoc, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _refusal(exc, d, where=where) from None
+    return _inventory(doc, where=where)
 
 
 def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
@@ -483,46 +438,228 @@ def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
         yield inv
 
 
-def _loads(text: str, *, where: str) -> Any:
-    """json.loads, with a document nested too deeply for the parser as a DocumentError."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise DocumentError(
-            f"{where}: nested too deeply to be an inventory (not spurctl node-inventory output)"
-        ) from None
-
-
 def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inventory]]:
     """Each inventory with where it came from ("FILE: line N", "FILE: item N" or "FILE")."""
     stripped = text.strip()
     if not stripped:
         return
     if stripped.startswith("["):
+        first_line = text[: text.index("[")].count("\n") + 1
         try:
-            docs = _loads(stripped, where=name)
-        except json.JSONDecodeError as exc:
-            raise DocumentError(f"{name}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(docs, list):
-            raise DocumentError(f"{name}: expected a JSON array of inventories")
+            docs = _MANY.decode(stripped)
+        except msgspec.ValidationError as exc:
+            items = _parsed(stripped, where=name, first_line=first_line)
+            raise _refusal(exc, items, where=name, items=True) from None
+        except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
+            raise _not_json(exc, stripped, where=name, first_line=first_line) from None
         for i, doc in enumerate(docs):
             where = f"{name}: item {i + 1}"
-            yield where, inventory_from_dict(doc, where=where)
+            yield where, _inventory(doc, where=where)
         return
     try:
-        yield name, inventory_from_dict(_loads(stripped, where=name), where=name)
-        return
-    except json.JSONDecodeError:
+        one = _ONE.decode(stripped)
+    except msgspec.ValidationError as exc:
+        # One document that is not an inventory, or JSON Lines whose first line is not.
+        try:
+            whole = msgspec.json.decode(stripped)
+        except msgspec.DecodeError:
+            pass  # more than one document: JSON Lines, read below line by line
+        except (RecursionError, UnicodeError) as exc2:
+            raise _not_json(exc2, stripped, where=name) from None
+        else:
+            raise _refusal(exc, whole, where=name) from None
+    except (msgspec.DecodeError, UnicodeError):
         pass  # not one document: JSON Lines
-    for lineno, line in enumerate(text.splitlines(), 1):
+    except RecursionError as exc:
+        raise _not_json(exc, stripped, where=name) from None
+    else:
+        yield name, _inventory(one, where=name)
+        return
+    # Lines end at "\n" only (JSON Lines): a name written raw with U+2028 in it, as
+    # dump_json(ensure_ascii=False) does, stays inside its line.
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         where = f"{name}: line {lineno}"
         try:
-            doc = _loads(line, where=where)
-        except json.JSONDecodeError as exc:
-            raise DocumentError(f"{where}: not valid JSON ({exc.msg})") from None
-        yield where, inventory_from_dict(doc, where=where)
+            doc = _ONE.decode(line)
+        except msgspec.ValidationError as exc:
+            raise _refusal(exc, _parsed(line, where=where), where=where) from None
+        except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
+            raise _not_json(exc, line, where=where) from None
+        yield where, _inventory(doc, where=where)
+
+
+def _parsed(text: str, *, where: str, first_line: int | None = None) -> Any:
+    """The JSON value of `text`, for saying what is wrong in it (the error path only)."""
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
+        raise _not_json(exc, text, where=where, first_line=first_line) from None
+
+
+def _not_json(
+    exc: Exception, text: str, *, where: str, first_line: int | None = None
+) -> DocumentError:
+    """Text that is not JSON (or nests deeper than any inventory), as one line.
+
+    `first_line`: `text` is a many-line document starting on that line of the
+    file, so the message says which line the JSON breaks on.
+    """
+    if isinstance(exc, RecursionError):
+        return DocumentError(
+            f"{where}: nested too deeply to be an inventory (not spurctl node-inventory output)"
+        )
+    if isinstance(exc, UnicodeError):
+        return DocumentError(f"{where}: not valid JSON (not UTF-8 text)")
+    detail = str(exc).removeprefix("JSON is malformed: ")
+    if first_line is not None:
+        at = re.search(r"\(byte (\d+)\)", detail)
+        offset = int(at.group(1)) if at else len(text.encode())
+        lineno = first_line + text.encode()[:offset].count(b"\n")
+        where = f"{where}: line {lineno}"
+    return DocumentError(f"{where}: not valid JSON ({detail})")
+
+
+# -- what an inventory's refusal says ------------------------------------------------
+
+_AT = re.compile(r"(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?", re.S)
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")
+_ABSENT = object()
+
+
+def _refusal(
+    exc: msgspec.ValidationError, doc: Any, *, where: str, items: bool = False
+) -> DocumentError:
+    """msgspec's complaint about `doc` (its parsed JSON), in spurctl's words.
+
+    The path becomes the prefix ("held[3]: ", "agent: "), the field is named, and
+    the message says what was expected and, where it is short, what was there.
+    `items`: `doc` is a JSON array of inventories, the path's first step its index.
+    """
+    match = _AT.fullmatch(str(exc))
+    what = match.group("what") if match else str(exc)
+    path = (match.group("path") if match else None) or ""
+    steps: list[str | int] = [name if name else int(index) for name, index in _STEP.findall(path)]
+    missing = _MISSING_FIELD.fullmatch(what)
+    if missing:
+        steps.append(missing.group(1))
+    if items and steps and isinstance(steps[0], int) and isinstance(doc, list):
+        where = f"{where}: item {steps[0] + 1}"
+        doc = doc[steps[0]] if steps[0] < len(doc) else None
+        steps = steps[1:]
+    return DocumentError(f"{where}: {_explain(doc, steps, what)}")
+
+
+def _explain(doc: Any, steps: list[str | int], what: str) -> str:
+    if not isinstance(doc, dict):
+        return f"expected a JSON object, got {type(doc).__name__}"
+    schema = doc.get("schema", _ABSENT)
+    if schema != INVENTORY_SCHEMA:  # said first: it is likely not an inventory at all
+        return (
+            f"schema is {_shown(schema)}, expected {INVENTORY_SCHEMA!r} "
+            "(produce it with `spurctl node-inventory`)"
+        )
+    prefix, obj, fields, rest = "", doc, _INVENTORY_FIELDS, steps
+    if len(steps) >= 2 and steps[0] == "held" and isinstance(steps[1], int):
+        prefix, obj, fields, rest = f"held[{steps[1]}]: ", _at(doc, steps[:2]), _HOLDING, steps[2:]
+    elif len(steps) >= 2 and steps[0] == "agent":
+        prefix, obj, fields, rest = "agent: ", _at(doc, steps[:1]), _AGENT, steps[1:]
+    if not rest:
+        return f"{prefix}expected a JSON object, got {type(obj).__name__}"
+    field = rest[0]
+    say = fields.get(field) if isinstance(field, str) else None
+    if say is None:  # not a field spurctl declares: msgspec's own words, with the path
+        return f"{_dotted(steps)}: {what[:1].lower()}{what[1:]}"
+    value = obj.get(field, _ABSENT) if isinstance(obj, dict) else _ABSENT
+    message = f"{prefix}{say(str(field), value)}"
+    if len(rest) >= 2 and isinstance(rest[1], int) and isinstance(value, list):
+        message += f" ({field}[{rest[1]}] is {_shown(_at(value, rest[1:2]))})"
+    return message
+
+
+def _at(value: Any, steps: list[str | int]) -> Any:
+    for step in steps:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return _ABSENT
+    return value
+
+
+def _dotted(steps: list[str | int]) -> str:
+    return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
+
+
+def _shown(value: Any) -> str:
+    """A value as the message shows it: its repr, bounded in length and depth."""
+    return "absent" if value is _ABSENT else _REPR.repr(value)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = 40
+
+
+def _count(name: str, value: Any) -> str:
+    if value is None or value is _ABSENT:
+        return f"missing integer field {name!r}"
+    return f"field {name!r} must be a non-negative integer, got {_shown(value)}"
+
+
+def _job_id_said(name: str, value: Any) -> str:
+    if type(value) is int and value > MAX_JOB_ID:
+        return f"{name} {_shown(value)} is out of range (Spur job ids are 32-bit)"
+    return _count(name, value)
+
+
+def _count_or_null(name: str, value: Any) -> str:
+    return f"field {name!r} must be a non-negative integer or null, got {_shown(value)}"
+
+
+def _counts(name: str, value: Any) -> str:
+    said = f"field {name!r} must be a list of non-negative integers"
+    return said if isinstance(value, list) else f"{said}, got {_shown(value)}"
+
+
+def _time_said(name: str, value: Any) -> str:
+    return f"field {name!r} is not an RFC 3339 time (got {_shown(value)})"
+
+
+def _fixed(text: str) -> Callable[[str, Any], str]:
+    return lambda name, value: text.format(name=name)
+
+
+def _node_said(name: str, value: Any) -> str:
+    if value in (None, "", _ABSENT):
+        return "inventory without a node name"
+    return f"field {name!r} must be a string, got {_shown(value)}"
+
+
+_TRACES = ", ".join(repr(t) for t in HOLDING_TRACES)
+_INVENTORY_FIELDS: dict[str, Callable[[str, Any], str]] = {
+    "node": _node_said,
+    "collected_at": _time_said,
+    "source": lambda name, value: f"field {name!r} must be a string, got {_shown(value)}",
+    "error": _fixed("field {name!r} must be a string or null"),
+    "held": _fixed("field {name!r} must be a list"),
+    "agent": _fixed("field {name!r} must be an object with 'pid' or null"),
+    "hostname": _fixed("field {name!r} must be a non-empty string or null"),
+    "target_node": _fixed("field {name!r} must be a non-empty string or null"),
+    "target_nodes": _fixed("field {name!r} must be a list of node names"),
+}
+_HOLDING: dict[str, Callable[[str, Any], str]] = {
+    "job_id": _job_id_said,
+    "cpus": _count_or_null,
+    "memory_mb": _count_or_null,
+    "gpus": _counts,
+    "pids": _counts,
+    "started_at": _time_said,
+    "attempt": _count_or_null,
+    "traces": _fixed("field {name!r} must be a list of names (e.g. " + _TRACES + ")"),
+}
+_AGENT: dict[str, Callable[[str, Any], str]] = {"pid": _count, "started_at": _time_said}
 
 
 def dump_json(doc: Any, *, indent: int | None = 2) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -198,7 +199,7 @@ def test_a_plain_dict_view_still_lists_its_active_jobs() -> None:
     assert list(view.active_jobs()) == [jobs[1]]
 
 
-# -- inventory holdings: the fast path says nothing new, the slow path says what is wrong ----
+# -- inventory holdings: JSON text and dicts read alike, and a refusal says what is wrong ----
 
 
 def holding_doc(**fields: Any) -> dict[str, Any]:
@@ -225,14 +226,20 @@ def holding_doc(**fields: Any) -> dict[str, Any]:
         {"started_at": "2026-12-01T22:14:05.250000Z"},
     ],
 )
-def test_a_valid_holding_reads_the_same_on_the_fast_path(fields: dict[str, Any]) -> None:
-    from spurctl.sources.documents import _holding_fast, _holding_from_dict
+def test_a_valid_holding_reads_the_same_from_json_text_and_from_a_dict(
+    fields: dict[str, Any],
+) -> None:
+    # Issue 15 item 2: one declaration reads both (msgspec), in place of a fast and a slow path.
+    from spurctl.model import parse_time
+    from spurctl.sources.documents import parse_inventory_text
 
-    raw = holding_doc(**fields)["held"][0]
-    fast = _holding_fast(raw)
-    assert fast is not None
-    assert fast == _holding_from_dict(raw, where="w")
-    assert fast.started_at is None or fast.started_at.tzinfo is UTC
+    doc = holding_doc(**fields)
+    (from_text,) = parse_inventory_text(json.dumps(doc), name="w")
+    from_dict = inventory_from_dict(doc, where="w")
+    assert from_text == from_dict
+    (held,) = from_text.held
+    assert held.started_at == parse_time(doc["held"][0]["started_at"])
+    assert held.started_at is None or held.started_at.tzinfo is UTC
 
 
 @pytest.mark.parametrize(
