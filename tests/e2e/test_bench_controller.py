@@ -162,3 +162,12 @@ def test_half_the_nodes_have_an_inventory(bench: dict[str, Any], truth: ClusterS
     assert len(lines) == bench["inventoried_nodes"] == NODES // 2
     held = sum(len(json.loads(line)["held"]) for line in lines)
     assert held == bench["held"] and 0 < held < bench["held_all"]
+
+
+def test_two_hundred_thousand_real_sized_jobs_encode_to_about_a_hundred_megabytes() -> None:
+    """Issue 15's measurement: the whole large() cluster's GetJobs is ~99 MB, three times the cap."""
+    state = ClusterState(large())
+    size = sum(answer_bytes(state.encoded(job)) for job in state.jobs.values())
+    assert len(state.jobs) == 200_000
+    assert 80e6 <= size <= 140e6, size
+    assert size > 32 * 1024 * 1024
