@@ -63,6 +63,9 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_SMALL_VARINTS = tuple(_varint(n) for n in range(1 << 14))  # lengths and small counts
+
+
 def _key(field: int, wire_type: int) -> bytes:
     return _varint(field << 3 | wire_type)
 
@@ -91,12 +94,13 @@ _TIME_LIMITS_H = (4, 12, 24, 48, 72)
 
 def _text(key: bytes, value: str) -> bytes:
     data = value.encode()
-    return key + _varint(len(data)) + data
+    n = len(data)
+    return key + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + data
 
 
 def _duration(key: bytes, seconds: int) -> bytes:
     inner = _DURATION_SECONDS + _varint(seconds)
-    return key + _varint(len(inner)) + inner
+    return key + _SMALL_VARINTS[len(inner)] + inner
 
 
 def upstream_extras(job: Job) -> bytes:
@@ -138,7 +142,7 @@ def upstream_extras(job: Job) -> bytes:
         _text(_STDOUT_PATH, f"{work_dir}/slurm-{jid}.out"),
         _text(_STDERR_PATH, f"{work_dir}/slurm-{jid}.err"),
         _text(_STDIN_PATH, "/dev/null"),
-        _PRIORITY + _varint(1000 + jid % 5000),
+        _PRIORITY + _SMALL_VARINTS[1000 + jid % 5000],
         _text(_QOS, _QOS_NAMES[jid % len(_QOS_NAMES)]),
         _text(_COMMENT, comment),
     ]
