@@ -1,6 +1,6 @@
-"""One measured audit, in a fresh process: the floor, or spurctl's library path.
+"""One measured audit, in a fresh process: the floor, spurctl's library path, or the cap probe.
 
-    python bench/_audit_child.py floor|library CONTROLLER_URL INVENTORY_FILE
+    python bench/_audit_child.py floor|library|probe CONTROLLER_URL [INVENTORY_FILE]
 
 Prints one JSON object: seconds spent importing and working, per phase, and
 this process's peak RSS. bench/audit_scale.py runs it; it is not a benchmark
@@ -14,38 +14,61 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 _T0 = time.perf_counter()
 
 
-def floor(url: str, inventory: Path) -> dict[str, float]:
-    """The least any audit must do: the three reads, decoded, and the inventory parsed."""
+def _stub(url: str) -> tuple[Any, Any]:
     import grpc
-    from google.protobuf import empty_pb2
 
-    from spurctl.proto import slurm_pb2 as pb
     from spurctl.proto import slurm_pb2_grpc as pb_grpc
 
-    imported = time.perf_counter()
     channel = grpc.insecure_channel(
         url.removeprefix("http://"),
         options=[("grpc.max_receive_message_length", -1)],
     )
-    stub = pb_grpc.SlurmControllerStub(channel)
-    jobs = stub.GetJobs(pb.GetJobsRequest(), timeout=60)
-    nodes = stub.GetNodes(pb.GetNodesRequest(), timeout=60)
-    total = stub.GetJobMetrics(empty_pb2.Empty(), timeout=60).total
+    return channel, pb_grpc.SlurmControllerStub(channel)
+
+
+def floor(url: str, inventory: Path) -> dict[str, float]:
+    """The least any audit must do: every job and node downloaded and decoded, from a
+    controller without a size cap, and every inventory line json-decoded."""
+    from spurctl.proto import slurm_pb2 as pb
+
+    channel, stub = _stub(url)
+    imported = time.perf_counter()
+    jobs = stub.GetJobs(pb.GetJobsRequest(), timeout=120)
+    nodes = stub.GetNodes(pb.GetNodesRequest(), timeout=120)
     read = time.perf_counter()
-    docs = [json.loads(line) for line in inventory.read_text().splitlines() if line.strip()]
+    with inventory.open() as lines:
+        docs = [json.loads(line) for line in lines if line.strip()]
     decoded = time.perf_counter()
-    assert len(jobs.jobs) == total and len(nodes.nodes) and docs
+    assert len(jobs.jobs) and len(nodes.nodes) and docs
     channel.close()
     return {
         "import_s": imported - _T0,
         "rpc_s": read - imported,
         "inventory_s": decoded - read,
         "work_s": decoded - imported,
+        "jobs": float(len(jobs.jobs)),
     }
+
+
+def probe(url: str) -> dict[str, object]:
+    """One unfiltered GetJobs: answered (with its size) or refused (with the status)."""
+    import grpc
+
+    from spurctl.proto import slurm_pb2 as pb
+
+    channel, stub = _stub(url)
+    try:
+        answer = stub.GetJobs(pb.GetJobsRequest(), timeout=120)
+    except grpc.RpcError as exc:
+        return {"refused": True, "code": exc.code().name, "details": exc.details()}
+    finally:
+        channel.close()
+    return {"refused": False, "bytes": answer.ByteSize(), "jobs": len(answer.jobs)}
 
 
 def library(url: str, inventory: Path) -> dict[str, float]:
@@ -82,8 +105,18 @@ def library(url: str, inventory: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    mode, url, inventory = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    figures = (floor if mode == "floor" else library)(url, inventory)
+    mode, url = sys.argv[1], sys.argv[2]
+    figures: dict[str, object]
+    if mode == "probe":
+        figures = probe(url)
+    elif mode == "floor":
+        figures = dict(floor(url, Path(sys.argv[3])))
+    else:
+        try:
+            figures = dict(library(url, Path(sys.argv[3])))
+        except Exception as exc:  # the bench reports it in one line and goes on
+            print(f"{type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+            sys.exit(3)
     figures["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(figures))
 

@@ -28,10 +28,11 @@ def env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def serve(workdir: Path, *args: str) -> Iterator[dict[str, Any]]:
-    """bench/simserver.py in its own process; yields its `ready` record."""
+def serve(workdir: Path, *args: str, script: str = "simserver.py") -> Iterator[dict[str, Any]]:
+    """A bench server (bench/simserver.py, or `script`) in its own process; yields its `ready`
+    record."""
     proc = subprocess.Popen(
-        [PYTHON, str(REPO / "bench" / "simserver.py"), "--dir", str(workdir), *args],
+        [PYTHON, str(REPO / "bench" / script), "--dir", str(workdir), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -60,10 +61,19 @@ class Run:
     peak_rss: int  # bytes
     rc: int
     stdout: str
+    stderr: str = ""
+
+    def error(self) -> str:
+        """The child's last non-empty line on stderr (its error), or its exit status."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        return lines[-1] if lines else f"exited {self.rc}"
 
 
-def run(cmd: Sequence[str], *, stdout_to_null: bool = False) -> Run:
-    """Run a child to completion: its wall time and its own peak RSS (from wait4)."""
+def run(cmd: Sequence[str], *, stdout_to_null: bool = False, check: bool = True) -> Run:
+    """Run a child to completion: its wall time and its own peak RSS (from wait4).
+
+    With `check`, an exit status other than 0 or 1 raises; without, the caller
+    reads `rc` and `error()`."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -77,12 +87,13 @@ def run(cmd: Sequence[str], *, stdout_to_null: bool = False) -> Run:
         proc.returncode = rc = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        if rc not in (0, 1):
-            sys.stderr.write(err.read().decode(errors="replace"))
+        stderr = err.read().decode(errors="replace")
+        if check and rc not in (0, 1):
+            sys.stderr.write(stderr)
             raise RuntimeError(f"{' '.join(cmd[:4])} ... exited {rc}")
         # ru_maxrss is in KiB on Linux.
         cpu = usage.ru_utime + usage.ru_stime
-        return Run(wall, cpu, usage.ru_maxrss * 1024, rc, out.read().decode())
+        return Run(wall, cpu, usage.ru_maxrss * 1024, rc, out.read().decode(), stderr)
 
 
 def self_maxrss() -> int:

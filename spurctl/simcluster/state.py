@@ -10,6 +10,7 @@ stops), so a phantom allocation stays exactly what the scenario put there.
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -36,17 +37,136 @@ from spurctl.sources.wire import job_to_pb
 
 TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
 SIM_AGENT_PID = 2201  # every simulated node's spurd, as its inventory shows it
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @lru_cache(maxsize=1 << 16)
 def expand(nodelist: str) -> frozenset[str]:
     """The node names of a Slurm hostlist; empty for an empty one. ValueError when malformed."""
-    if not nodelist.strip():
+    name = nodelist.strip()
+    if not name:
         return frozenset()
+    if _PLAIN_NAME.fullmatch(name):  # one plain name: no NodeSet parse
+        return frozenset((name,))
     try:
         return frozenset(NodeSet(nodelist))
     except NodeSetParseError as exc:
         raise ValueError(f"malformed hostlist {nodelist!r}: {exc}") from None
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL_VARINTS = tuple(_varint(n) for n in range(1 << 14))  # lengths and small counts
+
+
+def _key(field: int, wire_type: int) -> bytes:
+    return _varint(field << 3 | wire_type)
+
+
+# Upstream JobInfo fields spurctl's proto leaves out (docs/spur-facts.md, "What a real
+# JobInfo carries"): (number, wire type). 0 = varint, 2 = length-delimited.
+_TIME_LIMIT = _key(13, 2)  # google.protobuf.Duration
+_RUN_TIME = _key(14, 2)  # google.protobuf.Duration
+_CPUS_PER_TASK = _key(22, 0)
+_WORK_DIR = _key(24, 2)
+_COMMAND = _key(25, 2)
+_EXIT_CODE = _key(30, 0)  # int32
+_STDOUT_PATH = _key(31, 2)
+_STDERR_PATH = _key(32, 2)
+_EXIT_SIGNAL = _key(33, 0)  # int32
+_STDIN_PATH = _key(35, 2)
+_PRIORITY = _key(41, 0)
+_QOS = _key(42, 2)
+_COMMENT = _key(53, 2)
+_REQ_GPUS = _key(55, 0)
+_REQ_GPUS_DETAIL = _key(56, 2)
+_DURATION_SECONDS = _key(1, 0)
+_QOS_NAMES = ("normal", "high", "normal", "low")
+_TIME_LIMITS_H = (4, 12, 24, 48, 72)
+
+
+def _text(key: bytes, value: str) -> bytes:
+    data = value.encode()
+    n = len(data)
+    return key + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + data
+
+
+def _duration(key: bytes, seconds: int) -> bytes:
+    inner = _DURATION_SECONDS + _varint(seconds)
+    return key + _SMALL_VARINTS[len(inner)] + inner
+
+
+def upstream_extras(job: Job) -> bytes:
+    """The JobInfo fields a real spurctld also sends for `job`, as raw protobuf bytes.
+
+    Deterministic per job and plausible (paths under the user's home, a launch
+    command line, a comment), so a record is as large as a real one (400-700
+    bytes); spurctl's decoder skips them as unknown fields, as it does with a
+    real controller's answer. Appended after the known fields: protobuf accepts
+    fields in any order.
+    """
+    jid = job.job_id
+    user = job.user or "root"
+    name = job.name or f"job{jid}"
+    run = f"{name}-{jid}"
+    work_dir = f"/home/{user}/runs/{run}"
+    gpus = sum(d.count for d in job.resources.devices.get("gpu", ()))
+    nodes = max(job.num_nodes, 1)
+    per_node = gpus // nodes
+    command = (
+        f"{work_dir}/launch.sh torchrun --nnodes={nodes} --nproc-per-node={max(per_node, 1)} "
+        f"train.py --config configs/{name}.yaml --seed {jid % 9973}"
+    )
+    comment = (
+        f"sweep {name} trial {jid % 97} for {job.account or 'default'}, "
+        f"pipeline ci-{jid % 1000:03d}"
+    )
+    ran = None
+    if job.start_time is not None and job.end_time is not None:
+        ran = max(int((job.end_time - job.start_time).total_seconds()), 0)
+    limit = _TIME_LIMITS_H[jid % len(_TIME_LIMITS_H)] * 3600
+    if ran is not None and ran > limit:  # the limit a run reached is at least its run time
+        limit = -(-ran // 3600) * 3600
+    parts = [
+        _duration(_TIME_LIMIT, limit),
+        _CPUS_PER_TASK + _varint(max(job.resources.cpus // max(job.num_tasks, 1), 1)),
+        _text(_WORK_DIR, work_dir),
+        _text(_COMMAND, command),
+        _text(_STDOUT_PATH, f"{work_dir}/slurm-{jid}.out"),
+        _text(_STDERR_PATH, f"{work_dir}/slurm-{jid}.err"),
+        _text(_STDIN_PATH, "/dev/null"),
+        _PRIORITY + _SMALL_VARINTS[1000 + jid % 5000],
+        _text(_QOS, _QOS_NAMES[jid % len(_QOS_NAMES)]),
+        _text(_COMMENT, comment),
+    ]
+    if ran is not None:
+        parts.append(_duration(_RUN_TIME, ran))
+    if job.state is JobState.FAILED:
+        parts.append(_EXIT_CODE + _varint(1))
+    elif job.state is JobState.OUT_OF_MEMORY:
+        parts.append(_EXIT_SIGNAL + _varint(9))
+    if gpus:
+        parts.append(_REQ_GPUS + _varint(gpus))
+        parts.append(
+            _text(_REQ_GPUS_DETAIL, f"gpu:{per_node}/node" if nodes > 1 else f"gpu:{gpus}")
+        )
+    return b"".join(parts)
+
+
+def _allocated(job: Job) -> frozenset[str]:
+    """The nodes a job's nodelist names, as GetJobs' `nodes` filter matches them (none
+    for a malformed one: spurctld keeps allocated nodes as names, never a bad list)."""
+    try:
+        return expand(job.nodelist)
+    except ValueError:
+        return frozenset()
 
 
 class HeartbeatDecision(NamedTuple):
@@ -103,19 +223,33 @@ class ClusterState:
             self.held[node] = {h.job_id: h for h in holdings}
         self.generation = 0  # bumped on every change, so a watcher can tell
         self._encoded: dict[int, bytes] = {}
+        self._by_node: dict[str, set[int]] | None = None  # see _node_index
 
     # -- controller reads --------------------------------------------------------
 
     def select_jobs(self, req: pb.GetJobsRequest) -> list[Job]:
-        """GetJobs' filters, as spurctld applies them (an empty filter matches all)."""
+        """GetJobs' filters, as spurctld applies them (an empty filter matches all).
+
+        `job_ids` and `nodes` narrow the candidates first (by id, and through the
+        node -> job ids index), so a targeted read costs what it selects, not a
+        hostlist expansion of every job.
+        """
         states = {JobState(s) for s in req.states if s in JobState._value2member_map_}
         ids = set(req.job_ids)
         wanted_nodes = set(req.nodes)
         names = {n.strip() for n in req.name.split(",")} if req.name else set()
         with self.lock:
+            if wanted_nodes:
+                index = self._node_index()
+                on_nodes: set[int] = set()
+                for name in wanted_nodes:
+                    on_nodes.update(index.get(name, ()))
+                ids = ids & on_nodes if ids else on_nodes
+                if not ids:
+                    return []
             candidates = (
                 [self.jobs[i] for i in sorted(ids) if i in self.jobs]
-                if ids
+                if ids or wanted_nodes
                 else list(self.jobs.values())
             )
         return [
@@ -126,14 +260,37 @@ class ClusterState:
             and (not req.partition or j.partition == req.partition)
             and (not req.account or j.account == req.account)
             and (not names or j.name in names)
-            and (not wanted_nodes or not wanted_nodes.isdisjoint(expand(j.nodelist)))
         ]
 
+    def _node_index(self) -> dict[str, set[int]]:
+        """node name -> ids of the jobs whose nodelist names it; built on first use (under
+        `lock`), then kept in step by set_job and forget_job."""
+        if self._by_node is None:
+            index: dict[str, set[int]] = {}
+            for job in self.jobs.values():
+                for name in _allocated(job):
+                    index.setdefault(name, set()).add(job.job_id)
+            self._by_node = index
+        return self._by_node
+
+    def _index_job(self, job: Job, *, sign: int) -> None:
+        if self._by_node is None:
+            return
+        for name in _allocated(job):
+            if sign > 0:
+                self._by_node.setdefault(name, set()).add(job.job_id)
+            else:
+                held = self._by_node.get(name)
+                if held is not None:
+                    held.discard(job.job_id)
+
     def encoded(self, job: Job) -> bytes:
-        """JobInfo bytes, cached per job: a 200,000-job answer is re-sent without re-encoding."""
+        """JobInfo bytes as a real spurctld sends them: the fields spurctl reads, then the
+        ones it does not (`upstream_extras`). Cached per job: a 200,000-job answer is re-sent
+        without re-encoding."""
         cached = self._encoded.get(job.job_id)
         if cached is None or self.jobs.get(job.job_id) is not job:
-            cached = job_to_pb(job).SerializeToString()
+            cached = job_to_pb(job).SerializeToString() + upstream_extras(job)
             if self.jobs.get(job.job_id) is job:
                 self._encoded[job.job_id] = cached
         return cached
@@ -240,9 +397,12 @@ class ClusterState:
             for name in new_nodes:
                 self._known_node(name)
             old = self.jobs.get(job.job_id)
-            if old is not None and old.state.active:
-                self._charge(old, expand(old.nodelist), sign=-1)
+            if old is not None:
+                if old.state.active:
+                    self._charge(old, expand(old.nodelist), sign=-1)
+                self._index_job(old, sign=-1)
             self.jobs[job.job_id] = job
+            self._index_job(job, sign=1)
             self._charge(job, new_nodes, sign=1)
             self._encoded.pop(job.job_id, None)
             self.next_job_id = max(self.next_job_id, job.job_id + 1)
@@ -297,6 +457,7 @@ class ClusterState:
             if job.state.active:
                 self._charge(job, expand(job.nodelist), sign=-1)
             del self.jobs[job_id]
+            self._index_job(job, sign=-1)
             self._encoded.pop(job_id, None)
             self.generation += 1
             return job
