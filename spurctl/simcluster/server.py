@@ -530,15 +530,18 @@ class SimCluster:
         job = self.job(req.job_id)
         if job is None:
             raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
-        msg = job_to_pb(job)
         if identity is not None and not identity.admin and identity.user != job.user:
             if self.job_info_visibility == "owner_only":
                 # Indistinguishable from an untracked id, on purpose.
                 raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
             if self.job_info_visibility == "redacted":
+                # Upstream blanks the paths, command and comment too: the lean record.
+                msg = job_to_pb(job)
                 msg.nodelist = ""
                 msg.ClearField("resources")
-        return msg
+                return msg
+        # The whole real-sized record, as GetJobs sends it (unknown fields kept).
+        return pb.JobInfo.FromString(self.state.encoded(job))
 
     def _get_nodes(self, req: pb.GetNodesRequest, identity: Identity | None) -> pb.GetNodesResponse:
         try:

@@ -430,6 +430,7 @@ class ControllerClient:
                 if len(gaps) <= _MAX_GAP_IDS:
                     messages += self._ids_in_batches(gaps)
                     unread = Counter()
+                messages += self._probe_above(max((m.job_id for m in messages), default=0))
         else:
             active, unread, notes = self._jobs_in(_BY_ACTIVITY, planning, node_names)
             starting, more, more_notes = self._jobs_in(

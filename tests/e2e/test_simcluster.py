@@ -464,13 +464,17 @@ def test_heartbeat_interval_reclaims_in_the_background() -> None:
 # -- at scale --------------------------------------------------------------------------------------
 
 
-def test_getjobs_returns_two_hundred_thousand_jobs_to_a_client_without_the_4_mib_cap() -> None:
+def test_getjobs_of_two_hundred_thousand_real_sized_jobs_is_over_spurctlds_answer_limit() -> None:
     with SimCluster(large(), agents=False) as s:
+        stub = controller(s, **{"grpc.max_receive_message_length": -1})
+        error = failure(lambda: stub.GetJobs(pb.GetJobsRequest(), timeout=60))
+        assert error.code() is grpc.StatusCode.OUT_OF_RANGE  # ~100 MB: refused by the server
+        assert "encoded message length too large" in (error.details() or "")
+
+        s.answer_limit = None  # a controller without spurctld's limit
         capped = controller(s)
         error = failure(lambda: capped.GetJobs(pb.GetJobsRequest(), timeout=60))
-        assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-
-        stub = controller(s, **{"grpc.max_receive_message_length": -1})
+        assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # grpcio's own 4 MiB
         started = time.perf_counter()
         answer = stub.GetJobs(pb.GetJobsRequest(), timeout=120)
         elapsed = time.perf_counter() - started
