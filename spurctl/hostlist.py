@@ -153,14 +153,63 @@ _BARE_SEPARATORS = re.compile(r"[\s,]+")
 _BLANKS = re.compile(r"\s+")
 
 
+_LAST_NUMBER = re.compile(r"(.*?)([0-9]+)([^0-9]*)")
+
+
 def fold(names: Iterable[str]) -> str:
-    """The compressed hostlist of some node names (`gpu[001-003]`); "" for none."""
-    names = list(names)
+    """The compressed hostlist of some node names (`gpu[001-003]`); "" for none.
+
+    Plain node names (the usual case) are folded by pattern without ClusterShell:
+    each name is read once, split at its last number, and the numbers of one
+    pattern and padding become ranges. A NodeSet parses every name, tens of
+    microseconds each, which an audit of 10,000 uninventoried nodes would pay.
+    Names that are not plain node names go through NodeSet.
+    """
+    names = list(dict.fromkeys(names))
     if len(names) <= 1:
         return names[0] if names else ""
-    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+    if not all(_NODE_NAME.fullmatch(n) for n in names):
+        from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
-    return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
+        return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
+    plain: list[str] = []
+    # (prefix, suffix) -> padded width (0: none) -> numbers
+    patterns: dict[tuple[str, str], dict[int, list[int]]] = {}
+    for name in names:
+        m = _LAST_NUMBER.fullmatch(name)
+        if m is None:
+            plain.append(name)
+            continue
+        prefix, digits, suffix = m.groups()
+        width = len(digits) if digits[0] == "0" and len(digits) > 1 else 0
+        patterns.setdefault((prefix, suffix), {}).setdefault(width, []).append(int(digits))
+    parts = sorted(plain)
+    for (prefix, suffix), by_width in sorted(patterns.items()):
+        unpadded = by_width.pop(0, [])
+        for n in unpadded:  # 100 belongs with 001-099: same width, no zero to pad
+            if len(str(n)) in by_width:
+                by_width[len(str(n))].append(n)
+            else:
+                by_width.setdefault(0, []).append(n)
+        for width, numbers in sorted(by_width.items()):
+            runs = _runs(sorted(set(numbers)))
+            text = ",".join(
+                f"{a:0{width}d}" if a == b else f"{a:0{width}d}-{b:0{width}d}" for a, b in runs
+            )
+            single = len(runs) == 1 and runs[0][0] == runs[0][1]
+            parts.append(f"{prefix}{text}{suffix}" if single else f"{prefix}[{text}]{suffix}")
+    return ",".join(parts)
+
+
+def _runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct integers as (first, last) runs of consecutive ones."""
+    runs: list[tuple[int, int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
 
 
 def is_node_name(name: str) -> bool:

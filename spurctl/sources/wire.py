@@ -215,13 +215,9 @@ class JobsFromPb(JobTable):
         already converted."""
         more = JobsFromPb([*self._messages, *messages])
         more._shapes = self._shapes
-        more._jobs.update((i, j) for i, j in self._jobs.items() if i not in more._replaced(self))
+        replaced = {m.job_id for m in messages}  # a later record wins over a converted one
+        more._jobs.update((i, j) for i, j in self._jobs.items() if i not in replaced)
         return more
-
-    def _replaced(self, older: JobsFromPb) -> set[int]:
-        """Ids whose record here is not the one `older` converted."""
-        base = len(older._messages)
-        return {i for i, p in self._position.items() if p >= base and i in older._position}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {len(self)} jobs, {len(self._jobs)} converted>"

@@ -212,3 +212,35 @@ def test_a_node_name_is_safe_in_a_shell_command(name: str, ok: bool) -> None:
 def test_names_of_one_node_share_a_loose_key_across_case_and_domain() -> None:
     assert hostlist.loose_key("GPU001.example.com") == hostlist.loose_key("gpu001") == "gpu001"
     assert hostlist.loose_key("gpu001") != hostlist.loose_key("gpu002")
+
+
+_PREFIXES = st.sampled_from(["gpu", "node", "r1n", "a-", "x.y", "GPU", "n_"])
+_SUFFIXES = st.sampled_from(["", ".example", "-ib", "a"])
+
+
+@st.composite
+def _node_names(draw: st.DrawFn) -> str:
+    number = draw(st.integers(min_value=0, max_value=1200))
+    pad = draw(st.integers(min_value=0, max_value=4))
+    digits = f"{number:0{pad}d}" if draw(st.booleans()) else str(number)
+    if draw(st.integers(min_value=0, max_value=9)) == 0:
+        return draw(_PREFIXES) + draw(st.sampled_from(["", "x", "login"]))  # no number
+    return f"{draw(_PREFIXES)}{digits}{draw(_SUFFIXES)}"
+
+
+@given(st.lists(_node_names(), max_size=40))
+def test_a_folded_hostlist_names_exactly_the_names_folded(names: list[str]) -> None:
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    folded = hostlist.fold(names)
+    assert hostlist.expand(folded) == frozenset(names)
+    if names:  # and it reads the same to ClusterShell, as an operator's clush would
+        assert set(NodeSet(folded, resolver=RESOLVER_NOGROUP)) == set(names)
+
+
+def test_folding_a_numbered_run_gives_slurm_ranges() -> None:
+    assert hostlist.fold(["gpu003", "gpu001", "gpu002", "gpu010"]) == "gpu[001-003,010]"
+    assert hostlist.fold(["gpu099", "gpu100"]) == "gpu[099-100]"
+    assert hostlist.fold(["gpu1", "gpu01"]) == "gpu1,gpu01"  # two nodes, not one
+    assert hostlist.fold(["n1.example", "n2.example", "login"]) == "login,n[1-2].example"
+    assert hostlist.fold(["gpu[1-2]", "x"]) == "gpu[1-2],x"  # not plain: NodeSet's reading

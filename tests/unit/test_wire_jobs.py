@@ -324,3 +324,21 @@ def test_objects_made_during_a_pause_are_still_collected_when_they_form_cycles()
     del a
     assert gc.collect() >= 1
     assert marker
+
+
+def test_more_jobs_keep_what_was_converted_and_a_later_record_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    converted = counting_conversions(monkeypatch)
+    first = JobsFromPb(
+        answer_of([Job(1, JobState.RUNNING, "gpu001"), Job(2, JobState.RUNNING, "gpu002")]).jobs
+    )
+    assert first[1].state is JobState.RUNNING and first[2].nodelist == "gpu002"
+    more = first.with_more(
+        answer_of([Job(2, JobState.COMPLETED, "gpu002"), Job(3, JobState.PENDING, "")]).jobs
+    )
+    assert sorted(more) == [1, 2, 3] and len(more) == 3
+    assert more[1] is first[1]  # shared, not converted again
+    assert more[2].state is JobState.COMPLETED  # the later record
+    assert first[2].state is JobState.RUNNING  # the first mapping is unchanged
+    assert converted.count(1) == 1 and converted.count(2) == 2
