@@ -187,11 +187,10 @@ class ControllerClient:
             except grpc.RpcError as err:
                 if missing_ok and _not_found(err):
                     return None
-                if isinstance(err, grpc.Call) and err.code() in (
-                    *_ENDPOINT_FAILURES,
-                    *_TOO_LARGE,
-                ):
+                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
                     return self.read(method, request, missing_ok=missing_ok)
+                if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
+                    raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
             return answer
 
@@ -215,14 +214,17 @@ class ControllerClient:
                     continue
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     self.address = url
-                    raise AnswerTooLarge(
-                        f"controller {url} refused to send its {method} answer: "
-                        f"{describe_rpc_error(err, self._conn.timeout)}"
-                    ) from None
+                    raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
             self.address = url
             return answer
         raise SpurctlError(self._all_failed(method, failures))
+
+    def _too_large(self, url: str, method: str, err: grpc.RpcError) -> AnswerTooLarge:
+        return AnswerTooLarge(
+            f"controller {url} refused to send its {method} answer: "
+            f"{describe_rpc_error(err, self._conn.timeout)}"
+        )
 
     def _failure(self, url: str, method: str, err: grpc.RpcError) -> SpurctlError:
         return SpurctlError(
@@ -325,9 +327,19 @@ class ControllerClient:
             nodes = node_names()
             parts = max(2, math.ceil(counts[state] * _BYTES_PER_JOB / _PLANNED_ANSWER))
             size = max(1, math.ceil(len(nodes) / parts))
+            # The planned parts in flight together; a part refused for its size is
+            # halved and read again, one request at a time.
+            chunks = [nodes[start : start + size] for start in range(0, len(nodes), size)]
+            pending = [
+                (chunk, self.read_later("GetJobs", _request(states=[int(state)], nodes=chunk)))
+                for chunk in chunks
+            ]
             found: list[pb.JobInfo] = []
-            for start in range(0, len(nodes), size):
-                found.extend(self._by_nodes(state, nodes[start : start + size], notes))
+            for chunk, collect in pending:
+                try:
+                    found.extend(collect().jobs)
+                except AnswerTooLarge:
+                    found.extend(self._by_nodes(state, chunk, notes))
             jobs.extend(found)
             unread[state] = max(0, counts[state] - len({m.job_id for m in found}))
         return jobs, unread, notes
@@ -475,6 +487,12 @@ class ControllerClient:
 
 
 _STATE_VALUES = frozenset(int(s) for s in JobState)
+
+
+def _request(**filters: Any) -> pb.GetJobsRequest:
+    return pb.GetJobsRequest(**filters)
+
+
 # The states an audit reads, in the order it reads them.
 _BY_ACTIVITY = (JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED)
 NOT_STARTED_STATES_ORDER = (JobState.PENDING, JobState.PREEMPTED, JobState.REQUEUED)
