@@ -90,11 +90,12 @@ class Allocation:
     cpus: int = 0
     memory_mb: int = 0
     devices: dict[str, tuple[Device, ...]] = field(default_factory=dict)
+    # How many GPUs this allocation holds (the sum of the "gpu" gres counts): counted
+    # once, since the audit asks per job per node.
+    gpus: int = field(init=False, repr=False, compare=False, default=0)
 
-    @property
-    def gpus(self) -> int:
-        """How many GPUs this allocation holds (the sum of the "gpu" gres counts)."""
-        return sum(d.count for d in self.devices.get("gpu", ()))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", sum(d.count for d in self.devices.get("gpu", ())))
 
     @property
     def empty(self) -> bool:

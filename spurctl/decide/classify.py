@@ -714,6 +714,11 @@ def _active_jobs_by_node(
         except SpurctlError:
             unreadable[job.job_id] = job.nodelist
             continue
+        if len(nodes) == 1:  # most jobs: no set to build
+            (name,) = nodes
+            if name in relevant:
+                out.setdefault(name, []).append((job, 1))
+            continue
         for name in nodes & relevant:
             out.setdefault(name, []).append((job, len(nodes)))
     return out, unreadable

@@ -8,7 +8,6 @@ and tempfile are imported where they are used.
 from __future__ import annotations
 
 import enum
-import json
 import os
 import re
 import sys
@@ -189,7 +188,14 @@ def report_header(report: ViewedReport) -> dict[str, Any]:
 
 
 def dump_json(doc: Any) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
+    """The document as indented JSON, keys in their order, text unescaped.
+
+    msgspec encodes in C; the json module's indented encoder is pure Python and took
+    0.4 s for a 10,000-finding audit.
+    """
+    import msgspec
+
+    return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
 
 
 # -- layout ------------------------------------------------------------------

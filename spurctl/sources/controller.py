@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import grpc
@@ -300,27 +300,27 @@ class ControllerClient:
         states: Sequence[JobState],
         counts: Counter[JobState],
         node_names: Callable[[], Sequence[str]],
-    ) -> tuple[list[pb.JobInfo], Counter[JobState], list[str]]:
-        """The jobs in `states`, every answer under the cap.
+        into: _Read,
+    ) -> None:
+        """The jobs in `states`, every answer under the cap, added to `into`.
 
         One request when the counts say it fits; else one per state, and a state still
-        too large is read node by node (`nodes` filter, halved as needed). A job
-        without a nodelist is in no node's answer: what a node split left unread, by
-        state (`counts` minus what was read), is returned with notes on the rest.
+        too large is read node by node (`nodes` filter, halved as needed), each part's
+        jobs converted as it arrives so that its answer can be let go. A job without
+        a nodelist is in no node's answer: what a node split left unread is counted
+        by state (`counts` minus what was read).
         """
         expected = sum(counts[s] for s in states)
         if expected * _BYTES_PER_JOB <= _PLANNED_ANSWER:
             try:
-                return self._answer(states=[int(s) for s in states]), Counter(), []
+                into.messages += self._answer(states=[int(s) for s in states])
+                return
             except AnswerTooLarge:
                 pass
-        jobs: list[pb.JobInfo] = []
-        unread: Counter[JobState] = Counter()
-        notes: list[str] = []
         for state in states:
             if len(states) > 1 and counts[state] * _BYTES_PER_JOB <= _PLANNED_ANSWER:
                 try:
-                    jobs.extend(self._answer(states=[int(state)]))
+                    into.messages += self._answer(states=[int(state)])
                     continue
                 except AnswerTooLarge:
                     pass
@@ -334,15 +334,18 @@ class ControllerClient:
                 (chunk, self.read_later("GetJobs", _request(states=[int(state)], nodes=chunk)))
                 for chunk in chunks
             ]
-            found: list[pb.JobInfo] = []
+            found: set[int] = set()
             for chunk, collect in pending:
                 try:
-                    found.extend(collect().jobs)
+                    part = collect().jobs
                 except AnswerTooLarge:
-                    found.extend(self._by_nodes(state, chunk, notes))
-            jobs.extend(found)
-            unread[state] = max(0, counts[state] - len({m.job_id for m in found}))
-        return jobs, unread, notes
+                    part = self._by_nodes(state, chunk, into.notes)
+                with gc_paused():
+                    for m in part:
+                        into.converted[m.job_id] = job_from_pb(m, into.shapes)
+                        found.add(m.job_id)
+                del part
+            into.unread[state] = max(0, counts[state] - len(found))
 
     def _by_nodes(
         self, state: JobState, nodes: Sequence[str], notes: list[str]
@@ -432,27 +435,24 @@ class ControllerClient:
                     nodes.update(_nodes(nodes_answer()))
             return list(nodes)
 
+        read = _Read()
         if everything:
-            messages, unread, notes = self._jobs_in(tuple(JobState), planning, node_names)
-            if unread:  # jobs no node filter reaches: ask for the ids between those read
-                seen = {m.job_id for m in messages}
+            self._jobs_in(tuple(JobState), planning, node_names, read)
+            if read.unread:  # jobs no node filter reaches: ask for the ids between those read
+                seen = {m.job_id for m in read.messages} | read.converted.keys()
                 gaps = [
                     i for i in range(min(seen, default=1), max(seen, default=0)) if i not in seen
                 ]
                 if len(gaps) <= _MAX_GAP_IDS:
-                    messages += self._ids_in_batches(gaps)
-                    unread = Counter()
-                messages += self._probe_above(max((m.job_id for m in messages), default=0))
+                    read.messages += self._ids_in_batches(gaps)
+                    read.unread = Counter()
+                read.messages += self._probe_above(read.highest())
         else:
-            active, unread, notes = self._jobs_in(_BY_ACTIVITY, planning, node_names)
-            starting, more, more_notes = self._jobs_in(
-                NOT_STARTED_STATES_ORDER, planning, node_names
-            )
-            unread += more
-            notes += more_notes
-            messages = active + starting
-            messages += self._probe_above(max((m.job_id for m in messages), default=0))
-        jobs = JobsFromPb(messages)
+            self._jobs_in(_BY_ACTIVITY, planning, node_names, read)
+            self._jobs_in(NOT_STARTED_STATES_ORDER, planning, node_names, read)
+            read.messages += self._probe_above(read.highest())
+        jobs = JobsFromPb(read.messages, read.converted, read.shapes)
+        unread, notes = read.unread, read.notes
         # While the controller builds its node list, convert the active jobs: every
         # audit reads them, and this process would otherwise wait idle.
         with gc_paused():
@@ -487,6 +487,23 @@ class ControllerClient:
 
 
 _STATE_VALUES = frozenset(int(s) for s in JobState)
+
+
+@dataclass(slots=True)
+class _Read:
+    """What a view's job reads gathered: records kept for converting on demand, jobs
+    converted as their answer arrived, and what could not be read."""
+
+    messages: list[pb.JobInfo] = field(default_factory=list)
+    converted: dict[int, Job] = field(default_factory=dict)
+    shapes: Shapes = field(default_factory=Shapes)
+    unread: Counter[JobState] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def highest(self) -> int:
+        return max(
+            max((m.job_id for m in self.messages), default=0), max(self.converted, default=0)
+        )
 
 
 def _request(**filters: Any) -> pb.GetJobsRequest:

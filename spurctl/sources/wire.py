@@ -10,7 +10,7 @@ answer's jobs and nodes share the few distinct resource records they carry.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -158,25 +158,35 @@ _JOB_STATES = {int(s): s for s in JobState}
 
 
 class JobsFromPb(JobTable):
-    """GetJobs' answer as a read-only Mapping[int, Job], converted one job at a time.
+    """GetJobs' answers as a read-only Mapping[int, Job], converted one job at a time.
 
     Converting every JobInfo up front costs more than receiving them; an audit
     only looks at the jobs its holdings name and the active ones. Each job is
     converted on first access and cached; iteration yields ids without
     converting; `active()` converts only active jobs (once). When an id
     repeats, the last record wins, as it would in a dict built from the answer.
+    `converted` are jobs already converted as their answer arrived (so that the
+    answer could be let go); a record of the same id in `messages` wins over one.
     Safe to read from several threads (at worst a job is converted twice).
     """
 
-    __slots__ = ("_active", "_jobs", "_messages", "_position", "_shapes")
+    __slots__ = ("_active", "_converted_only", "_jobs", "_messages", "_position", "_shapes")
 
-    def __init__(self, messages: Sequence[pb.JobInfo]) -> None:
+    def __init__(
+        self,
+        messages: Sequence[pb.JobInfo],
+        converted: Mapping[int, Job] | None = None,
+        shapes: Shapes | None = None,
+    ) -> None:
         # Positions, not the messages themselves: a wrapper per job would cost more
         # memory than the job it stands for until that job is read.
         self._messages = messages
         self._position: dict[int, int] = {m.job_id: i for i, m in enumerate(messages)}
-        self._jobs: dict[int, Job] = {}
-        self._shapes = Shapes()
+        self._jobs: dict[int, Job] = {
+            i: j for i, j in (converted or {}).items() if i not in self._position
+        }
+        self._converted_only = frozenset(self._jobs)
+        self._shapes = shapes or Shapes()
         self._active: list[Job] | None = None
 
     def __getitem__(self, job_id: int) -> Job:
@@ -188,16 +198,19 @@ class JobsFromPb(JobTable):
 
     def get(self, job_id: int, default: Job | None = None) -> Job | None:  # type: ignore[override]
         # Mapping.get goes through a raised KeyError for every miss; audits miss often.
-        return self[job_id] if job_id in self._position else default
+        if job_id in self._position or job_id in self._converted_only:
+            return self[job_id]
+        return default
 
     def __contains__(self, job_id: object) -> bool:
-        return job_id in self._position
+        return job_id in self._position or job_id in self._converted_only
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._position)
+        yield from self._position
+        yield from self._converted_only
 
     def __len__(self) -> int:
-        return len(self._position)
+        return len(self._position) + len(self._converted_only)
 
     def active(self) -> Iterator[Job]:
         if self._active is None:
@@ -208,15 +221,23 @@ class JobsFromPb(JobTable):
                 # A repeated id: only its last record counts.
                 if m.state in wanted and position[m.job_id] == i
             ]
+            jobs = self._jobs
+            self._active.extend(
+                jobs[i] for i in self._converted_only if jobs[i].state in ACTIVE_STATES
+            )
         return iter(self._active)
 
     def with_more(self, messages: Sequence[pb.JobInfo]) -> JobsFromPb:
         """These jobs and `messages` (a later record of an id wins), sharing what was
         already converted."""
-        more = JobsFromPb([*self._messages, *messages])
-        more._shapes = self._shapes
+        jobs = self._jobs
+        more = JobsFromPb(
+            [*self._messages, *messages],
+            converted={i: jobs[i] for i in self._converted_only},
+            shapes=self._shapes,
+        )
         replaced = {m.job_id for m in messages}  # a later record wins over a converted one
-        more._jobs.update((i, j) for i, j in self._jobs.items() if i not in replaced)
+        more._jobs.update((i, j) for i, j in jobs.items() if i not in replaced)
         return more
 
     def __repr__(self) -> str:

@@ -342,3 +342,18 @@ def test_more_jobs_keep_what_was_converted_and_a_later_record_wins(
     assert more[2].state is JobState.COMPLETED  # the later record
     assert first[2].state is JobState.RUNNING  # the first mapping is unchanged
     assert converted.count(1) == 1 and converted.count(2) == 2
+
+
+def test_jobs_converted_as_their_answer_arrived_count_and_a_record_replaces_them() -> None:
+    early = {
+        1: Job(1, JobState.RUNNING, "gpu001"),
+        2: Job(2, JobState.RUNNING, "gpu002"),
+    }
+    jobs = JobsFromPb(answer_of([Job(2, JobState.COMPLETED, "gpu002")]).jobs, converted=early)
+    assert sorted(jobs) == [1, 2] and len(jobs) == 2 and 1 in jobs and 3 not in jobs
+    assert jobs[1] is early[1] and jobs.get(1) is early[1] and jobs.get(3) is None
+    assert jobs[2].state is JobState.COMPLETED  # the record wins over the early one
+    assert [j.job_id for j in jobs.active()] == [1]
+    more = jobs.with_more(answer_of([Job(1, JobState.COMPLETING, "gpu001")]).jobs)
+    assert more[1].state is JobState.COMPLETING and len(more) == 2
+    assert [j.job_id for j in more.active()] == [1]
