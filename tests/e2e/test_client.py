@@ -212,3 +212,18 @@ def test_a_token_file_others_can_read_is_ignored_with_a_warning(
     assert "mode 0644" in warning and f"chmod 600 {path}" in warning
     # Ignored, so nothing was sent: the controller saw no credential at all.
     assert proc.returncode == 2 and "credential missing" in error
+
+
+def test_a_scoped_read_is_not_complete_when_by_state_does_not_count_every_job() -> None:
+    # A controller whose JobMetrics leaves by_state out: the scoped answer holds none of
+    # the active jobs, and nothing can show it; without the guard 0 of 0 reads complete.
+    from collections import Counter
+
+    with SimCluster(incident(), agents=False, auth="required", jwt_key=KEY) as sim:
+        total = len(sim.state.jobs)
+        sim.state.metrics = lambda: (total, Counter())  # type: ignore[method-assign]
+        with client(sim.controller_address, token=auth.mint(KEY, "ops", admin=True)) as c:
+            view = c.view()
+    assert view.bounded and view.active_read == 0
+    assert not view.complete
+    assert any("by_state does not count every job" in n for n in view.read_notes)
