@@ -100,8 +100,34 @@ def _expand_nodeset(hostlist: str) -> frozenset[str]:
         )
     try:
         return frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
-    except NodeSetError as exc:
-        raise SpurctlError(f"bad hostlist {hostlist!r}: {exc}; {_HINT}") from None
+    except NodeSetError:
+        raise SpurctlError(f"bad hostlist {hostlist!r}: {_what_is_wrong(text)}; {_HINT}") from None
+
+
+_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _what_is_wrong(text: str) -> str:
+    """Why a hostlist does not read, in an operator's words (not ClusterShell's)."""
+    depth = 0
+    for c in text:
+        depth += {"[": 1, "]": -1}.get(c, 0)
+        if depth < 0 or depth > 1:
+            return "its brackets do not pair up (one level of [...] per name)"
+    if depth:
+        return "a '[' is never closed"
+    for inner in _BRACKETED.findall(text):
+        if not inner.strip():
+            return "an empty [] names no number"
+        for item in inner.split(","):
+            lo, dash, hi = item.strip().partition("-")
+            if not lo.isdigit() or (dash and not hi.isdigit()):
+                return f"[{inner}] holds {item.strip()!r}: only numbers and ranges like 001-024"
+            if dash and int(lo) > int(hi):
+                return f"the range {lo}-{hi} runs backwards: write {hi}-{lo}"
+            if dash and len(lo) != len(hi) and (lo.startswith("0") or hi.startswith("0")):
+                return f"the range {lo}-{hi} mixes paddings: give both ends the same width"
+    return "it is not a hostlist"
 
 
 def expand(hostlist: str) -> frozenset[str]:
@@ -264,10 +290,7 @@ def parse_scope(hostlist: str) -> frozenset[str]:
         raise SpurctlError(f"bad hostlist {hostlist!r}: {shown} not allowed; {_HINT}")
     if any(not part.strip() for part in _top_level_parts(text)):
         # Spur skips an empty part of a job's nodelist; an operator's is likely a typo.
-        raise SpurctlError(
-            f"bad hostlist {hostlist!r}: missing nodeset operand (an empty part between "
-            f"commas); {_HINT}"
-        )
+        raise SpurctlError(f"bad hostlist {hostlist!r}: an empty name between commas; {_HINT}")
     names = expand(text)
     for name in sorted(names):
         if not is_node_name(name):
