@@ -6,6 +6,7 @@ that use them, so `spurctl --help` and `--version` stay fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -489,6 +490,10 @@ def _usage_error(exc: Exception) -> str | None:
 
 def main() -> None:
     """Console entry point: one clear line and exit 2 for every operator error."""
+    if "--debug" not in sys.argv[1:]:
+        # grpc's C core logs handshake and connection trouble to stderr itself; the
+        # error line says it in the operator's words (set before grpc is imported).
+        os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
         code = app(standalone_mode=False)
     except SpurctlError as exc:

@@ -86,6 +86,11 @@ def _unavailable_reason(details: str) -> str:
     first = details.splitlines()[0] if details else "unavailable"
     if "resolving" in first or "DNS resolution failed" in first:
         return "cannot resolve the host name"
+    if "WRONG_VERSION_NUMBER" in first:
+        return "TLS handshake failed: the endpoint does not speak TLS; for a plain one use http://"
+    if "handshake failed" in first.lower():
+        return "TLS handshake failed: check the certificate authority (--tls-ca)"
+    first = first.removesuffix(": OK")  # grpc appends the status it never reached
     _, marker, reason = first.rpartition("Failed to connect to remote host:")
     return reason.strip().lower() if marker and reason.strip() else first
 

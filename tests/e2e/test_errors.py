@@ -230,8 +230,17 @@ def huge_inventory_line(w: World) -> tuple[list[str], list[str]]:
     return audit_at(w.url, "--inventory", str(path)), [str(path), "line 2", "65 MiB", "64 MiB"]
 
 
+def https_to_a_plain_controller(w: World) -> tuple[list[str], list[str]]:
+    # grpc's own handshake log line stays out of stderr, and no ": OK)" tail.
+    url = w.url.replace("http://", "https://")
+    return audit_at(url, "--inventory", w.inventory, "--timeout", "5"), [
+        "TLS handshake failed: the endpoint does not speak TLS; for a plain one use http://)"
+    ]
+
+
 CASES: dict[str, Case] = {
     "controller-unreachable": unreachable,
+    "https-to-a-plain-controller": https_to_a_plain_controller,
     "every-ha-endpoint-down": all_down,
     "timeout": timeout,
     "credential-missing": credential(lambda: None, ["credential missing", "--token"]),
