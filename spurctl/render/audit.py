@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -379,8 +380,13 @@ def print_audit(report: AuditReport, fmt: AuditFormat | str, file: TextIO | None
     """Write the report to `file` (default stdout); the table is coloured on a terminal."""
     fmt = choose(AuditFormat, fmt)
     out = sys.stdout if file is None else file
-    if fmt is AuditFormat.TABLE and out.isatty():
+    # FORCE_COLOR colours a table sent down a pipe (`| less -R`); NO_COLOR wins over it,
+    # as rich decides.
+    forced = bool(os.environ.get("FORCE_COLOR")) and not os.environ.get("NO_COLOR")
+    if fmt is AuditFormat.TABLE and (out.isatty() or forced):
         console = terminal_console(out)
+        if not out.isatty():
+            console.width = pipe_width()
         for renderable in audit_view(report):
             console.print(renderable)
     else:

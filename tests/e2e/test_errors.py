@@ -387,3 +387,16 @@ def test_a_cluster_key_others_can_read_is_one_warning(world: World, tmp_path: Pa
         assert proc.returncode == 0, proc.stderr
         assert stderr_lines(proc) == [f"spurctl: warning: {expected}"]
         assert KEY not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "coloured"),
+    [({"FORCE_COLOR": "1"}, True), ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False), ({}, False)],
+)
+def test_force_color_colours_a_piped_table_and_no_color_wins(
+    world: World, tmp_path: Path, env: dict[str, str], coloured: bool
+) -> None:
+    proc = run_cli(*audit_at(world.url, "--inventory", world.inventory), home=tmp_path, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert ("\x1b[" in proc.stdout) is coloured
+    assert "gpu021.cluster.local" in proc.stdout
