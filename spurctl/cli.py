@@ -490,12 +490,18 @@ def _usage_error(exc: Exception) -> str | None:
 
 def main() -> None:
     """Console entry point: one clear line and exit 2 for every operator error."""
-    if "--debug" not in sys.argv[1:]:
+    args = sys.argv[1:]
+    end = args.index("--") if "--" in args else len(args)
+    debug = "--debug" in args[:end]
+    if debug:
+        # `spurctl audit --debug` means what `spurctl --debug audit` does.
+        args = ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
+    else:
         # grpc's C core logs handshake and connection trouble to stderr itself; the
         # error line says it in the operator's words (set before grpc is imported).
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
-        code = app(standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except SpurctlError as exc:
         if _state["debug"]:
             import traceback

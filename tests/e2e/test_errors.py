@@ -284,11 +284,14 @@ def test_an_operator_error_is_one_line_on_stderr_with_exit_2(
     one_line_error(run_cli(*args, home=tmp_path), *words)
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
 def test_with_debug_an_operator_error_adds_a_traceback_and_still_ends_in_the_line(
-    world: World, tmp_path: Path
+    world: World, tmp_path: Path, where: str
 ) -> None:
     url = dead_url()
-    proc = run_cli("--debug", *audit_at(url, "--inventory", world.inventory), home=tmp_path)
+    args = audit_at(url, "--inventory", world.inventory)
+    args = ["--debug", *args] if where == "before" else [*args, "--debug"]
+    proc = run_cli(*args, home=tmp_path)
     assert proc.returncode == 2
     assert "Traceback" in proc.stderr
     assert stderr_lines(proc)[-1].startswith("spurctl: error: the controller did not answer")
