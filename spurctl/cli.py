@@ -367,11 +367,9 @@ def node_inventory(
 
     inventory, denied = scan_this_node(cgroup_root, proc_root, hostname)
     if denied:
-        print(
-            f"spurctl: warning: the environment of {denied} process(es) could not be read "
-            "(permission denied); jobs only they belong to are missing. Run as root.",
-            file=sys.stderr,
-        )
+        from spurctl.render.collect import unreadable_environments
+
+        print(unreadable_environments(denied, as_root=os.geteuid() == 0), file=sys.stderr)
     write_output(dump_json(inventory_to_dict(inventory), indent=None) + "\n", output)
 
 

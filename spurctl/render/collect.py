@@ -31,3 +31,19 @@ def _fold(names: list[str]) -> str:
     # Names with hostlist syntax characters would fold into something else; list them as is.
     folded = [fold(foldable)] if foldable else []
     return ",".join(folded + [repr(n) for n in names if not is_node_name(n)])
+
+
+def unreadable_environments(count: int, *, as_root: bool) -> str:
+    """node-inventory's warning when processes' environments could not be read: run as
+    root, unless it already was (then something beyond root's rights stopped it)."""
+    remedy = (
+        "something beyond root's rights stopped it (a security module, or /proc mounted "
+        "with hidepid); check how /proc is mounted"
+        if as_root
+        else "run it as root"
+    )
+    return (
+        f"spurctl: warning: the environment of {count} process{'es' if count != 1 else ''} "
+        f"could not be read (permission denied), so jobs only they belong to are missing: "
+        f"{remedy}."
+    )

@@ -591,3 +591,13 @@ def test_unknown_format_is_an_operator_error_naming_the_choices(fmt: str) -> Non
     assert str(exc.value) == expected
     with pytest.raises(SpurctlError):
         print_audit(_report(), fmt, file=io.StringIO())
+
+
+def test_node_inventory_never_tells_root_to_run_as_root() -> None:
+    from spurctl.render.collect import unreadable_environments
+
+    as_user = unreadable_environments(3, as_root=False)
+    as_root = unreadable_environments(1, as_root=True)
+    assert "3 processes could not be read" in as_user and as_user.endswith("run it as root.")
+    assert "1 process could not be read" in as_root
+    assert "run it as root" not in as_root and "hidepid" in as_root
