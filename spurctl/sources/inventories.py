@@ -115,14 +115,50 @@ def _load_inventories(sources: Sequence[str], warn: Callable[[str], None]) -> li
             text = _read(stdin, "<stdin>") if stdin is not None else sys.stdin.read()
             add(parse_inventory_records(text, name="<stdin>"))
             continue
-        for f in _files(Path(source), warn):
+        files = _files(Path(source), warn)
+        from_dir = files != [Path(source)]
+        for f in files:
             try:
                 with open(f, "rb") as fh:
                     text = _read(fh, str(f))
             except OSError as exc:
                 raise SpurctlError(f"cannot read inventory {f}: {exc.strerror}") from None
+            other = _other_document(text) if from_dir else None
+            if other is not None:
+                # Found in a directory, not named: someone else's file. Skipping it
+                # loses nothing: the node it would have covered is not-inventoried.
+                warn(f"--inventory {source}: skipped {f.name}: {other}, not a spurctl inventory")
+                continue
             add(parse_inventory_records(text, name=str(f)))
     return out
+
+
+def _other_document(text: str) -> str | None:
+    """What a JSON document that is plainly not an inventory is ("schema 'x'", "no
+    schema"); None for an inventory, or for text that does not read (the parser then
+    says what is wrong with it, as for any broken inventory)."""
+    import json
+
+    from spurctl.sources.documents import INVENTORY_SCHEMA
+
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        doc = json.loads(first)
+    except ValueError:
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return None
+    if isinstance(doc, list):
+        doc = doc[0] if doc else None
+    if not isinstance(doc, dict):
+        return "JSON without a schema" if doc is not None else None
+    schema = doc.get("schema")
+    if schema == INVENTORY_SCHEMA:
+        return None
+    if isinstance(schema, str) and schema.startswith("spurctl.inventory/"):
+        return None  # a newer inventory version: the parser names the version
+    return "no schema" if schema is None else f"schema {str(schema)[:60]!r}"
 
 
 _NEVER = datetime.min.replace(tzinfo=UTC)

@@ -290,3 +290,31 @@ def test_an_inventory_directory_reads_regular_files_only_and_says_what_it_skippe
     assert "notes.txt" not in warning
     with pytest.raises(SpurctlError, match="symlink loop"):
         load_inventories([str(tmp_path / "loop.jsonl")])
+
+
+def test_an_unrelated_json_file_in_an_inventory_directory_is_named_and_skipped(
+    tmp_path: Path,
+) -> None:
+    from spurctl.sources.inventories import load_inventories
+
+    (tmp_path / "gpu001.json").write_text(_inv("gpu001"))
+    (tmp_path / "package.json").write_text('{\n  "name": "dashboard"\n}\n')
+    (tmp_path / "audit.json").write_text('{"schema": "spurctl.audit/v1", "findings": []}')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    warnings: list[str] = []
+    invs = load_inventories([str(tmp_path)], warnings.append)
+    assert [i.node for i in invs] == ["gpu001"]
+    assert sorted(warnings) == [
+        f"--inventory {tmp_path}: skipped audit.json: schema 'spurctl.audit/v1', "
+        "not a spurctl inventory",
+        f"--inventory {tmp_path}: skipped list.json: JSON without a schema, not a spurctl "
+        "inventory",
+        f"--inventory {tmp_path}: skipped package.json: no schema, not a spurctl inventory",
+    ]
+    # Named explicitly, the same file is an error: the operator meant it.
+    with pytest.raises(SpurctlError, match=r"package\.json"):
+        load_inventories([str(tmp_path / "package.json")])
+    # A broken inventory in the directory is still an error, never skipped.
+    (tmp_path / "gpu002.json").write_text('{"schema": "spurctl.inventory/v1", "node": 7}')
+    with pytest.raises(SpurctlError, match=r"gpu002\.json"):
+        load_inventories([str(tmp_path)], warnings.append)
