@@ -126,6 +126,7 @@ def classify(
     spoken_for: set[str] = set()  # loose keys of the names the inventories in scope speak for
     ages: dict[str, float] = {}  # inventory age by inventory node, where it was read
     held_by_exact_name: dict[str, Inventory] = {}
+    empty: dict[str, float | None] = {}  # inventory nodes that hold nothing, with their age
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
         node, mismatch, heartbeat = names.controller_name(inv)
@@ -154,6 +155,8 @@ def classify(
             findings.append(
                 _node_finding(inv.node, Kind.NAME_MISMATCH, _mismatch_reason(mismatch), age=age)
             )
+        if not inv.held:
+            empty[inv.node] = age
         for holding in inv.held:
             job, asked = _controller_job(view, confirmed, holding.job_id)
             held = _Held(node, inv.node, holding, job, asked, loose_match=mismatch, age=age)
@@ -181,6 +184,20 @@ def classify(
         notes.append(
             f"controller view is incomplete ({view.coverage()}): "
             "phantom-alloc, excess-alloc and lost-on-node are withheld"
+        )
+    if include_healthy:
+        # --all: a node that holds nothing and has no finding still gets its row.
+        shown = {f.node for f in findings}
+        findings.extend(
+            _node_finding(
+                name,
+                Kind.HEALTHY,
+                f"{name} holds no job"
+                + (", and the controller runs none there" if view.complete else ""),
+                age=age,
+            )
+            for name, age in empty.items()
+            if name not in shown
         )
     notes.extend(
         f"job {job_id}'s nodelist {nodelist!r} is not a valid hostlist; "

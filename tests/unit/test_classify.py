@@ -915,3 +915,14 @@ def test_a_target_name_mismatch_says_which_name_spur_compares() -> None:
     )
     reasons = [f.reason for f in disagree.findings]
     assert any("name several controller nodes" in r and "'gpu018'" in r for r in reasons)
+
+
+def test_with_all_a_node_that_holds_nothing_still_gets_a_row() -> None:
+    running = job(1, JobState.RUNNING, NODES[0])
+    inventories = invs(inv(NODES[0], held(1)), inv(NODES[1]))
+    shown = classify(view(running), inventories, watermark=2, include_healthy=True).findings
+    quiet = [f for f in shown if f.node == NODES[1]]
+    assert [(f.kind, f.action, f.job_id) for f in quiet] == [(Kind.HEALTHY, Action.NONE, None)]
+    assert quiet[0].reason == f"{NODES[1]} holds no job, and the controller runs none there"
+    hidden = classify(view(running), inventories, watermark=2).findings
+    assert not [f for f in hidden if f.node == NODES[1]]
