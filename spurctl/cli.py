@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -482,8 +482,27 @@ def _usage_error(exc: Exception) -> str | None:
             return ""
         ctx = getattr(exc, "ctx", None)
         where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+        no_option = getattr(click_exceptions, "NoSuchOption", None)
+        if no_option is not None and isinstance(exc, no_option):
+            return f"no such option: {exc.option_name}{_close(exc)}{where}"
         return f"{exc.format_message().rstrip('.')}{where}"
     return None
+
+
+def _close(exc: Any) -> str:
+    """The options close to what was typed, as a suggestion ("" when none is close):
+    Click offers every option sharing a few letters (`--formt`: --fanout, --format)."""
+    import difflib
+
+    typed = exc.option_name
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, typed, p).ratio(), p) for p in exc.possibilities or ()),
+        reverse=True,
+    )
+    close = [p for score, p in scored if score >= 0.6 and score >= scored[0][0] - 0.05]
+    if not close:
+        return ""
+    return f"; did you mean {' or '.join(sorted(close))}?"
 
 
 def main() -> None:

@@ -238,6 +238,15 @@ def https_to_a_plain_controller(w: World) -> tuple[list[str], list[str]]:
     ]
 
 
+def misspelt_option(w: World) -> tuple[list[str], list[str]]:
+    # Click would offer "--fanout, --format": only the close one is suggested.
+    return audit_at(w.url, "--formt", "json"), ["no such option: --formt; did you mean --format?"]
+
+
+def far_option(w: World) -> tuple[list[str], list[str]]:
+    return audit_at(w.url, "--xyz"), ["no such option: --xyz; see `", "audit --help`"]
+
+
 CASES: dict[str, Case] = {
     "controller-unreachable": unreachable,
     "https-to-a-plain-controller": https_to_a_plain_controller,
@@ -267,6 +276,8 @@ CASES: dict[str, Case] = {
     "unwritable-journal": unwritable_journal,
     "unwritable-snapshot": unwritable_snapshot,
     "unknown-option": unknown_option,
+    "misspelt-option": misspelt_option,
+    "far-option": far_option,
     "missing-option": missing_option,
     "inventory-symlink-loop": symlink_loop_inventory,
     "inventory-not-utf8": not_utf8_inventory,
