@@ -32,6 +32,7 @@ app = typer.Typer(
     "controller's view, explain each discrepancy, and reclaim stranded allocations safely.",
     epilog="\b\nExample:\n  spurctl audit --nodes 'gpu[001-128]' --collect",
     no_args_is_help=True,
+    add_completion=False,  # one way to install: the scripts in completions/ (README)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -517,6 +518,12 @@ def main() -> None:
         # grpc's C core logs handshake and connection trouble to stderr itself; the
         # error line says it in the operator's words (set before grpc is imported).
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    if "_SPURCTL_COMPLETE" in os.environ:
+        # The scripts in completions/ call back here; Typer registers its shells only
+        # when it adds its own --install-completion, which spurctl leaves out.
+        from typer.completion import completion_init
+
+        completion_init()
     try:
         code = app(args=args, standalone_mode=False)
     except SpurctlError as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from spurctl.cli import app
 
 ROOT = typer.main.get_command(app)
+ROOT_DIR = Path(__file__).resolve().parents[2]
 # click never draws help wider than 80 columns; pin it so the terminal running
 # the tests cannot change what "one line" means.
 WIDTH = 80
@@ -138,3 +140,11 @@ def parse(argv: list[str]) -> None:
         if at == len(args):
             return
         cmd, args = subcommands[args[at]], args[at + 1 :]
+
+
+def test_completion_is_installed_one_way_only() -> None:
+    page = "\n".join(help_page(()))
+    assert "--install-completion" not in page and "--show-completion" not in page
+    readme = (ROOT_DIR / "README.md").read_text()
+    for directory in ("~/.local/share/bash-completion/completions", "~/.config/fish/completions"):
+        assert f"mkdir -p {directory}" in readme  # the copy below it cannot fail for want of it
