@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from spurctl.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
 from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
+from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, watermark_for
 from spurctl.sources.inventories import Sources, gather_holdings
 
@@ -48,8 +49,8 @@ def post_wipe(
         unknown = sorted(set(scope) - set(view.nodes) - {inv.node for inv in invs})
         if unknown:
             raise SpurctlError(
-                f"unknown node(s) {', '.join(unknown[:5])}: the controller has no such node "
-                "and no inventory names it; check --nodes"
+                f"unknown node{'s' if len(unknown) > 1 else ''} {fold(unknown)}: the controller "
+                "has no such node and no inventory names it; check --nodes"
             )
     confirmed = (
         # No doubt filter, unlike the audit's: a NOT_FOUND that hides a live job

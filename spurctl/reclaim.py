@@ -41,7 +41,7 @@ from spurctl.decide.plan import (
     unmatched_jobs,
 )
 from spurctl.errors import SpurctlError, redact
-from spurctl.hostlist import named_nodes
+from spurctl.hostlist import fold, named_nodes
 from spurctl.model import AuditReport, Job, utcnow
 
 if TYPE_CHECKING:
@@ -520,8 +520,8 @@ def prepare(
     unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes and n not in speaks_for)
     if unknown_nodes:
         raise SpurctlError(
-            f"unknown node(s) {', '.join(unknown_nodes[:5])}: the controller has no such node; "
-            "check the names with `spurctl audit --all`"
+            f"unknown node{'s' if len(unknown_nodes) > 1 else ''} {fold(unknown_nodes)}: the "
+            "controller has no such node; check the names with `spurctl audit --all`"
         )
     path = journal_path or default_path()
     collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}

@@ -542,7 +542,7 @@ def test_bad_usage_is_refused_with_one_line_and_exit_2(
         "--nodes",
         "gpu[001-002],gpu999",
     )
-    assert code == 2 and "unknown node(s) gpu999" in err
+    assert code == 2 and "unknown node gpu999:" in err
 
 
 # -- a credential-scoped view --------------------------------------------------------

@@ -121,4 +121,16 @@ def test_reclaim_still_refuses_a_name_nothing_speaks_for(sim: SimCluster, tmp_pa
             "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
         },
     )  # fmt: skip
-    assert run.returncode == 2 and "unknown node(s) gpu999.cluster.local" in run.stderr
+    assert run.returncode == 2 and "unknown node gpu999.cluster.local:" in run.stderr
+
+
+def test_many_unknown_nodes_are_folded_not_cut_short(sim: SimCluster, tmp_path: Path) -> None:
+    inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+    run = run_cli(
+        "reclaim", "--node", "gpu[901-908]", "--inventory", str(inventory), "--dry-run",
+        env={
+            "SPUR_CONTROLLER_ADDR": sim.controller_address,
+            "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
+        },
+    )  # fmt: skip
+    assert run.returncode == 2 and "unknown nodes gpu[901-908]:" in run.stderr, run.stderr
