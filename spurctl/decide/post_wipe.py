@@ -50,12 +50,14 @@ CLOCK_SKEW = timedelta(seconds=60)
 class Hazard(enum.StrEnum):
     """What a held id means after a wipe."""
 
-    ABOVE_WATERMARK = "above-watermark"
-    REISSUED = "reissued"
-    UNTRACKED_BELOW_WATERMARK = "untracked-below-watermark"
+    # Named as the audit names the same finding (model.Kind), so one word means one
+    # thing in every report.
+    ABOVE_WATERMARK = "above-watermark-unknown"
+    REISSUED = "id-reuse-suspected"
+    UNTRACKED_BELOW_WATERMARK = "below-watermark-unknown"
     # Not a hazard as far as anyone can tell, but not provably safe either: the
     # inventory lacks the run's start time, or the controller could not be asked.
-    UNDETERMINED = "undetermined"
+    UNDETERMINED = "unverifiable"
     HEALTHY = "healthy"
 
     @property

@@ -167,14 +167,14 @@ def test_above_watermark_ids_say_how_many_submissions_until_they_are_cancelled(
         ("gpu006", 61): 21,
     }
     h44 = held(doc, "gpu001")[44]
-    assert h44["hazard"] == "above-watermark"
+    assert h44["hazard"] == "above-watermark-unknown"
     assert "at most 4 more submissions" in h44["reason"]
     assert "once it issues id 44" in h44["reason"]
 
     # A watermark the operator knows moves the distance, and an id it passed is due now.
     _, doc = checklist_json(sim, inv, "--watermark", "50")
     assert doc["watermark"] == {"value": 50, "source": "flag"}
-    assert held(doc, "gpu001")[44]["hazard"] == "untracked-below-watermark"
+    assert held(doc, "gpu001")[44]["hazard"] == "below-watermark-unknown"
     assert "next heartbeat" in held(doc, "gpu001")[44]["reason"]
     assert held(doc, "gpu002")[57]["submissions_until"] == 8
     assert "8 more submissions" in held(doc, "gpu002")[57]["reason"]
@@ -188,7 +188,7 @@ def test_reissued_ids_name_the_new_runs_node_and_what_the_controller_will_do(
     inv = sim.write_inventories(tmp_path / "before.jsonl")
     _, doc = checklist_json(sim, inv)
     h23 = held(doc, "gpu003")[23]
-    assert h23["hazard"] == "reissued"
+    assert h23["hazard"] == "id-reuse-suspected"
     assert h23["new_run_nodes"] == "gpu010"
     assert h23["controller_state"] == "RUNNING"
     assert "RUNNING on gpu010" in h23["reason"]
@@ -196,11 +196,11 @@ def test_reissued_ids_name_the_new_runs_node_and_what_the_controller_will_do(
     assert "silently sharing id 23" in h23["reason"]
 
     h12 = held(doc, "gpu004")[12]
-    assert (h12["hazard"], h12["controller_state"]) == ("reissued", "COMPLETED")
+    assert (h12["hazard"], h12["controller_state"]) == ("id-reuse-suspected", "COMPLETED")
     assert "has ended COMPLETED" in h12["reason"]
 
     h35 = held(doc, "gpu005")[35]
-    assert (h35["hazard"], h35["controller_state"]) == ("reissued", "PENDING")
+    assert (h35["hazard"], h35["controller_state"]) == ("id-reuse-suspected", "PENDING")
     assert "collides" in h35["reason"]
 
 
@@ -291,7 +291,8 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     assert positions == sorted(positions)
     table = [line for line in md.splitlines() if line.startswith("| gpu")]
     assert len(table) == 8  # one row per held id on gpu001-007
-    assert any(r.startswith("| gpu003 | 23 | **reissued** |") and "gpu010" in r for r in table)
+    reissued = "| gpu003 | 23 | **id-reuse-suspected** |"
+    assert any(r.startswith(reissued) and "gpu010" in r for r in table)
     # The by-hand steps say so.
     assert "- [ ] **Stop submissions** *(by hand)*" in md
 
@@ -452,8 +453,8 @@ def test_a_node_still_holding_a_hazard_keeps_its_boxes_open_and_is_named(
     assert doc["nodes_to_recycle"] == ["gpu002", "gpu005"]
     check = step(doc, StepId.VERIFY_INVENTORIES)
     assert check["done"] is False
-    assert "gpu002: still holds 63 (above-watermark)" in check["detail"]
-    assert "gpu005: still holds 35 (reissued)" in check["detail"]
+    assert "gpu002: still holds 63 (above-watermark-unknown)" in check["detail"]
+    assert "gpu005: still holds 35 (id-reuse-suspected)" in check["detail"]
     restart = step(doc, StepId.RESTART_AGENTS)
     # gpu002's agent did restart after 63 began; gpu005's never did.
     assert restart["done"] is False
@@ -565,10 +566,10 @@ def test_scoped_credential_does_not_mislabel_another_users_job(
     assert {n["node"] for n in doc["nodes"]} == set(PRE_WIPE)
     # dmitri's reissued 23 is still called reissued; its nodelist is hidden from alice.
     h23 = held(doc, "gpu003")[23]
-    assert h23["hazard"] == "reissued"
+    assert h23["hazard"] == "id-reuse-suspected"
     assert "hidden from this credential" in h23["reason"]
     # Only NOT_FOUND made 44 untracked.
-    assert held(doc, "gpu001")[44]["hazard"] == "above-watermark"
+    assert held(doc, "gpu001")[44]["hazard"] == "above-watermark-unknown"
 
 
 def test_scoped_view_judges_other_users_runs_by_getjob_not_by_absence() -> None:
@@ -690,7 +691,7 @@ def test_a_pre_wipe_run_that_outlived_the_restart_keeps_the_stop_step_open(
     assert code == 1
     stop = step(doc, StepId.STOP_RUNS)
     assert stop["done"] is False
-    assert "gpu002: still holds 63 (above-watermark)" in stop["detail"]
+    assert "gpu002: still holds 63 (above-watermark-unknown)" in stop["detail"]
     assert "63 outlived spurd's restart" in stop["detail"]
     assert "spurctl node-release --job 63 --started-at" in stop["command"]
     assert step(doc, StepId.VERIFY_INVENTORIES)["done"] is False

@@ -237,3 +237,10 @@ def test_a_pre_wipe_run_left_after_a_restart_keeps_the_stop_step_open() -> None:
     )
     steps = [s.id for s in build_steps(a, ["a1"], verify=True)]
     assert steps.index(StepId.STOP_RUNS) < steps.index(StepId.RESTART_AGENTS)
+
+
+def test_every_hazard_is_named_as_the_audit_names_it() -> None:
+    from spurctl.decide.post_wipe import Hazard
+    from spurctl.model import Kind
+
+    assert {h.value for h in Hazard} <= {k.value for k in Kind}
