@@ -32,6 +32,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from spurctl import hostlist
+from spurctl.decide.reasons import plural
 from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 from spurctl.render.common import write_output
 
@@ -305,7 +306,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         refusals = [r for r in sim.refusals if r.endpoint != "controller"]
         records = len(cluster.journal.read_text().splitlines()) if cluster.journal.exists() else 0
         say.say(
-            f"The agents accepted {len(accepted)} cancel(s), "
+            f"The agents accepted {plural(len(accepted), 'cancel')}, "
             f"{sum(1 for s in subjects if s == 'spurctld')} carrying a verified `spurctld` "
             f"credential, and refused {len(refusals)}. The journal holds {records} records "
             "(an intent before and an outcome after each cancel)."

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from spurctl.decide.reasons import plural
 from spurctl.decide.release import held_run, refusal, signalled
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory, format_time
@@ -84,8 +85,8 @@ class Released:
             f"{len(self.killed)} killed after the grace period",
         ]
         if self.cgroup_killed:
-            parts.append(f"cgroup.kill written in {len(self.cgroup_killed)} cgroup(s)")
-        parts.append(f"{len(self.removed)} job cgroup(s) removed")
+            parts.append(f"cgroup.kill written in {plural(len(self.cgroup_killed), 'cgroup')}")
+        parts.append(f"{plural(len(self.removed), 'job cgroup')} removed")
         if self.survivors:
             parts.append(f"still running: {_pids(self.survivors)}")
         if self.left:

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from spurctl import hostlist
 from spurctl.decide.classify import controller_decision
-from spurctl.decide.reasons import when
+from spurctl.decide.reasons import plural, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     AgentProcess,
@@ -423,8 +423,8 @@ def assess(
             "every held id it lacks was asked about with GetJob, and only NOT_FOUND counts as "
             "untracked"
             if not unasked
-            else f"{unasked} held id(s) it lacks could not be confirmed with GetJob and are "
-            "undetermined"
+            else f"{plural(unasked, 'held id')} it lacks could not be confirmed with GetJob "
+            "and are undetermined"
         )
         notes.insert(
             0,

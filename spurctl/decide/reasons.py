@@ -27,6 +27,11 @@ def id_ranges(ids: Iterable[int]) -> str:
     return hostlist.ranges(ids)
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """'1 node', '3 nodes', '2 processes' (`many` when adding an s is wrong)."""
+    return f"{count:,} {word if count == 1 else many or word + 's'}"
+
+
 def when(t: datetime, now: datetime) -> str:
     """'10:05 UTC' on the view's day, with the date otherwise."""
     return t.strftime("%H:%M UTC" if t.date() == now.date() else "%Y-%m-%d %H:%M UTC")

@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
+from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
 from spurctl.model import Finding, format_time
@@ -109,7 +110,7 @@ def watch_renderable(
         nodes = fold(sorted({t.finding.node for t in stranded}))
         after_findings.append(
             Text(
-                f"STRANDED: {len(stranded)} reclaimable holding(s) outlived two agent "
+                f"STRANDED: {plural(len(stranded), 'reclaimable holding')} outlived two agent "
                 f"heartbeats ({heartbeats} s): the controller is not releasing them. "
                 f"Reclaim with: spurctl reclaim --node '{nodes}'",
                 style="bold red",
@@ -120,7 +121,7 @@ def watch_renderable(
         nodes = fold(sorted({t.finding.node for t in stale}))
         after_findings.append(
             Text(
-                f"stale inv: {len(stale)} reclaim finding(s) on {nodes} cannot be called "
+                f"stale inv: {plural(len(stale), 'reclaim finding')} on {nodes} cannot be called "
                 "stranded: their inventories were not re-collected since first seen. "
                 "Re-collect into the --inventory files (spurctl collect -o FILE) or watch "
                 "with --collect.",

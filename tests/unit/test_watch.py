@@ -334,7 +334,7 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
         "job",
     ]
     assert (
-        "STRANDED: 1 reclaimable holding(s) outlived two agent heartbeats (60 s): the "
+        "STRANDED: 1 reclaimable holding outlived two agent heartbeats (60 s): the "
         "controller is not releasing them. Reclaim with: spurctl reclaim --node 'gpu017'"
     ) in text
     assert "stale inv" not in text
