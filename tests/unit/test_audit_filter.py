@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from spurctl.render.audit import (
     filter_notice,
     render_audit,
 )
-from spurctl.render.common import summary_line
+from spurctl.render.common import summary_line, write_output
 from tests.unit.test_render import _report
 
 
@@ -78,3 +79,13 @@ def test_one_hostlist_refuses_two_and_names_their_union() -> None:
         one_hostlist(["gpu[3-4]", "gpu5"])
     with pytest.raises(SpurctlError, match=r"give one hostlist$"):
         one_hostlist(["gpu3", "gpu[9-"])
+
+
+def test_a_failed_write_leaves_neither_a_changed_file_nor_a_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "spurctl.prom"
+    target.mkdir()  # the rename over a directory fails after the temp file is written
+    (target / "kept").write_text("old")
+    with pytest.raises(SpurctlError, match=r"^cannot write .*spurctl\.prom: "):
+        write_output("# new report\n", target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spurctl.prom"]
+    assert (target / "kept").read_text() == "old"
