@@ -95,6 +95,8 @@ def snapshot(
 
 @app.command(
     epilog="\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
+    "  spurctl audit -w 'gpu[001-128]' --collect --kind active-elsewhere --action reclaim\n"
+    "  spurctl audit --collect --format prometheus -o /var/lib/node_exporter/spurctl.prom\n"
     "  spurctl audit --collect --watch",
 )
 @opt.connected()
@@ -108,6 +110,9 @@ def audit(
     watch: opt.AuditWatchOpt = False,
     interval: opt.AuditIntervalOpt = None,
     rounds: opt.AuditRoundsOpt = None,
+    kind: opt.AuditKindOpt = None,
+    action: opt.AuditActionOpt = None,
+    output: opt.AuditOutputOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -116,16 +121,23 @@ def audit(
     Prints every finding with the reason for it. Exit 0: nothing needs action;
     1: findings need action (reclaim or investigate); 2: error.
 
+    --kind and --action choose the findings shown; the summary and the exit
+    status still count every finding, and the output says how many were hidden.
+    -o FILE replaces FILE only once the whole report is written.
+
     With --watch, re-audits every --interval and shows how long each finding has
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
     from spurctl import audit as use_case
-    from spurctl.render.audit import print_audit
+    from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
 
     src = holdings.sources(nodes, snapshot)
+    only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
     if watch:
         use_case.check_watch(src, fmt)
+        if only.active or output is not None:
+            fail("--kind, --action and -o do not apply with --watch (it redraws the terminal)")
     elif interval is not None or rounds is not None:
         fail("--interval and --rounds only apply with --watch")
     connection = None if snapshot is not None else conn.connect()
@@ -153,7 +165,13 @@ def audit(
             fail(f"the last round failed: {last.error}")
         raise typer.Exit(last.exit_status)
     report, _ = use_case.run_audit(src, connection, watermark=watermark, include_healthy=show_all)
-    print_audit(report, fmt)
+    notice = filter_notice(report, fmt, only)
+    if output is None:
+        print_audit(report, fmt, only=only)
+    else:  # whole or not at all: a textfile collector must never read half a report
+        write_output(render_audit(report, fmt, only=only), output)
+    if notice is not None:
+        print(notice, file=sys.stderr)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
@@ -161,7 +179,8 @@ def audit(
 
 
 @app.command(
-    epilog="\b\nExample:\n  spurctl reclaim --node gpu017 --collect --dry-run",
+    epilog="\b\nExamples:\n  spurctl reclaim --node gpu017 --collect --dry-run\n"
+    "  spurctl reclaim -w 'gpu[003-008]' --collect",
 )
 @opt.connected(agents=True)
 @opt.with_holdings()
@@ -181,13 +200,13 @@ def reclaim(
 ) -> None:
     """Cancel the stranded holdings of these nodes, safely.
 
-    Acts on the reclaimable findings of --node only: each is re-checked against
-    the controller just before its cancel is sent, journaled, and cancelled on
-    that node alone (the agent's CancelJob with signal 0). Sent is not freed:
-    the agent answers Ok even for a job it does not track, so a cancel counts
-    as done only once a re-collect of its node (--collect, --verify-inventory)
-    shows the job gone; otherwise the run prints the command that confirms it
-    and exits 1.
+    Acts on the reclaimable findings of --node (or --nodes, -w: one option)
+    only: each is re-checked against the controller just before its cancel is
+    sent, journaled, and cancelled on that node alone (the agent's CancelJob
+    with signal 0). Sent is not freed: the agent answers Ok even for a job it
+    does not track, so a cancel counts as done only once a re-collect of its
+    node (--collect, --verify-inventory) shows the job gone; otherwise the run
+    prints the command that confirms it and exits 1.
     """
     import dataclasses
 
@@ -201,10 +220,11 @@ def reclaim(
         unmatched_sentence,
     )
 
+    hostlist = opt.one_hostlist(node)
     connection = conn.connect()
-    src = holdings.sources(node)
+    src = holdings.sources(hostlist)
     prepared = use_case.prepare(
-        node,
+        hostlist,
         src,
         connection,
         jobs=job,

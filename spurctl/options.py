@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from spurctl.errors import SpurctlError
+from spurctl.model import Action, Kind
 from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
@@ -182,7 +183,12 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
 
 NodesOpt = Annotated[
     str | None,
-    typer.Option("--nodes", help="Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200])."),
+    typer.Option(
+        "-w",
+        "--nodes",
+        help="Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]).",
+        metavar="HOSTLIST",
+    ),
 ]
 InventoryOpt = Annotated[
     list[str] | None,
@@ -225,6 +231,67 @@ def format_option(choices: type[Format], command: str, what: str) -> Any:
 
 AuditFormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
 
+Choice = TypeVar("Choice", Kind, Action)
+
+
+def choice_option(choices: type[Choice], name: str, what: str, help_text: str) -> Any:
+    """A repeatable option taking one of `choices`: validated (one line naming them all)
+    and completed from the prefix typed."""
+    values = [c.value for c in choices]
+
+    def parse(value: str | Choice) -> Choice:
+        try:
+            return choices(str(value).strip().lower())
+        except ValueError:
+            raise typer.BadParameter(
+                f"unknown {what} {str(value)!r}; use one of {', '.join(values)}"
+            ) from None
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith((incomplete or "").lower())]
+
+    return typer.Option(
+        name,
+        help=help_text,
+        parser=parse,
+        autocompletion=complete,
+        metavar=what.split()[-1].upper(),
+        show_default=False,
+    )
+
+
+AuditKindOpt = Annotated[
+    list[Kind] | None,
+    choice_option(
+        Kind,
+        "--kind",
+        "finding kind",
+        "Show only findings of this kind (repeatable; the summary and the exit status "
+        "still count every finding). Kinds: " + ", ".join(k.value for k in Kind) + ".",
+    ),
+]
+AuditActionOpt = Annotated[
+    list[Action] | None,
+    choice_option(
+        Action,
+        "--action",
+        "action",
+        "Show only findings with this action (repeatable; with --kind, both must match). "
+        "Actions: " + ", ".join(a.value for a in Action) + ".",
+    ),
+]
+AuditOutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Write the report here instead of stdout: to a temporary file beside it, "
+        "renamed over it once whole (as node_exporter's textfile collector expects), so "
+        "an error leaves the file as it was.",
+        metavar="FILE",
+    ),
+]
+
 
 # -- each command's own options -------------------------------------------------
 
@@ -260,8 +327,38 @@ AuditRoundsOpt = Annotated[
     ),
 ]
 ReclaimNodeOpt = Annotated[
-    str, typer.Option("--node", help="Nodes to act on (Slurm hostlist, e.g. gpu[017,020]).")
+    list[str],
+    typer.Option(
+        "--node",
+        "--nodes",
+        "-w",
+        help="Nodes to act on (Slurm hostlist, e.g. gpu[017,020]); --nodes and -w are the "
+        "same option. Give it once.",
+        metavar="HOSTLIST",
+        show_default=False,
+    ),
 ]
+
+
+def one_hostlist(given: list[str]) -> str:
+    """reclaim's --node/--nodes/-w, given once; given twice is a usage error naming the
+    one hostlist that covers them all (a reclaim never guesses which was meant)."""
+    if len(given) == 1:
+        return given[0]
+    if not given:
+        raise SpurctlError("name the nodes to act on: --node HOSTLIST (or --nodes, -w)")
+    from spurctl.hostlist import fold, parse_scope
+
+    try:
+        joined = f" --node '{fold(n for h in given for n in sorted(parse_scope(h)))}'"
+    except SpurctlError:
+        joined = " one hostlist"
+    raise SpurctlError(
+        f"the nodes were given {len(given)} times ({', '.join(given)}); --node, --nodes and "
+        f"-w are one option: to act on all of them, give{joined}"
+    )
+
+
 ReclaimJobOpt = Annotated[
     list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.")
 ]
@@ -331,7 +428,9 @@ ReclaimFormatOpt = Annotated[
 ChecklistNodesOpt = Annotated[
     str | None,
     typer.Option(
+        "-w",
         "--nodes",
+        metavar="HOSTLIST",
         help="Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
         "to recycle, as its verify command lists them (required).",
     ),
@@ -385,7 +484,9 @@ NodeInventoryOutputOpt = Annotated[
 ]
 CollectNodesOpt = Annotated[
     str,
-    typer.Option("--nodes", help="Hostlist of the nodes, e.g. gpu[001-128,200]."),
+    typer.Option(
+        "-w", "--nodes", help="Hostlist of the nodes, e.g. gpu[001-128,200].", metavar="HOSTLIST"
+    ),
 ]
 CollectCommandOpt = Annotated[
     str,

@@ -58,6 +58,51 @@ FINDING_FIELDS = (
 )
 
 
+# -- --kind / --action: which findings a report shows ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FindingFilter:
+    """Which findings a report shows (`audit --kind`, `--action`; empty: any).
+
+    It chooses the rows only: the summary, the JSON `summary` and the exit
+    status are the whole report's, and every format says how many rows it hid.
+    """
+
+    kinds: tuple[Kind, ...] = ()
+    actions: tuple[Action, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.kinds or self.actions)
+
+    def keeps(self, f: Finding) -> bool:
+        return (not self.kinds or f.kind in self.kinds) and (
+            not self.actions or f.action in self.actions
+        )
+
+    def shown(self, findings: Sequence[Finding]) -> list[Finding]:
+        return [f for f in findings if self.keeps(f)] if self.active else list(findings)
+
+    def flags(self) -> str:
+        """The filter as typed, e.g. `--kind active-elsewhere --action reclaim`."""
+        return " ".join(
+            [*(f"--kind {k.value}" for k in self.kinds)]
+            + [f"--action {a.value}" for a in self.actions]
+        )
+
+    def sentence(self, total: int, shown: int) -> str:
+        """One line: the filter is on, and what it hid from the rows."""
+        hidden = total - shown
+        return (
+            f"Filter {self.flags()}: showing {shown} of {total} findings, "
+            f"{hidden} hidden; the summary and the exit status count all {total}."
+        )
+
+
+NO_FILTER = FindingFilter()
+
+
 # -- the json document -------------------------------------------------------
 
 
@@ -77,12 +122,24 @@ def _finding_to_dict(f: Finding) -> dict[str, Any]:
     }
 
 
-def audit_document(report: AuditReport) -> dict[str, Any]:
-    """The `spurctl.audit/v1` document (docs/contract.md, "Documents"), findings in report order."""
+def audit_document(report: AuditReport, only: FindingFilter = NO_FILTER) -> dict[str, Any]:
+    """The `spurctl.audit/v1` document (docs/contract.md, "Documents"), findings in report
+    order; with a filter on, only the findings it keeps and a `filter` key saying what it
+    hid (the `summary` still counts them all)."""
+    shown = only.shown(report.findings)
+    filtered: dict[str, Any] = {}
+    if only.active:
+        filtered["filter"] = {
+            "kinds": [k.value for k in only.kinds],
+            "actions": [a.value for a in only.actions],
+            "shown": len(shown),
+            "hidden": len(report.findings) - len(shown),
+        }
     return {
         "schema": AUDIT_SCHEMA,
         **report_header(report),
-        "findings": [_finding_to_dict(f) for f in report.findings],
+        **filtered,
+        "findings": [_finding_to_dict(f) for f in shown],
         "summary": {
             "nodes": report.nodes_in_scope,
             "nodes_inventoried": report.nodes_inventoried,
@@ -159,18 +216,26 @@ def audit_view(
     findings: Sequence[Finding] | None = None,
     columns: Sequence[Column] = (),
     after_findings: Iterable[RenderableType] = (),
+    only: FindingFilter = NO_FILTER,
 ) -> list[RenderableType]:
-    """The notes, the findings (default: the report's) or that there are none,
-    `after_findings`, then the summary and where the view came from."""
+    """The notes, the findings (default: the report's) `only` keeps or that there are
+    none, `after_findings`, the filter's line when one is on, then the summary and where
+    the view came from."""
     findings = report.findings if findings is None else findings
+    total = len(findings)
+    findings = only.shown(findings)
     out: list[RenderableType] = [
         Text(f"WARNING: {note}", style="bold yellow") for note in report.notes
     ]
     if findings:
         out.append(FindingsTable(findings, columns))
+    elif only.active and total:
+        out.append(Text(f"No finding matches {only.flags()}.", style="yellow"))
     else:
         out.append(Text(no_discrepancies(report), style="green"))
     out.extend(after_findings)
+    if only.active:
+        out.append(Text(only.sentence(total, len(findings)), style="yellow"))
     out.append(Text(summary_line(report), style="bold"))
     out.append(Text(context_line(report), style="dim"))
     return out
@@ -211,7 +276,7 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _render_csv(report: AuditReport) -> str:
+def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
     buf = io.StringIO()
     # "\n", not csv's default "\r\n": this goes to a terminal or a Unix pipe.
     writer = csv.writer(buf, lineterminator="\n")
@@ -231,7 +296,7 @@ def _render_csv(report: AuditReport) -> str:
                 f.inventory_age_s,
             )
         ]
-        for f in report.findings
+        for f in only.shown(report.findings)
     )
     return buf.getvalue()
 
@@ -239,16 +304,23 @@ def _render_csv(report: AuditReport) -> str:
 # -- markdown ----------------------------------------------------------------
 
 
-def _render_markdown(report: AuditReport) -> str:
+def _render_markdown(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
     lines = ["# spurctl audit", "", context_line(report), ""]
+    shown = only.shown(report.findings)
     for note in report.notes:
         note_lines = note.splitlines() or [""]
         lines.append(f"> **Warning:** {note_lines[0]}")
         lines.extend(f"> {extra}" for extra in note_lines[1:])
         lines.append("")
     lines += [f"**Summary:** {summary_line(report)}", ""]
-    if not report.findings:
-        lines.append(no_discrepancies(report))
+    if only.active:
+        lines += [f"**Filter:** {only.sentence(len(report.findings), len(shown))}", ""]
+    if not shown:
+        lines.append(
+            f"No finding matches {only.flags()}."
+            if only.active and report.findings
+            else no_discrepancies(report)
+        )
     else:
         headers = [
             "node",
@@ -271,7 +343,7 @@ def _render_markdown(report: AuditReport) -> str:
                 f.allocated_nodes or "",
                 f.reason,
             ]
-            for _, group in grouped(report.findings)
+            for _, group in grouped(shown)
             for f in group
         ]
         lines.append(markdown_table(headers, rows))
@@ -290,8 +362,13 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _render_prometheus(report: AuditReport) -> str:
+def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
+    """The gauges; a filter narrows only the per-node series (the counts are the
+    whole audit's) and is said in a comment line, which the exposition format ignores."""
     lines: list[str] = []
+    shown = only.shown(report.findings)
+    if only.active:
+        lines.append(f"# spurctl: {only.sentence(len(report.findings), len(shown))}")
 
     def family(name: str, help_text: str, samples: list[tuple[str, float]]) -> None:
         # HELP and TYPE even without samples, so the family is always documented.
@@ -301,7 +378,7 @@ def _render_prometheus(report: AuditReport) -> str:
 
     counts = report.by_kind
     reclaimable: dict[str, int] = {}
-    for f in report.findings:
+    for f in shown:
         if f.action is Action.RECLAIM:
             reclaimable[f.node] = reclaimable.get(f.node, 0) + 1
 
@@ -350,8 +427,8 @@ def _render_prometheus(report: AuditReport) -> str:
 
 # -- entry points ------------------------------------------------------------
 
-_RENDERERS: dict[AuditFormat, Callable[[AuditReport], str]] = {
-    AuditFormat.JSON: lambda r: dump_json(audit_document(r)) + "\n",
+_RENDERERS: dict[AuditFormat, Callable[[AuditReport, FindingFilter], str]] = {
+    AuditFormat.JSON: lambda r, only: dump_json(audit_document(r, only)) + "\n",
     AuditFormat.CSV: _render_csv,
     AuditFormat.MARKDOWN: _render_markdown,
     AuditFormat.PROMETHEUS: _render_prometheus,
@@ -363,20 +440,39 @@ def check_format(fmt: str) -> None:
 
 
 def render_audit(
-    report: AuditReport, fmt: AuditFormat | str, *, console_width: int | None = None
+    report: AuditReport,
+    fmt: AuditFormat | str,
+    *,
+    console_width: int | None = None,
+    only: FindingFilter = NO_FILTER,
 ) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
     `console_width` sets the table's width (default: $COLUMNS, else 120); the
-    other formats ignore it.
+    other formats ignore it. `only` chooses the findings shown (see FindingFilter).
     """
     fmt = choose(AuditFormat, fmt)
     if fmt is AuditFormat.TABLE:
-        return plain_text(audit_view(report), console_width)
-    return _RENDERERS[fmt](report)
+        return plain_text(audit_view(report, only=only), console_width)
+    return _RENDERERS[fmt](report, only)
 
 
-def print_audit(report: AuditReport, fmt: AuditFormat | str, file: TextIO | None = None) -> None:
+def filter_notice(report: AuditReport, fmt: AuditFormat | str, only: FindingFilter) -> str | None:
+    """What stderr must say of a filter the document itself cannot (CSV has no room for
+    a note); None when the document says it, or no filter is on."""
+    if not only.active or choose(AuditFormat, fmt) is not AuditFormat.CSV:
+        return None
+    shown = len(only.shown(report.findings))
+    return f"spurctl: note: {only.sentence(len(report.findings), shown)}"
+
+
+def print_audit(
+    report: AuditReport,
+    fmt: AuditFormat | str,
+    file: TextIO | None = None,
+    *,
+    only: FindingFilter = NO_FILTER,
+) -> None:
     """Write the report to `file` (default stdout); the table is coloured on a terminal."""
     fmt = choose(AuditFormat, fmt)
     out = sys.stdout if file is None else file
@@ -387,8 +483,8 @@ def print_audit(report: AuditReport, fmt: AuditFormat | str, file: TextIO | None
         console = terminal_console(out)
         if not out.isatty():
             console.width = pipe_width()
-        for renderable in audit_view(report):
+        for renderable in audit_view(report, only=only):
             console.print(renderable)
     else:
-        out.write(render_audit(report, fmt))
+        out.write(render_audit(report, fmt, only=only))
     out.flush()

@@ -7,6 +7,7 @@ and tempfile are imported where they are used.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import re
@@ -253,12 +254,17 @@ def write_output(text: str, output: Path | None) -> None:
     import tempfile
 
     directory = output.parent if str(output.parent) else Path(".")
+    tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.")
+        # A dot name without FILE's suffix: node_exporter's collector reads only *.prom.
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.", suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, output)
     except OSError as exc:
+        if tmp is not None:  # FILE stays as it was, and no half-written temp file is left
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
