@@ -245,8 +245,10 @@ def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: boo
 def write_output(text: str, output: Path | None) -> None:
     """Write to FILE atomically (never a half-written document), or stdout.
 
-    The file is created mode 0600 (mkstemp's guarantee, kept by the rename):
-    key files are written this way too.
+    A new file is created mode 0600 (mkstemp's guarantee, kept by the rename): key
+    files are written this way too. A file that exists keeps its read bits (a .prom
+    file an operator made readable to node_exporter stays readable), never more
+    than 0644.
     """
     if output is None or str(output) == "-":
         sys.stdout.write(text)
@@ -262,6 +264,8 @@ def write_output(text: str, output: Path | None) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, (output.stat().st_mode & 0o644) | 0o600)
         os.replace(tmp, output)
     except OSError as exc:
         if tmp is not None:  # FILE stays as it was, and no half-written temp file is left

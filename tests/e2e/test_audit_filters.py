@@ -219,6 +219,7 @@ def test_output_replaces_the_file_whole_by_rename(sim: SimCluster, inventory: Pa
     textfile.mkdir()
     prom = textfile / "spurctl.prom"
     prom.write_text("# the last good report\n")
+    prom.chmod(0o666)  # made readable to node_exporter (and, carelessly, writable to all)
     reader = prom.open()  # a collector mid-read keeps the file it opened
 
     run = audit(sim, inventory, "--format", "prometheus", "-o", str(prom))
@@ -231,7 +232,8 @@ def test_output_replaces_the_file_whole_by_rename(sim: SimCluster, inventory: Pa
     # Renamed over, never rewritten in place: the open handle still reads the old report.
     assert reader.read() == "# the last good report\n"
     reader.close()
-    assert stat.S_IMODE(prom.stat().st_mode) == 0o600
+    # Its read bits are kept (node_exporter can still read it), never a write bit for others.
+    assert stat.S_IMODE(prom.stat().st_mode) == 0o644
     assert sorted(p.name for p in textfile.iterdir()) == ["spurctl.prom"]
 
 
@@ -240,6 +242,7 @@ def test_output_takes_every_format_and_the_filters(sim: SimCluster, inventory: P
     run = audit(sim, inventory, "--format", "json", "--action", "reclaim", "--output", str(out))
 
     assert run.returncode == 1 and run.stdout == ""
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600  # a new file: private
     doc = json.loads(out.read_text())
     assert {(f["node"], f["job_id"]) for f in doc["findings"]} == RECLAIMABLE
     table = inventory.parent / "audit.txt"
