@@ -323,7 +323,7 @@ def journal_command(
         opt.format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
     ] = ReclaimFormat.TABLE,
 ) -> None:
-    """What reclaim and node-release journaled, one row per run, newest first.
+    """The runs reclaim and node-release journaled, newest first.
 
     Per run: its operator, when it began, the nodes, and how many cancels were
     sent (and of those, unconfirmed: no re-collect journaled the job gone),

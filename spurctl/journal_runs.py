@@ -12,7 +12,7 @@ a group's id is `legacy-<first record's time>-<operator>`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -172,7 +172,30 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
 
 def summarize(records: Iterable[dict[str, Any]]) -> list[Run]:
     """Every run in the records, newest first (the journal is appended in time order)."""
-    runs = [summarize_run(run, legacy, recs) for run, legacy, recs in group(records)]
+    recs = list(records)
+    runs = [summarize_run(run, legacy, found) for run, legacy, found in group(recs)]
+    # A run-less intent a later run closed: that closing outcome carries the later run's
+    # id (there was none to keep), so only the order of the records links the two.
+    closed_at: dict[tuple[str, int], int] = {}
+    for i, rec in enumerate(recs):
+        if rec.get("event") == "outcome" and "recorded_by" in rec:
+            closed_at[(rec["node"], rec["job_id"])] = i
+    if closed_at:
+        where = {id(rec): i for i, rec in enumerate(recs)}
+        for run in runs:
+            if not run.legacy:
+                continue
+            intents = {
+                (r["node"], r["job_id"]): where[id(r)]
+                for r in run.records
+                if r.get("event") == "intent"
+            }
+            run.no_outcome = [
+                replace(u, closed_later=True)
+                if closed_at.get((u.node, u.job_id), -1) > intents.get((u.node, u.job_id), 0)
+                else u
+                for u in run.no_outcome
+            ]
     return runs[::-1]
 
 

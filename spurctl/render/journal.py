@@ -155,11 +155,12 @@ def print_runs(
         console.print(Text(f"the journal at {view.path} holds no readable record"))
         return
     shown = f"newest {len(runs)} of {len(view.runs)}" if len(runs) < len(view.runs) else "all"
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        title=f"Journal {view.path}: {_plural(len(view.runs), 'run')} ({shown}, newest first)",
-        title_justify="left",
+    # A line of its own: a table's title wraps at the table's width.
+    console.print(
+        Text(f"Journal {view.path}: {_plural(len(view.runs), 'run')} ({shown}, newest first)"),
+        soft_wrap=True,
     )
+    table = Table(box=box.SIMPLE_HEAD)
     table.add_column("run", no_wrap=True)
     table.add_column("when (UTC)", overflow="fold", min_width=10)
     table.add_column("operator", overflow="fold")

@@ -98,7 +98,7 @@ def test_closing_a_record_from_before_run_ids_does_not_charge_the_new_run(tmp_pa
             j.outcome(u.node, u.job_id, u.kind, "failed", "unknown: check the node")
     [new, old] = summarize(_records(path))
     assert old.legacy and old.run == "legacy-2026-12-02T10:00:00Z-ops"
-    assert [u.node for u in old.no_outcome] == ["gpu003"]
+    assert [(u.node, u.closed_later) for u in old.no_outcome] == [("gpu003", True)]
     assert (new.failed, new.intents, new.no_outcome) == (0, 0, [])
 
 
@@ -191,8 +191,9 @@ def test_select_takes_an_id_or_a_prefix_naming_one_run() -> None:
 
 
 def test_the_table_names_every_interrupted_intent_and_json_is_the_runs_document(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     path = tmp_path / "journal.jsonl"
     path.write_text(
         "\n".join(
