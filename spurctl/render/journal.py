@@ -109,7 +109,7 @@ def outcome_words(run: Run) -> list[tuple[str, str]]:
     if run.other:
         words.append((f"{run.other} other", ""))
     if run.no_outcome:
-        words.append((f"{len(run.no_outcome)} without an outcome (interrupted)", "bold red"))
+        words.append((f"{len(run.no_outcome)} without an outcome", "bold red"))
     return words or [("nothing recorded", "")]
 
 
@@ -128,11 +128,20 @@ def _interrupted_lines(run: Run) -> list[Text]:
         later = "; a later run closed it as unknown" if u.closed_later else ""
         lines.append(
             Text(
-                f"  no outcome: job {u.job_id} on {u.node} ({u.kind}, intent {when(u.at)}){later}"
-                " — check the node"
+                f"  job {u.job_id} on {u.node} ({u.kind}, intent {when(u.at)}): "
+                f"check the node{later}"
             )
         )
     return lines
+
+
+def _interrupted_head(run: Run, named: bool = True) -> Text:
+    which = f"run {run.run} left" if named else "the run left"
+    return Text.assemble(
+        ("INTERRUPTED:", "bold red"),
+        f" {which} {_plural(len(run.no_outcome), 'intent')} without an outcome: "
+        "its cancel may or may not have gone out",
+    )
 
 
 def print_runs(
@@ -160,12 +169,12 @@ def print_runs(
         Text(f"Journal {view.path}: {_plural(len(view.runs), 'run')} ({shown}, newest first)"),
         soft_wrap=True,
     )
-    table = Table(box=box.SIMPLE_HEAD)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("run", no_wrap=True)
     table.add_column("when (UTC)", overflow="fold", min_width=10)
     table.add_column("operator", overflow="fold")
     table.add_column("nodes", overflow="fold")
-    table.add_column("outcomes", ratio=1, min_width=12, overflow="fold")
+    table.add_column("outcomes", overflow="fold")
     for r in runs:
         table.add_row(
             Text(r.run),
@@ -177,20 +186,14 @@ def print_runs(
     console.print(table)
     for r in runs:
         if r.interrupted:
-            console.print(
-                Text.assemble(
-                    ("INTERRUPTED:", "bold red"),
-                    f" run {r.run} ended with {_plural(len(r.no_outcome), 'intent')} "
-                    "and no outcome: the cancel may or may not have gone out",
-                )
-            )
+            console.print(_interrupted_head(r))
             for line in _interrupted_lines(r):
                 console.print(line)
     if any(r.unconfirmed for r in runs):
         console.print(
             Text(
-                "unconfirmed: sent, and no re-collect journaled the job gone (an agent answers "
-                "Ok even for a job it does not track); confirm with spurctl audit --collect"
+                "unconfirmed: sent, but no re-collect journaled the job gone "
+                "(confirm with spurctl audit --collect)"
             )
         )
     if len(runs) < len(view.runs):
@@ -229,11 +232,6 @@ def print_one(
         )
     console.print(table)
     if run.interrupted:
-        console.print(
-            Text.assemble(
-                ("INTERRUPTED:", "bold red"),
-                f" {_plural(len(run.no_outcome), 'intent')} without an outcome",
-            )
-        )
+        console.print(_interrupted_head(run, named=False))
         for line in _interrupted_lines(run):
             console.print(line)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from spurctl.simcluster import SimCluster
@@ -68,9 +69,9 @@ def test_journal_shows_each_run_newest_first_and_an_interrupted_one_plainly(
     row = next(line for line in out.splitlines() if run_id in line)
     assert RECLAIM_NODES in row and f"{len(PLANNED)} sent ({len(PLANNED)} unconfirmed)" in row
     assert (
-        "INTERRUPTED: run legacy-2026-12-02T10:00:00Z-ops ended with 1 intent and no outcome" in out
+        "INTERRUPTED: run legacy-2026-12-02T10:00:00Z-ops left 1 intent without an outcome" in out
     )
-    assert "no outcome: job 4711 on gpu003" in out
+    assert "job 4711 on gpu003 (active-elsewhere, intent 2026-12-02 10:00 UTC): check" in out
     assert "a later run closed it as unknown" in out
 
     doc = json.loads(run_cli("journal", "--journal", str(journal), "--format", "json").stdout)
@@ -126,3 +127,37 @@ def test_no_journal_yet_is_one_line_and_exit_0(tmp_path: Path) -> None:
     assert f"no reclaim has been journaled at {missing}" in as_json.stderr
     one_line_error(run_cli("journal", "--journal", str(tmp_path)), "not a regular file")
     one_line_error(run_cli("journal", "--last", "0"), "--last")
+
+
+# -- the README's example is what the command prints ------------------------------------
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _normalized(text: str) -> list[str]:
+    """The output with what differs between runs (ids, times, operator, path) made constant."""
+    text = re.sub(r"\d{8}T\d{6}-[0-9a-f]{6}", "RUN", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d", "WHEN", text)
+    text = re.sub(r"^Journal \S+: ", "Journal PATH: ", text, flags=re.M)
+    lines = [" ".join(line.replace("─", "").split()) for line in text.splitlines()]
+    return [re.sub(r"(?<=WHEN )\S+ ", "OPERATOR ", line) for line in lines if line]
+
+
+def test_the_readme_journal_example_is_real_output(
+    incident_cluster: INCIDENT, tmp_path: Path
+) -> None:
+    text = README.read_text()
+    command = "spurctl journal --last 5"
+    assert f"```sh\n{command}\n```" in text
+    shown = text.split(f"```sh\n{command}\n```", 1)[1].split("```text\n", 1)[1].split("```")[0]
+
+    sim, inventory, agent_map = incident_cluster
+    home = tmp_path / "home"
+    journal = home / "state" / "spurctl" / "journal.jsonl"
+    # A run killed (kill -9) right after its first intent, then the whole reclaim.
+    run_cli(*reclaim_args(sim, inventory, agent_map, journal, node="gpu[003-005]"), home=home)
+    journal.write_text(journal.read_text().splitlines()[0] + "\n")
+    run_cli(*reclaim_args(sim, inventory, agent_map, journal), home=home)
+    real = run_cli(*command.split()[1:], home=home, env={"COLUMNS": "120"})
+    assert real.returncode == 0, real.stderr
+    assert _normalized(real.stdout) == _normalized(shown), real.stdout

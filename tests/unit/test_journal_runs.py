@@ -210,8 +210,8 @@ def test_the_table_names_every_interrupted_intent_and_json_is_the_runs_document(
     print_runs(view, view.runs, fmt="table", file=out)
     text = out.getvalue()
     assert "2026-12-02 10:00" in text and "gpu[003-004]" in text
-    assert "1 sent (1 unconfirmed), 1 without an outcome (interrupted)" in text
-    assert "INTERRUPTED: run legacy-2026-12-02T10:00:00Z-ops ended with 1 intent" in text
+    assert "1 sent (1 unconfirmed), 1 without an outcome" in text
+    assert "INTERRUPTED: run legacy-2026-12-02T10:00:00Z-ops left 1 intent without" in text
     assert "job 4711 on gpu003" in text
     doc = document(view, view.runs)
     assert doc["schema"] == "spurctl.journal-runs/v1" and doc["exists"] is True
