@@ -237,6 +237,7 @@ def reclaim(
         unmatched_jobs=prepared.unmatched_jobs,
         stale=prepared.stale,
         max_inventory_age_s=prepared.max_inventory_age_s,
+        journal_path=str(prepared.journal_path),
     )
     if prepared.fallback_nodes:
         print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
@@ -311,6 +312,62 @@ def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) ->
     if conn.conf is not None:
         flags += ["--conf", str(conn.conf)]
     return flags
+
+
+# -- journal ---------------------------------------------------------------------
+
+
+@app.command(
+    "journal",
+    epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
+)
+def journal_command(
+    journal_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--journal",
+            metavar="FILE",
+            help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim).",
+        ),
+    ] = None,
+    last: Annotated[
+        int,
+        typer.Option("--last", min=1, metavar="N", help="Show the newest N runs."),
+    ] = 20,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run", metavar="ID", help="Show one run (its id, or the start of it) in full."
+        ),
+    ] = None,
+    fmt: Annotated[
+        ReclaimFormat,
+        opt.format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
+    ] = ReclaimFormat.TABLE,
+) -> None:
+    """The runs reclaim and node-release journaled, newest first.
+
+    Per run: its operator, when it began, the nodes, and how many cancels were
+    sent (and of those, unconfirmed: no re-collect journaled the job gone),
+    skipped and failed, and every intent without an outcome (an interrupted
+    run: that cancel may or may not have gone out; check the node). A torn line
+    is reported on stderr and skipped. Exit 0, also when nothing has been
+    journaled yet (that is said in one line): the journal is a record to read,
+    not a check; exit 2 when it cannot be read or --run names no run.
+    """
+    from spurctl import journal_runs
+    from spurctl.act.journal import default_path
+    from spurctl.render.journal import missing_sentence, print_one, print_runs
+
+    view = journal_runs.load(journal_path or default_path())
+    if run is not None:
+        if not view.exists:
+            fail(missing_sentence(view))
+        print_one(view, journal_runs.select(view.runs, run), fmt=fmt)
+        return
+    if not view.exists and fmt == "json":
+        print(f"spurctl: {missing_sentence(view)}", file=sys.stderr)
+    print_runs(view, view.runs[:last], fmt=fmt)
 
 
 # -- checklist -------------------------------------------------------------------

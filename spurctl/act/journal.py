@@ -11,6 +11,13 @@ process the lock is re-entrant, so `journal_lock(path)` can hold it across a
 whole run that opens the Journal more than once. Reading (`unresolved`, dry
 runs) never takes the lock. The journal is created 0600 in a 0700 directory; a
 torn or unreadable line is reported and skipped, never fatal.
+
+Every record carries `"schema": "spurctl.journal/v1"` and `run`: one id per hold
+of the lock, so the records of one reclaim (its sends, and the failures its
+re-collect journals later through another Journal) share it, and a node-release
+gets its own. An outcome that closes an intent an earlier, interrupted run left
+open keeps that run's id (so the earlier run reads as interrupted, and the new
+run is not charged with it) and names the closing run in `recorded_by`.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import json
 import os
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +37,8 @@ from typing import Any
 
 from spurctl.errors import SpurctlError, redact
 from spurctl.model import MAX_JOB_ID, format_time, utcnow
+
+SCHEMA = "spurctl.journal/v1"
 
 
 def default_path() -> Path:
@@ -54,11 +64,19 @@ def _make_parent(path: Path) -> None:
 
 
 class _Held:
-    __slots__ = ("count", "fd")
+    __slots__ = ("count", "fd", "run")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.count = 1
+        # One run id per hold: a reclaim holds the lock from its first intent to its
+        # last verified outcome, whichever Journal objects write them.
+        self.run = new_run_id()
+
+
+def new_run_id() -> str:
+    """A run id: the UTC time it began (sorts, reads, and a prefix selects), then 6 random hex."""
+    return f"{utcnow().strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
 _held: dict[str, _Held] = {}
@@ -103,6 +121,12 @@ def _acquire(path: Path) -> None:
         _held[key] = _Held(fd)
 
 
+def _held_run(path: Path) -> str:
+    with _held_lock:
+        held = _held.get(_key(path))
+        return held.run if held is not None else new_run_id()
+
+
 def _release(path: Path) -> None:
     key = _key(path)
     with _held_lock:
@@ -140,6 +164,8 @@ class Unresolved:
     node: str
     job_id: int
     kind: str
+    # The run that wrote the intent; None for a record from before run ids.
+    run: str | None = None
 
 
 class Journal:
@@ -158,6 +184,9 @@ class Journal:
         self._written = 0  # records written and flushed to the OS
         self._synced = 0  # records known to be on disk
         _acquire(path)  # held until close(): SpurctlError if another run holds it
+        self.run = _held_run(path)
+        # (node, job_id) -> the earlier run whose open intent an outcome here closes.
+        self._closing: dict[tuple[str, int], str | None] = {}
         try:
             _make_parent(path)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -196,7 +225,10 @@ class Journal:
         since closed; only the ones still open may be closed as interrupted.
         """
         now = set(unresolved(self.path, warn=lambda _: None))
-        return [u for u in items if u in now]
+        still = [u for u in items if u in now]
+        for u in still:
+            self._closing[(u.node, u.job_id)] = u.run
+        return still
 
     def __enter__(self) -> Journal:
         return self
@@ -220,10 +252,14 @@ class Journal:
                 os.fsync(self._fh.fileno())
                 self._synced = covered
 
+    def _head(self, event: str) -> dict[str, Any]:
+        return {"schema": SCHEMA, "run": self.run, "event": event}
+
     def intent(self, node: str, job_id: int, kind: str) -> None:
+        self._closing.pop((node, job_id), None)  # this run's own from here on
         self._append(
             {
-                "event": "intent",
+                **self._head("intent"),
                 "at": format_time(utcnow()),
                 "operator": self.operator,
                 "node": node,
@@ -232,19 +268,35 @@ class Journal:
             }
         )
 
-    def outcome(self, node: str, job_id: int, kind: str, result: str, detail: str) -> None:
-        self._append(
-            {
-                "event": "outcome",
-                "at": format_time(utcnow()),
-                "operator": self.operator,
-                "node": node,
-                "job_id": job_id,
-                "kind": kind,
-                "result": result,
-                "detail": detail,
-            }
+    def outcome(
+        self,
+        node: str,
+        job_id: int,
+        kind: str,
+        result: str,
+        detail: str,
+        confirmed: bool | None = None,
+    ) -> None:
+        """An outcome; `confirmed` (when given) says whether a re-collect showed the job gone."""
+        record = self._head("outcome")
+        key = (node, job_id)
+        if key in self._closing:
+            # Closing an intent an earlier, interrupted run left open: it belongs to that run.
+            earlier = self._closing.pop(key)
+            record["run"] = earlier or self.run
+            record["recorded_by"] = self.run
+        record.update(
+            at=format_time(utcnow()),
+            operator=self.operator,
+            node=node,
+            job_id=job_id,
+            kind=kind,
+            result=result,
+            detail=detail,
         )
+        if confirmed is not None:
+            record["confirmed"] = confirmed
+        self._append(record)
 
 
 def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolved]:
@@ -260,27 +312,53 @@ def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolv
     if not path.is_file():
         return []
     try:
-        data = path.read_bytes()
+        found = records(path, warn)
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise SpurctlError(f"cannot read journal {path}: {exc.strerror}") from None
     open_intents: dict[tuple[str, int], Unresolved] = {}
+    for rec in found:
+        key = (rec["node"], rec["job_id"])
+        if rec.get("event") == "intent":
+            run = rec.get("run")
+            open_intents[key] = Unresolved(
+                str(rec.get("at")),
+                key[0],
+                key[1],
+                str(rec.get("kind")),
+                run if isinstance(run, str) and run else None,
+            )
+        elif rec.get("event") == "outcome":
+            open_intents.pop(key, None)
+    return sorted(open_intents.values(), key=lambda u: (u.at, u.node, u.job_id))
+
+
+def records(path: Path, warn: Callable[[str], None] = _warn) -> list[dict[str, Any]]:
+    """Every whole, readable record of the journal at `path`, in the order written.
+
+    A line that is not one (a crash mid-write) is reported through `warn` with its
+    line number and skipped. Records written before the schema and run ids are
+    returned as they are. Raises FileNotFoundError when there is no journal, and
+    SpurctlError when it cannot be read or is not a regular file.
+    """
+    if path.exists() and not path.is_file():
+        # A device or a pipe holds no run, and reading one may never end (/dev/full).
+        raise SpurctlError(f"journal {path} is not a regular file; pass --journal PATH")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # a directory, no permission
+        raise SpurctlError(f"cannot read journal {path}: {exc.strerror}") from None
+    out: list[dict[str, Any]] = []
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
-            rec = _record(raw)
+            out.append(_record(raw))
         except Exception as exc:  # whatever a torn line does, it must not stop the reader
             why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
             warn(f"journal {path} line {lineno}: unreadable record skipped ({why})")
-            continue
-        key = (rec["node"], rec["job_id"])
-        if rec.get("event") == "intent":
-            open_intents[key] = Unresolved(str(rec.get("at")), key[0], key[1], str(rec.get("kind")))
-        elif rec.get("event") == "outcome":
-            open_intents.pop(key, None)
-    return sorted(open_intents.values(), key=lambda u: (u.at, u.node, u.job_id))
+    return out
 
 
 def _record(raw: bytes) -> dict[str, Any]:

@@ -56,6 +56,9 @@ class PlanFacts:
     # Options the confirming `spurctl audit` needs beyond --nodes and --collect, as
     # argv words (the --command, --fanout, --controller and --conf this run used).
     confirm_flags: Sequence[str] = ()
+    # The journal this run writes its intents and outcomes to (a dry run writes nothing):
+    # printed when the run ends, so nobody has to find it.
+    journal_path: str | None = None
 
 
 class Unresolved(Protocol):
@@ -229,6 +232,7 @@ def run_document(
         "max_inventory_age_s": facts.max_inventory_age_s,
         "agent_fallback_nodes": list(facts.fallback_nodes),
         "unmatched_jobs": list(facts.unmatched_jobs),
+        "journal": facts.journal_path,
         "journal_error": facts.journal_error,
         "plan": [
             {
@@ -335,6 +339,9 @@ def print_run(
     stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
     console.print(Text(f"{len(entries)} planned: {line}.{stopped}"))
     print_confirmation(run, facts, console)
+    if facts.journal_path and not facts.journal_error:
+        # Last, on a line of its own: `spurctl journal` reads it back.
+        console.print(Text(f"Journal: {facts.journal_path}"), soft_wrap=True)
 
 
 def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> None:

@@ -185,6 +185,17 @@ def test_node_release_stops_an_orphans_real_processes_by_their_job_id(
         ("outcome", job_id, "agent-orphan"),
     ]
     assert records[1]["result"] == "released" and records[0]["node"] == records[1]["node"]
+    # Issue 16 item 2: a node-release is a run of its own in the journal, read back whole.
+    assert {r["schema"] for r in records} == {"spurctl.journal/v1"}
+    [run_id] = {r["run"] for r in records}
+    shown = run_cli("journal", "--journal", str(journal), "--format", "json")
+    [run_doc] = json.loads(shown.stdout)["runs"]
+    assert (run_doc["run"], run_doc["sent"], run_doc["confirmed"], run_doc["interrupted"]) == (
+        run_id,
+        1,
+        1,
+        False,
+    )
 
 
 def test_node_release_refuses_a_run_its_spurd_launched(procs: Processes, tmp_path: Path) -> None:

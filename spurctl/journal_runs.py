@@ -1,0 +1,239 @@
+"""`spurctl journal`: the reclaim journal read back as runs, newest first.
+
+`summarize` is pure (records in, runs out); `load` reads the journal through
+act.journal, which reports and skips a torn line. A run is every record with
+one `run` id (one reclaim, or one node-release). Records written before run ids
+existed are grouped in the order written: a new group starts when the operator
+changes, when more than LEGACY_GAP_S passed since the group's previous record,
+or when an intent repeats one the group already holds (a second attempt); such
+a group's id is `legacy-<first record's time>-<operator>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from spurctl.errors import SpurctlError
+from spurctl.model import parse_time
+
+# Records of one old (run-less) reclaim are seconds apart (a re-collect waits --settle).
+LEGACY_GAP_S = 300.0
+DEFAULT_LAST = 20
+
+
+@dataclass(frozen=True, slots=True)
+class NoOutcome:
+    """An intent its run never closed: the cancel may or may not have gone out."""
+
+    at: str
+    node: str
+    job_id: int
+    kind: str
+    # A later run closed it as "unknown" (failed, check the node): still no outcome of its own.
+    closed_later: bool
+
+
+@dataclass(slots=True)
+class Run:
+    run: str
+    legacy: bool
+    operators: list[str] = field(default_factory=list)
+    started_at: str | None = None
+    ended_at: str | None = None
+    nodes: list[str] = field(default_factory=list)
+    intents: int = 0
+    sent: int = 0
+    confirmed: int = 0
+    unconfirmed: int = 0
+    skipped: int = 0
+    failed: int = 0
+    other: int = 0
+    no_outcome: list[NoOutcome] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.no_outcome)
+
+
+@dataclass(slots=True)
+class JournalRuns:
+    """What `spurctl journal` shows: the runs, newest first, and what could not be read."""
+
+    path: Path
+    exists: bool
+    runs: list[Run]
+    unreadable: int = 0
+
+
+def _time(rec: Mapping[str, Any]) -> datetime | None:
+    try:
+        return parse_time(rec.get("at"))
+    except (ValueError, TypeError):
+        return None
+
+
+def _run_id(rec: Mapping[str, Any]) -> str | None:
+    run = rec.get("run")
+    return run if isinstance(run, str) and run else None
+
+
+def group(records: Iterable[dict[str, Any]]) -> list[tuple[str, bool, list[dict[str, Any]]]]:
+    """(run id, legacy, records) per run, in the order each run first appears."""
+    groups: dict[str, tuple[bool, list[dict[str, Any]]]] = {}
+    legacy_id: str | None = None
+    legacy_op: object = None
+    legacy_last: datetime | None = None
+    legacy_intended: set[tuple[str, int]] = set()
+    for rec in records:
+        run = _run_id(rec)
+        if run is not None:
+            groups.setdefault(run, (False, []))[1].append(rec)
+            continue
+        when = _time(rec)
+        key = (rec["node"], rec["job_id"])
+        op = rec.get("operator")
+        fresh = (
+            legacy_id is None
+            or op != legacy_op
+            or (
+                when is not None
+                and legacy_last is not None
+                and (when - legacy_last).total_seconds() > LEGACY_GAP_S
+            )
+            or (rec.get("event") == "intent" and key in legacy_intended)
+        )
+        if fresh:
+            legacy_id = f"legacy-{rec.get('at')}-{op}"
+            while legacy_id in groups:
+                legacy_id += "+"
+            legacy_op, legacy_intended = op, set()
+            groups[legacy_id] = (True, [])
+        assert legacy_id is not None
+        groups[legacy_id][1].append(rec)
+        legacy_last = when or legacy_last
+        if rec.get("event") == "intent":
+            legacy_intended.add(key)
+    return [(run, legacy, recs) for run, (legacy, recs) in groups.items()]
+
+
+def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> Run:
+    """One run's counts: each intent judged by the last outcome its own run recorded."""
+    out = Run(run_id, legacy, records=records)
+    ats = [str(r["at"]) for r in records if isinstance(r.get("at"), str)]
+    out.started_at = ats[0] if ats else None
+    out.ended_at = ats[-1] if ats else None
+    out.operators = sorted({str(r.get("operator")) for r in records if r.get("operator")})
+    # (node, job) -> [intent or None, own outcome or None, closed by a later run]
+    state: dict[tuple[str, int], list[Any]] = {}
+    for rec in records:
+        key = (rec["node"], rec["job_id"])
+        event = rec.get("event")
+        if event == "intent":
+            state[key] = [rec, None, False]
+        elif event == "outcome":
+            if "recorded_by" in rec and rec.get("recorded_by") != run_id:
+                # A later run closed this run's open intent as "unknown": not an outcome.
+                if key in state and state[key][1] is None:
+                    state[key][2] = True
+                continue
+            if "recorded_by" in rec and (key not in state or state[key][1] is not None):
+                continue  # this run closing an older run-less intent: not this run's doing
+            state.setdefault(key, [None, None, False])[1] = rec
+    out.intents = sum(1 for s in state.values() if s[0] is not None)
+    out.nodes = sorted({node for node, _ in state})
+    for (node, job_id), (intent, outcome, closed_later) in state.items():
+        if outcome is None:
+            out.no_outcome.append(
+                NoOutcome(
+                    str(intent.get("at")), node, job_id, str(intent.get("kind")), closed_later
+                )
+            )
+            continue
+        result = outcome.get("result")
+        if result in ("sent", "released", "unconfirmed"):
+            out.sent += 1
+            if result == "released" or outcome.get("confirmed") is True:
+                out.confirmed += 1
+            else:
+                out.unconfirmed += 1
+        elif result == "skipped":
+            out.skipped += 1
+        elif result == "failed":
+            out.failed += 1
+        else:
+            out.other += 1
+    return out
+
+
+def summarize(records: Iterable[dict[str, Any]]) -> list[Run]:
+    """Every run in the records, newest first (the journal is appended in time order)."""
+    recs = list(records)
+    runs = [summarize_run(run, legacy, found) for run, legacy, found in group(recs)]
+    # A run-less intent a later run closed: that closing outcome carries the later run's
+    # id (there was none to keep), so only the order of the records links the two.
+    closed_at: dict[tuple[str, int], int] = {}
+    for i, rec in enumerate(recs):
+        if rec.get("event") == "outcome" and "recorded_by" in rec:
+            closed_at[(rec["node"], rec["job_id"])] = i
+    if closed_at:
+        where = {id(rec): i for i, rec in enumerate(recs)}
+        for run in runs:
+            if not run.legacy:
+                continue
+            intents = {
+                (r["node"], r["job_id"]): where[id(r)]
+                for r in run.records
+                if r.get("event") == "intent"
+            }
+            run.no_outcome = [
+                replace(u, closed_later=True)
+                if closed_at.get((u.node, u.job_id), -1) > intents.get((u.node, u.job_id), 0)
+                else u
+                for u in run.no_outcome
+            ]
+    return runs[::-1]
+
+
+def select(runs: list[Run], run_id: str) -> Run:
+    """The run whose id is `run_id` or starts with it (one only); SpurctlError otherwise."""
+    exact = [r for r in runs if r.run == run_id]
+    found = exact or [r for r in runs if r.run.startswith(run_id)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SpurctlError(
+            f"--run {run_id}: no such run in the journal; `spurctl journal` lists them"
+        )
+    raise SpurctlError(f"--run {run_id}: {len(found)} runs start with it; give more of the id")
+
+
+def _stderr(message: str) -> None:
+    import sys
+
+    print(f"spurctl: warning: {message}", file=sys.stderr)
+
+
+def load(path: Path, warn: Callable[[str], None] = _stderr) -> JournalRuns:
+    """The journal at `path` as runs; a missing journal is no run (`exists` False).
+
+    A torn or unreadable line goes to `warn` (stderr) with its line number and is
+    skipped. SpurctlError when the journal cannot be read or is not a file.
+    """
+    from spurctl.act import journal
+
+    warnings: list[str] = []
+
+    def report(message: str) -> None:
+        warnings.append(message)
+        warn(message)
+
+    try:
+        found = journal.records(path, report)
+    except FileNotFoundError:
+        return JournalRuns(path, False, [])
+    return JournalRuns(path, True, summarize(found), unreadable=len(warnings))

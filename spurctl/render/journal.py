@@ -1,0 +1,237 @@
+"""What `spurctl journal` shows: each run of the reclaim journal, newest first.
+
+Node names, operators and details come from the journal file: they reach the
+terminal as Text, never as rich markup.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from spurctl.hostlist import fold
+from spurctl.model import parse_time
+from spurctl.render.common import ReclaimFormat, choose, dump_json, pipe_width
+
+if TYPE_CHECKING:
+    from spurctl.journal_runs import JournalRuns, Run
+
+SCHEMA = "spurctl.journal-runs/v1"
+
+
+def _console(file: TextIO | None) -> Console:
+    out = file or sys.stdout
+    width = None if out.isatty() else pipe_width()
+    return Console(
+        file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
+    )
+
+
+def when(at: str | None, utc: bool = True) -> str:
+    """`2026-12-02 14:47 UTC` for a record's time; the text as written if it is not one."""
+    try:
+        value = parse_time(at)
+    except (ValueError, TypeError):
+        value = None
+    if value is None:
+        return at or "?"
+    return value.strftime("%Y-%m-%d %H:%M UTC" if utc else "%Y-%m-%d %H:%M")
+
+
+def missing_sentence(view: JournalRuns) -> str:
+    return f"no reclaim has been journaled at {view.path}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "run": run.run,
+        "legacy": run.legacy,
+        "operators": run.operators,
+        "started_at": run.started_at,
+        "ended_at": run.ended_at,
+        "nodes": fold(run.nodes),
+        "intents": run.intents,
+        "sent": run.sent,
+        "confirmed": run.confirmed,
+        "unconfirmed": run.unconfirmed,
+        "skipped": run.skipped,
+        "failed": run.failed,
+        "other": run.other,
+        "interrupted": run.interrupted,
+        "no_outcome": [
+            {
+                "node": u.node,
+                "job_id": u.job_id,
+                "kind": u.kind,
+                "at": u.at,
+                "closed_later": u.closed_later,
+            }
+            for u in run.no_outcome
+        ],
+    }
+    if records:
+        doc["records"] = run.records
+    return doc
+
+
+def document(view: JournalRuns, runs: list[Run], *, records: bool = False) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "journal": str(view.path),
+        "exists": view.exists,
+        "unreadable_lines": view.unreadable,
+        "total_runs": len(view.runs),
+        "runs": [run_document(r, records=records) for r in runs],
+    }
+
+
+def outcome_words(run: Run) -> list[tuple[str, str]]:
+    """`9 sent (9 unconfirmed)`, `1 skipped`, `2 failed`, `1 without an outcome`: nonzero ones."""
+    words: list[tuple[str, str]] = []
+    if run.sent:
+        sent = f"{run.sent} sent"
+        if run.unconfirmed:
+            sent += f" ({run.unconfirmed} unconfirmed)"
+        words.append((sent, "yellow" if run.unconfirmed else "green"))
+    if run.skipped:
+        words.append((f"{run.skipped} skipped", "yellow"))
+    if run.failed:
+        words.append((f"{run.failed} failed", "red"))
+    if run.other:
+        words.append((f"{run.other} other", ""))
+    if run.no_outcome:
+        words.append((f"{len(run.no_outcome)} without an outcome", "bold red"))
+    return words or [("nothing recorded", "")]
+
+
+def outcomes_text(run: Run) -> Text:
+    parts: list[tuple[str, str] | str] = []
+    for i, (word, style) in enumerate(outcome_words(run)):
+        if i:
+            parts.append(", ")
+        parts.append((word, style))
+    return Text.assemble(*parts)
+
+
+def _interrupted_lines(run: Run) -> list[Text]:
+    lines = []
+    for u in run.no_outcome:
+        later = "; a later run closed it as unknown" if u.closed_later else ""
+        lines.append(
+            Text(
+                f"  job {u.job_id} on {u.node} ({u.kind}, intent {when(u.at)}): "
+                f"check the node{later}"
+            )
+        )
+    return lines
+
+
+def _interrupted_head(run: Run, named: bool = True) -> Text:
+    which = f"run {run.run} left" if named else "the run left"
+    return Text.assemble(
+        ("INTERRUPTED:", "bold red"),
+        f" {which} {_plural(len(run.no_outcome), 'intent')} without an outcome: "
+        "its cancel may or may not have gone out",
+    )
+
+
+def print_runs(
+    view: JournalRuns,
+    runs: list[Run],
+    *,
+    fmt: ReclaimFormat | str,
+    file: TextIO | None = None,
+) -> None:
+    """The runs as a table (newest first) with every interrupted run spelled out, or JSON."""
+    out = file or sys.stdout
+    if choose(ReclaimFormat, str(fmt), "journal") is ReclaimFormat.JSON:
+        out.write(dump_json(document(view, runs)) + "\n")
+        return
+    console = _console(out)
+    if not view.exists:
+        console.print(Text(missing_sentence(view)))
+        return
+    if not view.runs:
+        console.print(Text(f"the journal at {view.path} holds no readable record"))
+        return
+    shown = f"newest {len(runs)} of {len(view.runs)}" if len(runs) < len(view.runs) else "all"
+    # A line of its own: a table's title wraps at the table's width.
+    console.print(
+        Text(f"Journal {view.path}: {_plural(len(view.runs), 'run')} ({shown}, newest first)"),
+        soft_wrap=True,
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("run", no_wrap=True)
+    table.add_column("when (UTC)", overflow="fold", min_width=10)
+    table.add_column("operator", overflow="fold")
+    table.add_column("nodes", overflow="fold")
+    table.add_column("outcomes", overflow="fold")
+    for r in runs:
+        table.add_row(
+            Text(r.run),
+            Text(when(r.started_at, utc=False)),
+            Text(", ".join(r.operators) or "?"),
+            Text(fold(r.nodes)),
+            outcomes_text(r),
+        )
+    console.print(table)
+    for r in runs:
+        if r.interrupted:
+            console.print(_interrupted_head(r))
+            for line in _interrupted_lines(r):
+                console.print(line)
+    if any(r.unconfirmed for r in runs):
+        console.print(
+            Text(
+                "unconfirmed: sent, but no re-collect journaled the job gone "
+                "(confirm with spurctl audit --collect)"
+            )
+        )
+    if len(runs) < len(view.runs):
+        console.print(Text(f"{len(view.runs) - len(runs)} older run(s) not shown: --last N"))
+
+
+def print_one(
+    view: JournalRuns, run: Run, *, fmt: ReclaimFormat | str, file: TextIO | None = None
+) -> None:
+    """One run in full: its summary, then every record it holds as written."""
+    out = file or sys.stdout
+    if choose(ReclaimFormat, str(fmt), "journal") is ReclaimFormat.JSON:
+        doc = document(view, [run], records=True)
+        out.write(dump_json(doc) + "\n")
+        return
+    console = _console(out)
+    counts = ", ".join(word for word, _ in outcome_words(run))
+    console.print(
+        Text(
+            f"Run {run.run} by {', '.join(run.operators) or '?'}, {when(run.started_at)} to "
+            f"{when(run.ended_at)}, on {fold(run.nodes) or 'no node'}: {counts}"
+        )
+    )
+    table = Table(title=f"{_plural(len(run.records), 'record')}", title_justify="left")
+    for col in ("at", "event", "node", "job", "kind", "result", "detail"):
+        table.add_column(col, overflow="fold")
+    for rec in run.records:
+        table.add_row(
+            Text(str(rec.get("at", ""))),
+            Text(str(rec.get("event", ""))),
+            Text(str(rec.get("node", ""))),
+            Text(str(rec.get("job_id", ""))),
+            Text(str(rec.get("kind", ""))),
+            Text(str(rec.get("result", ""))),
+            Text(str(rec.get("detail", ""))),
+        )
+    console.print(table)
+    if run.interrupted:
+        console.print(_interrupted_head(run, named=False))
+        for line in _interrupted_lines(run):
+            console.print(line)
