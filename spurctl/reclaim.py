@@ -645,18 +645,23 @@ def reverify(
         return False
     held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
     errors = {inv.node: str(inv.error) for inv in again if inv.error}
-    changed = verify(run, held_now, settle, errors)
-    still_held = [o for o in changed if o.result is Result.FAILED]
-    if still_held:
+    sent = [o for o in run.outcomes if o.result is Result.SENT]
+    verify(run, held_now, settle, errors)
+    # What the node showed is journaled too: a later reader (`spurctl journal`) then
+    # tells a confirmed cancel from one only sent.
+    judged = [(o, o.result is Result.SENT if o.result is not Result.UNCONFIRMED else None)
+              for o in sent]  # fmt: skip
+    if judged:
         try:
             with _opened(journal_path) as journal:
-                for o in still_held:
+                for o, gone in judged:
                     journal.outcome(
                         o.entry.node,
                         o.entry.job_id,
                         o.entry.finding.kind.value,
                         o.result.value,
                         o.detail,
+                        confirmed=gone,
                     )
         except OSError as exc:
             raise JournalFailed(journal_path, exc, run) from exc

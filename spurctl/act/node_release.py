@@ -81,7 +81,7 @@ class Released:
 
     def sentence(self, target: Target) -> str:
         parts = [
-            f"{len(self.terminated)} process(es) exited on SIGTERM",
+            f"{plural(len(self.terminated), 'process', 'processes')} exited on SIGTERM",
             f"{len(self.killed)} killed after the grace period",
         ]
         if self.cgroup_killed:
@@ -133,7 +133,8 @@ def plan_lines(target: Target, grace_s: float) -> list[str]:
     ]
     if target.pids:
         lines.append(
-            f"SIGTERM to {len(target.pids)} process(es): {_pids(target.pids)}; after "
+            f"SIGTERM to {plural(len(target.pids), 'process', 'processes')}: "
+            f"{_pids(target.pids)}; after "
             f"{grace_s:g} s, SIGKILL to those still alive"
         )
     else:
@@ -344,4 +345,5 @@ def run(
         result = "released" if done.complete else "failed"
         journal.outcome(target.node, job_id, KIND, result, done.sentence(target))
     out(done.sentence(target))
+    out(f"Journal: {journal_path}")
     return done

@@ -178,7 +178,8 @@ def test_node_release_stops_an_orphans_real_processes_by_their_job_id(
     assert done.returncode == 0, done.stderr
     for pid in pids:
         _wait(f"pid {pid} to die", lambda pid=pid: not alive(pid))  # type: ignore[misc]
-    assert "2 process(es) exited on SIGTERM; 1 killed after the grace period" in done.stdout
+    assert "2 processes exited on SIGTERM; 1 killed after the grace period" in done.stdout
+    assert done.stdout.rstrip().endswith(f"Journal: {journal}")
     records = journal_records(journal)
     assert [(r["event"], r["job_id"], r["kind"]) for r in records] == [
         ("intent", job_id, "agent-orphan"),

@@ -149,6 +149,14 @@ def test_verify_inventory_confirms_from_the_nodes_even_when_the_plan_came_from_f
     assert out.count("no longer holds it 0.5 s later") == 3
 
     assert sorted(cancelled(sim)) == sorted(SENT)
+    # The confirmation is journaled, so the journal alone tells it from a bare send.
+    confirmed = {(r["node"], r["job_id"]) for r in journal_records(tmp_path / "j.jsonl")
+                 if r.get("confirmed") is True}  # fmt: skip
+    assert confirmed == SENT
+    shown = run_cli("journal", "--journal", str(tmp_path / "j.jsonl"), "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    (run,) = json.loads(shown.stdout)["runs"]
+    assert run["unconfirmed"] == 0, run
 
 
 def test_verify_inventory_fails_a_cancel_the_node_still_shows(
