@@ -69,7 +69,9 @@ def _root(
 )
 @opt.connected()
 def snapshot(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to save the snapshot.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to save the snapshot.", metavar="FILE")
+    ],
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Save the controller's view for offline audits.

@@ -37,11 +37,14 @@ ControllerOpt = Annotated[
         envvar="SPUR_CONTROLLER_ADDR",
         help="Controller URL(s), comma-separated for HA.",
         show_envvar=True,
+        metavar="URL",
     ),
 ]
 ConfOpt = Annotated[
     Path | None,
-    typer.Option("--conf", envvar="SPUR_CONF", help="spur.conf (TOML).", show_envvar=True),
+    typer.Option(
+        "--conf", envvar="SPUR_CONF", help="spur.conf (TOML).", show_envvar=True, metavar="FILE"
+    ),
 ]
 TokenOpt = Annotated[
     str | None,
@@ -51,6 +54,7 @@ TokenOpt = Annotated[
         help="Bearer token (JWT); default ~/.spur/token if mode 0600.",
         show_envvar=True,
         show_default=False,
+        metavar="TOKEN",
     ),
 ]
 JwtKeyOpt = Annotated[
@@ -60,6 +64,7 @@ JwtKeyOpt = Annotated[
         envvar="SPUR_JWT_KEY_FILE",
         help="Cluster key file; mints the agent credential for reclaims.",
         show_envvar=True,
+        metavar="FILE",
     ),
 ]
 AgentPortOpt = Annotated[
@@ -70,6 +75,7 @@ AgentPortOpt = Annotated[
         "list (default: spur.conf [network] agent_port, else 6818). A guess: spurd listens "
         "on its own --listen (default 6818) and no Spur code reads agent_port.",
         show_default=False,
+        metavar="PORT",
     ),
 ]
 AgentMapOpt = Annotated[
@@ -79,13 +85,16 @@ AgentMapOpt = Annotated[
         help='JSON/TOML object: node name -> "host:port", the address each spurd registered '
         "(its --listen). The exact source of agent addresses; a node it lacks falls back to "
         "NODE:--agent-port, and the plan names such nodes.",
+        metavar="FILE",
     ),
 ]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="Deadline of every RPC, seconds.", min=0.001)
+    float,
+    typer.Option("--timeout", help="Deadline of every RPC, seconds.", min=0.001, metavar="SECONDS"),
 ]
 TlsCaOpt = Annotated[
-    Path | None, typer.Option("--tls-ca", help="CA bundle for https:// controller URLs.")
+    Path | None,
+    typer.Option("--tls-ca", help="CA bundle for https:// controller URLs.", metavar="FILE"),
 ]
 
 
@@ -195,6 +204,7 @@ InventoryOpt = Annotated[
     typer.Option(
         "--inventory",
         help="Inventory file, directory of files, or - (JSON or JSON Lines). Repeatable.",
+        metavar="FILE|DIR|-",
     ),
 ]
 CollectOpt = Annotated[
@@ -205,9 +215,12 @@ CommandOpt = Annotated[
     typer.Option(
         "--command",
         help="With --collect: command run per node, %h = node name.",
+        metavar="TEMPLATE",
     ),
 ]
-FanoutOpt = Annotated[int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1)]
+FanoutOpt = Annotated[
+    int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1, metavar="N")
+]
 Format = TypeVar("Format", bound=enum.StrEnum)
 
 
@@ -297,10 +310,12 @@ AuditOutputOpt = Annotated[
 
 AuditSnapshotOpt = Annotated[
     Path | None,
-    typer.Option("--snapshot", help="Audit a saved controller snapshot instead of live."),
+    typer.Option(
+        "--snapshot", help="Audit a saved controller snapshot instead of live.", metavar="FILE"
+    ),
 ]
 AuditWatermarkOpt = Annotated[
-    int | None, typer.Option("--watermark", help="Override the estimated watermark.")
+    int | None, typer.Option("--watermark", help="Override the estimated watermark.", metavar="ID")
 ]
 AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
 AuditWatchOpt = Annotated[
@@ -318,12 +333,16 @@ AuditIntervalOpt = Annotated[
         help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
         min=0.001,
         show_default=False,
+        metavar="SECONDS",
     ),
 ]
 AuditRoundsOpt = Annotated[
     int | None,
     typer.Option(
-        "--rounds", help="With --watch: stop after N rounds (for scripts and tests).", min=1
+        "--rounds",
+        help="With --watch: stop after N rounds (for scripts and tests).",
+        min=1,
+        metavar="N",
     ),
 ]
 ReclaimNodeOpt = Annotated[
@@ -360,13 +379,17 @@ def one_hostlist(given: list[str]) -> str:
 
 
 ReclaimJobOpt = Annotated[
-    list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.")
+    list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.", metavar="ID")
 ]
 ReclaimDryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
 ReclaimYesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 ReclaimJournalOpt = Annotated[
     Path | None,
-    typer.Option("--journal", help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl)."),
+    typer.Option(
+        "--journal",
+        help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl).",
+        metavar="FILE",
+    ),
 ]
 ReclaimSettleOpt = Annotated[
     float,
@@ -374,6 +397,7 @@ ReclaimSettleOpt = Annotated[
         "--settle",
         help="With --collect or --verify-inventory: seconds to wait before re-collecting.",
         min=0,
+        metavar="SECONDS",
     ),
 ]
 ReclaimVerifyInventoryOpt = Annotated[
@@ -387,7 +411,7 @@ ReclaimVerifyInventoryOpt = Annotated[
     ),
 ]
 ReclaimConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1)
+    int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1, metavar="N")
 ]
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -441,6 +465,7 @@ ChecklistWatermarkOpt = Annotated[
         "--watermark",
         help="The controller's next job id, if known (default: max tracked id + 1, "
         "at least spur.conf's first_job_id).",
+        metavar="ID",
     ),
 ]
 ChecklistVerifyOpt = Annotated[
@@ -455,7 +480,8 @@ ChecklistFormatOpt = Annotated[
     ChecklistFormat, format_option(ChecklistFormat, "checklist", "the checklist")
 ]
 ChecklistOutputOpt = Annotated[
-    Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    Path | None,
+    typer.Option("-o", "--output", help="Write here instead of stdout.", metavar="FILE"),
 ]
 NodeInventoryCgroupRootOpt = Annotated[
     Path | None,
@@ -468,19 +494,24 @@ NodeInventoryCgroupRootOpt = Annotated[
         "child, or holding job_* directories; then 'spur' at the top of the mount and "
         "/sys/fs/cgroup/spur (Spur main's fixed root). All found are read.",
         show_default=False,
+        metavar="DIR",
     ),
 ]
-NodeInventoryProcRootOpt = Annotated[Path, typer.Option("--proc-root", help="The node's /proc.")]
+NodeInventoryProcRootOpt = Annotated[
+    Path, typer.Option("--proc-root", help="The node's /proc.", metavar="DIR")
+]
 NodeInventoryHostnameOpt = Annotated[
     str | None,
     typer.Option(
         "--hostname",
         help="Node name to report (default: this host's name, as spurd registers it).",
         show_default=False,
+        metavar="NAME",
     ),
 ]
 NodeInventoryOutputOpt = Annotated[
-    Path | None, typer.Option("-o", "--output", help="Write the document here, not stdout.")
+    Path | None,
+    typer.Option("-o", "--output", help="Write the document here, not stdout.", metavar="FILE"),
 ]
 CollectNodesOpt = Annotated[
     str,
@@ -494,19 +525,24 @@ CollectCommandOpt = Annotated[
         "--command",
         help="Command run locally once per node, %h replaced by the node name; "
         "it must print the node's inventory.",
+        metavar="TEMPLATE",
     ),
 ]
 CollectFanoutOpt = Annotated[
-    int, typer.Option("--fanout", help="How many commands run at once.", min=1)
+    int, typer.Option("--fanout", help="How many commands run at once.", min=1, metavar="N")
 ]
 CollectTimeoutOpt = Annotated[
     float,
     typer.Option(
-        "--timeout", help="Seconds a node's command may run before it is killed.", min=0.001
+        "--timeout",
+        help="Seconds a node's command may run before it is killed.",
+        min=0.001,
+        metavar="SECONDS",
     ),
 ]
 CollectOutputOpt = Annotated[
-    Path | None, typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.")
+    Path | None,
+    typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.", metavar="FILE"),
 ]
 DemoServeOpt = Annotated[
     bool,
@@ -553,7 +589,13 @@ def with_holdings() -> Callable[[Command], Command]:
 
 NodeReleaseJobOpt = Annotated[
     int,
-    typer.Option("--job", help="The job id whose run to stop on this node.", min=0, max=2**32 - 1),
+    typer.Option(
+        "--job",
+        help="The job id whose run to stop on this node.",
+        min=0,
+        max=2**32 - 1,
+        metavar="ID",
+    ),
 ]
 NodeReleaseStartedAtOpt = Annotated[
     str,
@@ -561,6 +603,7 @@ NodeReleaseStartedAtOpt = Annotated[
         "--started-at",
         help="The run's start time (RFC 3339), as the agent-orphan finding gives it; "
         "the release refuses unless the run held now started then (within 1 s).",
+        metavar="TIME",
     ),
 ]
 NodeReleaseDryRunOpt = Annotated[
@@ -568,7 +611,12 @@ NodeReleaseDryRunOpt = Annotated[
 ]
 NodeReleaseGraceOpt = Annotated[
     float,
-    typer.Option("--grace", help="Seconds between SIGTERM and SIGKILL (or cgroup.kill).", min=0),
+    typer.Option(
+        "--grace",
+        help="Seconds between SIGTERM and SIGKILL (or cgroup.kill).",
+        min=0,
+        metavar="SECONDS",
+    ),
 ]
 NodeReleaseCgroupRootOpt = Annotated[
     Path | None,
@@ -577,6 +625,7 @@ NodeReleaseCgroupRootOpt = Annotated[
         help="Look for the job's cgroups only under this directory. Default: found as "
         "node-inventory finds it (see `spurctl node-inventory --help`).",
         show_default=False,
+        metavar="DIR",
     ),
 ]
 NodeReleaseProcRootOpt = Annotated[
@@ -585,6 +634,7 @@ NodeReleaseProcRootOpt = Annotated[
         "--proc-root",
         help="The node's /proc. A real release needs this system's own /proc "
         "(it signals by pid); another is only read, with --dry-run.",
+        metavar="DIR",
     ),
 ]
 NodeReleaseJournalOpt = Annotated[
@@ -592,5 +642,6 @@ NodeReleaseJournalOpt = Annotated[
     typer.Option(
         "--journal",
         help="Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl).",
+        metavar="FILE",
     ),
 ]

@@ -148,3 +148,10 @@ def test_completion_is_installed_one_way_only() -> None:
     readme = (ROOT_DIR / "README.md").read_text()
     for directory in ("~/.local/share/bash-completion/completions", "~/.config/fish/completions"):
         assert f"mkdir -p {directory}" in readme  # the copy below it cannot fail for want of it
+
+
+@pytest.mark.parametrize("path", [p for p, _ in ALL], ids=IDS)
+def test_option_placeholders_name_what_to_type_not_a_python_type(path: tuple[str, ...]) -> None:
+    options = [line for line in help_page(path) if line.lstrip().startswith("-")]
+    typed = re.compile(r"<(?:int|float|str|path|list\[\w+\])(?: range)?>")
+    assert not [line for line in options if typed.search(line)]
