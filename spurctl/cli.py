@@ -265,12 +265,14 @@ def reclaim(
         raise typer.Exit(unmet)
     use_case.check_can_send(connection)
     if not yes:
+        from spurctl.decide.reasons import plural
+
         live = sum(1 for e in entries if e.finding.live)
         if not sys.stdin.isatty():
             fail("refusing to reclaim without --yes: standard input is not a terminal")
         question = (
-            f"Send {len(entries)} cancel(s) to {len({e.node for e in entries})} node(s), "
-            f"killing {live} live run(s)?"
+            f"Send {plural(len(entries), 'cancel')} to "
+            f"{plural(len({e.node for e in entries}), 'node')}, killing {plural(live, 'live run')}?"
         )
         if not _confirm(question):
             print("nothing sent", file=sys.stderr)

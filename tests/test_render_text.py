@@ -139,7 +139,7 @@ def test_unresolved_cancels_print_brackets_as_written() -> None:
 
     out = io.StringIO()
     print_unresolved([Unresolved()], file=out)
-    _assert_verbatim(out.getvalue(), "WARNING: the journal has 1 cancel(s)", "on gpu[a] ([x], ")
+    _assert_verbatim(out.getvalue(), "WARNING: the journal has 1 cancel", "on gpu[a] ([x], ")
 
 
 def test_the_reclaim_document_keeps_the_text_whole() -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from spurctl.decide.reasons import plural
 from spurctl.hostlist import fold
 from spurctl.model import parse_time
 from spurctl.render.common import ReclaimFormat, choose, dump_json, pipe_width
@@ -197,7 +198,9 @@ def print_runs(
             )
         )
     if len(runs) < len(view.runs):
-        console.print(Text(f"{len(view.runs) - len(runs)} older run(s) not shown: --last N"))
+        console.print(
+            Text(f"{plural(len(view.runs) - len(runs), 'older run')} not shown: --last N")
+        )
 
 
 def print_one(

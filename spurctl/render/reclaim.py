@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spurctl.decide.plan import Entry, ReclaimRun, Result
-from spurctl.decide.reasons import id_ranges
+from spurctl.decide.reasons import id_ranges, plural
 from spurctl.model import AuditReport
 from spurctl.render.common import (
     ReclaimFormat,
@@ -109,7 +109,7 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
         _labelled(
             "WARNING:",
             "bold yellow",
-            f"the journal has {len(items)} cancel(s) sent or about to be sent by an "
+            f"the journal has {plural(len(items), 'cancel')} sent or about to be sent by an "
             "interrupted run, with no recorded outcome:",
         )
     )
@@ -179,7 +179,7 @@ def print_plan(
     if not entries:
         console.print(Text("Nothing to reclaim on these nodes."))
         return
-    table = Table(title=f"Reclaim plan: {len(entries)} cancel(s)", title_justify="left")
+    table = Table(title=f"Reclaim plan: {plural(len(entries), 'cancel')}", title_justify="left")
     for col in ("node", "job", "kind", "agent", "will stop", "why"):
         table.add_column(col, overflow="fold")
     for e in entries:
@@ -198,8 +198,10 @@ def print_plan(
     live = sum(1 for e in entries if e.finding.live)
     console.print(
         Text(
-            f"{len(entries)} cancel(s) on {len({e.node for e in entries})} node(s); "
-            f"{live} live run(s) will be stopped (agent CancelJob, signal 0, that node only)."
+            f"{plural(len(entries), 'cancel')} on "
+            f"{plural(len({e.node for e in entries}), 'node')}; "
+            f"{plural(live, 'live run')} will be stopped (agent CancelJob, signal 0, that node "
+            "only)."
         )
     )
 
@@ -354,8 +356,8 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
             _labelled(
                 "UNCONFIRMED:",
                 "bold yellow",
-                f"{count} sent cancel(s) not shown freed: an agent answers CancelJob with Ok "
-                "even for a job it does not track, so sent is not freed. Confirm from the "
+                f"{plural(count, 'sent cancel')} not shown freed: an agent answers CancelJob "
+                "with Ok even for a job it does not track, so sent is not freed. Confirm from the "
                 "nodes (or reclaim with --verify-inventory, which re-collects them):",
             )
         )
@@ -364,5 +366,8 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
     elif facts.verified and sent:
         nodes = len({o.entry.node for o in run.outcomes if o.result is Result.SENT})
         console.print(
-            Text(f"Confirmed: a re-collect of {nodes} node(s) no longer shows {sent} job(s).")
+            Text(
+                f"Confirmed: a re-collect of {plural(nodes, 'node')} no longer shows "
+                f"{plural(sent, 'job')}."
+            )
         )

@@ -478,7 +478,8 @@ class ControllerClient:
             # left unread has none, and explains no node's allocation.
             expected -= sum(unread[s] for s in ACTIVE_STATES)
         notes += [
-            f"{n:,} {state.name} job(s) without a nodelist were not read: the {state.name} "
+            f"{n:,} {state.name} job{'' if n == 1 else 's'} without a nodelist "
+            f"{'was' if n == 1 else 'were'} not read: the {state.name} "
             "jobs together are over spurctld's 32 MiB answer limit, and only a job with a "
             "nodelist can be read node by node"
             + ("; held ids among them were asked for by id" if not everything else "")

@@ -81,7 +81,7 @@ def test_an_audit_under_the_limit_finds_what_an_unlimited_read_finds(
     # is said, and explains no allocation, so the view stays complete.
     unread = [n for n in capped["notes"] if "not read" in n]
     assert unread == [
-        "1 RUNNING job(s) without a nodelist were not read: the RUNNING jobs together are "
+        "1 RUNNING job without a nodelist was not read: the RUNNING jobs together are "
         "over spurctld's 32 MiB answer limit, and only a job with a nodelist can be read node "
         "by node; held ids among them were asked for by id"
     ]
@@ -120,7 +120,7 @@ def test_jobs_too_many_for_one_answer_and_without_a_nodelist_are_named_and_spare
         pending = sum(1 for j in sim.state.jobs.values() if j.state is JobState.PENDING)
         assert pending > 20
         doc = audit_json(sim, tmp_path, "--all")
-    assert any("PENDING job(s) without a nodelist were not read" in n for n in doc["notes"]), doc[
+    assert any("PENDING jobs without a nodelist were not read" in n for n in doc["notes"]), doc[
         "notes"
     ]
     # A held pending id is still judged: asked for by id.

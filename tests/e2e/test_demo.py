@@ -67,7 +67,7 @@ def test_demo_closes_the_loop_in_seconds_with_exit_0_and_no_noise(tmp_path: Path
     assert {"phantom-alloc", "above-watermark-unknown", "name-mismatch"} <= investigate
 
     planned = sum(1 for _, a in before if a == "reclaim")
-    assert f"Reclaim plan: {planned} cancel(s)" in dry_run
+    assert f"Reclaim plan: {planned} cancel{'' if planned == 1 else 's'}" in dry_run
     assert "Reclaim result" not in dry_run
     assert f"{planned} planned: {planned} sent, 0 skipped, 0 failed." in real_run
     assert "eyJ" not in proc.stdout  # no JWT (every token starts with its encoded header)
@@ -129,7 +129,7 @@ def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_pat
 
         dry_run = run_cli(*shlex.split(dry_run_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
         assert dry_run.returncode == 0, dry_run.stderr
-        assert "Reclaim plan: 1 cancel(s)" in dry_run.stdout
+        assert "Reclaim plan: 1 cancel" in dry_run.stdout
 
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 0

@@ -89,7 +89,7 @@ def test_journal_shows_each_run_newest_first_and_an_interrupted_one_plainly(
 
     last = run_cli("journal", "--journal", str(journal), "--last", "1")
     assert "newest 1 of 2" in last.stdout and "legacy-" not in last.stdout
-    assert "1 older run(s) not shown: --last N" in last.stdout
+    assert "1 older run not shown: --last N" in last.stdout
 
 
 def test_journal_run_shows_one_runs_records_and_a_wrong_id_is_one_line(

@@ -99,7 +99,7 @@ def test_without_a_re_collect_every_cancel_is_sent_and_unconfirmed_with_the_comm
         rows = [line for line in out.splitlines() if "sent, unconfirmed" in line]
         assert len(rows) == 3
         assert "3 planned: 3 sent, 0 skipped, 0 failed." in out
-        assert "UNCONFIRMED: 3 sent cancel(s) not shown freed" in out
+        assert "UNCONFIRMED: 3 sent cancels not shown freed" in out
         assert "sent is not freed" in out and "--verify-inventory" in out
         (command,) = [line.strip() for line in out.splitlines() if "spurctl audit" in line]
         words = shlex.split(command)
@@ -145,7 +145,7 @@ def test_verify_inventory_confirms_from_the_nodes_even_when_the_plan_came_from_f
         )
     assert code == 0, out + err
     assert "unconfirmed" not in out.lower()
-    assert "Confirmed: a re-collect of 3 node(s) no longer shows 3 job(s)." in out
+    assert "Confirmed: a re-collect of 3 nodes no longer shows 3 jobs." in out
     assert out.count("no longer holds it 0.5 s later") == 3
 
     assert sorted(cancelled(sim)) == sorted(SENT)

@@ -73,8 +73,8 @@ def test_dry_run_plans_and_sends_nothing(sim: SimCluster, tmp_path: Path) -> Non
     f = files(sim, tmp_path)
     run = reclaim_cli(sim, f, "--node", "gpu[003-008]", "--dry-run")
     assert run.returncode == 0, run.stderr
-    assert "Reclaim plan: 7 cancel(s)" in run.stdout
-    assert "7 live run(s) will be stopped" in run.stdout
+    assert "Reclaim plan: 7 cancels" in run.stdout
+    assert "7 live runs will be stopped" in run.stdout
     assert sim.cancels == [] and sim.controller_cancels == []
     assert journal(f) == []
 

@@ -140,7 +140,7 @@ def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_l
     text = out.getvalue()
     assert text.count("sent, unconfirmed") == 2
     assert "2 planned: 2 sent, 0 skipped, 0 failed." in text
-    assert "UNCONFIRMED: 2 sent cancel(s) not shown freed" in text
+    assert "UNCONFIRMED: 2 sent cancels not shown freed" in text
     (line,) = [ln for ln in text.splitlines() if "spurctl audit" in ln]
     assert shlex.split(line)[-1] == "x" * 300
 
@@ -148,4 +148,4 @@ def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_l
     print_run(run, [o.entry for o in run.outcomes], _report(), fmt="table", file=verified,
               facts=PlanFacts(verified=True))  # fmt: skip
     assert "unconfirmed" not in verified.getvalue().lower()
-    assert "Confirmed: a re-collect of 2 node(s) no longer shows 2 job(s)." in verified.getvalue()
+    assert "Confirmed: a re-collect of 2 nodes no longer shows 2 jobs." in verified.getvalue()
