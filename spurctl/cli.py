@@ -240,6 +240,10 @@ def reclaim(
         stale=prepared.stale,
         max_inventory_age_s=prepared.max_inventory_age_s,
         journal_path=str(prepared.journal_path),
+        investigate=[
+            f"{f.kind.value} on {f.node}" + (f" (job {f.job_id})" if f.job_id is not None else "")
+            for f in prepared.investigate
+        ],
     )
     if prepared.fallback_nodes:
         print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
@@ -256,6 +260,9 @@ def reclaim(
     # A --job that matches nothing is a request not met: exit 1, even with nothing to do.
     unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
     if dry_run:
+        key_warning = use_case.send_warning(connection) if entries else None
+        if key_warning is not None:
+            print(f"spurctl: warning: {key_warning}", file=sys.stderr)
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
         raise typer.Exit(unmet)

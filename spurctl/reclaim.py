@@ -42,7 +42,7 @@ from spurctl.decide.plan import (
 )
 from spurctl.errors import SpurctlError, redact
 from spurctl.hostlist import fold, named_nodes
-from spurctl.model import AuditReport, Job, utcnow
+from spurctl.model import Action, AuditReport, Finding, Job, utcnow
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal, Unresolved
@@ -404,6 +404,8 @@ class Prepared:
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
     # Why each entry will be skipped for an old inventory, judged when planned.
     stale: dict[tuple[str, int], str] = field(default_factory=dict)
+    # The findings on the named nodes that need a person, not a cancel.
+    investigate: list[Finding] = field(default_factory=list)
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -552,6 +554,26 @@ def prepare(
         fallback_nodes=sorted({e.node for e in entries if e.fallback}),
         max_inventory_age_s=max_inventory_age_s,
         stale=stale,
+        investigate=[
+            f for f in report.findings if f.node in selected and f.action is Action.INVESTIGATE
+        ],
+    )
+
+
+def send_warning(conn: Connection) -> str | None:
+    """What a dry run must say about the real run's credential: None when a key is set."""
+    if conn.jwt_key is not None:
+        return None
+    if (conn.conf.auth_mode or "").lower() == "required":
+        return (
+            "the real run would stop after this plan: spur.conf says [auth] mode = required "
+            "but no cluster key is configured (pass --jwt-key-file, set SPUR_JWT_KEY_FILE, or "
+            "set [auth] jwt_key)"
+        )
+    return (
+        "no cluster key is configured: the real run sends its cancels without a credential, "
+        "which an agent with authentication on refuses (pass --jwt-key-file, set "
+        "SPUR_JWT_KEY_FILE, or set [auth] jwt_key)"
     )
 
 

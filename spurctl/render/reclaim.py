@@ -59,6 +59,8 @@ class PlanFacts:
     # The journal this run writes its intents and outcomes to (a dry run writes nothing):
     # printed when the run ends, so nobody has to find it.
     journal_path: str | None = None
+    # "kind on node" for each finding on the named nodes that needs a person, not a cancel.
+    investigate: Sequence[str] = ()
 
 
 class Unresolved(Protocol):
@@ -177,7 +179,17 @@ def print_plan(
     if facts.unmatched_jobs:
         console.print(_labelled("NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs)))
     if not entries:
-        console.print(Text("Nothing to reclaim on these nodes."))
+        if facts.investigate:
+            n = len(facts.investigate)
+            console.print(
+                Text(
+                    f"Nothing to reclaim on these nodes, but {plural(n, 'finding')} "
+                    f"need{'s' if n == 1 else ''} investigating instead: "
+                    f"{'; '.join(facts.investigate)} (see `spurctl audit --all`)."
+                )
+            )
+        else:
+            console.print(Text("Nothing to reclaim on these nodes."))
         return
     table = Table(title=f"Reclaim plan: {plural(len(entries), 'cancel')}", title_justify="left")
     for col in ("node", "job", "kind", "agent", "will stop", "why"):

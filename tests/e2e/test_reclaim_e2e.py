@@ -223,3 +223,35 @@ def test_verify_turns_a_sent_cancel_into_failed_when_the_node_still_holds_it() -
     assert [o.result for o in run.outcomes] == [rc.Result.SENT, rc.Result.FAILED]
     assert "still holds job 2 5 s later" in run.outcomes[1].detail
     assert not run.ok
+
+
+def test_a_dry_run_without_a_cluster_key_warns_that_the_real_run_would_be_refused(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    with_key = reclaim_cli(sim, f, "--node", "gpu003", "--dry-run")
+    assert with_key.returncode == 0 and with_key.stderr == "", with_key.stderr
+    no_key = run_cli(
+        "reclaim", "--inventory", f["inventory"], "--agent-map", f["agents"],
+        "--journal", f["journal"], "--node", "gpu003", "--dry-run",
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address, "SPUR_AUTH_TOKEN": f["token"]},
+    )  # fmt: skip
+    assert no_key.returncode == 0, no_key.stderr
+    assert "Reclaim plan: 1 cancel" in no_key.stdout
+    (warning,) = no_key.stderr.strip().splitlines()
+    assert warning.startswith("spurctl: warning: no cluster key is configured")
+    assert "--jwt-key-file" in warning
+    assert sim.cancels == []
+
+
+def test_a_node_with_only_investigate_findings_says_so(sim: SimCluster, tmp_path: Path) -> None:
+    # gpu014 holds a job above the watermark: a person must look, no cancel is planned.
+    f = files(sim, tmp_path)
+    run = reclaim_cli(sim, f, "--node", "gpu014", "--yes")
+    assert run.returncode == 0, run.stderr
+    said = " ".join(run.stdout.split())
+    assert (
+        "Nothing to reclaim on these nodes, but 1 finding needs investigating instead: "
+        "above-watermark-unknown on gpu014 (job 5187)"
+    ) in said
+    assert sim.cancels == []
