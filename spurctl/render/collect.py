@@ -11,10 +11,17 @@ from spurctl.model import Inventory
 def summarize(results: Sequence[Inventory]) -> str:
     """Ok and failed nodes folded as hostlists, then each failure reason with its nodes."""
     ok = [inv.node for inv in results if inv.error is None]
-    bad: dict[str, list[str]] = {}
+    alike: dict[str, list[Inventory]] = {}
     for inv in results:
         if inv.error is not None:
-            bad.setdefault(inv.error, []).append(inv.node)
+            # ssh names the host in its message; with the name taken out, 24 nodes that
+            # failed alike are one line (as `clush -b` folds them).
+            why = inv.error.replace(inv.node, "%h") if len(inv.node) > 1 else inv.error
+            alike.setdefault(why, []).append(inv)
+    bad: dict[str, list[str]] = {
+        (why if len(invs) > 1 else str(invs[0].error)): [inv.node for inv in invs]
+        for why, invs in alike.items()
+    }
     lines = [f"collected {len(ok)} of {len(results)} nodes"]
     if ok:
         lines.append(f"ok ({len(ok)}): {_fold(ok)}")
@@ -23,6 +30,8 @@ def summarize(results: Sequence[Inventory]) -> str:
         lines.append(f"failed ({len(failed_nodes)}): {_fold(failed_nodes)}")
         for error, names in bad.items():
             lines.append(f"  {_fold(names)}: {error}")
+        if any(len(invs) > 1 and why != invs[0].error for why, invs in alike.items()):
+            lines.append("  (%h: each node's own name)")
     return "\n".join(lines)
 
 

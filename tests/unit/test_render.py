@@ -601,3 +601,20 @@ def test_node_inventory_never_tells_root_to_run_as_root() -> None:
     assert "3 processes could not be read" in as_user and as_user.endswith("run it as root.")
     assert "1 process could not be read" in as_root
     assert "run it as root" not in as_root and "hidepid" in as_root
+
+
+def test_collect_folds_the_same_failure_on_many_nodes_into_one_line() -> None:
+    from spurctl.model import Inventory
+    from spurctl.render.collect import summarize
+
+    def failed(node: str) -> Inventory:
+        why = f"ssh: connect to host {node} port 22: Connection refused"
+        return Inventory(node=node, collected_at=None, source="ssh", error=why)
+
+    results = [failed(f"gpu{i:03d}") for i in range(1, 25)]
+    results.append(Inventory(node="gpu099", collected_at=None, source="ssh", error="timed out"))
+    text = summarize(results)
+    assert "  gpu[001-024]: ssh: connect to host %h port 22: Connection refused" in text
+    assert "  gpu099: timed out" in text
+    assert "(%h: each node's own name)" in text
+    assert len(text.splitlines()) == 5  # collected, failed, two reasons, the %h key
