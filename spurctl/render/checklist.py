@@ -17,6 +17,7 @@ from spurctl.render.common import (
     md_cell,
     report_header,
     spur_version,
+    text_time,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -154,7 +155,7 @@ def _started(h: HeldId) -> str:
 def render_markdown(cl: Checklist) -> str:
     a = cl.assessment
     version = f" ({spur_version(a.controller_version)})"
-    taken = a.taken_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    taken = text_time(a.taken_at)
     lines = [
         "# Post-wipe agent recycle checklist",
         "",

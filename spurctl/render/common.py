@@ -13,7 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -109,6 +109,12 @@ def spur_version(version: str) -> str:
     return f"Spur {version}" if version else "Spur version not reported"
 
 
+def text_time(moment: datetime) -> str:
+    """A time as text reports show it: `2026-12-02 14:47 UTC` (machine output keeps
+    RFC 3339)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def context_line(report: AuditReport) -> str:
     if report.view_complete and report.jobs_seen < report.jobs_total:
         # An audit reads what can hold a node (and the held ids), not every ended job.
@@ -123,7 +129,7 @@ def context_line(report: AuditReport) -> str:
     return (
         f"Controller {report.controller_address} ({spur_version(report.controller_version)}), "
         "view taken "
-        f"{format_time(report.taken_at)}: {view}; watermark {report.watermark.value} "
+        f"{text_time(report.taken_at)}: {view}; watermark {report.watermark.value} "
         f"({report.watermark.source})."
     )
 

@@ -618,3 +618,13 @@ def test_collect_folds_the_same_failure_on_many_nodes_into_one_line() -> None:
     assert "  gpu099: timed out" in text
     assert "(%h: each node's own name)" in text
     assert len(text.splitlines()) == 5  # collected, failed, two reasons, the %h key
+
+
+def test_text_reports_show_times_to_the_minute_in_utc() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from spurctl.render.common import text_time
+
+    moment = datetime(2026, 12, 2, 14, 47, 31, 623309, tzinfo=UTC)
+    assert text_time(moment) == "2026-12-02 14:47 UTC"
+    assert text_time(moment.astimezone(timezone(timedelta(hours=2)))) == "2026-12-02 14:47 UTC"
