@@ -503,6 +503,7 @@ def collect_command(
 @app.command()
 def demo(
     serve: opt.DemoServeOpt = False,
+    scenario: opt.DemoScenarioOpt = opt.DemoScenario.INCIDENT,
 ) -> None:
     """Audit and reclaim a simulated cluster, end to end.
 
@@ -515,12 +516,15 @@ def demo(
     Examples:
       spurctl demo
       spurctl demo --serve    # then point spurctl at it by hand
+      spurctl demo --serve --scenario post-wipe
     """
     from spurctl import demo as walkthrough
 
     if serve:
-        walkthrough.serve()
+        walkthrough.serve(scenario=scenario.value)
         return
+    if scenario is not opt.DemoScenario.INCIDENT:
+        fail("--scenario is for --serve: the walkthrough tells the incident")
     if not walkthrough.run().ok:
         fail("the demo did not close the loop (see above); rerun with --debug and report it")
 

@@ -16,10 +16,12 @@ its own user's jobs; anonymous reads keep the demo's controller view complete.
 from __future__ import annotations
 
 import secrets
+import shlex
 import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -67,6 +69,8 @@ class DemoCluster:
     key_file: Path
     conf: Path
     journal: Path
+    # A `--command` template that "collects" a simulated node (%h: its name).
+    node_command: str = ""
 
     def refresh_inventory(self) -> None:
         """Rewrite the inventories from what the agents hold now (what `collect` would gather)."""
@@ -103,37 +107,57 @@ def _spur_conf(sim: SimCluster) -> str:
     )
 
 
+# What `collect --command` runs to "ssh" a simulated node: prints the node's line of
+# the served inventory file, as `ssh NODE spurctl node-inventory` would print it.
+_NODE_COMMAND = """\
+import json, sys
+node, inventory = sys.argv[1], sys.argv[2]
+for line in open(inventory):
+    # An agent may report its FQDN (gpu021.cluster.local): ssh gpu021 still reaches it.
+    if line.strip() and json.loads(line).get("node", "").split(".")[0] == node:
+        print(line, end="")
+        break
+else:
+    sys.exit(f"ssh: Could not resolve hostname {node}: Name or service not known")
+"""
+
+
 @contextmanager
-def demo_cluster(jwt_key: str | None = None) -> Iterator[DemoCluster]:
-    """The incident cluster on loopback, its files in a private temp dir removed on exit.
+def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iterator[DemoCluster]:
+    """A simulated cluster on loopback (the incident, or `post-wipe`), its files in a
+    private temp dir removed on exit.
 
     The key is random unless given; it is written only to a mode-0600 file.
     """
     import json
 
-    from spurctl.simcluster import SimCluster, incident
+    from spurctl.simcluster import SimCluster, incident, post_wipe
 
     key = jwt_key or secrets.token_urlsafe(32)
     # The directory outlives the servers: they stop (closing their ports) before it goes.
     with tempfile.TemporaryDirectory(prefix="spurctl-demo-") as tmp:
         directory = Path(tmp)
-        with SimCluster(
-            incident(), auth=_CONTROLLER_AUTH, agent_auth=_AGENT_AUTH, jwt_key=key
-        ) as sim:
+        chosen = post_wipe() if scenario == "post-wipe" else incident()
+        with SimCluster(chosen, auth=_CONTROLLER_AUTH, agent_auth=_AGENT_AUTH, jwt_key=key) as sim:
             key_file = directory / "jwt.key"
             write_output(key + "\n", key_file)
             agent_map = directory / "agents.json"
             agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
             conf = directory / "spur.conf"
             conf.write_text(_spur_conf(sim))
+            script = directory / "node_inventory.py"
+            script.write_text(_NODE_COMMAND)
+            inventory = directory / "inventory.jsonl"
             cluster = DemoCluster(
                 sim=sim,
                 directory=directory,
-                inventory=directory / "inventory.jsonl",
+                inventory=inventory,
                 agent_map=agent_map,
                 key_file=key_file,
                 conf=conf,
                 journal=directory / "journal.jsonl",
+                node_command=shlex.join([sys.executable, "-I", str(script)])
+                + f" %h {shlex.quote(str(inventory))}",
             )
             cluster.refresh_inventory()
             yield cluster
@@ -343,58 +367,98 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
 # -- serve ----------------------------------------------------------------------
 
 
-def serve(out: TextIO | None = None) -> None:
-    """Keep a fresh incident cluster up until SIGINT or SIGTERM; print how to reach it.
+# The served cluster's agents heartbeat this often: its inventory file is rewritten
+# at least as often, so a watch never reads it as stale. SPURCTL_DEMO_HEARTBEAT_S
+# shortens it (the tests do).
+SERVE_HEARTBEAT_S = 30.0
 
-    The inventory file is rewritten whenever what the agents hold changes, so an
-    audit after a hand-made reclaim sees its effect.
+
+def serve(out: TextIO | None = None, *, scenario: str = "incident") -> None:
+    """Keep a fresh simulated cluster up until SIGINT or SIGTERM; print how to reach it
+    and a tour of every command.
+
+    The inventory file is rewritten whenever what the agents hold changes and at
+    every heartbeat, so an audit after a hand-made reclaim sees its effect and a
+    watch sees fresh inventories.
     """
+    import os
+
     say = _Narrator(out or sys.stdout)
     stopping = threading.Event()
+    heartbeat = float(os.environ.get("SPURCTL_DEMO_HEARTBEAT_S") or SERVE_HEARTBEAT_S)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with demo_cluster() as cluster:
-            d = cluster.directory
-            lines = [
-                f"Simulated Spur cluster (the PR #623 incident, {len(cluster.sim.agent_map())} "
-                f"nodes) on 127.0.0.1; controller auth {_CONTROLLER_AUTH} (anonymous reads), "
-                f"agents auth {_AGENT_AUTH}.",
-                f"Files in {d}, removed on exit:",
-                f"  inventory: {cluster.inventory} (rewritten as the agents change)",
-                f"  agent map: {cluster.agent_map}",
-                f"  key file:  {cluster.key_file} (mode 0600)",
-                f"  spur.conf: {cluster.conf}",
-                "",
-                "In another shell:",
-                f"  export SPUR_CONTROLLER_ADDR={cluster.sim.controller_address}",
-                f"  export SPUR_JWT_KEY_FILE={cluster.key_file}",
-                f"  export SPUR_CONF={cluster.conf}",
-                "  unset SPUR_AUTH_TOKEN   # a real cluster's token is refused here",
-                "",
-                f"  spurctl audit --inventory {cluster.inventory}",
-                f"  spurctl reclaim --node gpu003 --inventory {cluster.inventory} "
-                f"--agent-map {cluster.agent_map} --dry-run",
-                f"  spurctl reclaim --node gpu003 --inventory {cluster.inventory} "
-                f"--agent-map {cluster.agent_map} --journal {d / 'journal.jsonl'} --yes",
-                f"  spurctl snapshot -o {d / 'snapshot.json'}",
-                "",
-                "Serving; Ctrl-C to stop.",
-            ]
-            for line in lines:
+        with demo_cluster(scenario=scenario) as cluster:
+            for line in _banner(cluster, scenario, heartbeat):
                 say.console.print(Text(line), overflow="ignore", crop=False)
             say.out.flush()
             seen = cluster.sim.state.generation
+            written = time.monotonic()
             while not stopping.wait(0.25):
-                if cluster.sim.state.generation != seen:
+                changed = cluster.sim.state.generation != seen
+                if changed or time.monotonic() - written >= heartbeat:
                     seen = cluster.sim.state.generation
                     cluster.refresh_inventory()
+                    written = time.monotonic()
             directory = cluster.directory
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     say.say(f"Stopped; removed {directory}.")
     say.out.flush()
+
+
+def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
+    d, inv, q = cluster.directory, cluster.inventory, shlex.quote
+    nodes = hostlist.fold(sorted(cluster.sim.agent_map()))
+    what = (
+        "a controller wiped before its agents were recycled"
+        if scenario == "post-wipe"
+        else "the PR #623 incident"
+    )
+    lines = [
+        f"Simulated Spur cluster ({what}, {len(cluster.sim.agent_map())} nodes) on 127.0.0.1; "
+        f"controller auth {_CONTROLLER_AUTH} (anonymous reads), agents auth {_AGENT_AUTH}.",
+        f"Files in {d}, removed on exit:",
+        f"  inventory: {inv} (rewritten as the agents change, and every {SERVE_HEARTBEAT_S:g} s)",
+        f"  agent map: {cluster.agent_map}",
+        f"  key file:  {cluster.key_file} (mode 0600)",
+        f"  spur.conf: {cluster.conf}",
+        "",
+        "In another shell:",
+        f"  export SPUR_CONTROLLER_ADDR={cluster.sim.controller_address}",
+        f"  export SPUR_JWT_KEY_FILE={cluster.key_file}",
+        f"  export SPUR_CONF={cluster.conf}",
+        "  unset SPUR_AUTH_TOKEN   # a real cluster's token is refused here",
+        "",
+        "Try, in order:",
+        f"  spurctl audit --inventory {inv}",
+        f"  spurctl audit --watch --inventory {inv}",
+        f"  spurctl collect -w {q(nodes)} --command {q(cluster.node_command)} "
+        f"-o {d / 'fresh.jsonl'}",
+        f"  spurctl audit --collect --command {q(cluster.node_command)}",
+    ]
+    if scenario == "post-wipe":
+        lines += [
+            f"  spurctl checklist post-wipe --inventory {inv}",
+            f"  spurctl checklist post-wipe --verify -w {q(nodes)} --inventory {inv}",
+        ]
+    else:
+        lines += [
+            f"  spurctl reclaim --node gpu003 --inventory {inv} --agent-map {cluster.agent_map} "
+            "--dry-run",
+            f"  spurctl reclaim --node gpu003 --inventory {inv} --agent-map {cluster.agent_map} "
+            f"--journal {cluster.journal}   # asks before it sends",
+            f"  spurctl journal --journal {cluster.journal}",
+            f"  spurctl snapshot -o {d / 'snapshot.json'}",
+        ]
+    lines += [
+        "  spurctl node-inventory   # on a real node: what its agent holds",
+        "",
+        "Serving; Ctrl-C to stop.",
+    ]
+    return lines

@@ -544,6 +544,22 @@ CollectOutputOpt = Annotated[
     Path | None,
     typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.", metavar="FILE"),
 ]
+
+
+class DemoScenario(enum.StrEnum):
+    INCIDENT = "incident"
+    POST_WIPE = "post-wipe"
+
+
+DemoScenarioOpt = Annotated[
+    DemoScenario,
+    typer.Option(
+        "--scenario",
+        help="With --serve: the cluster to serve: the PR #623 incident, or a controller "
+        "whose state was wiped before the agents were recycled (for `checklist post-wipe`).",
+        case_sensitive=False,
+    ),
+]
 DemoServeOpt = Annotated[
     bool,
     typer.Option(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import shlex
 import signal
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -137,3 +139,65 @@ def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_pat
         stderr = proc.stderr.read()
         assert "Traceback" not in stderr and "GOAWAY" not in stderr.upper()
         assert not directory.exists()
+
+
+def _banner(proc: Any) -> list[str]:
+    lines = lines_of(proc.stdout)
+    printed: list[str] = []
+    deadline = time.monotonic() + 30
+    while not printed or not printed[-1].startswith("Serving"):
+        printed.append(lines.get(timeout=max(deadline - time.monotonic(), 0.1)))
+    return printed
+
+
+def test_serve_tours_every_command_collects_from_its_nodes_and_keeps_inventories_fresh(
+    tmp_path: Path,
+) -> None:
+    with cli_process(
+        "demo", "--serve", home=tmp_path, cwd=REPO, env={"SPURCTL_DEMO_HEARTBEAT_S": "1"}
+    ) as proc:
+        printed = _banner(proc)
+        banner = "".join(printed)
+        exports = dict(re.findall(r"^\s*export (\w+)=(\S+)$", banner, re.M))
+        commands = [line.strip() for line in printed if line.strip().startswith("spurctl ")]
+        for name in ("audit", "collect", "reclaim", "journal", "snapshot", "node-inventory"):
+            assert any(c.split()[1] == name for c in commands), name
+        assert any("--watch" in c for c in commands)
+        assert not any("--yes" in c for c in commands)  # the real reclaim asks first
+
+        collect_cmd = next(c for c in commands if c.startswith("spurctl collect"))
+        collect = run_cli(*shlex.split(collect_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
+        assert collect.returncode == 0, collect.stderr
+        written = Path(shlex.split(collect_cmd)[-1])
+        nodes = [json.loads(line)["node"] for line in written.read_text().splitlines()]
+        assert len(nodes) == 24 and "gpu021.cluster.local" in nodes
+
+        # Each heartbeat rewrites the inventories: collected_at moves on by itself.
+        inventory = Path(re.findall(r"inventory: (\S+)", banner)[0])
+        first = json.loads(inventory.read_text().splitlines()[0])["collected_at"]
+        deadline = time.monotonic() + 15
+        while json.loads(inventory.read_text().splitlines()[0])["collected_at"] == first:
+            assert time.monotonic() < deadline, "the served inventories were never refreshed"
+            time.sleep(0.2)
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+
+
+def test_serve_can_serve_the_post_wipe_scenario_for_the_checklist(tmp_path: Path) -> None:
+    with cli_process("demo", "--serve", "--scenario", "post-wipe", home=tmp_path, cwd=REPO) as proc:
+        printed = _banner(proc)
+        exports = dict(re.findall(r"^\s*export (\w+)=(\S+)$", "".join(printed), re.M))
+        commands = [line.strip() for line in printed if line.strip().startswith("spurctl ")]
+        checklist_cmd = next(c for c in commands if c.startswith("spurctl checklist post-wipe"))
+        checklist = run_cli(*shlex.split(checklist_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
+        assert checklist.returncode == 1, checklist.stderr  # nodes to recycle
+        assert "# Post-wipe agent recycle checklist" in checklist.stdout
+        assert any("--verify" in c for c in commands)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+
+
+def test_scenario_without_serve_is_one_clear_error(tmp_path: Path) -> None:
+    run = run_cli("demo", "--scenario", "post-wipe", home=tmp_path)
+    assert run.returncode == 2 and "--scenario is for --serve" in run.stderr
