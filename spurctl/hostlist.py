@@ -238,6 +238,14 @@ def _runs(numbers: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+def natural_key(name: str) -> tuple[object, ...]:
+    """gpu2 before gpu10, as an operator reads a hostlist (and `sort -V`)."""
+    # re.split with a group alternates text and digits, so equal positions always
+    # compare like types.
+    parts = re.split(r"(\d+)", name)
+    return (*(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), name)
+
+
 def is_node_name(name: str) -> bool:
     """Whether `name` is a node name that can go into a shell command as is."""
     return _NODE_NAME.fullmatch(name) is not None

@@ -564,8 +564,8 @@ DemoServeOpt = Annotated[
     bool,
     typer.Option(
         "--serve",
-        help="Skip the walkthrough: keep the incident cluster up until Ctrl-C and print "
-        "how to point spurctl at it.",
+        help="Skip the walkthrough: keep the cluster up until Ctrl-C and print the "
+        "commands to try on it.",
     ),
 ]
 

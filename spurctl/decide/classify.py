@@ -204,9 +204,9 @@ def classify(
         "its holdings are not reclaimed and its nodes' allocations are not explained by it"
         for job_id, nodelist in sorted(unreadable.items())
     )
-    findings.sort(
+    findings.sort(  # nodes as an operator reads them (gpu2 before gpu10), then urgency
         key=lambda f: (
-            f.node,
+            hostlist.natural_key(f.node),
             _ORDER[f.action],
             -1 if f.job_id is None else f.job_id,
             f.kind.value,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from spurctl.errors import SpurctlError
+from spurctl.hostlist import natural_key
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, format_time
 
 # -- format choices ----------------------------------------------------------
@@ -68,22 +68,15 @@ ACTION_STYLE = {
 }
 
 
-def natural_key(name: str) -> tuple[Any, ...]:
-    # gpu2 before gpu10, as an operator reads a hostlist; re.split with a group
-    # alternates text and digits, so equal positions always compare like types.
-    parts = re.split(r"(\d+)", name)
-    return (*(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), name)
-
-
 def grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
-    """Findings grouped by node, most urgent row first in each group, and the
-    groups holding the most urgent rows first (then by node name)."""
+    """Findings grouped by node, in the order every format uses (nodes in natural
+    order, then action, most urgent first, then job: `classify`'s order)."""
     groups: dict[str, list[Finding]] = {}
     for f in findings:
         groups.setdefault(f.node, []).append(f)
     for rows in groups.values():
         rows.sort(key=lambda f: (_ACTION_RANK[f.action], f.job_id is None, f.job_id or 0))
-    return sorted(groups.items(), key=lambda g: (_ACTION_RANK[g[1][0].action], natural_key(g[0])))
+    return sorted(groups.items(), key=lambda g: natural_key(g[0]))
 
 
 def live_text(live: bool | None) -> str:

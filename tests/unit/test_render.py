@@ -293,9 +293,9 @@ def test_markdown_puts_heading_notes_and_summary_before_the_table() -> None:
     first_row = next(i for i, line in enumerate(lines) if line.startswith("|"))
     assert note_line < summary_line < first_row
     assert "7 need action" in lines[summary_line]
-    # The table follows the table format's order: reclaim rows lead.
+    # The table follows the one order every format uses: nodes in natural order.
     first_data = _md_cells(lines[first_row + 2])
-    assert first_data[3] == "reclaim"
+    assert first_data[0] == "gpu1"
 
 
 def test_markdown_of_an_empty_audit_says_no_discrepancies_and_has_no_table() -> None:
@@ -456,29 +456,30 @@ def _rows(lines: list[str]) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def test_table_groups_by_node_with_reclaim_rows_first() -> None:
+def test_table_groups_by_node_in_natural_order_with_reclaim_rows_first() -> None:
     report = _report()
     report.findings = [f for f in report.findings if f.node != WEIRD_NODE]
     rows = _rows(_table(report))
     assert len(rows) == len(report.findings)
     nodes = [r[0] for r in rows]
-    # Node name once per group; groups with something to reclaim first, then by
-    # natural name order (gpu2 before gpu10), then the rest.
-    assert [n for n in nodes if n] == ["gpu2", "gpu10", "gpu1", "gpu30"]
-    assert nodes == ["gpu2", "", "", "gpu10", "", "gpu1", "", "gpu30"]
+    # Node name once per group, groups in natural name order (gpu2 before gpu10), as
+    # the JSON, CSV and summary order them (issue 16 item 6; urgency no longer
+    # reorders the groups).
+    assert [n for n in nodes if n] == ["gpu1", "gpu2", "gpu10", "gpu30"]
+    assert nodes == ["gpu1", "", "gpu2", "", "", "gpu10", "", "gpu30"]
     actions = [r[3] for r in rows]
     assert actions == [
+        "investigate",
+        "none",
         "reclaim",
         "reclaim",
         "investigate",
         "reclaim",
         "spare",
         "investigate",
-        "none",
-        "investigate",
     ]
     # Within gpu2, the reclaim rows are in job order and the job-less row follows.
-    assert [r[1] for r in rows[:3]] == ["3999", "4000", "-"]
+    assert [r[1] for r in rows[2:5]] == ["3999", "4000", "-"]
 
 
 def test_table_shows_notes_before_the_rows_and_the_summary_after() -> None:
@@ -628,3 +629,24 @@ def test_text_reports_show_times_to_the_minute_in_utc() -> None:
     moment = datetime(2026, 12, 2, 14, 47, 31, 623309, tzinfo=UTC)
     assert text_time(moment) == "2026-12-02 14:47 UTC"
     assert text_time(moment.astimezone(timezone(timedelta(hours=2)))) == "2026-12-02 14:47 UTC"
+
+
+def test_table_csv_and_json_list_findings_in_one_order() -> None:
+    import csv as csv_module
+    import io as io_module
+
+    from spurctl.hostlist import natural_key
+
+    report = _report()
+    report.findings = sorted(
+        (f for f in report.findings if f.node != WEIRD_NODE),
+        key=lambda f: (natural_key(f.node), ["reclaim", "investigate", "spare", "none"].index(
+            f.action.value), -1 if f.job_id is None else f.job_id),
+    )  # fmt: skip
+    table_nodes = [r[0] for r in _rows(_table(report)) if r[0]]
+    doc = json.loads(render_audit(report, "json"))
+    json_order = [(f["node"], f["job_id"]) for f in doc["findings"]]
+    rows = list(csv_module.DictReader(io_module.StringIO(render_audit(report, "csv"))))
+    csv_order = [(r["node"], int(r["job_id"]) if r["job_id"] else None) for r in rows]
+    assert json_order == csv_order == [(f.node, f.job_id) for f in report.findings]
+    assert table_nodes == list(dict.fromkeys(n for n, _ in json_order))
