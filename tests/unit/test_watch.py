@@ -4,8 +4,10 @@ its evidence spans two agent heartbeats; the view shows all of it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,6 +15,7 @@ from spurctl.audit import every
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
 from spurctl.render.watch import format_age, render_watch_round
+from spurctl.sources.inventories import Sources
 
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 
@@ -214,6 +217,80 @@ def test_stranded_exactly_when_present_in_every_round_for_sixty_seconds(
         t = only(tracked)
         assert t.first_seen == run_start
         assert t.stranded == (now - run_start >= timedelta(seconds=60))
+
+
+def test_seen_at_rounds_1_to_3_of_a_30_s_watch_it_is_stranded_at_round_3() -> None:
+    """Round 1's collect ran 1.8 s into its round (it also opened the connections),
+    round 3's 0.4 s: the inventories span 58.6 s of the rounds' 60 s."""
+    tracker = Tracker()
+    rounds = [(at(0), at(1.8)), (at(30), at(30.5)), (at(60), at(60.4))]
+    tracked = [
+        only(tracker.update([TERMINAL], when, evidence_at={"gpu017": collected}))
+        for when, collected in rounds
+    ]
+
+    assert [t.age for t in tracked] == [timedelta(seconds=s) for s in (0, 30, 60)]
+    assert [t.stranded for t in tracked] == [False, False, True]
+    assert [t.evidence_stale for t in tracked] == [False, False, False]
+
+
+def test_inventories_spanning_much_less_than_the_rounds_do_not_make_it_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(1)})
+    t = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(50)}))
+
+    assert (t.age, t.persisted, t.stranded, t.evidence_stale) == (
+        timedelta(seconds=60),
+        timedelta(seconds=49),
+        False,
+        True,
+    )
+
+
+class SlowFirstAudit:
+    """run_audit as a watch sees it: the controller answers each round some time after
+    the round starts, round 1 slowest (it opens the connection)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.calls = 0
+
+    def __call__(self, *_: object, **__: object) -> tuple[AuditReport, object]:
+        from types import SimpleNamespace
+
+        self.calls += 1
+        self.clock.now += 0.9 if self.calls == 1 else 0.2
+        taken = datetime.now(UTC)  # what the view's taken_at is: the wall clock, late
+        evidence = SimpleNamespace(collected_at=None)
+        return replace(report([TERMINAL]), taken_at=taken), SimpleNamespace(
+            inventories={"gpu017": evidence}
+        )
+
+
+def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import spurctl.audit as use_case
+
+    clock = FakeClock()
+    monkeypatch.setattr(use_case, "run_audit", SlowFirstAudit(clock))
+    src = Sources(nodes=None, inventory=["inv.jsonl"], collect=False, command="", fanout=1)
+
+    states = list(
+        use_case.watch_rounds(src, None, interval=30.0, rounds=3, clock=clock, sleep=clock.sleep)
+    )
+
+    third = states[2]
+    assert [s.at - states[0].at for s in states] == [timedelta(seconds=s) for s in (0, 30, 60)]
+    assert (only(list(third.tracked)).age, only(list(third.tracked)).stranded) == (
+        timedelta(seconds=60),
+        True,
+    )
+    assert not any(t.stranded for s in states[:2] for t in s.tracked)
+    (line,) = [
+        line for line in render_watch_round(third, console_width=200).splitlines() if "4711" in line
+    ]
+    assert line.split()[6:8] == ["1m00s", "STRANDED"]
 
 
 # -- the schedule ------------------------------------------------------------------
