@@ -8,20 +8,22 @@ one plain block per round.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TextIO
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.text import Text
 
 from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
-from spurctl.model import Finding, format_time
-from spurctl.render.audit import Column, audit_view, plain_text, terminal_console
+from spurctl.model import Action, Finding, format_time
+from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_console
+from spurctl.render.common import context_line, grouped, no_discrepancies, summary_line
 
 
 def format_age(age: timedelta) -> str:
@@ -76,39 +78,15 @@ def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Co
     ]
 
 
-def watch_renderable(
-    state: WatchRound, *, live: bool = False, running: bool = False
-) -> RenderableType:
-    """The whole view of one round.
-
-    `live`: drawn on a terminal (says how to stop); `running`: the next round's
-    audit is under way.
-    """
+def _verdict(state: WatchRound) -> list[RenderableType]:
+    """The round's verdict: the totals, then what is stranded and how to reclaim it."""
     report = state.report
-    at = state.at.astimezone(UTC).replace(microsecond=0)
-    header = (
-        f"spurctl audit --watch: round {state.number}, {format_time(at)} (times UTC), "
-        f"every {state.interval:g} s"
-    )
-    if running:
-        header += f"; round {state.number + 1} running"
-    if live:
-        header += "; Ctrl-C to stop"
-    out: list[RenderableType] = [Text(header + ".", style="bold")]
-    if state.error is not None:
-        out.append(
-            Text(
-                f"Round {state.number} FAILED: {state.error}. Showing round "
-                f"{state.report_round}; a failed round clears no finding.",
-                style="bold red",
-            )
-        )
     heartbeats = int(STRANDED_AFTER.total_seconds())
-    after_findings: list[RenderableType] = []
+    out: list[RenderableType] = [Text(summary_line(report), style="bold")]
     stranded = [t for t in state.tracked if t.stranded]
     if stranded:
         nodes = fold(sorted({t.finding.node for t in stranded}))
-        after_findings.append(
+        out.append(
             Text(
                 f"STRANDED: {plural(len(stranded), 'reclaimable holding')} outlived two agent "
                 f"heartbeats ({heartbeats} s): the controller is not releasing them. "
@@ -119,7 +97,7 @@ def watch_renderable(
     stale = [t for t in state.tracked if t.evidence_stale]
     if stale:
         nodes = fold(sorted({t.finding.node for t in stale}))
-        after_findings.append(
+        out.append(
             Text(
                 f"stale inv: {plural(len(stale), 'reclaim finding')} on {nodes} cannot be called "
                 "stranded: their inventories were not re-collected since first seen. "
@@ -128,21 +106,132 @@ def watch_renderable(
                 style="yellow",
             )
         )
-    out += audit_view(
-        report,
-        [t.finding for t in state.tracked],
-        _history_columns(state.tracked, at),
-        after_findings,
+    out += [Text(f"WARNING: {note}", style="bold yellow") for note in report.notes]
+    return out
+
+
+def _more(hidden: Sequence[Finding]) -> Text:
+    """The line standing for the findings a short terminal has no room for."""
+    counts = Counter(f.action for f in hidden)
+    by_action = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
+    return Text(
+        f"... and {len(hidden)} more ({by_action}); spurctl audit lists all.",
+        style="bold",
     )
-    return Group(*out)
 
 
-def render_watch_round(state: WatchRound, *, console_width: int | None = None) -> str:
-    """One round as plain text (no colour, no trailing blanks), for logs and pipes.
+class WatchView:
+    """One round, verdict first: the header, the totals, the STRANDED line with its
+    `Reclaim with:` hint and the warnings, then the findings, most urgent first,
+    folded into "... and N more" where the height runs out, then where the view came
+    from. `height` is the most lines it may take (None: as many as it needs;
+    `fit_terminal`: the console's height, re-read at every drawing)."""
+
+    def __init__(
+        self,
+        state: WatchRound,
+        *,
+        live: bool = False,
+        running: bool = False,
+        height: int | None = None,
+        fit_terminal: bool = False,
+    ) -> None:
+        self.state = state
+        self.live = live
+        self.running = running
+        self.height = height
+        self.fit_terminal = fit_terminal
+
+    def _head(self) -> list[RenderableType]:
+        state = self.state
+        at = state.at.astimezone(UTC).replace(microsecond=0)
+        header = (
+            f"spurctl audit --watch: round {state.number}, {format_time(at)} (times UTC), "
+            f"every {state.interval:g} s"
+        )
+        if self.running:
+            header += f"; round {state.number + 1} running"
+        if self.live:
+            header += "; Ctrl-C to stop"
+        out: list[RenderableType] = [Text(header + ".", style="bold")]
+        if state.error is not None:
+            out.append(
+                Text(
+                    f"Round {state.number} FAILED: {state.error}. Showing round "
+                    f"{state.report_round}; a failed round clears no finding.",
+                    style="bold red",
+                )
+            )
+        return out + _verdict(state)
+
+    def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
+        state = self.state
+        at = state.at.astimezone(UTC).replace(microsecond=0)
+        out: list[RenderableType] = []
+        if shown:
+            out.append(FindingsTable(shown, _history_columns(state.tracked, at)))
+        elif not hidden:
+            out.append(Text(no_discrepancies(state.report), style="green"))
+        if hidden:
+            out.append(_more(hidden))
+        return Group(*out)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        findings = [f for _, rows in grouped(t.finding for t in self.state.tracked) for f in rows]
+        head = Group(*self._head())
+        tail = Text(context_line(self.state.report), style="dim")
+        height = self.height
+        if self.fit_terminal:
+            # One line spare: the cursor rests under the view, and a view as tall as
+            # the terminal would scroll its first line away.
+            height = max((options.height or options.size.height) - 1, 1)
+        render = options.update(height=None)
+
+        def lines(renderable: RenderableType) -> int:
+            return len(console.render_lines(renderable, render, pad=False))
+
+        shown = len(findings)
+        if height is not None and findings:
+            room = height - lines(head) - lines(tail)
+
+            def fits(k: int) -> bool:
+                return lines(self._findings(findings[:k], findings[k:])) <= room
+
+            if not fits(shown):
+                # The largest k that fits (0 is assumed to); each finding takes a line at least.
+                low, high = 0, max(min(shown - 1, room), 0)
+                while low < high:
+                    mid = (low + high + 1) // 2
+                    if fits(mid):
+                        low = mid
+                    else:
+                        high = mid - 1
+                shown = low
+        yield head
+        yield self._findings(findings[:shown], findings[shown:])
+        yield tail
+
+
+def watch_renderable(
+    state: WatchRound, *, live: bool = False, running: bool = False, height: int | None = None
+) -> RenderableType:
+    """The whole view of one round (see WatchView).
+
+    `live`: drawn on a terminal (says how to stop, and fits the terminal's height);
+    `running`: the next round's audit is under way; `height`: at most that many lines.
+    """
+    return WatchView(state, live=live, running=running, height=height, fit_terminal=live)
+
+
+def render_watch_round(
+    state: WatchRound, *, console_width: int | None = None, height: int | None = None
+) -> str:
+    """One round as plain text (no colour, no trailing blanks), for logs and pipes:
+    every finding unless `height` limits the lines.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    return plain_text([watch_renderable(state)], console_width)
+    return plain_text([watch_renderable(state, height=height)], console_width)
 
 
 class WatchScreen:

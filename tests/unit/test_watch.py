@@ -4,6 +4,7 @@ its evidence spans two agent heartbeats; the view shows all of it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -424,9 +425,10 @@ def test_a_narrow_view_stacks_each_reason_under_its_finding_as_the_audit_table_d
     state = WatchRound(2, at(75), 30.0, report([TERMINAL, PHANTOM]), tracked, 2)
 
     lines = render_watch_round(state, console_width=80).splitlines()
+    first = lines.index("gpu017")  # under the verdict (see the test on the verdict first)
 
     assert all(len(line) <= 80 for line in lines)
-    assert lines[1:7] == [
+    assert lines[first : first + 6] == [
         "gpu017",
         "    4711  terminal-held  reclaim  live: yes  since 10:00:00  age 1m15s  STRANDED",
         "          gpu017 holds job 4711, which the controller finished (COMPLETED).",
@@ -456,8 +458,93 @@ def test_a_clean_round_exits_zero_and_says_no_discrepancies() -> None:
     text = render_watch_round(state, console_width=200)
 
     assert state.exit_status == 0
-    assert text.splitlines()[1:3] == [
+    assert text.splitlines()[1:4] == [
+        "128 nodes in scope, 128 inventoried; findings: none; 0 need action.",
         "WARNING: view is INCOMPLETE.",
         "No discrepancies: 128 nodes, 128 inventoried.",
     ]
     assert "every 0.5 s" in text.splitlines()[0]
+
+
+# -- the verdict first, the findings folded to fit -----------------------------------
+
+
+def many_findings() -> list[Finding]:
+    """The simulated incident's kind of round, on a big cluster: 30 reclaims and more."""
+    terminal = [
+        Finding(
+            f"gpu{i:03d}",
+            5000 + i,
+            Kind.TERMINAL_HELD,
+            Action.RECLAIM,
+            f"gpu{i:03d} holds job {5000 + i}, which the controller finished (COMPLETED) at "
+            "09:12; its cgroup and 2 processes are still there.",
+            live=False,
+            controller_state="COMPLETED",
+        )
+        for i in range(1, 31)
+    ]
+    return [*terminal, PHANTOM, NOT_STARTED]
+
+
+def big_round() -> WatchRound:
+    findings = many_findings()
+    tracker = Tracker()
+    tracker.update(findings[:12], at(0))
+    tracked = tracker.update(findings, at(90))
+    notes = ["controller view is INCOMPLETE: GetJobs returned 812 of 812 jobs."]
+    return WatchRound(4, at(90), 30.0, report(findings, notes=notes), tracked, 4)
+
+
+ROW = re.compile(r"\b5\d{3}\s+terminal-held|-\s+phantom-alloc|4800\s+not-started")
+VERDICT = (
+    "128 nodes in scope, 128 inventoried;",
+    "STRANDED: 12 reclaimable holdings",
+    "Reclaim with: spurctl reclaim --node 'gpu[001-012]'",
+)
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (120, 50), (160, 60)])
+def test_the_verdict_comes_first_and_the_findings_fold_to_fit_the_terminal(
+    width: int, height: int
+) -> None:
+    lines = render_watch_round(big_round(), console_width=width, height=height).splitlines()
+    top = " ".join(lines[:8])  # the verdict may wrap, but sits right under the header
+
+    assert len(lines) <= height
+    assert all(len(line) <= width for line in lines)
+    assert all(words in top for words in VERDICT), lines[:8]
+    (more,) = [line for line in lines if line.startswith("... and ")]
+    hidden = int(more.split()[2])
+    shown = [line for line in lines if ROW.search(line)]
+    assert 0 < hidden < 32 and len(shown) + hidden == 32
+    assert more.endswith("; spurctl audit lists all.")
+    assert lines[-1].startswith("Controller ") or lines[-2].startswith("Controller ")
+    # The most urgent first: the stranded reclaims are the rows still shown.
+    assert "5001" in shown[0] and all("STRANDED" in line for line in shown[: min(len(shown), 12)])
+
+
+def test_at_80_columns_each_folded_reason_reads_on_its_own_indented_lines() -> None:
+    lines = render_watch_round(big_round(), console_width=80, height=24).splitlines()
+    first = lines.index("gpu001")
+
+    assert lines[first + 1].split() == [
+        "5001",
+        "terminal-held",
+        "reclaim",
+        "live:",
+        "no",
+        "since",
+        "10:00:00",
+        "age",
+        "1m30s",
+        "STRANDED",
+    ]
+    assert lines[first + 2].startswith(" " * 10 + "gpu001 holds job 5001, which the controller")
+
+
+def test_without_a_height_every_finding_is_listed_and_nothing_folds() -> None:
+    lines = render_watch_round(big_round(), console_width=200).splitlines()
+
+    assert not any(line.startswith("... and ") for line in lines)
+    assert sum(bool(ROW.search(line)) for line in lines) == 32
