@@ -324,34 +324,36 @@ def _interrupted_doing(exc: BaseException, src: Sources, conn: Connection | None
     The innermost step of the audit that the interrupt unwound names it; when
     none does (Ctrl-C between two steps), what the round as a whole does.
     """
-    controller = ", ".join(conn.controllers) if conn is not None else "the controller"
+    from spurctl.decide.reasons import plural
+
+    controller = "the controller"
+    if conn is not None and conn.controllers:
+        controller += f" at {', '.join(conn.controllers)}"
     collecting = "collecting inventories from the nodes"
     tb, doing = exc.__traceback__, None
     while tb is not None:
-        code = tb.tb_frame.f_code
+        name = tb.tb_frame.f_code.co_name
         module = tb.tb_frame.f_globals.get("__name__", "")
-        if module == "spurctl.sources.collect" and doing != collecting:
+        if module == "spurctl.sources.inventories" and name == "gather_holdings":
             targets = tb.tb_frame.f_locals.get("targets")
-            if isinstance(targets, list | tuple) and targets:
-                from spurctl.decide.reasons import plural
-
+            if isinstance(targets, list) and targets:
                 collecting = f"collecting inventories from {plural(len(targets), 'node')}"
+        if module == "spurctl.sources.collect":
             doing = collecting
         elif module == "spurctl.sources.controller":
-            doing = {
-                "confirm": f"asking the controller at {controller} about held ids one by one",
-                "look_up": f"asking the controller at {controller} about held ids one by one",
-            }.get(code.co_name, f"reading the controller at {controller}")
-        elif module == "spurctl.sources.inventories" and code.co_name == "view":
-            doing = f"reading the controller at {controller}"  # the inventories were read
-        elif module == "spurctl.sources.documents" and doing is None:
+            asking = name in ("confirm", "look_up")
+            doing = f"asking {controller} about held ids one by one" if asking else None
+            doing = doing or f"reading {controller}"
+        elif module == "spurctl.sources.inventories" and name == "view":
+            doing = f"reading {controller}"  # the inventory files are read: waiting on it
+        elif module == "spurctl.sources.inventories" and name == "load_inventories":
             doing = "reading the inventory files"
         tb = tb.tb_next
     if doing is not None:
         return doing
     if src.collect:
-        return f"reading the controller at {controller} and {collecting}"
-    return f"reading the controller at {controller} and the inventory files"
+        return f"reading {controller} and {collecting}"
+    return f"reading {controller} and the inventory files"
 
 
 def watch_rounds(

@@ -7,9 +7,12 @@ one plain block per round.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TextIO
@@ -213,14 +216,21 @@ class WatchView:
 
 
 def watch_renderable(
-    state: WatchRound, *, live: bool = False, running: bool = False, height: int | None = None
+    state: WatchRound,
+    *,
+    live: bool = False,
+    running: bool = False,
+    height: int | None = None,
+    fit_terminal: bool | None = None,
 ) -> RenderableType:
     """The whole view of one round (see WatchView).
 
-    `live`: drawn on a terminal (says how to stop, and fits the terminal's height);
-    `running`: the next round's audit is under way; `height`: at most that many lines.
+    `live`: drawn on a terminal (says how to stop); `running`: the next round's
+    audit is under way; `height`: at most that many lines; `fit_terminal`: at most
+    the terminal's height (default: when `live`).
     """
-    return WatchView(state, live=live, running=running, height=height, fit_terminal=live)
+    fit = live if fit_terminal is None else fit_terminal
+    return WatchView(state, live=live, running=running, height=height, fit_terminal=fit)
 
 
 def render_watch_round(
@@ -232,6 +242,30 @@ def render_watch_round(
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
     return plain_text([watch_renderable(state, height=height)], console_width)
+
+
+@contextmanager
+def _drawing_whole() -> Iterator[None]:
+    """Hold Ctrl-C until the drawing in hand is written, then raise it.
+
+    A KeyboardInterrupt landing inside rich's write leaves the drawing in rich's
+    buffer, and the next write repeats it without moving the cursor back: a stale
+    copy of the round stays above the final view.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            else:
+                raise KeyboardInterrupt
 
 
 class WatchScreen:
@@ -250,12 +284,13 @@ class WatchScreen:
         return self
 
     def show(self, state: WatchRound) -> None:
-        self.shown = state
-        if self._on_terminal:
-            self._live.update(watch_renderable(state, live=True), refresh=True)
-        else:
-            self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
-            self.out.flush()
+        with _drawing_whole():
+            self.shown = state
+            if self._on_terminal:
+                self._live.update(watch_renderable(state, live=True), refresh=True)
+            else:
+                self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
+                self.out.flush()
 
     def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
         """Show every round until they end or Ctrl-C; return the last one shown.
@@ -274,7 +309,9 @@ class WatchScreen:
     def running(self) -> None:
         """Say that the next round is under way, under the last one shown."""
         if self._on_terminal and self.shown is not None:
-            self._live.update(watch_renderable(self.shown, live=True, running=True), refresh=True)
+            with _drawing_whole():
+                view = watch_renderable(self.shown, live=True, running=True)
+                self._live.update(view, refresh=True)
 
     def __exit__(
         self,
@@ -284,7 +321,12 @@ class WatchScreen:
     ) -> None:
         if not self._on_terminal:
             return
-        if self.shown is not None:
-            # Leave the last round on screen, not "round N+1 running".
-            self._live.update(watch_renderable(self.shown), refresh=True)
-        self._live.__exit__(exc_type, exc, tb)
+        # Clear the view redrawn in place, then print the last round once, as it
+        # ended: nothing of a "round N running" or "Ctrl-C to stop" drawing stays
+        # above it, however the interrupt cut the drawing short.
+        with _drawing_whole():
+            self._live.transient = True
+            self._live.update(Text(""), refresh=False)
+            self._live.__exit__(exc_type, exc, tb)
+            if self.shown is not None:
+                self._live.console.print(watch_renderable(self.shown, fit_terminal=True))

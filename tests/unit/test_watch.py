@@ -548,3 +548,18 @@ def test_without_a_height_every_finding_is_listed_and_nothing_folds() -> None:
 
     assert not any(line.startswith("... and ") for line in lines)
     assert sum(bool(ROW.search(line)) for line in lines) == 32
+
+
+def test_ctrl_c_while_a_round_is_drawn_waits_until_the_drawing_is_written() -> None:
+    import os
+    import signal
+
+    from spurctl.render.watch import _drawing_whole
+
+    written = []
+    with pytest.raises(KeyboardInterrupt), _drawing_whole():
+        os.kill(os.getpid(), signal.SIGINT)
+        written.append("the whole drawing")  # not cut short by the interrupt
+
+    assert written == ["the whole drawing"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
