@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
@@ -309,6 +310,52 @@ def check_watch(src: Sources, fmt: str) -> None:
         )
 
 
+class FirstRoundInterrupted(KeyboardInterrupt):
+    """Ctrl-C before the first round could be shown; `doing` says what it stopped."""
+
+    def __init__(self, doing: str) -> None:
+        super().__init__(doing)
+        self.doing = doing
+
+
+def _interrupted_doing(exc: BaseException, src: Sources, conn: Connection | None) -> str:
+    """What the first round was doing when Ctrl-C came, from where it was stopped.
+
+    The innermost step of the audit that the interrupt unwound names it; when
+    none does (Ctrl-C between two steps), what the round as a whole does.
+    """
+    from spurctl.decide.reasons import plural
+
+    controller = "the controller"
+    if conn is not None and conn.controllers:
+        controller += f" at {', '.join(conn.controllers)}"
+    collecting = "collecting inventories from the nodes"
+    tb, doing = exc.__traceback__, None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_name
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module == "spurctl.sources.inventories" and name == "gather_holdings":
+            targets = tb.tb_frame.f_locals.get("targets")
+            if isinstance(targets, list) and targets:
+                collecting = f"collecting inventories from {plural(len(targets), 'node')}"
+        if module == "spurctl.sources.collect":
+            doing = collecting
+        elif module == "spurctl.sources.controller":
+            asking = name in ("confirm", "look_up")
+            doing = f"asking {controller} about held ids one by one" if asking else None
+            doing = doing or f"reading {controller}"
+        elif module == "spurctl.sources.inventories" and name == "view":
+            doing = f"reading {controller}"  # the inventory files are read: waiting on it
+        elif module == "spurctl.sources.inventories" and name == "load_inventories":
+            doing = "reading the inventory files"
+        tb = tb.tb_next
+    if doing is not None:
+        return doing
+    if src.collect:
+        return f"reading {controller} and {collecting}"
+    return f"reading {controller} and the inventory files"
+
+
 def watch_rounds(
     src: Sources,
     conn: Connection | None,
@@ -318,23 +365,36 @@ def watch_rounds(
     interval: float = WATCH_INTERVAL,
     rounds: int | None = None,
     before_round: Callable[[WatchRound], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[WatchRound]:
     """Audit every `interval` seconds until `rounds` (None: forever); yield each round.
 
     A failing first round raises (exit 2); a later one is yielded with `error`
     set and the last good report, and the watch goes on: a controller failover
     or a half re-collected file is exactly what a watch should ride out.
+    Ctrl-C during the first round raises FirstRoundInterrupted, saying what it stopped.
     `before_round` is told the previous round just before the next one starts
-    (a live view shows "running" meanwhile).
+    (a live view shows "running" meanwhile). `clock` and `sleep` pace the rounds.
+
+    A round's time is when it was due to start, on the monotonic clock the rounds
+    are scheduled by: the rounds of a 30 s watch are 30 s apart however long each
+    one's controller read took, so a finding seen in rounds 1 to 3 is 60 s old in
+    round 3, not 59.6 s because round 1 also opened the connection.
     """
     from dataclasses import replace
+    from datetime import timedelta
 
     from spurctl.decide.tracker import Tracker, WatchRound
     from spurctl.model import utcnow
 
     tracker = Tracker()
     state: WatchRound | None = None
-    for number in every(interval, rounds):
+    origin: tuple[float, datetime] | None = None
+    for number, started in scheduled(interval, rounds, clock=clock, sleep=sleep):
+        if origin is None:
+            origin = (started, utcnow())
+        at = origin[1] + timedelta(seconds=started - origin[0])
         if state is not None and before_round is not None:
             before_round(state)
         try:
@@ -344,11 +404,15 @@ def watch_rounds(
         except SpurctlError as exc:
             if state is None:
                 raise
-            state = replace(state, number=number, at=utcnow(), error=redact(str(exc)))
+            state = replace(state, number=number, at=at, error=redact(str(exc)))
+        except KeyboardInterrupt as exc:
+            if state is None:
+                raise FirstRoundInterrupted(_interrupted_doing(exc, src, conn)) from None
+            raise
         else:
             evidence = {node: inv.collected_at for node, inv in inputs.inventories.items()}
-            tracked = tracker.update(report.findings, report.taken_at, evidence_at=evidence)
-            state = WatchRound(number, report.taken_at, interval, report, tracked, number)
+            tracked = tracker.update(report.findings, at, evidence_at=evidence)
+            state = WatchRound(number, at, interval, report, tracked, number)
         yield state
 
 
@@ -365,11 +429,27 @@ def every(
     it ended; one that overran is followed at once, never by a burst of rounds
     making up for lost time.
     """
+    for number, _ in scheduled(interval, rounds, clock=clock, sleep=sleep):
+        yield number
+
+
+def scheduled(
+    interval: float,
+    rounds: int | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[tuple[int, float]]:
+    """`every`'s rounds with the `clock` reading each started at: never less than
+    `interval` after the previous one's."""
     number = 0
     started = 0.0
     while rounds is None or number < rounds:
         if number:
             sleep(max(0.0, started + interval - clock()))
-        started = clock()
+            # A sleep may end a hair early on some clocks; a round is never early.
+            started = max(clock(), started + interval)
+        else:
+            started = clock()
         number += 1
-        yield number
+        yield number, started

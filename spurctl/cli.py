@@ -151,18 +151,25 @@ def audit(
         # A live view redrawn in place has no room for a progress bar under it.
         src = replace(src, progress=False) if sys.stdout.isatty() else src
         every = use_case.WATCH_INTERVAL if interval is None else interval
-        with WatchScreen() as screen:
-            last = screen.follow(
-                use_case.watch_rounds(
-                    src,
-                    connection,
-                    watermark=watermark,
-                    include_healthy=show_all,
-                    interval=every,
-                    rounds=rounds,
-                    before_round=lambda _: screen.running(),
+        try:
+            with WatchScreen() as screen:
+                last = screen.follow(
+                    use_case.watch_rounds(
+                        src,
+                        connection,
+                        watermark=watermark,
+                        include_healthy=show_all,
+                        interval=every,
+                        rounds=rounds,
+                        before_round=lambda _: screen.running(),
+                    )
                 )
+        except use_case.FirstRoundInterrupted as stopped:
+            print(
+                f"spurctl: interrupted during the first round: {redact(stopped.doing)}",
+                file=sys.stderr,
             )
+            raise typer.Exit(ExitStatus.INTERRUPTED) from None
         if last.error is not None:
             fail(f"the last round failed: {last.error}")
         raise typer.Exit(last.exit_status)

@@ -20,6 +20,11 @@ from spurctl.model import Action, AuditReport, Finding, Kind
 HEARTBEAT = timedelta(seconds=30)
 # Two heartbeats, whatever the watch interval: the controller's pace, not ours.
 STRANDED_AFTER = 2 * HEARTBEAT
+# How much shorter than the rounds' span the span of a node's inventories may be
+# and still count as covering it: a round collects (or reads a re-collected file)
+# some seconds after it starts, and not the same seconds every round (the first
+# also opens connections). The rounds' own span, the finding's age, has no slack.
+EVIDENCE_SLACK = timedelta(seconds=5)
 
 FindingKey = tuple[str, int | None, Kind]
 
@@ -39,7 +44,10 @@ class TrackedFinding:
     An inventory file nobody re-collected shows the same holding every round,
     which proves nothing about what the controller did since; a first sighting
     from an old file proves nothing about how long ago the controller agreed.
-    `stranded` is set for a reclaim finding that persisted two heartbeats;
+    `stranded` is set for a reclaim finding seen for two heartbeats (its age) whose
+    node's inventories span them too, within EVIDENCE_SLACK: seen at rounds 1 to 3
+    of a 30 s watch, it is stranded at round 3 even if round 3's collect ran a
+    second sooner after its round's start than round 1's did;
     `evidence_stale` for one old enough to be stranded whose node's inventory
     has not been re-collected since it was first seen.
     """
@@ -89,9 +97,14 @@ class Tracker:
             age = now - sighting.first_seen
             # Evidence times are the node's clock and only ever compared with each
             # other; one that went back (a clock stepped back) proves nothing.
-            persisted = min(age, max(observed - sighting.first_evidence, timedelta(0)))
+            spanned = max(observed - sighting.first_evidence, timedelta(0))
+            persisted = min(age, spanned)
             reclaim = f.action is Action.RECLAIM
-            stranded = reclaim and persisted >= self.stranded_after
+            stranded = (
+                reclaim
+                and age >= self.stranded_after
+                and spanned >= self.stranded_after - EVIDENCE_SLACK
+            )
             out.append(
                 TrackedFinding(
                     finding=f,

@@ -7,21 +7,26 @@ one plain block per round.
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Iterable, Sequence
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TextIO
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.text import Text
 
 from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
-from spurctl.model import Finding, format_time
-from spurctl.render.audit import Column, audit_view, plain_text, terminal_console
+from spurctl.model import Action, Finding, format_time
+from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_console
+from spurctl.render.common import context_line, grouped, no_discrepancies, summary_line
 
 
 def format_age(age: timedelta) -> str:
@@ -76,39 +81,15 @@ def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Co
     ]
 
 
-def watch_renderable(
-    state: WatchRound, *, live: bool = False, running: bool = False
-) -> RenderableType:
-    """The whole view of one round.
-
-    `live`: drawn on a terminal (says how to stop); `running`: the next round's
-    audit is under way.
-    """
+def _verdict(state: WatchRound) -> list[RenderableType]:
+    """The round's verdict: the totals, then what is stranded and how to reclaim it."""
     report = state.report
-    at = state.at.astimezone(UTC).replace(microsecond=0)
-    header = (
-        f"spurctl audit --watch: round {state.number}, {format_time(at)} (times UTC), "
-        f"every {state.interval:g} s"
-    )
-    if running:
-        header += f"; round {state.number + 1} running"
-    if live:
-        header += "; Ctrl-C to stop"
-    out: list[RenderableType] = [Text(header + ".", style="bold")]
-    if state.error is not None:
-        out.append(
-            Text(
-                f"Round {state.number} FAILED: {state.error}. Showing round "
-                f"{state.report_round}; a failed round clears no finding.",
-                style="bold red",
-            )
-        )
     heartbeats = int(STRANDED_AFTER.total_seconds())
-    after_findings: list[RenderableType] = []
+    out: list[RenderableType] = [Text(summary_line(report), style="bold")]
     stranded = [t for t in state.tracked if t.stranded]
     if stranded:
         nodes = fold(sorted({t.finding.node for t in stranded}))
-        after_findings.append(
+        out.append(
             Text(
                 f"STRANDED: {plural(len(stranded), 'reclaimable holding')} outlived two agent "
                 f"heartbeats ({heartbeats} s): the controller is not releasing them. "
@@ -119,7 +100,7 @@ def watch_renderable(
     stale = [t for t in state.tracked if t.evidence_stale]
     if stale:
         nodes = fold(sorted({t.finding.node for t in stale}))
-        after_findings.append(
+        out.append(
             Text(
                 f"stale inv: {plural(len(stale), 'reclaim finding')} on {nodes} cannot be called "
                 "stranded: their inventories were not re-collected since first seen. "
@@ -128,21 +109,163 @@ def watch_renderable(
                 style="yellow",
             )
         )
-    out += audit_view(
-        report,
-        [t.finding for t in state.tracked],
-        _history_columns(state.tracked, at),
-        after_findings,
+    out += [Text(f"WARNING: {note}", style="bold yellow") for note in report.notes]
+    return out
+
+
+def _more(hidden: Sequence[Finding]) -> Text:
+    """The line standing for the findings a short terminal has no room for."""
+    counts = Counter(f.action for f in hidden)
+    by_action = ", ".join(f"{counts[a]} {a.value}" for a in Action if counts[a])
+    return Text(
+        f"... and {len(hidden)} more ({by_action}); spurctl audit lists all.",
+        style="bold",
     )
-    return Group(*out)
 
 
-def render_watch_round(state: WatchRound, *, console_width: int | None = None) -> str:
-    """One round as plain text (no colour, no trailing blanks), for logs and pipes.
+class WatchView:
+    """One round, verdict first: the header, the totals, the STRANDED line with its
+    `Reclaim with:` hint and the warnings, then the findings, most urgent first,
+    folded into "... and N more" where the height runs out, then where the view came
+    from. `height` is the most lines it may take (None: as many as it needs;
+    `fit_terminal`: the console's height, re-read at every drawing)."""
+
+    def __init__(
+        self,
+        state: WatchRound,
+        *,
+        live: bool = False,
+        running: bool = False,
+        height: int | None = None,
+        fit_terminal: bool = False,
+    ) -> None:
+        self.state = state
+        self.live = live
+        self.running = running
+        self.height = height
+        self.fit_terminal = fit_terminal
+
+    def _head(self) -> list[RenderableType]:
+        state = self.state
+        at = state.at.astimezone(UTC).replace(microsecond=0)
+        header = (
+            f"spurctl audit --watch: round {state.number}, {format_time(at)} (times UTC), "
+            f"every {state.interval:g} s"
+        )
+        if self.running:
+            header += f"; round {state.number + 1} running"
+        if self.live:
+            header += "; Ctrl-C to stop"
+        out: list[RenderableType] = [Text(header + ".", style="bold")]
+        if state.error is not None:
+            out.append(
+                Text(
+                    f"Round {state.number} FAILED: {state.error}. Showing round "
+                    f"{state.report_round}; a failed round clears no finding.",
+                    style="bold red",
+                )
+            )
+        return out + _verdict(state)
+
+    def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
+        state = self.state
+        at = state.at.astimezone(UTC).replace(microsecond=0)
+        out: list[RenderableType] = []
+        if shown:
+            out.append(FindingsTable(shown, _history_columns(state.tracked, at)))
+        elif not hidden:
+            out.append(Text(no_discrepancies(state.report), style="green"))
+        if hidden:
+            out.append(_more(hidden))
+        return Group(*out)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        findings = [f for _, rows in grouped(t.finding for t in self.state.tracked) for f in rows]
+        head = Group(*self._head())
+        tail = Text(context_line(self.state.report), style="dim")
+        height = self.height
+        if self.fit_terminal:
+            # One line spare: the cursor rests under the view, and a view as tall as
+            # the terminal would scroll its first line away.
+            height = max((options.height or options.size.height) - 1, 1)
+        render = options.update(height=None)
+
+        def lines(renderable: RenderableType) -> int:
+            return len(console.render_lines(renderable, render, pad=False))
+
+        shown = len(findings)
+        if height is not None and findings:
+            room = height - lines(head) - lines(tail)
+
+            def fits(k: int) -> bool:
+                return lines(self._findings(findings[:k], findings[k:])) <= room
+
+            if not fits(shown):
+                # The largest k that fits (0 is assumed to); each finding takes a line at least.
+                low, high = 0, max(min(shown - 1, room), 0)
+                while low < high:
+                    mid = (low + high + 1) // 2
+                    if fits(mid):
+                        low = mid
+                    else:
+                        high = mid - 1
+                shown = low
+        yield head
+        yield self._findings(findings[:shown], findings[shown:])
+        yield tail
+
+
+def watch_renderable(
+    state: WatchRound,
+    *,
+    live: bool = False,
+    running: bool = False,
+    height: int | None = None,
+    fit_terminal: bool | None = None,
+) -> RenderableType:
+    """The whole view of one round (see WatchView).
+
+    `live`: drawn on a terminal (says how to stop); `running`: the next round's
+    audit is under way; `height`: at most that many lines; `fit_terminal`: at most
+    the terminal's height (default: when `live`).
+    """
+    fit = live if fit_terminal is None else fit_terminal
+    return WatchView(state, live=live, running=running, height=height, fit_terminal=fit)
+
+
+def render_watch_round(
+    state: WatchRound, *, console_width: int | None = None, height: int | None = None
+) -> str:
+    """One round as plain text (no colour, no trailing blanks), for logs and pipes:
+    every finding unless `height` limits the lines.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    return plain_text([watch_renderable(state)], console_width)
+    return plain_text([watch_renderable(state, height=height)], console_width)
+
+
+@contextmanager
+def _drawing_whole() -> Iterator[None]:
+    """Hold Ctrl-C until the drawing in hand is written, then raise it.
+
+    A KeyboardInterrupt landing inside rich's write leaves the drawing in rich's
+    buffer, and the next write repeats it without moving the cursor back: a stale
+    copy of the round stays above the final view.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            else:
+                raise KeyboardInterrupt
 
 
 class WatchScreen:
@@ -161,12 +284,13 @@ class WatchScreen:
         return self
 
     def show(self, state: WatchRound) -> None:
-        self.shown = state
-        if self._on_terminal:
-            self._live.update(watch_renderable(state, live=True), refresh=True)
-        else:
-            self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
-            self.out.flush()
+        with _drawing_whole():
+            self.shown = state
+            if self._on_terminal:
+                self._live.update(watch_renderable(state, live=True), refresh=True)
+            else:
+                self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
+                self.out.flush()
 
     def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
         """Show every round until they end or Ctrl-C; return the last one shown.
@@ -185,7 +309,9 @@ class WatchScreen:
     def running(self) -> None:
         """Say that the next round is under way, under the last one shown."""
         if self._on_terminal and self.shown is not None:
-            self._live.update(watch_renderable(self.shown, live=True, running=True), refresh=True)
+            with _drawing_whole():
+                view = watch_renderable(self.shown, live=True, running=True)
+                self._live.update(view, refresh=True)
 
     def __exit__(
         self,
@@ -195,7 +321,12 @@ class WatchScreen:
     ) -> None:
         if not self._on_terminal:
             return
-        if self.shown is not None:
-            # Leave the last round on screen, not "round N+1 running".
-            self._live.update(watch_renderable(self.shown), refresh=True)
-        self._live.__exit__(exc_type, exc, tb)
+        # Clear the view redrawn in place, then print the last round once, as it
+        # ended: nothing of a "round N running" or "Ctrl-C to stop" drawing stays
+        # above it, however the interrupt cut the drawing short.
+        with _drawing_whole():
+            self._live.transient = True
+            self._live.update(Text(""), refresh=False)
+            self._live.__exit__(exc_type, exc, tb)
+            if self.shown is not None:
+                self._live.console.print(watch_renderable(self.shown, fit_terminal=True))

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import queue
+import re
 import signal
+import struct
 import subprocess
+import sys
+import termios
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -71,6 +76,72 @@ def finish(proc: subprocess.Popen[str]) -> str:
     return proc.stderr.read()
 
 
+_CSI = re.compile(rb"\x1b\[([?0-9;]*)([A-Za-z])")
+
+
+class Screen:
+    """Just enough of a terminal for rich's Live: text, CR, LF, cursor up/down/column,
+    erase line; a line fed past the bottom scrolls the top one away."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
+        self.rows = [[" "] * width for _ in range(height)]
+        self.row = self.col = 0
+        self.scrolled: list[str] = []
+
+    def _newline(self) -> None:
+        if self.row == self.height - 1:
+            self.scrolled.append("".join(self.rows.pop(0)).rstrip())
+            self.rows.append([" "] * self.width)
+        else:
+            self.row += 1
+
+    def feed(self, data: bytes) -> None:
+        i = 0
+        while i < len(data):
+            m = _CSI.match(data, i)
+            if m:
+                params, cmd = m.group(1).decode(), m.group(2).decode()
+                n = int(params) if params.isdigit() else 1
+                if cmd == "A":
+                    self.row = max(self.row - n, 0)
+                elif cmd == "B":
+                    self.row = min(self.row + n, self.height - 1)
+                elif cmd == "G":
+                    self.col = n - 1
+                elif cmd == "K":
+                    start = 0 if params in ("2", "1") else self.col
+                    end = self.width if params in ("2", "", "0") else self.col + 1
+                    self.rows[self.row][start:end] = [" "] * (end - start)
+                i = m.end()
+                continue
+            ch = data[i : i + 1]
+            if ch == b"\x1b":  # some other escape: skip it and its one byte
+                i += 2
+                continue
+            if ch == b"\r":
+                self.col = 0
+            elif ch == b"\n":
+                self.col = 0  # the pty's onlcr turns LF into CRLF
+                self._newline()
+            elif ch >= b" ":
+                # Decode a whole UTF-8 sequence as one cell.
+                j = i + 1
+                while j < len(data) and 0x80 <= data[j] < 0xC0:
+                    j += 1
+                if self.col >= self.width:
+                    self.col = 0
+                    self._newline()
+                self.rows[self.row][self.col] = data[i:j].decode(errors="replace")
+                self.col += 1
+                i = j
+                continue
+            i += 1
+
+    def lines(self) -> list[str]:
+        return ["".join(r).rstrip() for r in self.rows]
+
+
 def row(block: list[str], node: str, job: int) -> list[str]:
     (line,) = [b for b in block if b.startswith(f"{node} ") and f" {job} " in b]
     return line.split()
@@ -128,6 +199,9 @@ def test_a_failed_round_is_shown_and_the_watch_goes_on_keeping_each_findings_age
     assert row(second, "gpu012", 4702)[5:7] == row(first, "gpu012", 4702)[5:7]
     since, age = row(third, "gpu012", 4702)[5:7]
     assert since == row(first, "gpu012", 4702)[5] and age != "0s"
+    # Rounds are timed by their schedule: round 3 of a 1 s watch is 2 s after round 1,
+    # never 1.9 s shown as "1s" because round 1's controller read was the slowest.
+    assert age.endswith("s") and int(age[:-1]) >= 2, age
     assert (proc.returncode, err) == (1, "")
 
 
@@ -190,6 +264,7 @@ def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
 ) -> None:
     with SimCluster(incident(), controller_latency=10.0) as slow:
         inventory = slow.write_inventories(tmp_path / "inv.jsonl")
+        address = slow.controller_address
         with watching(slow, inventory, tmp_path, "--timeout", "30") as proc:
             time.sleep(1.5)  # started, and waiting on the controller
             proc.send_signal(signal.SIGINT)
@@ -197,6 +272,100 @@ def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
 
     assert (proc.returncode, out) == (130, "")
     assert "Traceback" not in err
+    (said,) = err.splitlines()
+    # "... at ADDRESS" while the answer is awaited; "... at ADDRESS and the inventory
+    # files" had the interrupt landed between the two.
+    assert said.startswith(
+        f"spurctl: interrupted during the first round: reading the controller at {address}"
+    )
+
+
+# An ssh that says it started (a file named after its node), then hangs.
+SLOW_SSH = (
+    "import pathlib, sys, time\npathlib.Path(sys.argv[1], sys.argv[2]).touch()\ntime.sleep(60)\n"
+)
+
+
+def test_ctrl_c_during_a_slow_first_collect_says_it_was_collecting_from_n_nodes(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    script = tmp_path / "slow_ssh.py"
+    script.write_text(SLOW_SSH)
+    started = tmp_path / "started"
+    started.mkdir()
+    cmd = [
+        "audit",
+        "--watch",
+        "--collect",
+        "--command",
+        f"{sys.executable} -I -S {script} {started} %h",
+        "--nodes",
+        "gpu[001-005]",
+        "--controller",
+        sim.controller_address,
+        "--timeout",
+        "30",
+    ]
+    with cli_process(*cmd, home=tmp_path / "home", env=WIDE) as proc:
+        deadline = time.monotonic() + ROUND_WITHIN
+        while len(list(started.iterdir())) < 5:  # the controller read, the five ssh started
+            assert time.monotonic() < deadline and proc.poll() is None, proc.poll()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+
+    assert (proc.returncode, out) == (130, "")
+    assert err.splitlines() == [
+        "spurctl: interrupted during the first round: collecting inventories from 5 nodes"
+    ]
+
+
+NARROW_ROW = re.compile(r"\s+(\d+|-)  [a-z-]+  (reclaim|investigate|spare)\b")
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (120, 50), (160, 60)])
+def test_on_a_terminal_the_verdict_is_on_screen_and_ctrl_c_leaves_one_view_that_fits(
+    sim: SimCluster, tmp_path: Path, width: int, height: int
+) -> None:
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    controller_side, terminal_side = pty.openpty()
+    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+    size = {"COLUMNS": str(width), "LINES": str(height), "TERM": "xterm-256color"}
+    with watching(
+        sim, inventory, tmp_path, "--interval", "30", stdout=terminal_side, env=size
+    ) as proc:
+        os.close(terminal_side)
+        seen = read_terminal(
+            controller_side, lambda shown: b"Ctrl-C to stop" in shown and b"(estimated)" in shown
+        )
+        live = Screen(width, height)
+        live.feed(seen)
+        proc.send_signal(signal.SIGINT)
+        seen = read_terminal(controller_side, lambda _: False, seen=seen)
+        _, err = proc.communicate(timeout=30)
+        os.close(controller_side)
+
+    final = Screen(width, height)
+    final.feed(seen)
+    for screen in (live, final):
+        lines = [line for line in screen.lines() if line]
+        text = "\n".join(lines)
+        # Nothing scrolled away, one view on screen, its verdict right under its header.
+        assert screen.scrolled == [], screen.scrolled
+        assert len(lines) < height
+        assert text.count("spurctl audit --watch: round ") == 1, text
+        assert lines[0].startswith("spurctl audit --watch: round 1, ")
+        (summary,) = [i for i, line in enumerate(lines) if line.startswith("24 nodes in scope")]
+        assert summary <= 2
+        assert any(line.startswith("Controller ") for line in lines[-3:]), text
+        folded = [line for line in lines if line.startswith("... and ")]
+        if width == 80:  # the incident's 14 findings do not fit in 24 lines
+            rows = sum(bool(NARROW_ROW.match(line)) for line in lines)
+            (more,) = folded
+            assert rows > 0 and rows + int(more.split()[2]) == 14
+    assert "Ctrl-C to stop" in "\n".join(live.lines())
+    assert "Ctrl-C" not in "\n".join(final.lines())  # the last round as it ended
+    assert "Traceback" not in err and proc.returncode == 1
 
 
 @pytest.mark.parametrize(

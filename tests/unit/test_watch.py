@@ -4,8 +4,11 @@ its evidence spans two agent heartbeats; the view shows all of it."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,6 +16,7 @@ from spurctl.audit import every
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
 from spurctl.render.watch import format_age, render_watch_round
+from spurctl.sources.inventories import Sources
 
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 
@@ -216,6 +220,80 @@ def test_stranded_exactly_when_present_in_every_round_for_sixty_seconds(
         assert t.stranded == (now - run_start >= timedelta(seconds=60))
 
 
+def test_seen_at_rounds_1_to_3_of_a_30_s_watch_it_is_stranded_at_round_3() -> None:
+    """Round 1's collect ran 1.8 s into its round (it also opened the connections),
+    round 3's 0.4 s: the inventories span 58.6 s of the rounds' 60 s."""
+    tracker = Tracker()
+    rounds = [(at(0), at(1.8)), (at(30), at(30.5)), (at(60), at(60.4))]
+    tracked = [
+        only(tracker.update([TERMINAL], when, evidence_at={"gpu017": collected}))
+        for when, collected in rounds
+    ]
+
+    assert [t.age for t in tracked] == [timedelta(seconds=s) for s in (0, 30, 60)]
+    assert [t.stranded for t in tracked] == [False, False, True]
+    assert [t.evidence_stale for t in tracked] == [False, False, False]
+
+
+def test_inventories_spanning_much_less_than_the_rounds_do_not_make_it_stranded() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(1)})
+    t = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(50)}))
+
+    assert (t.age, t.persisted, t.stranded, t.evidence_stale) == (
+        timedelta(seconds=60),
+        timedelta(seconds=49),
+        False,
+        True,
+    )
+
+
+class SlowFirstAudit:
+    """run_audit as a watch sees it: the controller answers each round some time after
+    the round starts, round 1 slowest (it opens the connection)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.calls = 0
+
+    def __call__(self, *_: object, **__: object) -> tuple[AuditReport, object]:
+        from types import SimpleNamespace
+
+        self.calls += 1
+        self.clock.now += 0.9 if self.calls == 1 else 0.2
+        taken = datetime.now(UTC)  # what the view's taken_at is: the wall clock, late
+        evidence = SimpleNamespace(collected_at=None)
+        return replace(report([TERMINAL]), taken_at=taken), SimpleNamespace(
+            inventories={"gpu017": evidence}
+        )
+
+
+def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import spurctl.audit as use_case
+
+    clock = FakeClock()
+    monkeypatch.setattr(use_case, "run_audit", SlowFirstAudit(clock))
+    src = Sources(nodes=None, inventory=["inv.jsonl"], collect=False, command="", fanout=1)
+
+    states = list(
+        use_case.watch_rounds(src, None, interval=30.0, rounds=3, clock=clock, sleep=clock.sleep)
+    )
+
+    third = states[2]
+    assert [s.at - states[0].at for s in states] == [timedelta(seconds=s) for s in (0, 30, 60)]
+    assert (only(list(third.tracked)).age, only(list(third.tracked)).stranded) == (
+        timedelta(seconds=60),
+        True,
+    )
+    assert not any(t.stranded for s in states[:2] for t in s.tracked)
+    (line,) = [
+        line for line in render_watch_round(third, console_width=200).splitlines() if "4711" in line
+    ]
+    assert line.split()[6:8] == ["1m00s", "STRANDED"]
+
+
 # -- the schedule ------------------------------------------------------------------
 
 
@@ -347,9 +425,10 @@ def test_a_narrow_view_stacks_each_reason_under_its_finding_as_the_audit_table_d
     state = WatchRound(2, at(75), 30.0, report([TERMINAL, PHANTOM]), tracked, 2)
 
     lines = render_watch_round(state, console_width=80).splitlines()
+    first = lines.index("gpu017")  # under the verdict (see the test on the verdict first)
 
     assert all(len(line) <= 80 for line in lines)
-    assert lines[1:7] == [
+    assert lines[first : first + 6] == [
         "gpu017",
         "    4711  terminal-held  reclaim  live: yes  since 10:00:00  age 1m15s  STRANDED",
         "          gpu017 holds job 4711, which the controller finished (COMPLETED).",
@@ -379,8 +458,108 @@ def test_a_clean_round_exits_zero_and_says_no_discrepancies() -> None:
     text = render_watch_round(state, console_width=200)
 
     assert state.exit_status == 0
-    assert text.splitlines()[1:3] == [
+    assert text.splitlines()[1:4] == [
+        "128 nodes in scope, 128 inventoried; findings: none; 0 need action.",
         "WARNING: view is INCOMPLETE.",
         "No discrepancies: 128 nodes, 128 inventoried.",
     ]
     assert "every 0.5 s" in text.splitlines()[0]
+
+
+# -- the verdict first, the findings folded to fit -----------------------------------
+
+
+def many_findings() -> list[Finding]:
+    """The simulated incident's kind of round, on a big cluster: 30 reclaims and more."""
+    terminal = [
+        Finding(
+            f"gpu{i:03d}",
+            5000 + i,
+            Kind.TERMINAL_HELD,
+            Action.RECLAIM,
+            f"gpu{i:03d} holds job {5000 + i}, which the controller finished (COMPLETED) at "
+            "09:12; its cgroup and 2 processes are still there.",
+            live=False,
+            controller_state="COMPLETED",
+        )
+        for i in range(1, 31)
+    ]
+    return [*terminal, PHANTOM, NOT_STARTED]
+
+
+def big_round() -> WatchRound:
+    findings = many_findings()
+    tracker = Tracker()
+    tracker.update(findings[:12], at(0))
+    tracked = tracker.update(findings, at(90))
+    notes = ["controller view is INCOMPLETE: GetJobs returned 812 of 812 jobs."]
+    return WatchRound(4, at(90), 30.0, report(findings, notes=notes), tracked, 4)
+
+
+ROW = re.compile(r"\b5\d{3}\s+terminal-held|-\s+phantom-alloc|4800\s+not-started")
+VERDICT = (
+    "128 nodes in scope, 128 inventoried;",
+    "STRANDED: 12 reclaimable holdings",
+    "Reclaim with: spurctl reclaim --node 'gpu[001-012]'",
+)
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (120, 50), (160, 60)])
+def test_the_verdict_comes_first_and_the_findings_fold_to_fit_the_terminal(
+    width: int, height: int
+) -> None:
+    lines = render_watch_round(big_round(), console_width=width, height=height).splitlines()
+    top = " ".join(lines[:8])  # the verdict may wrap, but sits right under the header
+
+    assert len(lines) <= height
+    assert all(len(line) <= width for line in lines)
+    assert all(words in top for words in VERDICT), lines[:8]
+    (more,) = [line for line in lines if line.startswith("... and ")]
+    hidden = int(more.split()[2])
+    shown = [line for line in lines if ROW.search(line)]
+    assert 0 < hidden < 32 and len(shown) + hidden == 32
+    assert more.endswith("; spurctl audit lists all.")
+    assert lines[-1].startswith("Controller ") or lines[-2].startswith("Controller ")
+    # The most urgent first: the stranded reclaims are the rows still shown.
+    assert "5001" in shown[0] and all("STRANDED" in line for line in shown[: min(len(shown), 12)])
+
+
+def test_at_80_columns_each_folded_reason_reads_on_its_own_indented_lines() -> None:
+    lines = render_watch_round(big_round(), console_width=80, height=24).splitlines()
+    first = lines.index("gpu001")
+
+    assert lines[first + 1].split() == [
+        "5001",
+        "terminal-held",
+        "reclaim",
+        "live:",
+        "no",
+        "since",
+        "10:00:00",
+        "age",
+        "1m30s",
+        "STRANDED",
+    ]
+    assert lines[first + 2].startswith(" " * 10 + "gpu001 holds job 5001, which the controller")
+
+
+def test_without_a_height_every_finding_is_listed_and_nothing_folds() -> None:
+    lines = render_watch_round(big_round(), console_width=200).splitlines()
+
+    assert not any(line.startswith("... and ") for line in lines)
+    assert sum(bool(ROW.search(line)) for line in lines) == 32
+
+
+def test_ctrl_c_while_a_round_is_drawn_waits_until_the_drawing_is_written() -> None:
+    import os
+    import signal
+
+    from spurctl.render.watch import _drawing_whole
+
+    written = []
+    with pytest.raises(KeyboardInterrupt), _drawing_whole():
+        os.kill(os.getpid(), signal.SIGINT)
+        written.append("the whole drawing")  # not cut short by the interrupt
+
+    assert written == ["the whole drawing"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
