@@ -11,7 +11,7 @@ import contextlib
 import enum
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -60,6 +60,7 @@ def choose(choices: type[F], fmt: str, command: str | None = None) -> F:
 
 # Most urgent first: what an operator acts on belongs at the top.
 _ACTION_RANK = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
+ACTION_RANK: Mapping[Action, int] = _ACTION_RANK
 ACTION_STYLE = {
     Action.RECLAIM: "red",
     Action.INVESTIGATE: "yellow",

@@ -26,7 +26,13 @@ from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
 from spurctl.hostlist import fold
 from spurctl.model import Action, Finding, format_time
 from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_console
-from spurctl.render.common import context_line, grouped, no_discrepancies, summary_line
+from spurctl.render.common import (
+    ACTION_RANK,
+    context_line,
+    grouped,
+    no_discrepancies,
+    summary_line,
+)
 
 
 def format_age(age: timedelta) -> str:
@@ -180,7 +186,12 @@ class WatchView:
         return Group(*out)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        findings = [f for _, rows in grouped(t.finding for t in self.state.tracked) for f in rows]
+        # The screen may hold only some: the nodes with the most urgent rows first (in
+        # natural order within each action), so a fold never hides a reclaim row
+        # behind a spare one. The table shows what fits in the one order.
+        groups = grouped(t.finding for t in self.state.tracked)
+        groups.sort(key=lambda g: ACTION_RANK[g[1][0].action])
+        findings = [f for _, rows in groups for f in rows]
         head = Group(*self._head())
         tail = Text(context_line(self.state.report), style="dim")
         height = self.height

@@ -563,3 +563,23 @@ def test_ctrl_c_while_a_round_is_drawn_waits_until_the_drawing_is_written() -> N
 
     assert written == ["the whole drawing"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_fold_keeps_the_most_urgent_rows_whatever_the_nodes_are_called() -> None:
+    # Spare rows on nodes that sort first (aaa001...) must not push the reclaims off screen.
+    spares = [
+        Finding(f"aaa{i:03d}", 4800 + i, Kind.NOT_STARTED, Action.SPARE, "pending here", live=False)
+        for i in range(1, 21)
+    ]
+    findings = [*many_findings()[:30], *spares]
+    tracked = Tracker().update(findings, at(0))
+    state = WatchRound(1, at(0), 30.0, report(findings), tracked, 1)
+    lines = render_watch_round(state, console_width=120, height=30).splitlines()
+    shown = [
+        line
+        for line in lines
+        if re.search(r"\b(5\d{3}|48\d\d)\s+(terminal-held|not-started)", line)
+    ]
+    assert shown and all("terminal-held" in line for line in shown), shown
+    (more,) = [line for line in lines if line.startswith("... and ")]
+    assert "20 spare" in more
