@@ -214,13 +214,17 @@ def guards(
         add("loose-name", loose)
     elif heartbeat is not None:
         add("target-node", heartbeat)
-    if job is not None and h.started_at is not None and job.submit_time is not None:
-        if h.started_at < job.submit_time:
-            add(
-                "id-reuse",
-                f"the run started at {format_time(h.started_at)}, before job {j} was "
-                f"submitted at {format_time(job.submit_time)}",
-            )
+    if (
+        job is not None
+        and h.started_at is not None
+        and job.submit_time is not None
+        and h.started_at < job.submit_time
+    ):
+        add(
+            "id-reuse",
+            f"the run started at {format_time(h.started_at)}, before job {j} was "
+            f"submitted at {format_time(job.submit_time)}",
+        )
     if job is not None and h.started_at is None:
         add("missing-started-at", f"{inv.node}'s inventory records no start time for this run")
     agent = inv.agent
