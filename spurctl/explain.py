@@ -13,6 +13,7 @@ prints it as text.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from spurctl import hostlist
@@ -35,6 +36,7 @@ from spurctl.model import (
     Kind,
     Node,
     format_time,
+    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -281,8 +283,10 @@ def would_send(
     inputs: AuditInputs,
     conn: Connection | None,
     max_inventory_age_s: float,
+    now: datetime,
 ) -> dict[str, Any]:
-    """What `reclaim --node NODE` would send for this finding, or why nothing."""
+    """What `reclaim --node NODE` would send for this finding, or why nothing (judged at
+    `now`, as reclaim judges its inventory's age)."""
     if finding is None or finding.job_id is None:
         return {"send": False, "why": "there is no finding to act on"}
     if finding.action is not Action.RECLAIM:
@@ -302,8 +306,6 @@ def would_send(
         collected_at=collected,
         fallback=conn.agent_map_lacks,
     )
-    from spurctl.model import utcnow
-
     doc: dict[str, Any] = {
         "send": True,
         "endpoint": entry.address,
@@ -316,7 +318,7 @@ def would_send(
         ),
         "why": None,
     }
-    stale = stale_reason(entry, utcnow(), max_inventory_age_s)
+    stale = stale_reason(entry, now, max_inventory_age_s)
     if stale is not None:
         doc.update(send=False, why=stale)
     return doc
@@ -330,6 +332,7 @@ def explain(
     conn: Connection | None,
     *,
     max_inventory_age_s: float = 600.0,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """The spurctl.explain/v1 document for NODE (and JOB)."""
     where = locate(name, inputs)
@@ -368,7 +371,7 @@ def explain(
         arm=arm(judged, job_id, inputs),
         guards=guards(held, inv, judged, inputs, job, asked),
         finding=None if finding is None else finding_doc(finding),
-        reclaim=would_send(finding, report, inputs, conn, max_inventory_age_s),
+        reclaim=would_send(finding, report, inputs, conn, max_inventory_age_s, now or utcnow()),
     )
     return doc
 
