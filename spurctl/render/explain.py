@@ -5,13 +5,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from spurctl.model import parse_time
+
+_WATERMARK_FROM = {
+    "flag": "given with --watermark",
+    "estimated": "estimated: the highest job id the controller tracks, plus one",
+    "snapshot": "saved with the snapshot",
+}
+
 
 def _kv(label: str, value: object, indent: int = 2) -> str:
-    return f"{' ' * indent}{label + ':':<16} {value}"
+    return f"{' ' * indent}{label + ':':<{17 - indent}} {value}"
 
 
 def _or(value: object, default: str = "-") -> object:
     return default if value in (None, "", []) else value
+
+
+def _t(value: str | None, default: str = "-") -> str:
+    """An RFC 3339 time from the document as text: `2026-12-02 14:47:05 UTC`."""
+    if value is None:
+        return default
+    parsed = parse_time(value)
+    assert parsed is not None
+    return parsed.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _job(job: dict[str, Any]) -> list[str]:
@@ -20,9 +37,9 @@ def _job(job: dict[str, Any]) -> list[str]:
             "State", job["state"] + (f" ({job['state_reason']})" if job["state_reason"] else ""), 4
         ),
         _kv("Nodelist", _or(job["nodelist"]), 4),
-        _kv("Submitted", _or(job["submit_time"]), 4),
-        _kv("Started", _or(job["start_time"]), 4),
-        _kv("Ended", _or(job["end_time"]), 4),
+        _kv("Submitted", _t(job["submit_time"]), 4),
+        _kv("Started", _t(job["start_time"]), 4),
+        _kv("Ended", _t(job["end_time"]), 4),
     ]
 
 
@@ -50,9 +67,11 @@ def render_text(doc: dict[str, Any]) -> str:
         ]
     c = doc["controller"]
     view = "complete" if c["view_complete"] else "INCOMPLETE"
-    lines.append(f"Controller view:  {c['address']} at {c['taken_at']} ({view})")
+    lines.append(f"Controller view:  {c['address']} at {_t(c['taken_at'])} ({view})")
     wm = doc["watermark"]
-    lines.append(f"Watermark:        {wm['value']} ({wm['source']})")
+    lines.append(
+        f"Watermark:        {wm['value']} ({_WATERMARK_FROM.get(wm['source'], wm['source'])})"
+    )
     inv = doc["inventory"]
     if inv is None:
         lines.append("Inventory:        none speaks for this node (what it holds is unknown)")
@@ -64,10 +83,10 @@ def render_text(doc: dict[str, Any]) -> str:
             f"Inventory:        {inv['node']} ({inv['source']})",
             _kv("Hostname", _or(inv["hostname"])),
             _kv("Target node", _or(inv["target_node"])),
-            _kv("Collected", f"{_or(inv['collected_at'])}{age}{stale}"),
+            _kv("Collected", f"{_t(inv['collected_at'])}{age}{stale}"),
             _kv(
                 "Agent",
-                "-" if agent is None else f"pid {agent['pid']}, started {_or(agent['started_at'])}",
+                "-" if agent is None else f"pid {agent['pid']}, started {_t(agent['started_at'])}",
             ),
             _kv("Holds", ", ".join(str(j) for j in inv["held"]) or "nothing"),
         ]
@@ -92,11 +111,11 @@ def render_text(doc: dict[str, Any]) -> str:
                 _kv("Traces", (", ".join(ev["traces"]) or "-") + attempt, 4),
                 _kv("Pids", ", ".join(str(p) for p in ev["pids"]) or "none live", 4),
                 _kv("GPUs", ", ".join(str(g) for g in ev["gpus"]) or "-", 4),
-                _kv("Started at", _or(ev["started_at"], "not recorded"), 4),
+                _kv("Started at", _t(ev["started_at"], "not recorded"), 4),
             ]
             arm = job["arm"]
             judged = f" (judged as {arm['judged_as']})" if arm.get("judged_as") else ""
-            lines.append(f"  Spur's predicate: {arm['text']}{judged}")
+            lines.append(f"  Predicate:      Spur's {arm['text']}{judged}")
             if job["guards"]:
                 lines.append("  Guards:")
                 lines += [f"    {g['guard']}: {g['detail']}" for g in job["guards"]]

@@ -40,13 +40,13 @@ def test_an_active_elsewhere_holding_shows_the_record_the_arm_and_the_cancel(
     assert run.returncode == 0, run.stderr
     out = run.stdout
     assert "Controller (from GetJobs):" in out and "RUNNING" in out and "gpu015" in out
-    assert "Submitted:       2026-12-01T13:40:12Z" in out
-    assert "GPUs:            0, 1, 2, 3, 4, 5, 6, 7" in out
+    assert "Submitted:    2026-12-01 13:40:12 UTC" in out
+    assert "GPUs:         0, 1, 2, 3, 4, 5, 6, 7" in out
     assert "arm 2: the job is active and allocated to other nodes: reclaim" in out
     assert "Finding:        active-elsewhere -> reclaim" in out
     endpoint = sim.agent_map()["gpu003"]
     assert f"AgentCancelJob(job_id=4711, signal=0) to {endpoint} (agent map)" in out
-    assert "Watermark:        5121 (estimated)" in out
+    assert "Watermark:        5121 (estimated: the highest job id the controller tracks" in out
 
 
 def test_a_healthy_holding_is_arm_5_and_nothing_is_sent(incident_cluster: Cluster) -> None:
