@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from spurctl.decide.reasons import id_ranges
 from spurctl.model import parse_time
 
 _WATERMARK_FROM = {
@@ -109,8 +110,14 @@ def render_text(doc: dict[str, Any]) -> str:
             lines += [
                 "  Evidence:",
                 _kv("Traces", (", ".join(ev["traces"]) or "-") + attempt, 4),
-                _kv("Pids", ", ".join(str(p) for p in ev["pids"]) or "none live", 4),
-                _kv("GPUs", ", ".join(str(g) for g in ev["gpus"]) or "-", 4),
+                _kv(
+                    "Pids",
+                    f"{len(ev['pids'])} live: {id_ranges(ev['pids'])}"
+                    if ev["pids"]
+                    else "none live",
+                    4,
+                ),
+                _kv("GPUs", id_ranges(ev["gpus"]) or "-", 4),
                 _kv("Started at", _t(ev["started_at"], "not recorded"), 4),
             ]
             arm = job["arm"]

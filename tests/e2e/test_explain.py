@@ -41,7 +41,7 @@ def test_an_active_elsewhere_holding_shows_the_record_the_arm_and_the_cancel(
     out = run.stdout
     assert "Controller (from GetJobs):" in out and "RUNNING" in out and "gpu015" in out
     assert "Submitted:    2026-12-01 13:40:12 UTC" in out
-    assert "GPUs:         0, 1, 2, 3, 4, 5, 6, 7" in out
+    assert "GPUs:         0-7" in out
     assert "arm 2: the job is active and allocated to other nodes: reclaim" in out
     assert "Finding:        active-elsewhere -> reclaim" in out
     endpoint = sim.agent_map()["gpu003"]
