@@ -197,7 +197,7 @@ def explain(
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
-    """The whole decision for one node, or one holding on it, step by step.
+    """One node's decision, or one holding's, step by step.
 
     The controller's record, the node's evidence, the watermark and where it came
     from, which arm of Spur's reclaim predicate applies, every spurctl guard that
