@@ -83,7 +83,7 @@ def locate(name: str, inputs: AuditInputs) -> Located:
     if controller_name is None and inv is not None:
         judged = judged_as(view.nodes, inv)[0]
         controller_name = judged if judged in view.nodes else None
-    if controller_name is None and inv is None:
+    if controller_name is None and (inv is None or inv.error is not None):
         raise SpurctlError(
             f"unknown node {name}: the controller has no such node and no inventory names it; "
             "check the name with `spurctl audit --all`"
@@ -205,8 +205,6 @@ def guards(
 
     if not view.complete:
         add("incomplete-view", f"the controller's view is incomplete ({view.coverage()})")
-    if inputs.scope is not None:
-        add("scoped-view", "the audit was limited to a --nodes hostlist")
     if job is None and not asked and not view.proves_untracked(j):
         add("unproven-absence", f"job {j} is absent but its absence proves nothing")
     if inputs.not_found_doubt and job is None:
@@ -380,8 +378,15 @@ def run_explain(
     name: str, job_id: int | None, src: Sources, conn: Connection | None
 ) -> dict[str, Any]:
     """Audit (every holding, healthy ones too) and explain NODE (and JOB)."""
+    from dataclasses import replace
+
     from spurctl.audit import run_audit
 
+    if not name or any(c in name for c in "[], "):
+        raise SpurctlError(f"explain takes one node name, not a hostlist: {name!r}")
+    if src.collect:
+        # Collect only this node: its findings need no other node's inventory.
+        src = replace(src, nodes=name)
     report, inputs = run_audit(src, conn, include_healthy=True)
     doc = explain(name, job_id, report, inputs, conn)
     job = doc.get("job")

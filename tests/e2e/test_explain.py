@@ -129,3 +129,37 @@ def test_the_node_view_lists_every_finding_and_the_json_document(
         (4716, "active-elsewhere", "reclaim"),
     ]
     assert "job" not in doc
+
+
+def test_collect_gathers_only_the_node_explained(incident_cluster: Cluster, tmp_path: Path) -> None:
+    sim, inv, agents = incident_cluster
+    per_node = tmp_path / "nodes"
+    per_node.mkdir()
+    for line in inv.read_text().splitlines():
+        doc = json.loads(line)
+        (per_node / f"{doc['node']}.json").write_text(line + "\n")
+    log = tmp_path / "collected.log"
+    command = f"sh -c 'echo %h >> {log}; cat {per_node}/%h.json'"
+    run = run_cli(
+        "explain",
+        "gpu003",
+        "4711",
+        "--collect",
+        "--command",
+        command,
+        "--agent-map",
+        str(agents),
+        "--format",
+        "json",
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
+    )
+    assert run.returncode == 0, run.stderr
+    assert log.read_text().split() == ["gpu003"]
+    assert json.loads(run.stdout)["job"]["finding"]["kind"] == "active-elsewhere"
+
+
+def test_a_hostlist_is_not_a_node(incident_cluster: Cluster) -> None:
+    run = explain(incident_cluster, "gpu[003-004]")
+    assert run.returncode == 2
+    assert "one node name, not a hostlist" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
