@@ -65,6 +65,7 @@ def render_text(doc: dict[str, Any]) -> str:
             f"Controller node:  {node['name']}",
             _kv("State", state),
             _kv("Allocated", f"{a['cpus']} CPUs, {a['memory_mb']} MB, {a['gpus']} GPUs"),
+            _kv("Agent started", _t(node["agent_start_time"])),
         ]
     c = doc["controller"]
     view = "complete" if c["view_complete"] else "INCOMPLETE"
