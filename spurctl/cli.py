@@ -184,6 +184,43 @@ def audit(
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
+# -- explain ---------------------------------------------------------------------
+
+
+@app.command(
+    epilog="\b\nExamples:\n  spurctl explain gpu003 --inventory inventories.jsonl\n"
+    "  spurctl explain gpu003 4711 --collect --format json",
+)
+@opt.connected(agents=True)
+@opt.with_holdings()
+def explain(
+    node: Annotated[str, typer.Argument(metavar="NODE", help="The node (either of its names).")],
+    job: Annotated[
+        int | None,
+        typer.Argument(metavar="[JOB]", help="One job the node holds.", min=0, max=2**32 - 1),
+    ] = None,
+    fmt: Annotated[
+        ReclaimFormat,
+        opt.format_option(ReclaimFormat, "explain", "the decision (json: spurctl.explain/v1)"),
+    ] = ReclaimFormat.TABLE,
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> None:
+    """One node's decision, or one holding's, step by step.
+
+    The controller's record, the node's evidence, the watermark and where it came
+    from, which arm of Spur's reclaim predicate applies, every spurctl guard that
+    stands over it, the finding as `audit` gives it, and exactly what `reclaim
+    --node NODE` would send to which agent. Exit 0; 2 when neither the controller
+    nor any inventory knows NODE.
+    """
+    from spurctl.explain import run_explain
+    from spurctl.render.explain import render
+
+    doc = run_explain(node, job, holdings.sources(None), conn.connect())
+    sys.stdout.write(render(doc, fmt))
+
+
 # -- reclaim ---------------------------------------------------------------------
 
 

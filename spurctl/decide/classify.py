@@ -215,6 +215,24 @@ def classify(
     return Classification(findings, notes, len(scoped), len(inventoried))
 
 
+# -- single-holding questions, shared with `spurctl explain` ------------------------
+
+
+def judged_as(nodes: Iterable[str], inv: Inventory) -> tuple[str, str | None, str | None]:
+    """(the controller node `inv`'s holdings are judged as, why none of them may be
+    reclaimed or None, why the node is still a name-mismatch or None): the classifier's
+    own name matching, for one inventory."""
+    return _NameMatcher(nodes).controller_name(inv)
+
+
+def controller_job(
+    view: ControllerView, confirmed: Mapping[int, Job | None], job_id: int
+) -> tuple[Job | None, bool]:
+    """The controller's job for a held id (None: untracked or unknown), and whether it
+    came from GetJob (asked)."""
+    return _controller_job(view, confirmed, job_id)
+
+
 # -- holdings ----------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimClust
 
 def runnable(command: str) -> bool:
     words = argv(command)
-    return words[0] in ("audit", "reclaim", "snapshot") and "--collect" not in words
+    return words[0] in ("audit", "reclaim", "snapshot", "explain") and "--collect" not in words
 
 
 @pytest.mark.parametrize("command", [c for c in readme_commands() if runnable(c)])
@@ -51,3 +51,29 @@ def test_readme_command_runs_against_a_simulated_cluster(
     run = run_cli(*words, env={"SPUR_CONTROLLER_ADDR": sim.controller_address})
     assert run.returncode in (0, 1), f"{command}: {run.stderr}"
     assert "Traceback" not in run.stderr
+
+
+def test_the_readme_explain_output_is_what_explain_prints(
+    cluster: tuple[SimCluster, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's explain example is real output: every line but the addresses, times
+    and ages (which differ each run) is printed as shown."""
+    import re
+
+    from tests.unit.test_readme import README
+
+    sim, tmp = cluster
+    monkeypatch.chdir(tmp)
+    (command,) = [c for c in readme_commands() if argv(c)[0] == "explain"]
+    text = README.read_text()
+    shown = text[text.index(command) :]
+    shown = shown[shown.index("```text\n") + 8 :]
+    shown = shown[: shown.index("```")]
+    run = run_cli(*argv(command), env={"SPUR_CONTROLLER_ADDR": sim.controller_address})
+    assert run.returncode == 0, run.stderr
+    printed = run.stdout.splitlines()
+    varying = re.compile(r"127\.0\.0\.1|before the view")
+    stable = [line for line in shown.splitlines() if not varying.search(line)]
+    assert len(stable) > 20
+    for line in stable:
+        assert line in printed, line

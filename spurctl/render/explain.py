@@ -1,0 +1,155 @@
+"""`spurctl explain` as text (kubectl describe style) or its spurctl.explain/v1 JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spurctl.decide.reasons import id_ranges
+from spurctl.model import parse_time
+
+_WATERMARK_FROM = {
+    "flag": "given with --watermark",
+    "estimated": "estimated: the highest job id the controller tracks, plus one",
+    "snapshot": "saved with the snapshot",
+}
+
+
+def _kv(label: str, value: object, indent: int = 2) -> str:
+    return f"{' ' * indent}{label + ':':<{17 - indent}} {value}"
+
+
+def _or(value: object, default: str = "-") -> object:
+    return default if value in (None, "", []) else value
+
+
+def _t(value: str | None, default: str = "-") -> str:
+    """An RFC 3339 time from the document as text: `2026-12-02 14:47:05 UTC`."""
+    if value is None:
+        return default
+    parsed = parse_time(value)
+    assert parsed is not None
+    return parsed.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _job(job: dict[str, Any]) -> list[str]:
+    return [
+        _kv(
+            "State", job["state"] + (f" ({job['state_reason']})" if job["state_reason"] else ""), 4
+        ),
+        _kv("Nodelist", _or(job["nodelist"]), 4),
+        _kv("Submitted", _t(job["submit_time"]), 4),
+        _kv("Started", _t(job["start_time"]), 4),
+        _kv("Ended", _t(job["end_time"]), 4),
+    ]
+
+
+def _controller_record(record: dict[str, Any]) -> list[str]:
+    if record["job"] is not None:
+        return [f"  Controller (from {record['source']}):", *_job(record["job"])]
+    if record["tracked"] is False:
+        return [f"  Controller:     does not track it ({record['proof']})"]
+    why = record.get("unproven") or record.get("proof") or "unknown"
+    return [f"  Controller:     unknown whether it tracks it: {why}"]
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    lines = [f"Node:             {doc['node']}"]
+    node = doc["controller_node"]
+    if node is None:
+        lines.append("Controller node:  none (the controller has no node by this name)")
+    else:
+        a = node["alloc"]
+        state = node["state"] + (f" ({node['state_reason']})" if node["state_reason"] else "")
+        lines += [
+            f"Controller node:  {node['name']}",
+            _kv("State", state),
+            _kv("Allocated", f"{a['cpus']} CPUs, {a['memory_mb']} MB, {a['gpus']} GPUs"),
+            _kv("Agent started", _t(node["agent_start_time"])),
+        ]
+    c = doc["controller"]
+    view = "complete" if c["view_complete"] else "INCOMPLETE"
+    lines.append(f"Controller view:  {c['address']} at {_t(c['taken_at'])} ({view})")
+    wm = doc["watermark"]
+    lines.append(
+        f"Watermark:        {wm['value']} ({_WATERMARK_FROM.get(wm['source'], wm['source'])})"
+    )
+    inv = doc["inventory"]
+    if inv is None:
+        lines.append("Inventory:        none speaks for this node (what it holds is unknown)")
+    else:
+        age = "" if inv["age_s"] is None else f", {inv['age_s']:.0f} s before the view"
+        stale = " STALE" if inv["stale"] else ""
+        agent = inv["agent"]
+        lines += [
+            f"Inventory:        {inv['node']} ({inv['source']})",
+            _kv("Hostname", _or(inv["hostname"])),
+            _kv("Target node", _or(inv["target_node"])),
+            _kv("Collected", f"{_t(inv['collected_at'])}{age}{stale}"),
+            _kv(
+                "Agent",
+                "-" if agent is None else f"pid {agent['pid']}, started {_t(agent['started_at'])}",
+            ),
+            _kv("Holds", ", ".join(str(j) for j in inv["held"]) or "nothing"),
+        ]
+        if inv["error"]:
+            lines.append(_kv("Error", inv["error"]))
+    job = doc.get("job")
+    if job is None:
+        lines.append("Findings:" if doc["findings"] else "Findings:         none")
+        for f in doc["findings"]:
+            j = "-" if f["job_id"] is None else f["job_id"]
+            lines.append(f"  {j:<7} {f['kind']:<24} {f['action']:<11} {f['reason']}")
+    else:
+        lines.append(f"Job:              {job['job_id']}")
+        if not job["held"]:
+            lines.append(f"  Held here:      no ({doc['node']}'s inventory does not hold it)")
+        lines += _controller_record(job["controller"])
+        if job["held"]:
+            ev = job["evidence"]
+            attempt = "" if ev["attempt"] is None else f", attempt {ev['attempt']}"
+            lines += [
+                "  Evidence:",
+                _kv("Traces", (", ".join(ev["traces"]) or "-") + attempt, 4),
+                _kv(
+                    "Pids",
+                    f"{len(ev['pids'])} live: {id_ranges(ev['pids'])}"
+                    if ev["pids"]
+                    else "none live",
+                    4,
+                ),
+                _kv("GPUs", id_ranges(ev["gpus"]) or "-", 4),
+                _kv("Started at", _t(ev["started_at"], "not recorded"), 4),
+            ]
+            arm = job["arm"]
+            judged = f" (judged as {arm['judged_as']})" if arm.get("judged_as") else ""
+            lines.append(f"  Predicate:      Spur's {arm['text']}{judged}")
+            if job["guards"]:
+                lines.append("  Guards:")
+                lines += [f"    {g['guard']}: {g['detail']}" for g in job["guards"]]
+            else:
+                lines.append("  Guards:         none")
+            f = job["finding"]
+            if f is not None:
+                lines += [
+                    f"  Finding:        {f['kind']} -> {f['action']}",
+                    _kv("Reason", f["reason"]),
+                ]
+            r = job["reclaim"]
+            if r["send"]:
+                lines += [
+                    f"  Reclaim sends:  {r['request']} to {r['endpoint']} ({r['endpoint_from']})",
+                    _kv("Re-check", r["recheck"]),
+                ]
+            else:
+                lines.append(f"  Reclaim sends:  nothing: {r['why']}")
+    if doc["notes"]:
+        lines.append("Notes:")
+        lines += [f"  - {n}" for n in doc["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def render(doc: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    return render_text(doc)
