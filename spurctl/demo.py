@@ -449,6 +449,7 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         ]
     else:
         lines += [
+            f"  spurctl explain gpu003 4711 --inventory {inv} --agent-map {cluster.agent_map}",
             f"  spurctl reclaim --node gpu003 --inventory {inv} --agent-map {cluster.agent_map} "
             "--dry-run",
             f"  spurctl reclaim --node gpu003 --inventory {inv} --agent-map {cluster.agent_map} "

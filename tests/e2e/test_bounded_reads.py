@@ -41,8 +41,10 @@ def limited() -> Iterator[SimCluster]:
         yield sim
 
 
-def audit_json(sim: SimCluster, tmp_path: Path, *extra: str) -> dict[str, Any]:
-    inventory = sim.write_inventories(tmp_path / f"inv-{id(sim)}.jsonl")
+def audit_json(
+    sim: SimCluster, tmp_path: Path, *extra: str, inventory: Path | None = None
+) -> dict[str, Any]:
+    inventory = inventory or sim.write_inventories(tmp_path / f"inv-{id(sim)}.jsonl")
     run = run_cli(
         "audit", "--inventory", str(inventory), "--format", "json", *extra,
         env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
@@ -69,8 +71,11 @@ def test_an_unfiltered_getjobs_over_the_limit_is_refused_as_spurctld_refuses_it(
 def test_an_audit_under_the_limit_finds_what_an_unlimited_read_finds(
     limited: SimCluster, unlimited: SimCluster, tmp_path: Path
 ) -> None:
-    capped = audit_json(limited, tmp_path, "--all")
-    free = audit_json(unlimited, tmp_path, "--all")
+    # One inventory file for both (the clusters are the same): a reason naming when an
+    # inventory was taken must not differ because the two were written a minute apart.
+    inventory = unlimited.write_inventories(tmp_path / "inventory.jsonl")
+    capped = audit_json(limited, tmp_path, "--all", inventory=inventory)
+    free = audit_json(unlimited, tmp_path, "--all", inventory=inventory)
     assert decided(capped) == decided(free)
     assert capped["view"] == free["view"] and capped["view"]["complete"] is True
     assert capped["watermark"] == free["watermark"]

@@ -160,8 +160,14 @@ def test_serve_tours_every_command_collects_from_its_nodes_and_keeps_inventories
         banner = "".join(printed)
         exports = dict(re.findall(r"^\s*export (\w+)=(\S+)$", banner, re.M))
         commands = [line.strip() for line in printed if line.strip().startswith("spurctl ")]
-        for name in ("audit", "collect", "reclaim", "journal", "snapshot", "node-inventory"):
+        for name in (
+            "audit", "explain", "collect", "reclaim", "journal", "snapshot", "node-inventory"
+        ):  # fmt: skip
             assert any(c.split()[1] == name for c in commands), name
+        explain_cmd = next(c for c in commands if c.startswith("spurctl explain"))
+        explained = run_cli(*shlex.split(explain_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
+        assert explained.returncode == 0, explained.stderr
+        assert "active-elsewhere" in explained.stdout
         assert any("--watch" in c for c in commands)
         assert not any("--yes" in c for c in commands)  # the real reclaim asks first
 

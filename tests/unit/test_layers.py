@@ -22,7 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "spurctl"
 
 DECIDE_MAY_IMPORT = ("spurctl.model", "spurctl.hostlist", "spurctl.errors")
-USE_CASES = ("spurctl.audit", "spurctl.reclaim", "spurctl.checklist", "spurctl.cli", "spurctl.demo")
+USE_CASES = (
+    "spurctl.audit",
+    "spurctl.reclaim",
+    "spurctl.checklist",
+    "spurctl.explain",
+    "spurctl.journal_runs",
+    "spurctl.cli",
+    "spurctl.demo",
+)
 CLI_ENTRY_POINT = "spurctl.__main__"
 
 
