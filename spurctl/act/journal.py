@@ -260,7 +260,7 @@ class Journal:
         self._append(
             {
                 **self._head("intent"),
-                "at": format_time(utcnow()),
+                "at": format_time(utcnow().replace(microsecond=0)),
                 "operator": self.operator,
                 "node": node,
                 "job_id": job_id,
@@ -286,7 +286,7 @@ class Journal:
             record["run"] = earlier or self.run
             record["recorded_by"] = self.run
         record.update(
-            at=format_time(utcnow()),
+            at=format_time(utcnow().replace(microsecond=0)),
             operator=self.operator,
             node=node,
             job_id=job_id,

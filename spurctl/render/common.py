@@ -176,7 +176,9 @@ def report_header(report: ViewedReport) -> dict[str, Any]:
         "controller": {
             "address": report.controller_address,
             "version": report.controller_version,
-            "taken_at": format_time(report.taken_at),
+            # Seconds: no reader needs more of a report's moment (a snapshot keeps the
+            # exact one, which offline inventory ages are computed from).
+            "taken_at": format_time(report.taken_at.replace(microsecond=0)),
         },
         "watermark": watermark_document(report.watermark),
         "view": {
