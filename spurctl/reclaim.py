@@ -199,7 +199,14 @@ def execute(
         for node_entries in by_node.values():
             futures.append(pool.submit(guarded, node_entries))
         for f in futures:
-            f.result()
+            # In short slices: a Ctrl-C is then seen within 0.1 s even where a blocked
+            # wait is not woken by it, so no further send starts after it.
+            while True:
+                try:
+                    f.result(timeout=0.1)
+                    break
+                except TimeoutError:
+                    continue
     except KeyboardInterrupt:
         # Ctrl-C (or SIGTERM/SIGHUP, which send() turns into one): no new send
         # starts; sends in flight finish and are journaled.

@@ -249,14 +249,16 @@ class Scripted:
         if self.interrupt_on_recheck:
             self.interrupt_on_recheck = False
             interrupt_main_thread()
-            time.sleep(0.3)  # the answer arrives after the Ctrl-C
+            # The answer arrives after the Ctrl-C; a second leaves the main thread, which
+            # polls every 0.1 s, time to see it even on a loaded machine.
+            time.sleep(1.0)
         return None
 
     def cancel(self, address: str, job_id: int) -> None:
         if self.interrupt_on_send:
             self.interrupt_on_send = False
             interrupt_main_thread()
-            time.sleep(0.3)  # the send is in flight when the Ctrl-C lands
+            time.sleep(1.0)  # the send is in flight when the Ctrl-C lands (see above)
         self.cancels.append((address.rpartition(":")[0], job_id))
 
 
