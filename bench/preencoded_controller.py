@@ -51,38 +51,20 @@ from google.protobuf import timestamp_pb2
 from spurctl.model import JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import large
-from spurctl.simcluster.state import ClusterState, expand
+from spurctl.simcluster.server import ANSWER_LIMIT, too_large
+from spurctl.simcluster.state import ClusterState, expand, framed
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.wire import node_to_pb
 
-MAX_GRPC_MESSAGE_SIZE = 32 * 1024 * 1024  # spur-proto crates/spur-proto/src/lib.rs
+MAX_GRPC_MESSAGE_SIZE = ANSWER_LIMIT  # spur-proto crates/spur-proto/src/lib.rs
 MAX_GRPC_REQUEST_SIZE = 8 * 1024 * 1024
 SERVICE = "slurm.SlurmController"
 # Cached answers are kept while they fit this budget; past it an answer is built per call.
 CACHE_BUDGET = 1 << 30
 
 
-def too_large(size: int, cap: int) -> str:
-    """tonic 0.14's refusal of an answer over its encoding limit (codec/encode.rs)."""
-    return f"Error, encoded message length too large: found {size} bytes, the limit is: {cap} bytes"
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _framed(body: bytes) -> bytes:
-    """`body` as one element of an answer's `repeated JobInfo jobs = 1` (or NodeInfo nodes = 1)."""
-    return b"\x0a" + _varint(len(body)) + body
-
-
 def _unframed(frame: bytes) -> bytes:
-    """The message a `_framed` frame carries (its field key and length dropped)."""
+    """The message a `framed` frame carries (its field key and length dropped)."""
     size, pos = 0, 1
     for shift in range(0, 64, 7):
         byte = frame[pos]
@@ -111,7 +93,7 @@ class Answers:
         with state.lock:
             jobs = list(state.jobs.values())
             nodes = list(state.nodes.values())
-        self.job_frames: dict[int, bytes] = {j.job_id: _framed(state.encoded(j)) for j in jobs}
+        self.job_frames: dict[int, bytes] = {j.job_id: framed(state.encoded(j)) for j in jobs}
         self.order: list[int] = [j.job_id for j in jobs]
         self.state_of: dict[int, int] = {j.job_id: int(j.state) for j in jobs}
         self.by_state: dict[int, list[int]] = {}
@@ -127,7 +109,7 @@ class Answers:
             for name in names:
                 self.by_node.setdefault(name, []).append(job.job_id)
         self.node_frames: dict[str, bytes] = {
-            n.name: _framed(node_to_pb(n).SerializeToString()) for n in nodes
+            n.name: framed(node_to_pb(n).SerializeToString()) for n in nodes
         }
         total, counts = state.metrics()
         self.metrics = pb.JobMetrics(

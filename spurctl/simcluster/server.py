@@ -32,7 +32,7 @@ from google.protobuf import empty_pb2, timestamp_pb2
 from spurctl.model import Holding, Inventory, Job, JobState, Node, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.state import ClusterState, HeartbeatDecision
+from spurctl.simcluster.state import ClusterState, HeartbeatDecision, framed
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.wire import job_to_pb, node_to_pb, resource_set_to_pb
@@ -46,6 +46,15 @@ VISIBILITIES: tuple[Visibility, ...] = ("redacted", "owner_only", "full")
 LEADER_HEADER = "x-spur-leader"
 # spur-proto MAX_GRPC_MESSAGE_SIZE: spurctld's encoder refuses a larger answer.
 ANSWER_LIMIT = 32 * 1024 * 1024
+
+
+def too_large(size: int, limit: int) -> str:
+    """tonic 0.14's refusal of an answer over its encoding limit (codec/encode.rs)."""
+    return (
+        f"Error, encoded message length too large: found {size} bytes, the limit is: {limit} bytes"
+    )
+
+
 # spurctld's jsonwebtoken validation tolerates 60 s of clock skew on exp.
 TOKEN_LEEWAY_S = 60
 # Stopping with a grace period sends clients a clean GOAWAY; without one, every
@@ -101,15 +110,6 @@ class _Refused(Exception):
         self.code = code
         self.detail = detail
         self.trailing = tuple(trailing)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _passthrough(body: bytes) -> bytes:
@@ -514,7 +514,7 @@ class SimCluster:
         parts = []
         for job in self.state.select_jobs(req):
             body = self.state.encoded(job)
-            parts.append(b"\x0a" + _varint(len(body)) + body)
+            parts.append(framed(body))
         answer = b"".join(parts)
         self._check_size(len(answer), self.answer_limit)
         self.answer_sizes.append(len(answer))
@@ -524,7 +524,7 @@ class SimCluster:
     def _check_size(size: int, limit: int | None) -> None:
         """spurctld's encoder refuses an answer over MAX_GRPC_MESSAGE_SIZE (tonic's words)."""
         if limit is not None and size > limit:
-            raise _Refused(grpc.StatusCode.OUT_OF_RANGE, "Error, encoded message length too large")
+            raise _Refused(grpc.StatusCode.OUT_OF_RANGE, too_large(size, limit))
 
     def _get_job(self, req: pb.GetJobRequest, identity: Identity | None) -> pb.JobInfo:
         job = self.job(req.job_id)

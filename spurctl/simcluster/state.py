@@ -54,7 +54,8 @@ def expand(nodelist: str) -> frozenset[str]:
         raise ValueError(f"malformed hostlist {nodelist!r}: {exc}") from None
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 varint encoding of `n`."""
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -63,11 +64,17 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-_SMALL_VARINTS = tuple(_varint(n) for n in range(1 << 14))  # lengths and small counts
+_SMALL_VARINTS = tuple(varint(n) for n in range(1 << 14))  # lengths and small counts
+
+
+def framed(body: bytes) -> bytes:
+    """`body` as one element of an answer's `repeated ... = 1` (GetJobsResponse.jobs,
+    GetNodesResponse.nodes): answers are built by joining these."""
+    return b"\x0a" + varint(len(body)) + body
 
 
 def _key(field: int, wire_type: int) -> bytes:
-    return _varint(field << 3 | wire_type)
+    return varint(field << 3 | wire_type)
 
 
 # Upstream JobInfo fields spurctl's proto leaves out (docs/spur-facts.md, "What a real
@@ -95,11 +102,11 @@ _TIME_LIMITS_H = (4, 12, 24, 48, 72)
 def _text(key: bytes, value: str) -> bytes:
     data = value.encode()
     n = len(data)
-    return key + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + data
+    return key + (_SMALL_VARINTS[n] if n < 16384 else varint(n)) + data
 
 
 def _duration(key: bytes, seconds: int) -> bytes:
-    inner = _DURATION_SECONDS + _varint(seconds)
+    inner = _DURATION_SECONDS + varint(seconds)
     return key + _SMALL_VARINTS[len(inner)] + inner
 
 
@@ -136,7 +143,7 @@ def upstream_extras(job: Job) -> bytes:
         limit = -(-ran // 3600) * 3600
     parts = [
         _duration(_TIME_LIMIT, limit),
-        _CPUS_PER_TASK + _varint(max(job.resources.cpus // max(job.num_tasks, 1), 1)),
+        _CPUS_PER_TASK + varint(max(job.resources.cpus // max(job.num_tasks, 1), 1)),
         _text(_WORK_DIR, work_dir),
         _text(_COMMAND, command),
         _text(_STDOUT_PATH, f"{work_dir}/slurm-{jid}.out"),
@@ -149,11 +156,11 @@ def upstream_extras(job: Job) -> bytes:
     if ran is not None:
         parts.append(_duration(_RUN_TIME, ran))
     if job.state is JobState.FAILED:
-        parts.append(_EXIT_CODE + _varint(1))
+        parts.append(_EXIT_CODE + varint(1))
     elif job.state is JobState.OUT_OF_MEMORY:
-        parts.append(_EXIT_SIGNAL + _varint(9))
+        parts.append(_EXIT_SIGNAL + varint(9))
     if gpus:
-        parts.append(_REQ_GPUS + _varint(gpus))
+        parts.append(_REQ_GPUS + varint(gpus))
         parts.append(
             _text(_REQ_GPUS_DETAIL, f"gpu:{per_node}/node" if nodes > 1 else f"gpu:{gpus}")
         )
