@@ -255,9 +255,6 @@ class ControllerClient:
         assert isinstance(jobs, JobsFromPb)
         return jobs
 
-    def jobs_total(self) -> int:
-        return int(self.read("GetJobMetrics", empty_pb2.Empty()).total)
-
     def job_counts(self) -> tuple[int, Counter[JobState]]:
         """JobMetrics: how many jobs the controller has, in all and in each state, unscoped."""
         answer = self.read("GetJobMetrics", empty_pb2.Empty())
@@ -335,9 +332,13 @@ class ControllerClient:
             # The planned parts in flight together; a part refused for its size is
             # halved and read again, one request at a time.
             chunks = [nodes[start : start + size] for start in range(0, len(nodes), size)]
-            pending = [
-                (chunk, self.read_later("GetJobs", _request(states=[int(state)], nodes=chunk)))
+            requests = [
+                pb.GetJobsRequest(states=[int(state)], nodes=chunk)  # type: ignore[arg-type]
                 for chunk in chunks
+            ]
+            pending = [
+                (chunk, self.read_later("GetJobs", request))
+                for chunk, request in zip(chunks, requests, strict=True)
             ]
             found: set[int] = set()
             for chunk, collect in pending:
@@ -369,15 +370,15 @@ class ControllerClient:
             state, nodes[half:], notes
         )
 
-    def _by_ids(self, ids: Sequence[int], **filters: Any) -> list[pb.JobInfo]:
+    def _by_ids(self, ids: Sequence[int]) -> list[pb.JobInfo]:
         """GetJobs for these ids, halving a batch whose answer is refused for its size."""
         try:
-            return self._answer(job_ids=list(ids), **filters)
+            return self._answer(job_ids=list(ids))
         except AnswerTooLarge:
             if len(ids) == 1:
                 raise
         half = len(ids) // 2
-        return self._by_ids(ids[:half], **filters) + self._by_ids(ids[half:], **filters)
+        return self._by_ids(ids[:half]) + self._by_ids(ids[half:])
 
     def _ids_in_batches(self, ids: Sequence[int]) -> list[pb.JobInfo]:
         """GetJobs by id, LOOKUP_BATCH ids per request, the requests in flight together."""
@@ -454,7 +455,7 @@ class ControllerClient:
                 read.messages += self._probe_above(read.highest())
         else:
             self._jobs_in(_BY_ACTIVITY, planning, node_names, read)
-            self._jobs_in(NOT_STARTED_STATES_ORDER, planning, node_names, read)
+            self._jobs_in(_NOT_STARTED, planning, node_names, read)
             read.messages += self._probe_above(read.highest())
         jobs = JobsFromPb(read.messages, read.converted, read.shapes)
         unread, notes = read.unread, read.notes
@@ -520,13 +521,9 @@ class _Read:
         )
 
 
-def _request(**filters: Any) -> pb.GetJobsRequest:
-    return pb.GetJobsRequest(**filters)
-
-
 # The states an audit reads, in the order it reads them.
 _BY_ACTIVITY = (JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED)
-NOT_STARTED_STATES_ORDER = (JobState.PENDING, JobState.PREEMPTED, JobState.REQUEUED)
+_NOT_STARTED = (JobState.PENDING, JobState.PREEMPTED, JobState.REQUEUED)
 # A full read asks for the ids between those its node-by-node reads returned (jobs
 # without a nodelist) only when there are at most this many (256 requests).
 _MAX_GAP_IDS = 256 * LOOKUP_BATCH
