@@ -333,7 +333,7 @@ class ControllerClient:
             # halved and read again, one request at a time.
             chunks = [nodes[start : start + size] for start in range(0, len(nodes), size)]
             requests = [
-                pb.GetJobsRequest(states=[int(state)], nodes=chunk)  # type: ignore[arg-type]
+                pb.GetJobsRequest(states=[int(state)], nodes=chunk)  # type: ignore[list-item]
                 for chunk in chunks
             ]
             pending = [
