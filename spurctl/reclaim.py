@@ -34,6 +34,7 @@ from spurctl.decide.plan import (
     Outcome,
     ReclaimRun,
     Result,
+    confirmed,
     endpoint_conflicts,
     plan,
     recheck,
@@ -678,19 +679,17 @@ def reverify(
     verify(run, held_now, settle, errors)
     # What the node showed is journaled too: a later reader (`spurctl journal`) then
     # tells a confirmed cancel from one only sent.
-    judged = [(o, o.result is Result.SENT if o.result is not Result.UNCONFIRMED else None)
-              for o in sent]  # fmt: skip
-    if judged:
+    if sent:
         try:
             with _opened(journal_path) as journal:
-                for o, gone in judged:
+                for o in sent:
                     journal.outcome(
                         o.entry.node,
                         o.entry.job_id,
                         o.entry.finding.kind.value,
                         o.result.value,
                         o.detail,
-                        confirmed=gone,
+                        confirmed=confirmed(o.result, verified=True),
                     )
         except OSError as exc:
             raise JournalFailed(journal_path, exc, run) from exc

@@ -25,6 +25,16 @@ class Result(StrEnum):
     UNCONFIRMED = "unconfirmed"
 
 
+def confirmed(result: Result, verified: bool) -> bool | None:
+    """Whether a node showed this outcome's job gone (`verified`: the touched nodes were
+    re-collected); None when nothing was sent, or the node still holds it (failed)."""
+    if result is Result.SENT:
+        return verified
+    if result is Result.UNCONFIRMED:
+        return False
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One planned cancel: this job on this node only, for the reason in `finding`."""

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spurctl.decide.plan import Entry, ReclaimRun, Result
+from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
 from spurctl.model import AuditReport
 from spurctl.render.common import (
@@ -136,15 +136,6 @@ def fallback_sentence(nodes: Sequence[str]) -> str:
         f"--agent-map lacks {fold(nodes)}: their cancels go to the default NODE:PORT "
         "address shown in the plan; add them to the map if that is not their agent"
     )
-
-
-def confirmed(result: Result, verified: bool) -> bool | None:
-    """Whether a node showed this outcome's job gone; None when nothing was sent."""
-    if result is Result.SENT:
-        return verified
-    if result is Result.UNCONFIRMED:
-        return False
-    return None
 
 
 def unconfirmed_nodes(run: ReclaimRun, verified: bool) -> list[str]:
