@@ -27,6 +27,7 @@ from spurctl.model import (
     Job,
     Kind,
     Node,
+    Placement,
     format_time,
 )
 
@@ -688,7 +689,10 @@ def _node_findings(
     held_by_exact_name: Mapping[str, Inventory],
 ) -> tuple[list[Finding], dict[int, str]]:
     """lost-on-node, phantom-alloc and excess-alloc, and the active jobs whose nodelist
-    cannot be read; only sound on a complete view."""
+    cannot be read; only sound on a complete view.
+
+    They run on the active jobs' placements; only a job a lost-on-node candidate
+    names is read whole (for its start time, state and the finding)."""
     allocated = {
         name: node
         for name, node in view.nodes.items()
@@ -697,7 +701,7 @@ def _node_findings(
     relevant = allocated.keys() | held_by_exact_name.keys()
     if not relevant:
         return [], {}
-    jobs_on, unreadable = _active_jobs_by_node(view.active_jobs(), relevant)
+    jobs_on, unreadable = _active_jobs_by_node(view.active_placements(), relevant)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
         out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view))
@@ -710,16 +714,19 @@ def _node_findings(
 
 
 def _lost_on_node(
-    name: str, inv: Inventory, on_node: list[tuple[Job, int]], *, view: ControllerView
+    name: str, inv: Inventory, on_node: list[tuple[Placement, int]], *, view: ControllerView
 ) -> list[Finding]:
     """The active jobs the controller places on `name` that its inventory does not hold."""
     held = {h.job_id for h in inv.held}
     now, age = view.taken_at, inventory_age(view, inv)
     out: list[Finding] = []
-    for job, _ in on_node:
+    for placed, _ in on_node:
+        if placed.job_id in held:
+            continue
+        job = view.jobs[placed.job_id]
         started = job.start_time
         # A run that began after the inventory was taken cannot be in it.
-        if job.job_id in held or (started and inv.collected_at and started >= inv.collected_at):
+        if started and inv.collected_at and started >= inv.collected_at:
             continue
         since = f" since {when(started, now)}" if started else ""
         taken = f" taken at {when(inv.collected_at, now)}" if inv.collected_at else ""
@@ -732,35 +739,35 @@ def _lost_on_node(
 
 
 def _active_jobs_by_node(
-    jobs: Iterable[Job], relevant: set[str]
-) -> tuple[dict[str, list[tuple[Job, int]]], dict[int, str]]:
+    placements: Iterable[Placement], relevant: set[str]
+) -> tuple[dict[str, list[tuple[Placement, int]]], dict[int, str]]:
     """Active jobs listing each relevant node, each with the width of its nodelist, and
     the active jobs whose nodelist cannot be read.
 
-    Only active jobs with a nodelist are expanded, and a plain one-node list never is.
+    Only jobs with a nodelist are expanded, and a plain one-node list never is.
     """
-    out: dict[str, list[tuple[Job, int]]] = {}
+    out: dict[str, list[tuple[Placement, int]]] = {}
     unreadable: dict[int, str] = {}
-    for job in jobs:
-        if not job.state.active or not job.nodelist:
+    for placed in placements:
+        if not placed.nodelist:
             continue
         try:
-            nodes = hostlist.expand(job.nodelist)
+            nodes = hostlist.expand(placed.nodelist)
         except SpurctlError:
-            unreadable[job.job_id] = job.nodelist
+            unreadable[placed.job_id] = placed.nodelist
             continue
         if len(nodes) == 1:  # most jobs: no set to build
             (name,) = nodes
             if name in relevant:
-                out.setdefault(name, []).append((job, 1))
+                out.setdefault(name, []).append((placed, 1))
             continue
         for name in nodes & relevant:
-            out.setdefault(name, []).append((job, len(nodes)))
+            out.setdefault(name, []).append((placed, len(nodes)))
     return out, unreadable
 
 
 def _explain_allocation(
-    node: Node, on_node: list[tuple[Job, int]], *, age: float | None
+    node: Node, on_node: list[tuple[Placement, int]], *, age: float | None
 ) -> Finding | None:
     """phantom-alloc or excess-alloc: the node's active jobs do not account for its allocation."""
     have = (node.alloc.cpus, node.alloc.memory_mb, node.alloc.gpus)
@@ -776,8 +783,8 @@ def _explain_allocation(
     # Spur's own fallback splits a job's total evenly over its nodes; rounding each
     # share up keeps an uneven remainder from reading as excess.
     explained = [0, 0, 0]
-    for job, width in on_node:
-        r = job.resources
+    for placed, width in on_node:
+        r = placed.resources
         for dim, total in enumerate((r.cpus, r.memory_mb, r.gpus)):
             explained[dim] += -(-total // width)
     over = [dim for dim in range(3) if have[dim] > explained[dim]]

@@ -459,10 +459,10 @@ class ControllerClient:
             read.messages += self._probe_above(read.highest())
         jobs = JobsFromPb(read.messages, read.converted, read.shapes)
         unread, notes = read.unread, read.notes
-        # While the controller builds its node list, convert the active jobs: every
-        # audit reads them, and this process would otherwise wait idle.
+        # While the controller builds its node list, read the active jobs' placements:
+        # every audit's node checks read them, and this process would otherwise wait idle.
         with gc_paused():
-            read_active = sum(1 for _ in jobs.active())  # converted once, kept
+            read_active = len(jobs.placements())  # read once, kept
         node_names()
         total, after = self.job_counts()
         expected = sum(after[s] for s in ACTIVE_STATES)

@@ -26,6 +26,7 @@ from spurctl.model import (
     Device,
     Job,
     JobState,
+    Placement,
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import wire
@@ -95,6 +96,42 @@ def test_active_converts_only_the_active_jobs(monkeypatch: pytest.MonkeyPatch) -
     assert sorted(converted) == sorted(j.job_id for j in active)
     assert list(jobs.active()) == active
     assert len(converted) == len(active), "a second pass must not convert again"
+
+
+def test_placements_read_the_active_jobs_without_converting_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    converted = counting_conversions(monkeypatch)
+    gpus = Allocation(16, 2048, {"gpu": (Device(0), Device(1))})
+    every = [
+        Job(i + 1, state, f"gpu[{i:03d}-{i + 1:03d}]", resources=gpus)
+        for i, state in enumerate(JobState)
+    ]
+    already = Job(99, JobState.SUSPENDED, "gpu099", resources=gpus)
+    jobs = JobsFromPb(answer_of(every).jobs, converted={99: already})
+    placed = jobs.placements()
+    assert converted == [], "a placement must not convert its job"
+    expected = [j for j in every if j.state in ACTIVE_STATES] + [already]
+    assert placed == [Placement(j.job_id, j.nodelist, j.resources) for j in expected]
+    assert placed[0].resources.gpus == 2
+    assert jobs.placements() is placed, "read once, kept"
+
+
+def test_placements_keep_a_repeated_ids_last_record_only() -> None:
+    first = Job(5, JobState.RUNNING, "gpu001")
+    last = Job(5, JobState.COMPLETED, "gpu001")
+    assert JobsFromPb(answer_of([first, last]).jobs).placements() == []
+    again = JobsFromPb(answer_of([last, first]).jobs)
+    assert again.placements() == [Placement(5, "gpu001", Allocation())]
+    # A record in an answer wins over the same id converted earlier.
+    stale = JobsFromPb(answer_of([last]).jobs, converted={5: first})
+    assert stale.placements() == []
+
+
+def test_a_plain_dict_view_places_its_active_jobs() -> None:
+    jobs = {1: Job(1, JobState.RUNNING, "a"), 2: Job(2, JobState.COMPLETED, "a")}
+    view = ControllerView("http://c", "v", datetime.now(UTC), jobs, {}, 2)
+    assert view.active_placements() == [Placement(1, "a", Allocation())]
 
 
 def test_a_repeated_id_keeps_its_last_record_in_reads_and_in_active() -> None:
