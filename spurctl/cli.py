@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -692,7 +692,24 @@ def main() -> None:
         )
         sys.exit(ExitStatus.ERROR)
     # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
-    sys.exit(code if isinstance(code, int) else ExitStatus.OK)
+    _exit_now(code if isinstance(code, int) else ExitStatus.OK)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit once the command is done, without freeing the heap object by object.
+
+    An audit of a 20,000-node cluster ends holding a few hundred thousand objects, and
+    the interpreter's teardown spends ~0.1 s freeing them, which the OS does at once.
+    Every file a command writes is closed before it returns; only the standard
+    streams are left to flush. If they cannot be flushed (a closed pipe), the
+    interpreter's own exit reports it as it always has.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        sys.exit(code)
+    os._exit(code)
 
 
 # -- node-release ----------------------------------------------------------------
