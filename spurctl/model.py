@@ -172,9 +172,9 @@ class JobTable(Mapping[int, Job]):
         return [Placement(j.job_id, j.nodelist, j.resources) for j in self.active()]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as Job: a view builds one per node of the cluster
 class Node:
-    """One node as the controller reports it (NodeInfo)."""
+    """One node as the controller reports it (NodeInfo). Treat as read-only."""
 
     name: str
     state: NodeState

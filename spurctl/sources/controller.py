@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,7 +35,7 @@ from spurctl.model import (
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import JobsFromPb, Shapes, job_from_pb, node_from_pb
+from spurctl.sources.wire import Encoded, JobsFromPb, Shapes, encoded, job_from_pb, node_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -303,12 +303,14 @@ class ControllerClient:
         counts: Counter[JobState],
         node_names: Callable[[], Sequence[str]],
         into: _Read,
+        meanwhile: Callable[[], None],
     ) -> None:
         """The jobs in `states`, every answer under the cap, added to `into`.
 
         One request when the counts say it fits; else one per state, and a state still
         too large is read node by node (`nodes` filter, halved as needed), each part's
-        jobs converted as it arrives so that its answer can be let go. A job without
+        jobs converted as it arrives so that its answer can be let go; `meanwhile`
+        runs once the parts are sent, before the first is awaited. A job without
         a nodelist is in no node's answer: what a node split left unread is counted
         by state (`counts` minus what was read).
         """
@@ -340,16 +342,14 @@ class ControllerClient:
                 (chunk, self.read_later("GetJobs", request))
                 for chunk, request in zip(chunks, requests, strict=True)
             ]
+            meanwhile()  # this process's own work, while the answers are on their way
             found: set[int] = set()
             for chunk, collect in pending:
                 try:
                     part = collect().jobs
                 except AnswerTooLarge:
                     part = self._by_nodes(state, chunk, into.notes)
-                with gc_paused():
-                    for m in part:
-                        into.converted[m.job_id] = job_from_pb(m, into.shapes)
-                        found.add(m.job_id)
+                found |= into.keep(part)
                 del part
             into.unread[state] = max(0, counts[state] - len(found))
 
@@ -419,7 +419,12 @@ class ControllerClient:
         asked = view.asked_ids if self.scoped else view.asked_ids | frozenset(ids)
         return replace(view, jobs=view.jobs.with_more(found), asked_ids=asked)
 
-    def view(self, *, everything: bool = False) -> ControllerView:
+    def view(
+        self,
+        *,
+        everything: bool = False,
+        wanted: Callable[[], Collection[int] | None] | None = None,
+    ) -> ControllerView:
         """One consistent-enough picture: version, jobs, nodes, and the unscoped counts.
 
         An audit's view (`everything` False) holds the jobs that can hold a node now or
@@ -429,23 +434,35 @@ class ControllerClient:
         JobMetrics.by_state, read after them: jobs that change state in between can
         only make it look incomplete (which spares more), never hide a scoped answer.
         `everything` reads every job (a snapshot, the post-wipe checklist).
+
+        `wanted`, asked once a split read's first answer is in, names the jobs worth
+        converting whole as they arrive (an audit's held ids, once its inventories are
+        read; None: every job). The others are kept encoded, with their placements,
+        and converted only if something reads them: the node checks need every
+        active job's placement, the holdings a few of those jobs whole.
         """
         version = self.ping().version
         _, planning = self.job_counts()
         nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
+        nodes_read: list[pb.GetNodesResponse] = []
         nodes: dict[str, Node] = {}
 
         def node_names() -> list[str]:  # only a split by node waits for them
-            if not nodes:
-                with gc_paused():
-                    nodes.update(_nodes(nodes_answer()))
-            return list(nodes)
+            if not nodes_read:
+                nodes_read.append(nodes_answer())
+            return [n.name for n in nodes_read[0].nodes]
 
-        read = _Read()
+        def convert_nodes() -> None:
+            # Called while a split read's answers are on their way, and at the end.
+            if not nodes:
+                node_names()
+                nodes.update(_nodes(nodes_read[0]))
+
+        read = _Read(wanted=wanted or _every_job)
         if everything:
-            self._jobs_in(tuple(JobState), planning, node_names, read)
+            self._jobs_in(tuple(JobState), planning, node_names, read, convert_nodes)
             if read.unread:  # jobs no node filter reaches: ask for the ids between those read
-                seen = {m.job_id for m in read.messages} | read.converted.keys()
+                seen = read.ids()
                 gaps = [
                     i for i in range(min(seen, default=1), max(seen, default=0)) if i not in seen
                 ]
@@ -454,16 +471,16 @@ class ControllerClient:
                     read.unread = Counter()
                 read.messages += self._probe_above(read.highest())
         else:
-            self._jobs_in(_BY_ACTIVITY, planning, node_names, read)
-            self._jobs_in(_NOT_STARTED, planning, node_names, read)
+            self._jobs_in(_BY_ACTIVITY, planning, node_names, read, convert_nodes)
+            self._jobs_in(_NOT_STARTED, planning, node_names, read, convert_nodes)
             read.messages += self._probe_above(read.highest())
-        jobs = JobsFromPb(read.messages, read.converted, read.shapes)
+        jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded)
         unread, notes = read.unread, read.notes
         # While the controller builds its node list, read the active jobs' placements:
         # every audit's node checks read them, and this process would otherwise wait idle.
         with gc_paused():
             read_active = len(jobs.placements())  # read once, kept
-        node_names()
+        convert_nodes()
         total, after = self.job_counts()
         expected = sum(after[s] for s in ACTIVE_STATES)
         if self.scoped and sum(after.values()) < total:
@@ -504,6 +521,11 @@ class ControllerClient:
 _STATE_VALUES = frozenset(int(s) for s in JobState)
 
 
+def _every_job() -> None:
+    """`wanted` when no caller names the jobs it will read: every job is converted."""
+    return None
+
+
 @dataclass(slots=True)
 class _Read:
     """What a view's job reads gathered: records kept for converting on demand, jobs
@@ -511,13 +533,38 @@ class _Read:
 
     messages: list[pb.JobInfo] = field(default_factory=list)
     converted: dict[int, Job] = field(default_factory=dict)
+    encoded: dict[int, Encoded] = field(default_factory=dict)
     shapes: Shapes = field(default_factory=Shapes)
     unread: Counter[JobState] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    # The ids worth converting whole as a split read's answers arrive (None: every one).
+    wanted: Callable[[], Collection[int] | None] = _every_job
+
+    def keep(self, part: Iterable[pb.JobInfo]) -> set[int]:
+        """Keep a split read's answer past its message: the wanted jobs converted, the
+        others encoded (a later record of an id replaces an earlier one). Returns the ids."""
+        wanted, shapes, converted, kept = self.wanted(), self.shapes, self.converted, self.encoded
+        ids: set[int] = set()
+        with gc_paused():
+            for m in part:
+                i = m.job_id
+                ids.add(i)
+                if wanted is None or i in wanted:
+                    converted[i] = job_from_pb(m, shapes)
+                    kept.pop(i, None)
+                else:
+                    kept[i] = encoded(m, shapes)
+                    converted.pop(i, None)
+        return ids
+
+    def ids(self) -> set[int]:
+        return {m.job_id for m in self.messages} | self.converted.keys() | self.encoded.keys()
 
     def highest(self) -> int:
         return max(
-            max((m.job_id for m in self.messages), default=0), max(self.converted, default=0)
+            max((m.job_id for m in self.messages), default=0),
+            max(self.converted, default=0),
+            max(self.encoded, default=0),
         )
 
 

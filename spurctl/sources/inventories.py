@@ -272,10 +272,18 @@ def read_view_and_inventories(
     """
     outcome: list[ControllerView | BaseException] = []
     done = threading.Event()
+    # The held ids, for the view to convert whole as its answers arrive (None: every
+    # job); set on every path out of here before the view is waited for.
+    held: list[frozenset[int] | None] = []
+    held_known = threading.Event()
+
+    def wanted() -> frozenset[int] | None:
+        held_known.wait()
+        return held[0]
 
     def read_view() -> None:
         try:
-            outcome.append(client.view())
+            outcome.append(client.view(wanted=wanted))
         except BaseException as exc:  # handed to the caller's thread below
             outcome.append(exc)
         finally:
@@ -290,7 +298,13 @@ def read_view_and_inventories(
         return outcome[0]
 
     try:
-        inventories = load_inventories(sources)
+        try:
+            inventories = load_inventories(sources)
+            held.append(frozenset(h.job_id for inv in inventories for h in inv.held))
+        finally:
+            if not held:
+                held.append(None)
+            held_known.set()
     except Exception:
         view()
         raise

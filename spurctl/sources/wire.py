@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -59,10 +60,11 @@ def _job_state(value: int) -> JobState:
 
 
 def _node_state(value: int) -> NodeState:
-    try:
-        return NodeState(value)
-    except ValueError:
-        return NodeState.UNKNOWN
+    # A state this spurctl does not know reads as UNKNOWN.
+    return _NODE_STATES.get(value, NodeState.UNKNOWN)
+
+
+_NODE_STATES = {int(s): s for s in NodeState}
 
 
 def allocation_from_pb(msg: pb.ResourceAllocations) -> Allocation:
@@ -160,22 +162,44 @@ def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
 _JOB_STATES = {int(s): s for s in JobState}
 
 
+class Encoded(NamedTuple):
+    """A job kept as its wire encoding until something reads it, with its placement
+    when it is active (the node checks read every active job's placement, and only
+    a few of those jobs whole)."""
+
+    data: bytes
+    placement: Placement | None
+
+
+def encoded(msg: pb.JobInfo, shapes: Shapes) -> Encoded:
+    """`msg` kept compact: its encoding (a third of a converted Job's cost) and placement."""
+    placement = (
+        Placement(msg.job_id, msg.nodelist, shapes.allocation(msg.resources))
+        if msg.state in _ACTIVE_VALUES
+        else None
+    )
+    return Encoded(msg.SerializeToString(), placement)
+
+
 class JobsFromPb(JobTable):
     """GetJobs' answers as a read-only Mapping[int, Job], converted one job at a time.
 
     Converting every JobInfo up front costs more than receiving them; an audit
-    only looks at the jobs its holdings name and the active ones. Each job is
-    converted on first access and cached; iteration yields ids without
-    converting; `active()` converts only active jobs (once). When an id
-    repeats, the last record wins, as it would in a dict built from the answer.
-    `converted` are jobs already converted as their answer arrived (so that the
-    answer could be let go); a record of the same id in `messages` wins over one.
-    Safe to read from several threads (at worst a job is converted twice).
+    only looks at the jobs its holdings name and the active ones' placements.
+    Each job is converted on first access and cached; iteration yields ids
+    without converting; `placements()` reads three fields of each active job and
+    converts none. When an id repeats, the last record wins, as it would in a
+    dict built from the answer. Jobs whose answer was let go as it arrived come
+    as `converted` (already Jobs) or `encoded` (kept compact until read; an id is
+    in at most one of the two); a record of the same id in `messages` wins over
+    either. Safe to read from several threads (at worst a job is converted twice).
     """
 
     __slots__ = (
         "_active",
         "_converted_only",
+        "_encoded",
+        "_extra",
         "_jobs",
         "_messages",
         "_placements",
@@ -188,15 +212,23 @@ class JobsFromPb(JobTable):
         messages: Sequence[pb.JobInfo],
         converted: Mapping[int, Job] | None = None,
         shapes: Shapes | None = None,
+        encoded: Mapping[int, Encoded] | None = None,
     ) -> None:
         # Positions, not the messages themselves: a wrapper per job would cost more
         # memory than the job it stands for until that job is read.
         self._messages = messages
-        self._position: dict[int, int] = {m.job_id: i for i, m in enumerate(messages)}
+        position = self._position = {m.job_id: i for i, m in enumerate(messages)}
         self._jobs: dict[int, Job] = {
-            i: j for i, j in (converted or {}).items() if i not in self._position
+            i: j for i, j in (converted or {}).items() if i not in position
         }
         self._converted_only = frozenset(self._jobs)
+        self._encoded: dict[int, Encoded] = {
+            i: e
+            for i, e in (encoded or {}).items()
+            if i not in position and i not in self._converted_only
+        }
+        # The ids no message in `messages` carries.
+        self._extra = self._converted_only.union(self._encoded)
         self._shapes = shapes or Shapes()
         self._active: list[Job] | None = None
         self._placements: list[Placement] | None = None
@@ -204,25 +236,30 @@ class JobsFromPb(JobTable):
     def __getitem__(self, job_id: int) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
-            msg = self._messages[self._position[job_id]]
+            at = self._position.get(job_id)
+            msg = (
+                self._messages[at]
+                if at is not None
+                else pb.JobInfo.FromString(self._encoded[job_id].data)
+            )
             job = self._jobs[job_id] = job_from_pb(msg, self._shapes)
         return job
 
     def get(self, job_id: int, default: Job | None = None) -> Job | None:  # type: ignore[override]
         # Mapping.get goes through a raised KeyError for every miss; audits miss often.
-        if job_id in self._position or job_id in self._converted_only:
+        if job_id in self._position or job_id in self._extra:
             return self[job_id]
         return default
 
     def __contains__(self, job_id: object) -> bool:
-        return job_id in self._position or job_id in self._converted_only
+        return job_id in self._position or job_id in self._extra
 
     def __iter__(self) -> Iterator[int]:
         yield from self._position
-        yield from self._converted_only
+        yield from self._extra
 
     def __len__(self) -> int:
-        return len(self._position) + len(self._converted_only)
+        return len(self._position) + len(self._extra)
 
     def active(self) -> Iterator[Job]:
         if self._active is None:
@@ -236,6 +273,9 @@ class JobsFromPb(JobTable):
             jobs = self._jobs
             self._active.extend(
                 jobs[i] for i in self._converted_only if jobs[i].state in ACTIVE_STATES
+            )
+            self._active.extend(
+                self[i] for i, e in self._encoded.items() if e.placement is not None
             )
         return iter(self._active)
 
@@ -251,11 +291,11 @@ class JobsFromPb(JobTable):
                 if m.state in wanted and position[m.job_id] == i
             ]
             jobs = self._jobs
-            found.extend(
-                Placement(i, jobs[i].nodelist, jobs[i].resources)
-                for i in self._converted_only
-                if jobs[i].state in ACTIVE_STATES
-            )
+            for i in self._converted_only:
+                job = jobs[i]
+                if job.state in ACTIVE_STATES:
+                    found.append(Placement(i, job.nodelist, job.resources))
+            found.extend(e.placement for e in self._encoded.values() if e.placement is not None)
             self._placements = found
         return self._placements
 
@@ -267,6 +307,7 @@ class JobsFromPb(JobTable):
             [*self._messages, *messages],
             converted={i: jobs[i] for i in self._converted_only},
             shapes=self._shapes,
+            encoded=self._encoded,
         )
         replaced = {m.job_id for m in messages}  # a later record wins over a converted one
         more._jobs.update((i, j) for i, j in jobs.items() if i not in replaced)
@@ -302,17 +343,18 @@ def job_to_pb(job: Job) -> pb.JobInfo:
 def node_from_pb(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
     """The Node a NodeInfo describes; `shapes` shares resource records across one answer."""
     shapes = shapes or Shapes()
+    # Positional, in Node's field order: a view converts one per node of the cluster.
     return Node(
-        name=msg.name,
-        state=_node_state(msg.state),
-        state_reason=msg.state_reason,
-        partitions=tuple(msg.partitions),
-        total=shapes.resource_set(msg.total_resources),
-        alloc=shapes.allocation(msg.alloc_resources),
-        boot_time=time_from_pb(msg.boot_time),
-        last_busy=time_from_pb(msg.last_busy),
-        agent_start_time=time_from_pb(msg.slurmd_start_time),
-        labels=dict(msg.labels),
+        msg.name,
+        _node_state(msg.state),
+        msg.state_reason,
+        tuple(msg.partitions),
+        shapes.resource_set(msg.total_resources),
+        shapes.allocation(msg.alloc_resources),
+        time_from_pb(msg.boot_time),
+        time_from_pb(msg.last_busy),
+        time_from_pb(msg.slurmd_start_time),
+        dict(msg.labels) if msg.labels else {},
     )
 
 

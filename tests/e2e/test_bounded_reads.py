@@ -17,12 +17,14 @@ from typing import Any
 import grpc
 import pytest
 
-from spurctl.model import TERMINAL_STATES, JobState
+from spurctl.model import TERMINAL_STATES, Job, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident, large
+from spurctl.sources import controller
 from spurctl.sources.controller import LOOKUP_BATCH, ControllerClient
 from spurctl.sources.settings import Connection
+from spurctl.sources.wire import Shapes
 from tests.cli import run_cli
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
@@ -114,6 +116,33 @@ def test_an_audit_asks_for_held_ids_by_id_in_small_batches_and_never_for_every_e
     assert ended and ended <= asked
     terminal = [f for f in doc["findings"] if f["kind"] == "terminal-held"]
     assert terminal
+
+
+def test_a_split_read_converts_only_the_wanted_jobs_and_still_holds_every_job_whole(
+    limited: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = frozenset(h.job_id for inv in limited.inventories() for h in inv.held)
+    converted: list[int] = []
+    real = controller.job_from_pb
+
+    def counting(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
+        converted.append(msg.job_id)
+        return real(msg, shapes)
+
+    monkeypatch.setattr(controller, "job_from_pb", counting)
+    with ControllerClient(Connection((limited.controller_address,), timeout=30.0)) as client:
+        view = client.view(wanted=lambda: held)
+    # The running jobs came node by node (the split), and of them only held ones were
+    # converted as they arrived.
+    assert converted and set(converted) <= held
+    assert len(set(converted)) < view.active_read
+    assert view.complete
+    every = dict(view.jobs.items())  # the others, converted now from what was kept
+    assert every == {i: limited.state.jobs[i] for i in every}
+    active = [j for j in every.values() if j.state.active]
+    assert sorted(view.active_placements()) == sorted(
+        Placement(j.job_id, j.nodelist, j.resources) for j in active
+    )
 
 
 def test_jobs_too_many_for_one_answer_and_without_a_nodelist_are_named_and_spared(

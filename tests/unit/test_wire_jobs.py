@@ -134,6 +134,51 @@ def test_a_plain_dict_view_places_its_active_jobs() -> None:
     assert view.active_placements() == [Placement(1, "a", Allocation())]
 
 
+def test_an_encoded_job_reads_back_whole_and_is_converted_only_when_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gpus = Allocation(16, 2048, {"gpu": (Device(3),)})
+    run = Job(
+        41, JobState.RUNNING, "gpu[001-002]", name="train", user="ana", resources=gpus,
+        submit_time=datetime(2026, 12, 1, 9, 0, tzinfo=UTC),
+        start_time=datetime(2026, 12, 1, 9, 0, 1, 250000, tzinfo=UTC),
+    )  # fmt: skip
+    ended = Job(42, JobState.COMPLETED, "gpu003")
+    shapes = Shapes()
+    kept = {j.job_id: wire.encoded(job_to_pb(j), shapes) for j in (run, ended)}
+    converted = counting_conversions(monkeypatch)
+    jobs = JobsFromPb(answer_of([Job(7, JobState.PENDING)]).jobs, shapes=shapes, encoded=kept)
+    assert sorted(jobs) == [7, 41, 42] and len(jobs) == 3 and 41 in jobs and 43 not in jobs
+    assert jobs.placements() == [Placement(41, "gpu[001-002]", gpus)]
+    assert converted == [], "neither iterating nor placing converts an encoded job"
+    assert jobs[41] == run and jobs.get(42) == ended and jobs.get(43) is None
+    assert jobs[41] is jobs[41] and sorted(converted) == [41, 42]
+    assert [j.job_id for j in jobs.active()] == [41]
+    more = jobs.with_more(answer_of([Job(99, JobState.PENDING)]).jobs)
+    assert sorted(more) == [7, 41, 42, 99] and more[42] == ended
+
+
+def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted() -> None:
+    shapes = Shapes()
+    running = Job(5, JobState.RUNNING, "gpu001")
+    ended = Job(5, JobState.COMPLETED, "gpu001")
+    later = JobsFromPb(
+        answer_of([ended]).jobs,
+        shapes=shapes,
+        encoded={5: wire.encoded(job_to_pb(running), shapes)},
+    )
+    assert later[5] == ended and len(later) == 1 and later.placements() == []
+    other = Job(6, JobState.SUSPENDED, "gpu002")
+    both = JobsFromPb(
+        [],
+        converted={6: other},
+        shapes=shapes,
+        encoded={6: wire.encoded(job_to_pb(Job(6, JobState.RUNNING, "gpu009")), shapes)},
+    )
+    assert both[6] == other and len(both) == 1, "an id is kept one way only"
+    assert both.placements() == [Placement(6, "gpu002", Allocation())]
+
+
 def test_a_repeated_id_keeps_its_last_record_in_reads_and_in_active() -> None:
     first = Job(5, JobState.RUNNING, "gpu001")
     last = Job(5, JobState.COMPLETED, "gpu001")
