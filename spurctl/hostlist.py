@@ -139,6 +139,15 @@ def expand(hostlist: str) -> frozenset[str]:
     return _expand_nodeset(hostlist)
 
 
+def plain_name(hostlist: str) -> str | None:
+    """The one node a list without brackets or commas names, trimmed as `expand` trims
+    it ("" for a blank list); None for any other list. Most jobs run on one node, and
+    this reads them without building a set."""
+    if _plain(hostlist):
+        return hostlist.strip()
+    return None
+
+
 def node_in(hostlist: str, name: str) -> bool:
     """Whether `name` is one of the nodes of `hostlist`: exact string equality after
     trimming each part of the list, as Spur does."""

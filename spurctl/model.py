@@ -301,9 +301,9 @@ class ControllerView:
         ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as Job: an audit reads one per held job of the cluster
 class Holding:
-    """One job a node agent holds, as its node inventory saw it."""
+    """One job a node agent holds, as its node inventory saw it. Treat as read-only."""
 
     job_id: int
     cpus: int | None = None
@@ -322,9 +322,10 @@ class Holding:
         return bool(self.pids)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as Holding
 class Inventory:
-    """What one node holds (`spurctl.inventory/v1`); `error` set when it could not be read."""
+    """What one node holds (`spurctl.inventory/v1`); `error` set when it could not be read.
+    Treat as read-only."""
 
     node: str
     collected_at: datetime | None

@@ -19,6 +19,8 @@ from spurctl import hostlist
 from spurctl.decide.reasons import amount, duration, evidence, join, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
     Action,
     ControllerView,
     Finding,
@@ -85,10 +87,11 @@ def controller_decision(node_name: str, job: Job | None, job_id: int, watermark:
             return Kind.BELOW_WATERMARK_UNKNOWN
         # 7: never issued by this controller: the agent follows a reset or another one.
         return Kind.ABOVE_WATERMARK_UNKNOWN
-    if job.state.terminal:
+    state = job.state
+    if state in TERMINAL_STATES:
         # 1: the run is over; the node keeps its reservation and rejects new dispatches.
         return Kind.TERMINAL_HELD
-    if job.state.active:
+    if state in ACTIVE_STATES:
         # 3: state and allocation commit as two log entries; a job seen RUNNING with
         # no nodelist yet may be this node's own new run.
         if not job.nodelist:
@@ -749,17 +752,18 @@ def _active_jobs_by_node(
     out: dict[str, list[tuple[Placement, int]]] = {}
     unreadable: dict[int, str] = {}
     for placed in placements:
-        if not placed.nodelist:
+        nodelist = placed.nodelist
+        if not nodelist:
             continue
-        try:
-            nodes = hostlist.expand(placed.nodelist)
-        except SpurctlError:
-            unreadable[placed.job_id] = placed.nodelist
-            continue
-        if len(nodes) == 1:  # most jobs: no set to build
-            (name,) = nodes
+        name = hostlist.plain_name(nodelist)
+        if name is not None:  # most jobs: one node, no set to build
             if name in relevant:
                 out.setdefault(name, []).append((placed, 1))
+            continue
+        try:
+            nodes = hostlist.expand(nodelist)
+        except SpurctlError:
+            unreadable[placed.job_id] = nodelist
             continue
         for name in nodes & relevant:
             out.setdefault(name, []).append((placed, len(nodes)))
@@ -785,11 +789,17 @@ def _explain_allocation(
     explained = [0, 0, 0]
     for placed, width in on_node:
         r = placed.resources
-        for dim, total in enumerate((r.cpus, r.memory_mb, r.gpus)):
-            explained[dim] += -(-total // width)
+        if width == 1:
+            explained[0] += r.cpus
+            explained[1] += r.memory_mb
+            explained[2] += r.gpus
+        else:
+            explained[0] += -(-r.cpus // width)
+            explained[1] += -(-r.memory_mb // width)
+            explained[2] += -(-r.gpus // width)
+    if have[0] <= explained[0] and have[1] <= explained[1] and have[2] <= explained[2]:
+        return None  # most nodes: their jobs account for all of it
     over = [dim for dim in range(3) if have[dim] > explained[dim]]
-    if not over:
-        return None
     ids = ", ".join(str(i) for i in sorted(j.job_id for j, _ in on_node))
     jobs = f"active jobs {ids} account" if len(on_node) > 1 else f"active job {ids} accounts"
     return _node_finding(

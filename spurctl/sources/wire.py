@@ -247,6 +247,9 @@ class JobsFromPb(JobTable):
 
     def get(self, job_id: int, default: Job | None = None) -> Job | None:  # type: ignore[override]
         # Mapping.get goes through a raised KeyError for every miss; audits miss often.
+        job = self._jobs.get(job_id)  # most reads: a job already converted
+        if job is not None:
+            return job
         if job_id in self._position or job_id in self._extra:
             return self[job_id]
         return default

@@ -263,3 +263,12 @@ def test_a_bad_hostlist_is_explained_in_the_operators_words(text: str, said: str
     message = str(caught.value)
     assert message.startswith(f"bad hostlist {text!r}: {said}")
     assert "ClusterShell" not in message and "invalid values" not in message
+
+
+@given(st.text(alphabet="gpu0123[]-, .", max_size=24))
+def test_a_plain_name_is_what_expand_reads_from_a_one_node_list(text: str) -> None:
+    name = hostlist.plain_name(text)
+    if name is None:
+        assert "[" in text or "," in text
+        return
+    assert hostlist.expand(text) == (frozenset((name,)) if name else frozenset())
