@@ -188,6 +188,16 @@ class Node:
     labels: dict[str, str] = field(default_factory=dict)
 
 
+class NodeTable(Mapping[str, Node]):
+    """A read-only node map that can give every node's allocation without producing the
+    nodes (`wire.NodesFromPb` converts a node when it is read)."""
+
+    __slots__ = ()
+
+    def allocations(self) -> Mapping[str, Allocation]:
+        return {name: node.alloc for name, node in self.items()}
+
+
 class WatermarkSource(enum.StrEnum):
     FLAG = "flag"
     ESTIMATED = "estimated"
@@ -232,8 +242,8 @@ class ControllerView:
     """What the controller said, at one moment.
 
     `jobs_total` is JobMetrics.total, which counts every job regardless of the
-    caller. `jobs` is read-only; from a live controller it converts each job on
-    first access.
+    caller. `jobs` and `nodes` are read-only; from a live controller they convert
+    each job and node on first access.
 
     Two ways of reading. A full read (`bounded` False: a snapshot, the checklist)
     holds every job the caller may see; when that is fewer than `jobs_total` (a
@@ -249,7 +259,7 @@ class ControllerView:
     version: str
     taken_at: datetime
     jobs: Mapping[int, Job]
-    nodes: dict[str, Node]
+    nodes: Mapping[str, Node]
     jobs_total: int
     bounded: bool = False
     active_read: int = 0
@@ -288,6 +298,12 @@ class ControllerView:
         if isinstance(self.jobs, JobTable):
             return self.jobs.active()
         return [job for job in self.jobs.values() if job.state.active]
+
+    def node_allocations(self) -> Mapping[str, Allocation]:
+        """Each node's allocation, without converting the nodes of a live view."""
+        if isinstance(self.nodes, NodeTable):
+            return self.nodes.allocations()
+        return {name: node.alloc for name, node in self.nodes.items()}
 
     def active_placements(self) -> Sequence[Placement]:
         """Where each RUNNING, COMPLETING and SUSPENDED job runs, without converting any

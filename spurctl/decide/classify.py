@@ -22,13 +22,13 @@ from spurctl.model import (
     ACTIVE_STATES,
     TERMINAL_STATES,
     Action,
+    Allocation,
     ControllerView,
     Finding,
     Holding,
     Inventory,
     Job,
     Kind,
-    Node,
     Placement,
     format_time,
 )
@@ -697,9 +697,9 @@ def _node_findings(
     They run on the active jobs' placements; only a job a lost-on-node candidate
     names is read whole (for its start time, state and the finding)."""
     allocated = {
-        name: node
-        for name, node in view.nodes.items()
-        if not node.alloc.empty and (wanted is None or name in wanted)
+        name: alloc
+        for name, alloc in view.node_allocations().items()
+        if not alloc.empty and (wanted is None or name in wanted)
     }
     relevant = allocated.keys() | held_by_exact_name.keys()
     if not relevant:
@@ -708,9 +708,9 @@ def _node_findings(
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
         out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view))
-    for name, node in allocated.items():
+    for name, alloc in allocated.items():
         age = inventory_age(view, held_by_exact_name.get(name))
-        finding = _explain_allocation(node, jobs_on.get(name, []), age=age)
+        finding = _explain_allocation(name, alloc, jobs_on.get(name, []), age=age)
         if finding is not None:
             out.append(finding)
     return out, unreadable
@@ -771,16 +771,17 @@ def _active_jobs_by_node(
 
 
 def _explain_allocation(
-    node: Node, on_node: list[tuple[Placement, int]], *, age: float | None
+    name: str, alloc: Allocation, on_node: list[tuple[Placement, int]], *, age: float | None
 ) -> Finding | None:
-    """phantom-alloc or excess-alloc: the node's active jobs do not account for its allocation."""
-    have = (node.alloc.cpus, node.alloc.memory_mb, node.alloc.gpus)
+    """phantom-alloc or excess-alloc: the active jobs on node `name` do not account for its
+    allocation `alloc`."""
+    have = (alloc.cpus, alloc.memory_mb, alloc.gpus)
     if not on_node:
         what = join(amount(v, dim) for dim, v in enumerate(have) if v) or "devices"
         return _node_finding(
-            node.name,
+            name,
             Kind.PHANTOM_ALLOC,
-            f"{node.name} has {what} allocated but no active job lists it, "
+            f"{name} has {what} allocated but no active job lists it, "
             "so the scheduler sees it busy and nothing frees it",
             age=age,
         )
@@ -803,9 +804,9 @@ def _explain_allocation(
     ids = ", ".join(str(i) for i in sorted(j.job_id for j, _ in on_node))
     jobs = f"active jobs {ids} account" if len(on_node) > 1 else f"active job {ids} accounts"
     return _node_finding(
-        node.name,
+        name,
         Kind.EXCESS_ALLOC,
-        f"{node.name} has {join(amount(have[d], d) for d in over)} allocated, but its "
+        f"{name} has {join(amount(have[d], d) for d in over)} allocated, but its "
         f"{jobs} for {join(amount(explained[d], d) for d in over)}",
         age=age,
     )

@@ -29,13 +29,19 @@ from spurctl.model import (
     ControllerView,
     Job,
     JobState,
-    Node,
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as pb_grpc
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import Encoded, JobsFromPb, Shapes, encoded, job_from_pb, node_from_pb
+from spurctl.sources.wire import (
+    Encoded,
+    JobsFromPb,
+    NodesFromPb,
+    Shapes,
+    encoded,
+    job_from_pb,
+)
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -444,23 +450,25 @@ class ControllerClient:
         version = self.ping().version
         _, planning = self.job_counts()
         nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
-        nodes_read: list[pb.GetNodesResponse] = []
-        nodes: dict[str, Node] = {}
+        nodes_read: list[NodesFromPb] = []
+
+        def node_table() -> NodesFromPb:
+            if not nodes_read:
+                nodes_read.append(NodesFromPb(nodes_answer().nodes))
+            return nodes_read[0]
 
         def node_names() -> list[str]:  # only a split by node waits for them
-            if not nodes_read:
-                nodes_read.append(nodes_answer())
-            return [n.name for n in nodes_read[0].nodes]
+            return list(node_table())
 
-        def convert_nodes() -> None:
-            # Called while a split read's answers are on their way, and at the end.
-            if not nodes:
-                node_names()
-                nodes.update(_nodes(nodes_read[0]))
+        def read_allocations() -> None:
+            # While a split read's answers are on their way: every audit's node checks
+            # read every node's allocation.
+            with gc_paused():
+                node_table().allocations()
 
         read = _Read(wanted=wanted or _every_job)
         if everything:
-            self._jobs_in(tuple(JobState), planning, node_names, read, convert_nodes)
+            self._jobs_in(tuple(JobState), planning, node_names, read, read_allocations)
             if read.unread:  # jobs no node filter reaches: ask for the ids between those read
                 seen = read.ids()
                 gaps = [
@@ -471,8 +479,8 @@ class ControllerClient:
                     read.unread = Counter()
                 read.messages += self._probe_above(read.highest())
         else:
-            self._jobs_in(_BY_ACTIVITY, planning, node_names, read, convert_nodes)
-            self._jobs_in(_NOT_STARTED, planning, node_names, read, convert_nodes)
+            self._jobs_in(_BY_ACTIVITY, planning, node_names, read, read_allocations)
+            self._jobs_in(_NOT_STARTED, planning, node_names, read, read_allocations)
             read.messages += self._probe_above(read.highest())
         jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded)
         unread, notes = read.unread, read.notes
@@ -480,7 +488,7 @@ class ControllerClient:
         # every audit's node checks read them, and this process would otherwise wait idle.
         with gc_paused():
             read_active = len(jobs.placements())  # read once, kept
-        convert_nodes()
+        nodes = node_table()
         total, after = self.job_counts()
         expected = sum(after[s] for s in ACTIVE_STATES)
         if self.scoped and sum(after.values()) < total:
@@ -578,9 +586,3 @@ _MAX_GAP_IDS = 256 * LOOKUP_BATCH
 
 def _not_found(err: grpc.RpcError) -> bool:
     return isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.NOT_FOUND
-
-
-def _nodes(answer: pb.GetNodesResponse) -> dict[str, Node]:
-    shapes = Shapes()
-    with gc_paused():
-        return {n.name: node_from_pb(n, shapes) for n in answer.nodes}

@@ -27,6 +27,7 @@ from spurctl.model import (
     JobTable,
     Node,
     NodeState,
+    NodeTable,
     Placement,
     ResourceSet,
 )
@@ -359,6 +360,56 @@ def node_from_pb(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
         time_from_pb(msg.slurmd_start_time),
         dict(msg.labels) if msg.labels else {},
     )
+
+
+class NodesFromPb(NodeTable):
+    """GetNodes' answer as a read-only Mapping[str, Node], converted one node at a time.
+
+    An audit reads every node's allocation (`allocations()`, one field each) and
+    whole only the few nodes something reports on. When a name repeats, the last
+    record wins. Safe to read from several threads (at worst a node is converted
+    twice).
+    """
+
+    __slots__ = ("_allocations", "_messages", "_nodes", "_position", "_shapes")
+
+    def __init__(self, messages: Sequence[pb.NodeInfo], shapes: Shapes | None = None) -> None:
+        self._messages = messages
+        self._position = {m.name: i for i, m in enumerate(messages)}
+        self._nodes: dict[str, Node] = {}
+        self._shapes = shapes or Shapes()
+        self._allocations: dict[str, Allocation] | None = None
+
+    def __getitem__(self, name: str) -> Node:
+        node = self._nodes.get(name)
+        if node is None:
+            msg = self._messages[self._position[name]]
+            node = self._nodes[name] = node_from_pb(msg, self._shapes)
+        return node
+
+    def get(self, name: str, default: Node | None = None) -> Node | None:  # type: ignore[override]
+        return self[name] if name in self._position else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._position
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._position)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def allocations(self) -> Mapping[str, Allocation]:
+        """Each node's allocation, read from its record alone; once."""
+        if self._allocations is None:
+            allocation, messages = self._shapes.allocation, self._messages
+            self._allocations = {
+                name: allocation(messages[i].alloc_resources) for name, i in self._position.items()
+            }
+        return self._allocations
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {len(self)} nodes, {len(self._nodes)} converted>"
 
 
 def node_to_pb(node: Node) -> pb.NodeInfo:

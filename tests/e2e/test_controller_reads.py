@@ -20,6 +20,7 @@ from spurctl.decide.classify import classify
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.model import (
     JobTable,
+    NodeTable,
     Watermark,
     WatermarkSource,
 )
@@ -65,12 +66,21 @@ def test_a_live_view_holds_exactly_the_jobs_an_eager_conversion_gives(
     assert eager == cluster.state.jobs
 
 
+def test_a_live_view_holds_exactly_the_nodes_the_controller_has(cluster: SimCluster) -> None:
+    with client_for(cluster) as client:
+        nodes = client.view().nodes
+    assert isinstance(nodes, NodeTable)
+    assert list(nodes) == list(cluster.state.nodes)  # the answer's order
+    assert nodes.allocations() == {n: node.alloc for n, node in cluster.state.nodes.items()}
+    assert dict(nodes.items()) == cluster.state.nodes
+
+
 def test_classifying_a_live_view_finds_what_the_eager_view_finds(cluster: SimCluster) -> None:
     inventories = {inv.node: inv for inv in cluster.inventories()}
     held = {h.job_id for inv in inventories.values() for h in inv.held}
     with client_for(cluster) as client:
         lazy = client.look_up(client.view(), held)  # what an audit reads
-    eager = dataclasses.replace(lazy, jobs=dict(lazy.jobs.items()))
+    eager = dataclasses.replace(lazy, jobs=dict(lazy.jobs.items()), nodes=dict(lazy.nodes.items()))
     watermark = cluster.next_job_id
     for include_healthy in (False, True):
         a = classify(lazy, inventories, watermark=watermark, include_healthy=include_healthy)

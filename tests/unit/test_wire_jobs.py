@@ -26,6 +26,8 @@ from spurctl.model import (
     Device,
     Job,
     JobState,
+    Node,
+    NodeState,
     Placement,
 )
 from spurctl.proto import slurm_pb2 as pb
@@ -36,8 +38,10 @@ from spurctl.sources.documents import (
 )
 from spurctl.sources.wire import (
     JobsFromPb,
+    NodesFromPb,
     Shapes,
     job_to_pb,
+    node_to_pb,
     time_from_pb,
     time_to_pb,
 )
@@ -177,6 +181,34 @@ def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted()
     )
     assert both[6] == other and len(both) == 1, "an id is kept one way only"
     assert both.placements() == [Placement(6, "gpu002", Allocation())]
+
+
+def test_nodes_are_converted_when_read_and_their_allocations_without_converting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    converted: list[str] = []
+    real = wire.node_from_pb
+
+    def counting(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
+        converted.append(msg.name)
+        return real(msg, shapes)
+
+    monkeypatch.setattr(wire, "node_from_pb", counting)
+    busy = Allocation(8, 512, {"gpu": (Device(0),)})
+    every = [
+        Node("gpu001", NodeState.ALLOCATED, alloc=busy),
+        Node("gpu002", NodeState.IDLE),
+        Node("gpu001", NodeState.DRAIN, alloc=busy),  # a repeated name: the last record wins
+    ]
+    nodes = NodesFromPb(pb.GetNodesResponse(nodes=[node_to_pb(n) for n in every]).nodes)
+    assert list(nodes) == ["gpu001", "gpu002"] and len(nodes) == 2
+    assert "gpu002" in nodes and "gpu003" not in nodes and nodes.get("gpu003") is None
+    assert nodes.allocations() == {"gpu001": busy, "gpu002": Allocation()}
+    assert converted == [], "allocations are read without converting a node"
+    assert nodes["gpu001"] == every[2] and nodes.get("gpu002") == every[1]
+    assert nodes["gpu001"] is nodes["gpu001"] and converted == ["gpu001", "gpu002"]
+    view = ControllerView("http://c", "v", datetime.now(UTC), {}, {"a": every[0]}, 0)
+    assert view.node_allocations() == {"a": busy}
 
 
 def test_a_repeated_id_keeps_its_last_record_in_reads_and_in_active() -> None:
