@@ -187,6 +187,7 @@ def run_tree(
         for node in nodes:
             if node not in finished:
                 out[node].gateway_error = f"the gateway tree stopped ({type(exc).__name__}: {why})"
+        task.gateways.clear()  # channels a broken run left behind must not serve the next
     finally:
         task.topology = None
         task.router = None

@@ -1,0 +1,441 @@
+"""collect --topology: ClusterShell's gateway tree, run for real on this one machine.
+
+ssh is a stand-in (--ssh) that skips ssh's options, takes the host and runs the
+command here: for a gateway that command is ClusterShell's own
+`python -m ClusterShell.Gateway`, which then runs the stand-in again for each of
+its nodes; for a node it is the remote command, which prints the node's
+prepared inventory. So every gateway is a real ClusterShell gateway process
+relaying real output; only the network is missing. The stand-in can also refuse
+a host (a dead gateway), never answer (a hung gateway), or be killed after a
+while (a gateway that dies mid-run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from spurctl.simcluster import SimCluster
+from spurctl.simcluster.scenarios import incident
+from spurctl.sources.collect import collect
+from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.tree import Tree, root_name, run_tree
+from tests.cli import one_line_error, run_cli
+
+STANDIN = textwrap.dedent(
+    """\
+    #!/bin/sh
+    # ssh stand-in: skip ssh's options, take the host, run the command here.
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        -l|-p|-i|-F|-o) shift 2 ;;
+        -*) shift ;;
+        *) break ;;
+      esac
+    done
+    host=$1; shift
+    echo "$host" >> "$STANDIN_LOG"
+    case " $STANDIN_DEAD " in *" $host "*)
+      echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255 ;;
+    esac
+    case " $STANDIN_HANG " in *" $host "*) exec sleep "$HANG_FOR" ;; esac
+    STANDIN_HOST=$host; export STANDIN_HOST
+    # exec all the way down, as a real ssh session ends with its connection
+    case " $STANDIN_DIE " in *" $host "*)
+      exec timeout -s KILL "$STANDIN_DIE_AFTER" /bin/sh -c "exec env $*" ;;
+    esac
+    exec /bin/sh -c "exec env $*"
+    """
+)
+
+# The remote command: a node's `spurctl node-inventory`, as prepared for the test.
+NODE_INVENTORY = textwrap.dedent(
+    """\
+    #!/bin/sh
+    case "$STANDIN_HOST" in
+      hang*) exec sleep "$HANG_FOR" ;;
+      slow*) sleep "$SLOW_FOR" ;;
+    esac
+    exec cat "$INVENTORIES/$STANDIN_HOST.json"
+    """
+)
+
+TIMEOUT = 2.0
+
+
+@dataclass
+class Site:
+    """One machine playing admin host, gateways and nodes."""
+
+    dir: Path
+    standin: Path
+    remote: Path
+    inventories: Path
+    log: Path
+    env: dict[str, str]
+    marker: str
+
+    def topology(self, routes: str) -> Path:
+        path = self.dir / f"topology{random.randrange(10**6)}.conf"
+        path.write_text(f"[routes]\n{root_name()}: gw[1-2]\n{textwrap.dedent(routes)}")
+        return path
+
+    def prepare(self, node: str, job_id: int) -> None:
+        doc = {
+            "schema": "spurctl.inventory/v1",
+            "node": node,
+            "collected_at": "2026-12-02T10:00:00Z",
+            "source": "cgroup+proc",
+            "error": None,
+            "held": [
+                {
+                    "job_id": job_id,
+                    "cpus": 8,
+                    "memory_mb": 1024,
+                    "gpus": [0],
+                    "pids": [4000 + job_id],
+                    "started_at": "2026-12-01T22:14:05Z",
+                }
+            ],
+        }
+        (self.inventories / f"{node}.json").write_text(json.dumps(doc) + "\n")
+
+    def contacted(self) -> list[str]:
+        return self.log.read_text().split() if self.log.exists() else []
+
+    def args(self, topology: Path) -> list[str]:
+        return [
+            "--topology",
+            str(topology),
+            "--ssh",
+            str(self.standin),
+            "--remote-command",
+            str(self.remote),
+        ]
+
+    def leftovers(self) -> list[int]:
+        """Processes this test started that still run (sleeps carrying its marker)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if self.marker.encode() in argv:
+                found.append(int(entry.name))
+        return found
+
+    def wait_until_gone(self, deadline: float = 10.0) -> list[int]:
+        end = time.monotonic() + deadline
+        while (left := self.leftovers()) and time.monotonic() < end:
+            time.sleep(0.1)
+        return left
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    standin = tmp_path / "ssh-standin"
+    standin.write_text(STANDIN)
+    remote = tmp_path / "node-inventory"
+    remote.write_text(NODE_INVENTORY)
+    for script in (standin, remote):
+        script.chmod(0o755)
+    inventories = tmp_path / "inventories"
+    inventories.mkdir()
+    # A sleep length no other process on this machine uses: how leftovers are found.
+    marker = f"{600 + random.randrange(300)}.{os.getpid()}{random.randrange(10**6)}"
+    env = {
+        "INVENTORIES": str(inventories),
+        "STANDIN_LOG": str(tmp_path / "contacted.log"),
+        "HANG_FOR": marker,
+        "SLOW_FOR": "3",
+        # The gateways run this interpreter (with ClusterShell) and log here.
+        "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable,
+        "CLUSTERSHELL_GW_LOG_DIR": str(tmp_path),
+    }
+    site = Site(tmp_path, standin, remote, inventories, tmp_path / "contacted.log", env, marker)
+    yield site
+    for pid in site.leftovers():  # whatever a failed test left behind
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def env_of(site: Site, monkeypatch: pytest.MonkeyPatch) -> Site:
+    """The site's variables in this process too, for tests that call collect() here."""
+    for key, value in site.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    return site
+
+
+TWO_GATEWAYS = """\
+    gw1: n[01-20],hang01
+    gw2: n[21-40]
+    """
+
+
+def records(stdout: str) -> dict[str, dict[str, object]]:
+    docs = [json.loads(line) for line in stdout.splitlines()]
+    by_node = {d["node"]: d for d in docs}
+    assert len(by_node) == len(docs), "a node has two records"
+    return by_node
+
+
+def test_forty_nodes_behind_two_gateways_each_end_as_their_own_inventory(site: Site) -> None:
+    nodes = [f"n{i:02d}" for i in range(1, 41)]
+    for i, node in enumerate(nodes, 1):
+        site.prepare(node, 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    run = run_cli("collect", "--nodes", "n[01-40]", *site.args(topology), env=site.env, timeout=60)
+
+    assert run.returncode == 0, run.stderr
+    got = records(run.stdout)
+    assert sorted(got) == nodes
+    for i, node in enumerate(nodes, 1):
+        assert got[node]["error"] is None
+        held = got[node]["held"]
+        assert isinstance(held, list) and [h["job_id"] for h in held] == [1000 + i]
+    assert "collected 40 of 40 nodes" in run.stderr
+    # spurctl reached each gateway once and every node through them, nothing else.
+    contacted = site.contacted()
+    assert sorted(contacted) == sorted(["gw1", "gw2", *nodes])
+
+
+def test_a_dead_gateway_fails_each_of_its_nodes_by_name_and_the_others_answer(
+    site: Site,
+) -> None:
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-40]",
+        *site.args(topology),
+        env={**site.env, "STANDIN_DEAD": "gw2"},
+        timeout=60,
+    )
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert len(got) == 40
+    for i in range(1, 21):
+        assert got[f"n{i:02d}"]["error"] is None
+    for i in range(21, 41):
+        doc = got[f"n{i:02d}"]
+        # Never an empty inventory that would read as "holds nothing".
+        assert doc["error"] == (
+            "gateway gw2 failed: ssh: connect to host gw2 port 22: Connection refused"
+        )
+        assert doc["held"] == [] and doc["source"] == "collect"
+    assert "failed (20): n[21-40]" in run.stderr
+    assert not any(n.startswith("n") and int(n[1:]) > 20 for n in site.contacted())
+
+
+def test_a_dead_gateway_with_a_sibling_reroutes_through_it(site: Site) -> None:
+    for i in range(1, 11):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology("gw[1-2]: n[01-10]\n")
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-10]",
+        *site.args(topology),
+        env={**site.env, "STANDIN_DEAD": "gw1"},
+        timeout=60,
+    )
+
+    # ClusterShell's own reroute: every node answers through gw2.
+    assert run.returncode == 0, run.stderr
+    assert all(doc["error"] is None for doc in records(run.stdout).values())
+
+
+def test_a_hung_node_behind_a_gateway_is_killed_there_and_named(site: Site) -> None:
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    t0 = time.monotonic()
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-40],hang01",
+        "--timeout",
+        str(TIMEOUT),
+        *site.args(topology),
+        env=site.env,
+        timeout=60,
+    )
+    wall = time.monotonic() - t0
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert len(got) == 41
+    assert got["hang01"]["error"] == f"no answer within {TIMEOUT:g} s; killed by gateway gw1"
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(1, 41))
+    assert wall < 30
+    # The gateway killed the hung command: nothing of it is left running.
+    assert site.wait_until_gone() == []
+
+
+def test_a_gateway_that_never_answers_is_given_up_after_the_timeout(site: Site) -> None:
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-40]",
+        "--timeout",
+        str(TIMEOUT),
+        *site.args(topology),
+        env={**site.env, "STANDIN_HANG": "gw1"},
+        timeout=60,
+    )
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    for i in range(1, 21):
+        assert got[f"n{i:02d}"]["error"] == f"gateway gw1 did not answer within {TIMEOUT:g} s"
+        assert got[f"n{i:02d}"]["held"] == []
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 41))
+    assert site.wait_until_gone() == []
+
+
+def test_a_gateway_that_dies_mid_run_fails_the_nodes_it_had_not_answered_for(
+    site: Site,
+) -> None:
+    nodes = [f"slow{i:02d}" for i in range(1, 6)] + [f"n{i:02d}" for i in range(21, 26)]
+    for i, node in enumerate(nodes, 1):
+        site.prepare(node, 1000 + i)
+    topology = site.topology("gw1: slow[01-05]\ngw2: n[21-25]\n")
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "slow[01-05],n[21-25]",
+        "--timeout",
+        "10",
+        *site.args(topology),
+        env={**site.env, "STANDIN_DIE": "gw1", "STANDIN_DIE_AFTER": "1"},
+        timeout=60,
+    )
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert len(got) == 10
+    for i in range(1, 6):
+        error = got[f"slow{i:02d}"]["error"]
+        assert isinstance(error, str) and error.startswith("gateway gw1 failed"), error
+        assert got[f"slow{i:02d}"]["held"] == []
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 26))
+
+
+def test_the_progress_counts_each_node_once_whatever_became_of_it(env_of: Site) -> None:
+    site = env_of
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    os.environ["STANDIN_DEAD"] = "gw2"
+    try:
+        ticks: list[int] = []
+        nodes = [f"n{i:02d}" for i in range(1, 41)] + ["hang01", "direct01"]
+        site.prepare("direct01", 2000)
+        tree = Tree(site.topology(TWO_GATEWAYS), str(site.remote), str(site.standin))
+        out = run_tree(nodes, tree, fanout=64, timeout=TIMEOUT, on_done=lambda: ticks.append(1))
+    finally:
+        del os.environ["STANDIN_DEAD"]
+
+    # 42 nodes, 42 ticks: gateways are not counted, a failed or killed node is.
+    assert len(ticks) == len(nodes) == 42
+    assert out["direct01"].via is None and out["direct01"].rc == 0  # not routed: reached here
+    assert out["hang01"].timed_out and out["hang01"].via == "gw1"
+    assert (out["n30"].gateway_error or "").startswith("gateway gw2 failed")
+    assert site.wait_until_gone() == []
+
+
+def test_one_process_can_collect_through_two_topologies_in_turn(env_of: Site) -> None:
+    site = env_of
+    for i in range(1, 5):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    first = Tree(site.topology("gw1: n[01-04]\n"), str(site.remote), str(site.standin))
+    second = Tree(site.topology("gw2: n[01-04]\n"), str(site.remote), str(site.standin))
+
+    one = collect([f"n{i:02d}" for i in range(1, 5)], tree=first, progress=False)
+    two = collect([f"n{i:02d}" for i in range(1, 5)], tree=second, progress=False)
+
+    assert all(inv.error is None for inv in one + two)
+    assert site.contacted().count("gw1") == 1 and site.contacted().count("gw2") == 1
+
+
+def test_audit_collect_through_the_gateways_sees_what_the_inventory_file_shows(
+    site: Site, tmp_path: Path
+) -> None:
+    with SimCluster(incident(), agents=False) as sim:
+        names = sorted(sim.state.nodes)
+        for node in names:
+            doc = inventory_to_dict(sim.inventory(node))
+            (site.inventories / f"{node}.json").write_text(dump_json(doc, indent=None) + "\n")
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        half = len(names) // 2
+        topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
+        address = sim.controller_address
+
+        live = run_cli(
+            "audit", "--controller", address, "--collect", *site.args(topology),
+            "--format", "json", env=site.env, timeout=60,
+        )  # fmt: skip
+        files = run_cli(
+            "audit", "--controller", address, "--inventory", str(inventory), "--format", "json"
+        )
+
+    assert live.returncode == files.returncode, live.stderr
+    assert sorted(set(site.contacted())) == sorted(["gw1", "gw2", *names])
+
+    def findings(stdout: str) -> list[object]:
+        doc = json.loads(stdout)
+        return [(f["node"], f.get("job_id"), f["kind"]) for f in doc["findings"]]
+
+    assert findings(live.stdout) == findings(files.stdout)
+    assert findings(live.stdout), "the incident has findings"
+
+
+def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: Site) -> None:
+    other_root = site.dir / "other.conf"
+    other_root.write_text("[routes]\nadmin-elsewhere: gw1\ngw1: n[1-4]\n")
+    cases = [
+        (["--topology", str(site.dir / "missing.conf")], ["missing.conf", "no such file"]),
+        (["--topology", str(other_root)], ["do not start at this host", root_name()]),
+        (["--remote-command", "spurctl node-inventory --hostname x"], ["needs --topology"]),
+        (["--ssh", str(site.standin)], ["--ssh needs --topology"]),
+        (
+            ["--topology", str(site.topology("gw1: n[1-4]\n")), "--command", "ssh %h x"],
+            ["--remote-command"],
+        ),
+    ]
+    for extra, words in cases:
+        one_line_error(run_cli("collect", "--nodes", "n[1-4]", *extra), *words)
+    # The same through --collect: before the controller is even asked.
+    one_line_error(
+        run_cli(
+            "audit", "--controller", "http://127.0.0.1:9", "--collect",
+            "--topology", str(other_root),
+        ),
+        "do not start at this host",
+    )  # fmt: skip
+    assert site.contacted() == []
