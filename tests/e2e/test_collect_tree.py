@@ -439,3 +439,70 @@ def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: S
         "do not start at this host",
     )  # fmt: skip
     assert site.contacted() == []
+
+
+LIVE_LINE = """\
+#!/bin/sh
+# This node's line of the live inventory file: what it holds now.
+exec grep -F "\\"node\\": \\"$STANDIN_HOST\\"" "$LIVE_INVENTORY"
+"""
+
+
+def test_reclaim_collects_and_re_collects_through_the_gateways_and_confirms(
+    incident_cluster: tuple[SimCluster, Path, Path], site: Site, tmp_path: Path
+) -> None:
+    from tests.e2e.test_reclaim_confirm import NODES, SENT, kept_fresh
+    from tests.reclaim import cancelled
+
+    sim = incident_cluster[0]
+    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
+    live = sim.write_inventories(tmp_path / "live.jsonl")
+    site.remote.write_text(LIVE_LINE)
+    names = sorted(sim.state.nodes)
+    half = len(names) // 2
+    topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
+
+    with kept_fresh(sim, live):
+        run = run_cli(
+            "reclaim", "--controller", sim.controller_address, "--node", NODES,
+            "--collect", *site.args(topology), "--settle", "0.5",
+            "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
+            "--yes", env={**site.env, "LIVE_INVENTORY": str(live)}, timeout=60,
+        )  # fmt: skip
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(cancelled(sim)) == sorted(SENT)
+    assert "Confirmed: a re-collect of 3 nodes no longer shows 3 jobs." in run.stdout
+    # Planned from one collect through the tree and confirmed by a second one.
+    contacted = site.contacted()
+    nodes = sorted(c for c in contacted if not c.startswith("gw"))
+    assert nodes == sorted(2 * [n for n, _ in SENT])
+    gateways = [c for c in contacted if c.startswith("gw")]
+    assert gateways and len(gateways) == 2 * len(set(gateways))
+
+
+def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaimed_there(
+    incident_cluster: tuple[SimCluster, Path, Path], site: Site, tmp_path: Path
+) -> None:
+    from tests.reclaim import cancelled
+
+    sim = incident_cluster[0]
+    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
+    live = sim.write_inventories(tmp_path / "live.jsonl")
+    site.remote.write_text(LIVE_LINE)
+    # gpu003 and gpu004 hold stranded runs; they sit behind gw1, which is dead.
+    topology = site.topology("gw1: gpu[003-004]\ngw2: gpu012\n")
+
+    run = run_cli(
+        "reclaim", "--controller", sim.controller_address, "--node", "gpu[003-004,012]",
+        "--collect", *site.args(topology), "--settle", "0",
+        "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
+        "--yes", "--format", "json",
+        env={**site.env, "LIVE_INVENTORY": str(live), "STANDIN_DEAD": "gw1"}, timeout=60,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    # Only gpu012, reached through gw2, is acted on: a gateway's failure is never
+    # read as "this node holds nothing".
+    assert {node for node, _ in cancelled(sim)} == {"gpu012"}
+    assert "gpu003" not in {o["node"] for o in json.loads(run.stdout)["outcomes"]}
