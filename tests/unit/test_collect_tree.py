@@ -1,0 +1,119 @@
+"""collect --topology's pure parts: the options, the topology check, and how what the
+tree relayed becomes one record per node (no process is started here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from spurctl.cli import _confirm_flags, app
+from spurctl.errors import SpurctlError
+from spurctl.options import ConnectionOptions, HoldingOptions, tree_of
+from spurctl.sources.collect import DEFAULT_COMMAND, _relayed
+from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree, root_name
+
+INVENTORY = json.dumps(
+    {
+        "schema": "spurctl.inventory/v1",
+        "node": "n1",
+        "collected_at": "2026-12-02T10:00:00Z",
+        "source": "cgroup+proc",
+        "error": None,
+        "held": [],
+    }
+).encode()
+
+
+def topology(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "topology.conf"
+    path.write_text(text)
+    return path
+
+
+def test_a_gateway_failure_is_the_nodes_error_even_after_it_printed_a_valid_inventory() -> None:
+    # What reached us before the gateway died is not the node's answer: an empty
+    # inventory here would read as "holds nothing".
+    got = Relayed(stdout=[INVENTORY], rc=0, via="gw2", gateway_error="gateway gw2 failed")
+    inv = _relayed("n1", got, 60)
+    assert inv.error == "gateway gw2 failed" and inv.held == () and inv.source == "collect"
+
+
+def test_a_node_the_gateway_killed_at_its_timeout_names_the_gateway() -> None:
+    inv = _relayed("n1", Relayed(rc=None, timed_out=True, via="gw1"), 2)
+    assert inv.error == "no answer within 2 s; killed by gateway gw1"
+
+
+def test_a_node_answering_through_a_gateway_is_its_inventory() -> None:
+    inv = _relayed("n1", Relayed(stdout=[INVENTORY], rc=0, via="gw1"), 60)
+    assert inv.error is None and inv.node == "n1" and inv.source == "cgroup+proc"
+
+
+def test_a_node_whose_command_failed_behind_a_gateway_says_how() -> None:
+    got = Relayed(stderr=[b"ssh: connect to host n1 port 22: No route to host"], rc=255, via="gw1")
+    assert _relayed("n1", got, 60).error == (
+        "command exited with status 255: ssh: connect to host n1 port 22: No route to host"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[routes]\nadmin-elsewhere: gw1\ngw1: n[1-4]\n", ["do not start at this host"]),
+        ("garbage\n", ["not a", "topology"]),
+        ("[routes]\n", ["not a usable topology"]),
+    ],
+)
+def test_a_topology_clustershell_cannot_route_from_here_is_refused(
+    tmp_path: Path, text: str, words: list[str]
+) -> None:
+    with pytest.raises(SpurctlError) as caught:
+        check_tree(Tree(topology(tmp_path, text)))
+    assert all(w in str(caught.value) for w in words), caught.value
+    assert str(caught.value).startswith("--topology ")
+
+
+def test_a_missing_topology_or_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpurctlError, match="no such file"):
+        check_tree(Tree(tmp_path / "nope.conf"))
+    with pytest.raises(SpurctlError, match="a directory"):
+        check_tree(Tree(tmp_path))
+
+
+def test_a_topology_routed_from_this_host_is_accepted(tmp_path: Path) -> None:
+    conf = topology(tmp_path, f"[routes]\n{root_name()}: gw[1-2]\ngw[1-2]: n[1-40]\n")
+    check_tree(Tree(conf))
+    with pytest.raises(SpurctlError, match="--remote-command is empty"):
+        check_tree(Tree(conf, remote_command="  "))
+
+
+def test_the_tree_options_need_topology_and_exclude_command(tmp_path: Path) -> None:
+    conf = topology(tmp_path, f"[routes]\n{root_name()}: gw1\ngw1: n[1-4]\n")
+    assert tree_of(None, DEFAULT_REMOTE_COMMAND, None, DEFAULT_COMMAND) is None
+    assert tree_of(conf, "x", "/s", DEFAULT_COMMAND) == Tree(conf, "x", "/s")
+    with pytest.raises(SpurctlError, match="--remote-command needs --topology"):
+        tree_of(None, "x", None, DEFAULT_COMMAND)
+    with pytest.raises(SpurctlError, match="--ssh needs --topology"):
+        tree_of(None, DEFAULT_REMOTE_COMMAND, "/s", DEFAULT_COMMAND)
+    with pytest.raises(SpurctlError, match="use --remote-command"):
+        tree_of(conf, DEFAULT_REMOTE_COMMAND, None, "ssh %h x")
+    # The holdings of audit/reclaim/checklist carry the tree to the collect.
+    src = HoldingOptions(collect=True, topology=conf, ssh="/s").sources("n[1-4]")
+    assert src.tree == Tree(conf, DEFAULT_REMOTE_COMMAND, "/s")
+
+
+def test_reclaims_confirm_command_collects_through_the_same_tree(tmp_path: Path) -> None:
+    holdings = HoldingOptions(collect=True, topology=Path("/t.conf"), remote_command="x", ssh="/s")
+    flags = _confirm_flags(holdings, ConnectionOptions())
+    assert flags == ["--topology", "/t.conf", "--remote-command", "x", "--ssh", "/s"]
+
+
+@pytest.mark.parametrize("command", ["collect", "audit", "reclaim", "checklist post-wipe"])
+def test_help_says_the_default_topology_file_is_not_read(command: str) -> None:
+    result = CliRunner().invoke(app, [*command.split(), "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "--topology" in text and "--remote-command" in text and "--ssh" in text
+    assert "Never read unless named" in text
