@@ -12,6 +12,7 @@ while (a gateway that dies mid-run).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -50,6 +51,11 @@ STANDIN = textwrap.dedent(
     esac
     case " $STANDIN_HANG " in *" $host "*) exec sleep "$HANG_FOR" ;; esac
     STANDIN_HOST=$host; export STANDIN_HOST
+    # A node that freezes (SIGSTOP) the gateway that started it: a gateway
+    # that was set up and then stopped with its work unfinished.
+    case " $STANDIN_FREEZE " in *" $host "*)
+      echo "$PPID" >> "$STANDIN_FROZEN"; kill -STOP "$PPID" ;;
+    esac
     # exec all the way down, as a real ssh session ends with its connection
     case " $STANDIN_DIE " in *" $host "*)
       exec timeout -s KILL "$STANDIN_DIE_AFTER" /bin/sh -c "exec env $*" ;;
@@ -70,7 +76,8 @@ NODE_INVENTORY = textwrap.dedent(
     """
 )
 
-TIMEOUT = 2.0
+# Long enough for a gateway to start on a busy machine (it counts against it too).
+TIMEOUT = 3.0
 
 
 @dataclass
@@ -124,7 +131,8 @@ class Site:
         ]
 
     def leftovers(self) -> list[int]:
-        """Processes this test started that still run (sleeps carrying its marker)."""
+        """Processes this test started that still run (sleeps carrying its marker: the
+        hung nodes' and the slow nodes')."""
         found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -133,7 +141,8 @@ class Site:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if self.marker.encode() in argv:
+            unique = self.marker.split(".")[1].encode()
+            if argv[:1] == [b"sleep"] and argv[1:2] and unique in argv[1]:
                 found.append(int(entry.name))
         return found
 
@@ -155,20 +164,25 @@ def site(tmp_path: Path) -> Iterator[Site]:
     inventories = tmp_path / "inventories"
     inventories.mkdir()
     # A sleep length no other process on this machine uses: how leftovers are found.
-    marker = f"{600 + random.randrange(300)}.{os.getpid()}{random.randrange(10**6)}"
+    unique = f"{os.getpid()}{random.randrange(10**6)}"
+    marker = f"{600 + random.randrange(300)}.{unique}"
     env = {
         "INVENTORIES": str(inventories),
         "STANDIN_LOG": str(tmp_path / "contacted.log"),
         "HANG_FOR": marker,
-        "SLOW_FOR": "3",
+        "SLOW_FOR": f"3.0{unique}",
+        "STANDIN_FROZEN": str(tmp_path / "frozen.pids"),
         # The gateways run this interpreter (with ClusterShell) and log here.
         "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable,
         "CLUSTERSHELL_GW_LOG_DIR": str(tmp_path),
     }
     site = Site(tmp_path, standin, remote, inventories, tmp_path / "contacted.log", env, marker)
     yield site
-    for pid in site.leftovers():  # whatever a failed test left behind
-        os.kill(pid, signal.SIGKILL)
+    frozen = tmp_path / "frozen.pids"
+    started = [int(p) for p in frozen.read_text().split()] if frozen.exists() else []
+    for pid in site.leftovers() + started:  # whatever a test left behind, and frozen gateways
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -345,6 +359,37 @@ def test_a_gateway_that_dies_mid_run_fails_the_nodes_it_had_not_answered_for(
         assert isinstance(error, str) and error.startswith("gateway gw1 failed"), error
         assert got[f"slow{i:02d}"]["held"] == []
     assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 26))
+    # The dead gateway's node commands end on their own (as sshd ends a session).
+    assert site.wait_until_gone() == []
+
+
+def test_a_gateway_that_stops_mid_run_is_given_up_at_the_trees_deadline(site: Site) -> None:
+    nodes = [f"slow{i:02d}" for i in range(1, 4)] + [f"n{i:02d}" for i in range(21, 24)]
+    for i, node in enumerate(nodes, 1):
+        site.prepare(node, 1000 + i)
+    topology = site.topology("gw1: slow[01-03]\ngw2: n[21-23]\n")
+
+    t0 = time.monotonic()
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "slow[01-03],n[21-23]",
+        "--timeout",
+        "2.5",
+        *site.args(topology),
+        env={**site.env, "STANDIN_FREEZE": "slow01"},
+        timeout=60,
+    )
+    wall = time.monotonic() - t0
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    # Its nodes could each take 2.5 s, 64 at once: 2.5 s x (1 wave + 2) is the limit.
+    for i in range(1, 4):
+        assert got[f"slow{i:02d}"]["error"] == "gateway gw1 did not finish within 7.5 s"
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 24))
+    assert wall < 20
+    assert site.wait_until_gone() == []
 
 
 def test_the_progress_counts_each_node_once_whatever_became_of_it(env_of: Site) -> None:
