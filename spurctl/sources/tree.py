@@ -172,7 +172,7 @@ def run_tree(
         failures={},
         on_timeout=done,
     )
-    watch = _Watch(worker, timeout, fanout)
+    watch = _Watch(worker, timeout, fanout, len(nodes))
 
     class Tick(EventHandler):
         def ev_timer(self, timer: Any) -> None:
@@ -209,20 +209,24 @@ class _Watch:
     """Timer handler: gives up on gateways that never start, and on a tree that
     has not finished long after every node's own timeout could have passed."""
 
-    def __init__(self, worker: Any, timeout: float, fanout: int) -> None:
+    def __init__(self, worker: Any, timeout: float, fanout: int, total: int) -> None:
         self.worker = worker
+        self.total = total
         self.timeout = timeout
         self.fanout = fanout
         self.started = time.monotonic()
         self.deadline: float | None = None
+        self.aborted = False
 
     def tick(self) -> None:
         worker = self.worker
         now = time.monotonic()
         if self.deadline is None and worker.gwtargets:
             # Each gateway runs its nodes `fanout` at a time, each for at most
-            # `timeout`; two more timeouts for starting gateways and reroutes.
-            most = max(len(t) for t in worker.gwtargets.values())
+            # `timeout`, and so does this host for the nodes it reaches itself;
+            # two more timeouts for starting gateways and reroutes.
+            routed = [len(t) for t in worker.gwtargets.values()]
+            most = max([*routed, self.total - sum(routed)])
             self.deadline = self.started + self.timeout * (math.ceil(most / self.fanout) + 2)
         for gateway, since in list(worker.contacted.items()):
             if gateway in worker.gwtargets and now - since > self.timeout:
@@ -231,6 +235,13 @@ class _Watch:
             limit = self.deadline - self.started
             for gateway in list(worker.gwtargets):
                 worker.give_up(gateway, f"did not finish within {limit:g} s", setup=True)
+            if now > self.deadline + self.timeout and worker.gwtargets and not self.aborted:
+                # A gateway without a channel to close: stop the whole worker, so
+                # that the run ends; each node still waiting fails naming its gateway.
+                self.aborted = True
+                for gateway in list(worker.gwtargets):
+                    worker.reasons.setdefault(gateway, f"did not finish within {limit:g} s")
+                worker.abort()
 
 
 _CLASS: list[type] = []

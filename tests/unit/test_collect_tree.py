@@ -117,3 +117,57 @@ def test_help_says_the_default_topology_file_is_not_read(command: str) -> None:
     text = " ".join(result.output.split())
     assert "--topology" in text and "--remote-command" in text and "--ssh" in text
     assert "Never read unless named" in text
+
+
+class FakeTreeWorker:
+    """What _Watch reads and calls on the tree worker."""
+
+    def __init__(self, gwtargets: dict[str, set[str]], contacted: dict[str, float]) -> None:
+        self.gwtargets = gwtargets
+        self.contacted = contacted
+        self.reasons: dict[str, str] = {}
+        self.given_up: list[tuple[str, str, bool]] = []
+        self.aborts = 0
+
+    def give_up(self, gateway: str, why: str, *, setup: bool) -> None:
+        self.given_up.append((gateway, why, setup))
+
+    def abort(self) -> None:
+        self.aborts += 1
+
+
+def test_the_watch_gives_up_a_silent_gateway_then_the_late_tree_then_stops_it() -> None:
+    import time
+
+    from spurctl.sources.tree import _Watch
+
+    now = time.monotonic()
+    # 100 nodes: 30 behind each gateway, 40 reached from here (the largest share).
+    worker = FakeTreeWorker(
+        {"gw1": {f"a{i}" for i in range(30)}, "gw2": {f"b{i}" for i in range(30)}},
+        {"gw1": now - 11, "gw2": now},
+    )
+    watch = _Watch(worker, timeout=10, fanout=64, total=100)
+    watch.tick()
+    # gw1 was asked 11 s ago and its channel may still not be set up: given up.
+    assert worker.given_up == [("gw1", "did not answer within 10 s", False)]
+    assert watch.deadline == pytest.approx(watch.started + 10 * (1 + 2))
+
+    worker.given_up.clear()
+    watch.started -= 31  # past the deadline: every gateway still busy is given up
+    watch.deadline = None
+    worker.contacted.clear()
+    watch.tick()
+    assert sorted(worker.given_up) == [
+        ("gw1", "did not finish within 30 s", True),
+        ("gw2", "did not finish within 30 s", True),
+    ]
+    assert worker.aborts == 0
+
+    watch.started -= 10  # a timeout later, still not done: the worker itself is stopped
+    watch.deadline = None
+    watch.tick()
+    watch.tick()
+    assert worker.aborts == 1
+    late = "did not finish within 30 s"
+    assert worker.reasons == {"gw1": late, "gw2": late}
