@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -551,3 +552,38 @@ def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaime
     # read as "this node holds nothing".
     assert {node for node, _ in cancelled(sim)} == {"gpu012"}
     assert "gpu003" not in {o["node"] for o in json.loads(run.stdout)["outcomes"]}
+
+
+def test_checklist_through_the_gateways_keeps_nodes_behind_a_dead_one_not_inventoried(
+    site: Site,
+) -> None:
+    from spurctl.simcluster import post_wipe
+
+    with SimCluster(post_wipe()) as sim:
+        names = sorted(sim.state.nodes)
+        for node in names:
+            doc = inventory_to_dict(sim.inventory(node))
+            (site.inventories / f"{node}.json").write_text(dump_json(doc, indent=None) + "\n")
+        behind_gw1 = ["gpu001", "gpu002", "gpu003"]
+        rest = [n for n in names if n not in behind_gw1]
+        topology = site.topology(f"gw1: {','.join(behind_gw1)}\ngw2: {','.join(rest)}\n")
+
+        def checklist(*extra: str) -> dict[str, Any]:
+            run = run_cli(
+                "checklist", "post-wipe", "--controller", sim.controller_address,
+                "--collect", *site.args(topology), "--format", "json",
+                env={**site.env, **dict(e.split("=", 1) for e in extra)}, timeout=60,
+            )  # fmt: skip
+            assert run.returncode == 1, run.stderr
+            doc: dict[str, Any] = json.loads(run.stdout)
+            return doc
+
+        everyone = checklist()
+        dead_gw1 = checklist("STANDIN_DEAD=gw1")
+
+    assert everyone["nodes_not_inventoried"] == []
+    assert "gpu001" in everyone["nodes_to_recycle"]
+    # Behind the dead gateway: not inventoried, never "holds nothing, nothing to recycle".
+    assert dead_gw1["nodes_not_inventoried"] == behind_gw1
+    to_recycle = set(everyone["nodes_to_recycle"]) - set(behind_gw1)
+    assert set(dead_gw1["nodes_to_recycle"]) >= to_recycle
