@@ -533,9 +533,9 @@ def collect_command(
     "error" set. Exit 0 when every node answered, 1 when any failed.
 
     \b
-    Examples:
+    Example:
       spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
-      spurctl collect --nodes 'gpu[0001-8000]' --topology /etc/clustershell/topology.conf
+      spurctl collect -w 'gpu[0001-8000]' --topology /etc/clustershell/topology.conf
     """
     from spurctl.hostlist import parse_scope
     from spurctl.render.collect import summarize

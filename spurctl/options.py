@@ -599,7 +599,14 @@ CollectCommandOpt = Annotated[
     ),
 ]
 CollectFanoutOpt = Annotated[
-    int, typer.Option("--fanout", help="How many commands run at once.", min=1, metavar="N")
+    int,
+    typer.Option(
+        "--fanout",
+        help="How many commands run at once (with --topology: on each gateway, and here "
+        "for nodes reached directly).",
+        min=1,
+        metavar="N",
+    ),
 ]
 CollectTimeoutOpt = Annotated[
     float,
