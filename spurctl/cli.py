@@ -24,6 +24,7 @@ from spurctl.render.common import (
     write_output,
 )
 from spurctl.sources.collect import DEFAULT_COMMAND
+from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
 
 app = typer.Typer(
     name="spurctl",
@@ -362,6 +363,12 @@ def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) ->
         flags += ["--command", holdings.command]
     if holdings.fanout != opt.HoldingOptions().fanout:
         flags += ["--fanout", str(holdings.fanout)]
+    if holdings.topology is not None:
+        flags += ["--topology", str(holdings.topology)]
+        if holdings.remote_command != DEFAULT_REMOTE_COMMAND:
+            flags += ["--remote-command", holdings.remote_command]
+        if holdings.ssh is not None:
+            flags += ["--ssh", holdings.ssh]
     if conn.controller:
         flags += ["--controller", conn.controller]
     if conn.conf is not None:
@@ -513,17 +520,22 @@ def collect_command(
     fanout: opt.CollectFanoutOpt = 64,
     timeout: opt.CollectTimeoutOpt = 60.0,
     output: opt.CollectOutputOpt = None,
+    topology: opt.CollectTopologyOpt = None,
+    remote_command: opt.RemoteCommandOpt = DEFAULT_REMOTE_COMMAND,
+    ssh: opt.SshOpt = None,
 ) -> None:
     """Gather many nodes' inventories in parallel.
 
     Writes JSON Lines, one inventory per node. Runs --command once per node
-    (%h is the node name). A node that fails, times out or prints no valid
-    inventory gets a record with "error" set. Exit 0 when every node
-    answered, 1 when any failed.
+    (%h is the node name), or with --topology runs --remote-command on every
+    node through ClusterShell's gateways. A node that fails, times out, prints
+    no valid inventory or sits behind a gateway that failed gets a record with
+    "error" set. Exit 0 when every node answered, 1 when any failed.
 
     \b
     Example:
       spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
+      spurctl collect -w 'gpu[0001-8000]' --topology /etc/clustershell/topology.conf
     """
     from spurctl.hostlist import parse_scope
     from spurctl.render.collect import summarize
@@ -531,7 +543,8 @@ def collect_command(
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
     names = sorted(parse_scope(nodes))
-    results = collect(names, command=command, fanout=fanout, timeout=timeout)
+    tree = opt.tree_of(topology, remote_command, ssh, command)
+    results = collect(names, command=command, fanout=fanout, timeout=timeout, tree=tree)
     write_output(
         "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
         output,

@@ -24,6 +24,7 @@ from spurctl.model import Action, Kind
 from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
+from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -221,6 +222,75 @@ CommandOpt = Annotated[
 FanoutOpt = Annotated[
     int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1, metavar="N")
 ]
+TopologyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--topology",
+        help="With --collect: reach the nodes through the ClusterShell gateways this "
+        "topology.conf routes (see `spurctl collect --help`). Never read unless named.",
+        show_default=False,
+        metavar="FILE",
+    ),
+]
+RemoteCommandOpt = Annotated[
+    str,
+    typer.Option(
+        "--remote-command",
+        help="With --topology: the command each node runs; it must print the node's inventory.",
+        metavar="COMMAND",
+    ),
+]
+SshOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ssh",
+        help="With --topology: the ssh program ClusterShell runs, here and on the gateways "
+        "(default: ssh from PATH).",
+        show_default=False,
+        metavar="PATH",
+    ),
+]
+CollectTopologyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--topology",
+        help="Reach the nodes through ClusterShell gateways: run --remote-command on every "
+        "node through the gateways this file routes to it (ClusterShell's topology.conf "
+        "format, first route from this host's short name). Never read unless named: "
+        "/etc/clustershell/topology.conf is not used by default, and without --topology "
+        "every node is reached from this host with --command.",
+        show_default=False,
+        metavar="FILE",
+    ),
+]
+
+
+def tree_of(
+    topology: Path | None, remote_command: str, ssh: str | None, command: str
+) -> Tree | None:
+    """The gateway tree the options ask for, or None; a mix that cannot mean anything
+    (--remote-command or --ssh without --topology, --command with it) is refused."""
+    if topology is None:
+        given = {"--remote-command": remote_command != DEFAULT_REMOTE_COMMAND, "--ssh": ssh}
+        for name, value in given.items():
+            if value:
+                raise SpurctlError(
+                    f"{name} needs --topology (it is run through ClusterShell's gateways); "
+                    "without gateways, give the whole local command with --command"
+                )
+        return None
+    if command != DEFAULT_COMMAND:
+        raise SpurctlError(
+            "--command runs locally once per node and --topology runs --remote-command "
+            "through the gateways; use --remote-command (and --ssh) with --topology"
+        )
+    from spurctl.sources.tree import check_tree
+
+    tree = Tree(topology, remote_command, ssh)
+    check_tree(tree)
+    return tree
+
+
 Format = TypeVar("Format", bound=enum.StrEnum)
 
 
@@ -529,7 +599,14 @@ CollectCommandOpt = Annotated[
     ),
 ]
 CollectFanoutOpt = Annotated[
-    int, typer.Option("--fanout", help="How many commands run at once.", min=1, metavar="N")
+    int,
+    typer.Option(
+        "--fanout",
+        help="How many commands run at once (with --topology: on each gateway, and here "
+        "for nodes reached directly).",
+        min=1,
+        metavar="N",
+    ),
 ]
 CollectTimeoutOpt = Annotated[
     float,
@@ -578,25 +655,35 @@ class HoldingOptions:
     collect: bool = False
     command: str = DEFAULT_COMMAND
     fanout: int = 64
+    topology: Path | None = None
+    remote_command: str = DEFAULT_REMOTE_COMMAND
+    ssh: str | None = None
 
     def sources(self, nodes: str | None, snapshot: Path | None = None) -> Sources:
-        """The sources, with `nodes` checked first: an empty or malformed hostlist is a
-        usage error before anything is read, never "every node"."""
+        """The sources, with `nodes` and the gateway tree checked first: an empty or
+        malformed hostlist is a usage error before anything is read, never "every node",
+        and so is a topology ClusterShell could not route from this host."""
         if nodes is not None:
             from spurctl.hostlist import parse_scope
 
             parse_scope(nodes)
-        return Sources(nodes, self.inventory, self.collect, self.command, self.fanout, snapshot)
+        tree = tree_of(self.topology, self.remote_command, self.ssh, self.command)
+        return Sources(
+            nodes, self.inventory, self.collect, self.command, self.fanout, snapshot, tree=tree
+        )
 
 
 def with_holdings() -> Callable[[Command], Command]:
-    """--inventory, --collect, --command and --fanout, declared once; the command takes
-    `holdings: HoldingOptions`."""
+    """--inventory, --collect, --command, --fanout, --topology, --remote-command and
+    --ssh, declared once; the command takes `holdings: HoldingOptions`."""
     options: list[tuple[str, Any, Any]] = [
         ("inventory", InventoryOpt, None),
         ("collect", CollectOpt, False),
         ("command", CommandOpt, DEFAULT_COMMAND),
         ("fanout", FanoutOpt, 64),
+        ("topology", TopologyOpt, None),
+        ("remote_command", RemoteCommandOpt, DEFAULT_REMOTE_COMMAND),
+        ("ssh", SshOpt, None),
     ]
     return _option_group("holdings", options, HoldingOptions)
 

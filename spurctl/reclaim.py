@@ -605,7 +605,7 @@ def carry_out(
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
     With `recollect` (a live collect: `--collect`, or `--verify-inventory` whose
-    Sources collect with the same --command and --fanout), the touched nodes are
+    Sources collect with the same --command, --fanout and --topology), the touched nodes are
     inventoried again after `settle` seconds: a cancel whose job is gone is
     confirmed (`verified`), one whose job is still held turns failed (in the
     run and in the journal), one whose node could not be inventoried again
@@ -663,6 +663,7 @@ def reverify(
                 command=recollect.command,
                 fanout=recollect.fanout,
                 timeout=COLLECT_TIMEOUT,
+                tree=recollect.tree,
             )
     except KeyboardInterrupt:
         run.interrupted = True

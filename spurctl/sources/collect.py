@@ -7,12 +7,12 @@ ends as exactly one Inventory: the one it printed, or a record with `error` set
 when its command failed, hung past the timeout or printed no valid inventory.
 One node's trouble never stops the others.
 
-Beyond one machine's fan-out, ClusterShell's gateway tree is the engine: list
-gateways in topology.conf (`[routes]`, e.g. `admin: gw[1-4]` and
-`gw[1-4]: gpu[001-512]`) and run `clush -N -w NODES spurctl node-inventory`,
-whose output is JSON Lines; feed it to `spurctl audit --inventory`. The
-gateways relay and fan out in turn; spurctl does not re-implement that relay.
-docs/collecting.md has the exact commands.
+Beyond one machine's fan-out, ClusterShell's gateway tree is the engine: with
+a `Tree` (a topology.conf naming the gateways), ClusterShell runs the remote
+command on every node through the gateways (sources/tree.py), and each node
+still ends as exactly one Inventory; a node whose gateway failed is an error
+naming that gateway, never an empty inventory. spurctl does not re-implement
+the relay. docs/collecting.md has the exact commands.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
 from spurctl.sources.documents import parse_inventory_text
+from spurctl.sources.tree import Relayed, Tree, check_tree
 
 DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 
@@ -100,15 +101,22 @@ def collect(
     fanout: int = 64,
     timeout: float = 60.0,
     progress: bool | None = None,
+    tree: Tree | None = None,
 ) -> list[Inventory]:
     """Run `command` once per node in parallel and parse each node's inventory.
+
+    With `tree`, `command` is not used: `tree.remote_command` runs on every node
+    through the gateways of `tree.topology` (ClusterShell's tree mode).
 
     Results follow the order of `nodes` (a repeated name is collected once).
     An inventory whose `node` differs from the target is kept as reported: the
     audit flags name mismatches. `progress=None` shows a progress bar on stderr
     when stderr is a terminal.
     """
-    check_command(command)
+    if tree is None:
+        check_command(command)
+    else:
+        check_tree(tree)
     if fanout < 1:
         raise SpurctlError(f"--fanout must be at least 1, got {fanout}")
     if not timeout > 0:
@@ -125,7 +133,10 @@ def collect(
             )
     if runnable:
         show = sys.stderr.isatty() if progress is None else progress
-        results.update(_run(runnable, command, fanout, timeout, show))
+        if tree is None:
+            results.update(_run(runnable, command, fanout, timeout, show))
+        else:
+            results.update(_run_tree(runnable, tree, fanout, timeout, show))
     return [results[node] for node in order]
 
 
@@ -180,6 +191,26 @@ def _run(
         task.run()
     timed_out = set(worker.iter_keys_timeout())
     return {node: _guarded(node, outcomes[node], node in timed_out, timeout) for node in nodes}
+
+
+def _run_tree(
+    nodes: list[str], tree: Tree, fanout: int, timeout: float, show_progress: bool
+) -> dict[str, Inventory]:
+    from spurctl.sources.tree import run_tree
+
+    with _Progress(len(nodes), show_progress) as bar:
+        relayed = run_tree(nodes, tree, fanout, timeout, bar.advance)
+    return {node: _relayed(node, relayed[node], timeout) for node in nodes}
+
+
+def _relayed(node: str, got: Relayed, timeout: float) -> Inventory:
+    """A node's record from what the tree relayed. A gateway's failure is this
+    node's error whatever the node printed before it: never an inventory."""
+    if got.gateway_error is not None:
+        return failed(node, _clip(got.gateway_error))
+    if got.timed_out and got.via is not None:
+        return failed(node, f"no answer within {timeout:g} s; killed by gateway {got.via}")
+    return _guarded(node, _Outcome(got.stdout, got.stderr, got.rc), got.timed_out, timeout)
 
 
 def _guarded(node: str, outcome: _Outcome, timed_out: bool, timeout: float) -> Inventory:

@@ -25,6 +25,7 @@ from spurctl.sources.documents import parse_inventory_records
 
 if TYPE_CHECKING:
     from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.tree import Tree
 
 INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
@@ -50,6 +51,8 @@ class Sources:
     snapshot: Path | None = None
     # None: a progress bar when stderr is a terminal; a live watch view turns it off.
     progress: bool | None = None
+    # With --topology: collect through ClusterShell's gateways (command is then unused).
+    tree: Tree | None = None
 
 
 def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
@@ -69,6 +72,7 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
             fanout=src.fanout,
             timeout=timeout,
             progress=src.progress,
+            tree=src.tree,
         )
     raise SpurctlError(
         "no inventories: pass --inventory FILE|DIR|- or --collect "

@@ -1,0 +1,589 @@
+"""collect --topology: ClusterShell's gateway tree, run for real on this one machine.
+
+ssh is a stand-in (--ssh) that skips ssh's options, takes the host and runs the
+command here: for a gateway that command is ClusterShell's own
+`python -m ClusterShell.Gateway`, which then runs the stand-in again for each of
+its nodes; for a node it is the remote command, which prints the node's
+prepared inventory. So every gateway is a real ClusterShell gateway process
+relaying real output; only the network is missing. The stand-in can also refuse
+a host (a dead gateway), never answer (a hung gateway), or be killed after a
+while (a gateway that dies mid-run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spurctl.simcluster import SimCluster
+from spurctl.simcluster.scenarios import incident
+from spurctl.sources.collect import collect
+from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.tree import Tree, root_name, run_tree
+from tests.cli import one_line_error, run_cli
+
+STANDIN = textwrap.dedent(
+    """\
+    #!/bin/sh
+    # ssh stand-in: skip ssh's options, take the host, run the command here.
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        -l|-p|-i|-F|-o) shift 2 ;;
+        -*) shift ;;
+        *) break ;;
+      esac
+    done
+    host=$1; shift
+    echo "$host" >> "$STANDIN_LOG"
+    case " $STANDIN_DEAD " in *" $host "*)
+      echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255 ;;
+    esac
+    case " $STANDIN_HANG " in *" $host "*) exec sleep "$HANG_FOR" ;; esac
+    STANDIN_HOST=$host; export STANDIN_HOST
+    # A node that freezes (SIGSTOP) the gateway that started it: a gateway
+    # that was set up and then stopped with its work unfinished.
+    case " $STANDIN_FREEZE " in *" $host "*)
+      echo "$PPID" >> "$STANDIN_FROZEN"; kill -STOP "$PPID" ;;
+    esac
+    # exec all the way down, as a real ssh session ends with its connection
+    case " $STANDIN_DIE " in *" $host "*)
+      exec timeout -s KILL "$STANDIN_DIE_AFTER" /bin/sh -c "exec env $*" ;;
+    esac
+    exec /bin/sh -c "exec env $*"
+    """
+)
+
+# The remote command: a node's `spurctl node-inventory`, as prepared for the test.
+NODE_INVENTORY = textwrap.dedent(
+    """\
+    #!/bin/sh
+    case "$STANDIN_HOST" in
+      hang*) exec sleep "$HANG_FOR" ;;
+      slow*) sleep "$SLOW_FOR" ;;
+    esac
+    exec cat "$INVENTORIES/$STANDIN_HOST.json"
+    """
+)
+
+# Long enough for a gateway to start on a busy machine (it counts against it too).
+TIMEOUT = 3.0
+
+
+@dataclass
+class Site:
+    """One machine playing admin host, gateways and nodes."""
+
+    dir: Path
+    standin: Path
+    remote: Path
+    inventories: Path
+    log: Path
+    env: dict[str, str]
+    marker: str
+
+    def topology(self, routes: str) -> Path:
+        path = self.dir / f"topology{random.randrange(10**6)}.conf"
+        path.write_text(f"[routes]\n{root_name()}: gw[1-2]\n{textwrap.dedent(routes)}")
+        return path
+
+    def prepare(self, node: str, job_id: int) -> None:
+        doc = {
+            "schema": "spurctl.inventory/v1",
+            "node": node,
+            "collected_at": "2026-12-02T10:00:00Z",
+            "source": "cgroup+proc",
+            "error": None,
+            "held": [
+                {
+                    "job_id": job_id,
+                    "cpus": 8,
+                    "memory_mb": 1024,
+                    "gpus": [0],
+                    "pids": [4000 + job_id],
+                    "started_at": "2026-12-01T22:14:05Z",
+                }
+            ],
+        }
+        (self.inventories / f"{node}.json").write_text(json.dumps(doc) + "\n")
+
+    def contacted(self) -> list[str]:
+        return self.log.read_text().split() if self.log.exists() else []
+
+    def args(self, topology: Path) -> list[str]:
+        return [
+            "--topology",
+            str(topology),
+            "--ssh",
+            str(self.standin),
+            "--remote-command",
+            str(self.remote),
+        ]
+
+    def leftovers(self) -> list[int]:
+        """Processes this test started that still run (sleeps carrying its marker: the
+        hung nodes' and the slow nodes')."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            unique = self.marker.split(".")[1].encode()
+            if argv[:1] == [b"sleep"] and argv[1:2] and unique in argv[1]:
+                found.append(int(entry.name))
+        return found
+
+    def wait_until_gone(self, deadline: float = 10.0) -> list[int]:
+        end = time.monotonic() + deadline
+        while (left := self.leftovers()) and time.monotonic() < end:
+            time.sleep(0.1)
+        return left
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    standin = tmp_path / "ssh-standin"
+    standin.write_text(STANDIN)
+    remote = tmp_path / "node-inventory"
+    remote.write_text(NODE_INVENTORY)
+    for script in (standin, remote):
+        script.chmod(0o755)
+    inventories = tmp_path / "inventories"
+    inventories.mkdir()
+    # A sleep length no other process on this machine uses: how leftovers are found.
+    unique = f"{os.getpid()}{random.randrange(10**6)}"
+    marker = f"{600 + random.randrange(300)}.{unique}"
+    env = {
+        "INVENTORIES": str(inventories),
+        "STANDIN_LOG": str(tmp_path / "contacted.log"),
+        "HANG_FOR": marker,
+        "SLOW_FOR": f"3.0{unique}",
+        "STANDIN_FROZEN": str(tmp_path / "frozen.pids"),
+        # The gateways run this interpreter (with ClusterShell) and log here.
+        "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable,
+        "CLUSTERSHELL_GW_LOG_DIR": str(tmp_path),
+    }
+    site = Site(tmp_path, standin, remote, inventories, tmp_path / "contacted.log", env, marker)
+    yield site
+    frozen = tmp_path / "frozen.pids"
+    started = [int(p) for p in frozen.read_text().split()] if frozen.exists() else []
+    for pid in site.leftovers() + started:  # whatever a test left behind, and frozen gateways
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def env_of(site: Site, monkeypatch: pytest.MonkeyPatch) -> Site:
+    """The site's variables in this process too, for tests that call collect() here."""
+    for key, value in site.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    return site
+
+
+TWO_GATEWAYS = """\
+    gw1: n[01-20],hang01
+    gw2: n[21-40]
+    """
+
+
+def records(stdout: str) -> dict[str, dict[str, object]]:
+    docs = [json.loads(line) for line in stdout.splitlines()]
+    by_node = {d["node"]: d for d in docs}
+    assert len(by_node) == len(docs), "a node has two records"
+    return by_node
+
+
+def test_forty_nodes_behind_two_gateways_each_end_as_their_own_inventory(site: Site) -> None:
+    nodes = [f"n{i:02d}" for i in range(1, 41)]
+    for i, node in enumerate(nodes, 1):
+        site.prepare(node, 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    run = run_cli("collect", "--nodes", "n[01-40]", *site.args(topology), env=site.env, timeout=60)
+
+    assert run.returncode == 0, run.stderr
+    got = records(run.stdout)
+    assert sorted(got) == nodes
+    for i, node in enumerate(nodes, 1):
+        assert got[node]["error"] is None
+        held = got[node]["held"]
+        assert isinstance(held, list) and [h["job_id"] for h in held] == [1000 + i]
+    assert "collected 40 of 40 nodes" in run.stderr
+    # spurctl reached each gateway once and every node through them, nothing else.
+    contacted = site.contacted()
+    assert sorted(contacted) == sorted(["gw1", "gw2", *nodes])
+
+
+def test_a_dead_gateway_fails_each_of_its_nodes_by_name_and_the_others_answer(
+    site: Site,
+) -> None:
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-40]",
+        *site.args(topology),
+        env={**site.env, "STANDIN_DEAD": "gw2"},
+        timeout=60,
+    )
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert len(got) == 40
+    for i in range(1, 21):
+        assert got[f"n{i:02d}"]["error"] is None
+    for i in range(21, 41):
+        doc = got[f"n{i:02d}"]
+        # Never an empty inventory that would read as "holds nothing".
+        assert doc["error"] == (
+            "gateway gw2 failed: ssh: connect to host gw2 port 22: Connection refused"
+        )
+        assert doc["held"] == [] and doc["source"] == "collect"
+    assert "failed (20): n[21-40]" in run.stderr
+    assert not any(n.startswith("n") and int(n[1:]) > 20 for n in site.contacted())
+
+
+def test_a_dead_gateway_with_a_sibling_reroutes_through_it(site: Site) -> None:
+    for i in range(1, 11):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology("gw[1-2]: n[01-10]\n")
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-10]",
+        *site.args(topology),
+        env={**site.env, "STANDIN_DEAD": "gw1"},
+        timeout=60,
+    )
+
+    # ClusterShell's own reroute: every node answers through gw2.
+    assert run.returncode == 0, run.stderr
+    assert all(doc["error"] is None for doc in records(run.stdout).values())
+
+
+def test_a_hung_node_behind_a_gateway_is_killed_there_and_named(site: Site) -> None:
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    t0 = time.monotonic()
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-40],hang01",
+        "--timeout",
+        str(TIMEOUT),
+        *site.args(topology),
+        env=site.env,
+        timeout=60,
+    )
+    wall = time.monotonic() - t0
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert len(got) == 41
+    assert got["hang01"]["error"] == f"no answer within {TIMEOUT:g} s; killed by gateway gw1"
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(1, 41))
+    assert wall < 30
+    # The gateway killed the hung command: nothing of it is left running.
+    assert site.wait_until_gone() == []
+
+
+def test_a_gateway_that_never_answers_is_given_up_after_the_timeout(site: Site) -> None:
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    topology = site.topology(TWO_GATEWAYS)
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n[01-40]",
+        "--timeout",
+        str(TIMEOUT),
+        *site.args(topology),
+        env={**site.env, "STANDIN_HANG": "gw1"},
+        timeout=60,
+    )
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    for i in range(1, 21):
+        assert got[f"n{i:02d}"]["error"] == f"gateway gw1 did not answer within {TIMEOUT:g} s"
+        assert got[f"n{i:02d}"]["held"] == []
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 41))
+    assert site.wait_until_gone() == []
+
+
+def test_a_gateway_that_dies_mid_run_fails_the_nodes_it_had_not_answered_for(
+    site: Site,
+) -> None:
+    nodes = [f"slow{i:02d}" for i in range(1, 6)] + [f"n{i:02d}" for i in range(21, 26)]
+    for i, node in enumerate(nodes, 1):
+        site.prepare(node, 1000 + i)
+    topology = site.topology("gw1: slow[01-05]\ngw2: n[21-25]\n")
+
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "slow[01-05],n[21-25]",
+        "--timeout",
+        "10",
+        *site.args(topology),
+        env={**site.env, "STANDIN_DIE": "gw1", "STANDIN_DIE_AFTER": "1"},
+        timeout=60,
+    )
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert len(got) == 10
+    for i in range(1, 6):
+        error = got[f"slow{i:02d}"]["error"]
+        assert isinstance(error, str) and error.startswith("gateway gw1 failed"), error
+        assert got[f"slow{i:02d}"]["held"] == []
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 26))
+    # The dead gateway's node commands end on their own (as sshd ends a session).
+    assert site.wait_until_gone() == []
+
+
+def test_a_gateway_that_stops_mid_run_is_given_up_at_the_trees_deadline(site: Site) -> None:
+    nodes = [f"slow{i:02d}" for i in range(1, 4)] + [f"n{i:02d}" for i in range(21, 24)]
+    for i, node in enumerate(nodes, 1):
+        site.prepare(node, 1000 + i)
+    topology = site.topology("gw1: slow[01-03]\ngw2: n[21-23]\n")
+
+    t0 = time.monotonic()
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "slow[01-03],n[21-23]",
+        "--timeout",
+        "2.5",
+        *site.args(topology),
+        env={**site.env, "STANDIN_FREEZE": "slow01"},
+        timeout=60,
+    )
+    wall = time.monotonic() - t0
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    # Its nodes could each take 2.5 s, 64 at once: 2.5 s x (1 wave + 2) is the limit.
+    for i in range(1, 4):
+        assert got[f"slow{i:02d}"]["error"] == "gateway gw1 did not finish within 7.5 s"
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(21, 24))
+    assert wall < 20
+    assert site.wait_until_gone() == []
+
+
+def test_the_progress_counts_each_node_once_whatever_became_of_it(env_of: Site) -> None:
+    site = env_of
+    for i in range(1, 41):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    os.environ["STANDIN_DEAD"] = "gw2"
+    try:
+        ticks: list[int] = []
+        nodes = [f"n{i:02d}" for i in range(1, 41)] + ["hang01", "direct01"]
+        site.prepare("direct01", 2000)
+        tree = Tree(site.topology(TWO_GATEWAYS), str(site.remote), str(site.standin))
+        out = run_tree(nodes, tree, fanout=64, timeout=TIMEOUT, on_done=lambda: ticks.append(1))
+    finally:
+        del os.environ["STANDIN_DEAD"]
+
+    # 42 nodes, 42 ticks: gateways are not counted, a failed or killed node is.
+    assert len(ticks) == len(nodes) == 42
+    assert out["direct01"].via is None and out["direct01"].rc == 0  # not routed: reached here
+    assert out["hang01"].timed_out and out["hang01"].via == "gw1"
+    assert (out["n30"].gateway_error or "").startswith("gateway gw2 failed")
+    assert site.wait_until_gone() == []
+
+
+def test_one_process_can_collect_through_two_topologies_in_turn(env_of: Site) -> None:
+    site = env_of
+    for i in range(1, 5):
+        site.prepare(f"n{i:02d}", 1000 + i)
+    first = Tree(site.topology("gw1: n[01-04]\n"), str(site.remote), str(site.standin))
+    second = Tree(site.topology("gw2: n[01-04]\n"), str(site.remote), str(site.standin))
+
+    one = collect([f"n{i:02d}" for i in range(1, 5)], tree=first, progress=False)
+    two = collect([f"n{i:02d}" for i in range(1, 5)], tree=second, progress=False)
+
+    assert all(inv.error is None for inv in one + two)
+    assert site.contacted().count("gw1") == 1 and site.contacted().count("gw2") == 1
+
+
+def test_audit_collect_through_the_gateways_sees_what_the_inventory_file_shows(
+    site: Site, tmp_path: Path
+) -> None:
+    with SimCluster(incident(), agents=False) as sim:
+        names = sorted(sim.state.nodes)
+        for node in names:
+            doc = inventory_to_dict(sim.inventory(node))
+            (site.inventories / f"{node}.json").write_text(dump_json(doc, indent=None) + "\n")
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        half = len(names) // 2
+        topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
+        address = sim.controller_address
+
+        live = run_cli(
+            "audit", "--controller", address, "--collect", *site.args(topology),
+            "--format", "json", env=site.env, timeout=60,
+        )  # fmt: skip
+        files = run_cli(
+            "audit", "--controller", address, "--inventory", str(inventory), "--format", "json"
+        )
+
+    assert live.returncode == files.returncode, live.stderr
+    assert sorted(set(site.contacted())) == sorted(["gw1", "gw2", *names])
+
+    def findings(stdout: str) -> list[object]:
+        doc = json.loads(stdout)
+        return [(f["node"], f.get("job_id"), f["kind"]) for f in doc["findings"]]
+
+    assert findings(live.stdout) == findings(files.stdout)
+    assert findings(live.stdout), "the incident has findings"
+
+
+def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: Site) -> None:
+    other_root = site.dir / "other.conf"
+    other_root.write_text("[routes]\nadmin-elsewhere: gw1\ngw1: n[1-4]\n")
+    cases = [
+        (["--topology", str(site.dir / "missing.conf")], ["missing.conf", "no such file"]),
+        (["--topology", str(other_root)], ["do not start at this host", root_name()]),
+        (["--remote-command", "spurctl node-inventory --hostname x"], ["needs --topology"]),
+        (["--ssh", str(site.standin)], ["--ssh needs --topology"]),
+        (
+            ["--topology", str(site.topology("gw1: n[1-4]\n")), "--command", "ssh %h x"],
+            ["--remote-command"],
+        ),
+    ]
+    for extra, words in cases:
+        one_line_error(run_cli("collect", "--nodes", "n[1-4]", *extra), *words)
+    # The same through --collect: before the controller is even asked.
+    one_line_error(
+        run_cli(
+            "audit", "--controller", "http://127.0.0.1:9", "--collect",
+            "--topology", str(other_root),
+        ),
+        "do not start at this host",
+    )  # fmt: skip
+    assert site.contacted() == []
+
+
+LIVE_LINE = """\
+#!/bin/sh
+# This node's line of the live inventory file: what it holds now.
+exec grep -F "\\"node\\": \\"$STANDIN_HOST\\"" "$LIVE_INVENTORY"
+"""
+
+
+def test_reclaim_collects_and_re_collects_through_the_gateways_and_confirms(
+    incident_cluster: tuple[SimCluster, Path, Path], site: Site, tmp_path: Path
+) -> None:
+    from tests.e2e.test_reclaim_confirm import NODES, SENT, kept_fresh
+    from tests.reclaim import cancelled
+
+    sim = incident_cluster[0]
+    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
+    live = sim.write_inventories(tmp_path / "live.jsonl")
+    site.remote.write_text(LIVE_LINE)
+    names = sorted(sim.state.nodes)
+    half = len(names) // 2
+    topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
+
+    with kept_fresh(sim, live):
+        run = run_cli(
+            "reclaim", "--controller", sim.controller_address, "--node", NODES,
+            "--collect", *site.args(topology), "--settle", "0.5",
+            "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
+            "--yes", env={**site.env, "LIVE_INVENTORY": str(live)}, timeout=60,
+        )  # fmt: skip
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(cancelled(sim)) == sorted(SENT)
+    assert "Confirmed: a re-collect of 3 nodes no longer shows 3 jobs." in run.stdout
+    # Planned from one collect through the tree and confirmed by a second one.
+    contacted = site.contacted()
+    nodes = sorted(c for c in contacted if not c.startswith("gw"))
+    assert nodes == sorted(2 * [n for n, _ in SENT])
+    gateways = [c for c in contacted if c.startswith("gw")]
+    assert gateways and len(gateways) == 2 * len(set(gateways))
+
+
+def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaimed_there(
+    incident_cluster: tuple[SimCluster, Path, Path], site: Site, tmp_path: Path
+) -> None:
+    from tests.reclaim import cancelled
+
+    sim = incident_cluster[0]
+    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
+    live = sim.write_inventories(tmp_path / "live.jsonl")
+    site.remote.write_text(LIVE_LINE)
+    # gpu003 and gpu004 hold stranded runs; they sit behind gw1, which is dead.
+    topology = site.topology("gw1: gpu[003-004]\ngw2: gpu012\n")
+
+    run = run_cli(
+        "reclaim", "--controller", sim.controller_address, "--node", "gpu[003-004,012]",
+        "--collect", *site.args(topology), "--settle", "0",
+        "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
+        "--yes", "--format", "json",
+        env={**site.env, "LIVE_INVENTORY": str(live), "STANDIN_DEAD": "gw1"}, timeout=60,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    # Only gpu012, reached through gw2, is acted on: a gateway's failure is never
+    # read as "this node holds nothing".
+    assert {node for node, _ in cancelled(sim)} == {"gpu012"}
+    assert "gpu003" not in {o["node"] for o in json.loads(run.stdout)["outcomes"]}
+
+
+def test_checklist_through_the_gateways_keeps_nodes_behind_a_dead_one_not_inventoried(
+    site: Site,
+) -> None:
+    from spurctl.simcluster import post_wipe
+
+    with SimCluster(post_wipe()) as sim:
+        names = sorted(sim.state.nodes)
+        for node in names:
+            doc = inventory_to_dict(sim.inventory(node))
+            (site.inventories / f"{node}.json").write_text(dump_json(doc, indent=None) + "\n")
+        behind_gw1 = ["gpu001", "gpu002", "gpu003"]
+        rest = [n for n in names if n not in behind_gw1]
+        topology = site.topology(f"gw1: {','.join(behind_gw1)}\ngw2: {','.join(rest)}\n")
+
+        def checklist(*extra: str) -> dict[str, Any]:
+            run = run_cli(
+                "checklist", "post-wipe", "--controller", sim.controller_address,
+                "--collect", *site.args(topology), "--format", "json",
+                env={**site.env, **dict(e.split("=", 1) for e in extra)}, timeout=60,
+            )  # fmt: skip
+            assert run.returncode == 1, run.stderr
+            doc: dict[str, Any] = json.loads(run.stdout)
+            return doc
+
+        everyone = checklist()
+        dead_gw1 = checklist("STANDIN_DEAD=gw1")
+
+    assert everyone["nodes_not_inventoried"] == []
+    assert "gpu001" in everyone["nodes_to_recycle"]
+    # Behind the dead gateway: not inventoried, never "holds nothing, nothing to recycle".
+    assert dead_gw1["nodes_not_inventoried"] == behind_gw1
+    to_recycle = set(everyone["nodes_to_recycle"]) - set(behind_gw1)
+    assert set(dead_gw1["nodes_to_recycle"]) >= to_recycle

@@ -1,0 +1,173 @@
+"""collect --topology's pure parts: the options, the topology check, and how what the
+tree relayed becomes one record per node (no process is started here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from spurctl.cli import _confirm_flags, app
+from spurctl.errors import SpurctlError
+from spurctl.options import ConnectionOptions, HoldingOptions, tree_of
+from spurctl.sources.collect import DEFAULT_COMMAND, _relayed
+from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree, root_name
+
+INVENTORY = json.dumps(
+    {
+        "schema": "spurctl.inventory/v1",
+        "node": "n1",
+        "collected_at": "2026-12-02T10:00:00Z",
+        "source": "cgroup+proc",
+        "error": None,
+        "held": [],
+    }
+).encode()
+
+
+def topology(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "topology.conf"
+    path.write_text(text)
+    return path
+
+
+def test_a_gateway_failure_is_the_nodes_error_even_after_it_printed_a_valid_inventory() -> None:
+    # What reached us before the gateway died is not the node's answer: an empty
+    # inventory here would read as "holds nothing".
+    got = Relayed(stdout=[INVENTORY], rc=0, via="gw2", gateway_error="gateway gw2 failed")
+    inv = _relayed("n1", got, 60)
+    assert inv.error == "gateway gw2 failed" and inv.held == () and inv.source == "collect"
+
+
+def test_a_node_the_gateway_killed_at_its_timeout_names_the_gateway() -> None:
+    inv = _relayed("n1", Relayed(rc=None, timed_out=True, via="gw1"), 2)
+    assert inv.error == "no answer within 2 s; killed by gateway gw1"
+
+
+def test_a_node_answering_through_a_gateway_is_its_inventory() -> None:
+    inv = _relayed("n1", Relayed(stdout=[INVENTORY], rc=0, via="gw1"), 60)
+    assert inv.error is None and inv.node == "n1" and inv.source == "cgroup+proc"
+
+
+def test_a_node_whose_command_failed_behind_a_gateway_says_how() -> None:
+    got = Relayed(stderr=[b"ssh: connect to host n1 port 22: No route to host"], rc=255, via="gw1")
+    assert _relayed("n1", got, 60).error == (
+        "command exited with status 255: ssh: connect to host n1 port 22: No route to host"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[routes]\nadmin-elsewhere: gw1\ngw1: n[1-4]\n", ["do not start at this host"]),
+        ("garbage\n", ["not a", "topology"]),
+        ("[routes]\n", ["not a usable topology"]),
+    ],
+)
+def test_a_topology_clustershell_cannot_route_from_here_is_refused(
+    tmp_path: Path, text: str, words: list[str]
+) -> None:
+    with pytest.raises(SpurctlError) as caught:
+        check_tree(Tree(topology(tmp_path, text)))
+    assert all(w in str(caught.value) for w in words), caught.value
+    assert str(caught.value).startswith("--topology ")
+
+
+def test_a_missing_topology_or_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpurctlError, match="no such file"):
+        check_tree(Tree(tmp_path / "nope.conf"))
+    with pytest.raises(SpurctlError, match="a directory"):
+        check_tree(Tree(tmp_path))
+
+
+def test_a_topology_routed_from_this_host_is_accepted(tmp_path: Path) -> None:
+    conf = topology(tmp_path, f"[routes]\n{root_name()}: gw[1-2]\ngw[1-2]: n[1-40]\n")
+    check_tree(Tree(conf))
+    with pytest.raises(SpurctlError, match="--remote-command is empty"):
+        check_tree(Tree(conf, remote_command="  "))
+
+
+def test_the_tree_options_need_topology_and_exclude_command(tmp_path: Path) -> None:
+    conf = topology(tmp_path, f"[routes]\n{root_name()}: gw1\ngw1: n[1-4]\n")
+    assert tree_of(None, DEFAULT_REMOTE_COMMAND, None, DEFAULT_COMMAND) is None
+    assert tree_of(conf, "x", "/s", DEFAULT_COMMAND) == Tree(conf, "x", "/s")
+    with pytest.raises(SpurctlError, match="--remote-command needs --topology"):
+        tree_of(None, "x", None, DEFAULT_COMMAND)
+    with pytest.raises(SpurctlError, match="--ssh needs --topology"):
+        tree_of(None, DEFAULT_REMOTE_COMMAND, "/s", DEFAULT_COMMAND)
+    with pytest.raises(SpurctlError, match="use --remote-command"):
+        tree_of(conf, DEFAULT_REMOTE_COMMAND, None, "ssh %h x")
+    # The holdings of audit/reclaim/checklist carry the tree to the collect.
+    src = HoldingOptions(collect=True, topology=conf, ssh="/s").sources("n[1-4]")
+    assert src.tree == Tree(conf, DEFAULT_REMOTE_COMMAND, "/s")
+
+
+def test_reclaims_confirm_command_collects_through_the_same_tree(tmp_path: Path) -> None:
+    holdings = HoldingOptions(collect=True, topology=Path("/t.conf"), remote_command="x", ssh="/s")
+    flags = _confirm_flags(holdings, ConnectionOptions())
+    assert flags == ["--topology", "/t.conf", "--remote-command", "x", "--ssh", "/s"]
+
+
+@pytest.mark.parametrize("command", ["collect", "audit", "reclaim", "checklist post-wipe"])
+def test_help_says_the_default_topology_file_is_not_read(command: str) -> None:
+    result = CliRunner().invoke(app, [*command.split(), "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "--topology" in text and "--remote-command" in text and "--ssh" in text
+    assert "Never read unless named" in text
+
+
+class FakeTreeWorker:
+    """What _Watch reads and calls on the tree worker."""
+
+    def __init__(self, gwtargets: dict[str, set[str]], contacted: dict[str, float]) -> None:
+        self.gwtargets = gwtargets
+        self.contacted = contacted
+        self.reasons: dict[str, str] = {}
+        self.given_up: list[tuple[str, str, bool]] = []
+        self.aborts = 0
+
+    def give_up(self, gateway: str, why: str, *, setup: bool) -> None:
+        self.given_up.append((gateway, why, setup))
+
+    def abort(self) -> None:
+        self.aborts += 1
+
+
+def test_the_watch_gives_up_a_silent_gateway_then_the_late_tree_then_stops_it() -> None:
+    import time
+
+    from spurctl.sources.tree import _Watch
+
+    now = time.monotonic()
+    # 100 nodes: 30 behind each gateway, 40 reached from here (the largest share).
+    worker = FakeTreeWorker(
+        {"gw1": {f"a{i}" for i in range(30)}, "gw2": {f"b{i}" for i in range(30)}},
+        {"gw1": now - 11, "gw2": now},
+    )
+    watch = _Watch(worker, timeout=10, fanout=64, total=100)
+    watch.tick()
+    # gw1 was asked 11 s ago and its channel may still not be set up: given up.
+    assert worker.given_up == [("gw1", "did not answer within 10 s", False)]
+    assert watch.deadline == pytest.approx(watch.started + 10 * (1 + 2))
+
+    worker.given_up.clear()
+    watch.started -= 31  # past the deadline: every gateway still busy is given up
+    watch.deadline = None
+    worker.contacted.clear()
+    watch.tick()
+    assert sorted(worker.given_up) == [
+        ("gw1", "did not finish within 30 s", True),
+        ("gw2", "did not finish within 30 s", True),
+    ]
+    assert worker.aborts == 0
+
+    watch.started -= 10  # a timeout later, still not done: the worker itself is stopped
+    watch.deadline = None
+    watch.tick()
+    watch.tick()
+    assert worker.aborts == 1
+    late = "did not finish within 30 s"
+    assert worker.reasons == {"gw1": late, "gw2": late}
