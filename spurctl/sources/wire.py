@@ -219,15 +219,19 @@ class JobsFromPb(JobTable):
         # memory than the job it stands for until that job is read.
         self._messages = messages
         position = self._position = {m.job_id: i for i, m in enumerate(messages)}
-        self._jobs: dict[int, Job] = {
-            i: j for i, j in (converted or {}).items() if i not in position
-        }
-        self._converted_only = frozenset(self._jobs)
-        self._encoded: dict[int, Encoded] = {
-            i: e
-            for i, e in (encoded or {}).items()
-            if i not in position and i not in self._converted_only
-        }
+        # Copied whole, then the few ids a message (or a conversion) replaces taken out:
+        # the kept jobs are most of an audit's view, the overlaps a handful.
+        jobs: dict[int, Job] = dict(converted or {})
+        kept: dict[int, Encoded] = dict(encoded or {})
+        for job_id in position.keys() & jobs.keys():
+            del jobs[job_id]
+        for job_id in position.keys() & kept.keys():
+            del kept[job_id]
+        for job_id in jobs.keys() & kept.keys():
+            del kept[job_id]
+        self._jobs = jobs
+        self._converted_only = frozenset(jobs)
+        self._encoded = kept
         # The ids no message in `messages` carries.
         self._extra = self._converted_only.union(self._encoded)
         self._shapes = shapes or Shapes()
@@ -305,16 +309,31 @@ class JobsFromPb(JobTable):
 
     def with_more(self, messages: Sequence[pb.JobInfo]) -> JobsFromPb:
         """These jobs and `messages` (a later record of an id wins), sharing what was
-        already converted."""
-        jobs = self._jobs
-        more = JobsFromPb(
-            [*self._messages, *messages],
-            converted={i: jobs[i] for i in self._converted_only},
-            shapes=self._shapes,
-            encoded=self._encoded,
-        )
-        replaced = {m.job_id for m in messages}  # a later record wins over a converted one
-        more._jobs.update((i, j) for i, j in jobs.items() if i not in replaced)
+        already converted. Costs what `messages` add, not what this map holds."""
+        more = JobsFromPb((), shapes=self._shapes)
+        start = len(self._messages)
+        more._messages = [*self._messages, *messages]
+        more._position = dict(self._position)
+        more._position.update((m.job_id, start + k) for k, m in enumerate(messages))
+        replaced = {m.job_id for m in messages}
+        more._jobs = dict(self._jobs)
+        more._encoded = dict(self._encoded)
+        for job_id in replaced:  # a later record wins over a converted or encoded one
+            more._jobs.pop(job_id, None)
+            more._encoded.pop(job_id, None)
+        more._converted_only = self._converted_only - replaced
+        more._extra = self._extra - replaced
+        if self._placements is not None:  # read once: carried over, not read again
+            position, allocation = more._position, self._shapes.allocation
+            kept = self._placements
+            if any(job_id in self for job_id in replaced):
+                kept = [p for p in kept if p.job_id not in replaced]
+            more._placements = kept + [
+                Placement(m.job_id, m.nodelist, allocation(m.resources))
+                for k, m in enumerate(messages)
+                # A repeated id: only its last record counts.
+                if m.state in _ACTIVE_VALUES and position[m.job_id] == start + k
+            ]
         return more
 
     def __repr__(self) -> str:

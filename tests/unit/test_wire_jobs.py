@@ -160,6 +160,20 @@ def test_an_encoded_job_reads_back_whole_and_is_converted_only_when_read(
     assert [j.job_id for j in jobs.active()] == [41]
     more = jobs.with_more(answer_of([Job(99, JobState.PENDING)]).jobs)
     assert sorted(more) == [7, 41, 42, 99] and more[42] == ended
+    assert more.placements() == [Placement(41, "gpu[001-002]", gpus)]
+    fresh = JobsFromPb(answer_of([]).jobs, shapes=shapes, encoded=kept)
+    placed = [Placement(41, "gpu[001-002]", gpus), Placement(98, "gpu009", Allocation())]
+    for first_placed in (True, False):  # carried over once read, or read afresh: the same
+        base = JobsFromPb(answer_of([]).jobs, shapes=shapes, encoded=kept)
+        if first_placed:
+            base.placements()
+        two = [Job(98, JobState.PENDING), Job(98, JobState.RUNNING, "gpu009")]
+        assert sorted(base.with_more(answer_of(two).jobs).placements()) == placed
+    assert fresh.placements() == placed[:1]
+    done = Job(41, JobState.COMPLETED, "gpu[001-002]")
+    later = jobs.with_more(answer_of([done]).jobs)  # the later record replaces the kept one
+    assert later[41] == done and len(later) == 3 and later.placements() == []
+    assert jobs[41] == run, "the first map is unchanged"
 
 
 def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted() -> None:
