@@ -130,6 +130,7 @@ def classify(
     spoken_for: set[str] = set()  # loose keys of the names the inventories in scope speak for
     ages: dict[str, float] = {}  # inventory age by inventory node, where it was read
     held_by_exact_name: dict[str, Inventory] = {}
+    exact_ages: dict[str, float | None] = {}  # their ages, read once per inventory
     empty: dict[str, float | None] = {}  # inventory nodes that hold nothing, with their age
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
@@ -153,6 +154,7 @@ def classify(
         inventoried.add(node)
         if mismatch is None:
             held_by_exact_name[node] = inv
+            exact_ages[node] = age
             if heartbeat is not None:
                 findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, heartbeat, age=age))
         else:
@@ -163,7 +165,7 @@ def classify(
             empty[inv.node] = age
         for holding in inv.held:
             job, asked = _controller_job(view, confirmed, holding.job_id)
-            held = _Held(node, inv.node, holding, job, asked, loose_match=mismatch, age=age)
+            held = _Held(node, inv.node, holding, job, asked, mismatch, age)
             finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
             )
@@ -181,7 +183,9 @@ def classify(
     if stale is not None:
         notes.append(stale)
     if view.complete:
-        node_findings, unreadable_active = _node_findings(view, wanted, held_by_exact_name)
+        node_findings, unreadable_active = _node_findings(
+            view, wanted, held_by_exact_name, exact_ages
+        )
         findings.extend(node_findings)
         unreadable.update(unreadable_active)
     else:
@@ -690,6 +694,7 @@ def _node_findings(
     view: ControllerView,
     wanted: frozenset[str] | None,
     held_by_exact_name: Mapping[str, Inventory],
+    ages: Mapping[str, float | None],
 ) -> tuple[list[Finding], dict[int, str]]:
     """lost-on-node, phantom-alloc and excess-alloc, and the active jobs whose nodelist
     cannot be read; only sound on a complete view.
@@ -707,21 +712,26 @@ def _node_findings(
     jobs_on, unreadable = _active_jobs_by_node(view.active_placements(), relevant)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
-        out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view))
+        out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view, age=ages[name]))
     for name, alloc in allocated.items():
-        age = inventory_age(view, held_by_exact_name.get(name))
-        finding = _explain_allocation(name, alloc, jobs_on.get(name, []), age=age)
+        finding = _explain_allocation(name, alloc, jobs_on.get(name, []), age=ages.get(name))
         if finding is not None:
             out.append(finding)
     return out, unreadable
 
 
 def _lost_on_node(
-    name: str, inv: Inventory, on_node: list[tuple[Placement, int]], *, view: ControllerView
+    name: str,
+    inv: Inventory,
+    on_node: list[tuple[Placement, int]],
+    *,
+    view: ControllerView,
+    age: float | None,
 ) -> list[Finding]:
-    """The active jobs the controller places on `name` that its inventory does not hold."""
+    """The active jobs the controller places on `name` that its inventory (of age `age`)
+    does not hold."""
     held = {h.job_id for h in inv.held}
-    now, age = view.taken_at, inventory_age(view, inv)
+    now = view.taken_at
     out: list[Finding] = []
     for placed, _ in on_node:
         if placed.job_id in held:
@@ -758,7 +768,11 @@ def _active_jobs_by_node(
         name = hostlist.plain_name(nodelist)
         if name is not None:  # most jobs: one node, no set to build
             if name in relevant:
-                out.setdefault(name, []).append((placed, 1))
+                on_node = out.get(name)
+                if on_node is None:
+                    out[name] = [(placed, 1)]
+                else:
+                    on_node.append((placed, 1))
             continue
         try:
             nodes = hostlist.expand(nodelist)
