@@ -176,7 +176,7 @@ def classify(
                 # nodelist could not be read.
                 unreadable[job.job_id] = job.nodelist
             findings.append(finding)
-    findings.extend(_not_inventoried(view, sorted(scoped), spoken_for))
+    findings.extend(_not_inventoried(view, scoped, spoken_for))  # sorted with the rest below
 
     notes: list[str] = []
     stale = _stale_inventories_note(ages)
@@ -532,9 +532,18 @@ class _NameMatcher:
 
     def __init__(self, nodes: Iterable[str]) -> None:
         self._exact = frozenset(nodes)
-        self._loose: dict[str, list[str]] = {}
-        for name in sorted(self._exact):
-            self._loose.setdefault(hostlist.loose_key(name), []).append(name)
+        self._loose_keys: dict[str, list[str]] | None = None  # built on the first loose match
+
+    @property
+    def _loose(self) -> dict[str, list[str]]:
+        if self._loose_keys is None:
+            loose: dict[str, list[str]] = {}
+            for name in self._exact:
+                loose.setdefault(hostlist.loose_key(name), []).append(name)
+            for names in loose.values():
+                names.sort()
+            self._loose_keys = loose
+        return self._loose_keys
 
     def controller_name(self, inv: Inventory) -> tuple[str, str | None, str | None]:
         """(the controller node to judge `inv`'s holdings as, why no holding there may be
