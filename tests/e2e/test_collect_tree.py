@@ -17,6 +17,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -131,6 +132,16 @@ class Site:
             str(self.remote),
         ]
 
+    def collect(
+        self, nodes: str, topology: Path, *extra: str, **standin: str
+    ) -> subprocess.CompletedProcess[str]:
+        """`spurctl collect --nodes NODES` through `topology`; `standin` sets the
+        stand-in's STANDIN_* variables (which host is dead, hangs, dies...)."""
+        return run_cli(
+            "collect", "--nodes", nodes, *extra, *self.args(topology),
+            env={**self.env, **standin}, timeout=60,
+        )  # fmt: skip
+
     def leftovers(self) -> list[int]:
         """Processes this test started that still run (sleeps carrying its marker: the
         hung nodes' and the slow nodes')."""
@@ -214,7 +225,7 @@ def test_forty_nodes_behind_two_gateways_each_end_as_their_own_inventory(site: S
         site.prepare(node, 1000 + i)
     topology = site.topology(TWO_GATEWAYS)
 
-    run = run_cli("collect", "--nodes", "n[01-40]", *site.args(topology), env=site.env, timeout=60)
+    run = site.collect("n[01-40]", topology)
 
     assert run.returncode == 0, run.stderr
     got = records(run.stdout)
@@ -236,14 +247,7 @@ def test_a_dead_gateway_fails_each_of_its_nodes_by_name_and_the_others_answer(
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology(TWO_GATEWAYS)
 
-    run = run_cli(
-        "collect",
-        "--nodes",
-        "n[01-40]",
-        *site.args(topology),
-        env={**site.env, "STANDIN_DEAD": "gw2"},
-        timeout=60,
-    )
+    run = site.collect("n[01-40]", topology, STANDIN_DEAD="gw2")
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
@@ -266,14 +270,7 @@ def test_a_dead_gateway_with_a_sibling_reroutes_through_it(site: Site) -> None:
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology("gw[1-2]: n[01-10]\n")
 
-    run = run_cli(
-        "collect",
-        "--nodes",
-        "n[01-10]",
-        *site.args(topology),
-        env={**site.env, "STANDIN_DEAD": "gw1"},
-        timeout=60,
-    )
+    run = site.collect("n[01-10]", topology, STANDIN_DEAD="gw1")
 
     # ClusterShell's own reroute: every node answers through gw2.
     assert run.returncode == 0, run.stderr
@@ -286,16 +283,7 @@ def test_a_hung_node_behind_a_gateway_is_killed_there_and_named(site: Site) -> N
     topology = site.topology(TWO_GATEWAYS)
 
     t0 = time.monotonic()
-    run = run_cli(
-        "collect",
-        "--nodes",
-        "n[01-40],hang01",
-        "--timeout",
-        str(TIMEOUT),
-        *site.args(topology),
-        env=site.env,
-        timeout=60,
-    )
+    run = site.collect("n[01-40],hang01", topology, "--timeout", str(TIMEOUT))
     wall = time.monotonic() - t0
 
     assert run.returncode == 1, run.stderr
@@ -313,16 +301,7 @@ def test_a_gateway_that_never_answers_is_given_up_after_the_timeout(site: Site) 
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology(TWO_GATEWAYS)
 
-    run = run_cli(
-        "collect",
-        "--nodes",
-        "n[01-40]",
-        "--timeout",
-        str(TIMEOUT),
-        *site.args(topology),
-        env={**site.env, "STANDIN_HANG": "gw1"},
-        timeout=60,
-    )
+    run = site.collect("n[01-40]", topology, "--timeout", str(TIMEOUT), STANDIN_HANG="gw1")
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
@@ -341,15 +320,13 @@ def test_a_gateway_that_dies_mid_run_fails_the_nodes_it_had_not_answered_for(
         site.prepare(node, 1000 + i)
     topology = site.topology("gw1: slow[01-05]\ngw2: n[21-25]\n")
 
-    run = run_cli(
-        "collect",
-        "--nodes",
+    run = site.collect(
         "slow[01-05],n[21-25]",
+        topology,
         "--timeout",
         "10",
-        *site.args(topology),
-        env={**site.env, "STANDIN_DIE": "gw1", "STANDIN_DIE_AFTER": "1"},
-        timeout=60,
+        STANDIN_DIE="gw1",
+        STANDIN_DIE_AFTER="1",
     )
 
     assert run.returncode == 1, run.stderr
@@ -371,15 +348,8 @@ def test_a_gateway_that_stops_mid_run_is_given_up_at_the_trees_deadline(site: Si
     topology = site.topology("gw1: slow[01-03]\ngw2: n[21-23]\n")
 
     t0 = time.monotonic()
-    run = run_cli(
-        "collect",
-        "--nodes",
-        "slow[01-03],n[21-23]",
-        "--timeout",
-        "2.5",
-        *site.args(topology),
-        env={**site.env, "STANDIN_FREEZE": "slow01"},
-        timeout=60,
+    run = site.collect(
+        "slow[01-03],n[21-23]", topology, "--timeout", "2.5", STANDIN_FREEZE="slow01"
     )
     wall = time.monotonic() - t0
 
