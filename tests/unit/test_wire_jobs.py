@@ -51,16 +51,23 @@ def answer_of(jobs: list[Job]) -> pb.GetJobsResponse:
     return pb.GetJobsResponse(jobs=[job_to_pb(j) for j in jobs])
 
 
-def counting_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    converted: list[int] = []
-    real = wire.job_from_pb
+def counting(
+    monkeypatch: pytest.MonkeyPatch, function: str, key: Callable[[Any], Any]
+) -> list[Any]:
+    """Record key(message) for each call of wire.`function` (a conversion), then convert."""
+    seen: list[Any] = []
+    real = getattr(wire, function)
 
-    def counting(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
-        converted.append(msg.job_id)
+    def recording(msg: Any, shapes: Shapes | None = None) -> Any:
+        seen.append(key(msg))
         return real(msg, shapes)
 
-    monkeypatch.setattr(wire, "job_from_pb", counting)
-    return converted
+    monkeypatch.setattr(wire, function, recording)
+    return seen
+
+
+def counting_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    return counting(monkeypatch, "job_from_pb", lambda msg: msg.job_id)
 
 
 # -- the mapping -------------------------------------------------------------------
@@ -200,14 +207,7 @@ def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted()
 def test_nodes_are_converted_when_read_and_their_allocations_without_converting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    converted: list[str] = []
-    real = wire.node_from_pb
-
-    def counting(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
-        converted.append(msg.name)
-        return real(msg, shapes)
-
-    monkeypatch.setattr(wire, "node_from_pb", counting)
+    converted = counting(monkeypatch, "node_from_pb", lambda msg: msg.name)
     busy = Allocation(8, 512, {"gpu": (Device(0),)})
     every = [
         Node("gpu001", NodeState.ALLOCATED, alloc=busy),
