@@ -464,6 +464,15 @@ exec grep -F "\\"node\\": \\"$STANDIN_HOST\\"" "$LIVE_INVENTORY"
 """
 
 
+def serve_live_lines(sim: SimCluster, site: Site, tmp_path: Path) -> Path:
+    """Write `sim`'s agent map (tmp_path/agents.json) and live inventory file, and make
+    each node's remote command print its line of it; returns the inventory file."""
+    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
+    live = sim.write_inventories(tmp_path / "live.jsonl")
+    site.remote.write_text(LIVE_LINE)
+    return live
+
+
 def test_reclaim_collects_and_re_collects_through_the_gateways_and_confirms(
     incident_cluster: tuple[SimCluster, Path, Path], site: Site, tmp_path: Path
 ) -> None:
@@ -471,9 +480,7 @@ def test_reclaim_collects_and_re_collects_through_the_gateways_and_confirms(
     from tests.reclaim import cancelled
 
     sim = incident_cluster[0]
-    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
-    live = sim.write_inventories(tmp_path / "live.jsonl")
-    site.remote.write_text(LIVE_LINE)
+    live = serve_live_lines(sim, site, tmp_path)
     names = sorted(sim.state.nodes)
     half = len(names) // 2
     topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
@@ -503,9 +510,7 @@ def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaime
     from tests.reclaim import cancelled
 
     sim = incident_cluster[0]
-    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
-    live = sim.write_inventories(tmp_path / "live.jsonl")
-    site.remote.write_text(LIVE_LINE)
+    live = serve_live_lines(sim, site, tmp_path)
     # gpu003 and gpu004 hold stranded runs; they sit behind gw1, which is dead.
     topology = site.topology("gw1: gpu[003-004]\ngw2: gpu012\n")
 
