@@ -249,10 +249,16 @@ def _runs(numbers: list[int]) -> list[tuple[int, int]]:
 
 def natural_key(name: str) -> tuple[object, ...]:
     """gpu2 before gpu10, as an operator reads a hostlist (and `sort -V`)."""
-    # re.split with a group alternates text and digits, so equal positions always
-    # compare like types.
-    parts = re.split(r"(\d+)", name)
-    return (*(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), name)
+    # Splitting on a group alternates text and digits, so equal positions always
+    # compare like types. (An audit sorts one key per finding: ~10,000 of them.)
+    text = _DIGIT_RUNS.split(name.lower())
+    parts: list[object] = list(text)
+    parts[1::2] = map(int, text[1::2])
+    parts.append(name)
+    return tuple(parts)
+
+
+_DIGIT_RUNS = re.compile(r"(\d+)")
 
 
 def is_node_name(name: str) -> bool:

@@ -272,3 +272,16 @@ def test_a_plain_name_is_what_expand_reads_from_a_one_node_list(text: str) -> No
         assert "[" in text or "," in text
         return
     assert hostlist.expand(text) == (frozenset((name,)) if name else frozenset())
+
+
+@given(st.text(max_size=16))
+def test_natural_order_reads_numbers_as_numbers_and_ignores_case(name: str) -> None:
+    key = hostlist.natural_key(name)
+    assert key[-1] == name  # ties broken by the name itself
+    assert all(isinstance(p, int) for p in key[1:-1:2])
+    assert all(isinstance(p, str) and p == p.lower() for p in key[0:-1:2])
+
+
+def test_natural_order_puts_gpu2_before_gpu10_whatever_the_case() -> None:
+    names = ["gpu10", "GPU2", "gpu1", "gpu002a", "gpu2"]
+    assert sorted(names, key=hostlist.natural_key) == ["gpu1", "GPU2", "gpu2", "gpu002a", "gpu10"]
