@@ -14,13 +14,11 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich import box
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the rest need none
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.text import Text
 
 from spurctl.model import Action, AuditReport, Finding, Kind
 from spurctl.render.common import (
@@ -174,6 +172,11 @@ class FindingsTable:
         self.columns = columns
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich import box
+        from rich.padding import Padding
+        from rich.table import Table
+        from rich.text import Text
+
         if options.max_width < NARROW:
             for node, rows in self.groups:
                 yield Text(node, style="bold")
@@ -221,6 +224,8 @@ def audit_view(
     """The notes, the findings (default: the report's) `only` keeps or that there are
     none, `after_findings`, the filter's line when one is on, then the summary and where
     the view came from."""
+    from rich.text import Text
+
     findings = report.findings if findings is None else findings
     total = len(findings)
     findings = only.shown(findings)
@@ -243,6 +248,8 @@ def audit_view(
 
 def plain_text(renderables: Iterable[RenderableType], console_width: int | None) -> str:
     """Renderables as text without colour, at `console_width` (default: pipe_width())."""
+    from rich.console import Console
+
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -262,6 +269,8 @@ def plain_text(renderables: Iterable[RenderableType], console_width: int | None)
 def terminal_console(file: TextIO | None = None) -> Console:
     """A console for a terminal that takes every string as text, never as markup."""
     # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
+    from rich.console import Console
+
     return Console(file=file, highlight=False, emoji=False, markup=False)
 
 
