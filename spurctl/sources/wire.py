@@ -42,8 +42,11 @@ def time_from_pb(ts: Timestamp) -> datetime | None:
     if not seconds and not nanos:
         return None
     # Integer arithmetic: a float of seconds + nanos would round away microseconds.
-    value = datetime.fromtimestamp(seconds, UTC)
+    value = _from_timestamp(seconds, UTC)
     return value.replace(microsecond=nanos // 1000) if nanos else value
+
+
+_from_timestamp = datetime.fromtimestamp
 
 
 def time_to_pb(value: datetime | None, out: Timestamp) -> None:
@@ -151,7 +154,8 @@ def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
         msg.state_reason,
         time_from_pb(msg.submit_time),
         time_from_pb(msg.start_time),
-        time_from_pb(msg.end_time),
+        # An active job has no end time: not reading the absent field saves a wrapper.
+        time_from_pb(msg.end_time) if msg.HasField("end_time") else None,
         msg.num_nodes,
         msg.num_tasks,
         (shapes or Shapes()).allocation(msg.resources),
