@@ -154,8 +154,7 @@ def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
         msg.state_reason,
         time_from_pb(msg.submit_time),
         time_from_pb(msg.start_time),
-        # An active job has no end time: not reading the absent field saves a wrapper.
-        time_from_pb(msg.end_time) if msg.HasField("end_time") else None,
+        time_from_pb(msg.end_time),
         msg.num_nodes,
         msg.num_tasks,
         (shapes or Shapes()).allocation(msg.resources),
