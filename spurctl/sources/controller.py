@@ -314,8 +314,8 @@ class ControllerClient:
         """The jobs in `states`, every answer under the cap, added to `into`.
 
         One request when the counts say it fits; else one per state, and a state still
-        too large is read node by node (`nodes` filter, halved as needed), each part's
-        jobs converted as it arrives so that its answer can be let go; `meanwhile`
+        too large is read node by node (`nodes` filter, halved as needed), each part
+        kept as it arrives (`_Read.keep`) so that its answer can be let go; `meanwhile`
         runs once the parts are sent, before the first is awaited. A job without
         a nodelist is in no node's answer: what a node split left unread is counted
         by state (`counts` minus what was read).
