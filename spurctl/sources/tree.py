@@ -129,7 +129,9 @@ def run_tree(
     topology = _load_topology(tree.topology)
     # ClusterShell logs what spurctl reports per node anyway (a gateway that failed,
     # a channel closed early); without a handler Python would print it on stderr.
-    logging.getLogger("ClusterShell").addHandler(logging.NullHandler())
+    log = logging.getLogger("ClusterShell")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):  # once: watch re-runs
+        log.addHandler(logging.NullHandler())
 
     out = {node: Relayed() for node in nodes}
     finished: set[str] = set()

@@ -171,3 +171,21 @@ def test_the_watch_gives_up_a_silent_gateway_then_the_late_tree_then_stops_it() 
     assert worker.aborts == 1
     late = "did not finish within 30 s"
     assert worker.reasons == {"gw1": late, "gw2": late}
+
+
+def test_repeated_tree_runs_silence_clustershells_log_once(tmp_path: Path) -> None:
+    import logging
+
+    from spurctl.sources.tree import Tree, root_name, run_tree
+
+    topology = tmp_path / "topology.conf"
+    topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: n1\n")
+    log = logging.getLogger("ClusterShell")
+    before = list(log.handlers)
+    try:
+        for _ in range(3):  # nothing to run: each call still sets up the tree's logging
+            run_tree([], Tree(topology), fanout=4, timeout=1.0, on_done=lambda: None)
+        added = [h for h in log.handlers if h not in before]
+        assert len(added) <= 1
+    finally:
+        log.handlers[:] = before
