@@ -18,19 +18,10 @@ from spurctl.cli import app
 from spurctl.model import Action, Kind
 from spurctl.simcluster import SimCluster
 from tests.cli import dead_url, one_line_error, run_cli, stderr_lines
-from tests.reclaim import cancelled, reclaim_args
+from tests.reclaim import PLANNED, cancelled, reclaim_args
 
-RECLAIMABLE = {
-    ("gpu003", 4711),
-    ("gpu004", 4712),
-    ("gpu005", 4712),
-    ("gpu006", 4715),
-    ("gpu006", 4716),
-    ("gpu007", 4719),
-    ("gpu008", 4720),
-    ("gpu012", 4702),
-    ("gpu013", 4388),
-}
+# The incident's reclaim findings: what its reclaim plans.
+RECLAIMABLE = PLANNED
 
 
 @pytest.fixture
