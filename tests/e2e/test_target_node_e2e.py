@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,15 +47,20 @@ def disagreeing() -> Iterator[SimCluster]:
     yield from _sim(target_names={"gpu021": ["gpu021", "gpu022"]})
 
 
-def audit(sim: SimCluster, tmp_path: Path) -> dict[str, dict[tuple[str, int | None], Any]]:
+def as_admin(sim: SimCluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`spurctl ARGS` on sim's inventories, against sim, with an admin credential."""
     inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-    run = run_cli(
-        "audit", "--inventory", str(inventory), "--format", "json", "--all",
+    return run_cli(
+        *args, "--inventory", str(inventory),
         env={
             "SPUR_CONTROLLER_ADDR": sim.controller_address,
             "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
         },
     )  # fmt: skip
+
+
+def audit(sim: SimCluster, tmp_path: Path) -> dict[str, dict[tuple[str, int | None], Any]]:
+    run = as_admin(sim, tmp_path, "audit", "--format", "json", "--all")
     assert run.returncode == 1, run.stderr
     doc = json.loads(run.stdout)
     return {"findings": {(f["node"], f["job_id"]): f for f in doc["findings"]}}
@@ -98,14 +104,9 @@ def test_processes_that_disagree_keep_the_node_a_mismatch_never_reclaimed(
 def test_reclaim_selects_the_node_by_either_name_the_inventory_speaks_for(
     sim: SimCluster, tmp_path: Path, named: str
 ) -> None:
-    inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-    run = run_cli(
-        "reclaim", "--node", named, "--inventory", str(inventory), "--dry-run",
+    run = as_admin(
+        sim, tmp_path, "reclaim", "--node", named, "--dry-run",
         "--format", "json", "--journal", str(tmp_path / "journal.jsonl"),
-        env={
-            "SPUR_CONTROLLER_ADDR": sim.controller_address,
-            "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
-        },
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     planned = [(e["node"], e["job_id"]) for e in json.loads(run.stdout)["plan"]]
@@ -113,24 +114,10 @@ def test_reclaim_selects_the_node_by_either_name_the_inventory_speaks_for(
 
 
 def test_reclaim_still_refuses_a_name_nothing_speaks_for(sim: SimCluster, tmp_path: Path) -> None:
-    inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-    run = run_cli(
-        "reclaim", "--node", "gpu999.cluster.local", "--inventory", str(inventory), "--dry-run",
-        env={
-            "SPUR_CONTROLLER_ADDR": sim.controller_address,
-            "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
-        },
-    )  # fmt: skip
+    run = as_admin(sim, tmp_path, "reclaim", "--node", "gpu999.cluster.local", "--dry-run")
     assert run.returncode == 2 and "unknown node gpu999.cluster.local:" in run.stderr
 
 
 def test_many_unknown_nodes_are_folded_not_cut_short(sim: SimCluster, tmp_path: Path) -> None:
-    inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-    run = run_cli(
-        "reclaim", "--node", "gpu[901-908]", "--inventory", str(inventory), "--dry-run",
-        env={
-            "SPUR_CONTROLLER_ADDR": sim.controller_address,
-            "SPUR_AUTH_TOKEN": auth.mint(KEY, "root", admin=True, lifetime_s=300),
-        },
-    )  # fmt: skip
+    run = as_admin(sim, tmp_path, "reclaim", "--node", "gpu[901-908]", "--dry-run")
     assert run.returncode == 2 and "unknown nodes gpu[901-908]:" in run.stderr, run.stderr
