@@ -8,7 +8,7 @@ are timezone-aware UTC datetimes or None when unknown.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -157,7 +157,7 @@ class Placement(NamedTuple):
 
 
 class JobTable(Mapping[int, Job]):
-    """A read-only job map that can list its active jobs without producing the rest.
+    """A read-only job map that can place its active jobs without producing any job.
 
     A controller answer (`wire.JobsFromPb`) converts jobs on demand; the
     classifier's node checks need only the active ones' placements.
@@ -165,11 +165,10 @@ class JobTable(Mapping[int, Job]):
 
     __slots__ = ()
 
-    def active(self) -> Iterator[Job]:
-        return (job for job in self.values() if job.state.active)
-
     def placements(self) -> Sequence[Placement]:
-        return [Placement(j.job_id, j.nodelist, j.resources) for j in self.active()]
+        return [
+            Placement(j.job_id, j.nodelist, j.resources) for j in self.values() if j.state.active
+        ]
 
 
 @dataclass(slots=True)  # not frozen, as Job: a view builds one per node of the cluster
@@ -292,12 +291,6 @@ class ControllerView:
 
     def estimated_watermark(self) -> int:
         return max(self.jobs, default=0) + 1
-
-    def active_jobs(self) -> Iterable[Job]:
-        """The RUNNING, COMPLETING and SUSPENDED jobs, without converting the others."""
-        if isinstance(self.jobs, JobTable):
-            return self.jobs.active()
-        return [job for job in self.jobs.values() if job.state.active]
 
     def node_allocations(self) -> Mapping[str, Allocation]:
         """Each node's allocation, without converting the nodes of a live view."""

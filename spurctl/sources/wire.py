@@ -200,7 +200,6 @@ class JobsFromPb(JobTable):
     """
 
     __slots__ = (
-        "_active",
         "_converted_only",
         "_encoded",
         "_extra",
@@ -238,7 +237,6 @@ class JobsFromPb(JobTable):
         # The ids no message in `messages` carries.
         self._extra = self._converted_only.union(self._encoded)
         self._shapes = shapes or Shapes()
-        self._active: list[Job] | None = None
         self._placements: list[Placement] | None = None
 
     def __getitem__(self, job_id: int) -> Job:
@@ -271,24 +269,6 @@ class JobsFromPb(JobTable):
 
     def __len__(self) -> int:
         return len(self._position) + len(self._extra)
-
-    def active(self) -> Iterator[Job]:
-        if self._active is None:
-            wanted, position = _ACTIVE_VALUES, self._position
-            self._active = [
-                self[m.job_id]
-                for i, m in enumerate(self._messages)
-                # A repeated id: only its last record counts.
-                if m.state in wanted and position[m.job_id] == i
-            ]
-            jobs = self._jobs
-            self._active.extend(
-                jobs[i] for i in self._converted_only if jobs[i].state in ACTIVE_STATES
-            )
-            self._active.extend(
-                self[i] for i, e in self._encoded.items() if e.placement is not None
-            )
-        return iter(self._active)
 
     def placements(self) -> list[Placement]:
         """The active jobs' placements, read from their records without converting a job

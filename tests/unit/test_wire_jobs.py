@@ -98,17 +98,6 @@ def test_iterating_ids_and_counting_convert_nothing_and_a_read_converts_once(
     assert converted == [17]
 
 
-def test_active_converts_only_the_active_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    converted = counting_conversions(monkeypatch)
-    every = [Job(i + 1, state, f"gpu{i:03d}") for i, state in enumerate(JobState)]
-    jobs = JobsFromPb(answer_of(every).jobs)
-    active = list(jobs.active())
-    assert active == [j for j in every if j.state in ACTIVE_STATES]
-    assert sorted(converted) == sorted(j.job_id for j in active)
-    assert list(jobs.active()) == active
-    assert len(converted) == len(active), "a second pass must not convert again"
-
-
 def test_placements_read_the_active_jobs_without_converting_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -164,7 +153,7 @@ def test_an_encoded_job_reads_back_whole_and_is_converted_only_when_read(
     assert converted == [], "neither iterating nor placing converts an encoded job"
     assert jobs[41] == run and jobs.get(42) == ended and jobs.get(43) is None
     assert jobs[41] is jobs[41] and sorted(converted) == [41, 42]
-    assert [j.job_id for j in jobs.active()] == [41]
+    assert [p.job_id for p in jobs.placements()] == [41]
     more = jobs.with_more(answer_of([Job(99, JobState.PENDING)]).jobs)
     assert sorted(more) == [7, 41, 42, 99] and more[42] == ended
     assert more.placements() == [Placement(41, "gpu[001-002]", gpus)]
@@ -225,14 +214,14 @@ def test_nodes_are_converted_when_read_and_their_allocations_without_converting(
     assert view.node_allocations() == {"a": busy}
 
 
-def test_a_repeated_id_keeps_its_last_record_in_reads_and_in_active() -> None:
+def test_a_repeated_id_keeps_its_last_record_in_reads_and_in_placements() -> None:
     first = Job(5, JobState.RUNNING, "gpu001")
     last = Job(5, JobState.COMPLETED, "gpu001")
     jobs = JobsFromPb(answer_of([first, Job(6, JobState.RUNNING, "gpu002"), last]).jobs)
     assert len(jobs) == 2 and jobs[5] == last
-    assert [j.job_id for j in jobs.active()] == [6]
+    assert [p.job_id for p in jobs.placements()] == [6]
     again = JobsFromPb(answer_of([last, first]).jobs)
-    assert [j for j in again.active()] == [first]
+    assert again.placements() == [Placement(5, "gpu001", first.resources)] and again[5] == first
 
 
 def test_the_mapping_outlives_the_answer_it_was_made_from() -> None:
@@ -264,7 +253,7 @@ def test_an_unknown_state_from_a_newer_spur_reads_as_pending() -> None:
     raw = msg.SerializeToString().replace(b"\x38\x01", b"\x38\x63")  # field 7 (state) = 99
     answer = pb.GetJobsResponse(jobs=[pb.JobInfo.FromString(raw)])
     assert JobsFromPb(answer.jobs)[9].state is JobState.PENDING
-    assert list(JobsFromPb(answer.jobs).active()) == []
+    assert JobsFromPb(answer.jobs).placements() == []
 
 
 def test_reading_from_several_threads_gives_one_answer_per_id() -> None:
@@ -319,12 +308,6 @@ def test_a_snapshot_job_reads_back_whatever_its_state_is_called(state: str) -> N
 
     job = job_from_dict({"job_id": 3, "state": state}, where="j")
     assert job.state.name == state.upper().removeprefix("JOB_")
-
-
-def test_a_plain_dict_view_still_lists_its_active_jobs() -> None:
-    jobs = {1: Job(1, JobState.RUNNING, "a"), 2: Job(2, JobState.COMPLETED, "a")}
-    view = ControllerView("http://c", "v", datetime.now(UTC), jobs, {}, 2)
-    assert list(view.active_jobs()) == [jobs[1]]
 
 
 # -- inventory holdings: JSON text and dicts read alike, and a refusal says what is wrong ----
@@ -481,7 +464,7 @@ def test_jobs_converted_as_their_answer_arrived_count_and_a_record_replaces_them
     assert sorted(jobs) == [1, 2] and len(jobs) == 2 and 1 in jobs and 3 not in jobs
     assert jobs[1] is early[1] and jobs.get(1) is early[1] and jobs.get(3) is None
     assert jobs[2].state is JobState.COMPLETED  # the record wins over the early one
-    assert [j.job_id for j in jobs.active()] == [1]
+    assert [p.job_id for p in jobs.placements()] == [1]
     more = jobs.with_more(answer_of([Job(1, JobState.COMPLETING, "gpu001")]).jobs)
     assert more[1].state is JobState.COMPLETING and len(more) == 2
-    assert [j.job_id for j in more.active()] == [1]
+    assert [p.job_id for p in more.placements()] == [1]
