@@ -123,7 +123,9 @@ def _load_inventories(sources: Sequence[str], warn: Callable[[str], None]) -> li
         from_dir = files != [Path(source)]
         for f in files:
             try:
-                with open(f, "rb") as fh:
+                # A large buffer: each refill releases the GIL, which the controller
+                # read on another thread then holds for a switch interval.
+                with open(f, "rb", buffering=_MIB) as fh:
                     text = _read(fh, str(f))
             except OSError as exc:
                 raise SpurctlError(f"cannot read inventory {f}: {exc.strerror}") from None
