@@ -15,8 +15,8 @@ import typer
 
 from spurctl import __version__
 from spurctl import options as opt
+from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError, fail, redact
-from spurctl.reclaim import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.render.common import (
     AuditFormat,
     ChecklistFormat,

@@ -41,6 +41,7 @@ from spurctl.decide.plan import (
     stale_reason,
     unmatched_jobs,
 )
+from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import SpurctlError, redact
 from spurctl.hostlist import fold, named_nodes
 from spurctl.model import Action, AuditReport, Finding, Job, utcnow
@@ -50,16 +51,6 @@ if TYPE_CHECKING:
     from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
-
-
-# Nodes re-checked and cancelled at once. Each entry is two round trips (GetJob to
-# the controller, CancelJob to the agent) and two journal syncs: at ~50 ms each, 32
-# at once took ~4 s for 1,000 nodes and 64 takes ~2 s (bench/reclaim_fanout.py).
-# 64 is also collect's and ClusterShell's fan-out. Safety does not depend on it:
-# every send is re-checked and journaled on its own.
-DEFAULT_CONCURRENCY = 64
-# `--max-inventory-age`: older evidence is re-collected before anything acts on it.
-DEFAULT_MAX_INVENTORY_AGE_S = 600.0
 
 
 class JournalFailed(OSError):
