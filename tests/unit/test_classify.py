@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,9 @@ from spurctl import hostlist
 from spurctl.decide import classify as classify_module
 from spurctl.decide.classify import Classification, controller_decision
 from spurctl.model import (
+    ACTIVE_STATES,
     Action,
+    AgentProcess,
     Allocation,
     ControllerView,
     Device,
@@ -799,6 +802,92 @@ def test_classify_depends_only_on_its_input(c: Cluster) -> None:
     first = classify_cluster(c)
     assert classify_cluster(c) == first
     assert classify_cluster(shuffled) == first
+
+
+# -- the healthy shortcut: most holdings of a cluster are judged from a few fields ----------
+
+# Nodelists a controller may send that are not one clean name: spaces, a bad range.
+ODD_NODELISTS = st.sampled_from([" gpu017 ", "gpu017,", "gpu[017", "gpu[016-017]", ""])
+MOSTLY_ACTIVE = st.sampled_from(sorted(ACTIVE_STATES)) | st.sampled_from(JobState)
+
+
+@st.composite
+def busy_clusters(draw: st.DrawFn) -> Cluster:
+    """Clusters whose nodes mostly hold jobs the controller runs there: what the shortcut
+    takes, beside what it must not (a run older than its spurd or than its job, an odd
+    nodelist, another node, a job not running)."""
+    job_list = [
+        job(
+            i,
+            draw(MOSTLY_ACTIVE),
+            draw(
+                st.lists(st.sampled_from(NODES), max_size=3, unique=True).map(hostlist.fold)
+                | ODD_NODELISTS
+            ),
+            submit=draw(TIMES),
+        )
+        for i in range(1, draw(st.integers(1, 8)) + 1)
+    ]
+    ids = st.integers(1, len(job_list) + 1)  # one id past the last: untracked
+    agents = st.none() | st.builds(AgentProcess, st.integers(1, 99), TIMES)
+    inventories = {
+        name: Inventory(
+            node=name,
+            collected_at=NOW,
+            source="test",
+            held=tuple(
+                held(i, started=draw(TIMES))
+                for i in draw(st.lists(ids, min_size=1, max_size=4, unique=True))
+            ),
+            agent=draw(agents),
+            agent_checked=True,
+        )
+        for name in draw(st.lists(st.sampled_from([*NODES, "GPU017"]), min_size=1, unique=True))
+    }
+    return Cluster(view(*job_list), inventories, {}, len(job_list) + 2, None)
+
+
+@PROPERTY
+@given(busy_clusters())
+def test_the_healthy_shortcut_never_changes_an_audit(c: Cluster) -> None:
+    """An audit without --all skips the full judgement of a holding `_plainly_healthy`
+    calls healthy: it must find exactly what judging every holding in full finds."""
+
+    def audit_of() -> Classification:
+        return classify_module.classify(
+            c.view,
+            c.inventories,
+            watermark=c.watermark,
+            confirmed=c.confirmed,
+            scope=c.scope,
+        )
+
+    shortcut = audit_of()
+    with patch.object(classify_module, "_plainly_healthy", lambda *_: False):
+        assert audit_of() == shortcut
+
+
+@pytest.mark.parametrize(
+    ("the_job", "started", "agent_started", "expected"),
+    [
+        (job(5, JobState.RUNNING, "gpu017", submit=T0), RUN_START, T0, True),
+        (job(5, JobState.SUSPENDED, "gpu[016-017]", submit=T0), RUN_START, None, True),
+        (job(5, JobState.RUNNING, "gpu017"), None, RUN_START, True),
+        # An agent orphan: the run began before this spurd did.
+        (job(5, JobState.RUNNING, "gpu017", submit=T0), RUN_START, NOW, False),
+        # A reissued id: the run began before the job was submitted.
+        (job(5, JobState.RUNNING, "gpu017", submit=NOW), RUN_START, None, False),
+        (job(5, JobState.RUNNING, "gpu018"), RUN_START, None, False),
+        (job(5, JobState.RUNNING, ""), RUN_START, None, False),
+        (job(5, JobState.RUNNING, "gpu[017"), RUN_START, None, False),
+        (job(5, JobState.PENDING, "gpu017"), RUN_START, None, False),
+        (job(5, JobState.COMPLETED, "gpu017"), RUN_START, None, False),
+    ],
+)
+def test_the_healthy_shortcut_takes_only_a_plainly_healthy_holding(
+    the_job: Job, started: datetime | None, agent_started: datetime | None, expected: bool
+) -> None:
+    assert classify_module._plainly_healthy("gpu017", the_job, started, agent_started) is expected
 
 
 # -- SPUR_TARGET_NODE: the controller's own name, carried by the job processes ----------
