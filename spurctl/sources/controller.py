@@ -545,13 +545,18 @@ class _Read:
     shapes: Shapes = field(default_factory=Shapes)
     unread: Counter[JobState] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
-    # The ids worth converting whole as a split read's answers arrive (None: every one).
+    # The ids worth converting whole as a split read's answers arrive (None: every one),
+    # asked for once, when the first answer is kept (`chosen`): an id then lands in the
+    # same one of `converted` and `encoded` whichever answer carries it.
     wanted: Callable[[], Collection[int] | None] = _every_job
+    chosen: list[Collection[int] | None] = field(default_factory=list)
 
     def keep(self, part: Iterable[pb.JobInfo]) -> set[int]:
         """Keep a split read's answer past its message: the wanted jobs converted, the
         others encoded (a later record of an id replaces an earlier one). Returns the ids."""
-        wanted, shapes, converted, kept = self.wanted(), self.shapes, self.converted, self.encoded
+        if not self.chosen:
+            self.chosen.append(self.wanted())
+        wanted, shapes, converted, kept = self.chosen[0], self.shapes, self.converted, self.encoded
         ids: set[int] = set()
         with gc_paused():
             for m in part:
@@ -559,10 +564,8 @@ class _Read:
                 ids.add(i)
                 if wanted is None or i in wanted:
                     converted[i] = job_from_pb(m, shapes)
-                    kept.pop(i, None)
                 else:
                     kept[i] = encoded(m, shapes)
-                    converted.pop(i, None)
         return ids
 
     def ids(self) -> set[int]:
