@@ -71,12 +71,8 @@ def confirm_missing(
     `not_found_doubt` set, it may hide another user's job, and the id is left
     unconfirmed.
     """
-    missing = {
-        h.job_id
-        for inv in inventories
-        for h in inv.held
-        if h.job_id not in view.jobs and not view.proves_untracked(h.job_id)
-    }
+    lacking = view.lacking(h.job_id for inv in inventories for h in inv.held)
+    missing = {i for i in lacking if not view.proves_untracked(i)}
     if not missing:
         return {}
     confirmed = dict(confirm(missing))

@@ -170,6 +170,10 @@ class JobTable(Mapping[int, Job]):
             Placement(j.job_id, j.nodelist, j.resources) for j in self.values() if j.state.active
         ]
 
+    def lacking(self, job_ids: Iterable[int]) -> set[int]:
+        """The ids of `job_ids` this table holds no job for."""
+        return {i for i in job_ids if i not in self}
+
 
 @dataclass(slots=True)  # not frozen, as Job: a view builds one per node of the cluster
 class Node:
@@ -297,6 +301,13 @@ class ControllerView:
         if isinstance(self.nodes, NodeTable):
             return self.nodes.allocations()
         return {name: node.alloc for name, node in self.nodes.items()}
+
+    def lacking(self, job_ids: Iterable[int]) -> set[int]:
+        """The ids of `job_ids` the view holds no job for (a live view: at set speed, not
+        one lookup through Python per id)."""
+        if isinstance(self.jobs, JobTable):
+            return self.jobs.lacking(job_ids)
+        return {i for i in job_ids if i not in self.jobs}
 
     def active_placements(self) -> Sequence[Placement]:
         """Where each RUNNING, COMPLETING and SUSPENDED job runs, without converting any

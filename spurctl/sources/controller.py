@@ -418,7 +418,7 @@ class ControllerClient:
         batches of LOOKUP_BATCH). Without a credential the answers are unscoped, so an id
         asked and not returned is untracked (recorded in `asked_ids`); with one, absence
         proves nothing and the ids are not recorded."""
-        ids = sorted({i for i in job_ids if i not in view.jobs})
+        ids = sorted(view.lacking(job_ids))
         if not ids or not isinstance(view.jobs, JobsFromPb):
             return view
         found = self._ids_in_batches(ids)

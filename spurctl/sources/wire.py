@@ -11,7 +11,7 @@ jobs and nodes share the few distinct resource records they carry.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -266,6 +266,9 @@ class JobsFromPb(JobTable):
     def __iter__(self) -> Iterator[int]:
         yield from self._position
         yield from self._extra
+
+    def lacking(self, job_ids: Iterable[int]) -> set[int]:
+        return set(job_ids).difference(self._position).difference(self._extra)
 
     def __len__(self) -> int:
         return len(self._position) + len(self._extra)

@@ -193,6 +193,27 @@ def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted()
     assert both.placements() == [Placement(6, "gpu002", Allocation())]
 
 
+def test_the_ids_a_table_lacks_count_every_way_a_job_is_kept_and_convert_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shapes = Shapes()
+    table = JobsFromPb(
+        answer_of([Job(1, JobState.PENDING)]).jobs,
+        converted={2: Job(2, JobState.RUNNING, "gpu001")},
+        shapes=shapes,
+        encoded={3: wire.encoded(job_to_pb(Job(3, JobState.RUNNING, "gpu002")), shapes)},
+    )
+    converted = counting_conversions(monkeypatch)
+    asked = [1, 2, 3, 4, 5, 4]
+    assert table.lacking(asked) == {4, 5} == {i for i in asked if i not in table}
+    assert table.lacking(iter(asked)) == {4, 5}, "any iterable, read once"
+    assert table.lacking([]) == set()
+    assert converted == []
+    dict_view = ControllerView("http://c", "v", datetime.now(UTC), dict(table.items()), {}, 3)
+    live_view = dataclasses.replace(dict_view, jobs=table)
+    assert dict_view.lacking(asked) == live_view.lacking(asked) == {4, 5}
+
+
 def test_nodes_are_converted_when_read_and_their_allocations_without_converting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
