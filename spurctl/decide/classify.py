@@ -680,30 +680,43 @@ def inventory_age(view: ControllerView, inv: Inventory | None) -> float | None:
 
 
 def _not_inventoried(
-    view: ControllerView, scoped: Iterable[str], spoken_for: Collection[str]
+    view: ControllerView, scoped: Collection[str], spoken_for: Collection[str]
 ) -> list[Finding]:
     """A finding for each node in scope that no inventory speaks for (by exact or loose name).
 
     What such a node holds is unknown, so the audit cannot call it clean; and a name the
     controller does not know either is most likely a typo in --nodes (gpu[01-24] for
     gpu[001-024]), which must not pass for a clean audit of nothing.
+
+    The controller's nodes come in the controller's order, usually the operator's
+    (gpu2 before gpu10): the findings are sorted by node afterwards, and an ordered
+    run of ten thousand of them sorts in one pass.
     """
-    out: list[Finding] = []
-    for name in scoped:
-        if hostlist.loose_key(name) in spoken_for:
-            continue
-        if name in view.nodes:
-            reason = (
-                f"no inventory speaks for {name}, so what its agent holds is unknown and it "
-                f"was not audited; collect it (spurctl collect --nodes {name}) or use --collect"
-            )
-        else:
-            reason = (
-                f"the controller has no node {name} and no inventory speaks for it, so "
-                "nothing was audited there; check the --nodes hostlist for a typo "
-                "(e.g. gpu[01-24] for gpu[001-024])"
-            )
-        out.append(_node_finding(name, Kind.NOT_INVENTORIED, reason))
+    known = [name for name in view.nodes if name in scoped]
+    unknown = (
+        [name for name in scoped if name not in view.nodes] if len(known) < len(scoped) else []
+    )
+    out = [
+        _node_finding(
+            name,
+            Kind.NOT_INVENTORIED,
+            f"no inventory speaks for {name}, so what its agent holds is unknown and it "
+            f"was not audited; collect it (spurctl collect --nodes {name}) or use --collect",
+        )
+        for name in known
+        if hostlist.loose_key(name) not in spoken_for
+    ]
+    out.extend(
+        _node_finding(
+            name,
+            Kind.NOT_INVENTORIED,
+            f"the controller has no node {name} and no inventory speaks for it, so "
+            "nothing was audited there; check the --nodes hostlist for a typo "
+            "(e.g. gpu[01-24] for gpu[001-024])",
+        )
+        for name in unknown
+        if hostlist.loose_key(name) not in spoken_for
+    )
     return out
 
 
