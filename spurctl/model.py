@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+import msgspec
+
 from spurctl.errors import SpurctlError
 
 # JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
@@ -442,8 +444,10 @@ class Action(enum.StrEnum):
     NONE = "none"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+# A frozen msgspec Struct rather than a frozen dataclass: as immutable and hashable, but
+# built in C; an audit of 20,000 nodes makes ~11,000 (callgrind: ~216 M instructions
+# fewer per audit). gc=False: it holds no container a cycle could run through.
+class Finding(msgspec.Struct, frozen=True, gc=False):
     """One discrepancy (or, with --all, one healthy holding) and what to do about it.
 
     `reason` is one sentence an operator can read aloud: the job, the node and

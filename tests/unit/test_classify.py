@@ -459,6 +459,17 @@ def test_node_allocation_reasons_name_the_amounts() -> None:
     ]
 
 
+def test_a_finding_cannot_be_changed_once_made_and_equal_ones_hash_alike() -> None:
+    made = classify(view(job(5, JobState.COMPLETED, "gpu017")), invs(inv("gpu017", held(5))),
+                    watermark=WM).findings  # fmt: skip
+    again = classify(view(job(5, JobState.COMPLETED, "gpu017")), invs(inv("gpu017", held(5))),
+                     watermark=WM).findings  # fmt: skip
+    assert made == again and len({*made, *again}) == len(made) == 1
+    with pytest.raises(AttributeError):
+        made[0].action = Action.NONE  # type: ignore[misc]
+    assert made[0].action is Action.RECLAIM
+
+
 def test_findings_are_ordered_by_node_then_action_then_job() -> None:
     result = classify(
         view(
