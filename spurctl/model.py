@@ -323,8 +323,8 @@ class ControllerView:
         ]
 
 
-@dataclass(slots=True)  # not frozen, as Job: an audit reads one per held job of the cluster
-class Holding:
+# A msgspec Struct, built in C: an inventory file of 10,000 nodes holds ~50,000.
+class Holding(msgspec.Struct, gc=False):
     """One job a node agent holds, as its node inventory saw it. Treat as read-only."""
 
     job_id: int

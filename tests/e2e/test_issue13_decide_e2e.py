@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from spurctl.model import Inventory, utcnow
@@ -103,7 +104,8 @@ def with_unstamped_pre_wipe_run() -> Scenario:
     comes from an inventory that recorded no start time."""
     scenario = post_wipe()
     scenario.holdings["gpu003"] = [
-        replace(h, started_at=None) if h.job_id == 23 else h for h in scenario.holdings["gpu003"]
+        msgspec.structs.replace(h, started_at=None) if h.job_id == 23 else h
+        for h in scenario.holdings["gpu003"]
     ]
     return scenario
 
