@@ -11,6 +11,7 @@ import random
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 from ClusterShell.NodeSet import NodeSet
 
 from spurctl.model import (
@@ -674,7 +675,7 @@ def large(nodes: int = 20_000, jobs: int = 200_000, held: int = 100_000, seed: i
         node_gpus[int(j.nodelist[3:]) - 1][:] = [
             g for g in node_gpus[int(j.nodelist[3:]) - 1] if g not in _gpu_ids(j)
         ]
-        job_list[idx] = dataclasses.replace(j, nodelist="")
+        job_list[idx] = msgspec.structs.replace(j, nodelist="")
     for idx in lost:
         j = job_list[idx]
         node_held = holdings[j.nodelist]

@@ -18,6 +18,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple
 
+import msgspec
 from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
 from spurctl.model import (
@@ -425,7 +426,7 @@ class ClusterState:
         with self.lock:
             job = self._tracked(job_id)
             if nodelist:
-                new = dataclasses.replace(
+                new = msgspec.structs.replace(
                     job,
                     state=JobState.RUNNING,
                     nodelist=nodelist,
@@ -434,7 +435,7 @@ class ClusterState:
                     end_time=None,
                 )
             else:
-                new = dataclasses.replace(
+                new = msgspec.structs.replace(
                     job,
                     state=JobState.PENDING,
                     nodelist="",
@@ -478,7 +479,7 @@ class ClusterState:
         with self.lock:
             job = self._tracked(job_id)
             self.set_job(
-                dataclasses.replace(
+                msgspec.structs.replace(
                     job, state=JobState.CANCELLED, end_time=now, state_reason="cancelled"
                 )
             )

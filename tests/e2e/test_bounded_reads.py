@@ -8,13 +8,13 @@ reads by state, splits by node, held ids asked for by id in small batches.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
+import msgspec
 import pytest
 
 from spurctl.model import TERMINAL_STATES, Job, JobState, Placement
@@ -180,7 +180,7 @@ def test_the_watermark_counts_jobs_that_ended_above_every_live_one() -> None:
         for job_id in (newest, newest - 1, newest - 2):  # the newest jobs have all ended
             ended = sim.job(job_id)
             assert ended is not None
-            sim.set_job(dataclasses.replace(ended, state=JobState.COMPLETED))
+            sim.set_job(msgspec.structs.replace(ended, state=JobState.COMPLETED))
         with ControllerClient(Connection((sim.controller_address,), timeout=10)) as client:
             view = client.view()
     assert view.bounded and newest in view.jobs

@@ -69,7 +69,8 @@ def with_spaced_nodelist() -> Scenario:
     """The incident, with job 4711 (RUNNING on gpu015) reported as "gpu015 "."""
     scenario = incident()
     scenario.jobs = [
-        replace(j, nodelist="gpu015 ") if j.job_id == 4711 else j for j in scenario.jobs
+        msgspec.structs.replace(j, nodelist="gpu015 ") if j.job_id == 4711 else j
+        for j in scenario.jobs
     ]
     return scenario
 

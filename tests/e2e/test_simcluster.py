@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import signal
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import msgspec
 import pytest
 from google.protobuf import empty_pb2
 
@@ -387,7 +387,7 @@ def test_forget_job_ages_it_out_of_getjob_and_metrics_but_not_the_watermark(
 
 
 def test_set_job_issuing_a_new_id_advances_the_watermark(sim: SimCluster) -> None:
-    job = dataclasses.replace(sim.job(5120), job_id=5121)  # type: ignore[type-var]
+    job = msgspec.structs.replace(sim.job(5120), job_id=5121)
     sim.set_job(job)
     assert sim.next_job_id == 5122
     assert controller(sim).GetJobMetrics(empty_pb2.Empty()).total == 23
@@ -439,7 +439,7 @@ def test_after_a_wipe_a_pre_wipe_run_is_cancelled_once_the_counter_passes_its_id
         assert arms[7] == {("gpu001", 44), ("gpu002", 57), ("gpu002", 63), ("gpu006", 61),
                            ("gpu007", 61)}  # fmt: skip
         for job_id in range(41, 46):  # submissions resume: the counter climbs past 44
-            s.set_job(dataclasses.replace(s.job(40), job_id=job_id))  # type: ignore[type-var]
+            s.set_job(msgspec.structs.replace(s.job(40), job_id=job_id))
         arms = reclaimed_by_arm(s.heartbeat())
         assert arms[4] >= {("gpu001", 44)} and 7 in arms
         s.forget_job(44)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import patch
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -741,7 +742,9 @@ def clusters(draw: st.DrawFn) -> Cluster:
     }
     answers = draw(st.dictionaries(ID_RANGE, st.none() | jobs(), max_size=4))
     # GetJob answers about the id it was asked for.
-    confirmed = {i: j if j is None else replace(j, job_id=i) for i, j in answers.items()}
+    confirmed = {
+        i: j if j is None else msgspec.structs.replace(j, job_id=i) for i, j in answers.items()
+    }
     scope = draw(st.none() | st.sets(st.sampled_from(NODES), min_size=1).map(frozenset))
     return Cluster(the_view, inventories, confirmed, draw(st.integers(1, 45)), scope)
 

@@ -8,8 +8,7 @@ either.
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 
 from spurctl.model import Job, JobState
@@ -153,5 +152,5 @@ def test_a_plain_node_name_expands_without_a_hostlist_parse() -> None:
     state = ClusterState(incident())
     job = next(j for j in state.jobs.values() if j.nodelist)
     state.select_jobs(pb.GetJobsRequest(nodes=["x"]))  # build the index
-    state.set_job(dataclasses.replace(job, nodelist=""))
+    state.set_job(msgspec.structs.replace(job, nodelist=""))
     assert all(job.job_id not in ids for ids in (state._by_node or {}).values())
