@@ -11,7 +11,6 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import NamedTuple
 
 import msgspec
 
@@ -147,7 +146,7 @@ class Job(msgspec.Struct, gc=False):
     array_task_id: int = 0
 
 
-class Placement(NamedTuple):
+class Placement(msgspec.Struct, frozen=True, order=True, gc=False):
     """Where an active job runs and what it holds there: all the node checks ask of it.
 
     A 20,000-node cluster runs ~100,000 jobs; the few the checks name are read whole

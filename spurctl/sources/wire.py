@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple
 
+import msgspec
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from spurctl.model import (
@@ -166,7 +166,7 @@ def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
 _JOB_STATES = {int(s): s for s in JobState}
 
 
-class Encoded(NamedTuple):
+class Encoded(msgspec.Struct, frozen=True, gc=False):
     """A job kept as its wire encoding until something reads it, with its placement
     when it is active (the node checks read every active job's placement, and only
     a few of those jobs whole)."""
