@@ -598,6 +598,15 @@ CollectCommandOpt = Annotated[
         metavar="TEMPLATE",
     ),
 ]
+ShipScannerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ship-scanner",
+        help="Send the node scanner to each node's `python3 -` on ssh's standard input, "
+        "so nodes need only Python 3.11+, not spurctl (default command: "
+        "ssh -o BatchMode=yes %h python3 -). Not with --topology.",
+    ),
+]
 CollectFanoutOpt = Annotated[
     int,
     typer.Option(
