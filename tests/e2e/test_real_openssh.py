@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from spurctl.simcluster import SimCluster
+from spurctl.simcluster import node_line as simulated_node
 from spurctl.sources.tree import root_name
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import NODES, SENT, kept_fresh
@@ -31,21 +32,9 @@ SPURCTL = Path(sys.executable).with_name("spurctl")
 TIMEOUT = 4.0
 
 
-# A node's `spurctl node-inventory`, as the simulated cluster's agents hold it now: its
-# line of the live inventory (an agent may report its FQDN: gpu021.cluster.local).
-NODE_LINE = """
-import json, sys
-node, inventory = sys.argv[1], sys.argv[2]
-for line in open(inventory):
-    if json.loads(line)["node"].split(".")[0] == node:
-        print(line, end="")
-"""
-
-
 def node_line(tmp_path: Path, live: Path) -> str:
-    script = tmp_path / "node_line.py"
-    script.write_text(NODE_LINE)
-    return f"{sys.executable} -I -S {script} %h {live}"
+    """The remote command: the node's line of the live inventory (what its agent holds now)."""
+    return simulated_node.command(live)
 
 
 def records(stdout: str) -> dict[str, dict[str, object]]:
