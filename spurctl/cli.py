@@ -384,6 +384,8 @@ def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) ->
             flags += ["--remote-command", holdings.remote_command]
         if holdings.ssh is not None:
             flags += ["--ssh", holdings.ssh]
+    if holdings.ship_scanner:
+        flags.append("--ship-scanner")
     if conn.controller:
         flags += ["--controller", conn.controller]
     if conn.conf is not None:

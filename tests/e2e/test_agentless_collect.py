@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spurctl.simcluster import SimCluster
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.shipped_scan import read_scan, scanner_program
 from tests.cli import one_line_error, run_cli
@@ -130,3 +131,24 @@ def test_ship_scanner_with_the_gateway_tree_is_refused_in_one_line(tmp_path: Pat
     topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: n[1-2]\n")
     run = run_cli("collect", "--nodes", "n[1-2]", "--ship-scanner", "--topology", str(topology))
     one_line_error(run, "--ship-scanner", "without --topology")
+
+
+def test_audit_collect_ship_scanner_audits_nodes_without_spurctl_through_real_sshd(
+    fixture_nodes: SshSite,  # noqa: F811
+    lone_controller: SimCluster,
+) -> None:
+    site = fixture_nodes
+    roots = site.dir / "roots"
+    command = site.command(
+        f"python3 -I -S - --hostname %h --proc-root {roots}/%h/proc --cgroup-root {roots}/%h/cgroup"
+    )
+    run = run_cli(
+        "audit", "--controller", lone_controller.controller_address, "--nodes", "n[1-2]",
+        "--collect", "--ship-scanner", "--command", command, "--format", "json", timeout=60,
+    )  # fmt: skip
+
+    doc = json.loads(run.stdout)
+    assert doc["summary"]["nodes_inventoried"] == 2, run.stderr
+    # The controller has never heard of n1: what n1 holds is found and reported, never healthy.
+    held = [f for f in doc["findings"] if f["node"] == "n1" and f.get("job_id") == 101]
+    assert held and all(f["action"] != "none" for f in held), doc["findings"]
