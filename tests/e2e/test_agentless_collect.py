@@ -41,7 +41,15 @@ def fixture_roots(tmp_path: Path) -> list[str]:
         proc, 4242, {"SPUR_JOB_ID": "101", "SPUR_TARGET_NODE": "n1", "SPUR_JOB_GPUS": "0,1"}
     )
     add_process(proc, 4243, {"SLURM_JOB_ID": "102"}, start_ticks=5000)
-    write_cgroup(cgroup, 101, {"cpuset.cpus": "0-3\n", "memory.max": "1073741824\n"})
+    write_cgroup(
+        cgroup,
+        101,
+        {
+            "cpuset.cpus": "0-3,8-11\n",
+            "cpuset.cpus.effective": "0-3,8-11\n",  # read through hostlist's range reader
+            "memory.max": "1073741824\n",
+        },
+    )
     return ["--proc-root", str(proc), "--cgroup-root", str(cgroup), "--hostname", "n1"]
 
 
@@ -77,7 +85,10 @@ def test_the_shipped_scanner_finds_what_node_inventory_finds(tmp_path: Path) -> 
     for d in (expected, doc):
         d.pop("collected_at")
     assert doc == expected
-    assert [h["job_id"] for h in doc["held"]] == [101, 102]
+    assert [(h["job_id"], h["cpus"], h["memory_mb"]) for h in doc["held"]] == [
+        (101, 8, 1024),
+        (102, None, None),
+    ]
 
 
 def test_collect_ship_scanner_through_real_sshd_inventories_nodes_without_spurctl(
