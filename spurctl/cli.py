@@ -384,6 +384,8 @@ def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) ->
             flags += ["--remote-command", holdings.remote_command]
         if holdings.ssh is not None:
             flags += ["--ssh", holdings.ssh]
+    if holdings.ship_scanner:
+        flags.append("--ship-scanner")
     if conn.controller:
         flags += ["--controller", conn.controller]
     if conn.conf is not None:
@@ -538,6 +540,7 @@ def collect_command(
     topology: opt.CollectTopologyOpt = None,
     remote_command: opt.RemoteCommandOpt = DEFAULT_REMOTE_COMMAND,
     ssh: opt.SshOpt = None,
+    ship_scanner: opt.ShipScannerOpt = False,
 ) -> None:
     """Gather many nodes' inventories in parallel.
 
@@ -551,6 +554,7 @@ def collect_command(
     Example:
       spurctl collect --nodes 'gpu[001-128]' -o inventories.jsonl
       spurctl collect -w 'gpu[0001-8000]' --topology /etc/clustershell/topology.conf
+      spurctl collect -w 'gpu[001-128]' --ship-scanner   # nodes without spurctl
     """
     from spurctl.hostlist import parse_scope
     from spurctl.render.collect import summarize
@@ -559,7 +563,14 @@ def collect_command(
 
     names = sorted(parse_scope(nodes))
     tree = opt.tree_of(topology, remote_command, ssh, command)
-    results = collect(names, command=command, fanout=fanout, timeout=timeout, tree=tree)
+    if ship_scanner and command == DEFAULT_COMMAND:
+        from spurctl.sources.shipped_scan import SHIP_COMMAND
+
+        command = SHIP_COMMAND
+    results = collect(
+        names, command=command, fanout=fanout, timeout=timeout, tree=tree,
+        ship_scanner=ship_scanner,
+    )  # fmt: skip
     write_output(
         "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
         output,

@@ -107,21 +107,6 @@ def _spur_conf(sim: SimCluster) -> str:
     )
 
 
-# What `collect --command` runs to "ssh" a simulated node: prints the node's line of
-# the served inventory file, as `ssh NODE spurctl node-inventory` would print it.
-_NODE_COMMAND = """\
-import json, sys
-node, inventory = sys.argv[1], sys.argv[2]
-for line in open(inventory):
-    # An agent may report its FQDN (gpu021.cluster.local): ssh gpu021 still reaches it.
-    if line.strip() and json.loads(line).get("node", "").split(".")[0] == node:
-        print(line, end="")
-        break
-else:
-    sys.exit(f"ssh: Could not resolve hostname {node}: Name or service not known")
-"""
-
-
 @contextmanager
 def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iterator[DemoCluster]:
     """A simulated cluster on loopback (the incident, or `post-wipe`), its files in a
@@ -131,7 +116,7 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
     """
     import json
 
-    from spurctl.simcluster import SimCluster, incident, post_wipe
+    from spurctl.simcluster import SimCluster, incident, node_line, post_wipe
 
     key = jwt_key or secrets.token_urlsafe(32)
     # The directory outlives the servers: they stop (closing their ports) before it goes.
@@ -145,8 +130,6 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
             agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
             conf = directory / "spur.conf"
             conf.write_text(_spur_conf(sim))
-            script = directory / "node_inventory.py"
-            script.write_text(_NODE_COMMAND)
             inventory = directory / "inventory.jsonl"
             cluster = DemoCluster(
                 sim=sim,
@@ -156,8 +139,9 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
                 key_file=key_file,
                 conf=conf,
                 journal=directory / "journal.jsonl",
-                node_command=shlex.join([sys.executable, "-I", str(script)])
-                + f" %h {shlex.quote(str(inventory))}",
+                # `ssh NODE spurctl node-inventory` without an sshd: the node's line of
+                # the served inventory file.
+                node_command=node_line.command(inventory),
             )
             cluster.refresh_inventory()
             yield cluster

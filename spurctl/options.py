@@ -598,6 +598,15 @@ CollectCommandOpt = Annotated[
         metavar="TEMPLATE",
     ),
 ]
+ShipScannerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ship-scanner",
+        help="Send the node scanner to each node's `python3 -` on ssh's standard input, "
+        "so nodes need only Python 3.11+, not spurctl (default command: "
+        "ssh -o BatchMode=yes %h python3 -). Not with --topology.",
+    ),
+]
 CollectFanoutOpt = Annotated[
     int,
     typer.Option(
@@ -658,6 +667,7 @@ class HoldingOptions:
     topology: Path | None = None
     remote_command: str = DEFAULT_REMOTE_COMMAND
     ssh: str | None = None
+    ship_scanner: bool = False
 
     def sources(self, nodes: str | None, snapshot: Path | None = None) -> Sources:
         """The sources, with `nodes` and the gateway tree checked first: an empty or
@@ -668,14 +678,20 @@ class HoldingOptions:
 
             parse_scope(nodes)
         tree = tree_of(self.topology, self.remote_command, self.ssh, self.command)
+        command = self.command
+        if self.ship_scanner and command == DEFAULT_COMMAND:
+            from spurctl.sources.shipped_scan import SHIP_COMMAND
+
+            command = SHIP_COMMAND
         return Sources(
-            nodes, self.inventory, self.collect, self.command, self.fanout, snapshot, tree=tree
-        )
+            nodes, self.inventory, self.collect, command, self.fanout, snapshot, tree=tree,
+            ship_scanner=self.ship_scanner,
+        )  # fmt: skip
 
 
 def with_holdings() -> Callable[[Command], Command]:
-    """--inventory, --collect, --command, --fanout, --topology, --remote-command and
-    --ssh, declared once; the command takes `holdings: HoldingOptions`."""
+    """--inventory, --collect, --command, --fanout, --topology, --remote-command,
+    --ssh and --ship-scanner, declared once; the command takes `holdings: HoldingOptions`."""
     options: list[tuple[str, Any, Any]] = [
         ("inventory", InventoryOpt, None),
         ("collect", CollectOpt, False),
@@ -684,6 +700,7 @@ def with_holdings() -> Callable[[Command], Command]:
         ("topology", TopologyOpt, None),
         ("remote_command", RemoteCommandOpt, DEFAULT_REMOTE_COMMAND),
         ("ssh", SshOpt, None),
+        ("ship_scanner", ShipScannerOpt, False),
     ]
     return _option_group("holdings", options, HoldingOptions)
 

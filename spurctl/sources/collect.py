@@ -102,11 +102,14 @@ def collect(
     timeout: float = 60.0,
     progress: bool | None = None,
     tree: Tree | None = None,
+    ship_scanner: bool = False,
 ) -> list[Inventory]:
     """Run `command` once per node in parallel and parse each node's inventory.
 
     With `tree`, `command` is not used: `tree.remote_command` runs on every node
     through the gateways of `tree.topology` (ClusterShell's tree mode).
+    With `ship_scanner`, each command gets the node scanner on its standard
+    input (sources/shipped_scan.py) and prints what the scan found.
 
     Results follow the order of `nodes` (a repeated name is collected once).
     An inventory whose `node` differs from the target is kept as reported: the
@@ -117,6 +120,11 @@ def collect(
         check_command(command)
     else:
         check_tree(tree)
+        if ship_scanner:
+            raise SpurctlError(
+                "--ship-scanner sends the scanner on each ssh's standard input, which the "
+                "gateway tree does not carry; use it without --topology"
+            )
     if fanout < 1:
         raise SpurctlError(f"--fanout must be at least 1, got {fanout}")
     if not timeout > 0:
@@ -134,7 +142,7 @@ def collect(
     if runnable:
         show = sys.stderr.isatty() if progress is None else progress
         if tree is None:
-            results.update(_run(runnable, command, fanout, timeout, show))
+            results.update(_run(runnable, command, fanout, timeout, show, ship_scanner))
         else:
             results.update(_run_tree(runnable, tree, fanout, timeout, show))
     return [results[node] for node in order]
@@ -148,7 +156,12 @@ class _Outcome:
 
 
 def _run(
-    nodes: list[str], command: str, fanout: int, timeout: float, show_progress: bool
+    nodes: list[str],
+    command: str,
+    fanout: int,
+    timeout: float,
+    show_progress: bool,
+    ship_scanner: bool = False,
 ) -> dict[str, Inventory]:
     from ClusterShell.Event import EventHandler
     from ClusterShell.NodeSet import NodeSet
@@ -187,10 +200,18 @@ def _run(
             command=exec_form(command),
             stderr=True,
         )
+        if ship_scanner:
+            from spurctl.sources.shipped_scan import scanner_program
+
+            worker.write(scanner_program())  # buffered per node until its command starts
+            worker.set_write_eof()
         task.schedule(worker)
         task.run()
     timed_out = set(worker.iter_keys_timeout())
-    return {node: _guarded(node, outcomes[node], node in timed_out, timeout) for node in nodes}
+    read = _read_scan if ship_scanner else _read_document
+    return {
+        node: _guarded(node, outcomes[node], node in timed_out, timeout, read) for node in nodes
+    }
 
 
 def _run_tree(
@@ -213,16 +234,38 @@ def _relayed(node: str, got: Relayed, timeout: float) -> Inventory:
     return _guarded(node, _Outcome(got.stdout, got.stderr, got.rc), got.timed_out, timeout)
 
 
-def _guarded(node: str, outcome: _Outcome, timed_out: bool, timeout: float) -> Inventory:
+def _read_document(text: str) -> list[Inventory]:
+    return list(parse_inventory_text(text, name="output"))
+
+
+def _read_scan(text: str) -> list[Inventory]:
+    from spurctl.sources.shipped_scan import read_scan
+
+    return read_scan(text, name="output")
+
+
+def _guarded(
+    node: str,
+    outcome: _Outcome,
+    timed_out: bool,
+    timeout: float,
+    read: Callable[[str], list[Inventory]] = _read_document,
+) -> Inventory:
     """This node's inventory; whatever reading its output raises is this node's error alone."""
     try:
-        return _inventory(node, outcome, timed_out, timeout)
+        return _inventory(node, outcome, timed_out, timeout, read)
     except Exception as exc:  # RecursionError, MemoryError, anything: the others go on
         why = str(exc).splitlines()[0] if str(exc) else ""
         return failed(node, _clip(f"output could not be read ({type(exc).__name__}: {why})"))
 
 
-def _inventory(node: str, outcome: _Outcome, timed_out: bool, timeout: float) -> Inventory:
+def _inventory(
+    node: str,
+    outcome: _Outcome,
+    timed_out: bool,
+    timeout: float,
+    read: Callable[[str], list[Inventory]],
+) -> Inventory:
     if timed_out:
         return failed(node, f"no answer within {timeout:g} s; command killed")
     if outcome.rc is None:
@@ -234,7 +277,7 @@ def _inventory(node: str, outcome: _Outcome, timed_out: bool, timeout: float) ->
         )
     text = b"\n".join(outcome.stdout).decode("utf-8", errors="replace")
     try:
-        found = list(parse_inventory_text(text, name="output"))
+        found = read(text)
     except DocumentError as exc:
         return failed(node, _clip(f"printed no valid inventory ({exc})"))
     except Exception as exc:  # a parser that gives up some other way: still this node's error

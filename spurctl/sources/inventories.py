@@ -53,6 +53,8 @@ class Sources:
     progress: bool | None = None
     # With --topology: collect through ClusterShell's gateways (command is then unused).
     tree: Tree | None = None
+    # --ship-scanner: send the node scanner on each command's stdin (shipped_scan.py).
+    ship_scanner: bool = False
 
 
 def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
@@ -73,6 +75,7 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
             timeout=timeout,
             progress=src.progress,
             tree=src.tree,
+            ship_scanner=src.ship_scanner,
         )
     raise SpurctlError(
         "no inventories: pass --inventory FILE|DIR|- or --collect "

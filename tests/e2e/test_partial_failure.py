@@ -9,8 +9,6 @@ each: test_errors.py.)
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.act.journal import unresolved
-from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster import SimCluster, incident, node_line
 from tests.cli import dead_url, run_cli, stderr_lines
 from tests.reclaim import PLANNED, cancelled, outcomes, reclaim_args
 
@@ -110,24 +108,9 @@ def test_an_agent_that_answers_too_late_is_failed_with_a_warning_to_check_it(
     assert "may still have been applied: check the node" in outcome["detail"]
 
 
-FAKE_SSH = textwrap.dedent(
-    """
-    import sys
-    node, inventory, broken = sys.argv[1], sys.argv[2], sys.argv[3]
-    if node == broken:
-        print(f"ssh: connect to host {node} port 22: Connection refused", file=sys.stderr)
-        sys.exit(255)
-    for line in open(inventory):
-        if f'"node": "{node}"' in line:
-            print(line, end="")
-    """
-)
-
-
 def fake_ssh(tmp_path: Path, inventory: Path, broken: str) -> str:
-    script = tmp_path / "fake_ssh.py"
-    script.write_text(FAKE_SSH)
-    return f"{sys.executable} -I -S {script} %h {inventory} {broken}"
+    """ssh + node-inventory for each node of `inventory`; `broken` refuses connections."""
+    return node_line.command(inventory, [broken])
 
 
 def test_audit_collect_reports_an_unreachable_node_and_audits_all_the_others(

@@ -15,35 +15,22 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl.simcluster import SimCluster, node_line
 from tests.cli import run_cli
 from tests.reclaim import cancelled, journal_records
 
 NODES = "gpu[003-004,012]"
 SENT = {("gpu003", 4711), ("gpu004", 4712), ("gpu012", 4702)}
 
-NODE_COMMAND = """
-import sys
-node, inventory = sys.argv[1], sys.argv[2]
-for line in open(inventory):
-    if f'"node": "{node}"' in line:
-        print(line, end="")
-"""
-
 
 def node_command(tmp_path: Path, inventory: Path) -> str:
     """A --command template printing `%h`'s line of `inventory`, as ssh + node-inventory would."""
-    script = tmp_path / "node_inventory.py"
-    script.write_text(NODE_COMMAND)
-    return (
-        shlex.join([sys.executable, "-I", "-S", str(script)]) + " %h " + shlex.quote(str(inventory))
-    )
+    return node_line.command(inventory)
 
 
 @contextmanager

@@ -1,0 +1,158 @@
+"""The node scanner as one standard-library program, sent to a node's `python3 -`.
+
+`collect --ship-scanner` audits nodes that have only Python 3 (3.11 or newer):
+instead of running an installed `spurctl node-inventory`, it writes this program
+to each ssh's standard input, as Ansible ships its modules. The program carries
+node_scan.py's own source, unchanged, and errors.py's (both standard library
+only); the three things node_scan takes from the rest of spurctl are replaced by
+standard-library stand-ins: the model's records (which only remember what they
+were built with), `utcnow`, and hostlist's range-list reader. So the scan is the
+same code `spurctl node-inventory` runs.
+
+The node prints what the scan built, field by field; this side builds the real
+model records from it and reads them back through the inventory document's own
+validation, so a node's answer is checked exactly as a node-inventory document is.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from spurctl.errors import DocumentError
+from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory
+
+SCHEMA = "spurctl.node-scan/v1"
+SHIP_COMMAND = "ssh -o BatchMode=yes %h python3 -"
+
+_RECORDS: dict[str, type] = {
+    "Inventory": Inventory,
+    "Holding": Holding,
+    "AgentProcess": AgentProcess,
+}
+
+# Runs on the node with only the standard library; the sources are filled in below.
+_BOOTSTRAP = """\
+import argparse, json, re, sys, types
+from datetime import UTC, datetime
+from pathlib import Path
+
+SCHEMA = {schema!r}
+
+
+def module(name, source=None):
+    mod = types.ModuleType(name)
+    mod.__path__ = []
+    sys.modules[name] = mod
+    if source is not None:
+        exec(compile(source, name.replace(".", "/") + ".py", "exec"), mod.__dict__)
+    return mod
+
+
+spurctl = module("spurctl")
+spurctl.errors = module("spurctl.errors", {errors!r})
+hostlist = spurctl.hostlist = module("spurctl.hostlist")
+_RANGES = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+
+
+def expand_ranges(text):
+    # hostlist.expand_ranges without ClusterShell: the same accepted form and result.
+    if not _RANGES.fullmatch(text):
+        raise spurctl.errors.SpurctlError(f"bad range list {{text!r}}")
+    out = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return frozenset(out)
+
+
+hostlist.expand_ranges = expand_ranges
+model = spurctl.model = module("spurctl.model")
+
+
+class Record:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+for name in ("Inventory", "Holding", "AgentProcess"):
+    setattr(model, name, type(name, (Record,), {{}}))
+model.MAX_JOB_ID = {max_job_id!r}
+model.utcnow = lambda: datetime.now(UTC)
+spurctl.sources = module("spurctl.sources")
+node_scan = module("spurctl.sources.node_scan", {node_scan!r})
+
+
+def plain(value):
+    if isinstance(value, Record):
+        fields = {{k: plain(v) for k, v in vars(value).items()}}
+        return {{"$record": type(value).__name__, **fields}}
+    if isinstance(value, datetime):
+        return {{"$time": value.isoformat()}}
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    return value
+
+
+parser = argparse.ArgumentParser(prog="python3 - (spurctl node scanner)")
+parser.add_argument("--cgroup-root", type=Path)
+parser.add_argument("--proc-root", type=Path, default=Path("/proc"))
+parser.add_argument("--hostname")
+args = parser.parse_args()
+inventory, denied = node_scan.scan_this_node(args.cgroup_root, args.proc_root, args.hostname)
+if denied:
+    print(f"{{denied}} processes' environments were unreadable: run as root", file=sys.stderr)
+print(json.dumps({{"schema": SCHEMA, "inventory": plain(inventory)}}))
+"""
+
+
+def scanner_program() -> bytes:
+    """The program `python3 -` runs on a node: node_scan.py and errors.py as shipped."""
+    from spurctl import errors
+    from spurctl.sources import node_scan
+
+    def source(module: Any) -> str:
+        return Path(module.__file__).read_text(encoding="utf-8")
+
+    return _BOOTSTRAP.format(
+        schema=SCHEMA,
+        errors=source(errors),
+        node_scan=source(node_scan),
+        max_job_id=MAX_JOB_ID,
+    ).encode()
+
+
+def read_scan(text: str, *, name: str) -> list[Inventory]:
+    """The inventory a shipped scanner printed, validated as a node-inventory document."""
+    from spurctl.sources.documents import dump_json, inventory_to_dict, parse_inventory_text
+
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise DocumentError(f"{name}: not the node scanner's JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise DocumentError(f"{name}: not a {SCHEMA} document")
+    try:
+        inventory = _rebuild(doc.get("inventory"))
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise DocumentError(
+            f"{name}: a record the node scanner cannot have built ({exc})"
+        ) from None
+    if not isinstance(inventory, Inventory):
+        raise DocumentError(f"{name}: the node scanner printed no inventory")
+    return list(
+        parse_inventory_text(dump_json(inventory_to_dict(inventory), indent=None), name=name)
+    )
+
+
+def _rebuild(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$time"}:
+            return datetime.fromisoformat(value["$time"])
+        fields = {k: _rebuild(v) for k, v in value.items() if k != "$record"}
+        return _RECORDS[value["$record"]](**fields)
+    if isinstance(value, list):
+        return tuple(_rebuild(v) for v in value)
+    return value

@@ -1,0 +1,165 @@
+"""collect --ship-scanner: nodes with only Python 3, the scanner sent on ssh's standard input.
+
+The shipped program is run by a clean interpreter (`python3 -I -S`: no site
+packages, so no spurctl, msgspec or ClusterShell), locally and through real sshd.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from spurctl.simcluster import SimCluster
+from spurctl.sources.documents import inventory_to_dict
+from spurctl.sources.shipped_scan import read_scan, scanner_program
+from tests.cli import one_line_error, run_cli
+from tests.e2e.test_real_openssh import fixture_nodes, records  # noqa: F401 (a fixture)
+from tests.sshd import SshSite
+from tests.unit.test_node_scan import add_process, make_proc, write_cgroup
+
+# Runs the program from stdin as `python3 -` would, then names every module it
+# loaded that is not in the standard library (spurctl's own stand-ins aside).
+WATCH_IMPORTS = """
+import sys
+program = sys.stdin.read()
+sys.argv = ["-", *sys.argv[1:]]
+exec(compile(program, "<stdin>", "exec"), {"__name__": "__main__"})
+outside = sorted(
+    name for name in sys.modules
+    if name.split(".")[0] not in {*sys.stdlib_module_names, "spurctl", "__main__"}
+)
+print("outside:", ",".join(outside), file=sys.stderr)
+"""
+
+
+def fixture_roots(tmp_path: Path) -> list[str]:
+    proc = make_proc(tmp_path)
+    cgroup = tmp_path / "cgroup"
+    add_process(
+        proc, 4242, {"SPUR_JOB_ID": "101", "SPUR_TARGET_NODE": "n1", "SPUR_JOB_GPUS": "0,1"}
+    )
+    add_process(proc, 4243, {"SLURM_JOB_ID": "102"}, start_ticks=5000)
+    write_cgroup(
+        cgroup,
+        101,
+        {
+            "cpuset.cpus": "0-3,8-11\n",
+            "cpuset.cpus.effective": "0-3,8-11\n",  # read through hostlist's range reader
+            "memory.max": "1073741824\n",
+        },
+    )
+    return ["--proc-root", str(proc), "--cgroup-root", str(cgroup), "--hostname", "n1"]
+
+
+def python3() -> str:
+    return "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+
+
+def test_the_shipped_scanner_runs_in_a_clean_interpreter_on_the_standard_library_only(
+    tmp_path: Path,
+) -> None:
+    run = subprocess.run(
+        [python3(), "-I", "-S", "-c", WATCH_IMPORTS, *fixture_roots(tmp_path)],
+        input=scanner_program().decode(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == ["outside: "], run.stderr
+    assert [inv.node for inv in read_scan(run.stdout, name="n1")] == ["n1"]
+
+
+def test_the_shipped_scanner_finds_what_node_inventory_finds(tmp_path: Path) -> None:
+    roots = fixture_roots(tmp_path)
+    installed = run_cli("node-inventory", *roots)
+    shipped = subprocess.run(
+        [python3(), "-I", "-S", "-", *roots],
+        input=scanner_program().decode(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert installed.returncode == 0 and shipped.returncode == 0, installed.stderr + shipped.stderr
+    expected = json.loads(installed.stdout)
+    (got,) = read_scan(shipped.stdout, name="n1")
+    doc = inventory_to_dict(got)
+    for d in (expected, doc):
+        d.pop("collected_at")
+    assert doc == expected
+    assert [(h["job_id"], h["cpus"], h["memory_mb"]) for h in doc["held"]] == [
+        (101, 8, 1024),
+        (102, None, None),
+    ]
+
+
+def test_collect_ship_scanner_through_real_sshd_inventories_nodes_without_spurctl(
+    fixture_nodes: SshSite,  # noqa: F811
+) -> None:
+    site = fixture_nodes
+    roots = site.dir / "roots"
+    # -I -S: the node's python3 sees no site packages, so no installed spurctl.
+    command = site.command(
+        f"python3 -I -S - --hostname %h --proc-root {roots}/%h/proc --cgroup-root {roots}/%h/cgroup"
+    )
+    run = run_cli(
+        "collect", "--nodes", "n[1-2],refused", "--ship-scanner", "--command", command,
+        "--timeout", "20", timeout=60,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    n1 = got["n1"]
+    assert n1["error"] is None and n1["source"] == "cgroup+proc", n1
+    assert [(h["job_id"], h["pids"]) for h in n1["held"]] == [(101, [4242])]  # type: ignore[union-attr]
+    assert n1["target_node"] == "n1"
+    assert got["n2"]["error"] is None and got["n2"]["held"] == []
+    refused = got["refused"]["error"]
+    assert isinstance(refused, str) and "Permission denied (publickey)" in refused
+
+
+def test_a_node_that_prints_an_inventory_instead_of_the_scanners_answer_is_an_error(
+    tmp_path: Path,
+) -> None:
+    doc = tmp_path / "inv.json"
+    doc.write_text(json.dumps({"schema": "spurctl.inventory/v1", "node": "n1", "held": []}) + "\n")
+    run = run_cli(
+        "collect",
+        "--nodes",
+        "n1",
+        "--ship-scanner",
+        "--command",
+        f"sh -c 'cat {doc}' %h",
+        timeout=60,
+    )
+    assert run.returncode == 1
+    error = records(run.stdout)["n1"]["error"]
+    assert isinstance(error, str) and "not a spurctl.node-scan/v1 document" in error, error
+
+
+def test_ship_scanner_with_the_gateway_tree_is_refused_in_one_line(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.conf"
+    from spurctl.sources.tree import root_name
+
+    topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: n[1-2]\n")
+    run = run_cli("collect", "--nodes", "n[1-2]", "--ship-scanner", "--topology", str(topology))
+    one_line_error(run, "--ship-scanner", "without --topology")
+
+
+def test_audit_collect_ship_scanner_audits_nodes_without_spurctl_through_real_sshd(
+    fixture_nodes: SshSite,  # noqa: F811
+    lone_controller: SimCluster,
+) -> None:
+    site = fixture_nodes
+    roots = site.dir / "roots"
+    command = site.command(
+        f"python3 -I -S - --hostname %h --proc-root {roots}/%h/proc --cgroup-root {roots}/%h/cgroup"
+    )
+    run = run_cli(
+        "audit", "--controller", lone_controller.controller_address, "--nodes", "n[1-2]",
+        "--collect", "--ship-scanner", "--command", command, "--format", "json", timeout=60,
+    )  # fmt: skip
+
+    doc = json.loads(run.stdout)
+    assert doc["summary"]["nodes_inventoried"] == 2, run.stderr
+    # The controller has never heard of n1: what n1 holds is found and reported, never healthy.
+    held = [f for f in doc["findings"] if f["node"] == "n1" and f.get("job_id") == 101]
+    assert held and all(f["action"] != "none" for f in held), doc["findings"]

@@ -1,0 +1,169 @@
+"""`audit --format prometheus -o` read by the real node_exporter and checked by promtool.
+
+Debian's prometheus-node-exporter runs with only its textfile collector on a
+loopback port, reading the directory spurctl writes into, and is scraped over
+HTTP as Prometheus would. The metric file is mode 0600 (write_output's
+guarantee); node_exporter runs as root here, so it can read it (in production
+it runs as its own user: see README, "Alerting and scheduling").
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spurctl.render.common import write_output
+from spurctl.simcluster import SimCluster
+from tests.cli import dead_url, run_cli, running
+from tests.tools import require
+
+_SAMPLE = re.compile(r"^(spurctl_[a-z_]+(?:\{[^}]*\})?) (\S+)$")
+
+
+def spurctl_samples(text: str) -> dict[str, float]:
+    """spurctl's series in exposition text, `name{labels}` -> value."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if m := _SAMPLE.match(line):
+            out[m[1]] = float(m[2])
+    return out
+
+
+class Exporter:
+    def __init__(self, url: str, proc: subprocess.Popen[str]) -> None:
+        self.url = url
+        self.proc = proc
+
+    def scrape(self) -> str:
+        with urllib.request.urlopen(self.url, timeout=5) as answer:
+            text: str = answer.read().decode()
+        return text
+
+
+@pytest.fixture
+def textfile_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "textfile"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def exporter(textfile_dir: Path) -> Iterator[Exporter]:
+    program = require("prometheus-node-exporter")
+    address = dead_url().removeprefix("http://")  # a free loopback port
+    argv = [
+        program,
+        "--collector.disable-defaults",
+        "--collector.textfile",
+        f"--collector.textfile.directory={textfile_dir}",
+        f"--web.listen-address={address}",
+    ]
+    with running(argv, stderr=subprocess.STDOUT) as proc:
+        found = Exporter(f"http://{address}/metrics", proc)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                found.scrape()
+                break
+            except OSError:
+                assert proc.poll() is None, "node_exporter exited before it listened"
+                assert time.monotonic() < deadline, "node_exporter did not listen within 20 s"
+                time.sleep(0.05)
+        yield found
+
+
+def audit_to(sim: SimCluster, inventory: Path, prom: Path) -> str:
+    run = run_cli(
+        "audit", "--controller", sim.controller_address, "--inventory", str(inventory),
+        "--format", "prometheus", "-o", str(prom),
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr  # the incident needs action
+    return prom.read_text()
+
+
+def test_node_exporter_serves_the_audits_metrics_with_their_labels(
+    incident_cluster: tuple[SimCluster, Path, Path], exporter: Exporter, textfile_dir: Path
+) -> None:
+    sim, inventory, _ = incident_cluster
+    written = audit_to(sim, inventory, textfile_dir / "spurctl.prom")
+
+    scraped = exporter.scrape()
+
+    assert "node_textfile_scrape_error 0" in scraped.splitlines()
+    served = spurctl_samples(scraped)
+    assert served == spurctl_samples(written)
+    assert served['spurctl_findings{kind="active-elsewhere"}'] == 7
+    assert served['spurctl_findings{kind="terminal-held"}'] == 1
+    assert served['spurctl_node_reclaimable_holdings{node="gpu006"}'] == 2
+    assert served["spurctl_nodes_in_scope"] == 24
+    assert served["spurctl_controller_view_complete"] == 1
+    for family in ("findings", "node_reclaimable_holdings", "audit_timestamp_seconds"):
+        assert f"# TYPE spurctl_{family} gauge" in scraped
+
+
+def test_promtool_check_metrics_passes_on_the_file_and_the_scrape(
+    incident_cluster: tuple[SimCluster, Path, Path], exporter: Exporter, textfile_dir: Path
+) -> None:
+    promtool = require("promtool")
+    sim, inventory, _ = incident_cluster
+    written = audit_to(sim, inventory, textfile_dir / "spurctl.prom")
+
+    for text in (written, exporter.scrape()):
+        check = subprocess.run(
+            [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert check.stdout.strip() == "" and check.stderr.strip() == "", "promtool lint findings"
+
+
+def test_rewriting_the_file_while_node_exporter_scrapes_never_serves_a_partial_read(
+    incident_cluster: tuple[SimCluster, Path, Path], exporter: Exporter, textfile_dir: Path
+) -> None:
+    sim, inventory, _ = incident_cluster
+    prom = textfile_dir / "spurctl.prom"
+    first = audit_to(sim, inventory, prom)
+    # A second version of the same size class: every sample's value changed, and a
+    # long comment so a write takes more than one syscall's worth of bytes.
+    second = (
+        re.sub(r"^(spurctl_\S+) \S+$", r"\1 7777", first, flags=re.M) + "# " + "x" * 200_000 + "\n"
+    )
+    versions = [spurctl_samples(first), spurctl_samples(second)]
+    assert versions[0] != versions[1]
+
+    stop = threading.Event()
+    writes = 0
+
+    def rewrite() -> None:
+        nonlocal writes
+        deadline = time.monotonic() + 20
+        while not stop.is_set() and time.monotonic() < deadline:
+            write_output((first, second)[writes % 2], prom)
+            writes += 1
+
+    writer = threading.Thread(target=rewrite, daemon=True)
+    writer.start()
+    seen = set()
+    try:
+        deadline = time.monotonic() + 10
+        scrapes = 0
+        while scrapes < 300 and time.monotonic() < deadline:
+            text = exporter.scrape()
+            scrapes += 1
+            assert "node_textfile_scrape_error 0" in text.splitlines(), text[-2000:]
+            served = spurctl_samples(text)
+            assert served in versions, f"scrape {scrapes} served a mix or a part of a version"
+            seen.add(versions.index(served))
+    finally:
+        stop.set()
+        writer.join(timeout=30)
+    assert scrapes >= 20 and writes >= 20, (scrapes, writes)
+    assert seen == {0, 1}, "the scrapes never saw the file change"
+    # No temp file left for the collector to read.
+    assert sorted(p.name for p in textfile_dir.iterdir()) == ["spurctl.prom"]
