@@ -891,6 +891,11 @@ def job_cgroup_dirs(
     return list(found.values())
 
 
+def cgroup_pids(job_dir: Path) -> set[int]:
+    """The processes in a job cgroup and its step cgroups, read now."""
+    return _cgroup_pids(job_dir, _ignore)
+
+
 def process_stats(proc_root: Path, pids: Iterable[int]) -> dict[int, tuple[int, int]]:
     """(parent pid, start ticks) of each of `pids` still readable; pid and start ticks
     name one process for the life of the boot."""
