@@ -337,6 +337,11 @@ class Holding(msgspec.Struct, gc=False):
     attempt: int | None = None
     # What showed the holding on the node: "cgroup", "process", "spool" (empty: not recorded).
     traces: tuple[str, ...] = ()
+    # Of `pids`, those descended from the node's current spurd: its own run of the job
+    # (after a graceful restart a requeued run shares the cgroup with the old one's orphans).
+    tracked_pids: tuple[int, ...] = ()
+    # Live `spurstepd` supervisors of the job (Spur #754): spurd adopts their runs.
+    supervisors: tuple[int, ...] = ()
 
     @property
     def live(self) -> bool:
@@ -363,6 +368,12 @@ class Inventory:
     target_nodes: tuple[str, ...] = ()
     # True when the scan looked for spurd: `agent` None then means none runs.
     agent_checked: bool = False
+    # Every top-level spurd when more than one runs (then `agent` is None and
+    # `agent_checked` False: which one is the agent cannot be told).
+    agents: tuple[AgentProcess, ...] = ()
+    # spurd's own `--hostname` (its command line), when it was started with one: the
+    # name it registers under, while it reports completions under `hostname` (Spur #684).
+    agent_hostname: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +382,19 @@ class AgentProcess:
 
     pid: int
     started_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobProcess:
+    """A process a job's cgroup or environment names, as `spurctl node-release` weighs it."""
+
+    pid: int
+    ticks: int | None  # /proc/<pid>/stat field 22: with the pid, one process for the boot
+    started_at: datetime | None
+    lineage: tuple[int, ...]  # its parent, grandparent, ... as far as /proc could be read
+    env_job: int | None  # the job its SPUR_JOB_ID names
+    cgroup_job: int | None  # the job whose `job_<id>` cgroup it sits in
+    comm: str | None = None
 
 
 HOLDING_TRACES = ("cgroup", "process", "spool")

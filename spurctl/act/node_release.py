@@ -33,10 +33,16 @@ from datetime import datetime
 from pathlib import Path
 
 from spurctl.decide.reasons import plural
-from spurctl.decide.release import held_run, refusal, signalled
+from spurctl.decide.release import held_run, refusal
+from spurctl.decide.release import select as select_processes
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory, format_time
-from spurctl.sources.node_scan import job_cgroup_dirs, process_stats, scan_this_node
+from spurctl.sources.node_scan import (
+    cgroup_pids,
+    job_cgroup_dirs,
+    process_stats,
+    scan_for_release,
+)
 
 KIND = "agent-orphan"
 DEFAULT_GRACE_S = 10.0
@@ -54,6 +60,7 @@ class Target:
     holding: Holding
     pids: dict[int, int]  # pid -> start ticks (/proc/<pid>/stat field 22)
     cgroups: tuple[Path, ...]
+    spared: dict[int, str] = field(default_factory=dict)  # pid -> why it is left alone
 
     @property
     def node(self) -> str:
@@ -74,6 +81,8 @@ class Released:
     cgroup_killed: list[Path] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)
     left: list[Path] = field(default_factory=list)  # cgroups that could not be removed
+    # Cgroups that also hold a process not released (spurd's own run): kept by design.
+    kept: list[Path] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -91,6 +100,9 @@ class Released:
             parts.append(f"still running: {_pids(self.survivors)}")
         if self.left:
             parts.append(f"not removed: {', '.join(str(p) for p in self.left)}")
+        if self.kept:
+            kept = ", ".join(str(p) for p in self.kept)
+            parts.append(f"kept (holds a process not released): {kept}")
         what = "released" if self.complete else "not fully released"
         return f"job {target.job_id} on {target.node} {what}: {'; '.join(parts)}"
 
@@ -106,20 +118,25 @@ def find_target(
 
     Raises SpurctlError with the one-line refusal when it must not be released.
     """
-    inventory, _ = scan_this_node(cgroup_root, proc_root, None)
+    inventory, procs = scan_for_release(cgroup_root, proc_root, job_id)
     holding = held_run(inventory, job_id)
-    agent_pid = inventory.agent.pid if inventory.agent is not None else None
-    stats = process_stats(proc_root, holding.pids if holding is not None else ())
-    children = [pid for pid, (ppid, _) in stats.items() if ppid == agent_pid]
-    why = refusal(inventory, job_id, started_at, children_of_agent=children)
-    if why is not None or holding is None:
+    agent = inventory.agent
+    why = refusal(inventory, job_id, started_at)
+    if why is not None or holding is None or agent is None:
         raise SpurctlError(why or f"job {job_id} is not held here")
-    chosen = signalled(holding, own_pid=os.getpid(), agent_pid=agent_pid)
+    chosen = select_processes(job_id, procs, agent, own_pid=os.getpid())
+    if not chosen.signalled and any(p.cgroup_job in (None, job_id) for p in procs.values()):
+        raise SpurctlError(
+            f"no process of job {job_id} on {inventory.node} predates spurd (pid {agent.pid}): "
+            + "; ".join(f"{pid}: {why}" for pid, why in sorted(chosen.spared.items()))
+            + " (nothing released)"
+        )
     return Target(
         inventory=inventory,
         holding=holding,
-        pids={pid: stats[pid][1] for pid in chosen if pid in stats},
-        cgroups=tuple(job_cgroup_dirs(cgroup_root, proc_root, job_id, agent_pid)),
+        pids={pid: t for pid in chosen.signalled if (t := procs[pid].ticks) is not None},
+        cgroups=tuple(job_cgroup_dirs(cgroup_root, proc_root, job_id, agent.pid)),
+        spared=chosen.spared,
     )
 
 
@@ -139,14 +156,27 @@ def plan_lines(target: Target, grace_s: float) -> list[str]:
         )
     else:
         lines.append("no live process to signal")
-    killable = [c for c in target.cgroups if (c / "cgroup.kill").exists()]
+    for pid, why in sorted(target.spared.items()):
+        lines.append(f"left alone: process {pid}: {why}")
+    shared = [c for c in target.cgroups if not _only(c, target.pids)]
+    own = [c for c in target.cgroups if c not in shared]
+    killable = [c for c in own if (c / "cgroup.kill").exists()]
     if killable:
         lines.append(f"then cgroup.kill in {', '.join(str(c) for c in killable)}")
-    if target.cgroups:
+    if own:
+        lines.append(f"then remove the emptied job cgroup(s) {', '.join(str(c) for c in own)}")
+    for c in shared:
         lines.append(
-            f"then remove the emptied job cgroup(s) {', '.join(str(c) for c in target.cgroups)}"
+            f"{c} also holds a process that is not released: no cgroup.kill there, "
+            "and it is not removed"
         )
     return lines
+
+
+def _only(cgroup: Path, pids: dict[int, int]) -> bool:
+    """Whether every process in `cgroup` (and its step cgroups) is one the release stops:
+    cgroup.kill and rmdir act on the whole cgroup, so only then may they be used."""
+    return cgroup_pids(cgroup) <= set(pids)
 
 
 def is_live_proc(proc_root: Path) -> bool:
@@ -234,7 +264,8 @@ def release(
         done.terminated = [p.pid for p in procs if p.exited()]
         for cgroup in target.cgroups:
             kill = cgroup / "cgroup.kill"
-            if kill.exists():
+            # Read again now: spurd may have launched a requeued run into it meanwhile.
+            if kill.exists() and _only(cgroup, target.pids):
                 try:
                     kill.write_text("1")
                     done.cgroup_killed.append(cgroup)
@@ -250,7 +281,11 @@ def release(
         for p in procs:
             p.close()
     for cgroup in target.cgroups:
-        if _remove_tree(cgroup, clock, sleep):
+        if not _only(cgroup, target.pids):
+            done.kept.append(cgroup)
+        elif cgroup_pids(cgroup):  # never remove a cgroup that still has a process
+            done.left.append(cgroup)
+        elif _remove_tree(cgroup, clock, sleep):
             done.removed.append(cgroup)
         else:
             done.left.append(cgroup)

@@ -18,10 +18,11 @@ runs are re-parented away from the new one).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from spurctl.model import Holding, Inventory, format_time
+from spurctl.model import AgentProcess, Holding, Inventory, JobProcess, format_time
 
 # --started-at matches the run's start time to within this: a clock tick is 10 ms, and
 # an operator copying a report's time to the second must still match.
@@ -45,6 +46,13 @@ def refusal(
     the job's processes whose parent is the current spurd.
     """
     node, j = inventory.node, job_id
+    if len(inventory.agents) > 1:
+        pids = ", ".join(str(a.pid) for a in inventory.agents)
+        return (
+            f"{len(inventory.agents)} top-level spurd processes run on {node} (pids {pids}), "
+            f"so which one tracks job {j} cannot be told; stop the stale one and rerun "
+            "(nothing released)"
+        )
     holding = held_run(inventory, job_id)
     if holding is None:
         return (
@@ -78,13 +86,68 @@ def refusal(
             f"spurd (pid {agent.pid}) started at {format_time(agent.started_at)}, so spurd "
             f"tracks it: it is not an agent orphan; use spurctl reclaim --node {node} --job {j}"
         )
-    if agent.pid in holding.pids or children_of_agent:
-        which = agent.pid if agent.pid in holding.pids else min(children_of_agent)
+    if holding.supervisors:
+        return (
+            f"job {j}'s run on {node} runs under spurstepd supervisor "
+            f"{' '.join(str(p) for p in holding.supervisors)}, which spurd adopts after a "
+            f"restart (Spur #754): it is not an agent orphan; use spurctl reclaim --node "
+            f"{node} --job {j} (nothing released)"
+        )
+    tracked = set(children_of_agent) | set(holding.tracked_pids)
+    if agent.pid in holding.pids or (tracked and tracked >= set(holding.pids)):
+        which = agent.pid if agent.pid in holding.pids else min(tracked)
         return (
             f"process {which} of job {j} on {node} is spurd (pid {agent.pid}) or its child, "
             f"so spurd tracks it; use spurctl reclaim --node {node} --job {j}"
         )
     return None
+
+
+@dataclass(slots=True)
+class Selection:
+    """Which of a job's processes a release signals, and why each other one is spared."""
+
+    signalled: list[int] = field(default_factory=list)
+    spared: dict[int, str] = field(default_factory=dict)
+
+
+def select(
+    job_id: int, procs: Mapping[int, JobProcess], agent: AgentProcess, *, own_pid: int
+) -> Selection:
+    """Sort the processes that name `job_id` (by cgroup or environment) into signalled
+    and spared. Only a run that predates the current spurd is freed; a process of
+    spurd's own run (after a graceful restart a requeued run shares the job's cgroup),
+    of another job's cgroup, or of unknown age is left alone with its reason."""
+    out = Selection()
+    since = agent.started_at
+
+    def predates(p: JobProcess) -> bool:
+        return since is not None and p.started_at is not None and p.started_at < since
+
+    for pid, p in sorted(procs.items()):
+        if pid in (1, own_pid, agent.pid):
+            out.spared[pid] = "pid 1, spurd or this command itself"
+        elif p.cgroup_job is not None and p.cgroup_job != job_id:
+            out.spared[pid] = (
+                f"its SPUR_JOB_ID says job {p.env_job} but it sits in job {p.cgroup_job}'s "
+                f"cgroup, and cgroup membership wins: it is job {p.cgroup_job}'s"
+            )
+        elif agent.pid in p.lineage:
+            out.spared[pid] = (
+                f"it descends from the current spurd (pid {agent.pid}): spurd's own run of the job"
+            )
+        elif p.started_at is None:
+            out.spared[pid] = "its start time cannot be read"
+        elif predates(p) or any(
+            a in procs and a not in (1, agent.pid) and predates(procs[a]) for a in p.lineage
+        ):
+            out.signalled.append(pid)
+        else:
+            out.spared[pid] = (
+                "it began after the current spurd started and descends from no process "
+                "of the run that predates it, so whose it is cannot be told"
+            )
+    return out
 
 
 def signalled(holding: Holding, *, own_pid: int, agent_pid: int | None) -> tuple[int, ...]:

@@ -284,12 +284,17 @@ def holding_to_dict(h: Holding) -> dict[str, Any]:
 
 
 def _holding_extras_to_dict(h: Holding) -> dict[str, Any]:
-    """`attempt` and `traces`: written when known, so older documents read back unchanged."""
+    """`attempt`, `traces`, `tracked_pids`, `supervisors`: written when known, so older
+    documents read back unchanged."""
     out: dict[str, Any] = {}
     if h.attempt is not None:
         out["attempt"] = h.attempt
     if h.traces:
         out["traces"] = list(h.traces)
+    if h.tracked_pids:
+        out["tracked_pids"] = list(h.tracked_pids)
+    if h.supervisors:
+        out["supervisors"] = list(h.supervisors)
     return out
 
 
@@ -324,6 +329,12 @@ def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
         out["target_node"] = inv.target_node
     if inv.target_nodes:
         out["target_nodes"] = list(inv.target_nodes)
+    if inv.agents:
+        out["agents"] = [
+            {"pid": a.pid, "started_at": format_time(a.started_at)} for a in inv.agents
+        ]
+    if inv.agent_hostname is not None:
+        out["agent_hostname"] = inv.agent_hostname
     return out
 
 
@@ -350,6 +361,8 @@ class _HoldingDoc(msgspec.Struct, gc=False):
     attempt: _Count | None = None
     # Any non-empty names (HOLDING_TRACES today), so a newer scan's trace still reads.
     traces: tuple[_Name, ...] | None = None
+    tracked_pids: tuple[_Count, ...] | None = None
+    supervisors: tuple[_Count, ...] | None = None
 
 
 class _AgentDoc(msgspec.Struct, gc=False):
@@ -368,6 +381,8 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     hostname: _Name | None = None
     target_node: _Name | None = None
     target_nodes: tuple[_Name, ...] | None = None
+    agents: tuple[_AgentDoc, ...] | None = None
+    agent_hostname: _Name | None = None
 
 
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
@@ -407,6 +422,8 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
                     else _utc(h.started_at),
                     h.attempt,
                     h.traces or (),
+                    h.tracked_pids or (),
+                    h.supervisors or (),
                 )
                 for h in doc.held
             ]
@@ -420,6 +437,8 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         target_node=doc.target_node,
         target_nodes=doc.target_nodes or (),
         agent_checked=agent is not msgspec.UNSET,
+        agents=tuple(AgentProcess(a.pid, _utc(a.started_at)) for a in doc.agents or ()),
+        agent_hostname=doc.agent_hostname,
     )
 
 
@@ -648,6 +667,8 @@ _INVENTORY_FIELDS: dict[str, Callable[[str, Any], str]] = {
     "hostname": _fixed("field {name!r} must be a non-empty string or null"),
     "target_node": _fixed("field {name!r} must be a non-empty string or null"),
     "target_nodes": _fixed("field {name!r} must be a list of node names"),
+    "agents": _fixed("field {name!r} must be a list of objects with 'pid'"),
+    "agent_hostname": _fixed("field {name!r} must be a non-empty string or null"),
 }
 _HOLDING: dict[str, Callable[[str, Any], str]] = {
     "job_id": _job_id_said,
@@ -658,6 +679,8 @@ _HOLDING: dict[str, Callable[[str, Any], str]] = {
     "started_at": _time_said,
     "attempt": _count_or_null,
     "traces": _fixed("field {name!r} must be a list of names (e.g. " + _TRACES + ")"),
+    "tracked_pids": _counts,
+    "supervisors": _counts,
 }
 _AGENT: dict[str, Callable[[str, Any], str]] = {"pid": _count, "started_at": _time_said}
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
-from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, utcnow
+from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess, utcnow
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
 # SPUR_JOB_GPUS is the job's (or, with --gpu-bind, this rank's) list of device
@@ -53,6 +53,8 @@ CGROUP_ROOT = Path("/sys/fs/cgroup/spur")
 SPOOL_ROOT = Path("/var/spool/spur")
 """spurd's node-local spool (executor.rs SPOOL_ROOT); a job's is `job<id>/`."""
 AGENT_COMM = "spurd"
+# Spur #754's per-job supervisor (docs/spur-facts.md, "spurd restarts and spurstepd").
+SUPERVISOR_COMM = "spurstepd"
 
 _JOB_DIR = re.compile(r"job_([0-9]+)(?:_([0-9]+))?")
 _STEP_DIR = re.compile(r"step_[0-9]+")
@@ -126,6 +128,40 @@ def scan(
     Raises SpurctlError only when `proc_root` itself cannot be listed (a wrong
     --proc-root); everything below it that misbehaves is skipped.
     """
+    inventory, _ = _gather(
+        cgroup_root,
+        proc_root,
+        hostname,
+        now,
+        on_skip,
+        spool_root=spool_root,
+        host_name=host_name,
+        sys_root=sys_root,
+    )
+    return inventory
+
+
+@dataclass(slots=True)
+class _Evidence:
+    """What the scan read beside the inventory, for `spurctl node-release`."""
+
+    table: _ProcTable
+    boot: int | None
+    envs: dict[int, _ProcEnv]
+    membership: dict[int, int]  # pid -> the job whose cgroup it sits in
+
+
+def _gather(
+    cgroup_root: Path | None,
+    proc_root: Path,
+    hostname: str,
+    now: datetime | None,
+    on_skip: SkipHook | None,
+    *,
+    spool_root: Path | None,
+    host_name: str | None,
+    sys_root: Path,
+) -> tuple[Inventory, _Evidence]:
     collected_at = now if now is not None else utcnow()
     skip: SkipHook = on_skip if on_skip is not None else _ignore
     jobs: dict[int, _Job] = {}
@@ -133,7 +169,10 @@ def scan(
     # Listing /proc first: a wrong --proc-root is the one fatal mistake.
     envs = _read_environments(proc_root, skip)
     boot = _boot_time(proc_root, skip)
-    agent = find_agent(proc_root, boot, skip)
+    table = _ProcTable(proc_root, skip)
+    agents = find_agents(proc_root, boot, skip, table)
+    # Two top-level spurds: which one is the agent cannot be told (docs/node-evidence.md).
+    agent = agents[0] if len(agents) == 1 else None
     roots = (
         [cgroup_root]
         if cgroup_root is not None
@@ -142,6 +181,7 @@ def scan(
 
     own = {os.getpid()} if _is_live_proc(proc_root) else set()
     any_root = False
+    membership: dict[int, int] = {}
     for root in roots:
         found = _list_job_cgroups(root, skip)
         if found is None:
@@ -154,10 +194,21 @@ def scan(
             job = jobs.setdefault(job_id, _Job(job_id))
             job.cgroups.append(cgroup)
             job.pids.update(cgroup.pids)
+            for pid in pids:
+                membership.setdefault(pid, job_id)
 
     target_nodes: set[str] = set()
     for pid, env in envs.items():
         if env.job_id is None or env.epilog:
+            continue
+        # Cgroup membership wins over the environment: a process in another job's
+        # cgroup is that job's, whatever SPUR_JOB_ID it inherited.
+        home = membership.get(pid)
+        if home is None:
+            home = _cgroup_job(proc_root, pid, skip)
+            if home is not None:
+                membership[pid] = home
+        if home is not None and home != env.job_id:
             continue
         jobs.setdefault(env.job_id, _Job(env.job_id)).pids.add(pid)
         if env.target_node:
@@ -167,9 +218,13 @@ def scan(
         for job_id, path in _list_spool_dirs(spool_root, skip):
             jobs.setdefault(job_id, _Job(job_id)).spool = path
 
-    held = tuple(_holding(jobs[job_id], envs, proc_root, boot, skip) for job_id in sorted(jobs))
+    supervisors = table.named(SUPERVISOR_COMM)
+    held = tuple(
+        _holding(jobs[job_id], envs, table, boot, skip, agent, supervisors)
+        for job_id in sorted(jobs)
+    )
     names = tuple(sorted(target_nodes))
-    return Inventory(
+    inventory = Inventory(
         node=hostname,
         collected_at=collected_at,
         source="cgroup+proc" if any_root else "proc",
@@ -179,8 +234,11 @@ def scan(
         hostname=host_name if host_name is not None else hostname,
         target_node=names[0] if len(names) == 1 else None,
         target_nodes=names,
-        agent_checked=True,
+        agent_checked=len(agents) <= 1,
+        agents=tuple(agents) if len(agents) > 1 else (),
+        agent_hostname=_hostname_option(proc_root, agent.pid, skip) if agent else None,
     )
+    return inventory, _Evidence(table, boot, envs, membership)
 
 
 def _ignore(path: Path, exc: Exception) -> None:
@@ -501,12 +559,6 @@ def _boot_time(proc_root: Path, skip: SkipHook) -> int | None:
     return None
 
 
-def _start_ticks(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
-    """Field 22 of /proc/<pid>/stat: start time in clock ticks after boot."""
-    fields = _stat_fields(proc_root, pid, skip)
-    return fields[1] if fields is not None else None
-
-
 def _stat_fields(proc_root: Path, pid: int, skip: SkipHook) -> tuple[int, int] | None:
     """(parent pid, start ticks) from /proc/<pid>/stat (fields 4 and 22)."""
     path = proc_root / str(pid) / "stat"
@@ -524,34 +576,133 @@ def _stat_fields(proc_root: Path, pid: int, skip: SkipHook) -> tuple[int, int] |
     return int(fields[1]), int(fields[19])
 
 
-# -- the agent --------------------------------------------------------------------
+# -- the agent ------------------------------------------------------------------------
+
+
+class _ProcTable:
+    """/proc read on demand, each process's comm and stat at most once per scan."""
+
+    def __init__(self, proc_root: Path, skip: SkipHook) -> None:
+        self.proc_root = proc_root
+        self._skip = skip
+        self._stats: dict[int, tuple[int, int] | None] = {}
+        self._comms: dict[int, str | None] | None = None
+
+    def stat(self, pid: int) -> tuple[int, int] | None:
+        """(parent pid, start ticks), None when unreadable."""
+        if pid not in self._stats:
+            self._stats[pid] = _stat_fields(self.proc_root, pid, self._skip)
+        return self._stats[pid]
+
+    def comms(self) -> dict[int, str | None]:
+        """pid -> command name of every process (None: unreadable, but not vanished)."""
+        if self._comms is None:
+            self._comms = {}
+            try:
+                names = [n for n in os.listdir(self.proc_root) if n.isascii() and n.isdigit()]
+            except OSError:
+                names = []
+            for name in names:
+                path = self.proc_root / name / "comm"
+                try:
+                    self._comms[int(name)] = path.read_bytes().decode("ascii", "replace").strip()
+                except FileNotFoundError:
+                    if (self.proc_root / name).exists():
+                        self._comms[int(name)] = None
+                except OSError as exc:  # a vanished process reads as ESRCH, not ENOENT
+                    if not isinstance(exc, ProcessLookupError):
+                        self._skip(path, exc)
+                        self._comms[int(name)] = None
+        return self._comms
+
+    def named(self, comm: str) -> set[int]:
+        return {pid for pid, c in self.comms().items() if c == comm}
+
+    def lineage(self, pid: int) -> tuple[int, ...]:
+        """Its parent, grandparent, ... up to pid 1 or the first unreadable one."""
+        out: list[int] = []
+        seen = {pid}
+        here = pid
+        while True:
+            fields = self.stat(here)
+            if fields is None or fields[0] <= 0 or fields[0] in seen:
+                return tuple(out)
+            here = fields[0]
+            out.append(here)
+            seen.add(here)
 
 
 def find_agent(proc_root: Path, boot: int | None, skip: SkipHook) -> AgentProcess | None:
-    """The node's spurd: a process whose comm is `spurd` and whose parent is not one.
+    """The node's spurd, when exactly one top-level spurd runs (see `find_agents`)."""
+    agents = find_agents(proc_root, boot, skip)
+    return agents[0] if len(agents) == 1 else None
+
+
+def find_agents(
+    proc_root: Path, boot: int | None, skip: SkipHook, table: _ProcTable | None = None
+) -> list[AgentProcess]:
+    """Every top-level spurd: a process whose comm is `spurd` and whose parent is not one.
 
     spurd forks before it execs a job, so a child named spurd is the agent's
-    fork, not another agent. Two top-level spurds should not happen (one
-    listens on the agent port); the newest is taken, as the one that would
-    have bound it after a restart.
+    fork, not another agent. One listens on the agent port; two means a restart
+    whose old agent lives on, and which one tracks a run cannot be told, so the
+    callers take none. A spurd whose stat cannot be read is listed without a
+    start time (its parent unknown, it may be the agent), oldest pid order.
     """
+    table = table if table is not None else _ProcTable(proc_root, skip)
+    unreadable = {p for p, c in table.comms().items() if c is None}
+    named = table.named(AGENT_COMM) | {p for p in unreadable if _stat_names_spurd(proc_root, p)}
+    candidates = sorted(named)
+    found = {pid: table.stat(pid) for pid in candidates}
+    top = [pid for pid, fields in found.items() if fields is None or fields[0] not in found]
+    return [
+        AgentProcess(pid, None if fields is None else _ticks_to_time(boot, fields[1]))
+        for pid in top
+        for fields in [found[pid]]
+    ]
+
+
+def _stat_names_spurd(proc_root: Path, pid: int) -> bool:
+    """A process whose comm is unreadable still counts as spurd when its stat names it."""
     try:
-        names = [n for n in os.listdir(proc_root) if n.isascii() and n.isdigit()]
+        raw = (proc_root / str(pid) / "stat").read_bytes()
     except OSError:
+        return False
+    return raw.partition(b" (")[2].rpartition(b")")[0] == AGENT_COMM.encode()
+
+
+def _hostname_option(proc_root: Path, pid: int, skip: SkipHook) -> str | None:
+    """The `--hostname`/`-N` value on spurd's command line (main.rs `Args::hostname`)."""
+    path = proc_root / str(pid) / "cmdline"
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError):
+            skip(path, exc)
         return None
-    found: dict[int, tuple[int, int]] = {}
-    for name in names:
-        comm = _read_text(proc_root / name / "comm", skip)
-        if comm is None or comm.strip() != AGENT_COMM:
+    return hostname_option([a.decode("utf-8", "replace") for a in raw.split(b"\0")[1:]])
+
+
+def hostname_option(args: list[str]) -> str | None:
+    """What clap takes as spurd's `-N/--hostname` from `args`: the last one given wins."""
+    value: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            break
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if arg in ("--hostname", "-N"):
+            if nxt is not None:
+                value = nxt
+            i += 2
             continue
-        fields = _stat_fields(proc_root, int(name), skip)
-        if fields is not None:
-            found[int(name)] = fields
-    top = [pid for pid, (ppid, _) in found.items() if ppid not in found]
-    if not top:
-        return None
-    pid = max(top, key=lambda p: (found[p][1], p))
-    return AgentProcess(pid=pid, started_at=_ticks_to_time(boot, found[pid][1]))
+        if arg.startswith("--hostname="):
+            value = arg.removeprefix("--hostname=")
+        elif arg.startswith("-N") and not arg.startswith("--"):
+            value = arg[2:].removeprefix("=")
+        i += 1
+    return value.strip() or None if value is not None else None
 
 
 def _ticks_to_time(boot: int | None, ticks: int) -> datetime | None:
@@ -564,7 +715,13 @@ def _ticks_to_time(boot: int | None, ticks: int) -> datetime | None:
 
 
 def _holding(
-    job: _Job, envs: dict[int, _ProcEnv], proc_root: Path, boot: int | None, skip: SkipHook
+    job: _Job,
+    envs: dict[int, _ProcEnv],
+    table: _ProcTable,
+    boot: int | None,
+    skip: SkipHook,
+    agent: AgentProcess | None,
+    supervisors: set[int],
 ) -> Holding:
     gpus = sorted({g for pid in job.pids if pid in envs for g in envs[pid].gpus})
     cgroup = job.cgroup
@@ -573,16 +730,39 @@ def _holding(
         *(("process",) if job.pids else ()),
         *(("spool",) if job.spool is not None else ()),
     )
+    tracked: list[int] = []
+    supervised: set[int] = {p for p in job.pids if p in supervisors}
+    supervised |= {p for p in supervisors if p in envs and envs[p].job_id == job.job_id}
+    if agent is not None or supervisors:
+        for pid in sorted(job.pids):
+            lineage = table.lineage(pid)
+            if agent is not None and agent.pid in lineage:
+                tracked.append(pid)
+            supervised.update(a for a in lineage if a in supervisors)
     return Holding(
         job_id=job.job_id,
         cpus=_cgroup_cpus(cgroup.path, skip) if cgroup else None,
         memory_mb=_memory_mb(cgroup.path, skip) if cgroup else None,
         gpus=tuple(gpus),
         pids=tuple(sorted(job.pids)),
-        started_at=_started_at(job, proc_root, boot, skip),
+        started_at=_started_at(job, table, boot, skip),
         attempt=cgroup.attempt if cgroup else None,
         traces=traces,
+        tracked_pids=tuple(tracked),
+        supervisors=tuple(sorted(supervised)),
     )
+
+
+def _cgroup_job(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
+    """The job whose `job_<id>[_<attempt>]` cgroup /proc/<pid>/cgroup places it in, if any."""
+    path = _cgroup2_path(proc_root / str(pid) / "cgroup", skip)
+    if path is None:
+        return None
+    for part in reversed([p for p in path.split("/") if p]):
+        match = _JOB_DIR.fullmatch(part)
+        if match is not None and int(match.group(1)) <= MAX_JOB_ID:
+            return int(match.group(1))
+    return None
 
 
 def _memory_mb(job_dir: Path, skip: SkipHook) -> int | None:
@@ -590,9 +770,9 @@ def _memory_mb(job_dir: Path, skip: SkipHook) -> int | None:
     return parse_memory_max(text) if text is not None else None
 
 
-def _started_at(job: _Job, proc_root: Path, boot: int | None, skip: SkipHook) -> datetime | None:
+def _started_at(job: _Job, table: _ProcTable, boot: int | None, skip: SkipHook) -> datetime | None:
     if boot is not None and job.pids:
-        ticks = _present(_start_ticks(proc_root, pid, skip) for pid in job.pids)
+        ticks = _present(_ticks(table.stat(pid)) for pid in job.pids)
         if ticks:
             return _ticks_to_time(boot, min(ticks))
     # No readable process: when the cgroup (else the spool directory) was made.
@@ -602,6 +782,10 @@ def _started_at(job: _Job, proc_root: Path, boot: int | None, skip: SkipHook) ->
         except OSError as exc:
             skip(path, exc)
     return None
+
+
+def _ticks(fields: tuple[int, int] | None) -> int | None:
+    return None if fields is None else fields[1]
 
 
 def _present(values: Iterable[int | None]) -> list[int]:
@@ -654,6 +838,42 @@ def scan_this_node(
 # -- for `spurctl node-release` ----------------------------------------------------
 
 
+def scan_for_release(
+    cgroup_root: Path | None, proc_root: Path, job_id: int
+) -> tuple[Inventory, dict[int, JobProcess]]:
+    """This node's inventory, and every process that `job_id`'s cgroups or environment
+    name (also those in another job's cgroup, so a release can say why it spares them)."""
+    import socket
+
+    inventory, ev = _gather(
+        cgroup_root,
+        proc_root,
+        socket.gethostname(),
+        None,
+        None,
+        spool_root=SPOOL_ROOT,
+        host_name=None,
+        sys_root=Path("/"),
+    )
+    claimed = {p for p, j in ev.membership.items() if j == job_id}
+    claimed |= {p for p, e in ev.envs.items() if e.job_id == job_id and not e.epilog}
+    comms = ev.table.comms()
+    out: dict[int, JobProcess] = {}
+    for pid in sorted(claimed):
+        fields = ev.table.stat(pid)
+        env = ev.envs.get(pid)
+        out[pid] = JobProcess(
+            pid=pid,
+            ticks=_ticks(fields),
+            started_at=None if fields is None else _ticks_to_time(ev.boot, fields[1]),
+            lineage=ev.table.lineage(pid),
+            env_job=None if env is None else env.job_id,
+            cgroup_job=ev.membership.get(pid),
+            comm=comms.get(pid),
+        )
+    return inventory, out
+
+
 def job_cgroup_dirs(
     cgroup_root: Path | None, proc_root: Path, job_id: int, agent_pid: int | None
 ) -> list[Path]:
@@ -669,6 +889,11 @@ def job_cgroup_dirs(
             if found_id == job_id:
                 found.setdefault(os.path.realpath(path), path)
     return list(found.values())
+
+
+def cgroup_pids(job_dir: Path) -> set[int]:
+    """The processes in a job cgroup and its step cgroups, read now."""
+    return _cgroup_pids(job_dir, _ignore)
 
 
 def process_stats(proc_root: Path, pids: Iterable[int]) -> dict[int, tuple[int, int]]:

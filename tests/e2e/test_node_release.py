@@ -291,3 +291,109 @@ def test_node_release_kills_an_orphans_job_cgroups_for_real(
     assert [r["event"] for r in journal_records(journal)] == ["intent", "outcome"]
     assert journal_records(journal)[1]["result"] == "released"
     assert sys.platform == "linux"
+
+
+# -- which processes are the orphan's: cgroup membership, two spurds, a graceful restart --
+
+
+def _child_of(parent: int, marker: bytes) -> int | None:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_bytes()
+            except OSError:
+                continue
+            if stat.rpartition(b")")[2].split()[1:2] == [str(parent).encode()] and _environ_has(
+                int(name), marker
+            ):
+                return int(name)
+    return None
+
+
+def test_node_release_never_signals_a_process_in_another_jobs_cgroup(
+    procs: Processes, tmp_path: Path
+) -> None:
+    job_id = 3_920_000_000 + secrets.randbelow(1_000_000)
+    other = job_id + 1
+    root = tmp_path / "cgroups"
+    journal = tmp_path / "journal.jsonl"
+    mine = procs.start(["sleep", "120"], spurd_env(job_id))
+    # It inherited job_id's SPUR_JOB_ID, but sits in the other (live) job's cgroup.
+    theirs = procs.start(["sleep", "120"], spurd_env(job_id))
+    (root / f"job_{other}").mkdir(parents=True)
+    (root / f"job_{other}" / "cgroup.procs").write_text(f"{theirs.pid}\n")
+    time.sleep(0.05)
+    procs.spurd()
+    at_root = ("--cgroup-root", str(root))
+    when = started_at(job_id, *at_root)
+
+    dry = release(job_id, when, journal, "--dry-run", *at_root)
+    assert dry.returncode == 0, dry.stderr
+    assert f"left alone: process {theirs.pid}:" in dry.stdout
+    assert f"job {other}'s cgroup, and cgroup membership wins" in dry.stdout
+
+    done = release(job_id, when, journal, "--grace", "0.5", *at_root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    _wait(f"pid {mine.pid} to die", lambda: not alive(mine.pid))
+    assert alive(theirs.pid), "a process of another job's cgroup was signalled"
+
+
+def test_node_release_refuses_when_two_spurds_run_naming_both(
+    procs: Processes, tmp_path: Path
+) -> None:
+    job_id = 3_910_000_000 + secrets.randbelow(1_000_000)
+    no_cgroups = ("--cgroup-root", str(tmp_path / "no-cgroups"))
+    journal = tmp_path / "journal.jsonl"
+    run = procs.start(["sleep", "120"], spurd_env(job_id))
+    time.sleep(0.05)
+    old, new = procs.spurd(), procs.spurd()
+    when = started_at(job_id, *no_cgroups)
+
+    refused = release(job_id, when, journal, *no_cgroups)
+
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "2 top-level spurd processes run on" in refused.stderr
+    assert str(old.pid) in refused.stderr and str(new.pid) in refused.stderr
+    assert alive(run.pid) and journal_records(journal) == []
+
+
+def test_after_a_graceful_restart_node_release_frees_only_the_pre_restart_run(
+    procs: Processes, tmp_path: Path
+) -> None:
+    """spurd deregistered on SIGTERM, the job was requeued under the same id onto this
+    node, and the new spurd launched it into the same job_<id> cgroup as the old run's
+    surviving process: the release stops the old one only, and acts on no cgroup."""
+    job_id = 3_900_000_000 + secrets.randbelow(1_000_000)
+    root = tmp_path / "cgroups"
+    journal = tmp_path / "journal.jsonl"
+    orphan = procs.start(["sleep", "120"], spurd_env(job_id))
+    time.sleep(0.05)
+    shell = tmp_path / "sh-as-spurd" / "spurd"
+    shell.parent.mkdir()
+    shutil.copy(shutil.which("sh") or "/bin/sh", shell)
+    marker = f"SPUR_JOB_ID={job_id}".encode()
+    agent = procs.start(
+        [str(shell), "-c", f"SPUR_JOB_ID={job_id} SLURM_JOB_ID={job_id} sleep 120 & wait"], {}
+    )
+    _wait("the requeued run, spurd's child", lambda: _child_of(agent.pid, marker) is not None)
+    requeued = _child_of(agent.pid, marker)
+    assert requeued is not None
+    job_dir = root / f"job_{job_id}"
+    job_dir.mkdir(parents=True)
+    (job_dir / "cgroup.procs").write_text(f"{orphan.pid}\n{requeued}\n")
+    (job_dir / "cgroup.kill").write_text("")
+    at_root = ("--cgroup-root", str(root))
+    when = started_at(job_id, *at_root)
+
+    dry = release(job_id, when, journal, "--dry-run", *at_root)
+    assert dry.returncode == 0, dry.stderr
+    assert f"left alone: process {requeued}: it descends from the current spurd" in dry.stdout
+    assert "no cgroup.kill there, and it is not removed" in dry.stdout
+
+    done = release(job_id, when, journal, "--grace", "0.5", *at_root)
+    _wait(f"pid {orphan.pid} to die", lambda: not alive(orphan.pid))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert alive(requeued), "spurd's own run of the requeued job was signalled"
+    assert (job_dir / "cgroup.kill").read_text() == "", "cgroup.kill written in a shared cgroup"
+    assert job_dir.exists() and "kept (holds a process not released)" in done.stdout

@@ -174,6 +174,7 @@ def test_spur_main_layout_is_read_with_its_evidence_and_the_agent(tmp_path: Path
             started_at=started(5000),
             attempt=None,
             traces=("cgroup", "process", "spool"),
+            tracked_pids=(81234,),  # spurd's child: its own run
         ),
     )
     assert inv.agent == AgentProcess(pid=2201, started_at=started(100))
@@ -416,11 +417,80 @@ def test_no_spurd_means_agent_null_and_a_fork_is_not_another_agent(tmp_path: Pat
     assert node.scan().agent == AgentProcess(2201, started(100))
 
 
-def test_two_agents_the_newest_is_taken(tmp_path: Path) -> None:
+def test_two_top_level_spurds_name_no_agent_and_record_both(tmp_path: Path) -> None:
+    # Issue 23 item 3 changes this: the newest was taken, and its children alone
+    # counted as tracked, while the older spurd still supervised its runs.
     node = Node(tmp_path)
     node.process(2201, {}, comm="spurd", ticks=100)
     node.process(3300, {}, comm="spurd", ticks=8000)
-    assert node.scan().agent == AgentProcess(3300, started(8000))
+    node.process(81234, spurd_env(4711), ppid=2201, ticks=5000)
+    inv = node.scan()
+    assert inv.agent is None and not inv.agent_checked
+    assert inv.agents == (AgentProcess(2201, started(100)), AgentProcess(3300, started(8000)))
+    assert by_id(inv)[4711].tracked_pids == ()
+    doc = inventory_to_dict(inv)
+    assert "agent" not in doc and [a["pid"] for a in doc["agents"]] == [2201, 3300]
+    assert inventory_from_dict(json.loads(json.dumps(doc)), where="t") == inv
+
+
+def test_a_spurd_whose_stat_cannot_be_read_still_counts_as_a_spurd(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.process(2201, {}, comm="spurd", ticks=100)
+    node.process(3300, {}, comm="spurd", ticks=8000)
+    (node.proc / "3300" / "stat").write_text("garbage")
+    assert node.scan().agents == (AgentProcess(2201, started(100)), AgentProcess(3300, None))
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--hostname", "gpu017-ib"], "gpu017-ib"),
+        (["--controller", "http://c:6817", "--hostname=gpu017-ib"], "gpu017-ib"),
+        (["-N", "gpu017-ib"], "gpu017-ib"),
+        (["-Ngpu017-ib"], "gpu017-ib"),
+        (["--listen", "[::]:6818"], None),
+        (["--", "--hostname", "x"], None),
+    ],
+)
+def test_spurds_hostname_option_is_read_from_its_command_line(
+    tmp_path: Path, argv: list[str], expected: str | None
+) -> None:
+    node = Node(tmp_path)
+    node.process(2201, {}, comm="spurd", ticks=100)
+    (node.proc / "2201" / "cmdline").write_bytes(
+        b"\0".join(a.encode() for a in ["/usr/bin/spurd", *argv]) + b"\0"
+    )
+    inv = node.scan()
+    assert inv.agent_hostname == expected and inv.hostname == "gpu017"
+    doc = inventory_to_dict(inv)
+    assert doc.get("agent_hostname") == expected
+    assert inventory_from_dict(json.loads(json.dumps(doc)), where="t") == inv
+
+
+def test_a_process_in_another_jobs_cgroup_is_that_jobs_whatever_its_environment(
+    tmp_path: Path,
+) -> None:
+    node = spur_main_node(tmp_path)
+    node.job_cgroup("spur/job_200")
+    node.process(500, spurd_env(100), ticks=6000, cgroup="/spur/job_200")
+    node.process(501, spurd_env(100), ticks=6000)  # job 100's, in no job cgroup
+    held = by_id(node.scan())
+    assert held[100].pids == (501,) and held[200].pids == (500,)
+
+
+def test_a_jobs_processes_under_spurd_and_under_a_supervisor_are_recorded(
+    tmp_path: Path,
+) -> None:
+    node = spur_main_node(tmp_path)  # 81234 of job 4711 is spurd's child
+    # After a graceful restart: a pre-restart process in the same cgroup, not spurd's.
+    node.process(700, spurd_env(4711), ppid=1, ticks=50, cgroup="/spur/job_4711")
+    # Job 9 under a spurstepd supervisor (Spur #754), reparented to init.
+    node.process(900, {}, comm="spurstepd", ppid=1, ticks=40)
+    node.process(901, spurd_env(9), ppid=900, ticks=41)
+    held = by_id(node.scan())
+    assert held[4711].pids == (700, 81234) and held[4711].tracked_pids == (81234,)
+    assert held[9].supervisors == (900,) and held[9].tracked_pids == ()
+    assert held[4711].supervisors == ()
 
 
 # -- the document ----------------------------------------------------------------------------------

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spurctl.decide.release import refusal, signalled
-from spurctl.model import AgentProcess, Holding, Inventory
+from spurctl.decide.release import refusal, select, signalled
+from spurctl.model import AgentProcess, Holding, Inventory, JobProcess
 
 RUN = datetime(2026, 12, 1, 14, 2, 11, 250_000, tzinfo=UTC)
 RESTART = RUN + timedelta(hours=8)
@@ -42,8 +43,19 @@ CASES = [
      "it is not an agent orphan; use spurctl reclaim --node gpu003 --job 4711"),
     ("a run begun the instant spurd did is spurd's own", node(run(), agent=AgentProcess(2201, RUN)),
      RUN, (), "not an agent orphan"),
-    ("a process whose parent is the current spurd: spurd tracks it", node(run()), RUN, (81235,),
-     "process 81235 of job 4711 on gpu003 is spurd (pid 2201) or its child"),
+    # Issue 24 item 4 changes this: beside a process that predates spurd (a graceful
+    # restart's orphan sharing the cgroup), spurd's child no longer refuses the release;
+    # `select` leaves the child alone. Only spurd's processes alone refuse it.
+    ("a process of spurd's beside a pre-restart one: the release goes on", node(run()), RUN,
+     (81235,), None),
+    ("every process is spurd's child: spurd tracks it", node(run()), RUN, (81234, 81235),
+     "process 81234 of job 4711 on gpu003 is spurd (pid 2201) or its child"),
+    ("two top-level spurds: refused, naming both",
+     replace(node(run(), agent=None), agents=(AgentProcess(2201, RESTART), AgentProcess(3300))),
+     RUN, (), "2 top-level spurd processes run on gpu003 (pids 2201, 3300)"),
+    ("a run under a spurstepd supervisor is adopted, never an orphan",
+     node(Holding(job_id=4711, pids=(81234,), started_at=RUN, supervisors=(900,))), RUN, (),
+     "runs under spurstepd supervisor 900"),
     ("spurd itself among the job's processes: refused", node(run(pids=(2201, 81234))), RUN, (),
      "process 2201 of job 4711"),
 ]  # fmt: skip
@@ -68,3 +80,30 @@ def test_never_signals_pid_1_itself_or_spurd() -> None:
     holding = run(pids=(1, 2201, 4242, 81234))
     assert signalled(holding, own_pid=4242, agent_pid=2201) == (81234,)
     assert signalled(holding, own_pid=4242, agent_pid=None) == (2201, 81234)
+
+
+def proc(
+    pid: int, started: datetime | None, *lineage: int, cgroup: int | None = 4711
+) -> JobProcess:
+    return JobProcess(pid, 1, started, lineage, env_job=4711, cgroup_job=cgroup)
+
+
+def test_only_the_run_that_predates_spurd_is_signalled() -> None:
+    agent = AgentProcess(2201, RESTART)
+    after = RESTART + timedelta(minutes=5)
+    procs = {
+        81234: proc(81234, RUN, 1),  # the pre-restart run, reparented to init
+        81240: proc(81240, after, 81234, 1),  # forked by it after the restart
+        90000: proc(90000, after, 2201, 1),  # the requeued run, spurd's child
+        90001: proc(90001, after, 90000, 2201, 1),  # and its child
+        95000: proc(95000, RUN, 1, cgroup=200),  # SPUR_JOB_ID=4711, in job_200's cgroup
+        96000: proc(96000, after, 1),  # younger than spurd, no known parent
+        97000: proc(97000, None, 1),
+    }
+    chosen = select(4711, procs, agent, own_pid=4242)
+    assert chosen.signalled == [81234, 81240]
+    assert set(chosen.spared) == {90000, 90001, 95000, 96000, 97000}
+    assert "cgroup membership wins: it is job 200's" in chosen.spared[95000]
+    assert "descends from the current spurd (pid 2201)" in chosen.spared[90001]
+    assert "whose it is cannot be told" in chosen.spared[96000]
+    assert "cannot be read" in chosen.spared[97000]
