@@ -213,7 +213,7 @@ def explain(
     node: Annotated[str, typer.Argument(metavar="NODE", help="The node (either of its names).")],
     job: Annotated[
         int | None,
-        typer.Argument(metavar="[JOB]", help="One job the node holds.", min=0, max=2**32 - 1),
+        typer.Argument(metavar="[JOB]", help="One job the node holds.", parser=opt.job_id_parser()),
     ] = None,
     fmt: Annotated[
         ReclaimFormat,
@@ -411,7 +411,7 @@ def journal_command(
     ] = None,
     last: Annotated[
         int,
-        typer.Option("--last", min=1, metavar="N", help="Show the newest N runs."),
+        opt.number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs."),
     ] = 20,
     run: Annotated[
         str | None,

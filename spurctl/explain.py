@@ -209,6 +209,8 @@ def guards(
         add("unproven-absence", f"job {j} is absent but its absence proves nothing")
     if inputs.not_found_doubt and job is None:
         add("not-found-doubt", inputs.not_found_doubt)
+    if j == 0:
+        add("job-id-zero", "Spur never issues job id 0 (its counter starts at first_job_id)")
     _, loose, heartbeat = judged_as(view.nodes, inv)
     if loose is not None:
         add("loose-name", loose)

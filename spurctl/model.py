@@ -234,12 +234,15 @@ def watermark_for(
     are lower bounds of the controller's next id; the higher one is the tighter.
     """
     if flag is not None:
-        if flag < 1:
-            raise SpurctlError("--watermark must be a positive job id")
+        if not 1 <= flag <= MAX_JOB_ID:
+            raise SpurctlError(f"--watermark must be a job id from 1 to {MAX_JOB_ID}")
         return Watermark(flag, WatermarkSource.FLAG)
     seen = max(view.jobs, default=0)
     found = max((i for i, j in confirmed.items() if j is not None), default=0)
-    return Watermark(max(seen + 1, found + 1, first_job_id), WatermarkSource.ESTIMATED)
+    # Ids are uint32: with the last id tracked, the estimate stays at it (a lower
+    # watermark only spares more), so it still fits a uint32 field wherever it goes.
+    value = min(max(seen + 1, found + 1, first_job_id), MAX_JOB_ID)
+    return Watermark(value, WatermarkSource.ESTIMATED)
 
 
 @dataclass(slots=True)
@@ -296,7 +299,7 @@ class ControllerView:
         return f"{len(self.jobs):,} of {self.jobs_total:,} jobs"
 
     def estimated_watermark(self) -> int:
-        return max(self.jobs, default=0) + 1
+        return min(max(self.jobs, default=0) + 1, MAX_JOB_ID)  # uint32, as watermark_for
 
     def node_allocations(self) -> Mapping[str, Allocation]:
         """Each node's allocation, without converting the nodes of a live view."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+import math
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from spurctl.errors import SpurctlError
-from spurctl.model import Action, Kind
+from spurctl.model import MAX_JOB_ID, Action, Kind
 from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
@@ -28,6 +29,65 @@ from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
+
+# -- numbers: every numeric option is parsed by one of these -------------------------
+
+# The parsers every numeric option uses; tests/unit/test_option_numbers.py checks that
+# no option of any command takes a number any other way.
+NUMBER_PARSERS: set[Callable[..., Any]] = set()
+# Upper bounds where nothing else bounds a number: a day for a wait, and Linux's own
+# limits for ports.
+DAY_S = 86_400.0
+
+
+def _plain(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _range_text(low: float, high: float | None) -> str:
+    return f"of at least {_plain(low)}" if high is None else f"from {_plain(low)} to {_plain(high)}"
+
+
+def number(kind: type[int] | type[float], low: float, high: float | None = None) -> Any:
+    """A parser for a numeric option: a finite `kind` from `low` to `high` (None: no
+    bound), else a usage error naming the option and the range (exit 2)."""
+    what = "whole number" if kind is int else "number"
+
+    def parse(value: str | int | float) -> int | float:
+        text = str(value).strip()
+        try:
+            parsed: int | float = int(text) if kind is int else float(text)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{text!r} is not a {what}; give a {what} {_range_text(low, high)}"
+            ) from None
+        if not math.isfinite(parsed):
+            raise typer.BadParameter(
+                f"{text!r} is not a finite number; give a {what} {_range_text(low, high)}"
+            )
+        if parsed < low or (high is not None and parsed > high):
+            raise typer.BadParameter(
+                f"{text} is out of range; give a {what} {_range_text(low, high)}"
+            )
+        return parsed
+
+    NUMBER_PARSERS.add(parse)
+    return parse
+
+
+def number_option(
+    *names: str, kind: type[int] | type[float], low: float, high: float | None = None, **kw: Any
+) -> Any:
+    """typer.Option for a number, parsed by `number` (its range shown in --help)."""
+    help_text = kw.pop("help", "")
+    shown = f"[{_range_text(low, high)}]"
+    return typer.Option(*names, parser=number(kind, low, high), help=f"{help_text}  {shown}", **kw)
+
+
+def job_id_parser() -> Any:
+    """A Spur job id: a uint32 (docs/spur-facts.md "Job ids")."""
+    return number(int, 0, MAX_JOB_ID)
+
 
 # -- connection options shared by every command that talks to the cluster -----
 
@@ -70,8 +130,11 @@ JwtKeyOpt = Annotated[
 ]
 AgentPortOpt = Annotated[
     int | None,
-    typer.Option(
+    number_option(
         "--agent-port",
+        kind=int,
+        low=1,
+        high=65535,
         help="Port of the fallback agent address NODE:PORT, for a node --agent-map does not "
         "list (default: spur.conf [network] agent_port, else 6818). A guess: spurd listens "
         "on its own --listen (default 6818) and no Spur code reads agent_port.",
@@ -91,7 +154,14 @@ AgentMapOpt = Annotated[
 ]
 TimeoutOpt = Annotated[
     float,
-    typer.Option("--timeout", help="Deadline of every RPC, seconds.", min=0.001, metavar="SECONDS"),
+    number_option(
+        "--timeout",
+        kind=float,
+        low=0.001,
+        high=DAY_S,
+        help="Deadline of every RPC, seconds.",
+        metavar="SECONDS",
+    ),
 ]
 TlsCaOpt = Annotated[
     Path | None,
@@ -220,7 +290,15 @@ CommandOpt = Annotated[
     ),
 ]
 FanoutOpt = Annotated[
-    int, typer.Option("--fanout", help="With --collect: nodes at once.", min=1, metavar="N")
+    int,
+    number_option(
+        "--fanout",
+        kind=int,
+        low=1,
+        high=100_000,
+        help="With --collect: nodes at once.",
+        metavar="N",
+    ),
 ]
 TopologyOpt = Annotated[
     Path | None,
@@ -385,7 +463,15 @@ AuditSnapshotOpt = Annotated[
     ),
 ]
 AuditWatermarkOpt = Annotated[
-    int | None, typer.Option("--watermark", help="Override the estimated watermark.", metavar="ID")
+    int | None,
+    number_option(
+        "--watermark",
+        kind=int,
+        low=1,
+        high=MAX_JOB_ID,
+        help="Override the estimated watermark.",
+        metavar="ID",
+    ),
 ]
 AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
 AuditWatchOpt = Annotated[
@@ -398,20 +484,23 @@ AuditWatchOpt = Annotated[
 ]
 AuditIntervalOpt = Annotated[
     float | None,
-    typer.Option(
+    number_option(
         "--interval",
+        kind=float,
+        low=0.001,
+        high=DAY_S,
         help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
-        min=0.001,
         show_default=False,
         metavar="SECONDS",
     ),
 ]
 AuditRoundsOpt = Annotated[
     int | None,
-    typer.Option(
+    number_option(
         "--rounds",
+        kind=int,
+        low=1,
         help="With --watch: stop after N rounds (for scripts and tests).",
-        min=1,
         metavar="N",
     ),
 ]
@@ -449,7 +538,10 @@ def one_hostlist(given: list[str]) -> str:
 
 
 ReclaimJobOpt = Annotated[
-    list[int] | None, typer.Option("--job", help="Only these job ids. Repeatable.", metavar="ID")
+    list[int] | None,
+    typer.Option(
+        "--job", parser=job_id_parser(), help="Only these job ids. Repeatable.", metavar="ID"
+    ),
 ]
 ReclaimDryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
 ReclaimYesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
@@ -463,10 +555,12 @@ ReclaimJournalOpt = Annotated[
 ]
 ReclaimSettleOpt = Annotated[
     float,
-    typer.Option(
+    number_option(
         "--settle",
+        kind=float,
+        low=0,
+        high=DAY_S,
         help="With --collect or --verify-inventory: seconds to wait before re-collecting.",
-        min=0,
         metavar="SECONDS",
     ),
 ]
@@ -481,7 +575,10 @@ ReclaimVerifyInventoryOpt = Annotated[
     ),
 ]
 ReclaimConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", help="Nodes cancelled at once.", min=1, metavar="N")
+    int,
+    number_option(
+        "--concurrency", kind=int, low=1, high=100_000, help="Nodes cancelled at once.", metavar="N"
+    ),
 ]
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -503,6 +600,9 @@ def parse_duration(value: str | float) -> float:
     if not seconds > 0 or seconds == float("inf"):
         raise typer.BadParameter(f"{value!r} must be a positive duration, e.g. 10m")
     return seconds
+
+
+NUMBER_PARSERS.add(parse_duration)
 
 
 ReclaimMaxInventoryAgeOpt = Annotated[
@@ -531,8 +631,11 @@ ChecklistNodesOpt = Annotated[
 ]
 ChecklistWatermarkOpt = Annotated[
     int | None,
-    typer.Option(
+    number_option(
         "--watermark",
+        kind=int,
+        low=1,
+        high=MAX_JOB_ID,
         help="The controller's next job id, if known (default: max tracked id + 1, "
         "at least spur.conf's first_job_id).",
         metavar="ID",
@@ -609,20 +712,24 @@ ShipScannerOpt = Annotated[
 ]
 CollectFanoutOpt = Annotated[
     int,
-    typer.Option(
+    number_option(
         "--fanout",
+        kind=int,
+        low=1,
+        high=100_000,
         help="How many commands run at once (with --topology: on each gateway, and here "
         "for nodes reached directly).",
-        min=1,
         metavar="N",
     ),
 ]
 CollectTimeoutOpt = Annotated[
     float,
-    typer.Option(
+    number_option(
         "--timeout",
+        kind=float,
+        low=0.001,
+        high=DAY_S,
         help="Seconds a node's command may run before it is killed.",
-        min=0.001,
         metavar="SECONDS",
     ),
 ]
@@ -712,8 +819,7 @@ NodeReleaseJobOpt = Annotated[
     typer.Option(
         "--job",
         help="The job id whose run to stop on this node.",
-        min=0,
-        max=2**32 - 1,
+        parser=job_id_parser(),
         metavar="ID",
     ),
 ]
@@ -731,10 +837,12 @@ NodeReleaseDryRunOpt = Annotated[
 ]
 NodeReleaseGraceOpt = Annotated[
     float,
-    typer.Option(
+    number_option(
         "--grace",
+        kind=float,
+        low=0,
+        high=DAY_S,
         help="Seconds between SIGTERM and SIGKILL (or cgroup.kill).",
-        min=0,
         metavar="SECONDS",
     ),
 ]

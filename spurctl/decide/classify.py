@@ -313,6 +313,13 @@ def _reclaim_doubt(held: _Held, kind: Kind) -> str | None:
     controller wipe the id may have been reissued, and only the run's start time
     (compared with the job's submit time) tells the old run from the new job.
     """
+    if held.holding.job_id == 0:
+        # Spur's counter starts at first_job_id (1 by default): id 0 is no run it issued
+        # (docs/spur-facts.md "Job ids").
+        return (
+            "Spur never issues job id 0 (its counter starts at first_job_id, 1 by default), "
+            "so this is no run the controller knows; find out what created it"
+        )
     if held.loose_match is not None:
         return held.loose_match
     if kind is Kind.ACTIVE_ELSEWHERE and held.node != held.holder:

@@ -26,6 +26,7 @@ from spurctl.errors import SpurctlError
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
+    MAX_JOB_ID,
     ControllerView,
     Job,
     JobState,
@@ -406,7 +407,11 @@ class ControllerClient:
         watermark is one above the highest tracked id."""
         found: list[pb.JobInfo] = []
         for _ in range(_PROBE_ROUNDS):
-            answer = self._by_ids(range(highest + 1, highest + 1 + _PROBE_BATCH))
+            if highest >= MAX_JOB_ID:
+                break  # job ids are uint32: nothing lies above the last one
+            answer = self._by_ids(
+                range(highest + 1, min(highest + 1 + _PROBE_BATCH, MAX_JOB_ID + 1))
+            )
             if not answer:
                 break
             found.extend(answer)
