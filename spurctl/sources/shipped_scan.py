@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.errors import DocumentError
-from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory
+from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess
 
 SCHEMA = "spurctl.node-scan/v1"
 SHIP_COMMAND = "ssh -o BatchMode=yes %h python3 -"
 
+# Every model record node_scan imports: the node gets a plain stand-in of each.
 _RECORDS: dict[str, type] = {
-    "Inventory": Inventory,
-    "Holding": Holding,
-    "AgentProcess": AgentProcess,
+    cls.__name__: cls for cls in (Inventory, Holding, AgentProcess, JobProcess)
 }
 
 # Runs on the node with only the standard library; the sources are filled in below.
@@ -77,7 +76,7 @@ class Record:
         self.__dict__.update(fields)
 
 
-for name in ("Inventory", "Holding", "AgentProcess"):
+for name in {records!r}:
     setattr(model, name, type(name, (Record,), {{}}))
 model.MAX_JOB_ID = {max_job_id!r}
 model.utcnow = lambda: datetime.now(UTC)
@@ -121,6 +120,7 @@ def scanner_program() -> bytes:
         errors=source(errors),
         node_scan=source(node_scan),
         max_job_id=MAX_JOB_ID,
+        records=tuple(_RECORDS),
     ).encode()
 
 
