@@ -436,6 +436,9 @@ def _agent_orphan(
         f"before its spurd (pid {agent.pid}) started at {when(agent.started_at, now)}, so "
         "spurd no longer tracks it (Spur #803) and its CancelJob would answer Ok and free nothing"
     )
+    supervised = " ".join(str(p) for p in held.holding.supervisors)
+    if supervised and kind is Kind.HEALTHY:
+        return None
     if kind is Kind.HEALTHY:
         assert job is not None
         return held.finding(
@@ -450,6 +453,18 @@ def _agent_orphan(
         if job is not None
         else f"job {j} is untracked below watermark {watermark}"
     )
+    if supervised:
+        # spurd adopts a spurstepd-supervised run after a restart (Spur #754): its age
+        # proves no orphan, and whether this spurd adopted it cannot be read on the node.
+        return held.finding(
+            kind,
+            f"{why}; {holder}'s run of job {j} {evidence(held.holding)} began before its "
+            f"spurd started at {when(agent.started_at, now)}, but it runs under spurstepd "
+            f"supervisor {supervised}, whose runs spurd adopts after a restart (Spur #754), "
+            "so it is not called an agent orphan; whether spurd adopted it cannot be read "
+            "on the node: check spurd's log before reclaiming",
+            action=Action.INVESTIGATE,
+        )
     return held.finding(
         Kind.AGENT_ORPHAN,
         f"{why} and {lost}; no agent cancel is planned: free it with {command}",
@@ -807,9 +822,22 @@ def _lost_on_node(
         reason = (
             f"the controller has job {job.job_id} {job.state.name} on {name}{since}, "
             f"but {name}'s inventory{taken} does not hold it"
-        )
+        ) + _two_names(inv)
         out.append(_node_finding(name, Kind.LOST_ON_NODE, reason, job, age=age))
     return out
+
+
+def _two_names(inv: Inventory) -> str:
+    """Why a node may lose jobs: spurd registers under `--hostname` but reports
+    completions under the OS name, which the controller rejects (Spur #684)."""
+    own, os_name = inv.agent_hostname, inv.hostname
+    if own is None or os_name is None or own == os_name:
+        return ""
+    return (
+        f"; its spurd runs with --hostname {own} while the host's name is {os_name}, and "
+        "spurd reports completions under the host's name, which the controller rejects "
+        "(Spur #684), so jobs that ended there stay active"
+    )
 
 
 def _active_jobs_by_node(

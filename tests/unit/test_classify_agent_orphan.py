@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+import msgspec
 import pytest
 
 from spurctl.decide import classify as classify_module
-from spurctl.model import Action, AgentProcess, Inventory, Job, JobState, Kind
+from spurctl.model import Action, AgentProcess, Holding, Inventory, Job, JobState, Kind
 from tests.unit.test_classify import RUN_START, T0, WM, held, inv, invs, job, view
 
 BEFORE = RUN_START + timedelta(minutes=5)  # spurd restarted after the run began
@@ -28,6 +29,10 @@ def on_node(*holdings: object, agent_started: datetime | None, pid: int = 2201) 
     base = inv("gpu017", *holdings)  # type: ignore[arg-type]
     agent = AgentProcess(pid=pid, started_at=agent_started)
     return replace(base, agent=agent, agent_checked=True)
+
+
+def supervised(h: Holding) -> Holding:
+    return msgspec.structs.replace(h, supervisors=(6100,))
 
 
 @dataclass
@@ -114,6 +119,21 @@ CASES: dict[str, Case] = {
         on_node(held(40, pids=(7,)), agent_started=BEFORE),
         (Kind.ID_REUSE_SUSPECTED, Action.INVESTIGATE),
     ),
+    "a terminal run under a live spurstepd is investigated, never called an orphan": Case(
+        (job(40, JobState.COMPLETED, "gpu017", end=T0),),
+        on_node(supervised(held(40, pids=(7,))), agent_started=BEFORE),
+        (Kind.TERMINAL_HELD, Action.INVESTIGATE),
+    ),
+    "an untracked id under a live spurstepd is investigated, never called an orphan": Case(
+        (),
+        on_node(supervised(held(40, pids=(7,))), agent_started=BEFORE),
+        (Kind.BELOW_WATERMARK_UNKNOWN, Action.INVESTIGATE),
+    ),
+    "a healthy run under a live spurstepd is healthy: spurd adopts it": Case(
+        (job(40, JobState.RUNNING, "gpu[016-018]"),),
+        on_node(supervised(held(40, pids=(7,))), agent_started=BEFORE),
+        None,
+    ),
     "a nodelist whose text names the node stays unverifiable": Case(
         (job(40, JobState.RUNNING, "gpu017 ,gpu020[", start=T0),),
         on_node(held(40, pids=(7,)), agent_started=BEFORE),
@@ -168,3 +188,25 @@ def test_the_command_carries_the_inventorys_exact_start_time() -> None:
     case = Case((), on_node(held(40, pids=(7,), started=started), agent_started=BEFORE), None)
     (finding,) = classify(case).findings
     assert "--started-at 2026-12-02T10:10:00.250000Z" in finding.reason
+
+
+def test_a_supervised_runs_reason_names_the_supervisor_and_plans_nothing() -> None:
+    name = "a terminal run under a live spurstepd is investigated, never called an orphan"
+    (finding,) = classify(CASES[name]).findings
+    assert "spurstepd supervisor 6100" in finding.reason and "Spur #754" in finding.reason
+    assert "not called an agent orphan" in finding.reason
+    assert "node-release" not in finding.reason
+
+
+def test_a_lost_job_on_a_node_whose_spurd_has_another_name_names_spur_684() -> None:
+    base = inv("gpu017")
+    node = replace(base, hostname="gpu017.cluster", agent_hostname="gpu017")
+    v = view(job(40, JobState.RUNNING, "gpu017", start=T0 - timedelta(hours=1)))
+    got = classify_module.classify(v, invs(node), watermark=WM, confirmed={}, scope=["gpu017"])
+    (lost,) = [f for f in got.findings if f.kind is Kind.LOST_ON_NODE]
+    assert "--hostname gpu017 while the host's name is gpu017.cluster" in lost.reason
+    assert "Spur #684" in lost.reason
+    same = replace(base, hostname="gpu017", agent_hostname="gpu017")
+    got = classify_module.classify(v, invs(same), watermark=WM, confirmed={}, scope=["gpu017"])
+    (lost,) = [f for f in got.findings if f.kind is Kind.LOST_ON_NODE]
+    assert "#684" not in lost.reason
