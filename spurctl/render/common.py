@@ -247,6 +247,10 @@ def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: boo
 def write_output(text: str, output: Path | None) -> None:
     """Write to FILE atomically (never a half-written document), or stdout.
 
+    Only a regular file, or nothing, is replaced (a temp file beside it, renamed over
+    it); a symlink is followed and its target replaced, the link kept. A device or
+    FIFO is written to in place, as a shell's `>` would: renaming over `/dev/null`
+    would replace the system's device. A socket or directory is refused.
     A new file is created mode 0600 (mkstemp's guarantee, kept by the rename): key
     files are written this way too. A file that exists keeps its read bits (a .prom
     file an operator made readable to node_exporter stays readable), never more
@@ -255,20 +259,38 @@ def write_output(text: str, output: Path | None) -> None:
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
+    import stat
     import tempfile
 
-    directory = output.parent if str(output.parent) else Path(".")
+    target = Path(os.path.realpath(output)) if output.is_symlink() else output
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISSOCK(mode) or stat.S_ISDIR(mode):
+            what = "a socket" if stat.S_ISSOCK(mode) else "a directory"
+            raise SpurctlError(f"cannot write {output}: it is {what}; give -o a file's path")
+        try:  # a device or FIFO: written in place, never replaced
+            with open(target, "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
+        return
+    directory = target.parent if str(target.parent) else Path(".")
     tmp: str | None = None
     try:
         # A dot name without FILE's suffix: node_exporter's collector reads only *.prom.
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, (output.stat().st_mode & 0o644) | 0o600)
-        os.replace(tmp, output)
+        if mode is not None:
+            os.chmod(tmp, (mode & 0o644) | 0o600)
+        os.replace(tmp, target)
     except OSError as exc:
         if tmp is not None:  # FILE stays as it was, and no half-written temp file is left
             with contextlib.suppress(OSError):
