@@ -201,6 +201,10 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[Run]:
 
 def select(runs: list[Run], run_id: str) -> Run:
     """The run whose id is `run_id` or starts with it (one only); SpurctlError otherwise."""
+    if not run_id.strip():  # an empty prefix would match every run
+        raise SpurctlError(
+            "--run takes a run's id or the start of it; `spurctl journal` lists them"
+        )
     exact = [r for r in runs if r.run == run_id]
     found = exact or [r for r in runs if r.run.startswith(run_id)]
     if len(found) == 1:

@@ -116,6 +116,20 @@ def test_journal_run_shows_one_runs_records_and_a_wrong_id_is_one_line(
     one_line_error(run_cli("journal", "--run", "nope", home=home), "--run nope", "no such run")
 
 
+def test_journal_run_with_an_empty_id_is_a_usage_error_not_a_match_for_every_run(
+    incident_cluster: INCIDENT, tmp_path: Path
+) -> None:
+    sim, inventory, agent_map = incident_cluster
+    home = tmp_path / "home"
+    journal = tmp_path / "journal.jsonl"
+    args = reclaim_args(sim, inventory, agent_map, journal)
+    assert run_cli(*args, home=home).returncode in (0, 1)
+    for empty in ("", " "):
+        proc = run_cli("journal", "--journal", str(journal), "--run", empty, home=home)
+        one_line_error(proc, "--run takes a run's id")
+        assert proc.stdout == ""
+
+
 def test_no_journal_yet_is_one_line_and_exit_0(tmp_path: Path) -> None:
     missing = tmp_path / "none.jsonl"
     shown = run_cli("journal", "--journal", str(missing))
