@@ -164,6 +164,11 @@ def inventory_age_s(entry: Entry, now: datetime) -> float | None:
     return (now - entry.collected_at).total_seconds()
 
 
+# An inventory dated later than this past the moment it is judged comes from a node
+# whose clock is ahead: a negative age would pass any --max-inventory-age.
+CLOCK_AHEAD_S = 60.0
+
+
 def stale_reason(entry: Entry, now: datetime, max_age_s: float) -> str | None:
     """Why the entry's inventory is too old to act on at `now`, or None when it is fresh enough.
 
@@ -177,6 +182,12 @@ def stale_reason(entry: Entry, now: datetime, max_age_s: float) -> str | None:
         return (
             f"not sent: {entry.node}'s inventory has no collected_at, so it may be older than "
             f"--max-inventory-age {limit}; re-collect it (--collect)"
+        )
+    if age < -CLOCK_AHEAD_S:
+        return (
+            f"not sent: {entry.node}'s inventory is dated {duration(-age)} ahead of this "
+            f"host's clock (more than the {duration(CLOCK_AHEAD_S)} allowed), so its age "
+            "proves nothing: the node's clock is ahead; fix it and re-collect (--collect)"
         )
     if age > max_age_s:
         return (

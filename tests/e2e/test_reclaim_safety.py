@@ -244,6 +244,20 @@ def test_an_inventory_older_than_max_inventory_age_is_skipped_with_its_reason(
     assert cancelled(sim) == [("gpu003", 4711)]
 
 
+def test_an_inventory_dated_in_the_future_is_skipped_as_a_clock_ahead(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = _files(sim, tmp_path)
+    _age_inventories(f["inventory"], -timedelta(days=365 * 5))  # dated five years ahead
+    run = _reclaim(sim, f, "--node", "gpu003", "--yes", "--format", "json")
+    assert run.returncode == 1, run.stderr
+    (outcome,) = json.loads(run.stdout)["outcomes"]
+    assert outcome["result"] == "skipped"
+    assert "ahead of this host's clock" in outcome["detail"]
+    assert "node's clock is ahead" in outcome["detail"]
+    assert sim.cancels == []
+
+
 @pytest.mark.parametrize("bad", ["soon", "-5m", "0", "10x"])
 def test_a_bad_max_inventory_age_is_one_line(sim: SimCluster, tmp_path: Path, bad: str) -> None:
     f = _files(sim, tmp_path)
