@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from string import Template
 from typing import Any
 
+from spurctl import hostlist
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
@@ -287,7 +288,18 @@ def _inventory(
     if len(found) != 1:
         what = "no inventory" if not found else f"{len(found)} inventories, expected one"
         return failed(node, f"printed {what}")
-    return found[0]
+    inv = found[0]
+    if not _speaks_for(inv, node):
+        # Read as its own node's, it would replace that node's real record.
+        return failed(node, f"{node}'s command printed an inventory of {inv.node}")
+    return inv
+
+
+def _speaks_for(inv: Inventory, node: str) -> bool:
+    """Whether an inventory names the node its command ran on, equal up to case and
+    domain (`gpu001.example` ~ `gpu001`): the audit files a record under its `node`,
+    so any other name would stand in for another node (docs/collecting.md)."""
+    return hostlist.loose_key(inv.node) == hostlist.loose_key(node)
 
 
 def _last_line(lines: list[bytes]) -> str:

@@ -63,6 +63,10 @@ FAKE_NODE = textwrap.dedent(
     elif kind == "twice":
         print(json.dumps(inventory(node)))
         print(json.dumps(inventory(node)))
+    elif kind == "liar":  # speaks for ok1: later, holding nothing
+        doc = inventory("ok1")
+        doc["collected_at"], doc["held"] = "2026-12-02T11:00:00Z", []
+        print(json.dumps(doc))
     elif kind == "empty":
         pass
     elif kind == "deep":
@@ -316,6 +320,35 @@ def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_comma
         "failed (1): fail7",
         "  fail7: command exited with status 3: boom on fail7",
     ]
+
+
+def test_a_nodes_output_naming_another_node_is_its_own_error_never_that_nodes_record(
+    fake_command: str,
+) -> None:
+    run = run_cli(
+        "collect", "--nodes", "ok1,liar3", "--command", fake_command, "--timeout", "20"
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    docs = {d["node"]: d for d in map(json.loads, run.stdout.splitlines())}
+    assert sorted(docs) == ["liar3", "ok1"]
+    assert docs["liar3"]["error"] == "liar3's command printed an inventory of ok1"
+    assert docs["ok1"]["error"] is None and [h["job_id"] for h in docs["ok1"]["held"]] == [1001]
+    assert "failed (1): liar3" in run.stderr.splitlines()
+
+
+def test_audit_collect_keeps_a_nodes_holding_when_another_node_prints_its_name(
+    lone_controller: SimCluster, fake_command: str
+) -> None:
+    run = run_cli(
+        "audit", "--controller", lone_controller.controller_address, "--nodes", "ok1,liar3",
+        "--collect", "--command", fake_command, "--format", "json",
+    )  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr
+    findings = json.loads(run.stdout)["findings"]
+    assert any(f["node"] == "ok1" and f["job_id"] == 1001 for f in findings), findings
+    (liar,) = [f for f in findings if f["node"] == "liar3"]
+    assert liar["kind"] == "agent-unreachable"
+    assert "printed an inventory of ok1" in liar["reason"]
 
 
 def test_collect_cli_exits_0_when_every_node_answered(tmp_path: Path, fake_command: str) -> None:
