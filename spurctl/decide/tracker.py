@@ -84,7 +84,9 @@ class Tracker:
 
         `evidence_at` maps a node name to when its inventory was collected; a node
         missing from it, or mapped to None, counts as observed at `now`. A finding
-        absent from this round is forgotten: if it comes back, it starts afresh.
+        absent from this round is forgotten (if it comes back, it starts afresh),
+        unless its node had no evidence this round (`blind`): then nothing shows it
+        gone, and it keeps its first sighting.
         """
         evidence = evidence_at or {}
         seen: dict[FindingKey, _Sighting] = {}
@@ -115,8 +117,22 @@ class Tracker:
                     evidence_stale=reclaim and not stranded and age >= self.stranded_after,
                 )
             )
+        dark = blind(t.finding for t in out)
+        for key, sighting in self._seen.items():
+            if key[0] in dark:
+                seen.setdefault(key, sighting)
         self._seen = seen
         return out
+
+
+# A node that yields one of these has no inventory this round: its holdings were not
+# looked at, so their absence from the round proves nothing.
+NO_EVIDENCE = frozenset({Kind.AGENT_UNREACHABLE, Kind.NOT_INVENTORIED})
+
+
+def blind(findings: Iterable[Finding]) -> set[str]:
+    """The nodes a round has no evidence for."""
+    return {f.node for f in findings if f.kind in NO_EVIDENCE}
 
 
 @dataclass(frozen=True, slots=True)

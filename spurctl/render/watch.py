@@ -22,7 +22,7 @@ from rich.live import Live
 from rich.text import Text
 
 from spurctl.decide.reasons import plural
-from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound
+from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound, blind
 from spurctl.hostlist import fold
 from spurctl.model import Action, Finding, format_time
 from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_console
@@ -169,6 +169,16 @@ class WatchView:
                     f"Round {state.number} FAILED: {state.error}. Showing round "
                     f"{state.report_round}; a failed round clears no finding.",
                     style="bold red",
+                )
+            )
+        dark = blind(t.finding for t in state.tracked)
+        if dark:
+            out.append(
+                Text(
+                    f"No evidence this round from {fold(sorted(dark))} "
+                    f"({plural(len(dark), 'node')}): their earlier findings keep their ages "
+                    "until an inventory shows them gone.",
+                    style="yellow",
                 )
             )
         return out + _verdict(state)

@@ -66,6 +66,37 @@ def test_a_persisting_finding_keeps_its_first_sighting_and_ages() -> None:
     assert (t.first_seen, t.age) == (at(0), timedelta(seconds=45))
 
 
+UNREACHABLE = Finding(
+    "gpu017", None, Kind.AGENT_UNREACHABLE, Action.INVESTIGATE, "no inventory from gpu017."
+)
+
+
+def test_a_round_without_evidence_for_a_node_keeps_its_findings_ages() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0), evidence_at={"gpu017": at(0)})
+    tracker.update([UNREACHABLE], at(30))  # gpu017's collect failed: nothing proves it gone
+    t = only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": at(60)}))
+    assert (t.first_seen, t.age, t.stranded) == (at(0), timedelta(seconds=60), True)
+
+
+def test_a_flapping_node_is_stranded_across_rounds_that_fail_every_other_time() -> None:
+    tracker = Tracker()
+    for second in range(0, 121, 30):
+        if (second // 30) % 2:
+            tracker.update([UNREACHABLE], at(second))
+        else:
+            t = only(tracker.update([TERMINAL], at(second), evidence_at={"gpu017": at(second)}))
+    assert t.age == timedelta(seconds=120) and t.stranded
+
+
+def test_a_round_that_inventoried_the_node_without_the_holding_resets_it() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracker.update([], at(30))  # inventoried, holding gone
+    t = only(tracker.update([TERMINAL], at(60)))
+    assert (t.first_seen, t.age) == (at(60), timedelta(0))
+
+
 def test_a_reclaim_finding_is_stranded_once_it_outlives_two_heartbeats() -> None:
     assert timedelta(seconds=60) == STRANDED_AFTER
     tracker = Tracker()
@@ -583,3 +614,13 @@ def test_a_fold_keeps_the_most_urgent_rows_whatever_the_nodes_are_called() -> No
     assert shown and all("terminal-held" in line for line in shown), shown
     (more,) = [line for line in lines if line.startswith("... and ")]
     assert "20 spare" in more
+
+
+def test_the_view_names_the_nodes_without_evidence_this_round() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([UNREACHABLE, PHANTOM], at(30))
+    state = WatchRound(2, at(30), 30.0, report([UNREACHABLE, PHANTOM]), tracked, 2)
+    text = render_watch_round(state, console_width=200)
+    assert "No evidence this round from gpu017 (1 node)" in text
+    assert "gpu020 (" not in text.split("No evidence")[1].splitlines()[0]
