@@ -16,7 +16,8 @@ import typer
 from spurctl import __version__
 from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
-from spurctl.errors import ExitStatus, SpurctlError, fail, redact
+from spurctl.errors import ExitStatus, SpurctlError, fail
+from spurctl.render import sink
 from spurctl.render.common import (
     AuditFormat,
     ChecklistFormat,
@@ -179,7 +180,7 @@ def audit(
                 )
         except use_case.FirstRoundInterrupted as stopped:
             print(
-                f"spurctl: interrupted during the first round: {redact(stopped.doing)}",
+                f"spurctl: interrupted during the first round: {stopped.doing}",
                 file=sys.stderr,
             )
             raise typer.Exit(ExitStatus.INTERRUPTED) from None
@@ -693,6 +694,7 @@ def main() -> None:
         # grpc's C core logs handshake and connection trouble to stderr itself; the
         # error line says it in the operator's words (set before grpc is imported).
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    sink.install()  # every line spurctl writes, redacted (render/sink.py)
     if "_SPURCTL_COMPLETE" in os.environ:
         # The scripts in completions/ call back here; Typer registers its shells only
         # when it adds its own --install-completion, which spurctl leaves out.
@@ -705,8 +707,8 @@ def main() -> None:
         if _state["debug"]:
             import traceback
 
-            print(redact(traceback.format_exc()), file=sys.stderr, end="")
-        print(f"spurctl: error: {redact(str(exc))}", file=sys.stderr)
+            print(traceback.format_exc(), file=sys.stderr, end="")
+        print(f"spurctl: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("spurctl: interrupted", file=sys.stderr)
@@ -718,14 +720,14 @@ def main() -> None:
         usage = _usage_error(exc)
         if usage is not None:
             if usage:
-                print(f"spurctl: error: {redact(usage)}", file=sys.stderr)
+                print(f"spurctl: error: {usage}", file=sys.stderr)
             sys.exit(ExitStatus.ERROR)
         if _state["debug"]:
             import traceback
 
-            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+            print(traceback.format_exc(), file=sys.stderr, end="")
         print(
-            f"spurctl: internal error: {type(exc).__name__}: {redact(str(exc))} "
+            f"spurctl: internal error: {type(exc).__name__}: {exc} "
             "(rerun with --debug for a traceback and report it)",
             file=sys.stderr,
         )

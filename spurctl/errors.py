@@ -39,6 +39,9 @@ class DocumentError(SpurctlError):
 
 
 _secrets: set[str] = set()
+# Each secret as it would appear in a protobuf answer or a JSON document's text.
+_raw: tuple[bytes, ...] = ()
+_raw_text: tuple[str, ...] = ()
 _pattern: re.Pattern[str] | None = None
 _secrets_lock = threading.Lock()
 
@@ -55,7 +58,7 @@ def register_secret(value: str | None) -> None:
     Every secret counts, however short; spurctl registers each credential it
     mints itself before sending it.
     """
-    global _pattern
+    global _pattern, _raw, _raw_text
     if not value:
         return
     # The same secret as repr() or JSON prints it: escapes would slip past a plain match.
@@ -64,6 +67,8 @@ def register_secret(value: str | None) -> None:
         if forms <= _secrets:
             return
         _secrets.update(forms)
+        _raw = (*_raw, value.encode())
+        _raw_text = tuple(dict.fromkeys((*_raw_text, *sorted(forms))))
         _pattern = None
 
 
@@ -81,7 +86,19 @@ def _compiled() -> re.Pattern[str] | None:
         return _pattern
 
 
+def carries_secret(data: bytes | str) -> bool:
+    """Whether an answer off the wire (bytes) or a document's text may hold a
+    registered secret: a substring search per secret, so that the common answer is
+    read as it came and only one that may carry a secret is redacted."""
+    if isinstance(data, str):
+        return any(secret in data for secret in _raw_text)
+    return any(secret in data for secret in _raw)
+
+
 def redact(text: str) -> str:
+    """`text` with every registered secret replaced by `<redacted>`."""
+    if not carries_secret(text):
+        return text
     pattern = _compiled()
     if pattern is None:
         return text

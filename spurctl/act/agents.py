@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import grpc
 
 from spurctl.errors import redact, register_secret
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.proto import slurm_pb2_grpc as pb_grpc
+from spurctl.sources import scrub
 from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
 from spurctl.sources.credentials import CONTROLLER_SUBJECT, MAX_LIFETIME_S, mint
 
@@ -37,18 +38,18 @@ class AgentPool:
         self._jwt_key = jwt_key
         self._timeout = timeout
         self._lock = threading.Lock()
-        self._stubs: dict[str, pb_grpc.SlurmAgentStub] = {}
+        self._stubs: dict[str, Any] = {}
         self._channels: list[grpc.Channel] = []
         self._token: str | None = None
         self._minted_at = 0.0
 
-    def _stub(self, address: str) -> pb_grpc.SlurmAgentStub:
+    def _stub(self, address: str) -> Any:
         with self._lock:
             stub = self._stubs.get(address)
             if stub is None:
                 channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
                 self._channels.append(channel)
-                stub = self._stubs[address] = pb_grpc.SlurmAgentStub(channel)
+                stub = self._stubs[address] = scrub.stub(channel, "SlurmAgent")
             return stub
 
     def _metadata(self) -> tuple[tuple[str, str], ...]:

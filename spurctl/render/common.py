@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from spurctl.errors import SpurctlError
+from spurctl.errors import SpurctlError, redact
 from spurctl.hostlist import natural_key
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, format_time
 
@@ -256,6 +256,7 @@ def write_output(text: str, output: Path | None) -> None:
     file an operator made readable to node_exporter stays readable), never more
     than 0644.
     """
+    text = redact(text)  # the sink's rule for files: render/sink.py
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return

@@ -119,6 +119,14 @@ def _passthrough(body: bytes) -> bytes:
 Body = Callable[[Any, Identity | None], Any]
 
 
+def _echo(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """A call's metadata as a careless server's error path prints it."""
+    return "; ".join(
+        f"{k}={v if isinstance(v, str) else v.decode(errors='replace')}"
+        for k, v in context.invocation_metadata() or ()
+    )
+
+
 class SimCluster:
     """spurctld plus one spurd per node, serving a Scenario on 127.0.0.1.
 
@@ -132,7 +140,8 @@ class SimCluster:
     `heartbeat_interval` runs it in the background. `agent_echo` (a fault,
     settable at any time) makes every agent fail each call with an error whose
     details echo the call's `authorization` metadata, as a careless server's
-    error path might. Records of what was
+    error path might; `controller_echo` makes every refusal of the controller's
+    (a bad credential, a follower's) echo it too. Records of what was
     received: `cancels` (agent CancelJob), `controller_cancels`, `refusals`,
     `heartbeat_reclaims`. `job_info_visibility` is the controller's setting of
     that name: under `owner_only`, GetJob answers NOT_FOUND to a non-admin
@@ -154,6 +163,7 @@ class SimCluster:
         controller_latency: float = 0.0,
         job_info_visibility: Visibility = "redacted",
         agent_echo: bool = False,
+        controller_echo: bool = False,
         answer_limit: int | None = ANSWER_LIMIT,
         nodes_answer_limit: int | None = ANSWER_LIMIT,
     ) -> None:
@@ -179,6 +189,7 @@ class SimCluster:
         self.agent_latency = agent_latency
         self.controller_latency = controller_latency
         self.agent_echo = agent_echo
+        self.controller_echo = controller_echo
         # spurctld refuses to encode an answer larger than this (None: no limit). Tests
         # shrink the job answers' limit to make a small cluster split as a large one
         # must; node answers keep their own (20,000 nodes encode to ~6 MB).
@@ -440,18 +451,17 @@ class SimCluster:
                     context.invocation_metadata(), mode=mode, missing_hint=missing_hint
                 )
                 if endpoint != "controller" and self.agent_echo:
-                    seen = "; ".join(
-                        f"{k}={v if isinstance(v, str) else v.decode(errors='replace')}"
-                        for k, v in context.invocation_metadata() or ()
-                    )
                     raise _Refused(
-                        grpc.StatusCode.INTERNAL, f"{method} failed; request metadata: {seen}"
+                        grpc.StatusCode.INTERNAL,
+                        f"{method} failed; request metadata: {_echo(context)}",
                     )
                 if offload:
                     loop = asyncio.get_running_loop()
                     return await loop.run_in_executor(None, body, request, identity)
                 return body(request, identity)
             except _Refused as refused:
+                if endpoint == "controller" and self.controller_echo:
+                    refused.detail = f"{refused.detail}; request metadata: {_echo(context)}"
                 self.refusals.append(Refusal(endpoint, method, refused.code, refused.detail))
                 error = refused
             await context.abort(error.code, error.detail, trailing_metadata=error.trailing)

@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 from google.protobuf import empty_pb2
 
-from spurctl.errors import SpurctlError
+from spurctl.errors import SpurctlError, redact
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
@@ -33,7 +33,7 @@ from spurctl.model import (
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.proto import slurm_pb2_grpc as pb_grpc
+from spurctl.sources import scrub
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import (
     Encoded,
@@ -75,7 +75,8 @@ class AnswerTooLarge(SpurctlError):
 def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
     """A short, secret-free description of why a call failed."""
     code = err.code() if isinstance(err, grpc.Call) else None
-    details = (err.details() if isinstance(err, grpc.Call) else "") or ""
+    # Redacted here, where it becomes text: a table may fold it across lines later.
+    details = redact((err.details() if isinstance(err, grpc.Call) else "") or "")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"no answer within {timeout:g} s (raise --timeout if it is just slow)"
     if code == grpc.StatusCode.UNAVAILABLE:
@@ -137,7 +138,7 @@ class ControllerClient:
         self._conn = conn
         self._urls = list(conn.controllers)
         self._channels: dict[str, grpc.Channel] = {}
-        self._stubs: dict[str, pb_grpc.SlurmControllerStub] = {}
+        self._stubs: dict[str, Any] = {}
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {conn.token}"),) if conn.token else ()
         )
@@ -157,7 +158,7 @@ class ControllerClient:
 
     # -- plumbing --------------------------------------------------------------
 
-    def _stub(self, url: str) -> pb_grpc.SlurmControllerStub:
+    def _stub(self, url: str) -> Any:
         stub = self._stubs.get(url)
         if stub is None:
             scheme, _, target = url.partition("://")
@@ -167,7 +168,7 @@ class ControllerClient:
             else:
                 channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
             self._channels[url] = channel
-            stub = self._stubs[url] = pb_grpc.SlurmControllerStub(channel)
+            stub = self._stubs[url] = scrub.stub(channel, "SlurmController")
         return stub
 
     def _order(self) -> list[str]:
