@@ -27,6 +27,7 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
     inventories_by_node,
+    utcnow,
     watermark_for,
 )
 from spurctl.sources.inventories import (
@@ -55,6 +56,9 @@ class AuditInputs:
     scope: frozenset[str] | None
     offline: bool
     not_found_doubt: str | None = None
+    # When the inventories were in hand (collection ended, or the files were read), on
+    # this host's clock: an inventory dated well after it is clock-ahead. None: the view's.
+    now: datetime | None = None
 
 
 def confirm_missing(
@@ -98,6 +102,7 @@ def gather(
     and only NOT_FOUND counts as untracked. Offline (a snapshot) nothing can be
     asked, so those ids stay unverifiable.
     """
+    now = utcnow()  # the inventories are in hand: nothing honest is dated after this
     by_node = inventories_by_node(inventories)
     confirmed: dict[int, Job | None] = {}
     if client is not None:
@@ -121,6 +126,7 @@ def gather(
         not_found_doubt=(
             not_found_doubt if client is not None and (view.bounded or not view.complete) else None
         ),
+        now=now,
     )
 
 
@@ -169,6 +175,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             confirmed=inputs.confirmed,
             scope=inputs.scope,
             include_healthy=include_healthy,
+            now=inputs.now,
         )
     notes: list[str] = []
     if not view.complete:
@@ -382,7 +389,6 @@ def watch_rounds(
     from datetime import timedelta
 
     from spurctl.decide.tracker import Tracker, WatchRound
-    from spurctl.model import utcnow
 
     tracker = Tracker()
     state: WatchRound | None = None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from spurctl import hostlist
 from spurctl.decide.classify import (
+    CLOCK_AHEAD_S,
     STALE_INVENTORY_S,
     controller_decision,
     controller_job,
@@ -157,6 +158,7 @@ def _inventory_doc(inv: Inventory | None, inputs: AuditInputs) -> dict[str, Any]
         "collected_at": format_time(inv.collected_at),
         "age_s": age,
         "stale": age is not None and age > STALE_INVENTORY_S,
+        "clock_ahead_s": _ahead(inv, inputs),
         "agent": (
             None
             if inv.agent is None
@@ -164,6 +166,16 @@ def _inventory_doc(inv: Inventory | None, inputs: AuditInputs) -> dict[str, Any]
         ),
         "held": [h.job_id for h in inv.held],
     }
+
+
+def _ahead(inv: Inventory, inputs: AuditInputs) -> float | None:
+    """Seconds `inv` is dated after the moment the audit had its inventories, when more
+    than CLOCK_AHEAD_S (the classifier's clock-ahead); else None."""
+    now = inputs.now or inputs.view.taken_at
+    if inv.collected_at is None:
+        return None
+    ahead = round((inv.collected_at - now).total_seconds(), 3)
+    return ahead if ahead > CLOCK_AHEAD_S else None
 
 
 def _node_doc(name: str | None, node: Node | None) -> dict[str, Any] | None:
@@ -252,6 +264,13 @@ def guards(
                 or hostlist.names_token(job.nodelist, inv.node)
             ):
                 add("nodelist-text", f"job {j}'s nodelist text {job.nodelist!r} names this node")
+    ahead = _ahead(inv, inputs)
+    if ahead is not None:
+        add(
+            "clock-ahead",
+            f"collected_at {format_time(inv.collected_at)} is {ahead:.0f} s after this audit's "
+            f"clock (over {CLOCK_AHEAD_S:.0f} s): the node's clock is ahead; never reclaimed",
+        )
     age = inventory_age(view, inv)
     if age is not None and age > STALE_INVENTORY_S:
         add(

@@ -55,6 +55,7 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
         Kind.NOT_INVENTORIED: Action.INVESTIGATE,
         Kind.AGENT_ORPHAN: Action.INVESTIGATE,
+        Kind.CLOCK_AHEAD: Action.INVESTIGATE,
     }
 )
 _ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
@@ -62,6 +63,9 @@ _NOTHING_CONFIRMED: Mapping[int, Job | None] = MappingProxyType({})
 # Spur agents heartbeat every 30 s: an inventory collected more than two heartbeats
 # before the controller view may no longer show what the node holds.
 STALE_INVENTORY_S = 60.0
+# An inventory dated more than this after the audit's "now" comes from a node whose clock
+# is ahead: its negative age would pass every staleness check (reclaim skips it too).
+CLOCK_AHEAD_S = 60.0
 
 
 @dataclass(slots=True)
@@ -114,13 +118,18 @@ def classify(
     confirmed: Mapping[int, Job | None] = _NOTHING_CONFIRMED,
     scope: Collection[str] | None = None,
     include_healthy: bool = False,
+    now: datetime | None = None,
 ) -> Classification:
     """Classify every holding of every inventory in scope, then every node in scope.
 
     `confirmed` holds GetJob's answers for held ids missing from the view: a Job
     (possibly redacted, with an empty nodelist) or None for NOT_FOUND. `scope` is
     the node names to audit; None means every controller node and every inventory.
+    `now` is when the inventories were in hand (None: the view's taken_at): one dated
+    more than CLOCK_AHEAD_S after it is a clock-ahead finding, and nothing it holds
+    is reclaimed.
     """
+    now = view.taken_at if now is None else now
     wanted = None if scope is None else frozenset(scope)
     names = _NameMatcher(view.nodes)
     findings: list[Finding] = []
@@ -152,8 +161,16 @@ def classify(
         if age is not None:
             ages[inv.node] = age
         inventoried.add(node)
+        ahead = _ahead(inv, now)
+        if ahead is not None:
+            findings.append(
+                _node_finding(inv.node, Kind.CLOCK_AHEAD, _clock_ahead(inv, ahead, now), age=age)
+            )
         if mismatch is None:
-            held_by_exact_name[node] = inv
+            if ahead is None:
+                # lost-on-node weighs job start times against collected_at, which a
+                # clock ahead makes meaningless.
+                held_by_exact_name[node] = inv
             exact_ages[node] = age
             if heartbeat is not None:
                 findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, heartbeat, age=age))
@@ -172,7 +189,7 @@ def classify(
                 and _plainly_healthy(node, job, holding.started_at, agent_started)
             ):
                 continue  # most holdings: no finding, and none of the work below
-            held = _Held(node, inv.node, holding, job, asked, mismatch, age)
+            held = _Held(node, inv.node, holding, job, asked, mismatch, age, ahead)
             finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
             )
@@ -277,6 +294,7 @@ class _Held:
     asked: bool
     loose_match: str | None
     age: float | None = None
+    ahead: float | None = None  # seconds the inventory is dated ahead (clock-ahead)
 
     def finding(self, kind: Kind, reason: str, action: Action | None = None) -> Finding:
         action = ACTIONS[kind] if action is None else action
@@ -322,6 +340,12 @@ def _reclaim_doubt(held: _Held, kind: Kind) -> str | None:
         )
     if held.loose_match is not None:
         return held.loose_match
+    if held.ahead is not None:
+        return (
+            f"{held.holder}'s inventory is dated {duration(held.ahead)} ahead of this audit's "
+            "clock, so when it was taken is unknown (clock-ahead); fix the node's clock and "
+            "re-collect it"
+        )
     if kind is Kind.ACTIVE_ELSEWHERE and held.node != held.holder:
         # Judged under the controller's name (SPUR_TARGET_NODE), but reclaim re-checks
         # the job against the inventory's name just before the send: a requeue onto
@@ -668,6 +692,25 @@ def _mismatch_reason(mismatch: str) -> str:
     return (
         f"{mismatch}; Spur compares node names exactly, so nothing held there is "
         "reclaimed until the names agree"
+    )
+
+
+def _ahead(inv: Inventory, now: datetime) -> float | None:
+    """How many seconds `inv` is dated after `now`, when more than CLOCK_AHEAD_S; else None."""
+    if inv.collected_at is None:
+        return None
+    ahead = (inv.collected_at - now).total_seconds()
+    return ahead if ahead > CLOCK_AHEAD_S else None
+
+
+def _clock_ahead(inv: Inventory, ahead: float, now: datetime) -> str:
+    assert inv.collected_at is not None
+    return (
+        f"{inv.node}'s inventory is dated {format_time(inv.collected_at)}, {duration(ahead)} "
+        f"after this audit's clock ({format_time(now)}; more than the "
+        f"{CLOCK_AHEAD_S:.0f} s allowed): the node's clock is ahead, so how old its evidence "
+        "is cannot be told and nothing it holds is reclaimed; fix its clock (NTP) and "
+        "re-collect it"
     )
 
 

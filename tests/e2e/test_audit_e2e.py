@@ -186,3 +186,39 @@ def test_a_healthy_cluster_exits_zero(tmp_path: Path) -> None:
         run = run_cli("audit", "--inventory", str(inv), "--nodes", "gpu[001-002]", env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "No discrepancies" in run.stdout
+
+
+def test_an_inventory_dated_in_2031_is_clock_ahead_and_its_holding_is_never_reclaimed(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    from spurctl.sources.documents import dump_json, inventory_to_dict
+
+    lines = []
+    for inv in sim.inventories():
+        doc = inventory_to_dict(inv)
+        if inv.node == "gpu012":  # holds 4702, which ended: terminal-held on time
+            doc["collected_at"] = "2031-06-01T00:00:00Z"
+        lines.append(dump_json(doc, indent=None))
+    future = tmp_path / "future.jsonl"
+    future.write_text("\n".join(lines) + "\n")
+    env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+    run = run_cli("audit", "--inventory", str(future), "--format", "json", env=env)
+    assert run.returncode == 1, run.stderr
+    on_node = [f for f in json.loads(run.stdout)["findings"] if f["node"] == "gpu012"]
+    kinds = {(f["kind"], f["job_id"]): f for f in on_node}
+    clock = kinds[("clock-ahead", None)]
+    assert clock["action"] == "investigate"
+    assert "2031-06-01T00:00:00Z" in clock["reason"] and "node's clock is ahead" in clock["reason"]
+    held = kinds[("terminal-held", 4702)]
+    assert held["action"] == "investigate" and "clock-ahead" in held["reason"]
+    assert not [f for f in on_node if f["action"] == "reclaim"]
+
+    prom = run_cli("audit", "--inventory", str(future), "--format", "prometheus", env=env)
+    assert 'spurctl_findings{kind="clock-ahead"} 1' in prom.stdout
+    table = run_cli("audit", "--inventory", str(future), "--kind", "clock-ahead", env=env)
+    assert "clock-ahead" in table.stdout and "gpu012" in table.stdout
+
+    explained = run_cli("explain", "gpu012", "4702", "--inventory", str(future), env=env)
+    assert explained.returncode == 0, explained.stderr
+    assert "CLOCK AHEAD" in explained.stdout and "clock-ahead:" in explained.stdout
+    assert "Reclaim sends:  nothing" in explained.stdout
