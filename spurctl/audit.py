@@ -56,6 +56,11 @@ class AuditInputs:
     scope: frozenset[str] | None
     offline: bool
     not_found_doubt: str | None = None
+    # Whether the controller was read with a credential (Spur then scopes GetJobs to its
+    # user); None when unknown (a saved snapshot does not record it).
+    credential: bool | None = None
+    # The inventories come from this audit's own --collect (after the view was read).
+    collected: bool = False
     # When the inventories were in hand (collection ended, or the files were read), on
     # this host's clock: an inventory dated well after it is clock-ahead. None: the view's.
     now: datetime | None = None
@@ -94,6 +99,7 @@ def gather(
     snapshot_watermark: Watermark | None = None,
     scope: frozenset[str] | None = None,
     not_found_doubt: str | None = None,
+    collected: bool = False,
 ) -> AuditInputs:
     """Confirm what the bulk view could not, then fix the watermark.
 
@@ -127,6 +133,8 @@ def gather(
             not_found_doubt if client is not None and (view.bounded or not view.complete) else None
         ),
         now=now,
+        credential=None if client is None else client.scoped,
+        collected=collected,
     )
 
 
@@ -176,6 +184,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             scope=inputs.scope,
             include_healthy=include_healthy,
             now=inputs.now,
+            collected=inputs.collected,
         )
     notes: list[str] = []
     if not view.complete:
@@ -187,11 +196,11 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             "it lacks are unverifiable and spared"
         )
         notes.append(
-            f"controller view is INCOMPLETE: GetJobs returned {view.coverage()} (Spur "
-            f"scopes GetJobs to the credential's user, admins too); {how}."
+            f"controller view is INCOMPLETE: GetJobs returned {view.coverage()} "
+            f"({_short(inputs)}); {how}."
         )
     notes.extend(view.read_notes)
-    notes.extend(_coverage_notes(result.findings, view))
+    notes.extend(_coverage_notes(result.findings, view, collected=inputs.collected))
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
     notes.extend(result.notes)
@@ -213,7 +222,25 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     )
 
 
-def _coverage_notes(findings: Iterable[Finding], view: ControllerView) -> list[str]:
+def _short(inputs: AuditInputs) -> str:
+    """Why a view came back short, as far as the way it was read tells."""
+    if inputs.credential is None:
+        return (
+            "a saved snapshot does not say whether it was read with a credential; with one, "
+            "Spur scopes GetJobs to the credential's user, admins too"
+        )
+    if inputs.credential:
+        return "Spur scopes GetJobs to the credential's user, admins too"
+    # Without a credential GetJobs is unscoped: what remains is the read itself.
+    return (
+        "no credential was presented, so GetJobs was not scoped to a user: jobs that changed "
+        "state while it was read, or answers too large to read (see the notes), left it short"
+    )
+
+
+def _coverage_notes(
+    findings: Iterable[Finding], view: ControllerView, *, collected: bool = False
+) -> list[str]:
     """What the not-inventoried findings add up to, said before the findings themselves."""
     from spurctl.hostlist import fold
 
@@ -224,7 +251,12 @@ def _coverage_notes(findings: Iterable[Finding], view: ControllerView) -> list[s
     if known:
         notes.append(
             f"{len(known):,} node(s) in scope have no inventory and were not audited: "
-            f"{fold(known)} (collect them, or use --collect)."
+            f"{fold(known)} "
+            + (
+                "(this audit's --collect brought no inventory naming them)."
+                if collected
+                else "(collect them, or use --collect)."
+            )
         )
     if unknown:
         notes.append(
@@ -261,6 +293,7 @@ def run_audit(
             watermark_flag=watermark,
             snapshot_watermark=saved_watermark,
             scope=scope,
+            collected=src.collect,
         )
     else:
         from spurctl.sources.controller import ControllerClient
@@ -280,6 +313,7 @@ def run_audit(
                 watermark_flag=watermark,
                 scope=scope,
                 not_found_doubt=conn.not_found_doubt(),
+                collected=src.collect,
             )
     return audit(inputs, include_healthy=include_healthy), inputs
 

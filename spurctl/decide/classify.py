@@ -119,6 +119,7 @@ def classify(
     scope: Collection[str] | None = None,
     include_healthy: bool = False,
     now: datetime | None = None,
+    collected: bool = False,
 ) -> Classification:
     """Classify every holding of every inventory in scope, then every node in scope.
 
@@ -127,7 +128,8 @@ def classify(
     the node names to audit; None means every controller node and every inventory.
     `now` is when the inventories were in hand (None: the view's taken_at): one dated
     more than CLOCK_AHEAD_S after it is a clock-ahead finding, and nothing it holds
-    is reclaimed.
+    is reclaimed. `collected`: the inventories come from this audit's own --collect,
+    taken after the view was read (the hints then say so, never "use --collect").
     """
     now = view.taken_at if now is None else now
     wanted = None if scope is None else frozenset(scope)
@@ -200,10 +202,12 @@ def classify(
                 # nodelist could not be read.
                 unreadable[job.job_id] = job.nodelist
             findings.append(finding)
-    findings.extend(_not_inventoried(view, scoped, spoken_for))  # sorted with the rest below
+    findings.extend(
+        _not_inventoried(view, scoped, spoken_for, collected=collected)
+    )  # sorted with the rest below
 
     notes: list[str] = []
-    stale = _stale_inventories_note(ages)
+    stale = _stale_inventories_note(ages, collected=collected)
     if stale is not None:
         notes.append(stale)
     if view.complete:
@@ -745,7 +749,11 @@ def inventory_age(view: ControllerView, inv: Inventory | None) -> float | None:
 
 
 def _not_inventoried(
-    view: ControllerView, scoped: Collection[str], spoken_for: Collection[str]
+    view: ControllerView,
+    scoped: Collection[str],
+    spoken_for: Collection[str],
+    *,
+    collected: bool = False,
 ) -> list[Finding]:
     """A finding for each node in scope that no inventory speaks for (by exact or loose name).
 
@@ -761,12 +769,18 @@ def _not_inventoried(
     unknown = (
         [name for name in scoped if name not in view.nodes] if len(known) < len(scoped) else []
     )
+    fix = (
+        "this audit's --collect brought no inventory naming it; run "
+        "`spurctl collect --nodes {name}` to see what its command printed"
+        if collected
+        else "collect it (spurctl collect --nodes {name}) or use --collect"
+    )
     out = [
         _node_finding(
             name,
             Kind.NOT_INVENTORIED,
             f"no inventory speaks for {name}, so what its agent holds is unknown and it "
-            f"was not audited; collect it (spurctl collect --nodes {name}) or use --collect",
+            f"was not audited; " + fix.format(name=name),
         )
         for name in known
         if hostlist.loose_key(name) not in spoken_for
@@ -785,7 +799,7 @@ def _not_inventoried(
     return out
 
 
-def _stale_inventories_note(ages: Mapping[str, float]) -> str | None:
+def _stale_inventories_note(ages: Mapping[str, float], *, collected: bool = False) -> str | None:
     """The note naming inventories collected more than two heartbeats before the view.
 
     The controller's view is of one moment; a node's holdings read long before it
@@ -799,10 +813,21 @@ def _stale_inventories_note(ages: Mapping[str, float]) -> str | None:
         return None
     shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
     count = f"{len(stale)} inventor{'y was' if len(stale) == 1 else 'ies were'}"
+    span = (
+        f"more than {STALE_INVENTORY_S:.0f} s (two agent heartbeats) before the controller "
+        f"view, the oldest {duration(ages[stale[0]])} before ({shown})"
+    )
+    if collected:
+        # This audit's own collect ran after the view was read: dated before it is a clock.
+        dated = f"{len(stale)} inventor{'y is' if len(stale) == 1 else 'ies are'} dated"
+        return (
+            f"{dated} {span}, though this audit's --collect took them after reading the "
+            "controller: those nodes' clocks are behind this host's by at least that much, "
+            "so their start times and ages mislead; fix their clocks (NTP)"
+        )
     return (
-        f"{count} collected more than {STALE_INVENTORY_S:.0f} s (two agent heartbeats) "
-        f"before the controller view, the oldest {duration(ages[stale[0]])} before ({shown}): "
-        "what those nodes hold may have changed since; re-collect them, or use --collect"
+        f"{count} collected {span}: what those nodes hold may have changed since; "
+        "re-collect them, or use --collect"
     )
 
 

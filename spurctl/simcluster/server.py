@@ -356,6 +356,13 @@ class SimCluster:
     def release(self, node: str, job_id: int) -> bool:
         return self.state.release(node, job_id)
 
+    def unlist_node(self, node: str) -> None:
+        """GetNodes stops listing `node` while the jobs placed there keep naming it (a node
+        dropped from the controller's node list under a running job)."""
+        with self.state.lock:
+            self.state.unlisted.add(node)
+            self.state.generation += 1
+
     def stop_agent(self, node: str) -> None:
         """The node's spurd goes away: its port closes and it stops heartbeating."""
         self._agents_up.pop(node, None)

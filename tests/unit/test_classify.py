@@ -1080,3 +1080,10 @@ def test_no_lost_on_node_is_concluded_from_a_clock_ahead_inventory() -> None:
     assert [f.kind for f in result.findings] == [Kind.CLOCK_AHEAD]
     on_time = classify(view(running), invs(_dated(ahead, NOW)), watermark=WM, now=NOW)
     assert [f.kind for f in on_time.findings] == [Kind.LOST_ON_NODE]
+
+
+def test_a_node_its_own_collect_left_uninventoried_is_not_told_to_use_collect() -> None:
+    result = classify_module.classify(view(), invs(inv("gpu017")), watermark=WM, collected=True)
+    missing = [f for f in result.findings if f.kind is Kind.NOT_INVENTORIED]
+    assert missing and all("use --collect" not in f.reason for f in missing)
+    assert "this audit's --collect brought no inventory naming it" in missing[0].reason
