@@ -119,6 +119,15 @@ def credential_problem(details: str) -> str:
             f"credential missing: the controller requires one ({said}); pass --token, "
             "set SPUR_AUTH_TOKEN, or write it to ~/.spur/token with mode 0600"
         )
+    if "no auth.jwt_key is configured" in lowered:
+        # spur-core auth.rs authenticate_bearer: the controller has no key, so it verifies
+        # no token; only a call without one passes (docs/spur-facts.md, "Authentication").
+        return (
+            f"the controller has no [auth] jwt_key configured, so it refuses every token "
+            f"while a call without one would pass (auth.mode permissive) ({said}); the token "
+            "is not at fault: run without one (no --token, SPUR_AUTH_TOKEN or "
+            "~/.spur/token), or set the cluster's jwt_key in the controller's spur.conf"
+        )
     if "expired" in lowered:
         return (
             f"credential expired ({said}); get a fresh token (`spur token user`) "
