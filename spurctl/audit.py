@@ -138,35 +138,53 @@ def gather(
     )
 
 
-# Spur's own heartbeat reclaim (PR #623) landed on main on 2026-08-16, after release
-# v0.8.0 (2026-08-11); main still says 0.8.0 (docs/spur-facts.md, disagreement 3).
+# What each Spur reclaims by itself on an agent's heartbeat (docs/spur-facts.md, "The
+# controller's own reclaim"): release v0.8.0 (2026-08-11) has #580 (2026-08-07), which
+# re-sends the cancel of a held id it records as terminal; #623 (main, 2026-08-16) made it
+# Spur's whole predicate. Main still says 0.8.0, so that version names either.
 LAST_VERSION_WITHOUT_RECLAIM = (0, 8, 0)
+RECLAIMED_BY_580 = (Kind.TERMINAL_HELD,)
+RECLAIMED_BY_623 = (Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN)
 _VERSION = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+def _kinds(kinds: Iterable[Kind]) -> str:
+    names = [k.value for k in kinds]
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
 def spur_version_note(version: str) -> str | None:
-    """The note for a controller whose version may predate Spur's own reclaim; None
-    for a later version, or one that does not read as a version number."""
+    """Which reclaim findings a controller of `version` clears by itself and which need
+    spurctl; None for a later version (it has #623), or one that does not read as a
+    version number."""
     m = _VERSION.match(version or "")
     if m is None:
         return None
     parsed = (int(m[1]), int(m[2]), int(m[3] or 0))
     if parsed > LAST_VERSION_WITHOUT_RECLAIM:
         return None
-    consequence = (
-        "nothing reclaims these findings by itself (only spurctl or an operator does), and "
-        "its agents accept cancels without a credential (agent authentication arrived in "
-        "Aug 2026, and even then spurd's default `permissive` mode lets an anonymous one through)"
+    shown = version.strip()
+    after_580 = [k for k in RECLAIMED_BY_623 if k not in RECLAIMED_BY_580]
+    never = (
+        "no Spur clears agent-orphan (spurd no longer tracks it, so never reports it) or "
+        "anything spurctl only investigates"
     )
     if parsed < LAST_VERSION_WITHOUT_RECLAIM:
         return (
-            f"Spur {version.strip()} predates Spur's own heartbeat reclaim (PR #623, "
-            f"2026-08-16): {consequence}"
+            f"Spur {shown} predates Spur's own heartbeat reclaim (#580, first released in "
+            f"v0.8.0; #623 later on main): nothing clears {_kinds(RECLAIMED_BY_623)} by "
+            "itself, so all of them need spurctl (or an operator); "
+            f"{never}; and its agents accept cancels without a credential (agent "
+            "authentication arrived in Aug 2026, #641)"
         )
     return (
-        f"Spur {version.strip()} is 0.8.0 or older, so it may predate Spur's own heartbeat "
-        f"reclaim (PR #623): if it does, {consequence}; a 0.8.0 build from main after "
-        "2026-08-16 has the reclaim, and the version string cannot tell them apart"
+        f"Spur {shown} is release v0.8.0 or a later build of main, and the version string "
+        "cannot tell them apart (main still says 0.8.0): release v0.8.0 clears "
+        f"{_kinds(RECLAIMED_BY_580)} by itself on the node's next heartbeat (#580), while "
+        f"{_kinds(after_580)} need spurctl unless this is a main build from after "
+        f"2026-08-16 (#623, which it may predate); {never}; v0.8.0's agents accept cancels "
+        "without a credential (agent authentication arrived in Aug 2026, #641, and even "
+        "then spurd's default `permissive` mode lets an anonymous one through)"
     )
 
 
