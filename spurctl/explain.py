@@ -61,6 +61,22 @@ ARMS: dict[Kind, str] = {
 }
 
 
+def cannot_see(node: str) -> list[str]:
+    """What no inventory of `node` can show, whatever it holds (docs/node-evidence.md,
+    "What spurctl cannot see"): said with every explanation, so that "holds nothing"
+    is never read as "nothing runs there"."""
+    return [
+        f"an SSH session into {node} that carries no SPUR_JOB_ID and sits in no job cgroup "
+        "(Spur #799) is no job's: spurctl neither counts nor stops it, and it keeps its GPU "
+        "access after the job is cancelled and the node is handed out again; check the "
+        "node's GPU device users (e.g. `fuser -v /dev/kfd /dev/dri/renderD*`)",
+        f"an allocation-only entry in {node}'s spurd (an interactive srun/salloc allocation, "
+        "the Spur #580 class) leaves no process, cgroup or spool, so no inventory shows it: "
+        "the node can look free and still refuse every dispatch; only spurd's own state "
+        "(its log, the controller's heartbeat reclaim) tells",
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Located:
     """NODE resolved: the controller's node (or None) and the inventory that speaks for it."""
@@ -374,6 +390,7 @@ def explain(
         "watermark": {"value": wm.value, "source": wm.source.value},
         "findings": [finding_doc(f) for f in findings],
         "notes": list(report.notes),
+        "cannot_see": cannot_see(where.controller_name or name),
     }
     if job_id is None:
         return doc

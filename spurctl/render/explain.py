@@ -155,6 +155,9 @@ def render_text(doc: dict[str, Any]) -> str:
     if doc["notes"]:
         lines.append("Notes:")
         lines += [f"  - {n}" for n in doc["notes"]]
+    if doc.get("cannot_see"):
+        lines.append("What no inventory shows:")
+        lines += [f"  - {n}" for n in doc["cannot_see"]]
     return "\n".join(lines) + "\n"
 
 
