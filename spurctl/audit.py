@@ -27,6 +27,7 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
     inventories_by_node,
+    utcnow,
     watermark_for,
 )
 from spurctl.sources.inventories import (
@@ -55,6 +56,14 @@ class AuditInputs:
     scope: frozenset[str] | None
     offline: bool
     not_found_doubt: str | None = None
+    # Whether the controller was read with a credential (Spur then scopes GetJobs to its
+    # user); None when unknown (a saved snapshot does not record it).
+    credential: bool | None = None
+    # The inventories come from this audit's own --collect (after the view was read).
+    collected: bool = False
+    # When the inventories were in hand (collection ended, or the files were read), on
+    # this host's clock: an inventory dated well after it is clock-ahead. None: the view's.
+    now: datetime | None = None
 
 
 def confirm_missing(
@@ -90,6 +99,7 @@ def gather(
     snapshot_watermark: Watermark | None = None,
     scope: frozenset[str] | None = None,
     not_found_doubt: str | None = None,
+    collected: bool = False,
 ) -> AuditInputs:
     """Confirm what the bulk view could not, then fix the watermark.
 
@@ -98,6 +108,7 @@ def gather(
     and only NOT_FOUND counts as untracked. Offline (a snapshot) nothing can be
     asked, so those ids stay unverifiable.
     """
+    now = utcnow()  # the inventories are in hand: nothing honest is dated after this
     by_node = inventories_by_node(inventories)
     confirmed: dict[int, Job | None] = {}
     if client is not None:
@@ -121,38 +132,59 @@ def gather(
         not_found_doubt=(
             not_found_doubt if client is not None and (view.bounded or not view.complete) else None
         ),
+        now=now,
+        credential=None if client is None else client.scoped,
+        collected=collected,
     )
 
 
-# Spur's own heartbeat reclaim (PR #623) landed on main on 2026-08-16, after release
-# v0.8.0 (2026-08-11); main still says 0.8.0 (docs/spur-facts.md, disagreement 3).
+# What each Spur reclaims by itself on an agent's heartbeat (docs/spur-facts.md, "The
+# controller's own reclaim"): release v0.8.0 (2026-08-11) has #580 (2026-08-07), which
+# re-sends the cancel of a held id it records as terminal; #623 (main, 2026-08-16) made it
+# Spur's whole predicate. Main still says 0.8.0, so that version names either.
 LAST_VERSION_WITHOUT_RECLAIM = (0, 8, 0)
+RECLAIMED_BY_580 = (Kind.TERMINAL_HELD,)
+RECLAIMED_BY_623 = (Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN)
 _VERSION = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+def _kinds(kinds: Iterable[Kind]) -> str:
+    names = [k.value for k in kinds]
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
 def spur_version_note(version: str) -> str | None:
-    """The note for a controller whose version may predate Spur's own reclaim; None
-    for a later version, or one that does not read as a version number."""
+    """Which reclaim findings a controller of `version` clears by itself and which need
+    spurctl; None for a later version (it has #623), or one that does not read as a
+    version number."""
     m = _VERSION.match(version or "")
     if m is None:
         return None
     parsed = (int(m[1]), int(m[2]), int(m[3] or 0))
     if parsed > LAST_VERSION_WITHOUT_RECLAIM:
         return None
-    consequence = (
-        "nothing reclaims these findings by itself (only spurctl or an operator does), and "
-        "its agents accept cancels without a credential (agent authentication arrived in "
-        "Aug 2026, and even then spurd's default `permissive` mode lets an anonymous one through)"
+    shown = version.strip()
+    after_580 = [k for k in RECLAIMED_BY_623 if k not in RECLAIMED_BY_580]
+    never = (
+        "no Spur clears agent-orphan (spurd no longer tracks it, so never reports it) or "
+        "anything spurctl only investigates"
     )
     if parsed < LAST_VERSION_WITHOUT_RECLAIM:
         return (
-            f"Spur {version.strip()} predates Spur's own heartbeat reclaim (PR #623, "
-            f"2026-08-16): {consequence}"
+            f"Spur {shown} predates Spur's own heartbeat reclaim (#580, first released in "
+            f"v0.8.0; #623 later on main): nothing clears {_kinds(RECLAIMED_BY_623)} by "
+            "itself, so all of them need spurctl (or an operator); "
+            f"{never}; and its agents accept cancels without a credential (agent "
+            "authentication arrived in Aug 2026, #641)"
         )
     return (
-        f"Spur {version.strip()} is 0.8.0 or older, so it may predate Spur's own heartbeat "
-        f"reclaim (PR #623): if it does, {consequence}; a 0.8.0 build from main after "
-        "2026-08-16 has the reclaim, and the version string cannot tell them apart"
+        f"Spur {shown} is release v0.8.0 or a later build of main, and the version string "
+        "cannot tell them apart (main still says 0.8.0): release v0.8.0 clears "
+        f"{_kinds(RECLAIMED_BY_580)} by itself on the node's next heartbeat (#580), while "
+        f"{_kinds(after_580)} need spurctl unless this is a main build from after "
+        f"2026-08-16 (#623, which it may predate); {never}; v0.8.0's agents accept cancels "
+        "without a credential (agent authentication arrived in Aug 2026, #641, and even "
+        "then spurd's default `permissive` mode lets an anonymous one through)"
     )
 
 
@@ -169,6 +201,8 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             confirmed=inputs.confirmed,
             scope=inputs.scope,
             include_healthy=include_healthy,
+            now=inputs.now,
+            collected=inputs.collected,
         )
     notes: list[str] = []
     if not view.complete:
@@ -180,11 +214,11 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             "it lacks are unverifiable and spared"
         )
         notes.append(
-            f"controller view is INCOMPLETE: GetJobs returned {view.coverage()} (Spur "
-            f"scopes GetJobs to the credential's user, admins too); {how}."
+            f"controller view is INCOMPLETE: GetJobs returned {view.coverage()} "
+            f"({_short(inputs)}); {how}."
         )
     notes.extend(view.read_notes)
-    notes.extend(_coverage_notes(result.findings, view))
+    notes.extend(_coverage_notes(result.findings, view, collected=inputs.collected))
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
     notes.extend(result.notes)
@@ -206,7 +240,25 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     )
 
 
-def _coverage_notes(findings: Iterable[Finding], view: ControllerView) -> list[str]:
+def _short(inputs: AuditInputs) -> str:
+    """Why a view came back short, as far as the way it was read tells."""
+    if inputs.credential is None:
+        return (
+            "a saved snapshot does not say whether it was read with a credential; with one, "
+            "Spur scopes GetJobs to the credential's user, admins too"
+        )
+    if inputs.credential:
+        return "Spur scopes GetJobs to the credential's user, admins too"
+    # Without a credential GetJobs is unscoped: what remains is the read itself.
+    return (
+        "no credential was presented, so GetJobs was not scoped to a user: jobs that changed "
+        "state while it was read, or answers too large to read (see the notes), left it short"
+    )
+
+
+def _coverage_notes(
+    findings: Iterable[Finding], view: ControllerView, *, collected: bool = False
+) -> list[str]:
     """What the not-inventoried findings add up to, said before the findings themselves."""
     from spurctl.hostlist import fold
 
@@ -217,7 +269,12 @@ def _coverage_notes(findings: Iterable[Finding], view: ControllerView) -> list[s
     if known:
         notes.append(
             f"{len(known):,} node(s) in scope have no inventory and were not audited: "
-            f"{fold(known)} (collect them, or use --collect)."
+            f"{fold(known)} "
+            + (
+                "(this audit's --collect brought no inventory naming them)."
+                if collected
+                else "(collect them, or use --collect)."
+            )
         )
     if unknown:
         notes.append(
@@ -254,6 +311,7 @@ def run_audit(
             watermark_flag=watermark,
             snapshot_watermark=saved_watermark,
             scope=scope,
+            collected=src.collect,
         )
     else:
         from spurctl.sources.controller import ControllerClient
@@ -273,6 +331,7 @@ def run_audit(
                 watermark_flag=watermark,
                 scope=scope,
                 not_found_doubt=conn.not_found_doubt(),
+                collected=src.collect,
             )
     return audit(inputs, include_healthy=include_healthy), inputs
 
@@ -382,7 +441,6 @@ def watch_rounds(
     from datetime import timedelta
 
     from spurctl.decide.tracker import Tracker, WatchRound
-    from spurctl.model import utcnow
 
     tracker = Tracker()
     state: WatchRound | None = None

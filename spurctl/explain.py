@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from spurctl import hostlist
 from spurctl.decide.classify import (
+    CLOCK_AHEAD_S,
     STALE_INVENTORY_S,
     controller_decision,
     controller_job,
@@ -58,6 +59,22 @@ ARMS: dict[Kind, str] = {
         "arm 7: the job is untracked and at or above the watermark: spare"
     ),
 }
+
+
+def cannot_see(node: str) -> list[str]:
+    """What no inventory of `node` can show, whatever it holds (docs/node-evidence.md,
+    "What spurctl cannot see"): said with every explanation, so that "holds nothing"
+    is never read as "nothing runs there"."""
+    return [
+        f"an SSH session into {node} that carries no SPUR_JOB_ID and sits in no job cgroup "
+        "(Spur #799) is no job's: spurctl neither counts nor stops it, and it keeps its GPU "
+        "access after the job is cancelled and the node is handed out again; check the "
+        "node's GPU device users (e.g. `fuser -v /dev/kfd /dev/dri/renderD*`)",
+        f"an allocation-only entry in {node}'s spurd (an interactive srun/salloc allocation, "
+        "the Spur #580 class) leaves no process, cgroup or spool, so no inventory shows it: "
+        "the node can look free and still refuse every dispatch; only spurd's own state "
+        "(its log, the controller's heartbeat reclaim) tells",
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +174,7 @@ def _inventory_doc(inv: Inventory | None, inputs: AuditInputs) -> dict[str, Any]
         "collected_at": format_time(inv.collected_at),
         "age_s": age,
         "stale": age is not None and age > STALE_INVENTORY_S,
+        "clock_ahead_s": _ahead(inv, inputs),
         "agent": (
             None
             if inv.agent is None
@@ -164,6 +182,16 @@ def _inventory_doc(inv: Inventory | None, inputs: AuditInputs) -> dict[str, Any]
         ),
         "held": [h.job_id for h in inv.held],
     }
+
+
+def _ahead(inv: Inventory, inputs: AuditInputs) -> float | None:
+    """Seconds `inv` is dated after the moment the audit had its inventories, when more
+    than CLOCK_AHEAD_S (the classifier's clock-ahead); else None."""
+    now = inputs.now or inputs.view.taken_at
+    if inv.collected_at is None:
+        return None
+    ahead = round((inv.collected_at - now).total_seconds(), 3)
+    return ahead if ahead > CLOCK_AHEAD_S else None
 
 
 def _node_doc(name: str | None, node: Node | None) -> dict[str, Any] | None:
@@ -252,6 +280,13 @@ def guards(
                 or hostlist.names_token(job.nodelist, inv.node)
             ):
                 add("nodelist-text", f"job {j}'s nodelist text {job.nodelist!r} names this node")
+    ahead = _ahead(inv, inputs)
+    if ahead is not None:
+        add(
+            "clock-ahead",
+            f"collected_at {format_time(inv.collected_at)} is {ahead:.0f} s after this audit's "
+            f"clock (over {CLOCK_AHEAD_S:.0f} s): the node's clock is ahead; never reclaimed",
+        )
     age = inventory_age(view, inv)
     if age is not None and age > STALE_INVENTORY_S:
         add(
@@ -355,6 +390,7 @@ def explain(
         "watermark": {"value": wm.value, "source": wm.source.value},
         "findings": [finding_doc(f) for f in findings],
         "notes": list(report.notes),
+        "cannot_see": cannot_see(where.controller_name or name),
     }
     if job_id is None:
         return doc

@@ -462,6 +462,7 @@ class Kind(enum.StrEnum):
     AGENT_UNREACHABLE = "agent-unreachable"
     NOT_INVENTORIED = "not-inventoried"
     AGENT_ORPHAN = "agent-orphan"
+    CLOCK_AHEAD = "clock-ahead"
 
 
 class Action(enum.StrEnum):

@@ -74,10 +74,7 @@ class AgentPool:
         except grpc.RpcError as err:
             why = describe_rpc_error(err, self._timeout)
             if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAUTHENTICATED:
-                why = (
-                    f"agent refused the controller credential ({err.details()}); "
-                    "check --jwt-key-file / SPUR_JWT_KEY_FILE / spur.conf [auth] jwt_key"
-                )
+                why = _refused_credential(err.details() or "")
             elif isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
                 why += "; check that spurd runs there and its address (--agent-map, --agent-port)"
             elif isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -88,3 +85,25 @@ class AgentPool:
     def close(self) -> None:
         for ch in self._channels:
             ch.close()
+
+
+# spur-core auth.rs authenticate_bearer's answer when the daemon has no key at all
+# (docs/spur-facts.md, "Authentication").
+NO_KEY_CONFIGURED = "no auth.jwt_key is configured"
+
+
+def _refused_credential(details: str) -> str:
+    """Why an agent refused the controller credential spurctl minted, and the fix."""
+    if NO_KEY_CONFIGURED in details:
+        # Not the key file: the node cannot verify any credential, and lets none through.
+        return (
+            f"agent refused the credential ({details}): that node's spurd has no [auth] "
+            "jwt_key configured, so it refuses every token while an anonymous call would "
+            "pass (auth.mode permissive); the key file is not at fault: set the cluster's "
+            "jwt_key in that node's spur.conf (spurd reads it only when it starts, and a "
+            "restart leaves its runs untracked, Spur #803)"
+        )
+    return (
+        f"agent refused the controller credential ({details}); "
+        "check --jwt-key-file / SPUR_JWT_KEY_FILE / spur.conf [auth] jwt_key"
+    )

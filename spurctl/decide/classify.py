@@ -55,6 +55,7 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
         Kind.NOT_INVENTORIED: Action.INVESTIGATE,
         Kind.AGENT_ORPHAN: Action.INVESTIGATE,
+        Kind.CLOCK_AHEAD: Action.INVESTIGATE,
     }
 )
 _ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
@@ -62,6 +63,9 @@ _NOTHING_CONFIRMED: Mapping[int, Job | None] = MappingProxyType({})
 # Spur agents heartbeat every 30 s: an inventory collected more than two heartbeats
 # before the controller view may no longer show what the node holds.
 STALE_INVENTORY_S = 60.0
+# An inventory dated more than this after the audit's "now" comes from a node whose clock
+# is ahead: its negative age would pass every staleness check (reclaim skips it too).
+CLOCK_AHEAD_S = 60.0
 
 
 @dataclass(slots=True)
@@ -114,13 +118,20 @@ def classify(
     confirmed: Mapping[int, Job | None] = _NOTHING_CONFIRMED,
     scope: Collection[str] | None = None,
     include_healthy: bool = False,
+    now: datetime | None = None,
+    collected: bool = False,
 ) -> Classification:
     """Classify every holding of every inventory in scope, then every node in scope.
 
     `confirmed` holds GetJob's answers for held ids missing from the view: a Job
     (possibly redacted, with an empty nodelist) or None for NOT_FOUND. `scope` is
     the node names to audit; None means every controller node and every inventory.
+    `now` is when the inventories were in hand (None: the view's taken_at): one dated
+    more than CLOCK_AHEAD_S after it is a clock-ahead finding, and nothing it holds
+    is reclaimed. `collected`: the inventories come from this audit's own --collect,
+    taken after the view was read (the hints then say so, never "use --collect").
     """
+    now = view.taken_at if now is None else now
     wanted = None if scope is None else frozenset(scope)
     names = _NameMatcher(view.nodes)
     findings: list[Finding] = []
@@ -152,8 +163,16 @@ def classify(
         if age is not None:
             ages[inv.node] = age
         inventoried.add(node)
+        ahead = _ahead(inv, now)
+        if ahead is not None:
+            findings.append(
+                _node_finding(inv.node, Kind.CLOCK_AHEAD, _clock_ahead(inv, ahead, now), age=age)
+            )
         if mismatch is None:
-            held_by_exact_name[node] = inv
+            if ahead is None:
+                # lost-on-node weighs job start times against collected_at, which a
+                # clock ahead makes meaningless.
+                held_by_exact_name[node] = inv
             exact_ages[node] = age
             if heartbeat is not None:
                 findings.append(_node_finding(inv.node, Kind.NAME_MISMATCH, heartbeat, age=age))
@@ -172,7 +191,7 @@ def classify(
                 and _plainly_healthy(node, job, holding.started_at, agent_started)
             ):
                 continue  # most holdings: no finding, and none of the work below
-            held = _Held(node, inv.node, holding, job, asked, mismatch, age)
+            held = _Held(node, inv.node, holding, job, asked, mismatch, age, ahead)
             finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
             )
@@ -183,10 +202,12 @@ def classify(
                 # nodelist could not be read.
                 unreadable[job.job_id] = job.nodelist
             findings.append(finding)
-    findings.extend(_not_inventoried(view, scoped, spoken_for))  # sorted with the rest below
+    findings.extend(
+        _not_inventoried(view, scoped, spoken_for, collected=collected)
+    )  # sorted with the rest below
 
     notes: list[str] = []
-    stale = _stale_inventories_note(ages)
+    stale = _stale_inventories_note(ages, collected=collected)
     if stale is not None:
         notes.append(stale)
     if view.complete:
@@ -277,6 +298,7 @@ class _Held:
     asked: bool
     loose_match: str | None
     age: float | None = None
+    ahead: float | None = None  # seconds the inventory is dated ahead (clock-ahead)
 
     def finding(self, kind: Kind, reason: str, action: Action | None = None) -> Finding:
         action = ACTIONS[kind] if action is None else action
@@ -322,6 +344,12 @@ def _reclaim_doubt(held: _Held, kind: Kind) -> str | None:
         )
     if held.loose_match is not None:
         return held.loose_match
+    if held.ahead is not None:
+        return (
+            f"{held.holder}'s inventory is dated {duration(held.ahead)} ahead of this audit's "
+            "clock, so when it was taken is unknown (clock-ahead); fix the node's clock and "
+            "re-collect it"
+        )
     if kind is Kind.ACTIVE_ELSEWHERE and held.node != held.holder:
         # Judged under the controller's name (SPUR_TARGET_NODE), but reclaim re-checks
         # the job against the inventory's name just before the send: a requeue onto
@@ -671,6 +699,25 @@ def _mismatch_reason(mismatch: str) -> str:
     )
 
 
+def _ahead(inv: Inventory, now: datetime) -> float | None:
+    """How many seconds `inv` is dated after `now`, when more than CLOCK_AHEAD_S; else None."""
+    if inv.collected_at is None:
+        return None
+    ahead = (inv.collected_at - now).total_seconds()
+    return ahead if ahead > CLOCK_AHEAD_S else None
+
+
+def _clock_ahead(inv: Inventory, ahead: float, now: datetime) -> str:
+    assert inv.collected_at is not None
+    return (
+        f"{inv.node}'s inventory is dated {format_time(inv.collected_at)}, {duration(ahead)} "
+        f"after this audit's clock ({format_time(now)}; more than the "
+        f"{CLOCK_AHEAD_S:.0f} s allowed): the node's clock is ahead, so how old its evidence "
+        "is cannot be told and nothing it holds is reclaimed; fix its clock (NTP) and "
+        "re-collect it"
+    )
+
+
 def _unreachable(inv: Inventory) -> str:
     return f"{inv.node} could not be inventoried ({inv.error}); what it holds is unknown"
 
@@ -702,7 +749,11 @@ def inventory_age(view: ControllerView, inv: Inventory | None) -> float | None:
 
 
 def _not_inventoried(
-    view: ControllerView, scoped: Collection[str], spoken_for: Collection[str]
+    view: ControllerView,
+    scoped: Collection[str],
+    spoken_for: Collection[str],
+    *,
+    collected: bool = False,
 ) -> list[Finding]:
     """A finding for each node in scope that no inventory speaks for (by exact or loose name).
 
@@ -718,12 +769,18 @@ def _not_inventoried(
     unknown = (
         [name for name in scoped if name not in view.nodes] if len(known) < len(scoped) else []
     )
+    fix = (
+        "this audit's --collect brought no inventory naming it; run "
+        "`spurctl collect --nodes {name}` to see what its command printed"
+        if collected
+        else "collect it (spurctl collect --nodes {name}) or use --collect"
+    )
     out = [
         _node_finding(
             name,
             Kind.NOT_INVENTORIED,
             f"no inventory speaks for {name}, so what its agent holds is unknown and it "
-            f"was not audited; collect it (spurctl collect --nodes {name}) or use --collect",
+            f"was not audited; " + fix.format(name=name),
         )
         for name in known
         if hostlist.loose_key(name) not in spoken_for
@@ -742,7 +799,7 @@ def _not_inventoried(
     return out
 
 
-def _stale_inventories_note(ages: Mapping[str, float]) -> str | None:
+def _stale_inventories_note(ages: Mapping[str, float], *, collected: bool = False) -> str | None:
     """The note naming inventories collected more than two heartbeats before the view.
 
     The controller's view is of one moment; a node's holdings read long before it
@@ -756,10 +813,21 @@ def _stale_inventories_note(ages: Mapping[str, float]) -> str | None:
         return None
     shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
     count = f"{len(stale)} inventor{'y was' if len(stale) == 1 else 'ies were'}"
+    span = (
+        f"more than {STALE_INVENTORY_S:.0f} s (two agent heartbeats) before the controller "
+        f"view, the oldest {duration(ages[stale[0]])} before ({shown})"
+    )
+    if collected:
+        # This audit's own collect ran after the view was read: dated before it is a clock.
+        dated = f"{len(stale)} inventor{'y is' if len(stale) == 1 else 'ies are'} dated"
+        return (
+            f"{dated} {span}, though this audit's --collect took them after reading the "
+            "controller: those nodes' clocks are behind this host's by at least that much, "
+            "so their start times and ages mislead; fix their clocks (NTP)"
+        )
     return (
-        f"{count} collected more than {STALE_INVENTORY_S:.0f} s (two agent heartbeats) "
-        f"before the controller view, the oldest {duration(ages[stale[0]])} before ({shown}): "
-        "what those nodes hold may have changed since; re-collect them, or use --collect"
+        f"{count} collected {span}: what those nodes hold may have changed since; "
+        "re-collect them, or use --collect"
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from spurctl.decide.classify import controller_decision
+from spurctl.decide.classify import CLOCK_AHEAD_S, controller_decision
 from spurctl.hostlist import names_token
 from spurctl.model import Action, AuditReport, Finding, Job, Kind
 
@@ -162,11 +162,6 @@ def inventory_age_s(entry: Entry, now: datetime) -> float | None:
     if entry.collected_at is None:
         return None
     return (now - entry.collected_at).total_seconds()
-
-
-# An inventory dated later than this past the moment it is judged comes from a node
-# whose clock is ahead: a negative age would pass any --max-inventory-age.
-CLOCK_AHEAD_S = 60.0
 
 
 def stale_reason(entry: Entry, now: datetime, max_age_s: float) -> str | None:

@@ -78,8 +78,17 @@ def render_text(doc: dict[str, Any]) -> str:
     if inv is None:
         lines.append("Inventory:        none speaks for this node (what it holds is unknown)")
     else:
-        age = "" if inv["age_s"] is None else f", {inv['age_s']:.0f} s before the view"
+        age_s = inv["age_s"]
+        age = (
+            ""
+            if age_s is None
+            else f", {age_s:.0f} s before the view"
+            if age_s >= 0
+            else f", {-age_s:.0f} s after the view"
+        )
         stale = " STALE" if inv["stale"] else ""
+        if inv.get("clock_ahead_s") is not None:
+            stale += f" CLOCK AHEAD ({inv['clock_ahead_s']:.0f} s after this audit's clock)"
         agent = inv["agent"]
         lines += [
             f"Inventory:        {inv['node']} ({inv['source']})",
@@ -146,6 +155,9 @@ def render_text(doc: dict[str, Any]) -> str:
     if doc["notes"]:
         lines.append("Notes:")
         lines += [f"  - {n}" for n in doc["notes"]]
+    if doc.get("cannot_see"):
+        lines.append("What no inventory shows:")
+        lines += [f"  - {n}" for n in doc["cannot_see"]]
     return "\n".join(lines) + "\n"
 
 

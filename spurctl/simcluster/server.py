@@ -135,6 +135,10 @@ class SimCluster:
     `agent_auth` is the agents' `[auth] mode` when it differs from the
     controller's (each daemon reads its own spur.conf, e.g. agents that already
     demand the credential next to a controller that still answers anonymously).
+    `keyless` names the endpoints ("controller", or node names) whose spur.conf has
+    no `[auth] jwt_key`: there, as in Spur's `authenticate_bearer`, any presented
+    token is refused ("a token was presented but no auth.jwt_key is configured")
+    while an anonymous call passes unless the mode is `required`.
     `heartbeat_reclaim` makes `heartbeat()` apply spurctld's post-#623 reclaim
     (without it the controller predates #623 and reclaims nothing);
     `heartbeat_interval` runs it in the background. `agent_echo` (a fault,
@@ -166,6 +170,7 @@ class SimCluster:
         controller_echo: bool = False,
         answer_limit: int | None = ANSWER_LIMIT,
         nodes_answer_limit: int | None = ANSWER_LIMIT,
+        keyless: Iterable[str] = (),
     ) -> None:
         if job_info_visibility not in VISIBILITIES:
             raise ValueError(
@@ -183,6 +188,7 @@ class SimCluster:
         self.auth_mode: AuthMode = auth
         self.agent_auth_mode: AuthMode = agent_auth
         self._jwt_key = jwt_key or ""
+        self.keyless = frozenset(keyless)
         self.follower_of = follower_of
         self.heartbeat_reclaim = heartbeat_reclaim
         self.heartbeat_interval = heartbeat_interval
@@ -367,6 +373,13 @@ class SimCluster:
     def release(self, node: str, job_id: int) -> bool:
         return self.state.release(node, job_id)
 
+    def unlist_node(self, node: str) -> None:
+        """GetNodes stops listing `node` while the jobs placed there keep naming it (a node
+        dropped from the controller's node list under a running job)."""
+        with self.state.lock:
+            self.state.unlisted.add(node)
+            self.state.generation += 1
+
     def stop_agent(self, node: str) -> None:
         """The node's spurd goes away: its port closes and it stops heartbeating."""
         self._agents_up.pop(node, None)
@@ -395,7 +408,9 @@ class SimCluster:
 
     # -- authentication ------------------------------------------------------------------
 
-    def _authenticate(self, metadata: Any, *, mode: AuthMode, missing_hint: str) -> Identity | None:
+    def _authenticate(
+        self, metadata: Any, *, mode: AuthMode, missing_hint: str, endpoint: str = "controller"
+    ) -> Identity | None:
         """spurctld/spurd's bearer ruling: an identity, None (anonymous), or a refusal."""
         header = next((str(v) for k, v in metadata or () if k == "authorization"), None)
         if header is None:
@@ -411,6 +426,12 @@ class SimCluster:
             raise _Refused(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
         if mode == "disabled":
             return None
+        if endpoint in self.keyless:
+            # spur-core auth.rs authenticate_bearer: no key, so no token can be verified.
+            raise _Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "a token was presented but no auth.jwt_key is configured",
+            )
         try:
             claims = auth.verify(token, self._jwt_key, leeway_s=TOKEN_LEEWAY_S)
         except auth.CredentialError as exc:
@@ -448,7 +469,10 @@ class SimCluster:
                 await asyncio.sleep(delay)
             try:
                 identity = self._authenticate(
-                    context.invocation_metadata(), mode=mode, missing_hint=missing_hint
+                    context.invocation_metadata(),
+                    mode=mode,
+                    missing_hint=missing_hint,
+                    endpoint=endpoint,
                 )
                 if endpoint != "controller" and self.agent_echo:
                     raise _Refused(

@@ -226,6 +226,8 @@ class ClusterState:
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
+        # Nodes GetNodes no longer lists while jobs still name them (`unlist_node`).
+        self.unlisted: set[str] = set()
         self.held: dict[str, dict[int, Holding]] = {name: {} for name in self.nodes}
         for node, holdings in scenario.holdings.items():
             self.held[node] = {h.job_id: h for h in holdings}
@@ -311,7 +313,7 @@ class ClusterState:
         allowed = expand(req.nodelist) if req.nodelist.strip() else None
         states = set(req.states)
         with self.lock:
-            nodes = list(self.nodes.values())
+            nodes = [n for n in self.nodes.values() if n.name not in self.unlisted]
         return [
             n
             for n in nodes

@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 from google.protobuf import empty_pb2
 
+from spurctl import hostlist
 from spurctl.errors import SpurctlError, redact
 from spurctl.gcpause import gc_paused
 from spurctl.model import (
@@ -30,6 +31,7 @@ from spurctl.model import (
     ControllerView,
     Job,
     JobState,
+    Placement,
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
@@ -117,6 +119,15 @@ def credential_problem(details: str) -> str:
         return (
             f"credential missing: the controller requires one ({said}); pass --token, "
             "set SPUR_AUTH_TOKEN, or write it to ~/.spur/token with mode 0600"
+        )
+    if "no auth.jwt_key is configured" in lowered:
+        # spur-core auth.rs authenticate_bearer: the controller has no key, so it verifies
+        # no token; only a call without one passes (docs/spur-facts.md, "Authentication").
+        return (
+            f"the controller has no [auth] jwt_key configured, so it refuses every token "
+            f"while a call without one would pass (auth.mode permissive) ({said}); the token "
+            "is not at fault: run without one (no --token, SPUR_AUTH_TOKEN or "
+            "~/.spur/token), or set the cluster's jwt_key in the controller's spur.conf"
         )
     if "expired" in lowered:
         return (
@@ -378,21 +389,29 @@ class ControllerClient:
             state, nodes[half:], notes
         )
 
-    def _by_ids(self, ids: Sequence[int]) -> list[pb.JobInfo]:
-        """GetJobs for these ids, halving a batch whose answer is refused for its size."""
+    def _by_ids(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
+        """GetJobs for these ids (in `states`, when given), halving a batch whose answer
+        is refused for its size."""
         try:
-            return self._answer(job_ids=list(ids))
+            return self._answer(job_ids=list(ids), states=list(states))
         except AnswerTooLarge:
             if len(ids) == 1:
                 raise
         half = len(ids) // 2
-        return self._by_ids(ids[:half]) + self._by_ids(ids[half:])
+        return self._by_ids(ids[:half], states) + self._by_ids(ids[half:], states)
 
-    def _ids_in_batches(self, ids: Sequence[int]) -> list[pb.JobInfo]:
-        """GetJobs by id, LOOKUP_BATCH ids per request, the requests in flight together."""
+    def _ids_in_batches(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
+        """GetJobs by id (in `states`, when given), LOOKUP_BATCH ids per request, the
+        requests in flight together."""
         batches = [ids[i : i + LOOKUP_BATCH] for i in range(0, len(ids), LOOKUP_BATCH)]
         pending = [
-            (batch, self.read_later("GetJobs", pb.GetJobsRequest(job_ids=batch)))
+            (
+                batch,
+                self.read_later(
+                    "GetJobs",
+                    pb.GetJobsRequest(job_ids=batch, states=list(states)),  # type: ignore[arg-type]
+                ),
+            )
             for batch in batches
         ]
         found: list[pb.JobInfo] = []
@@ -400,8 +419,30 @@ class ControllerClient:
             try:
                 found.extend(collect().jobs)
             except AnswerTooLarge:
-                found.extend(self._by_ids(batch))
+                found.extend(self._by_ids(batch, states))
         return found
+
+    def _find_unreached(self, read: _Read) -> None:
+        """Read by id the active jobs a node split reached in no node's answer.
+
+        Such a job has no nodelist yet, or names only nodes GetNodes does not list, and
+        only its record tells which (the second makes the view incomplete). Asked for
+        among the ids below the highest read (the oldest job still running may be older
+        than every job read), in the states left short, when there are few enough of
+        them; what stays unread is counted in `read.unread`.
+        """
+        short = [int(s) for s in _BY_ACTIVITY if read.unread[s]]
+        if not short:
+            return
+        gaps = _gaps(read.ids(), low=1)
+        if gaps is None:
+            return
+        found = self._ids_in_batches(gaps, short)
+        read.messages += found
+        for s in _BY_ACTIVITY:
+            if read.unread[s]:
+                got = sum(1 for m in found if m.state == int(s))
+                read.unread[s] = max(0, read.unread[s] - got)
 
     def _probe_above(self, highest: int) -> list[pb.JobInfo]:
         """Jobs with ids above `highest` (ended ones the state read skipped): the
@@ -476,11 +517,8 @@ class ControllerClient:
         if everything:
             self._jobs_in(tuple(JobState), planning, node_names, read, read_allocations)
             if read.unread:  # jobs no node filter reaches: ask for the ids between those read
-                seen = read.ids()
-                gaps = [
-                    i for i in range(min(seen, default=1), max(seen, default=0)) if i not in seen
-                ]
-                if len(gaps) <= _MAX_GAP_IDS:
+                gaps = _gaps(read.ids())
+                if gaps is not None:
                     read.messages += self._ids_in_batches(gaps)
                     read.unread = Counter()
                 read.messages += self._probe_above(read.highest())
@@ -488,6 +526,8 @@ class ControllerClient:
             self._jobs_in(_BY_ACTIVITY, planning, node_names, read, read_allocations)
             self._jobs_in(_NOT_STARTED, planning, node_names, read, read_allocations)
             read.messages += self._probe_above(read.highest())
+            if not self.scoped:  # a scoped answer by id proves nothing more
+                self._find_unreached(read)
         jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded)
         unread, notes = read.unread, read.notes
         # While the controller builds its node list, read the active jobs' placements:
@@ -506,18 +546,16 @@ class ControllerClient:
                 "GetJobs left out cannot be told"
             )
         if unread and not self.scoped:
-            # An unscoped read node by node returns every job with a nodelist: what it
-            # left unread has none, and explains no node's allocation.
+            # An unscoped read node by node returns every job naming a listed node: what
+            # it left unread names none (no nodelist yet, or only unlisted nodes), so it
+            # explains no listed node's allocation.
             expected -= sum(unread[s] for s in ACTIVE_STATES)
-        notes += [
-            f"{n:,} {state.name} job{'' if n == 1 else 's'} without a nodelist "
-            f"{'was' if n == 1 else 'were'} not read: the {state.name} "
-            "jobs together are over spurctld's 32 MiB answer limit, and only a job with a "
-            "nodelist can be read node by node"
-            + ("; held ids among them were asked for by id" if not everything else "")
-            for state, n in sorted(unread.items())
-            if n
-        ]
+        notes += [_unread_note(state, n, everything) for state, n in sorted(unread.items()) if n]
+        off_list = _off_list(jobs.placements(), nodes)
+        if off_list:
+            # The node list lacks a node a job runs on: that node is in no audit's scope.
+            expected = max(expected, read_active + 1)
+            notes.append(_off_list_note(off_list))
         return ControllerView(
             address=self.address,
             version=version,
@@ -533,6 +571,70 @@ class ControllerClient:
 
 
 _STATE_VALUES = frozenset(int(s) for s in JobState)
+
+
+def _gaps(seen: Collection[int], low: int | None = None) -> list[int] | None:
+    """The ids from `low` (default: the lowest of `seen`) up to the highest of `seen` that
+    it lacks; None when there are more than _MAX_GAP_IDS (too many to ask for one by one)."""
+    if not seen:
+        return []
+    high = max(seen)
+    low = min(seen) if low is None else low
+    if high - low + 1 - sum(1 for i in seen if i >= low) > _MAX_GAP_IDS:
+        return None
+    return [i for i in range(low, high) if i not in seen]
+
+
+def _off_list(placements: Iterable[Placement], nodes: Collection[str]) -> list[tuple[int, str]]:
+    """(job id, the nodes GetNodes does not list) for each active job whose nodelist
+    names such a node; a nodelist that cannot be read is the classifier's to report."""
+    out: list[tuple[int, str]] = []
+    for placed in placements:
+        nodelist = placed.nodelist
+        if not nodelist:
+            continue
+        if "[" not in nodelist and "," not in nodelist:
+            if nodelist.strip() not in nodes:
+                out.append((placed.job_id, nodelist.strip()))
+            continue
+        try:
+            named = hostlist.expand(nodelist)
+        except SpurctlError:
+            continue
+        missing = [n for n in named if n not in nodes]
+        if missing:
+            out.append((placed.job_id, hostlist.fold(sorted(missing))))
+    return sorted(out)
+
+
+def _unread_note(state: JobState, n: int, everything: bool) -> str:
+    """What a node split left unread of `state`: a job naming no node GetNodes lists."""
+    jobs = f"{n:,} {state.name} job{'' if n == 1 else 's'}"
+    were = "was" if n == 1 else "were"
+    limit = f"the {state.name} jobs together are over spurctld's 32 MiB answer limit"
+    by_id = "" if everything else "; held ids among them were asked for by id"
+    if state not in ACTIVE_STATES:  # a job not started yet has no nodelist
+        return (
+            f"{jobs} without a nodelist {were} not read: {limit}, and only a job with a "
+            f"nodelist can be read node by node{by_id}"
+        )
+    # An active one may also run on nodes GetNodes does not list: which, only its record says.
+    return (
+        f"{jobs} {were} not read: {limit}, node by node only a job naming a node GetNodes "
+        f"lists can be read, and {'it was' if n == 1 else 'they were'} in no node's answer "
+        "(no nodelist yet, or only nodes GetNodes does not list: too many ids to tell by "
+        f"asking one by one){by_id}"
+    )
+
+
+def _off_list_note(off_list: Sequence[tuple[int, str]]) -> str:
+    shown = "; ".join(f"job {j} on {n}" for j, n in off_list[:5])
+    more = f" and {len(off_list) - 5} more" if len(off_list) > 5 else ""
+    return (
+        f"{len(off_list):,} active {'job runs' if len(off_list) == 1 else 'jobs run'} "
+        f"on nodes GetNodes does not list ({shown}{more}): the controller's node list is "
+        "incomplete, so the view is marked incomplete and those nodes are in no audit's scope"
+    )
 
 
 def _every_job() -> None:

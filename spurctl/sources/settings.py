@@ -210,19 +210,38 @@ def resolve_jwt_key(
 ) -> str | None:
     """The cluster key that mints the controller credential agents demand.
 
-    A key file group or others can read gets a one-line warning, as a token file does.
+    spurd and spurctld sign and verify with the `[auth] jwt_key` TOML string's bytes,
+    exactly (docs/spur-facts.md, "Authentication"): a key file is read the same way,
+    but for the one line ending (LF or CRLF) that `echo` or an editor leaves at its
+    end, which no TOML string can hold unescaped. Any other whitespace is part of
+    the key, and gets a warning. A key file group or others can read gets a
+    one-line warning, as a token file does.
     """
     if flag is not None:
         try:
-            key = flag.read_text().strip()
+            raw = flag.read_bytes()
         except OSError as exc:
             raise SpurctlError(
                 f"cannot read --jwt-key-file {flag}: {exc.strerror}; "
                 "check the path and that you may read it"
             ) from None
+        try:
+            key = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SpurctlError(
+                f"--jwt-key-file {flag} is not UTF-8 text, so it cannot hold the spur.conf "
+                "[auth] jwt_key string; write the key exactly as spur.conf has it"
+            ) from None
+        key = key.removesuffix("\n").removesuffix("\r") if key.endswith("\n") else key
         if not key:
             raise SpurctlError(f"--jwt-key-file {flag} is empty; it must hold the cluster jwt_key")
         register_secret(key)
+        if key != key.strip():
+            (warn or _warn)(
+                f"the key in --jwt-key-file {flag} begins or ends with whitespace, which is "
+                "used as part of the key, as spurd uses the jwt_key string exactly; remove "
+                "it unless spur.conf's jwt_key has it too"
+            )
         mode = _loose(flag)
         if mode is not None:
             (warn or _warn)(

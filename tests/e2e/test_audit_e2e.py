@@ -186,3 +186,103 @@ def test_a_healthy_cluster_exits_zero(tmp_path: Path) -> None:
         run = run_cli("audit", "--inventory", str(inv), "--nodes", "gpu[001-002]", env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "No discrepancies" in run.stdout
+
+
+def test_an_inventory_dated_in_2031_is_clock_ahead_and_its_holding_is_never_reclaimed(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    from spurctl.sources.documents import dump_json, inventory_to_dict
+
+    lines = []
+    for inv in sim.inventories():
+        doc = inventory_to_dict(inv)
+        if inv.node == "gpu012":  # holds 4702, which ended: terminal-held on time
+            doc["collected_at"] = "2031-06-01T00:00:00Z"
+        lines.append(dump_json(doc, indent=None))
+    future = tmp_path / "future.jsonl"
+    future.write_text("\n".join(lines) + "\n")
+    env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+    run = run_cli("audit", "--inventory", str(future), "--format", "json", env=env)
+    assert run.returncode == 1, run.stderr
+    on_node = [f for f in json.loads(run.stdout)["findings"] if f["node"] == "gpu012"]
+    kinds = {(f["kind"], f["job_id"]): f for f in on_node}
+    clock = kinds[("clock-ahead", None)]
+    assert clock["action"] == "investigate"
+    assert "2031-06-01T00:00:00Z" in clock["reason"] and "node's clock is ahead" in clock["reason"]
+    held = kinds[("terminal-held", 4702)]
+    assert held["action"] == "investigate" and "clock-ahead" in held["reason"]
+    assert not [f for f in on_node if f["action"] == "reclaim"]
+
+    prom = run_cli("audit", "--inventory", str(future), "--format", "prometheus", env=env)
+    assert 'spurctl_findings{kind="clock-ahead"} 1' in prom.stdout
+    table = run_cli("audit", "--inventory", str(future), "--kind", "clock-ahead", env=env)
+    assert "clock-ahead" in table.stdout and "gpu012" in table.stdout
+
+    explained = run_cli("explain", "gpu012", "4702", "--inventory", str(future), env=env)
+    assert explained.returncode == 0, explained.stderr
+    assert "CLOCK AHEAD" in explained.stdout and "clock-ahead:" in explained.stdout
+    assert "Reclaim sends:  nothing" in explained.stdout
+
+
+def test_the_incomplete_view_note_blames_credential_scoping_only_when_one_was_presented(
+    tmp_path: Path,
+) -> None:
+    with scoped_sim() as sim:
+        inv = sim.write_inventories(tmp_path / "scoped.jsonl")
+        env = {
+            "SPUR_CONTROLLER_ADDR": sim.controller_address,
+            "SPUR_AUTH_TOKEN": auth.mint(KEY, "henry", admin=True, lifetime_s=300),
+        }
+        live = run_cli("audit", "--inventory", str(inv), "--format", "json", env=env)
+        snap = tmp_path / "snap.json"
+        saved = run_cli("snapshot", "-o", str(snap), env=env)
+        assert saved.returncode == 0, saved.stderr
+    offline = run_cli("audit", "--snapshot", str(snap), "--inventory", str(inv), "--format", "json")
+
+    def incomplete_note(run: object) -> str:
+        doc = json.loads(run.stdout)  # type: ignore[attr-defined]
+        (note,) = [n for n in doc["notes"] if n.startswith("controller view is INCOMPLETE")]
+        return str(note)
+
+    assert "Spur scopes GetJobs to the credential's user" in incomplete_note(live)
+    # A snapshot does not record how it was read: the note says so, and blames nothing.
+    note = incomplete_note(offline)
+    assert "a saved snapshot does not say whether it was read with a credential" in note
+
+
+def test_audit_collect_never_tells_the_operator_to_use_collect(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    from datetime import timedelta
+
+    from spurctl.model import format_time, utcnow
+    from spurctl.simcluster import node_line
+    from spurctl.sources.documents import dump_json, inventory_to_dict
+
+    # gpu003's command prints an inventory dated ten minutes back: its clock is behind.
+    lines = []
+    for inv in sim.inventories():
+        doc = inventory_to_dict(inv)
+        if inv.node == "gpu003":
+            doc["collected_at"] = format_time(utcnow() - timedelta(minutes=10))
+        lines.append(dump_json(doc, indent=None))
+    printed = tmp_path / "printed.jsonl"
+    printed.write_text("\n".join(lines) + "\n")
+    run = run_cli(
+        "audit", "--collect", "--nodes", "gpu[001-006]", "--command", node_line.command(printed),
+        "--format", "json", env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    doc = json.loads(run.stdout)
+    (stale,) = [n for n in doc["notes"] if "two agent heartbeats" in n]
+    assert "gpu003" in stale and "clocks are behind" in stale and "NTP" in stale
+    said = " ".join(doc["notes"] + [f["reason"] for f in doc["findings"]])
+    assert "use --collect" not in said
+
+    # The same file read with --inventory: there re-collecting is the right advice.
+    files = run_cli(
+        "audit", "--inventory", str(printed), "--nodes", "gpu[001-006]", "--format", "json",
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
+    )  # fmt: skip
+    (stale,) = [n for n in json.loads(files.stdout)["notes"] if "two agent heartbeats" in n]
+    assert "re-collect them, or use --collect" in stale

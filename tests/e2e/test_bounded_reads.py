@@ -84,14 +84,10 @@ def test_an_audit_under_the_limit_finds_what_an_unlimited_read_finds(
     # It had to split: answers were refused, and none sent was over the limit.
     refused = [r for r in limited.refusals if r.code is grpc.StatusCode.OUT_OF_RANGE]
     assert refused and max(limited.answer_sizes) <= LIMIT
-    # What no node filter reaches (a RUNNING job whose nodelist is not recorded yet)
-    # is said, and explains no allocation, so the view stays complete.
-    unread = [n for n in capped["notes"] if "not read" in n]
-    assert unread == [
-        "1 RUNNING job without a nodelist was not read: the RUNNING jobs together are "
-        "over spurctld's 32 MiB answer limit, and only a job with a nodelist can be read node "
-        "by node; held ids among them were asked for by id"
-    ]
+    # What no node filter reaches (a RUNNING job whose nodelist is not recorded yet) is
+    # read by id, which shows it names no node: it explains no allocation, and the view
+    # stays complete, with nothing left unread to note.
+    assert not [n for n in capped["notes"] if "not read" in n or "GetNodes" in n]
 
 
 def test_an_audit_asks_for_held_ids_by_id_in_small_batches_and_never_for_every_ended_job(
@@ -194,3 +190,29 @@ def test_a_node_answer_over_the_limit_is_one_clear_error(tmp_path: Path) -> None
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "refused to send its GetNodes answer" in lines[0]
     assert "encoded message length too large" in lines[0]
+
+
+def _running_on_one_node(sim: SimCluster) -> tuple[int, str]:
+    return min(
+        (j.job_id, j.nodelist)
+        for j in sim.state.jobs.values()
+        if j.state is JobState.RUNNING and j.nodelist and "[" not in j.nodelist
+    )
+
+
+@pytest.mark.parametrize("limit", [None, LIMIT], ids=["one answer", "split by node"])
+def test_a_running_job_on_a_node_getnodes_does_not_list_is_named_and_the_view_incomplete(
+    tmp_path: Path, limit: int | None
+) -> None:
+    with SimCluster(large(**SMALL), agents=False, answer_limit=limit) as sim:
+        job_id, node = _running_on_one_node(sim)
+        sim.unlist_node(node)
+        doc = audit_json(sim, tmp_path)
+    assert doc["view"]["complete"] is False
+    notes = doc["notes"]
+    assert any(f"job {job_id} on {node}" in n and "GetNodes does not list" in n for n in notes)
+    assert not any("without a nodelist" in n for n in notes), notes
+    # No credential was presented: the shortfall is not blamed on credential scoping.
+    (incomplete,) = [n for n in notes if n.startswith("controller view is INCOMPLETE")]
+    assert "no credential was presented" in incomplete
+    assert "scopes GetJobs to the credential's user" not in incomplete

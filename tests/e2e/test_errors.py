@@ -414,3 +414,21 @@ def test_force_color_colours_a_piped_table_and_no_color_wins(
     assert proc.returncode == 1, proc.stderr
     assert ("\x1b[" in proc.stdout) is coloured
     assert "gpu021.cluster.local" in proc.stdout
+
+
+def test_a_token_sent_to_a_controller_with_no_key_configured_names_that_cause(
+    tmp_path: Path,
+) -> None:
+    with SimCluster(
+        incident(), agents=False, auth="permissive", jwt_key=KEY, keyless=["controller"]
+    ) as sim:
+        token = auth.mint(KEY, "root", admin=True, lifetime_s=300)
+        env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+        refused = run_cli(
+            "snapshot", "-o", str(tmp_path / "s.json"), env={**env, "SPUR_AUTH_TOKEN": token}
+        )
+        anonymous = run_cli("snapshot", "-o", str(tmp_path / "a.json"), env=env)
+    line = one_line_error(refused, "no [auth] jwt_key configured", "would pass")
+    assert "a token was presented but no auth.jwt_key is configured" in line
+    assert "the token is not at fault" in line and token not in line
+    assert anonymous.returncode == 0, anonymous.stderr  # as the sentence says

@@ -163,3 +163,18 @@ def test_a_hostlist_is_not_a_node(incident_cluster: Cluster) -> None:
     assert run.returncode == 2
     assert "one node name, not a hostlist" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_explain_says_what_no_inventory_of_the_node_can_show(incident_cluster: Cluster) -> None:
+    # gpu001 holds nothing: exactly where an unseen SSH session or allocation-only entry
+    # would be mistaken for a free node.
+    text = explain(incident_cluster, "gpu001")
+    assert text.returncode == 0, text.stderr
+    after = text.stdout.split("What no inventory shows:", 1)[1]
+    assert "SSH session into gpu001" in after and "SPUR_JOB_ID" in after and "#799" in after
+    assert "keeps its GPU access after the job is cancelled" in after
+    assert "allocation-only entry" in after and "no process, cgroup or spool" in after
+    assert "#580" in after
+    doc = explain_json(incident_cluster, "gpu003", "4711")
+    unseen = " ".join(doc["cannot_see"])
+    assert "SSH session into gpu003" in unseen and "allocation-only entry" in unseen

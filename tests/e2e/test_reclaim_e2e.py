@@ -170,6 +170,28 @@ def test_a_wrong_key_makes_the_agent_refuse_and_the_outcome_failed(
     assert journal(f)[-1]["result"] == "failed"
 
 
+def test_an_agent_with_no_key_configured_is_named_as_the_cause_not_the_key_file(
+    tmp_path: Path,
+) -> None:
+    # gpu003's spurd runs permissive with no [auth] jwt_key: the credential spurctl
+    # mints is refused there, though a call without one would pass.
+    with SimCluster(
+        incident(), auth="required", agent_auth="permissive", jwt_key=KEY, keyless=["gpu003"]
+    ) as keyless:
+        f = files(keyless, tmp_path)
+        run = reclaim_cli(keyless, f, "--node", "gpu003", "--yes", "--format", "json")
+        cancels = list(keyless.cancels)
+    assert run.returncode == 1, run.stderr
+    (outcome,) = json.loads(run.stdout)["outcomes"]
+    assert outcome["result"] == "failed"
+    detail = outcome["detail"]
+    assert "a token was presented but no auth.jwt_key is configured" in detail
+    assert "has no [auth] jwt_key configured" in detail and "anonymous call would pass" in detail
+    assert "the key file is not at fault" in detail
+    assert "check --jwt-key-file" not in detail
+    assert cancels == []
+
+
 def test_an_unreachable_agent_fails_alone(sim: SimCluster, tmp_path: Path) -> None:
     sim.stop_agent("gpu004")
     f = files(sim, tmp_path)

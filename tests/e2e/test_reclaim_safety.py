@@ -244,17 +244,19 @@ def test_an_inventory_older_than_max_inventory_age_is_skipped_with_its_reason(
     assert cancelled(sim) == [("gpu003", 4711)]
 
 
-def test_an_inventory_dated_in_the_future_is_skipped_as_a_clock_ahead(
+def test_an_inventory_dated_in_the_future_is_never_planned_and_said_to_be_clock_ahead(
     sim: SimCluster, tmp_path: Path
 ) -> None:
     f = _files(sim, tmp_path)
     _age_inventories(f["inventory"], -timedelta(days=365 * 5))  # dated five years ahead
+    dry = _reclaim(sim, f, "--node", "gpu003", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Nothing to reclaim on these nodes" in dry.stdout
+    assert "clock-ahead on gpu003" in dry.stdout
     run = _reclaim(sim, f, "--node", "gpu003", "--yes", "--format", "json")
-    assert run.returncode == 1, run.stderr
-    (outcome,) = json.loads(run.stdout)["outcomes"]
-    assert outcome["result"] == "skipped"
-    assert "ahead of this host's clock" in outcome["detail"]
-    assert "node's clock is ahead" in outcome["detail"]
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["outcomes"] == [] and doc["summary"]["planned"] == 0
     assert sim.cancels == []
 
 

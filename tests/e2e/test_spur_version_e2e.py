@@ -14,7 +14,7 @@ from spurctl.simcluster import SimCluster, incident
 from spurctl.simcluster import post_wipe as post_wipe_scenario
 from tests.cli import run_cli
 
-OLD_NOTE = "nothing reclaims these findings by itself"
+OLD_NOTE = "need spurctl"
 
 
 @pytest.fixture(params=["0.8.0", "0.9.1"])
@@ -45,6 +45,7 @@ def test_audit_headers_name_the_version_and_an_old_one_gets_the_note(
     if old:
         note = next(n for n in doc["notes"] if OLD_NOTE in n)
         assert "may predate" in note and "cannot tell them apart" in note
+        assert "release v0.8.0 clears terminal-held by itself" in note
 
 
 def test_reclaim_plan_carries_the_note(sim: SimCluster, tmp_path: Path) -> None:

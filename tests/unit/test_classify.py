@@ -1029,3 +1029,61 @@ def test_with_all_a_node_that_holds_nothing_still_gets_a_row() -> None:
     assert quiet[0].reason == f"{NODES[1]} holds no job, and the controller runs none there"
     hidden = classify(view(running), inventories, watermark=2).findings
     assert not [f for f in hidden if f.node == NODES[1]]
+
+
+# -- an inventory dated ahead of the audit's clock -----------------------------------
+
+
+def _dated(inventory: Inventory, at: datetime) -> Inventory:
+    return replace(inventory, collected_at=at)
+
+
+def test_an_inventory_dated_well_ahead_of_the_audits_clock_is_clock_ahead_and_never_reclaimed() -> (
+    None
+):
+    ended = job(5, JobState.COMPLETED, "gpu017", end=T0)
+    ahead = _dated(inv("gpu017", held(5, gpu_ids=(0,), pids=(81,))), NOW + timedelta(days=1800))
+    result = classify(view(ended), invs(ahead), watermark=WM, now=NOW)
+    by_kind = {f.kind: f for f in result.findings}
+    clock = by_kind[Kind.CLOCK_AHEAD]
+    assert (clock.node, clock.job_id, clock.action) == ("gpu017", None, Action.INVESTIGATE)
+    assert "the node's clock is ahead" in clock.reason and "2031-" in clock.reason
+    held_finding = by_kind[Kind.TERMINAL_HELD]
+    assert held_finding.action is Action.INVESTIGATE
+    assert "not reclaimed" in held_finding.reason and "clock-ahead" in held_finding.reason
+    assert not [f for f in result.findings if f.action is Action.RECLAIM]
+
+
+def test_an_inventory_within_the_allowed_clock_skew_is_judged_as_usual() -> None:
+    ended = job(5, JobState.COMPLETED, "gpu017", end=T0)
+    skewed = _dated(inv("gpu017", held(5, gpu_ids=(0,))), NOW + timedelta(seconds=59))
+    result = classify(view(ended), invs(skewed), watermark=WM, now=NOW)
+    assert [(f.kind, f.action) for f in result.findings] == [(Kind.TERMINAL_HELD, Action.RECLAIM)]
+
+
+def test_clock_ahead_is_measured_from_the_audits_now_not_the_view() -> None:
+    # A saved snapshot's view is old; an inventory collected since is not ahead of "now".
+    ended = job(5, JobState.COMPLETED, "gpu017", end=T0)
+    later = _dated(inv("gpu017", held(5, gpu_ids=(0,))), NOW + timedelta(hours=2))
+    fresh = classify(view(ended), invs(later), watermark=WM, now=NOW + timedelta(hours=2))
+    assert Kind.CLOCK_AHEAD not in {f.kind for f in fresh.findings}
+    assert {f.action for f in fresh.findings} == {Action.RECLAIM}
+    by_view = classify(view(ended), invs(later), watermark=WM)  # now defaults to taken_at
+    assert Kind.CLOCK_AHEAD in {f.kind for f in by_view.findings}
+
+
+def test_no_lost_on_node_is_concluded_from_a_clock_ahead_inventory() -> None:
+    # Dated ahead, the inventory reads as taken after the job started: it is not.
+    running = job(7, JobState.RUNNING, "gpu017", start=NOW - timedelta(minutes=1))
+    ahead = _dated(inv("gpu017"), NOW + timedelta(hours=3))
+    result = classify(view(running), invs(ahead), watermark=WM, now=NOW)
+    assert [f.kind for f in result.findings] == [Kind.CLOCK_AHEAD]
+    on_time = classify(view(running), invs(_dated(ahead, NOW)), watermark=WM, now=NOW)
+    assert [f.kind for f in on_time.findings] == [Kind.LOST_ON_NODE]
+
+
+def test_a_node_its_own_collect_left_uninventoried_is_not_told_to_use_collect() -> None:
+    result = classify_module.classify(view(), invs(inv("gpu017")), watermark=WM, collected=True)
+    missing = [f for f in result.findings if f.kind is Kind.NOT_INVENTORIED]
+    assert missing and all("use --collect" not in f.reason for f in missing)
+    assert "this audit's --collect brought no inventory naming it" in missing[0].reason

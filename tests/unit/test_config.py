@@ -214,3 +214,32 @@ def test_a_spur_conf_holding_jwt_key_that_others_can_read_gets_one_warning(tmp_p
         assert len(warnings) == expected, warnings
         for w in warnings:
             assert "jwt_key" in w and f"chmod 600 {conf_path}" in w and "k3y-secret" not in w
+
+
+@pytest.mark.parametrize(
+    ("content", "key", "warned"),
+    [
+        (b"cluster-key", "cluster-key", False),
+        (b"cluster-key\n", "cluster-key", False),  # echo's newline: no TOML string holds it
+        (b"cluster-key\r\n", "cluster-key", False),
+        (b" cluster-key\t\n", " cluster-key\t", True),  # spurd would use these bytes too
+        (b"cluster-key\n\n", "cluster-key\n", True),
+    ],
+)
+def test_a_key_file_is_read_as_spurd_reads_jwt_key_but_for_one_line_ending(
+    tmp_path: Path, content: bytes, key: str, warned: bool
+) -> None:
+    path = tmp_path / "jwt.key"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    warnings: list[str] = []
+    assert resolve_jwt_key(path, SpurConf(), warnings.append) == key
+    assert bool(warnings) is warned, warnings
+    assert all("whitespace" in w and "cluster-key" not in w for w in warnings)
+
+
+def test_a_key_file_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "jwt.key"
+    path.write_bytes(b"\xff\xfekey")
+    with pytest.raises(SpurctlError, match="not UTF-8 text"):
+        resolve_jwt_key(path, SpurConf())

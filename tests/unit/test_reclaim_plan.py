@@ -87,6 +87,18 @@ def test_an_inventory_older_than_the_limit_or_undated_is_stale() -> None:
     assert "no collected_at" in (stale_reason(undated, NOW, 600) or "")
 
 
+def test_an_inventory_dated_more_than_a_minute_ahead_is_skipped_as_a_clock_ahead() -> None:
+    # reclaim's own backstop under the audit's clock-ahead finding: a negative age
+    # would pass any --max-inventory-age.
+    ahead = entry("gpu003", 1, collected_at=NOW + timedelta(minutes=5))
+    why = stale_reason(ahead, NOW, 600)
+    assert why is not None and "ahead of this host's clock" in why
+    assert "node's clock is ahead" in why
+    assert (
+        stale_reason(entry("gpu003", 2, collected_at=NOW + timedelta(seconds=30)), NOW, 600) is None
+    )
+
+
 def test_not_found_at_recheck_under_doubt_is_a_skip() -> None:
     e = Entry(
         Finding("gpu013", 4388, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM, "aged out"), "a:1"

@@ -11,11 +11,12 @@ from spurctl.render.common import spur_version
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        ("0.8.0", "may predate"),
-        ("v0.8.0", "may predate"),
-        ("0.8.0-dev+4cc3da8", "may predate"),
-        ("0.7.3", "predates"),
-        ("0.8", "may predate"),
+        ("0.8.0", "0.8.0"),
+        ("v0.8.0", "0.8.0"),
+        ("0.8.0-dev+4cc3da8", "0.8.0"),
+        ("0.8", "0.8.0"),
+        ("0.7.3", "older"),
+        ("0.5.1", "older"),
         ("0.8.1", None),
         ("0.9.1", None),
         ("1.0.0", None),
@@ -23,19 +24,40 @@ from spurctl.render.common import spur_version
         ("test", None),
     ],
 )
-def test_the_note_follows_the_version(version: str, expected: str | None) -> None:
+def test_the_note_says_which_findings_this_controller_reclaims_by_itself(
+    version: str, expected: str | None
+) -> None:
     note = spur_version_note(version)
     if expected is None:
-        assert note is None
+        assert note is None  # a later Spur has #623: its heartbeat clears all three
         return
-    assert note is not None and expected in note
-    assert "nothing reclaims these findings by itself" in note
-    assert "without a credential" in note and "Aug 2026" in note
-    if expected == "may predate":
-        # Upstream main still says 0.8.0 after #623: the version cannot tell them apart.
-        assert "a 0.8.0 build from main after 2026-08-16 has the reclaim" in note
+    assert note is not None
+    assert "no Spur clears agent-orphan" in note
+    assert "without a credential" in note and "#641" in note
+    if expected == "0.8.0":
+        # v0.8.0 has #580: held terminal jobs are cleared on the heartbeat; #623 (the
+        # other two reclaim kinds) is on main only, and main still says 0.8.0.
+        assert "release v0.8.0 clears terminal-held by itself" in note
+        assert "active-elsewhere and below-watermark-unknown need spurctl" in note
+        assert "unless this is a main build from after 2026-08-16 (#623" in note
+        assert "the version string cannot tell them apart" in note
+        assert "nothing clears" not in note
     else:
-        assert "may predate" not in note
+        assert (
+            "nothing clears terminal-held, active-elsewhere and below-watermark-unknown by "
+            "itself, so all of them need spurctl"
+        ) in note
+        assert "predates Spur's own heartbeat reclaim (#580" in note
+        assert "cannot tell them apart" not in note
+
+
+def test_the_kinds_the_notes_name_are_the_reclaim_kinds() -> None:
+    from spurctl.audit import RECLAIMED_BY_580, RECLAIMED_BY_623
+    from spurctl.decide.classify import ACTIONS
+    from spurctl.model import Action
+
+    assert set(RECLAIMED_BY_623) == {k for k, a in ACTIONS.items() if a is Action.RECLAIM}
+    assert set(RECLAIMED_BY_580) < set(RECLAIMED_BY_623)
 
 
 def test_the_header_always_says_which_spur() -> None:
