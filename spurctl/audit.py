@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
@@ -55,6 +56,8 @@ class AuditInputs:
     scope: frozenset[str] | None
     offline: bool
     not_found_doubt: str | None = None
+    # Agent cancels reclaim's journal records, by (node, job id): see classify's `cancelled`.
+    cancelled: Mapping[tuple[str, int], datetime] = field(default_factory=dict)
 
 
 def confirm_missing(
@@ -169,6 +172,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             confirmed=inputs.confirmed,
             scope=inputs.scope,
             include_healthy=include_healthy,
+            cancelled=inputs.cancelled,
         )
     notes: list[str] = []
     if not view.complete:
@@ -233,10 +237,13 @@ def run_audit(
     *,
     watermark: int | None = None,
     include_healthy: bool = False,
+    journal: Path | None = None,
 ) -> tuple[AuditReport, AuditInputs]:
     """`spurctl audit` once: the view (live, or `src.snapshot`), the inventories, the findings.
 
     `conn` may be None only for a snapshot audit, which talks to no controller.
+    `journal`: reclaim's journal, read for the agent cancels already sent (a holding
+    with no process gets one at most); None reads none.
     """
     from spurctl.hostlist import parse_scope
 
@@ -274,6 +281,12 @@ def run_audit(
                 scope=scope,
                 not_found_doubt=conn.not_found_doubt(),
             )
+    if journal is not None:
+        from dataclasses import replace
+
+        from spurctl.act.journal import cancels_sent
+
+        inputs = replace(inputs, cancelled=cancels_sent(journal))
     return audit(inputs, include_healthy=include_healthy), inputs
 
 
@@ -358,6 +371,7 @@ def watch_rounds(
     *,
     watermark: int | None = None,
     include_healthy: bool = False,
+    journal: Path | None = None,
     interval: float = WATCH_INTERVAL,
     rounds: int | None = None,
     before_round: Callable[[WatchRound], None] | None = None,
@@ -395,7 +409,7 @@ def watch_rounds(
             before_round(state)
         try:
             report, inputs = run_audit(
-                src, conn, watermark=watermark, include_healthy=include_healthy
+                src, conn, watermark=watermark, include_healthy=include_healthy, journal=journal
             )
         except SpurctlError as exc:
             if state is None:

@@ -40,6 +40,8 @@ from spurctl.model import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
@@ -377,9 +379,15 @@ def explain(
 
 
 def run_explain(
-    name: str, job_id: int | None, src: Sources, conn: Connection | None
+    name: str,
+    job_id: int | None,
+    src: Sources,
+    conn: Connection | None,
+    *,
+    journal: Path | None = None,
 ) -> dict[str, Any]:
-    """Audit (every holding, healthy ones too) and explain NODE (and JOB)."""
+    """Audit (every holding, healthy ones too) and explain NODE (and JOB); `journal` as
+    run_audit's."""
     from dataclasses import replace
 
     from spurctl.audit import run_audit
@@ -389,7 +397,7 @@ def run_explain(
     if src.collect:
         # Collect only this node: its findings need no other node's inventory.
         src = replace(src, nodes=name)
-    report, inputs = run_audit(src, conn, include_healthy=True)
+    report, inputs = run_audit(src, conn, include_healthy=True, journal=journal)
     doc = explain(name, job_id, report, inputs, conn)
     job = doc.get("job")
     if job is not None and not job["held"] and job["controller"]["job"] is None and conn:

@@ -462,6 +462,7 @@ class Kind(enum.StrEnum):
     AGENT_UNREACHABLE = "agent-unreachable"
     NOT_INVENTORIED = "not-inventoried"
     AGENT_ORPHAN = "agent-orphan"
+    LEFTOVER = "leftover"
 
 
 class Action(enum.StrEnum):

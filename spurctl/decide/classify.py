@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from spurctl import hostlist
@@ -55,10 +55,15 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
         Kind.NOT_INVENTORIED: Action.INVESTIGATE,
         Kind.AGENT_ORPHAN: Action.INVESTIGATE,
+        Kind.LEFTOVER: Action.INVESTIGATE,
     }
 )
 _ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
 _NOTHING_CONFIRMED: Mapping[int, Job | None] = MappingProxyType({})
+_NO_CANCELS: Mapping[tuple[str, int], datetime] = MappingProxyType({})
+# The journal's times are to the second: an inventory counts as taken after a cancel only
+# from a second past the cancel's journaled time.
+JOURNAL_RESOLUTION = timedelta(seconds=1)
 # Spur agents heartbeat every 30 s: an inventory collected more than two heartbeats
 # before the controller view may no longer show what the node holds.
 STALE_INVENTORY_S = 60.0
@@ -114,12 +119,16 @@ def classify(
     confirmed: Mapping[int, Job | None] = _NOTHING_CONFIRMED,
     scope: Collection[str] | None = None,
     include_healthy: bool = False,
+    cancelled: Mapping[tuple[str, int], datetime] = _NO_CANCELS,
 ) -> Classification:
     """Classify every holding of every inventory in scope, then every node in scope.
 
     `confirmed` holds GetJob's answers for held ids missing from the view: a Job
     (possibly redacted, with an empty nodelist) or None for NOT_FOUND. `scope` is
     the node names to audit; None means every controller node and every inventory.
+    `cancelled` is when an agent cancel was last sent (or may have been: an
+    interrupted send) for a job on a node, by (inventory node, job id), as
+    reclaim's journal records it: a holding with no process gets one at most.
     """
     wanted = None if scope is None else frozenset(scope)
     names = _NameMatcher(view.nodes)
@@ -178,6 +187,9 @@ def classify(
             )
             if finding is None:
                 continue
+            sent = cancelled.get((inv.node, holding.job_id))
+            if sent is not None:
+                finding = _leftover(held, finding, sent, inv, now=view.taken_at)
             if job is not None and finding.kind is Kind.UNVERIFIABLE:
                 # The one unverifiable verdict on a job the controller has: its
                 # nodelist could not be read.
@@ -468,6 +480,48 @@ def _agent_orphan(
     return held.finding(
         Kind.AGENT_ORPHAN,
         f"{why} and {lost}; no agent cancel is planned: free it with {command}",
+    )
+
+
+def _leftover(
+    held: _Held, finding: Finding, sent: datetime, inv: Inventory, *, now: datetime
+) -> Finding:
+    """leftover: a holding with no process, planned for an agent cancel that was already
+    sent (`sent`, from the journal) after its trace appeared; else `finding` unchanged.
+
+    spurd's CancelJob acts only on a job in its running map, and a job leaves that map
+    once its last process exits (the 2 s monitor); for any other id it only frees an
+    allocation entry (docs/spur-facts.md, "The agent's CancelJob"). So one cancel is
+    all a process-less trace can use: every further one answers Ok and frees nothing.
+    """
+    h = held.holding
+    if finding.action is not Action.RECLAIM or h.pids:
+        return finding
+    if h.started_at is not None and sent + JOURNAL_RESOLUTION < h.started_at:
+        return finding  # a newer trace than the one cancelled (the id ran here again)
+    j, holder = h.job_id, held.holder
+    shown = f"{join(h.traces)}, no process" if h.traces else "no process"
+    command = (
+        f"`spurctl node-release --job {j} --started-at {format_time(h.started_at)}` on {holder}"
+        if h.started_at is not None
+        else f"`spurctl node-release --job {j}` on {holder} (with the start time "
+        "`spurctl node-inventory` reads there)"
+    )
+    cancel = f"an agent cancel of job {j} was journaled at {when(sent, now)}"
+    if inv.collected_at is None or inv.collected_at < sent + JOURNAL_RESOLUTION:
+        after = (
+            f"{cancel}, after this inventory was taken; re-collect {holder} (--collect): "
+            f"if it still shows them, free them with {command}"
+        )
+    else:
+        after = (
+            f"{holder} still shows job {j} ({shown}) after {cancel}; spurd's "
+            "CancelJob acts only on jobs in its running map (a job with no process is "
+            f"not), so another would free nothing: free what is left with {command}"
+        )
+    return held.finding(
+        Kind.LEFTOVER,
+        f"{finding.reason}; no agent cancel is planned: {after}",
     )
 
 
