@@ -243,6 +243,14 @@ def guards(
             f"the run began at {format_time(h.started_at)}, before spurd (pid {agent.pid}) "
             f"started at {format_time(agent.started_at)}",
         )
+    sent = inputs.cancelled.get((inv.node, j))
+    if sent is not None and not h.pids:
+        add(
+            "earlier-cancel",
+            f"reclaim's journal records an agent cancel of job {j} on {inv.node} at "
+            f"{format_time(sent)}, and no process of it runs: a holding with no process "
+            "gets one agent cancel at most",
+        )
     if job is not None and job.state.active and job.nodelist:
         try:
             hostlist.expand(job.nodelist)
