@@ -22,6 +22,7 @@ from spurctl.model import (
     ACTIVE_STATES,
     TERMINAL_STATES,
     Action,
+    AgentProcess,
     Allocation,
     ControllerView,
     Finding,
@@ -451,6 +452,8 @@ def _agent_orphan(
     supervised = " ".join(str(p) for p in held.holding.supervisors)
     if supervised and kind is Kind.HEALTHY:
         return None
+    if held.holding.tracked_pids:
+        return _shared_cgroup(held, job, agent, command, now=now)
     if kind is Kind.HEALTHY:
         assert job is not None
         return held.finding(
@@ -480,6 +483,34 @@ def _agent_orphan(
     return held.finding(
         Kind.AGENT_ORPHAN,
         f"{why} and {lost}; no agent cancel is planned: free it with {command}",
+    )
+
+
+def _shared_cgroup(
+    held: _Held, job: Job | None, agent: AgentProcess, command: str, *, now: datetime
+) -> Finding:
+    """agent-orphan for a job whose cgroup holds pre-restart processes beside the current
+    spurd's own run (after a graceful restart a requeued run joins the old `job_<id>`
+    cgroup: docs/spur-facts.md, "spurd's restarts, names and supervisors")."""
+    h, j, holder = held.holding, held.holding.job_id, held.holder
+    own = set(h.tracked_pids)
+    old = " ".join(str(p) for p in h.pids if p not in own)
+    mine = " ".join(str(p) for p in h.tracked_pids)
+    said = (
+        f"job {j} is {job.state.name}" + (f" on {job.nodelist}" if job.state.active else "")
+        if job is not None
+        else f"job {j} is untracked"
+    )
+    assert agent.started_at is not None and h.started_at is not None
+    return held.finding(
+        Kind.AGENT_ORPHAN,
+        f"{said}; {holder}'s job {j} holds processes {old}, begun at {when(h.started_at, now)} "
+        f"before its spurd (pid {agent.pid}) started at {when(agent.started_at, now)} (orphans "
+        f"spurd no longer tracks, Spur #803), beside processes {mine} of the current spurd's "
+        "own run of the job (a requeue after a graceful restart joins the same cgroup): no "
+        "agent cancel is planned, since it carries no run attempt (Spur #592) and would stop "
+        f"spurd's run while the orphans stay; free only the old processes with {command}, "
+        "which leaves spurd's run alone",
     )
 
 

@@ -14,7 +14,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -365,17 +365,58 @@ class ClusterState:
             agent_checked=agent_start is not None,
         )
 
-    def restart_agent(self, node: str, at: datetime) -> None:
-        """`systemctl restart spurd` as the node sees it: a new agent start time.
+    def restart_agent(
+        self, node: str, at: datetime, *, graceful: bool = False, requeue: bool = False
+    ) -> list[int]:
+        """spurd restarts on `node` at `at`; returns the ids of the jobs the controller evicted.
 
-        The controller's slurmd_start_time does not change (Spur sets it once, when
-        the node name first registers), and the runs survive (their processes and
-        cgroups outlive spurd).
+        Either way the node shows a new agent start time, the controller's
+        slurmd_start_time does not change (Spur sets it once, when the node name
+        first registers), and the runs survive (their processes and cgroups outlive
+        spurd). A crash (the default, SIGKILL) sends no deregistration: the
+        controller keeps every job RUNNING (Spur #803). A `graceful` one (SIGTERM)
+        deregisters, and the controller evicts every active job on the node to
+        NODE_FAIL; with `requeue` each one runs again under the same id at once,
+        and on `node` the new run joins the old run's `job_<id>` cgroup: the
+        holding then shows the pre-restart processes beside the new ones, which
+        descend from the new spurd (`tracked_pids`). See docs/spur-facts.md,
+        "spurd's restarts, names and supervisors". Only `node`'s holdings change.
         """
         with self.lock:
             self._known_node(node)
             self.agent_started_at[node] = at
             self.generation += 1
+            if not graceful:
+                return []
+            evicted = sorted(
+                j.job_id for j in self.jobs.values() if j.state.active and node in _allocated(j)
+            )
+            for job_id in evicted:
+                job = self.jobs[job_id]
+                self.set_job(
+                    msgspec.structs.replace(
+                        job, state=JobState.NODE_FAIL, end_time=at, state_reason="NodeFail"
+                    )
+                )
+                if not requeue:
+                    continue
+                restart = at + timedelta(seconds=1)
+                self.set_job(
+                    msgspec.structs.replace(
+                        job, state=JobState.RUNNING, start_time=restart, end_time=None,
+                        state_reason="",
+                    )
+                )  # fmt: skip
+                new = (60_000 + job_id % 100_000,)
+                old = self.held[node].get(job_id)
+                self.held[node][job_id] = (
+                    msgspec.structs.replace(
+                        old, pids=tuple(sorted({*old.pids, *new})), tracked_pids=new
+                    )
+                    if old is not None
+                    else Holding(job_id=job_id, pids=new, started_at=restart, tracked_pids=new)
+                )
+            return evicted
 
     def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
         """spurd's CancelJob: True when the holding is gone, or will be, because of this call.
@@ -392,6 +433,17 @@ class ClusterState:
         """
         with self.lock:
             holding = self.held[node].get(job_id)
+            if holding is not None and holding.tracked_pids and signal in TERMINATING_SIGNALS:
+                # The cgroup holds pre-restart orphans beside spurd's own run: the cancel
+                # (no run attempt, Spur #592) stops spurd's run, and the orphans stay.
+                own = set(holding.tracked_pids)
+                left = tuple(p for p in holding.pids if p not in own)
+                if left:
+                    self.held[node][job_id] = msgspec.structs.replace(
+                        holding, pids=left, tracked_pids=()
+                    )
+                    self.generation += 1
+                    return True
             if holding is None or self._orphaned(node, holding):
                 return False
             if not holding.pids:

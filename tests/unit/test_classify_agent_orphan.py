@@ -210,3 +210,26 @@ def test_a_lost_job_on_a_node_whose_spurd_has_another_name_names_spur_684() -> N
     got = classify_module.classify(v, invs(same), watermark=WM, confirmed={}, scope=["gpu017"])
     (lost,) = [f for f in got.findings if f.kind is Kind.LOST_ON_NODE]
     assert "#684" not in lost.reason
+
+
+@pytest.mark.parametrize(
+    "controller",
+    [
+        job(40, JobState.RUNNING, "gpu017", start=T0),  # requeued here after the restart
+        job(40, JobState.NODE_FAIL, "gpu017", end=T0),
+        job(40, JobState.RUNNING, "gpu020", start=T0),
+    ],
+    ids=["requeued-here", "node-fail", "running-elsewhere"],
+)
+def test_a_cgroup_shared_with_spurds_own_run_is_never_cancelled_and_says_whose_is_which(
+    controller: Job,
+) -> None:
+    # After a graceful restart a requeued run joins the old job_40 cgroup: 7 is the
+    # pre-restart orphan, 9 descends from the current spurd.
+    shared = msgspec.structs.replace(held(40, pids=(7, 9)), tracked_pids=(9,))
+    case = Case((controller,), on_node(shared, agent_started=BEFORE), None)
+    (finding,) = [f for f in classify(case).findings if f.job_id == 40]
+    assert (finding.kind, finding.action) == (Kind.AGENT_ORPHAN, Action.INVESTIGATE)
+    assert "holds processes 7, begun at" in finding.reason
+    assert "beside processes 9 of the current spurd's own run of the job" in finding.reason
+    assert "no agent cancel is planned" in finding.reason and "Spur #592" in finding.reason

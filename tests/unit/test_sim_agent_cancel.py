@@ -75,3 +75,29 @@ def test_with_spurds_timing_a_run_that_ignores_sigterm_goes_only_after_the_grace
     stubborn = wait_for(lambda: not holds(state, 2))
     assert 0.15 <= responsive < 0.5
     assert responsive + stubborn >= 0.65  # the SIGKILL grace, then the monitor's tick
+
+
+def test_a_cancel_of_a_shared_cgroup_stops_spurds_run_and_leaves_the_orphans() -> None:
+    # After a graceful restart with requeue: 7 predates spurd, 9 is its own run.
+    state = cluster(Holding(job_id=1, pids=(7, 9), started_at=SPURD - timedelta(hours=1)))
+    state.restart_agent("gpu001", LATER)
+    state.hold("gpu001", Holding(job_id=1, pids=(7, 9), started_at=SPURD, tracked_pids=(9,)))
+    assert state.agent_cancel("gpu001", 1, 0)
+    [left] = state.inventory("gpu001").held
+    assert (left.pids, left.tracked_pids) == ((7,), ())
+    assert not state.agent_cancel("gpu001", 1, 0)  # the orphan: Ok, and nothing freed
+
+
+def test_a_graceful_restart_evicts_and_may_requeue_while_a_crash_changes_nothing() -> None:
+    state = cluster(Holding(job_id=1, pids=(7,), started_at=SPURD))
+    state.set_job(Job(job_id=1, state=JobState.RUNNING, nodelist="gpu001"))
+    assert state.restart_agent("gpu001", LATER) == []
+    assert state.jobs[1].state is JobState.RUNNING
+    assert state.restart_agent("gpu001", LATER, graceful=True) == [1]
+    assert state.jobs[1].state is JobState.NODE_FAIL
+    state.set_job(Job(job_id=1, state=JobState.RUNNING, nodelist="gpu001"))
+    assert state.restart_agent("gpu001", LATER, graceful=True, requeue=True) == [1]
+    assert state.jobs[1].state is JobState.RUNNING
+    [shared] = state.inventory("gpu001").held
+    assert shared.pids[0] == 7 and len(shared.pids) == 2
+    assert shared.tracked_pids == shared.pids[1:]
