@@ -188,6 +188,8 @@ def classify(
             )
             if finding is None:
                 continue
+            if inv.ancestry_read and finding.action is Action.RECLAIM:
+                finding = _not_spurds(held, finding, inv)
             sent = cancelled.get((inv.node, holding.job_id))
             if sent is not None:
                 finding = _leftover(held, finding, sent, inv, now=view.taken_at)
@@ -483,6 +485,28 @@ def _agent_orphan(
     return held.finding(
         Kind.AGENT_ORPHAN,
         f"{why} and {lost}; no agent cancel is planned: free it with {command}",
+    )
+
+
+def _not_spurds(held: _Held, finding: Finding, inv: Inventory) -> Finding:
+    """agent-orphan for a live run none of whose processes descends from the node's spurd
+    (the scan traced each one to pid 1); else `finding` unchanged.
+
+    spurd forks every run it launches and tracks it until its last process exits, so
+    a run with no process under it is not in its running map: its CancelJob would
+    answer Ok and free nothing (docs/spur-facts.md, "The agent's CancelJob").
+    """
+    h, agent = held.holding, inv.agent
+    if agent is None or not h.pids or h.tracked_pids or h.supervisors:
+        return finding
+    pids = " ".join(str(p) for p in h.pids)
+    return held.finding(
+        Kind.AGENT_ORPHAN,
+        f"{finding.reason}; but none of its processes ({pids}) descends from "
+        f"{held.holder}'s spurd (pid {agent.pid}), which forks every run it launches, so "
+        "spurd does not track this run and its CancelJob would answer Ok and free "
+        f"nothing: no agent cancel is planned; find out what started them on {held.holder} "
+        "and stop them there (node-release frees only runs begun before spurd started)",
     )
 
 
