@@ -133,3 +133,36 @@ def test_a_run_not_freed_by_the_deadline_fails_with_the_time_waited(
     assert doc["confirmation"]["waited_s"] >= 0.5
     failed = [r for r in journal_records(tmp_path / "j.jsonl") if r.get("result") == "failed"]
     assert [(r["node"], r["job_id"]) for r in failed] == [("gpu003", 4711)]
+
+
+def test_a_run_whose_processes_are_not_spurds_children_is_an_orphan_and_gets_no_cancel(
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+) -> None:
+    sim, inventory, agent_map = incident_cluster
+    # gpu003's stale run of 4711 began after its spurd started, but node-inventory
+    # traced its processes to pid 1 and none passes through spurd (reparented away).
+    lines = []
+    for line in inventory.read_text().splitlines():
+        doc = json.loads(line)
+        if doc["node"] == "gpu003":
+            doc["agent"] = {"pid": 2201, "started_at": "2026-11-01T00:00:00Z"}
+            doc["ancestry_read"] = True
+        lines.append(json.dumps(doc))
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join(lines) + "\n")
+    proc = run_cli(
+        "reclaim", "--controller", sim.controller_address, "--node", "gpu003",
+        "--inventory", str(edited), "--agent-map", str(agent_map),
+        "--journal", str(tmp_path / "j.jsonl"), "--yes", "--format", "json",
+        home=tmp_path / "home",
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(proc.stdout)["plan"] == [] and cancelled(sim) == []
+    audit = run_cli(
+        "audit", "--controller", sim.controller_address, "--nodes", "gpu003",
+        "--inventory", str(edited), "--format", "json",
+        home=tmp_path / "home",
+    )  # fmt: skip
+    [finding] = [f for f in json.loads(audit.stdout)["findings"] if f["job_id"] == 4711]
+    assert (finding["kind"], finding["action"]) == ("agent-orphan", "investigate")
+    assert "descends from gpu003's spurd (pid 2201)" in finding["reason"]
