@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
@@ -64,6 +65,8 @@ class AuditInputs:
     # When the inventories were in hand (collection ended, or the files were read), on
     # this host's clock: an inventory dated well after it is clock-ahead. None: the view's.
     now: datetime | None = None
+    # Agent cancels reclaim's journal records, by (node, job id): see classify's `cancelled`.
+    cancelled: Mapping[tuple[str, int], datetime] = field(default_factory=dict)
 
 
 def confirm_missing(
@@ -203,6 +206,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             include_healthy=include_healthy,
             now=inputs.now,
             collected=inputs.collected,
+            cancelled=inputs.cancelled,
         )
     notes: list[str] = []
     if not view.complete:
@@ -290,10 +294,13 @@ def run_audit(
     *,
     watermark: int | None = None,
     include_healthy: bool = False,
+    journal: Path | None = None,
 ) -> tuple[AuditReport, AuditInputs]:
     """`spurctl audit` once: the view (live, or `src.snapshot`), the inventories, the findings.
 
     `conn` may be None only for a snapshot audit, which talks to no controller.
+    `journal`: reclaim's journal, read for the agent cancels already sent (a holding
+    with no process gets one at most); None reads none.
     """
     from spurctl.hostlist import parse_scope
 
@@ -333,6 +340,12 @@ def run_audit(
                 not_found_doubt=conn.not_found_doubt(),
                 collected=src.collect,
             )
+    if journal is not None:
+        from dataclasses import replace
+
+        from spurctl.act.journal import cancels_sent
+
+        inputs = replace(inputs, cancelled=cancels_sent(journal))
     return audit(inputs, include_healthy=include_healthy), inputs
 
 
@@ -417,6 +430,7 @@ def watch_rounds(
     *,
     watermark: int | None = None,
     include_healthy: bool = False,
+    journal: Path | None = None,
     interval: float = WATCH_INTERVAL,
     rounds: int | None = None,
     before_round: Callable[[WatchRound], None] | None = None,
@@ -453,7 +467,7 @@ def watch_rounds(
             before_round(state)
         try:
             report, inputs = run_audit(
-                src, conn, watermark=watermark, include_healthy=include_healthy
+                src, conn, watermark=watermark, include_healthy=include_healthy, journal=journal
             )
         except SpurctlError as exc:
             if state is None:

@@ -15,7 +15,7 @@ import typer
 
 from spurctl import __version__
 from spurctl import options as opt
-from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
 from spurctl.errors import ExitStatus, SpurctlError, fail
 from spurctl.render import sink
 from spurctl.render.common import (
@@ -129,6 +129,7 @@ def audit(
     kind: opt.AuditKindOpt = None,
     action: opt.AuditActionOpt = None,
     output: opt.AuditOutputOpt = None,
+    journal_path: opt.AuditJournalOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -146,9 +147,11 @@ def audit(
     STRANDED: the controller will not release it by itself.
     """
     from spurctl import audit as use_case
+    from spurctl.act.journal import default_path
     from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
 
     src = holdings.sources(nodes, snapshot)
+    journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
     if watch:
         use_case.check_watch(src, fmt)
@@ -173,6 +176,7 @@ def audit(
                         connection,
                         watermark=watermark,
                         include_healthy=show_all,
+                        journal=journal,
                         interval=every,
                         rounds=rounds,
                         before_round=lambda _: screen.running(),
@@ -188,7 +192,7 @@ def audit(
             fail(f"the last round failed: {last.error}")
         raise typer.Exit(last.exit_status)
     report, inputs = use_case.run_audit(
-        src, connection, watermark=watermark, include_healthy=show_all
+        src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
     _keep_until_exit(report, inputs)
     notice = filter_notice(report, fmt, only)
@@ -220,6 +224,7 @@ def explain(
         ReclaimFormat,
         opt.format_option(ReclaimFormat, "explain", "the decision (json: spurctl.explain/v1)"),
     ] = ReclaimFormat.TABLE,
+    journal_path: opt.AuditJournalOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -231,10 +236,12 @@ def explain(
     --node NODE` would send to which agent. Exit 0; 2 when neither the controller
     nor any inventory knows NODE.
     """
+    from spurctl.act.journal import default_path
     from spurctl.explain import run_explain
     from spurctl.render.explain import render
 
-    doc = run_explain(node, job, holdings.sources(None), conn.connect())
+    journal = journal_path or default_path()
+    doc = run_explain(node, job, holdings.sources(None), conn.connect(), journal=journal)
     sys.stdout.write(render(doc, fmt))
 
 
@@ -253,7 +260,7 @@ def reclaim(
     dry_run: opt.ReclaimDryRunOpt = False,
     yes: opt.ReclaimYesOpt = False,
     journal_path: opt.ReclaimJournalOpt = None,
-    settle: opt.ReclaimSettleOpt = 5.0,
+    settle: opt.ReclaimSettleOpt = DEFAULT_SETTLE_S,
     verify_inventory: opt.ReclaimVerifyInventoryOpt = False,
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
     max_inventory_age: opt.ReclaimMaxInventoryAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
@@ -364,7 +371,11 @@ def reclaim(
         print_run(exc.run, entries, report, fmt=fmt, facts=facts)
         fail(exc.sentence())
     facts = dataclasses.replace(
-        facts, verified=run.verified, confirm_flags=_confirm_flags(holdings, conn)
+        facts,
+        verified=run.verified,
+        confirm_flags=_confirm_flags(holdings, conn),
+        waited_s=run.waited_s,
+        settle_s=settle,
     )
     print_run(run, entries, report, fmt=fmt, facts=facts)
     # Exit 0 only when everything planned was sent and a node showed it freed.

@@ -13,3 +13,8 @@ too) the import of the reclaim machinery.
 DEFAULT_CONCURRENCY = 64
 # `--max-inventory-age`: older evidence is re-collected before anything acts on it.
 DEFAULT_MAX_INVENTORY_AGE_S = 600.0
+# `reclaim --settle`: the longest a re-collect waits for the cancelled runs to go. spurd
+# frees a run that ignores SIGTERM about 7 s after the cancel (5 s grace to SIGKILL, then
+# its 2 s monitor tick: docs/spur-facts.md, "The agent's CancelJob"); 15 s leaves room
+# for a slow node's collect on top.
+DEFAULT_SETTLE_S = 15.0

@@ -41,6 +41,8 @@ from spurctl.model import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
@@ -269,6 +271,14 @@ def guards(
             f"the run began at {format_time(h.started_at)}, before spurd (pid {agent.pid}) "
             f"started at {format_time(agent.started_at)}",
         )
+    sent = inputs.cancelled.get((inv.node, j))
+    if sent is not None and not h.pids:
+        add(
+            "earlier-cancel",
+            f"reclaim's journal records an agent cancel of job {j} on {inv.node} at "
+            f"{format_time(sent)}, and no process of it runs: a holding with no process "
+            "gets one agent cancel at most",
+        )
     if job is not None and job.state.active and job.nodelist:
         try:
             hostlist.expand(job.nodelist)
@@ -413,9 +423,15 @@ def explain(
 
 
 def run_explain(
-    name: str, job_id: int | None, src: Sources, conn: Connection | None
+    name: str,
+    job_id: int | None,
+    src: Sources,
+    conn: Connection | None,
+    *,
+    journal: Path | None = None,
 ) -> dict[str, Any]:
-    """Audit (every holding, healthy ones too) and explain NODE (and JOB)."""
+    """Audit (every holding, healthy ones too) and explain NODE (and JOB); `journal` as
+    run_audit's."""
     from dataclasses import replace
 
     from spurctl.audit import run_audit
@@ -425,7 +441,7 @@ def run_explain(
     if src.collect:
         # Collect only this node: its findings need no other node's inventory.
         src = replace(src, nodes=name)
-    report, inputs = run_audit(src, conn, include_healthy=True)
+    report, inputs = run_audit(src, conn, include_healthy=True, journal=journal)
     doc = explain(name, job_id, report, inputs, conn)
     job = doc.get("job")
     if job is not None and not job["held"] and job["controller"]["job"] is None and conn:

@@ -377,6 +377,9 @@ class Inventory:
     # spurd's own `--hostname` (its command line), when it was started with one: the
     # name it registers under, while it reports completions under `hostname` (Spur #684).
     agent_hostname: str | None = None
+    # True when the scan found spurd and traced every job process's parents up to pid 1:
+    # then a holding's empty `tracked_pids` means none of its processes descends from spurd.
+    ancestry_read: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,6 +466,7 @@ class Kind(enum.StrEnum):
     NOT_INVENTORIED = "not-inventoried"
     AGENT_ORPHAN = "agent-orphan"
     CLOCK_AHEAD = "clock-ahead"
+    LEFTOVER = "leftover"
 
 
 class Action(enum.StrEnum):

@@ -553,6 +553,16 @@ ReclaimJournalOpt = Annotated[
         metavar="FILE",
     ),
 ]
+AuditJournalOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        help="Reclaim's journal, read for the agent cancels already sent: a holding with no "
+        "process gets one at most, then it is a leftover (default "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl).",
+        metavar="FILE",
+    ),
+]
 ReclaimSettleOpt = Annotated[
     float,
     number_option(
@@ -560,7 +570,9 @@ ReclaimSettleOpt = Annotated[
         kind=float,
         low=0,
         high=DAY_S,
-        help="With --collect or --verify-inventory: seconds to wait before re-collecting.",
+        help="With --collect or --verify-inventory: the longest to wait for the cancelled "
+        "jobs to leave their nodes, re-collecting every 2 s until they have (spurd frees a "
+        "run that ignores SIGTERM about 7 s after the cancel).",
         metavar="SECONDS",
     ),
 ]

@@ -41,7 +41,11 @@ from spurctl.decide.plan import (
     stale_reason,
     unmatched_jobs,
 )
-from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.defaults import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_INVENTORY_AGE_S,
+    DEFAULT_SETTLE_S,
+)
 from spurctl.errors import SpurctlError, redact
 from spurctl.hostlist import fold, named_nodes
 from spurctl.model import Action, AuditReport, Finding, Job, utcnow
@@ -349,37 +353,50 @@ def verify(
     held_now: Mapping[str, set[int]],
     settle: float,
     failed: Mapping[str, str] | None = None,
+    waited: Mapping[tuple[str, int], float] | None = None,
 ) -> list[Outcome]:
     """Judge each SENT outcome by the node's re-collected inventory.
 
     Still held: FAILED. No inventory (the node is in `failed`, with why, or
     absent from `held_now`): UNCONFIRMED, since nothing shows the job gone.
-    Gone: stays SENT, its detail saying the node confirmed it. Returns the
-    outcomes whose result it changed.
+    Gone: stays SENT, its detail saying the node confirmed it. `waited` is how
+    long after the sends each (node, job) was last looked at (default `settle`),
+    kept in the outcome's `waited_s`. Returns the outcomes whose result it changed.
     """
     failed = failed or {}
+    waited = waited or {}
     changed = []
     for o in run.outcomes:
         if o.result is not Result.SENT:
             continue
-        node = o.entry.node
+        node, j = o.entry.node, o.entry.job_id
+        after = waited.get((node, j), settle)
         if node in failed or node not in held_now:
             why = failed.get(node) or "no inventory came back"
             o.result = Result.UNCONFIRMED
             o.detail = (
                 f"sent, but the re-collect of {node} failed ({why}), so nothing shows job "
-                f"{o.entry.job_id} gone; check the node"
+                f"{j} gone; check the node"
             )
             changed.append(o)
-        elif o.entry.job_id in held_now[node]:
+            continue
+        o.waited_s = after
+        if j in held_now[node]:
             o.result = Result.FAILED
-            o.detail = (
-                f"sent, but {node} still holds job {o.entry.job_id} "
-                f"{settle:g} s later; check the node"
-            )
+            if o.entry.finding.live is False:
+                # spurd's CancelJob acts only on jobs in its running map; a job with no
+                # process is not in it (docs/spur-facts.md, "The agent's CancelJob").
+                o.detail = (
+                    f"sent, but {node} still holds job {j} {after:g} s later and no process "
+                    "of it runs: a leftover no further agent cancel removes (the next audit "
+                    f"calls it leftover); free it on the node with `spurctl node-release`, as "
+                    f"`spurctl explain {node} {j}` gives it"
+                )
+            else:
+                o.detail = f"sent, but {node} still holds job {j} {after:g} s later; check the node"
             changed.append(o)
         else:
-            o.detail = f"{o.detail}; confirmed: {node} no longer holds it {settle:g} s later"
+            o.detail = f"{o.detail}; confirmed: {node} no longer holds it {after:g} s later"
     return changed
 
 
@@ -509,7 +526,10 @@ def prepare(
     from spurctl.hostlist import parse_scope
 
     scope = parse_scope(nodes)
-    report, inputs = run_audit(src, conn)
+    path = journal_path or default_path()
+    # The journal of earlier runs is the memory of cancels sent: a holding with no
+    # process gets one at most (then it is a leftover, for node-release).
+    report, inputs = run_audit(src, conn, journal=path)
     # An inventory whose job processes all name one controller node (SPUR_TARGET_NODE)
     # speaks for that node: its findings sit under the name it reports, and either name
     # selects them.
@@ -524,7 +544,6 @@ def prepare(
             f"unknown node{'s' if len(unknown_nodes) > 1 else ''} {fold(unknown_nodes)}: the "
             "controller has no such node; check the names with `spurctl audit --all`"
         )
-    path = journal_path or default_path()
     collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
     selected = set(scope) | {name for name, target in speaks_for.items() if target in scope}
     entries = plan(
@@ -591,15 +610,15 @@ def carry_out(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     recollect: Sources | None = None,
-    settle: float = 5.0,
+    settle: float = DEFAULT_SETTLE_S,
 ) -> Carried:
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
     With `recollect` (a live collect: `--collect`, or `--verify-inventory` whose
     Sources collect with the same --command, --fanout and --topology), the touched nodes are
-    inventoried again after `settle` seconds: a cancel whose job is gone is
-    confirmed (`verified`), one whose job is still held turns failed (in the
-    run and in the journal), one whose node could not be inventoried again
+    inventoried again until the jobs are gone or `settle` seconds passed (`reverify`):
+    a cancel whose job is gone is confirmed (`verified`), one whose job is still
+    held turns failed (in the run and in the journal), one whose node could not be inventoried again
     turns unconfirmed (in the run). Without it every sent cancel stays
     unconfirmed: the agent's Ok proves nothing. After a Ctrl-C the operator
     wants the summary now, not a settle and a re-collect. Raises JournalFailed,
@@ -632,30 +651,77 @@ def carry_out(
     return carried
 
 
-def reverify(
-    run: ReclaimRun, journal_path: Path, touched: list[str], recollect: Sources, settle: float
-) -> bool:
-    """Re-collect the touched nodes after `settle` seconds and judge the sent cancels by it.
+# Re-collect this often while waiting for the cancelled runs to go: spurd's monitor
+# notices an exit every 2 s (docs/spur-facts.md, "The agent's CancelJob").
+RECOLLECT_EVERY_S = 2.0
 
-    A SIGTERM, SIGHUP or Ctrl-C while waiting leaves the cancels unconfirmed.
-    Returns whether the re-collect ran, so that each sent cancel was judged.
+
+def reverify(
+    run: ReclaimRun,
+    journal_path: Path,
+    touched: list[str],
+    recollect: Sources,
+    settle: float,
+    *,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> bool:
+    """Re-collect the touched nodes until every sent cancel's job is gone from its node,
+    or `settle` seconds have passed, and judge the sent cancels by what they showed.
+
+    spurd frees a run that ignores SIGTERM only after its 5 s SIGKILL grace and the
+    next 2 s monitor tick, so one look at 5 s would call it failed. A node is looked
+    at every RECOLLECT_EVERY_S (the first time at min(that, settle)) while one of its
+    jobs is still there. Each outcome says how long after the sends its node was
+    last looked at, and `run.waited_s` how long the whole wait took. A SIGTERM,
+    SIGHUP or Ctrl-C while waiting leaves the cancels unconfirmed. Returns whether a
+    re-collect ran, so that each sent cancel was judged.
     """
     import time
 
     from spurctl.audit import COLLECT_TIMEOUT
     from spurctl.sources.collect import collect
 
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
+    sent = [o for o in run.outcomes if o.result is Result.SENT]
+    held_now: dict[str, set[int]] = {}
+    errors: dict[str, str] = {}
+    seen_at: dict[str, float] = {}  # node -> when (after the sends) it was last looked at
     box: dict[str, str] = {}
+    begun = clock()
+    check = min(RECOLLECT_EVERY_S, settle)
+    nodes = list(touched)
     try:
         with graceful_stop(box):
-            time.sleep(settle)
-            again = collect(
-                touched,
-                command=recollect.command,
-                fanout=recollect.fanout,
-                timeout=COLLECT_TIMEOUT,
-                tree=recollect.tree,
-            )
+            while True:
+                sleep(max(0.0, begun + check - clock()))
+                at = round(clock() - begun, 1)
+                again = collect(
+                    nodes,
+                    command=recollect.command,
+                    fanout=recollect.fanout,
+                    timeout=COLLECT_TIMEOUT,
+                    tree=recollect.tree,
+                )
+                for inv in again:
+                    if inv.error:
+                        if inv.node not in held_now:  # an earlier look still stands
+                            errors[inv.node] = str(inv.error)
+                        continue
+                    held_now[inv.node] = {h.job_id for h in inv.held}
+                    errors.pop(inv.node, None)
+                    seen_at[inv.node] = at
+                nodes = sorted(
+                    {
+                        o.entry.node
+                        for o in sent
+                        if o.entry.node not in held_now or o.entry.job_id in held_now[o.entry.node]
+                    }
+                )
+                if not nodes or check >= settle:
+                    break
+                check = min(check + RECOLLECT_EVERY_S, settle)
     except KeyboardInterrupt:
         run.interrupted = True
         run.stopped_by = box.get("signal", "SIGINT")
@@ -665,10 +731,9 @@ def reverify(
         why = f"{type(exc).__name__}: {exc}"
         verify(run, {}, settle, dict.fromkeys(touched, why))
         return False
-    held_now = {inv.node: {h.job_id for h in inv.held} for inv in again if not inv.error}
-    errors = {inv.node: str(inv.error) for inv in again if inv.error}
-    sent = [o for o in run.outcomes if o.result is Result.SENT]
-    verify(run, held_now, settle, errors)
+    run.waited_s = round(clock() - begun, 1)
+    waited = {(o.entry.node, o.entry.job_id): seen_at.get(o.entry.node, settle) for o in sent}
+    verify(run, held_now, settle, errors, waited)
     # What the node showed is journaled too: a later reader (`spurctl journal`) then
     # tells a confirmed cancel from one only sent.
     if sent:

@@ -32,11 +32,12 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.model import MAX_JOB_ID, format_time, utcnow
+from spurctl.model import MAX_JOB_ID, format_time, parse_time, utcnow
 
 SCHEMA = "spurctl.journal/v1"
 
@@ -330,6 +331,57 @@ def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolv
         elif rec.get("event") == "outcome":
             open_intents.pop(key, None)
     return sorted(open_intents.values(), key=lambda u: (u.at, u.node, u.job_id))
+
+
+# The kinds reclaim sends an agent cancel for (node-release journals `agent-orphan`).
+AGENT_CANCEL_KINDS = frozenset({"terminal-held", "active-elsewhere", "below-watermark-unknown"})
+
+
+def cancels_sent(
+    path: Path, warn: Callable[[str], None] = _warn
+) -> dict[tuple[str, int], datetime]:
+    """When an agent cancel was last sent, or may have been, for each (node, job id).
+
+    An outcome `sent` counts at its own time (the send came just before it); so does
+    an intent no outcome of its run closed, or one closed as unknown (an interrupted
+    send may have gone out). A skip, or a failure the send itself reported, does not.
+    No journal: nothing was sent. Never takes the lock.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        found = records(path, warn)
+    except FileNotFoundError:
+        return {}
+    out: dict[tuple[str, int], datetime] = {}
+    pending: dict[tuple[str, int], datetime] = {}
+
+    def note(key: tuple[str, int], at: datetime) -> None:
+        if key not in out or at > out[key]:
+            out[key] = at
+
+    for rec in found:
+        if rec.get("kind") not in AGENT_CANCEL_KINDS:
+            continue
+        try:
+            at = parse_time(rec.get("at"))
+        except ValueError:
+            continue
+        if at is None:
+            continue
+        key = (rec["node"], rec["job_id"])
+        if rec.get("event") == "intent":
+            pending[key] = at
+        elif rec.get("event") == "outcome":
+            began = pending.pop(key, None)
+            detail = str(rec.get("detail") or "")
+            if rec.get("result") == "sent":
+                note(key, at)
+            elif detail.startswith("unknown:"):
+                note(key, began or at)
+    for key, at in pending.items():
+        note(key, at)
+    return out
 
 
 def records(path: Path, warn: Callable[[str], None] = _warn) -> list[dict[str, Any]]:

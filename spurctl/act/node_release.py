@@ -16,8 +16,11 @@ nothing. Only the node can free it. The release:
    `cgroup.kill` in each job cgroup that has one and SIGKILLs what is left;
 4. removes the emptied job cgroups, deepest first.
 
+A job whose scan shows no process (a `leftover`: an empty cgroup spurd's rmdir
+failed on) has nothing to signal: only its empty job cgroups are removed.
+
 A journal record (intent before, outcome after, the reclaim journal's format
-and lock) says what was done; kind `agent-orphan`.
+and lock) says what was done; kind `agent-orphan` (or `leftover`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from spurctl.sources.node_scan import (
 )
 
 KIND = "agent-orphan"
+LEFTOVER_KIND = "leftover"  # a job's trace with no process: nothing to signal
 DEFAULT_GRACE_S = 10.0
 # After SIGKILL and cgroup.kill, how long to wait for the processes to exit and the
 # cgroups to empty before reporting what is left.
@@ -122,8 +126,25 @@ def find_target(
     holding = held_run(inventory, job_id)
     agent = inventory.agent
     why = refusal(inventory, job_id, started_at)
-    if why is not None or holding is None or agent is None:
+    if why is not None or holding is None:
         raise SpurctlError(why or f"job {job_id} is not held here")
+    if not holding.pids:
+        # A leftover: no process of the job, so nothing to signal; its empty cgroups go.
+        if procs:
+            raise SpurctlError(
+                f"job {job_id} on {inventory.node} shows no process in the scan, but "
+                f"{_pids(procs)} now name it; re-audit before releasing (nothing released)"
+            )
+        return Target(
+            inventory=inventory,
+            holding=holding,
+            pids={},
+            cgroups=tuple(
+                job_cgroup_dirs(cgroup_root, proc_root, job_id, agent.pid if agent else None)
+            ),
+        )
+    if agent is None:
+        raise SpurctlError(f"no spurd process runs on {inventory.node}; nothing released")
     chosen = select_processes(job_id, procs, agent, own_pid=os.getpid())
     if not chosen.signalled and any(p.cgroup_job in (None, job_id) for p in procs.values()):
         raise SpurctlError(
@@ -144,10 +165,17 @@ def plan_lines(target: Target, grace_s: float) -> list[str]:
     """What a release of `target` would do, one line per step."""
     h, agent = target.holding, target.inventory.agent
     since = format_time(agent.started_at) if agent is not None else "?"
-    lines = [
-        f"job {target.job_id} on {target.node}: run started {format_time(h.started_at)}, "
-        f"before spurd (pid {agent.pid if agent else '?'}) started {since}: an agent orphan"
-    ]
+    if not h.pids:
+        shown = ", ".join(h.traces) or "a trace"
+        lines = [
+            f"job {target.job_id} on {target.node}: {shown} since {format_time(h.started_at)} "
+            "and no process: a leftover no agent cancel removes"
+        ]
+    else:
+        lines = [
+            f"job {target.job_id} on {target.node}: run started {format_time(h.started_at)}, "
+            f"before spurd (pid {agent.pid if agent else '?'}) started {since}: an agent orphan"
+        ]
     if target.pids:
         lines.append(
             f"SIGTERM to {plural(len(target.pids), 'process', 'processes')}: "
@@ -369,16 +397,17 @@ def run(
         target = find_target(job_id, started_at, cgroup_root=cgroup_root, proc_root=proc_root)
         for line in plan_lines(target, grace_s):
             out(line)
-        journal.intent(target.node, job_id, KIND)
+        kind = KIND if target.holding.pids else LEFTOVER_KIND
+        journal.intent(target.node, job_id, kind)
         try:
             done = release(target, grace_s=grace_s, proc_root=proc_root)
         except BaseException as exc:
             journal.outcome(
-                target.node, job_id, KIND, "failed", f"interrupted: {type(exc).__name__}: {exc}"
+                target.node, job_id, kind, "failed", f"interrupted: {type(exc).__name__}: {exc}"
             )
             raise
         result = "released" if done.complete else "failed"
-        journal.outcome(target.node, job_id, KIND, result, done.sentence(target))
+        journal.outcome(target.node, job_id, kind, result, done.sentence(target))
     out(done.sentence(target))
     out(f"Journal: {journal_path}")
     return done

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from spurctl import hostlist
@@ -22,6 +22,7 @@ from spurctl.model import (
     ACTIVE_STATES,
     TERMINAL_STATES,
     Action,
+    AgentProcess,
     Allocation,
     ControllerView,
     Finding,
@@ -56,10 +57,15 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.NOT_INVENTORIED: Action.INVESTIGATE,
         Kind.AGENT_ORPHAN: Action.INVESTIGATE,
         Kind.CLOCK_AHEAD: Action.INVESTIGATE,
+        Kind.LEFTOVER: Action.INVESTIGATE,
     }
 )
 _ORDER = {Action.RECLAIM: 0, Action.INVESTIGATE: 1, Action.SPARE: 2, Action.NONE: 3}
 _NOTHING_CONFIRMED: Mapping[int, Job | None] = MappingProxyType({})
+_NO_CANCELS: Mapping[tuple[str, int], datetime] = MappingProxyType({})
+# The journal's times are to the second: an inventory counts as taken after a cancel only
+# from a second past the cancel's journaled time.
+JOURNAL_RESOLUTION = timedelta(seconds=1)
 # Spur agents heartbeat every 30 s: an inventory collected more than two heartbeats
 # before the controller view may no longer show what the node holds.
 STALE_INVENTORY_S = 60.0
@@ -120,6 +126,7 @@ def classify(
     include_healthy: bool = False,
     now: datetime | None = None,
     collected: bool = False,
+    cancelled: Mapping[tuple[str, int], datetime] = _NO_CANCELS,
 ) -> Classification:
     """Classify every holding of every inventory in scope, then every node in scope.
 
@@ -130,6 +137,9 @@ def classify(
     more than CLOCK_AHEAD_S after it is a clock-ahead finding, and nothing it holds
     is reclaimed. `collected`: the inventories come from this audit's own --collect,
     taken after the view was read (the hints then say so, never "use --collect").
+    `cancelled` is when an agent cancel was last sent (or may have been: an
+    interrupted send) for a job on a node, by (inventory node, job id), as
+    reclaim's journal records it: a holding with no process gets one at most.
     """
     now = view.taken_at if now is None else now
     wanted = None if scope is None else frozenset(scope)
@@ -197,6 +207,11 @@ def classify(
             )
             if finding is None:
                 continue
+            if inv.ancestry_read and finding.action is Action.RECLAIM:
+                finding = _not_spurds(held, finding, inv)
+            sent = cancelled.get((inv.node, holding.job_id))
+            if sent is not None:
+                finding = _leftover(held, finding, sent, inv, now=view.taken_at)
             if job is not None and finding.kind is Kind.UNVERIFIABLE:
                 # The one unverifiable verdict on a job the controller has: its
                 # nodelist could not be read.
@@ -467,6 +482,8 @@ def _agent_orphan(
     supervised = " ".join(str(p) for p in held.holding.supervisors)
     if supervised and kind is Kind.HEALTHY:
         return None
+    if held.holding.tracked_pids:
+        return _shared_cgroup(held, job, agent, command, now=now)
     if kind is Kind.HEALTHY:
         assert job is not None
         return held.finding(
@@ -496,6 +513,98 @@ def _agent_orphan(
     return held.finding(
         Kind.AGENT_ORPHAN,
         f"{why} and {lost}; no agent cancel is planned: free it with {command}",
+    )
+
+
+def _not_spurds(held: _Held, finding: Finding, inv: Inventory) -> Finding:
+    """agent-orphan for a live run none of whose processes descends from the node's spurd
+    (the scan traced each one to pid 1); else `finding` unchanged.
+
+    spurd forks every run it launches and tracks it until its last process exits, so
+    a run with no process under it is not in its running map: its CancelJob would
+    answer Ok and free nothing (docs/spur-facts.md, "The agent's CancelJob").
+    """
+    h, agent = held.holding, inv.agent
+    if agent is None or not h.pids or h.tracked_pids or h.supervisors:
+        return finding
+    pids = " ".join(str(p) for p in h.pids)
+    return held.finding(
+        Kind.AGENT_ORPHAN,
+        f"{finding.reason}; but none of its processes ({pids}) descends from "
+        f"{held.holder}'s spurd (pid {agent.pid}), which forks every run it launches, so "
+        "spurd does not track this run and its CancelJob would answer Ok and free "
+        f"nothing: no agent cancel is planned; find out what started them on {held.holder} "
+        "and stop them there (node-release frees only runs begun before spurd started)",
+    )
+
+
+def _shared_cgroup(
+    held: _Held, job: Job | None, agent: AgentProcess, command: str, *, now: datetime
+) -> Finding:
+    """agent-orphan for a job whose cgroup holds pre-restart processes beside the current
+    spurd's own run (after a graceful restart a requeued run joins the old `job_<id>`
+    cgroup: docs/spur-facts.md, "spurd's restarts, names and supervisors")."""
+    h, j, holder = held.holding, held.holding.job_id, held.holder
+    own = set(h.tracked_pids)
+    old = " ".join(str(p) for p in h.pids if p not in own)
+    mine = " ".join(str(p) for p in h.tracked_pids)
+    said = (
+        f"job {j} is {job.state.name}" + (f" on {job.nodelist}" if job.state.active else "")
+        if job is not None
+        else f"job {j} is untracked"
+    )
+    assert agent.started_at is not None and h.started_at is not None
+    return held.finding(
+        Kind.AGENT_ORPHAN,
+        f"{said}; {holder}'s job {j} holds processes {old}, begun at {when(h.started_at, now)} "
+        f"before its spurd (pid {agent.pid}) started at {when(agent.started_at, now)} (orphans "
+        f"spurd no longer tracks, Spur #803), beside processes {mine} of the current spurd's "
+        "own run of the job (a requeue after a graceful restart joins the same cgroup): no "
+        "agent cancel is planned, since it carries no run attempt (Spur #592) and would stop "
+        f"spurd's run while the orphans stay; free only the old processes with {command}, "
+        "which leaves spurd's run alone",
+    )
+
+
+def _leftover(
+    held: _Held, finding: Finding, sent: datetime, inv: Inventory, *, now: datetime
+) -> Finding:
+    """leftover: a holding with no process, planned for an agent cancel that was already
+    sent (`sent`, from the journal) after its trace appeared; else `finding` unchanged.
+
+    spurd's CancelJob acts only on a job in its running map, and a job leaves that map
+    once its last process exits (the 2 s monitor); for any other id it only frees an
+    allocation entry (docs/spur-facts.md, "The agent's CancelJob"). So one cancel is
+    all a process-less trace can use: every further one answers Ok and frees nothing.
+    """
+    h = held.holding
+    if finding.action is not Action.RECLAIM or h.pids:
+        return finding
+    if h.started_at is not None and sent + JOURNAL_RESOLUTION < h.started_at:
+        return finding  # a newer trace than the one cancelled (the id ran here again)
+    j, holder = h.job_id, held.holder
+    shown = f"{join(h.traces)}, no process" if h.traces else "no process"
+    command = (
+        f"`spurctl node-release --job {j} --started-at {format_time(h.started_at)}` on {holder}"
+        if h.started_at is not None
+        else f"`spurctl node-release --job {j}` on {holder} (with the start time "
+        "`spurctl node-inventory` reads there)"
+    )
+    cancel = f"an agent cancel of job {j} was journaled at {when(sent, now)}"
+    if inv.collected_at is None or inv.collected_at < sent + JOURNAL_RESOLUTION:
+        after = (
+            f"{cancel}, after this inventory was taken; re-collect {holder} (--collect): "
+            f"if it still shows them, free them with {command}"
+        )
+    else:
+        after = (
+            f"{holder} still shows job {j} ({shown}) after {cancel}; spurd's "
+            "CancelJob acts only on jobs in its running map (a job with no process is "
+            f"not), so another would free nothing: free what is left with {command}"
+        )
+    return held.finding(
+        Kind.LEFTOVER,
+        f"{finding.reason}; no agent cancel is planned: {after}",
     )
 
 

@@ -61,6 +61,8 @@ class Outcome:
     entry: Entry
     result: Result
     detail: str
+    # How long after the sends a re-collect last looked at the node (None: it did not).
+    waited_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -70,6 +72,8 @@ class ReclaimRun:
     interrupted: bool = False
     # The signal that stopped the run ("SIGINT", "SIGTERM", "SIGHUP"), when one did.
     stopped_by: str | None = None
+    # How long the re-collect after the sends waited in all (None: there was none).
+    waited_s: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -2,7 +2,9 @@
 
 Pure: the node's fresh inventory and a few facts read beside it in, one refusal
 sentence (or None) out. A release stops an *agent orphan*: a run that began
-before the node's current spurd started. spurd's running map does not survive a
+before the node's current spurd started; or removes a *leftover*: a job's trace
+with no process left (an empty cgroup spurd's rmdir failed on), which no agent
+cancel removes. spurd's running map does not survive a
 restart while the run's processes and cgroup do (Spur #803), and its CancelJob
 answers Ok for an id it does not track, doing nothing, so only the node can free
 such a run. Anything else goes through `spurctl reclaim`, whose agent cancel is
@@ -69,6 +71,10 @@ def refusal(
             f"--started-at {format_time(started_at)}: another run holds the id now; "
             "re-audit before releasing (nothing released)"
         )
+    if not holding.pids:
+        # A leftover (an empty job cgroup, a spool directory): nothing runs, so nothing
+        # is signalled, whichever spurd runs; a cgroup is removed only while empty.
+        return None
     agent = inventory.agent
     if agent is None:
         return (

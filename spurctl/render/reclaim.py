@@ -61,6 +61,9 @@ class PlanFacts:
     journal_path: str | None = None
     # "kind on node" for each finding on the named nodes that needs a person, not a cancel.
     investigate: Sequence[str] = ()
+    # The re-collect's wait after the sends (None: none ran), and --settle, its limit.
+    waited_s: float | None = None
+    settle_s: float | None = None
 
 
 class Unresolved(Protocol):
@@ -219,7 +222,7 @@ def run_document(
 ) -> dict[str, Any]:
     facts = facts or PlanFacts()
     outcomes = run.outcomes if run else []
-    confirmation = None
+    confirmation: dict[str, Any] | None = None
     if run is not None and not dry_run:
         pending = unconfirmed_nodes(run, facts.verified)
         judged = [confirmed(o.result, facts.verified) for o in outcomes]
@@ -229,6 +232,9 @@ def run_document(
             "unconfirmed": sum(1 for c in judged if c is False),
             "command": confirm_command(pending, facts.confirm_flags) if pending else None,
         }
+        if facts.waited_s is not None:
+            # How long the re-collect waited for the nodes to free the jobs, of --settle.
+            confirmation.update(waited_s=facts.waited_s, settle_s=facts.settle_s)
     return {
         "schema": "spurctl.reclaim/v1",
         "dry_run": dry_run,
@@ -266,6 +272,8 @@ def run_document(
                 # True: a re-collect showed the job gone; False: sent, but nothing
                 # shows it freed (the agent answers Ok for an id it does not track).
                 "confirmed": confirmed(o.result, facts.verified),
+                # How long after the sends a re-collect last looked at the node.
+                "waited_s": o.waited_s,
                 "detail": o.detail,
             }
             for o in outcomes
@@ -374,3 +382,6 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
                 f"{plural(sent, 'job')}."
             )
         )
+    if facts.verified and facts.waited_s is not None:
+        limit = f" (--settle {facts.settle_s:g} at most)" if facts.settle_s is not None else ""
+        console.print(Text(f"Waited {facts.waited_s:g} s for the nodes to free them{limit}."))

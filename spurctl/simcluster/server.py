@@ -351,10 +351,12 @@ class SimCluster:
 
     # -- mutators for tests --------------------------------------------------------------
 
-    def restart_agent(self, node: str, at: datetime) -> None:
-        """Restart `node`'s spurd at `at`: its inventory's agent start time changes, the
-        controller's slurmd_start_time does not, and the runs it held survive."""
-        self.state.restart_agent(node, at)
+    def restart_agent(
+        self, node: str, at: datetime, *, graceful: bool = False, requeue: bool = False
+    ) -> list[int]:
+        """Restart `node`'s spurd at `at`: a crash by default, or `graceful` (the controller
+        evicts the node's jobs, `requeue` runs them again): ClusterState.restart_agent."""
+        return self.state.restart_agent(node, at, graceful=graceful, requeue=requeue)
 
     def requeue(self, job_id: int, nodelist: str) -> Job:
         """Restart a tracked job on `nodelist` (RUNNING) or, with "", make it PENDING again."""

@@ -14,7 +14,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -208,6 +208,19 @@ def spur_reclaim_arm(job: Job | None, reported_as: str, job_id: int, next_job_id
     return 4
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelTiming:
+    """How long spurd takes to free a run it cancels (docs/spur-facts.md, "The agent's
+    CancelJob"): SIGTERM, SIGKILL `grace_s` later, and the job released at the monitor's
+    next tick (every `monitor_s`) after the run exits. `scaled` keeps tests fast."""
+
+    grace_s: float = 5.0
+    monitor_s: float = 2.0
+
+    def scaled(self, factor: float) -> CancelTiming:
+        return CancelTiming(self.grace_s * factor, self.monitor_s * factor)
+
+
 class ClusterState:
     """Everything the simulated controller and agents know, behind `lock`."""
 
@@ -231,6 +244,10 @@ class ClusterState:
         self.held: dict[str, dict[int, Holding]] = {name: {} for name in self.nodes}
         for node, holdings in scenario.holdings.items():
             self.held[node] = {h.job_id: h for h in holdings}
+        # None: an agent cancel frees a run at once. Set: as spurd does (CancelTiming).
+        self.cancel_timing: CancelTiming | None = None
+        # (node, job id) of the runs that ignore SIGTERM: freed only after the SIGKILL grace.
+        self.ignores_sigterm: set[tuple[str, int]] = set()
         self.generation = 0  # bumped on every change, so a watcher can tell
         self._encoded: dict[int, bytes] = {}
         self._by_node: dict[str, set[int]] | None = None  # see _node_index
@@ -350,35 +367,113 @@ class ClusterState:
             agent_checked=agent_start is not None,
         )
 
-    def restart_agent(self, node: str, at: datetime) -> None:
-        """`systemctl restart spurd` as the node sees it: a new agent start time.
+    def restart_agent(
+        self, node: str, at: datetime, *, graceful: bool = False, requeue: bool = False
+    ) -> list[int]:
+        """spurd restarts on `node` at `at`; returns the ids of the jobs the controller evicted.
 
-        The controller's slurmd_start_time does not change (Spur sets it once, when
-        the node name first registers), and the runs survive (their processes and
-        cgroups outlive spurd).
+        Either way the node shows a new agent start time, the controller's
+        slurmd_start_time does not change (Spur sets it once, when the node name
+        first registers), and the runs survive (their processes and cgroups outlive
+        spurd). A crash (the default, SIGKILL) sends no deregistration: the
+        controller keeps every job RUNNING (Spur #803). A `graceful` one (SIGTERM)
+        deregisters, and the controller evicts every active job on the node to
+        NODE_FAIL; with `requeue` each one runs again under the same id at once,
+        and on `node` the new run joins the old run's `job_<id>` cgroup: the
+        holding then shows the pre-restart processes beside the new ones, which
+        descend from the new spurd (`tracked_pids`). See docs/spur-facts.md,
+        "spurd's restarts, names and supervisors". Only `node`'s holdings change.
         """
         with self.lock:
             self._known_node(node)
             self.agent_started_at[node] = at
             self.generation += 1
+            if not graceful:
+                return []
+            evicted = sorted(
+                j.job_id for j in self.jobs.values() if j.state.active and node in _allocated(j)
+            )
+            for job_id in evicted:
+                job = self.jobs[job_id]
+                self.set_job(
+                    msgspec.structs.replace(
+                        job, state=JobState.NODE_FAIL, end_time=at, state_reason="NodeFail"
+                    )
+                )
+                if not requeue:
+                    continue
+                restart = at + timedelta(seconds=1)
+                self.set_job(
+                    msgspec.structs.replace(
+                        job, state=JobState.RUNNING, start_time=restart, end_time=None,
+                        state_reason="",
+                    )
+                )  # fmt: skip
+                new = (60_000 + job_id % 100_000,)
+                old = self.held[node].get(job_id)
+                self.held[node][job_id] = (
+                    msgspec.structs.replace(
+                        old, pids=tuple(sorted({*old.pids, *new})), tracked_pids=new
+                    )
+                    if old is not None
+                    else Holding(job_id=job_id, pids=new, started_at=restart, tracked_pids=new)
+                )
+            return evicted
 
     def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
-        """spurd's CancelJob: True when the holding is gone afterwards because of this call.
+        """spurd's CancelJob: True when the holding is gone, or will be, because of this call.
 
-        Signal 0 (graceful), SIGTERM and SIGKILL end the run; a reservation with
-        no process is released whatever the signal; an unknown id is a no-op, and
-        so is a run begun before the node's spurd started (Spur #803: the restarted
-        agent's running map does not have it, though its processes live on).
+        It acts only on a job spurd runs (docs/spur-facts.md, "The agent's CancelJob"):
+        signal 0 (graceful), SIGTERM and SIGKILL end a run it launched. For any
+        other id it only frees an allocation entry, which a holding with no process
+        and no recorded trace stands for here (a reservation), and answers Ok:
+        a holding whose only traces are an empty cgroup or a spool directory stays,
+        and so does a run begun before the node's spurd started (Spur #803: the
+        restarted agent's running map does not have it, though its processes live on).
+        With `cancel_timing` set, a run is freed as spurd frees it: after the
+        monitor's tick, or the SIGKILL grace first for one that ignores SIGTERM.
         """
         with self.lock:
             holding = self.held[node].get(job_id)
+            if holding is not None and holding.tracked_pids and signal in TERMINATING_SIGNALS:
+                # The cgroup holds pre-restart orphans beside spurd's own run: the cancel
+                # (no run attempt, Spur #592) stops spurd's run, and the orphans stay.
+                own = set(holding.tracked_pids)
+                left = tuple(p for p in holding.pids if p not in own)
+                if left:
+                    self.held[node][job_id] = msgspec.structs.replace(
+                        holding, pids=left, tracked_pids=()
+                    )
+                    self.generation += 1
+                    return True
             if holding is None or self._orphaned(node, holding):
                 return False
-            if holding.pids and signal not in TERMINATING_SIGNALS:
+            if not holding.pids:
+                if holding.traces:
+                    return False  # a trace, not a run: nothing in spurd's map to act on
+                del self.held[node][job_id]  # release_job frees the reservation
+                self.generation += 1
+                return True
+            if signal not in TERMINATING_SIGNALS:
                 return False
-            del self.held[node][job_id]
-            self.generation += 1
+            timing = self.cancel_timing
+            if timing is None:
+                del self.held[node][job_id]
+                self.generation += 1
+                return True
+            stubborn = (node, job_id) in self.ignores_sigterm and signal != 9
+            delay = timing.monitor_s + (timing.grace_s if stubborn else 0.0)
+            timer = threading.Timer(delay, self._exited, (node, holding))
+            timer.daemon = True
+            timer.start()
             return True
+
+    def _exited(self, node: str, holding: Holding) -> None:
+        """spurd's monitor noticed the run's exit: it releases the job (if still this run)."""
+        with self.lock:
+            if self.held[node].get(holding.job_id) is holding:
+                del self.held[node][holding.job_id]
+                self.generation += 1
 
     def _orphaned(self, node: str, holding: Holding) -> bool:
         agent_start = self.agent_started_at.get(node)

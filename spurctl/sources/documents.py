@@ -335,6 +335,8 @@ def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
         ]
     if inv.agent_hostname is not None:
         out["agent_hostname"] = inv.agent_hostname
+    if inv.ancestry_read:
+        out["ancestry_read"] = True
     return out
 
 
@@ -383,6 +385,7 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     target_nodes: tuple[_Name, ...] | None = None
     agents: tuple[_AgentDoc, ...] | None = None
     agent_hostname: _Name | None = None
+    ancestry_read: bool | None = None
 
 
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
@@ -439,6 +442,7 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         agent_checked=agent is not msgspec.UNSET,
         agents=tuple(AgentProcess(a.pid, _utc(a.started_at)) for a in doc.agents or ()),
         agent_hostname=doc.agent_hostname,
+        ancestry_read=bool(doc.ancestry_read) and isinstance(agent, _AgentDoc),
     )
 
 
@@ -676,6 +680,7 @@ _INVENTORY_FIELDS: dict[str, Callable[[str, Any], str]] = {
     "target_nodes": _fixed("field {name!r} must be a list of node names"),
     "agents": _fixed("field {name!r} must be a list of objects with 'pid'"),
     "agent_hostname": _fixed("field {name!r} must be a non-empty string or null"),
+    "ancestry_read": _fixed("field {name!r} must be true, false or null"),
 }
 _HOLDING: dict[str, Callable[[str, Any], str]] = {
     "job_id": _job_id_said,

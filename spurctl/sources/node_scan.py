@@ -224,6 +224,10 @@ def _gather(
         for job_id in sorted(jobs)
     )
     names = tuple(sorted(target_nodes))
+    # Only a lineage that reaches pid 1 proves a process does not descend from spurd.
+    ancestry_read = agent is not None and all(
+        table.lineage(pid)[-1:] == (1,) for h in held for pid in h.pids
+    )
     inventory = Inventory(
         node=hostname,
         collected_at=collected_at,
@@ -237,6 +241,7 @@ def _gather(
         agent_checked=len(agents) <= 1,
         agents=tuple(agents) if len(agents) > 1 else (),
         agent_hostname=_hostname_option(proc_root, agent.pid, skip) if agent else None,
+        ancestry_read=ancestry_read,
     )
     return inventory, _Evidence(table, boot, envs, membership)
 

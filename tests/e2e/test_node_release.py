@@ -397,3 +397,35 @@ def test_after_a_graceful_restart_node_release_frees_only_the_pre_restart_run(
     assert alive(requeued), "spurd's own run of the requeued job was signalled"
     assert (job_dir / "cgroup.kill").read_text() == "", "cgroup.kill written in a shared cgroup"
     assert job_dir.exists() and "kept (holds a process not released)" in done.stdout
+
+
+def test_node_release_removes_a_leftover_empty_cgroup_whichever_spurd_runs(
+    kernel: Kernel, procs: Processes, tmp_path: Path
+) -> None:
+    # spurd's rmdir at release failed (EBUSY): an empty job cgroup, made after the
+    # current spurd started, that no agent cancel removes.
+    agent = kernel.process(kernel.cgroup("agent"), {}, [str(procs.spurd_binary), "120"])
+    _wait("the stand-in spurd", lambda: _comm(agent.pid) == "spurd")
+    time.sleep(0.05)
+    job_id = 3_940_000_000 + secrets.randbelow(1_000_000)
+    root = kernel.cgroup("spur")
+    job_dir = kernel.cgroup(f"spur/job_{job_id}")
+    journal = tmp_path / "journal.jsonl"
+    at_root = ("--cgroup-root", str(root))
+    when = started_at(job_id, *at_root)
+
+    dry = release(job_id, when, journal, "--dry-run", *at_root)
+    assert dry.returncode == 0, dry.stderr
+    assert "and no process: a leftover no agent cancel removes" in dry.stdout
+    assert "no live process to signal" in dry.stdout
+    assert job_dir.exists() and journal_records(journal) == []
+
+    done = release(job_id, when, journal, *at_root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not job_dir.exists() and alive(agent.pid)
+    assert "0 processes exited on SIGTERM; 0 killed after the grace period" in done.stdout
+    assert "1 job cgroup removed" in done.stdout
+    assert [(r["event"], r["kind"]) for r in journal_records(journal)] == [
+        ("intent", "leftover"),
+        ("outcome", "leftover"),
+    ]

@@ -210,3 +210,57 @@ def test_a_lost_job_on_a_node_whose_spurd_has_another_name_names_spur_684() -> N
     got = classify_module.classify(v, invs(same), watermark=WM, confirmed={}, scope=["gpu017"])
     (lost,) = [f for f in got.findings if f.kind is Kind.LOST_ON_NODE]
     assert "#684" not in lost.reason
+
+
+@pytest.mark.parametrize(
+    "controller",
+    [
+        job(40, JobState.RUNNING, "gpu017", start=T0),  # requeued here after the restart
+        job(40, JobState.NODE_FAIL, "gpu017", end=T0),
+        job(40, JobState.RUNNING, "gpu020", start=T0),
+    ],
+    ids=["requeued-here", "node-fail", "running-elsewhere"],
+)
+def test_a_cgroup_shared_with_spurds_own_run_is_never_cancelled_and_says_whose_is_which(
+    controller: Job,
+) -> None:
+    # After a graceful restart a requeued run joins the old job_40 cgroup: 7 is the
+    # pre-restart orphan, 9 descends from the current spurd.
+    shared = msgspec.structs.replace(held(40, pids=(7, 9)), tracked_pids=(9,))
+    case = Case((controller,), on_node(shared, agent_started=BEFORE), None)
+    (finding,) = [f for f in classify(case).findings if f.job_id == 40]
+    assert (finding.kind, finding.action) == (Kind.AGENT_ORPHAN, Action.INVESTIGATE)
+    assert "holds processes 7, begun at" in finding.reason
+    assert "beside processes 9 of the current spurd's own run of the job" in finding.reason
+    assert "no agent cancel is planned" in finding.reason and "Spur #592" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({}, (Kind.AGENT_ORPHAN, Action.INVESTIGATE)),
+        ({"tracked_pids": (7,)}, (Kind.TERMINAL_HELD, Action.RECLAIM)),
+        ({"supervisors": (6100,)}, (Kind.TERMINAL_HELD, Action.RECLAIM)),
+        ({"pids": ()}, (Kind.TERMINAL_HELD, Action.RECLAIM)),
+    ],
+    ids=["none-is-spurds", "spurds-child", "supervised", "no-process"],
+)
+def test_a_run_no_process_of_which_descends_from_spurd_gets_no_agent_cancel(
+    change: dict[str, tuple[int, ...]], expected: tuple[Kind, Action]
+) -> None:
+    # The run began after spurd started (not an orphan by age), but the scan traced its
+    # processes to pid 1 and none passes through spurd: spurd's map lacks it.
+    run = msgspec.structs.replace(held(40, pids=(7,)), **change)
+    node = replace(on_node(run, agent_started=AFTER), ancestry_read=True)
+    case = Case((job(40, JobState.COMPLETED, "gpu017", end=T0),), node, expected)
+    (finding,) = [f for f in classify(case).findings if f.job_id == 40]
+    assert (finding.kind, finding.action) == expected
+    if finding.kind is Kind.AGENT_ORPHAN:
+        assert "none of its processes (7) descends from gpu017's spurd (pid 2201)" in (
+            finding.reason
+        )
+        assert "no agent cancel is planned" in finding.reason
+    # Without the scan's word on ancestry, an empty tracked_pids proves nothing.
+    unread = Case(case.jobs, replace(node, ancestry_read=False), None)
+    (plain,) = [f for f in classify(unread).findings if f.job_id == 40]
+    assert (plain.kind, plain.action) == (Kind.TERMINAL_HELD, Action.RECLAIM)

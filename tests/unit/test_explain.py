@@ -141,3 +141,16 @@ def test_an_inventory_too_old_for_reclaim_is_said_not_sent() -> None:
     assert doc["job"]["finding"]["action"] == "reclaim"
     assert doc["job"]["reclaim"]["send"] is False
     assert "older than --max-inventory-age" in doc["job"]["reclaim"]["why"]
+
+
+def test_an_earlier_cancel_of_a_holding_with_no_process_is_named_and_nothing_is_sent() -> None:
+    from dataclasses import replace
+
+    job = Job(7, JobState.COMPLETED, "gpu001", submit_time=NOW - timedelta(days=3))
+    trace = Holding(7, started_at=NOW - timedelta(days=2), traces=("cgroup",))
+    sent = NOW - timedelta(minutes=1)
+    doc = doc_for(replace(inputs([job], [trace]), cancelled={("gpu001", 7): sent}), 7)
+    assert guard_names(doc) == ["earlier-cancel"]
+    assert "2026-12-02T14:46:00Z" in doc["job"]["guards"][0]["detail"]
+    assert doc["job"]["finding"]["kind"] == "leftover"
+    assert doc["job"]["reclaim"]["send"] is False

@@ -560,3 +560,16 @@ def test_bad_new_fields_are_named_clearly(patch: dict[str, object], message: str
     with pytest.raises(DocumentError) as err:
         inventory_from_dict(doc, where="inv.json")
     assert message in str(err.value) and str(err.value).startswith("inv.json")
+
+
+def test_ancestry_is_read_only_when_every_job_process_is_traced_to_pid_1(tmp_path: Path) -> None:
+    node = spur_main_node(tmp_path)
+    node.process(700, spurd_env(50), ppid=1, ticks=6000)  # daemonized: init's child
+    inv = node.scan()
+    assert inv.ancestry_read and by_id(inv)[50].tracked_pids == ()
+    doc = inventory_to_dict(inv)
+    assert doc["ancestry_read"] is True
+    assert inventory_from_dict(json.loads(json.dumps(doc)), where="t") == inv
+    # A parent that cannot be read leaves the ancestry unknown: nothing is concluded.
+    node.process(701, spurd_env(51), ppid=5555, ticks=6000)
+    assert not node.scan().ancestry_read

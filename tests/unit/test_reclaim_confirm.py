@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import shlex
+from pathlib import Path
+from unittest.mock import patch
 
 from spurctl import reclaim as rc
 from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result
@@ -11,6 +13,8 @@ from spurctl.model import (
     Action,
     AuditReport,
     Finding,
+    Holding,
+    Inventory,
     Kind,
     Watermark,
     WatermarkSource,
@@ -24,6 +28,7 @@ from spurctl.render.reclaim import (
     run_document,
     unconfirmed_nodes,
 )
+from spurctl.sources.inventories import Sources
 
 
 def _outcome(node: str, job_id: int, result: Result = Result.SENT) -> Outcome:
@@ -149,3 +154,85 @@ def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_l
               facts=PlanFacts(verified=True))  # fmt: skip
     assert "unconfirmed" not in verified.getvalue().lower()
     assert "Confirmed: a re-collect of 2 nodes no longer shows 2 jobs." in verified.getvalue()
+
+
+class _Nodes:
+    """A fake clock and the nodes a re-collect sees: `frees[node]` is when (seconds after
+    the sends) the node stops showing its jobs; every look is recorded."""
+
+    def __init__(self, frees: dict[str, float]) -> None:
+        self.now = 0.0
+        self.frees = frees
+        self.looks: list[tuple[float, list[str]]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def collect(self, nodes: list[str], **_: object) -> list[Inventory]:
+        self.looks.append((self.now, list(nodes)))
+        self.now += 0.3  # a collect takes time too
+        gone = {n for n in nodes if self.now - 0.3 >= self.frees[n]}
+        return [
+            Inventory(n, utcnow(), "test", held=() if n in gone else (Holding(job_id=1),))
+            for n in nodes
+        ]
+
+
+def _reverify(nodes: _Nodes, settle: float, tmp_path: Path) -> ReclaimRun:
+    run = ReclaimRun(outcomes=[_outcome(n, 1) for n in sorted(nodes.frees)])
+    src = Sources(nodes=None, inventory=None, collect=True, command="true %h", fanout=4)
+    with patch("spurctl.sources.collect.collect", nodes.collect):
+        assert rc.reverify(
+            run, tmp_path / "j.jsonl", sorted(nodes.frees), src, settle,
+            clock=nodes.clock, sleep=nodes.sleep,
+        )  # fmt: skip
+    return run
+
+
+def test_the_re_collect_waits_past_spurds_grace_until_the_job_is_gone(tmp_path: Path) -> None:
+    # A run that ignores SIGTERM: spurd SIGKILLs it at 5 s and releases it by 7 s.
+    nodes = _Nodes({"gpu003": 0.0, "gpu004": 7.0})
+    run = _reverify(nodes, 15.0, tmp_path)
+    assert [o.result for o in run.outcomes] == [Result.SENT, Result.SENT]
+    # Every 2 s, and only the nodes that still show a job after the first look.
+    assert nodes.looks == [
+        (2.0, ["gpu003", "gpu004"]),
+        (4.0, ["gpu004"]),
+        (6.0, ["gpu004"]),
+        (8.0, ["gpu004"]),
+    ]
+    assert [o.waited_s for o in run.outcomes] == [2.0, 8.0]
+    assert run.outcomes[1].detail.endswith("; confirmed: gpu004 no longer holds it 8 s later")
+    assert run.waited_s == 8.3
+
+
+def test_a_job_still_held_at_the_deadline_fails_saying_how_long_it_waited(tmp_path: Path) -> None:
+    nodes = _Nodes({"gpu004": 99.0})
+    run = _reverify(nodes, 5.0, tmp_path)
+    assert [t for t, _ in nodes.looks] == [2.0, 4.0, 5.0]  # the last look at the deadline
+    [o] = run.outcomes
+    assert o.result is Result.FAILED and o.waited_s == 5.0
+    assert "still holds job 1 5 s later" in o.detail
+
+
+def test_settle_zero_looks_once_at_once(tmp_path: Path) -> None:
+    nodes = _Nodes({"gpu004": 1.0})
+    run = _reverify(nodes, 0.0, tmp_path)
+    assert nodes.looks == [(0.0, ["gpu004"])]
+    assert run.outcomes[0].result is Result.FAILED
+
+
+def test_the_document_and_table_say_how_long_the_re_collect_waited() -> None:
+    run = ReclaimRun(outcomes=[_outcome("gpu003", 1)])
+    run.outcomes[0].waited_s = 2.0
+    facts = PlanFacts(verified=True, waited_s=2.3, settle_s=15.0)
+    entries = [o.entry for o in run.outcomes]
+    doc = run_document(run, entries, _report(), dry_run=False, facts=facts)
+    assert doc["outcomes"][0]["waited_s"] == 2.0
+    assert (doc["confirmation"]["waited_s"], doc["confirmation"]["settle_s"]) == (2.3, 15.0)
+    out = io.StringIO()
+    print_run(run, entries, _report(), fmt="table", file=out, facts=facts)
+    assert "Waited 2.3 s for the nodes to free them (--settle 15 at most)." in out.getvalue()

@@ -58,6 +58,12 @@ CASES = [
      "runs under spurstepd supervisor 900"),
     ("spurd itself among the job's processes: refused", node(run(pids=(2201, 81234))), RUN, (),
      "process 2201 of job 4711"),
+    ("a leftover (no process) begun after spurd may be released: nothing is signalled",
+     node(run(pids=()), agent=AgentProcess(2201, RUN - timedelta(hours=1))), RUN, (), None),
+    ("a leftover needs no spurd: nothing runs to be tracked",
+     node(run(pids=()), agent=None), RUN, (), None),
+    ("a leftover of another start time is still refused", node(run(pids=())),
+     RUN + timedelta(hours=1), (), "another run holds the id now"),
 ]  # fmt: skip
 
 
