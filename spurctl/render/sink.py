@@ -4,7 +4,7 @@
 every print, rich console, Typer/Click usage line and --debug traceback passes it;
 `-o` files (render/common.write_output) and the journal (act/journal) redact the
 text they write with the same `errors.redact`. Text the cluster sent is also
-redacted where it is read (sources/scrub.py, sources/documents.unsecret), before a
+redacted where it is read (sources/scrub.py, sources/documents.py), before a
 table can fold a secret across two lines.
 """
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 
 import msgspec
 
-from spurctl.errors import DocumentError, carries_secret, redact
+from spurctl.errors import DocumentError, redact
 from spurctl.model import (
     HOLDING_TRACES,
     MAX_JOB_ID,
@@ -455,12 +455,6 @@ def inventory_from_dict(d: Any, *, where: str) -> Inventory:
     return _inventory(doc, where=where)
 
 
-def unsecret(text: str) -> str:
-    """A JSON document's text with every registered secret redacted before it is read:
-    a secret sits inside a JSON string, and `<redacted>` keeps that string valid."""
-    return redact(text) if carries_secret(text) else text
-
-
 def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
     """Inventories from a JSON document, a JSON array of them, or JSON Lines."""
     for _, inv in parse_inventory_records(text, name=name):
@@ -469,7 +463,9 @@ def parse_inventory_text(text: str, *, name: str) -> Iterator[Inventory]:
 
 def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inventory]]:
     """Each inventory with where it came from ("FILE: line N", "FILE: item N" or "FILE")."""
-    text = unsecret(text)
+    # Secrets redacted before the text is read: one sits inside a JSON string, and
+    # `<redacted>` keeps that string valid (redact returns clean text untouched).
+    text = redact(text)
     stripped = text.strip()
     if not stripped:
         return
@@ -802,7 +798,7 @@ def read_snapshot(path: Path) -> tuple[ControllerView, Watermark]:
     except OSError as exc:
         raise DocumentError(f"cannot read snapshot {path}: {exc.strerror}") from None
     try:
-        doc = json.loads(unsecret(text))
+        doc = json.loads(redact(text))
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); "
