@@ -198,15 +198,21 @@ def fold(names: Iterable[str]) -> str:
     each name is read once, split at its last number, and the numbers of one
     pattern and padding become ranges. A NodeSet parses every name, tens of
     microseconds each, which an audit of 10,000 uninventoried nodes would pay.
-    Names that are not plain node names go through NodeSet.
+    Names that are not plain node names go through NodeSet; one NodeSet cannot
+    parse (a bracket or a control character in a name) is listed as it is.
     """
     names = list(dict.fromkeys(names))
     if len(names) <= 1:
         return names[0] if names else ""
     if not all(_NODE_NAME.fullmatch(n) for n in names):
-        from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+        from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
-        return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
+        try:
+            return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
+        except NodeSetError:
+            shaped = [n for n in names if _NODE_NAME.fullmatch(n)]
+            odd = sorted(n for n in names if not _NODE_NAME.fullmatch(n))
+            return ",".join([fold(shaped), *odd] if shaped else odd)
     plain: list[str] = []
     # (prefix, suffix) -> padded width (0: none) -> numbers
     patterns: dict[tuple[str, str], dict[int, list[int]]] = {}
