@@ -103,3 +103,30 @@ def redact(text: str) -> str:
     if pattern is None:
         return text
     return pattern.sub("<redacted>", text)
+
+
+# -- control characters ----------------------------------------------------------
+
+# C0 and C1 controls, DEL, and the invisible characters that reorder or break a
+# line (bidi embeddings, overrides and isolates; line and paragraph separators):
+# from the cluster they could rewrite an operator's screen or title, or hide text.
+_CONTROLS = (
+    *range(0x00, 0x20),
+    *range(0x7F, 0xA0),
+    *range(0x200B, 0x2010),
+    *range(0x2028, 0x202F),
+    *range(0x2066, 0x206A),
+    0xFEFF,
+)
+_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+_VISIBLE = {c: _NAMED.get(c) or (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _CONTROLS}
+_VISIBLE_LINES = {c: s for c, s in _VISIBLE.items() if c != 0x0A}
+
+
+def visible(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` with every control character written out (ESC as `\\x1b`, CR as `\\r`),
+    so that a name from the cluster is shown as what it is instead of acting on the
+    terminal. `keep_newlines` leaves line breaks alone (for whole lines of output)."""
+    if text.isprintable():  # the fast path: no control character, nothing to copy
+        return text
+    return text.translate(_VISIBLE_LINES if keep_newlines else _VISIBLE)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.text import Text
 
+from spurctl.errors import visible
 from spurctl.model import Action, AuditReport, Finding, Kind
 from spurctl.render.common import (
     ACTION_STYLE,
@@ -27,7 +28,9 @@ from spurctl.render.common import (
     AuditFormat,
     choose,
     context_line,
+    csv_safe,
     dump_json,
+    escaped,
     grouped,
     job_text,
     live_text,
@@ -38,6 +41,7 @@ from spurctl.render.common import (
     report_header,
     summary_line,
 )
+from spurctl.render.sink import styled
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
 
@@ -271,7 +275,8 @@ def terminal_console(file: TextIO | None = None) -> Console:
     # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
     from rich.console import Console
 
-    return Console(file=file, highlight=False, emoji=False, markup=False)
+    out = None if file is None else styled(file)  # the data is escaped before it is drawn
+    return Console(file=out, highlight=False, emoji=False, markup=False)
 
 
 # -- csv ---------------------------------------------------------------------
@@ -282,7 +287,7 @@ def _csv_cell(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"  # as in the json, not Python's True/False
-    return value
+    return csv_safe(value)
 
 
 def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
@@ -363,7 +368,9 @@ def _render_markdown(report: AuditReport, only: FindingFilter = NO_FILTER) -> st
 
 
 def _label_value(value: str) -> str:
-    """Escape a label value per the Prometheus text exposition format."""
+    """Escape a label value per the Prometheus text exposition format; a control
+    character other than the newline (which the format escapes) is written out."""
+    value = visible(value, keep_newlines=True)
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -461,6 +468,9 @@ def render_audit(
     other formats ignore it. `only` chooses the findings shown (see FindingFilter).
     """
     fmt = choose(AuditFormat, fmt)
+    if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
+        return _RENDERERS[fmt](report, only)  # each quotes or escapes what it must
+    report = escaped(report)
     if fmt is AuditFormat.TABLE:
         return plain_text(audit_view(report, only=only), console_width)
     return _RENDERERS[fmt](report, only)
@@ -492,7 +502,7 @@ def print_audit(
         console = terminal_console(out)
         if not out.isatty():
             console.width = pipe_width()
-        for renderable in audit_view(report, only=only):
+        for renderable in audit_view(escaped(report), only=only):
             console.print(renderable)
     else:
         out.write(render_audit(report, fmt, only=only))

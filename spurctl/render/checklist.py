@@ -13,6 +13,7 @@ from spurctl.render.common import (
     ChecklistFormat,
     choose,
     dump_json,
+    escaped,
     markdown_table,
     md_cell,
     report_header,
@@ -212,4 +213,4 @@ def render(cl: Checklist, fmt: ChecklistFormat | str) -> str:
     """The checklist as text in `fmt`, ending in a newline."""
     if choose(ChecklistFormat, fmt, "checklist") is ChecklistFormat.JSON:
         return dump_json(checklist_document(cl)) + "\n"
-    return render_markdown(cl)
+    return render_markdown(escaped(cl))

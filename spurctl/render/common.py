@@ -8,15 +8,17 @@ and tempfile are imported where they are used.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
-from spurctl.errors import SpurctlError, redact
+from spurctl.errors import SpurctlError, redact, visible
 from spurctl.hostlist import natural_key
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, format_time
 
@@ -199,6 +201,101 @@ def dump_json(doc: Any) -> str:
     import msgspec
 
     return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+
+
+# -- text from the cluster ---------------------------------------------------------
+
+T = TypeVar("T")
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        if hasattr(cls, "__struct_fields__"):
+            names = tuple(cls.__struct_fields__)
+        else:
+            names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+        _FIELDS[cls] = names
+    return names
+
+
+# What JSON makes of a control character (an escape, or DEL, a C1 control or an
+# invisible line-breaker left as UTF-8): found in the encoded value at C speed, so
+# a cluster without such text costs one encode, not a walk through every finding.
+_CONTROL_IN_JSON = re.compile(
+    rb"\\(?:u00|u20[0-2]|u206|ufeff|[bfnrt])|\x7f|\xc2[\x80-\x9f]|"
+    rb"\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]|\xef\xbb\xbf"
+)
+
+
+def escaped(value: T) -> T:
+    """`value` with every control character in its text written out (errors.visible):
+    what a text renderer draws, so that a node name carrying ESC, an OSC title, BEL
+    or CR is shown rather than acted on by the terminal. JSON is never escaped.
+
+    Strings inside dicts, lists, tuples, dataclasses and msgspec structs are
+    escaped; an object with nothing to escape is returned as it is (no copy).
+    """
+    import msgspec
+
+    try:
+        if not _CONTROL_IN_JSON.search(msgspec.json.encode(value)):
+            return value
+    except (TypeError, ValueError):  # a type JSON cannot encode: look at every string
+        pass
+    return cast(T, _escape(value, {}))
+
+
+def _escape(value: Any, seen: dict[int, Any]) -> Any:
+    import msgspec
+
+    if value is None or isinstance(value, int | float | enum.Enum | datetime):
+        return value
+    if isinstance(value, str):
+        return visible(value)
+    # One copy per object: two references to one finding (a watch round's report and
+    # its history) stay one object, so what is looked up by identity is still found.
+    done = seen.get(id(value))
+    if done is not None:
+        return done
+    out: Any = value
+    if isinstance(value, dict):
+        pairs = [(_escape(k, seen), _escape(v, seen)) for k, v in value.items()]
+        if any(
+            a is not b or x is not y for (a, x), (b, y) in zip(pairs, value.items(), strict=True)
+        ):
+            out = type(value)(pairs)
+    elif isinstance(value, list | tuple):
+        items = [_escape(v, seen) for v in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            out = (
+                items
+                if isinstance(value, list)
+                else getattr(type(value), "_make", type(value))(items)
+            )
+    elif hasattr(type(value), "__struct_fields__") or dataclasses.is_dataclass(value):
+        changed = {}
+        for name in _fields(type(value)):
+            old = getattr(value, name)
+            new = _escape(old, seen)
+            if new is not old:
+                changed[name] = new
+        if changed and hasattr(type(value), "__struct_fields__"):
+            out = msgspec.structs.replace(value, **changed)
+        elif changed:
+            out = dataclasses.replace(value, **changed)
+    seen[id(value)] = out
+    return out
+
+
+def csv_safe(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run as a formula: OWASP's rule, a leading
+    quote on a cell that starts with = + - @ tab or CR. Otherwise exact, as JSON is:
+    the csv module quotes what needs it."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 # -- layout ------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 from spurctl.decide.reasons import id_ranges
 from spurctl.model import parse_time
+from spurctl.render.common import escaped
 
 _WATERMARK_FROM = {
     "flag": "given with --watermark",
@@ -164,4 +165,4 @@ def render_text(doc: dict[str, Any]) -> str:
 def render(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(doc, indent=2) + "\n"
-    return render_text(doc)
+    return render_text(escaped(doc))

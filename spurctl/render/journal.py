@@ -17,7 +17,8 @@ from rich.text import Text
 from spurctl.decide.reasons import plural
 from spurctl.hostlist import fold
 from spurctl.model import parse_time
-from spurctl.render.common import ReclaimFormat, choose, dump_json, pipe_width
+from spurctl.render.common import ReclaimFormat, choose, dump_json, escaped, pipe_width
+from spurctl.render.sink import styled
 
 if TYPE_CHECKING:
     from spurctl.journal_runs import JournalRuns, Run
@@ -26,7 +27,7 @@ SCHEMA = "spurctl.journal-runs/v1"
 
 
 def _console(file: TextIO | None) -> Console:
-    out = file or sys.stdout
+    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
     width = None if out.isatty() else pipe_width()
     return Console(
         file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
@@ -157,6 +158,7 @@ def print_runs(
     if choose(ReclaimFormat, str(fmt), "journal") is ReclaimFormat.JSON:
         out.write(dump_json(document(view, runs)) + "\n")
         return
+    view, runs = escaped((view, runs))
     console = _console(out)
     if not view.exists:
         console.print(Text(missing_sentence(view)))
@@ -212,6 +214,7 @@ def print_one(
         doc = document(view, [run], records=True)
         out.write(dump_json(doc) + "\n")
         return
+    view, run = escaped((view, run))
     console = _console(out)
     counts = ", ".join(word for word, _ in outcome_words(run))
     console.print(

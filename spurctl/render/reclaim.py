@@ -25,9 +25,11 @@ from spurctl.render.common import (
     ReclaimFormat,
     choose,
     context_line,
+    escaped,
     pipe_width,
     watermark_document,
 )
+from spurctl.render.sink import styled
 
 RESULT_STYLE = {
     Result.SENT: "green",
@@ -80,7 +82,7 @@ class Unresolved(Protocol):
 
 
 def _console(file: TextIO | None) -> Console:
-    out = file or sys.stdout
+    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
     width = None if out.isatty() else pipe_width()
     return Console(
         file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
@@ -109,6 +111,7 @@ def _labelled(label: str, style: str, text: str) -> Text:
 def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) -> None:
     if not items:
         return
+    items = escaped(items)
     console = _console(file)
     console.print(
         _labelled(
@@ -165,7 +168,7 @@ def print_plan(
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
 ) -> None:
-    facts = facts or PlanFacts()
+    entries, report, facts = escaped((entries, report, facts or PlanFacts()))
     console = _console(file)
     console.print(Text(context_line(report)))
     for note in report.notes:
@@ -314,7 +317,7 @@ def print_run(
         return
     if run is None:
         return
-    facts = facts or PlanFacts()
+    run, entries, report, facts = escaped((run, entries, report, facts or PlanFacts()))
     console = _console(file)
     table = Table(title="Reclaim result", title_justify="left")
     for col in ("node", "job", "kind", "result", "detail"):

@@ -29,6 +29,7 @@ from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_con
 from spurctl.render.common import (
     ACTION_RANK,
     context_line,
+    escaped,
     grouped,
     no_discrepancies,
     summary_line,
@@ -145,7 +146,7 @@ class WatchView:
         height: int | None = None,
         fit_terminal: bool = False,
     ) -> None:
-        self.state = state
+        self.state = escaped(state)  # as drawn: the cluster's control characters written out
         self.live = live
         self.running = running
         self.height = height

@@ -339,7 +339,8 @@ class _Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=Console(stderr=True),
+                # past stderr's escaping (render/sink.py): the bar shows no cluster text
+                console=Console(file=getattr(sys.stderr, "styled", sys.stderr)),
                 transient=True,
             )
             self._bar.start()

@@ -279,9 +279,10 @@ def test_markdown_has_one_table_row_per_finding_and_escapes_pipes() -> None:
     assert "job 4711 runs on gpu[020-021] now \\| gpu10 still holds a stale run, pid 81234." in (
         reasons
     )
-    # The newline in a reason and in a node name must not break the row.
-    assert "job 77 is CANCELLED, still held." in reasons
-    assert any(_md_cells(r)[0] == 'rack"7\\\\gpu 1' for r in rows)
+    # The newline in a reason and in a node name must not break the row: it is shown
+    # written out (\\n, its backslash escaped for Markdown), as every control character.
+    assert "job 77 is CANCELLED,\\\\nstill held." in reasons
+    assert any(_md_cells(r)[0] == 'rack"7\\\\gpu\\\\n1' for r in rows)
 
 
 def test_markdown_puts_heading_notes_and_summary_before_the_table() -> None:
