@@ -122,6 +122,7 @@ def audit(
     snapshot: opt.AuditSnapshotOpt = None,
     watermark: opt.AuditWatermarkOpt = None,
     show_all: opt.AuditShowAllOpt = False,
+    per_node: opt.AuditPerNodeOpt = False,
     fmt: opt.AuditFormatOpt = AuditFormat.TABLE,
     watch: opt.AuditWatchOpt = False,
     interval: opt.AuditIntervalOpt = None,
@@ -169,7 +170,7 @@ def audit(
         src = replace(src, progress=False) if sys.stdout.isatty() else src
         every = use_case.WATCH_INTERVAL if interval is None else interval
         try:
-            with WatchScreen() as screen:
+            with WatchScreen(fold=not per_node) as screen:
                 last = screen.follow(
                     use_case.watch_rounds(
                         src,
@@ -197,9 +198,9 @@ def audit(
     _keep_until_exit(report, inputs)
     notice = filter_notice(report, fmt, only)
     if output is None:
-        print_audit(report, fmt, only=only)
+        print_audit(report, fmt, only=only, fold=not per_node)
     else:  # whole or not at all: a textfile collector must never read half a report
-        write_output(render_audit(report, fmt, only=only), output)
+        write_output(render_audit(report, fmt, only=only, fold=not per_node), output)
     if notice is not None:
         print(notice, file=sys.stderr)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)

@@ -474,6 +474,16 @@ AuditWatermarkOpt = Annotated[
     ),
 ]
 AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
+AuditPerNodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--per-node",
+        "-N",
+        help="One row per node in the table and Markdown (as sinfo -N): by default findings "
+        "that differ only in their node are one row naming the hostlist. JSON and CSV always "
+        "keep one record per finding.",
+    ),
+]
 AuditWatchOpt = Annotated[
     bool,
     typer.Option(

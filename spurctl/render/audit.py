@@ -9,15 +9,17 @@ the formats never disagree about what the audit found.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the rest need none
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.style import Style
     from rich.text import Text
 
 from spurctl.errors import visible
@@ -31,6 +33,7 @@ from spurctl.render.common import (
     csv_safe,
     dump_json,
     escaped,
+    folded,
     grouped,
     job_text,
     live_text,
@@ -169,15 +172,72 @@ class Column:
 class FindingsTable:
     """The findings laid out for the width they are drawn at: a table when the
     reasons fit beside the rows, otherwise each finding's reason on its own
-    indented line under it. A redrawn view (the watch) re-lays it on resize."""
+    indented line under it. A redrawn view (the watch) re-lays it on resize.
+    `fold`: findings that differ only in their node are one row (render.common.folded).
+    """
 
-    def __init__(self, findings: Iterable[Finding], columns: Sequence[Column] = ()) -> None:
-        self.groups = grouped(findings)
+    def __init__(
+        self, findings: Iterable[Finding], columns: Sequence[Column] = (), *, fold: bool = True
+    ) -> None:
         self.columns = columns
+        if fold:
+            pairs = folded(findings, self._column_texts if columns else None)
+        else:
+            pairs = [(f, f) for f in findings]
+        self.groups = grouped(shown for shown, _ in pairs)
+        # A folded row's columns are those of a finding it stands for (all alike).
+        self._stands_for = {id(shown): first for shown, first in pairs if shown is not first}
+
+    def _column_texts(self, f: Finding) -> tuple[str, ...]:
+        return tuple(c.cell(f).plain for c in self.columns)
+
+    def _cell(self, column: Column, f: Finding) -> Text:
+        return column.cell(self._stands_for.get(id(f), f))
+
+    def _inline(self, column: Column, f: Finding) -> Text:
+        return column.inline(self._stands_for.get(id(f), f))
+
+    def _rows(self) -> list[_Row]:
+        rows = []
+        for i, (node, group) in enumerate(self.groups):
+            for j, f in enumerate(group):
+                added = [self._cell(c, f) for c in self.columns]
+                cells = [
+                    node if j == 0 else "",
+                    job_text(f.job_id),
+                    f.kind.value,
+                    f.action.value,
+                    live_text(f.live),
+                    *(t.plain for t in added),
+                ]
+                styles = [str(t.style) or None for t in added]
+                rows.append(_Row(f, cells, styles, i > 0 and j == 0))
+        return rows
+
+    def _headers(self) -> list[str]:
+        return ["node", "job", "kind", "action", "live", *(c.name for c in self.columns)]
+
+    def plain_lines(self, width: int) -> list[str] | None:
+        """The wide table as lines of plain text, as rich would draw it, without rich:
+        None when it is small (rich draws it) or the reasons have no room."""
+        if width < NARROW or self.count <= FAST_ROWS:
+            return None
+        rows = self._rows()
+        layout = _layout(width, self._headers(), rows)
+        if layout is None:
+            return None
+        widths, reason_width = layout
+        drawn = _drawn_lines(widths, reason_width, self._headers(), rows, None)
+        return ["".join(text for text, _ in line).rstrip() for line in drawn]
+
+    @property
+    def count(self) -> int:
+        return sum(len(group) for _, group in self.groups)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich import box
         from rich.padding import Padding
+        from rich.segment import Segment
         from rich.table import Table
         from rich.text import Text
 
@@ -191,31 +251,141 @@ class FindingsTable:
                         head += f"  live: {live_text(f.live)}"
                     line = Text(head, style=style)
                     for column in self.columns:
-                        words = column.inline(f)
+                        words = self._inline(column, f)
                         if words:
                             line.append("  ").append_text(words)
                     yield line
                     yield Padding(Text(f.reason, style=style), (0, 0, 0, 10))
             return
+        headers = self._headers()
+        table_rows = self._rows()
+        if len(table_rows) > FAST_ROWS:
+            layout = _layout(options.max_width, headers, table_rows)
+            if layout is not None:
+                widths, reason_width = layout
+                newline = Segment.line()
+                for pieces in _drawn_lines(widths, reason_width, headers, table_rows, console):
+                    for text, piece_style in pieces:
+                        yield Segment(text, piece_style)
+                    yield newline
+                return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for name in ("node", "job", "kind", "action", "live", *(c.name for c in self.columns)):
+        for name in headers:
             table.add_column(name, no_wrap=True)
         table.add_column("reason", ratio=1, overflow="fold")
-        for i, (node, rows) in enumerate(self.groups):
-            if i:
+        for row in table_rows:
+            if row.new_section:
                 table.add_section()
-            for j, f in enumerate(rows):
-                table.add_row(
-                    Text(node if j == 0 else "", style="bold"),
-                    Text(job_text(f.job_id)),
-                    Text(f.kind.value),
-                    Text(f.action.value),
-                    Text(live_text(f.live)),
-                    *(c.cell(f) for c in self.columns),
-                    Text(f.reason),
-                    style=ACTION_STYLE[f.action],
-                )
+            cells = [Text(row.cells[0], style="bold"), *(Text(c) for c in row.cells[1:5])]
+            cells += [
+                Text(c, style=st or "") for c, st in zip(row.cells[5:], row.styles, strict=True)
+            ]
+            table.add_row(*cells, Text(row.finding.reason), style=ACTION_STYLE[row.finding.action])
         yield table
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One row of the findings table: its finding, its cells' text before the reason,
+    the styles of its added columns' cells, and whether a new node's section starts."""
+
+    finding: Finding
+    cells: list[str]
+    styles: list[str | None]  # a Text's style, as text (rich parses it)
+    new_section: bool
+
+
+# Past this many rows the wide table is drawn by _drawn_lines, which lays out the
+# same text as rich's Table line by line: rich measures every cell of every row,
+# ~0.7 ms a row, 8 s for an 11,000-row audit (bench/audit_formats.py).
+FAST_ROWS = 100
+_GAP = 3  # between two columns: a cell's right padding, the (blank) rule, the next's left
+
+
+def _cells(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _layout(
+    width: int, headers: Sequence[str], rows: Sequence[_Row]
+) -> tuple[list[int], int] | None:
+    """The no-wrap columns' widths and what is left for the reason, as rich's
+    Table(box=SIMPLE_HEAD, pad_edge=False, show_edge=False) lays them out; None when
+    the reason would have no room (rich then squeezes the columns)."""
+    widths = [_cells(h) for h in headers]
+    for row in rows:
+        for k, cell in enumerate(row.cells):
+            n = _cells(cell)
+            if n > widths[k]:
+                widths[k] = n
+    reason_width = width - sum(widths) - _GAP * len(widths)
+    if reason_width < 10:
+        return None
+    return widths, reason_width
+
+
+Piece = tuple[str, "Style | None"]
+
+
+def _drawn_lines(
+    widths: Sequence[int],
+    reason_width: int,
+    headers: Sequence[str],
+    rows: Sequence[_Row],
+    console: Console | None,
+) -> Iterator[list[Piece]]:
+    """Each line of the table as its pieces of text and their styles (no styles
+    without a console: plain text)."""
+    gap = " " * _GAP
+    width = sum(widths) + _GAP * len(widths) + reason_width
+
+    def style(name: str | None) -> Style | None:
+        return None if console is None or not name else console.get_style(name)
+
+    action_style = {a: style(name) for a, name in ACTION_STYLE.items()}
+    bold = style("bold")
+    head = gap.join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    yield [(f"{head}{gap}reason".ljust(width), style("table.header"))]
+    yield [("─" * width, None)]
+    indent = " " * (width - reason_width)
+    blank = " " * width
+    for row in rows:
+        if row.new_section:
+            yield [(blank, None)]
+        row_style = action_style[row.finding.action]
+        cells = [c + " " * (w - _cells(c)) for c, w in zip(row.cells, widths, strict=True)]
+        lines = _wrapped(row.finding.reason, reason_width)
+        if console is None:
+            yield [(gap.join(cells) + gap + lines[0], None)]
+        else:
+            node_style = row_style + bold if row_style and bold else row_style
+            line: list[Piece] = [(cells[0], node_style), (gap + gap.join(cells[1:5]), row_style)]
+            for cell, name in zip(cells[5:], row.styles, strict=True):
+                extra = style(name)
+                line.append((gap + cell, row_style + extra if row_style and extra else row_style))
+            yield [*line, (gap + lines[0], row_style)]
+        for rest in lines[1:]:
+            yield [(indent + rest, row_style)]
+
+
+def _wrapped(reason: str, width: int) -> list[str]:
+    """The reason's lines at `width`, as rich folds a Text (words, then long words)."""
+    if _cells(reason) <= width:
+        return [reason]
+    from rich.text import Text
+
+    return [line.plain for line in Text(reason).wrap(_measuring(), width, overflow="fold")]
+
+
+@functools.cache
+def _measuring() -> Console:
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), color_system=None, width=10_000)
 
 
 def audit_view(
@@ -224,10 +394,11 @@ def audit_view(
     columns: Sequence[Column] = (),
     after_findings: Iterable[RenderableType] = (),
     only: FindingFilter = NO_FILTER,
+    fold: bool = True,
 ) -> list[RenderableType]:
     """The notes, the findings (default: the report's) `only` keeps or that there are
     none, `after_findings`, the filter's line when one is on, then the summary and where
-    the view came from."""
+    the view came from. `fold`: one row for findings that differ only in their node."""
     from rich.text import Text
 
     findings = report.findings if findings is None else findings
@@ -237,7 +408,7 @@ def audit_view(
         Text(f"WARNING: {note}", style="bold yellow") for note in report.notes
     ]
     if findings:
-        out.append(FindingsTable(findings, columns))
+        out.append(FindingsTable(findings, columns, fold=fold))
     elif only.active and total:
         out.append(Text(f"No finding matches {only.flags()}.", style="yellow"))
     else:
@@ -265,7 +436,13 @@ def plain_text(renderables: Iterable[RenderableType], console_width: int | None)
         markup=False,
     )
     for renderable in renderables:
-        console.print(renderable)
+        lines = (
+            renderable.plain_lines(console.width) if isinstance(renderable, FindingsTable) else None
+        )
+        if lines is None:
+            console.print(renderable)
+        else:  # a large table, drawn without rich (FindingsTable.plain_lines)
+            buf.write("".join(f"{line}\n" for line in lines))
     # rich pads every line to the console width; strip it so the text diffs and greps cleanly.
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
@@ -318,7 +495,9 @@ def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
 # -- markdown ----------------------------------------------------------------
 
 
-def _render_markdown(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
+def _render_markdown(
+    report: AuditReport, only: FindingFilter = NO_FILTER, fold: bool = True
+) -> str:
     lines = ["# spurctl audit", "", context_line(report), ""]
     shown = only.shown(report.findings)
     for note in report.notes:
@@ -357,7 +536,7 @@ def _render_markdown(report: AuditReport, only: FindingFilter = NO_FILTER) -> st
                 f.allocated_nodes or "",
                 f.reason,
             ]
-            for _, group in grouped(shown)
+            for _, group in grouped([f for f, _ in folded(shown)] if fold else shown)
             for f in group
         ]
         lines.append(markdown_table(headers, rows))
@@ -446,7 +625,6 @@ def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> 
 _RENDERERS: dict[AuditFormat, Callable[[AuditReport, FindingFilter], str]] = {
     AuditFormat.JSON: lambda r, only: dump_json(audit_document(r, only)) + "\n",
     AuditFormat.CSV: _render_csv,
-    AuditFormat.MARKDOWN: _render_markdown,
     AuditFormat.PROMETHEUS: _render_prometheus,
 }
 
@@ -461,18 +639,23 @@ def render_audit(
     *,
     console_width: int | None = None,
     only: FindingFilter = NO_FILTER,
+    fold: bool = True,
 ) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
     `console_width` sets the table's width (default: $COLUMNS, else 120); the
     other formats ignore it. `only` chooses the findings shown (see FindingFilter).
+    `fold`: the table and Markdown draw findings that differ only in their node as
+    one row (JSON, CSV and Prometheus keep one record per finding).
     """
     fmt = choose(AuditFormat, fmt)
     if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
         return _RENDERERS[fmt](report, only)  # each quotes or escapes what it must
     report = escaped(report)
     if fmt is AuditFormat.TABLE:
-        return plain_text(audit_view(report, only=only), console_width)
+        return plain_text(audit_view(report, only=only, fold=fold), console_width)
+    if fmt is AuditFormat.MARKDOWN:
+        return _render_markdown(report, only, fold)
     return _RENDERERS[fmt](report, only)
 
 
@@ -491,6 +674,7 @@ def print_audit(
     file: TextIO | None = None,
     *,
     only: FindingFilter = NO_FILTER,
+    fold: bool = True,
 ) -> None:
     """Write the report to `file` (default stdout); the table is coloured on a terminal."""
     fmt = choose(AuditFormat, fmt)
@@ -502,8 +686,8 @@ def print_audit(
         console = terminal_console(out)
         if not out.isatty():
             console.width = pipe_width()
-        for renderable in audit_view(escaped(report), only=only):
+        for renderable in audit_view(escaped(report), only=only, fold=fold):
             console.print(renderable)
     else:
-        out.write(render_audit(report, fmt, only=only))
+        out.write(render_audit(report, fmt, only=only, fold=fold))
     out.flush()

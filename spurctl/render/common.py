@@ -13,13 +13,15 @@ import enum
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+import msgspec
+
 from spurctl.errors import SpurctlError, redact, visible
-from spurctl.hostlist import natural_key
+from spurctl.hostlist import fold, natural_key
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, format_time
 
 # -- format choices ----------------------------------------------------------
@@ -80,6 +82,46 @@ def grouped(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
     for rows in groups.values():
         rows.sort(key=lambda f: (_ACTION_RANK[f.action], f.job_id is None, f.job_id or 0))
     return sorted(groups.items(), key=lambda g: natural_key(g[0]))
+
+
+def folded(
+    findings: Iterable[Finding], extra: Callable[[Finding], tuple[str, ...]] | None = None
+) -> list[tuple[Finding, Finding]]:
+    """The findings as a person reads them, each as (what is drawn, a finding it stands
+    for): findings that name no job and differ only in their node (same kind, action,
+    live, controller state, allocated nodes, `extra` columns, and reason once the
+    node's name is taken out) are one row, its node the folded hostlist and its
+    reason saying how many nodes, as sinfo and clush fold. A row naming a job is
+    always its own. Each row keeps the place of its first finding."""
+    rows: list[tuple[Finding, list[Finding] | None]] = []
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    for f in findings:
+        if f.job_id is not None:
+            rows.append((f, None))
+            continue
+        key = (
+            f.kind,
+            f.action,
+            f.live,
+            f.controller_state,
+            f.allocated_nodes,
+            f.reason.replace(f.node, "\0"),
+            *(extra(f) if extra else ()),
+        )
+        group = groups.get(key)
+        if group is None:
+            groups[key] = group = []
+            rows.append((f, group))  # the group's place: where its first finding was
+        group.append(f)
+    out: list[tuple[Finding, Finding]] = []
+    for first, group in rows:
+        if group is None or len(group) == 1:
+            out.append((first, first))
+            continue
+        nodes = fold(f.node for f in group)
+        reason = f"{first.reason.replace(first.node, nodes)} ({len(group):,} nodes)"
+        out.append((msgspec.structs.replace(first, node=nodes, reason=reason), first))
+    return out
 
 
 def live_text(live: bool | None) -> str:

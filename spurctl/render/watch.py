@@ -145,8 +145,10 @@ class WatchView:
         running: bool = False,
         height: int | None = None,
         fit_terminal: bool = False,
+        fold: bool = True,
     ) -> None:
         self.state = escaped(state)  # as drawn: the cluster's control characters written out
+        self.fold = fold
         self.live = live
         self.running = running
         self.height = height
@@ -189,7 +191,7 @@ class WatchView:
         at = state.at.astimezone(UTC).replace(microsecond=0)
         out: list[RenderableType] = []
         if shown:
-            out.append(FindingsTable(shown, _history_columns(state.tracked, at)))
+            out.append(FindingsTable(shown, _history_columns(state.tracked, at), fold=self.fold))
         elif not hidden:
             out.append(Text(no_discrepancies(state.report), style="green"))
         if hidden:
@@ -244,26 +246,32 @@ def watch_renderable(
     running: bool = False,
     height: int | None = None,
     fit_terminal: bool | None = None,
+    fold: bool = True,
 ) -> RenderableType:
     """The whole view of one round (see WatchView).
 
     `live`: drawn on a terminal (says how to stop); `running`: the next round's
     audit is under way; `height`: at most that many lines; `fit_terminal`: at most
-    the terminal's height (default: when `live`).
+    the terminal's height (default: when `live`); `fold`: findings that differ only
+    in their node (and history) as one row.
     """
     fit = live if fit_terminal is None else fit_terminal
-    return WatchView(state, live=live, running=running, height=height, fit_terminal=fit)
+    return WatchView(state, live=live, running=running, height=height, fit_terminal=fit, fold=fold)
 
 
 def render_watch_round(
-    state: WatchRound, *, console_width: int | None = None, height: int | None = None
+    state: WatchRound,
+    *,
+    console_width: int | None = None,
+    height: int | None = None,
+    fold: bool = True,
 ) -> str:
     """One round as plain text (no colour, no trailing blanks), for logs and pipes:
     every finding unless `height` limits the lines.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    return plain_text([watch_renderable(state, height=height)], console_width)
+    return plain_text([watch_renderable(state, height=height, fold=fold)], console_width)
 
 
 @contextmanager
@@ -294,8 +302,9 @@ class WatchScreen:
     """Where the rounds go: on a terminal one view redrawn in place, which keeps
     the last round on screen when the watch ends; elsewhere one plain block per round."""
 
-    def __init__(self, file: TextIO | None = None) -> None:
+    def __init__(self, file: TextIO | None = None, *, fold: bool = True) -> None:
         self.out = sys.stdout if file is None else file
+        self.fold = fold
         self.shown: WatchRound | None = None
         self._live = Live(console=terminal_console(self.out), auto_refresh=False)
         self._on_terminal = self.out.isatty()
@@ -309,9 +318,10 @@ class WatchScreen:
         with _drawing_whole():
             self.shown = state
             if self._on_terminal:
-                self._live.update(watch_renderable(state, live=True), refresh=True)
+                self._live.update(watch_renderable(state, live=True, fold=self.fold), refresh=True)
             else:
-                self.out.write(("\n" if state.number > 1 else "") + render_watch_round(state))
+                block = render_watch_round(state, fold=self.fold)
+                self.out.write(("\n" if state.number > 1 else "") + block)
                 self.out.flush()
 
     def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:

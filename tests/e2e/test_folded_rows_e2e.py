@@ -1,0 +1,63 @@
+"""Through the CLI: the table, Markdown and watch fold findings that differ only in
+their node into one hostlist row; `-N/--per-node` shows every node on its own row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from spurctl.simcluster import SimCluster
+from tests.cli import run_cli
+
+INVENTORIED = ("gpu012", "gpu013")  # every other node has no inventory
+
+
+def _inventory(sim: SimCluster, path: Path) -> Path:
+    sim.write_inventories(path)
+    keep = [ln for ln in path.read_text().splitlines() if json.loads(ln)["node"] in INVENTORIED]
+    path.write_text("".join(f"{ln}\n" for ln in keep))
+    return path
+
+
+def _silent_nodes(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    return [f["node"] for f in doc["findings"] if f["kind"] == "not-inventoried"]
+
+
+def test_not_inventoried_nodes_are_one_row_and_per_node_lists_each(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = _inventory(sim, tmp_path / "inventory.jsonl")
+    base = ("audit", "--controller", sim.controller_address, "--inventory", str(inventory))
+    env = {"COLUMNS": "160"}
+    doc = json.loads(run_cli(*base, "--format", "json", env=env).stdout)
+    silent = _silent_nodes(doc)
+    assert len(silent) > 10  # one JSON record per finding, always
+
+    table = run_cli(*base, env=env)
+    assert table.returncode == 1, table.stderr
+    rows = [ln for ln in table.stdout.splitlines() if "not-inventoried  " in ln]
+    assert len(rows) == 1, table.stdout
+    assert f"({len(silent):,} nodes)" in table.stdout  # the reason may wrap onto a next line
+
+    per_node = run_cli(*base, "-N", env=env)
+    rows = [ln for ln in per_node.stdout.splitlines() if "not-inventoried  " in ln]
+    assert len(rows) == len(silent) and "nodes)" not in per_node.stdout
+
+    markdown = run_cli(*base, "--format", "markdown", env=env).stdout
+    assert len([ln for ln in markdown.splitlines() if "| not-inventoried" in ln]) == 1
+    long_md = run_cli(*base, "--format", "markdown", "--per-node", env=env).stdout
+    assert len([ln for ln in long_md.splitlines() if "| not-inventoried" in ln]) == len(silent)
+
+
+def test_the_watch_folds_the_same_way_and_per_node_unfolds_it(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    inventory = _inventory(sim, tmp_path / "inventory.jsonl")
+    base = ("audit", "--controller", sim.controller_address, "--inventory", str(inventory))
+    watch = ("--watch", "--rounds", "1", "--interval", "1")
+    env = {"COLUMNS": "160"}
+    folded = run_cli(*base, *watch, env=env, timeout=60)
+    assert folded.returncode == 1, folded.stderr
+    assert len([ln for ln in folded.stdout.splitlines() if "not-inventoried  " in ln]) == 1
+    unfolded = run_cli(*base, *watch, "--per-node", env=env, timeout=60)
+    assert len([ln for ln in unfolded.stdout.splitlines() if "not-inventoried  " in ln]) > 10

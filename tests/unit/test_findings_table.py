@@ -1,0 +1,117 @@
+"""The findings table a person reads: rows that differ only in their node folded
+into one hostlist row, and large tables drawn without rich exactly as rich draws them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import spurctl.render.audit as audit_render
+from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
+from spurctl.render.audit import FindingsTable, plain_text, render_audit
+from spurctl.render.common import folded
+
+
+def _silent(i: int) -> Finding:
+    return Finding(
+        f"gpu{i:05d}", None, Kind.NOT_INVENTORIED, Action.INVESTIGATE,
+        f"no inventory speaks for gpu{i:05d}",
+    )  # fmt: skip
+
+
+def _held(i: int, reason: str | None = None) -> Finding:
+    return Finding(
+        f"gpu{i:05d}", 1000 + i, Kind.TERMINAL_HELD, Action.RECLAIM,
+        reason or f"job {1000 + i} ended COMPLETED; gpu{i:05d} still holds it with GPUs 0-3",
+        live=False,
+    )  # fmt: skip
+
+
+def _report(findings: list[Finding]) -> AuditReport:
+    return AuditReport(
+        "http://ctl:6817", "0.8.0", datetime(2026, 12, 3, 12, tzinfo=UTC),
+        Watermark(5000, WatermarkSource.FLAG), True, 10, 10, findings, 20000, 10000,
+    )  # fmt: skip
+
+
+def test_findings_that_differ_only_in_their_node_fold_into_one_hostlist_row() -> None:
+    findings = [_held(1), _held(2), *(_silent(i) for i in range(10000, 20000))]
+    rows = folded(findings)
+    assert [shown.node for shown, _ in rows] == ["gpu00001", "gpu00002", "gpu[10000-19999]"]
+    shown, first = rows[2]
+    assert shown.reason == "no inventory speaks for gpu[10000-19999] (10,000 nodes)"
+    assert first is findings[2]
+    assert rows[0] == (findings[0], findings[0])  # a row naming a job is its own
+
+
+def test_findings_with_another_reason_action_or_column_are_not_folded_together() -> None:
+    other = Finding("gpu00003", None, Kind.NOT_INVENTORIED, Action.INVESTIGATE, "agent down")
+    findings = [_silent(1), _silent(2), other, _silent(4)]
+    rows = folded(findings)
+    assert [s.node for s, _ in rows] == ["gpu[00001-00002,00004]", "gpu00003"]
+    by_column = folded(findings[:2], lambda f: (f.node[-1],))  # e.g. the watch's ages
+    assert [s.node for s, _ in by_column] == ["gpu00001", "gpu00002"]
+
+
+def test_the_table_and_markdown_fold_and_per_node_unfolds_json_and_csv_never_fold() -> None:
+    report = _report([_held(1), *(_silent(i) for i in range(10000, 10300))])
+    table = render_audit(report, "table", console_width=140)
+    assert "gpu[10000-10299]" in table and "(300 nodes)" in table
+    assert "gpu10005" not in table
+    unfolded = render_audit(report, "table", console_width=140, fold=False)
+    assert "gpu10005" in unfolded and "(300 nodes)" not in unfolded
+    markdown = render_audit(report, "markdown")
+    assert "gpu[10000-10299]" in markdown and "gpu10005" not in markdown
+    assert "gpu10005" in render_audit(report, "markdown", fold=False)
+    assert render_audit(report, "json").count('"node": "gpu1') == 300
+    assert render_audit(report, "csv").count("\ngpu1") == 300
+
+
+def _mixed() -> list[Finding]:
+    out = [
+        _held(i, f"job {1000 + i} ended; gpu{i:05d} holds it. " * (i % 4 + 1)) for i in range(40)
+    ]
+    out += [_silent(i) for i in range(100, 180)]
+    out.append(_held(50, "a " + "x" * 300 + " long word, folded as rich folds it"))
+    out.append(_held(51, "日本語のテキスト " * 20))  # double-width cells
+    out.append(Finding("gpu00051", 7, Kind.TERMINAL_HELD, Action.SPARE, "two  spaces  kept"))
+    return out
+
+
+@pytest.mark.parametrize("width", [110, 120, 157, 240])
+@pytest.mark.parametrize("fold", [True, False])
+def test_the_large_table_is_drawn_exactly_as_rich_draws_it(
+    monkeypatch: pytest.MonkeyPatch, width: int, fold: bool
+) -> None:
+    findings = _mixed()
+    monkeypatch.setattr(audit_render, "FAST_ROWS", 10**9)
+    by_rich = plain_text([FindingsTable(findings, fold=fold)], width)
+    monkeypatch.setattr(audit_render, "FAST_ROWS", 0)
+    by_lines = plain_text([FindingsTable(findings, fold=fold)], width)
+    assert by_lines == by_rich
+    assert FindingsTable(findings, fold=fold).plain_lines(width) is not None  # really drawn so
+
+
+def test_on_a_terminal_the_large_table_shows_the_same_text_in_the_rows_colours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    findings = _mixed()
+    monkeypatch.setattr(audit_render, "FAST_ROWS", 0)
+    buf = io.StringIO()
+    console = Console(file=buf, width=140, force_terminal=True, color_system="standard")
+    console.print(FindingsTable(findings))
+    text = buf.getvalue()
+    assert "\x1b[31m" in text or "\x1b[1;31m" in text  # reclaim rows in red
+    monkeypatch.setattr(audit_render, "FAST_ROWS", 10**9)
+    plain = plain_text([FindingsTable(findings)], 140)
+    import re
+
+    shown = "".join(
+        line.rstrip() + "\n" for line in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+    )
+    assert shown == plain
