@@ -344,3 +344,90 @@ def _last_line(lines: list[bytes]) -> str:
         if line:
             return line if len(line) <= 200 else line[:199] + "…"
     return ""
+
+
+def shipped_plan(nodes: Sequence[str], topology: Any, root: str) -> dict[str, Any]:
+    """Which nodes each relay reaches itself and which sub-gateways it sends on, from
+    `root` down, as ClusterShell's router spreads them over a route's gateways."""
+    from ClusterShell.NodeSet import NodeSet
+    from ClusterShell.Propagation import PropagationTreeRouter
+
+    router = PropagationTreeRouter(root, topology)
+    direct: list[str] = []
+    behind: dict[str, list[str]] = {}
+    for hop, targets in router.dispatch(NodeSet.fromlist(nodes)):
+        if str(hop) == str(targets):
+            direct += list(NodeSet(targets))
+        else:
+            behind.setdefault(str(hop), []).extend(NodeSet(targets))
+    return {
+        "nodes": sorted(direct),
+        "gateways": {gw: shipped_plan(sub, topology, gw) for gw, sub in sorted(behind.items())},
+    }
+
+
+def run_shipped_tree(
+    nodes: Sequence[str],
+    tree: Tree,
+    fanout: int,
+    timeout: float,
+    on_done: Callable[[], None],
+) -> dict[str, Relayed]:
+    """The tree with the node scanner shipped: spurctl's standard-library relay
+    (sources/gateway_relay.py) runs on each gateway, sent over ssh like the scanner,
+    so a gateway needs only python3. One Relayed per node, as run_tree's."""
+    import json
+    import subprocess
+    import sys
+
+    from spurctl.sources import gateway_relay
+    from spurctl.sources.shipped_scan import scanner_program
+
+    plan = shipped_plan(nodes, _load_topology(tree.topology), root_name())
+    data = {
+        "relay": Path(gateway_relay.__file__).read_text(encoding="utf-8"),
+        "scanner": scanner_program().decode(),
+        "ssh": tree.ssh or "ssh",
+        "remote": tree.remote_command,
+        "fanout": fanout,
+        "timeout": timeout,
+        "name": None,
+        "plan": plan,
+    }
+    out = {node: Relayed() for node in nodes}
+    # This host runs the same relay for the nodes it reaches itself and for the top gateways.
+    limit = gateway_relay.budget(plan, fanout, timeout) + timeout
+    with subprocess.Popen(
+        [sys.executable, "-I", "-S", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as relay:
+        try:
+            lines, err = relay.communicate(gateway_relay.program(data), timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(relay.pid, 9)
+            lines, err = relay.communicate()
+    for raw in lines.splitlines():
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            continue
+        got = out.get(str(doc.get("node"))) if isinstance(doc, dict) else None
+        if got is None or got.rc is not None or got.gateway_error is not None:
+            continue
+        if doc.get("gateway_error") is not None:
+            got.gateway_error = str(doc["gateway_error"])
+        else:
+            got.rc = int(doc["rc"]) if doc.get("rc") is not None else -1
+            got.stdout = [str(doc.get("stdout", "")).encode()]
+            got.stderr = [line.encode() for line in str(doc.get("stderr", "")).splitlines()]
+            got.timed_out = bool(doc.get("timed_out"))
+            got.via = doc.get("via")
+        on_done()
+    why = _last_line(err.splitlines()) or f"exited with status {relay.returncode}"
+    for relayed in out.values():
+        if relayed.rc is None and relayed.gateway_error is None:
+            relayed.gateway_error = f"the gateway tree stopped ({why})"
+    return out
