@@ -6,6 +6,8 @@ Run as a script by a clean interpreter (`python -I -S node_line.py NODE FILE
 the line whose node is NODE, or NODE's FQDN (an agent may report
 gpu021.cluster.local: ssh gpu021 still reaches it); a node listed as
 unreachable, or in no line, fails as ssh does, with status 255.
+`--hang DIR NODE` is a node whose ssh never answers: it marks DIR/NODE as
+started, then sleeps a minute (past the timeouts of the tests that use it).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +26,18 @@ def command(inventory: Path, unreachable: Sequence[str] = ()) -> str:
     return " ".join(shlex.quote(word) if word != "%h" else word for word in argv)
 
 
+def hanging_command(started: Path) -> str:
+    """A collect --command template for a node %h that never answers (see --hang)."""
+    argv = [sys.executable, "-I", "-S", __file__, "--hang", str(started)]
+    return " ".join(shlex.quote(word) for word in argv) + " %h"
+
+
 def main(argv: Sequence[str]) -> int:
+    if argv[:1] == ["--hang"]:
+        started, node = argv[1:3]
+        Path(started, node).touch()
+        time.sleep(60)
+        return 255
     node, inventory, *unreachable = argv
     if node in unreachable:
         print(f"ssh: connect to host {node} port 22: Connection refused", file=sys.stderr)
