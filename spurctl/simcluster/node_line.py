@@ -8,11 +8,16 @@ gpu021.cluster.local: ssh gpu021 still reaches it); a node listed as
 unreachable, or in no line, fails as ssh does, with status 255.
 `--hang DIR NODE` is a node whose ssh never answers: it marks DIR/NODE as
 started, then sleeps a minute (past the timeouts of the tests that use it).
+`--answers DIR NODE` gives NODE's canned answer: after DIR/NODE.sleep seconds
+(its pid written to DIR/NODE.pid), DIR/NODE.out on stdout, DIR/NODE.err on
+stderr, exit status DIR/NODE.status (default 0); a node with no .out fails as
+an unknown host does.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import time
@@ -32,7 +37,36 @@ def hanging_command(started: Path) -> str:
     return " ".join(shlex.quote(word) for word in argv) + " %h"
 
 
+def answers_command(answers: Path) -> str:
+    """A collect --command template giving node %h its canned answer (see --answers)."""
+    argv = [sys.executable, "-I", "-S", __file__, "--answers", str(answers)]
+    return " ".join(shlex.quote(word) for word in argv) + " %h"
+
+
+def _answer(answers: Path, node: str) -> int:
+    def part(suffix: str) -> str | None:
+        path = answers / f"{node}.{suffix}"
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    out = part("out")
+    if out is None:
+        return _unknown(node)
+    if (sleep := part("sleep")) is not None:
+        (answers / f"{node}.pid").write_text(str(os.getpid()))
+        time.sleep(float(sleep))
+    print(out, end="", flush=True)
+    print(part("err") or "", end="", file=sys.stderr)
+    return int(part("status") or 0)
+
+
+def _unknown(node: str) -> int:
+    print(f"ssh: Could not resolve hostname {node}: Name or service not known", file=sys.stderr)
+    return 255
+
+
 def main(argv: Sequence[str]) -> int:
+    if argv[:1] == ["--answers"]:
+        return _answer(Path(argv[1]), argv[2])
     if argv[:1] == ["--hang"]:
         started, node = argv[1:3]
         Path(started, node).touch()
@@ -47,8 +81,7 @@ def main(argv: Sequence[str]) -> int:
             if line.strip() and json.loads(line).get("node", "").split(".")[0] == node:
                 print(line, end="")
                 return 0
-    print(f"ssh: Could not resolve hostname {node}: Name or service not known", file=sys.stderr)
-    return 255
+    return _unknown(node)
 
 
 if __name__ == "__main__":
