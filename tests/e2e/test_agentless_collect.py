@@ -7,6 +7,7 @@ packages, so no spurctl, msgspec or ClusterShell), locally and through real sshd
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -145,8 +146,8 @@ def test_a_node_that_prints_an_inventory_instead_of_the_scanners_answer_is_an_er
 
 @pytest.fixture
 def deep_tree(tmp_path: Path) -> Iterator[tuple[SshSite, Path]]:
-    """n1 a gateway for down, badkey and two gateways: n2 (for n3, which holds job 101)
-    and hang (for refused); only n3's roots exist, as no other node is reached."""
+    """n1 a gateway for down, badkey, refused and two gateways: n2 (for n3, which holds
+    job 101) and hang (for n4); only n3's roots exist, as no other node is reached."""
     roots = tmp_path / "roots"
     (roots / "n3").mkdir(parents=True)
     make_proc(roots / "n3")
@@ -154,9 +155,9 @@ def deep_tree(tmp_path: Path) -> Iterator[tuple[SshSite, Path]]:
     write_cgroup(roots / "n3" / "cgroup", 101, {"cpuset.cpus": "0-3", "cgroup.procs": "4242\n"})
     topology = tmp_path / "topology.conf"
     topology.write_text(
-        f"[routes]\n{root_name()}: n1\nn1: n2,down,badkey,hang\nn2: n3\nhang: refused\n"
+        f"[routes]\n{root_name()}: n1\nn1: n2,down,badkey,refused,hang\nn2: n3\nhang: n4\n"
     )
-    with ssh_site(tmp_path, ["n1", "n2", "n3"]) as site:
+    with ssh_site(tmp_path, ["n1", "n2", "n3", "n4"]) as site:
         yield site, topology
     _kill_hung_sessions()
 
@@ -173,14 +174,14 @@ def test_the_gateway_tree_ships_the_scanner_through_real_sshd_and_names_each_fai
         f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
     )
     run = run_cli(
-        "collect", "--nodes", "n3,down,badkey,refused", "--topology", str(topology),
+        "collect", "--nodes", "n[3-4],down,badkey,refused", "--topology", str(topology),
         "--ship-scanner", "--ssh", site.ssh(), "--remote-command", remote,
         "--timeout", "4", timeout=90,
     )  # fmt: skip
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
-    assert sorted(got) == ["badkey", "down", "n3", "refused"]
+    assert sorted(got) == ["badkey", "down", "n3", "n4", "refused"]
     n3 = got["n3"]  # two gateways down: n1, then n2
     assert n3["error"] is None and n3["source"] == "cgroup+proc", n3
     assert [(h["job_id"], h["pids"]) for h in n3["held"]] == [(101, [4242])]  # type: ignore[union-attr]
@@ -191,10 +192,14 @@ def test_the_gateway_tree_ships_the_scanner_through_real_sshd_and_names_each_fai
     assert got["badkey"]["error"] == (
         "command exited with status 255: Host key verification failed."
     )
-    assert got["refused"]["error"] == "gateway hang did not answer within 4 s"
-    for name in ("down", "badkey", "refused"):
+    user = os.environ.get("USER") or "root"
+    assert got["refused"]["error"] == (
+        f"command exited with status 255: {user}@127.0.0.2: Permission denied (publickey)."
+    )
+    assert got["n4"]["error"] == "gateway hang did not answer within 4 s"
+    for name in ("down", "badkey", "refused", "n4"):
         assert got[name]["held"] == [] and got[name]["source"] == "collect"
-    assert "collected 1 of 4 nodes" in run.stderr
+    assert "collected 1 of 5 nodes" in run.stderr
 
 
 def test_a_gateway_that_cannot_be_reached_fails_each_of_its_nodes_never_empty(

@@ -195,3 +195,29 @@ def test_the_gateway_tree_runs_over_real_sshd_and_names_failed_nodes_and_gateway
     assert isinstance(down, str) and "Connection refused" in down, down
     badkey = got["badkey"]["error"]
     assert isinstance(badkey, str) and "Host key verification failed." in badkey, badkey
+
+
+def test_a_node_that_refuses_the_key_behind_a_gateway_is_named_with_sshds_refusal(
+    fixture_nodes: SshSite, tmp_path: Path
+) -> None:
+    site = fixture_nodes
+    roots = site.dir / "roots"
+    topology = tmp_path / "topology.conf"
+    topology.write_text(f"[routes]\n{root_name()}: n1\nn1: n2,refused\n")
+    node = "$SPURCTL_TEST_NODE"
+    remote = (
+        f"{SPURCTL} node-inventory --hostname {node} "
+        f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
+    )
+    run = run_cli(
+        "collect", "--nodes", "n2,refused", "--topology", str(topology),
+        "--ssh", site.ssh(), "--remote-command", remote, "--timeout", str(TIMEOUT),
+        env={"CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}, timeout=90,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert got["n2"]["error"] is None
+    refused = got["refused"]["error"]
+    assert isinstance(refused, str) and "Permission denied (publickey)" in refused, refused
+    assert got["refused"]["held"] == []
