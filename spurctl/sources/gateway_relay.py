@@ -84,6 +84,8 @@ def _kill_children() -> None:
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
+    if child.returncode is not None:  # reaped: its pid may be another process's now
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
 
@@ -159,27 +161,30 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
         return
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     started = time.monotonic()
-    hello = threading.Event()
+    hello, eof = threading.Event(), threading.Event()
     given_up: list[str] = []
 
     def watch() -> None:
-        if not hello.wait(data["timeout"]):
-            given_up.append(f"did not answer within {data['timeout']:g} s")
+        # Kills only before the main thread reaps the child (it joins this first),
+        # so the pid can never be another process's.
+        while not eof.wait(0.1):
+            elapsed = time.monotonic() - started
+            if not hello.is_set() and elapsed > data["timeout"]:
+                given_up.append(f"did not answer within {data['timeout']:g} s")
+            elif elapsed > limit:
+                given_up.append(f"did not finish within {limit:g} s")
+            else:
+                continue
             _kill(child)
             return
-        rest = limit - (time.monotonic() - started)
-        if rest > 0:
-            time.sleep(rest)
-        if child.poll() is None:
-            given_up.append(f"did not finish within {limit:g} s")
-            _kill(child)
 
     def read_stderr() -> None:
         assert child.stderr is not None
         stderr_box.append(child.stderr.read())
 
-    for target in (watch, read_stderr):
-        threading.Thread(target=target, daemon=True).start()
+    threads = [threading.Thread(target=t, daemon=True) for t in (watch, read_stderr)]
+    for thread in threads:
+        thread.start()
     try:
         child.stdin.write(program({**data, "name": gateway, "plan": sub}))
         child.stdin.close()
@@ -196,12 +201,18 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
             hello.set()
         elif doc.get("node") in mine:  # a gateway speaks only for its own nodes
             out.line(doc)
-    child.wait()
+    eof.set()
+    threads[0].join()
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # its output ended but it lingers: end it
+        _kill(child)
+        child.wait()
     _done(child)
+    threads[1].join(timeout=5)
     if given_up:
         why = given_up[0]
     else:
-        time.sleep(0.05)  # let the stderr reader finish
         detail = _last_line(stderr_box[0]) if stderr_box else ""
         if not detail and child.returncode:
             detail = f"exited with status {child.returncode}"

@@ -419,12 +419,14 @@ def run_shipped_tree(
             continue
         if doc.get("gateway_error") is not None:
             got.gateway_error = str(doc["gateway_error"])
-        else:
-            got.rc = int(doc["rc"]) if doc.get("rc") is not None else -1
+        elif isinstance(doc.get("rc"), int):  # anything else a gateway sent is not an answer
+            got.rc = doc["rc"]
             got.stdout = [str(doc.get("stdout", "")).encode()]
             got.stderr = [line.encode() for line in str(doc.get("stderr", "")).splitlines()]
-            got.timed_out = bool(doc.get("timed_out"))
-            got.via = doc.get("via")
+            got.timed_out = doc.get("timed_out") is True
+            got.via = str(doc["via"]) if doc.get("via") is not None else None
+        else:
+            continue
         on_done()
     why = _last_line(err.splitlines()) or f"exited with status {relay.returncode}"
     for relayed in out.values():
