@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,10 +19,9 @@ import pytest
 from spurctl.simcluster import SimCluster
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.shipped_scan import read_scan, scanner_program
-from spurctl.sources.tree import root_name
+from spurctl.sources.tree import Tree, root_name, run_shipped_tree
 from tests.cli import run_cli
 from tests.e2e.test_real_openssh import (  # noqa: F401 (a fixture)
-    _kill_hung_sessions,
     fixture_nodes,
     records,
 )
@@ -159,7 +159,6 @@ def deep_tree(tmp_path: Path) -> Iterator[tuple[SshSite, Path]]:
     )
     with ssh_site(tmp_path, ["n1", "n2", "n3", "n4"]) as site:
         yield site, topology
-    _kill_hung_sessions()
 
 
 def test_the_gateway_tree_ships_the_scanner_through_real_sshd_and_names_each_failure(
@@ -241,3 +240,23 @@ def test_audit_collect_ship_scanner_audits_nodes_without_spurctl_through_real_ss
     # The controller has never heard of n1: what n1 holds is found and reported, never healthy.
     held = [f for f in doc["findings"] if f["node"] == "n1" and f.get("job_id") == 101]
     assert held and all(f["action"] != "none" for f in held), doc["findings"]
+
+
+def test_the_shipped_tree_reports_each_node_once_as_its_answer_arrives(
+    deep_tree: tuple[SshSite, Path],
+) -> None:
+    site, topology = deep_tree
+    ticks: list[float] = []
+    tree = Tree(topology, "python3 -I -S - --hostname $SPURCTL_TEST_NODE", site.ssh())
+    nodes = ["n4", "down", "badkey"]
+    t0 = time.monotonic()
+
+    got = run_shipped_tree(nodes, tree, 64, 4.0, lambda: ticks.append(time.monotonic() - t0))
+    wall = time.monotonic() - t0
+
+    assert len(ticks) == 3
+    # down and badkey answer at once; n4 waits for its gateway (hang) to be given up.
+    assert ticks[1] < 3.0 < ticks[2] <= wall, (ticks, wall)
+    assert got["n4"].gateway_error == "gateway hang did not answer within 4 s"
+    assert got["down"].rc == 255 and got["down"].via == "n1"
+    assert got["badkey"].rc == 255 and got["badkey"].gateway_error is None

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from collections.abc import Iterator
-from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -41,17 +39,6 @@ def records(stdout: str) -> dict[str, dict[str, object]]:
     return {d["node"]: d for d in map(json.loads, stdout.splitlines())}
 
 
-def _kill_hung_sessions() -> None:
-    """The hang node's ForceCommand sleeps outlive the killed ssh (sshd's session
-    is its own session): end the ones this module's sshd started."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with suppress(OSError):
-                if (entry / "cmdline").read_bytes() == b"sleep\x00600\x00":
-                    with suppress(ProcessLookupError):
-                        os.kill(int(entry.name), signal.SIGKILL)
-
-
 @pytest.fixture
 def fixture_nodes(tmp_path: Path) -> Iterator[SshSite]:
     """n1 holds job 101 (a process and a cgroup), n2 holds nothing; and the failing nodes."""
@@ -64,7 +51,6 @@ def fixture_nodes(tmp_path: Path) -> Iterator[SshSite]:
     write_cgroup(roots / "n1" / "cgroup", 101, {"cpuset.cpus": "0-3", "cgroup.procs": "4242\n"})
     with ssh_site(tmp_path, ["n1", "n2"]) as site:
         yield site
-    _kill_hung_sessions()
 
 
 def scan_command(site: SshSite) -> str:
@@ -119,7 +105,6 @@ def cluster_nodes(
     live = sim.write_inventories(tmp_path / "live.jsonl")
     with ssh_site(tmp_path, sorted(sim.state.nodes)) as site:
         yield sim, site, live
-    _kill_hung_sessions()
 
 
 def test_audit_collect_through_real_sshd_matches_the_inventory_file(
