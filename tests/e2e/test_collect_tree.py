@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl.simcluster import SimCluster, node_line
 from spurctl.simcluster.scenarios import incident
 from spurctl.sources.collect import collect
 from spurctl.sources.documents import dump_json, inventory_to_dict
@@ -88,7 +88,7 @@ class Site:
 
     dir: Path
     standin: Path
-    remote: Path
+    remote: Path | str  # the remote command: a script, or a command line
     inventories: Path
     log: Path
     env: dict[str, str]
@@ -457,19 +457,14 @@ def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: S
     assert site.contacted() == []
 
 
-LIVE_LINE = """\
-#!/bin/sh
-# This node's line of the live inventory file: what it holds now.
-exec grep -F "\\"node\\": \\"$STANDIN_HOST\\"" "$LIVE_INVENTORY"
-"""
-
-
 def serve_live_lines(sim: SimCluster, site: Site, tmp_path: Path) -> Path:
     """Write `sim`'s agent map (tmp_path/agents.json) and live inventory file, and make
     each node's remote command print its line of it; returns the inventory file."""
     (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
     live = sim.write_inventories(tmp_path / "live.jsonl")
-    site.remote.write_text(LIVE_LINE)
+    # This node's line of the live inventory file (what it holds now), by the shared
+    # stand-in; the ssh stand-in's shell names the node in $STANDIN_HOST.
+    site.remote = node_line.command(live).replace("%h", '"$STANDIN_HOST"')
     return live
 
 
