@@ -8,10 +8,11 @@ gpu021.cluster.local: ssh gpu021 still reaches it); a node listed as
 unreachable, or in no line, fails as ssh does, with status 255.
 `--hang DIR NODE` is a node whose ssh never answers: it marks DIR/NODE as
 started, then sleeps a minute (past the timeouts of the tests that use it).
-`--answers DIR NODE` gives NODE's canned answer: after DIR/NODE.sleep seconds
-(its pid written to DIR/NODE.pid), DIR/NODE.out on stdout, DIR/NODE.err on
-stderr, exit status DIR/NODE.status (default 0); a node with no .out fails as
-an unknown host does.
+`--answers DIR NODE` gives NODE's canned answer: after a `sleep DIR/NODE.sleep`,
+DIR/NODE.out on stdout, DIR/NODE.err on stderr, exit status DIR/NODE.status
+(default 0); with DIR/NODE.hang it writes its pid to DIR/NODE.pid and becomes
+`sleep DIR/NODE.hang`, never answering; a node with neither .hang nor .out
+fails as an unknown host does. (`sleep` processes, so a test can find leftovers.)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -48,12 +50,14 @@ def _answer(answers: Path, node: str) -> int:
         path = answers / f"{node}.{suffix}"
         return path.read_text(encoding="utf-8") if path.exists() else None
 
+    if (hang := part("hang")) is not None:
+        (answers / f"{node}.pid").write_text(str(os.getpid()))
+        os.execvp("sleep", ["sleep", hang.strip()])
     out = part("out")
     if out is None:
         return _unknown(node)
     if (sleep := part("sleep")) is not None:
-        (answers / f"{node}.pid").write_text(str(os.getpid()))
-        time.sleep(float(sleep))
+        subprocess.run(["sleep", sleep.strip()], check=False)
     print(out, end="", flush=True)
     print(part("err") or "", end="", file=sys.stderr)
     return int(part("status") or 0)

@@ -33,7 +33,7 @@ def inventory(name: str, number: int) -> dict[str, object]:
 
 def canned_answer(node: str) -> dict[str, str]:
     """What `ssh NODE spurctl node-inventory` answers here, by the node's name (ok*,
-    fail*, hang*, junk*, ...): node_line's --answers files (.out, .err, .status, .sleep)."""
+    fail*, hang*, junk*, ...): node_line's --answers files (.out, .err, .status, .sleep, .hang)."""
     kind = node.rstrip("0123456789")
     number = int(node[len(kind) :] or 0)
     doc = inventory(node, number)
@@ -46,7 +46,7 @@ def canned_answer(node: str) -> dict[str, str]:
     if kind == "fail":
         return {"out": "", "err": f"some noise\nboom on {node}\n\n\n", "status": "3"}
     if kind == "hang":
-        return {"out": "", "sleep": "60"}
+        return {"hang": "60"}
     if kind == "junk":
         return {"out": "Last login: Tue Dec  1 22:14:05 2026\n{not json\n"}
     if kind == "twice":
