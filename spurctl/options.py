@@ -729,7 +729,8 @@ ShipScannerOpt = Annotated[
         "--ship-scanner",
         help="Send the node scanner to each node's `python3 -` on ssh's standard input, "
         "so nodes need only Python 3.11+, not spurctl (default command: "
-        "ssh -o BatchMode=yes %h python3 -). Not with --topology.",
+        "ssh -o BatchMode=yes %h python3 -; with --topology the gateways need only "
+        "python3 too).",
     ),
 ]
 CollectFanoutOpt = Annotated[

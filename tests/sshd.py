@@ -7,7 +7,8 @@ site.config NODE` then reaches each node by name, as an operator's ~/.ssh/config
 would. Besides the nodes that answer, a site has each way a node can fail:
 
 - `down`: its address has no sshd (connection refused);
-- `hang`: its sshd runs a ForceCommand that sleeps (the session never answers);
+- `hang`: its sshd runs a ForceCommand that sleeps (the session never answers;
+  the sleeps are ended at teardown);
 - `badkey`: known_hosts holds another key for it (StrictHostKeyChecking yes);
 - `refused`: it does not accept the client's key (BatchMode, no password).
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +84,9 @@ def ssh_site(base: Path, nodes: list[str]) -> Iterator[SshSite]:
     _keygen(stranger)
     (home / "authorized_keys").write_text(client_pub + "\n")
     port = _free_port()
+    # The hang node's sleep outlives the killed ssh (sshd's session is its own): a
+    # length no other site uses, so that teardown ends this site's sleeps and no other's.
+    hang_for = f"600.{port}{os.getpid()}"
     # sshd listens on at most 16 sockets: the nodes that answer share one address
     # (told apart by HostKeyAlias); the hang node has its own for its Match block,
     # and nothing listens on the down node's.
@@ -105,7 +110,7 @@ def ssh_site(base: Path, nodes: list[str]) -> Iterator[SshSite]:
         f"SetEnv PATH={path} PYTHONPATH={WORKTREE}\n"
         "AcceptEnv SPURCTL_TEST_NODE\n"
         f"Match LocalAddress {addresses['hang']}\n"
-        "  ForceCommand exec sleep 600\n"
+        f"  ForceCommand exec sleep {hang_for}\n"
     )
     user = os.environ.get("USER") or "root"
     known = home / "known_hosts"
@@ -136,6 +141,18 @@ def ssh_site(base: Path, nodes: list[str]) -> Iterator[SshSite]:
             yield site
         finally:
             kill_group(proc.pid)
+            _kill_sleeps(hang_for)
+
+
+def _kill_sleeps(length: str) -> None:
+    """End the `sleep LENGTH` processes still running (this site's hung sessions)."""
+    wanted = b"sleep\x00" + length.encode() + b"\x00"
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with suppress(OSError):
+                if (entry / "cmdline").read_bytes() == wanted:
+                    with suppress(ProcessLookupError):
+                        os.kill(int(entry.name), signal.SIGKILL)
 
 
 def _wait_listening(proc: subprocess.Popen[str], address: str, port: int) -> None:

@@ -21,7 +21,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from string import Template
 from typing import Any
 
@@ -30,9 +30,11 @@ from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
 from spurctl.sources.documents import parse_inventory_text
-from spurctl.sources.tree import Relayed, Tree, check_tree
+from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree
 
 DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
+# What a node runs through the tree with --ship-scanner: the scanner arrives on stdin.
+SHIP_REMOTE_COMMAND = "python3 -"
 
 _MAX_DETAIL = 300
 # Characters that make a template more than one simple command (or that we do
@@ -121,11 +123,8 @@ def collect(
         check_command(command)
     else:
         check_tree(tree)
-        if ship_scanner:
-            raise SpurctlError(
-                "--ship-scanner sends the scanner on each ssh's standard input, which the "
-                "gateway tree does not carry; use it without --topology"
-            )
+        if ship_scanner and tree.remote_command == DEFAULT_REMOTE_COMMAND:
+            tree = replace(tree, remote_command=SHIP_REMOTE_COMMAND)
     if fanout < 1:
         raise SpurctlError(f"--fanout must be at least 1, got {fanout}")
     if not timeout > 0:
@@ -145,7 +144,7 @@ def collect(
         if tree is None:
             results.update(_run(runnable, command, fanout, timeout, show, ship_scanner))
         else:
-            results.update(_run_tree(runnable, tree, fanout, timeout, show))
+            results.update(_run_tree(runnable, tree, fanout, timeout, show, ship_scanner))
     return [results[node] for node in order]
 
 
@@ -216,23 +215,36 @@ def _run(
 
 
 def _run_tree(
-    nodes: list[str], tree: Tree, fanout: int, timeout: float, show_progress: bool
+    nodes: list[str],
+    tree: Tree,
+    fanout: int,
+    timeout: float,
+    show_progress: bool,
+    ship_scanner: bool = False,
 ) -> dict[str, Inventory]:
-    from spurctl.sources.tree import run_tree
+    from spurctl.sources.tree import run_shipped_tree, run_tree
 
+    run = run_shipped_tree if ship_scanner else run_tree
+    read = _read_scan if ship_scanner else _read_document
     with _Progress(len(nodes), show_progress) as bar:
-        relayed = run_tree(nodes, tree, fanout, timeout, bar.advance)
-    return {node: _relayed(node, relayed[node], timeout) for node in nodes}
+        relayed = run(nodes, tree, fanout, timeout, bar.advance)
+    return {node: _relayed(node, relayed[node], timeout, read) for node in nodes}
 
 
-def _relayed(node: str, got: Relayed, timeout: float) -> Inventory:
+def _relayed(
+    node: str,
+    got: Relayed,
+    timeout: float,
+    read: Callable[[str], list[Inventory]] | None = None,
+) -> Inventory:
     """A node's record from what the tree relayed. A gateway's failure is this
     node's error whatever the node printed before it: never an inventory."""
     if got.gateway_error is not None:
         return failed(node, _clip(got.gateway_error))
     if got.timed_out and got.via is not None:
         return failed(node, f"no answer within {timeout:g} s; killed by gateway {got.via}")
-    return _guarded(node, _Outcome(got.stdout, got.stderr, got.rc), got.timed_out, timeout)
+    outcome = _Outcome(got.stdout, got.stderr, got.rc)
+    return _guarded(node, outcome, got.timed_out, timeout, read or _read_document)
 
 
 def _read_document(text: str) -> list[Inventory]:

@@ -24,9 +24,12 @@ is not used by default.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -344,3 +347,122 @@ def _last_line(lines: list[bytes]) -> str:
         if line:
             return line if len(line) <= 200 else line[:199] + "…"
     return ""
+
+
+def shipped_plan(nodes: Sequence[str], topology: Any, root: str) -> dict[str, Any]:
+    """Which nodes each relay reaches itself and which sub-gateways it sends on, from
+    `root` down, as ClusterShell's router spreads them over a route's gateways."""
+    from ClusterShell.NodeSet import NodeSet
+    from ClusterShell.Propagation import PropagationTreeRouter
+
+    router = PropagationTreeRouter(root, topology)
+    direct: list[str] = []
+    behind: dict[str, list[str]] = {}
+    for hop, targets in router.dispatch(NodeSet.fromlist(nodes)):
+        if str(hop) == str(targets):
+            direct += list(NodeSet(targets))
+        else:
+            behind.setdefault(str(hop), []).extend(NodeSet(targets))
+    return {
+        "nodes": sorted(direct),
+        "gateways": {gw: shipped_plan(sub, topology, gw) for gw, sub in sorted(behind.items())},
+    }
+
+
+def run_shipped_tree(
+    nodes: Sequence[str],
+    tree: Tree,
+    fanout: int,
+    timeout: float,
+    on_done: Callable[[], None],
+) -> dict[str, Relayed]:
+    """The tree with the node scanner shipped: spurctl's standard-library relay
+    (sources/gateway_relay.py) runs on each gateway, sent over ssh like the scanner,
+    so a gateway needs only python3. One Relayed per node, as run_tree's."""
+    import subprocess
+    import sys
+
+    from spurctl.sources import gateway_relay
+    from spurctl.sources.shipped_scan import scanner_program
+
+    plan = shipped_plan(nodes, _load_topology(tree.topology), root_name())
+    data = {
+        "relay": Path(gateway_relay.__file__).read_text(encoding="utf-8"),
+        "scanner": scanner_program().decode(),
+        "ssh": tree.ssh or "ssh",
+        "remote": tree.remote_command,
+        "fanout": fanout,
+        "timeout": timeout,
+        "name": None,
+        "plan": plan,
+    }
+    out = {node: Relayed() for node in nodes}
+    # This host runs the same relay for the nodes it reaches itself and for the top gateways.
+    limit = gateway_relay.budget(plan, fanout, timeout) + timeout
+    relay = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert relay.stdin is not None and relay.stdout is not None and relay.stderr is not None
+    err_box: list[bytes] = []
+    stderr = relay.stderr
+    reader = threading.Thread(target=lambda: err_box.append(stderr.read()), daemon=True)
+    reader.start()
+    # Joined before the relay is reaped, so the kill never hits a reused pid.
+    killer = threading.Timer(limit, _kill_group, (relay.pid,))
+    killer.start()
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            relay.stdin.write(gateway_relay.program(data))
+            relay.stdin.close()
+        for raw in relay.stdout:  # node by node, as each relay reports it
+            _take(raw, out, on_done)
+    finally:
+        killer.cancel()
+        killer.join()
+        try:
+            relay.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # its output ended (or this side broke): end it
+            _kill_group(relay.pid)
+            relay.wait()
+        reader.join(timeout=5)
+        relay.stdout.close()
+        relay.stderr.close()
+    err = err_box[0] if err_box else b""
+    why = _last_line(err.splitlines()) or f"exited with status {relay.returncode}"
+    for relayed in out.values():
+        if relayed.rc is None and relayed.gateway_error is None:
+            relayed.gateway_error = f"the gateway tree stopped ({why})"
+    return out
+
+
+def _take(raw: bytes, out: dict[str, Relayed], on_done: Callable[[], None]) -> None:
+    """One node's line from the relay, if it is one of ours and the first for it."""
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return
+    got = out.get(str(doc.get("node"))) if isinstance(doc, dict) else None
+    if got is None or got.rc is not None or got.gateway_error is not None:
+        return
+    if doc.get("gateway_error") is not None:
+        got.gateway_error = str(doc["gateway_error"])
+    elif isinstance(doc.get("rc"), int):  # anything else a gateway sent is not an answer
+        got.rc = doc["rc"]
+        got.stdout = [str(doc.get("stdout", "")).encode()]
+        got.stderr = [line.encode() for line in str(doc.get("stderr", "")).splitlines()]
+        got.timed_out = doc.get("timed_out") is True
+        got.via = str(doc["via"]) if doc.get("via") is not None else None
+    else:
+        return
+    on_done()
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

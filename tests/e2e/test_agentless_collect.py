@@ -7,16 +7,25 @@ packages, so no spurctl, msgspec or ClusterShell), locally and through real sshd
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from spurctl.simcluster import SimCluster
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.shipped_scan import read_scan, scanner_program
-from tests.cli import one_line_error, run_cli
-from tests.e2e.test_real_openssh import fixture_nodes, records  # noqa: F401 (a fixture)
-from tests.sshd import SshSite
+from spurctl.sources.tree import Tree, root_name, run_shipped_tree
+from tests.cli import run_cli
+from tests.e2e.test_real_openssh import (  # noqa: F401 (a fixture)
+    fixture_nodes,
+    records,
+)
+from tests.sshd import SshSite, ssh_site
 from tests.unit.test_node_scan import add_process, make_proc, write_cgroup
 
 # Runs the program from stdin as `python3 -` would, then names every module it
@@ -135,13 +144,81 @@ def test_a_node_that_prints_an_inventory_instead_of_the_scanners_answer_is_an_er
     assert isinstance(error, str) and "not a spurctl.node-scan/v1 document" in error, error
 
 
-def test_ship_scanner_with_the_gateway_tree_is_refused_in_one_line(tmp_path: Path) -> None:
+@pytest.fixture
+def deep_tree(tmp_path: Path) -> Iterator[tuple[SshSite, Path]]:
+    """n1 a gateway for down, badkey, refused and two gateways: n2 (for n3, which holds
+    job 101) and hang (for n4); only n3's roots exist, as no other node is reached."""
+    roots = tmp_path / "roots"
+    (roots / "n3").mkdir(parents=True)
+    make_proc(roots / "n3")
+    add_process(roots / "n3" / "proc", 4242, {"SPUR_JOB_ID": "101", "SPUR_TARGET_NODE": "n3"})
+    write_cgroup(roots / "n3" / "cgroup", 101, {"cpuset.cpus": "0-3", "cgroup.procs": "4242\n"})
     topology = tmp_path / "topology.conf"
-    from spurctl.sources.tree import root_name
+    topology.write_text(
+        f"[routes]\n{root_name()}: n1\nn1: n2,down,badkey,refused,hang\nn2: n3\nhang: n4\n"
+    )
+    with ssh_site(tmp_path, ["n1", "n2", "n3", "n4"]) as site:
+        yield site, topology
 
-    topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: n[1-2]\n")
-    run = run_cli("collect", "--nodes", "n[1-2]", "--ship-scanner", "--topology", str(topology))
-    one_line_error(run, "--ship-scanner", "without --topology")
+
+def test_the_gateway_tree_ships_the_scanner_through_real_sshd_and_names_each_failure(
+    deep_tree: tuple[SshSite, Path],
+) -> None:
+    site, topology = deep_tree
+    roots = site.dir / "roots"
+    node = "$SPURCTL_TEST_NODE"  # one command for every node: the session names it
+    # -I -S on the node: no site packages, so no spurctl; the gateways' relay runs so too.
+    remote = (
+        f"python3 -I -S - --hostname {node} "
+        f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
+    )
+    run = run_cli(
+        "collect", "--nodes", "n[3-4],down,badkey,refused", "--topology", str(topology),
+        "--ship-scanner", "--ssh", site.ssh(), "--remote-command", remote,
+        "--timeout", "4", timeout=90,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert sorted(got) == ["badkey", "down", "n3", "n4", "refused"]
+    n3 = got["n3"]  # two gateways down: n1, then n2
+    assert n3["error"] is None and n3["source"] == "cgroup+proc", n3
+    assert [(h["job_id"], h["pids"]) for h in n3["held"]] == [(101, [4242])]  # type: ignore[union-attr]
+    assert got["down"]["error"] == (
+        f"command exited with status 255: ssh: connect to host 127.0.0.4 port {site.port}: "
+        "Connection refused"
+    )
+    assert got["badkey"]["error"] == (
+        "command exited with status 255: Host key verification failed."
+    )
+    user = os.environ.get("USER") or "root"
+    assert got["refused"]["error"] == (
+        f"command exited with status 255: {user}@127.0.0.2: Permission denied (publickey)."
+    )
+    assert got["n4"]["error"] == "gateway hang did not answer within 4 s"
+    for name in ("down", "badkey", "refused", "n4"):
+        assert got[name]["held"] == [] and got[name]["source"] == "collect"
+    assert "collected 1 of 5 nodes" in run.stderr
+
+
+def test_a_gateway_that_cannot_be_reached_fails_each_of_its_nodes_never_empty(
+    deep_tree: tuple[SshSite, Path], tmp_path: Path
+) -> None:
+    site = deep_tree[0]
+    topology = tmp_path / "down.conf"
+    topology.write_text(f"[routes]\n{root_name()}: down\ndown: n[2-3]\n")
+    run = run_cli(
+        "collect", "--nodes", "n[2-3]", "--topology", str(topology), "--ship-scanner",
+        "--ssh", site.ssh(), "--timeout", "4", timeout=60,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    reason = (
+        f"gateway down failed: ssh: connect to host 127.0.0.4 port {site.port}: Connection refused"
+    )
+    assert [got[n]["error"] for n in ("n2", "n3")] == [reason, reason]
+    assert all(got[n]["held"] == [] for n in ("n2", "n3"))
 
 
 def test_audit_collect_ship_scanner_audits_nodes_without_spurctl_through_real_sshd(
@@ -163,3 +240,23 @@ def test_audit_collect_ship_scanner_audits_nodes_without_spurctl_through_real_ss
     # The controller has never heard of n1: what n1 holds is found and reported, never healthy.
     held = [f for f in doc["findings"] if f["node"] == "n1" and f.get("job_id") == 101]
     assert held and all(f["action"] != "none" for f in held), doc["findings"]
+
+
+def test_the_shipped_tree_reports_each_node_once_as_its_answer_arrives(
+    deep_tree: tuple[SshSite, Path],
+) -> None:
+    site, topology = deep_tree
+    ticks: list[float] = []
+    tree = Tree(topology, "python3 -I -S - --hostname $SPURCTL_TEST_NODE", site.ssh())
+    nodes = ["n4", "down", "badkey"]
+    t0 = time.monotonic()
+
+    got = run_shipped_tree(nodes, tree, 64, 4.0, lambda: ticks.append(time.monotonic() - t0))
+    wall = time.monotonic() - t0
+
+    assert len(ticks) == 3
+    # down and badkey answer at once; n4 waits for its gateway (hang) to be given up.
+    assert ticks[1] < 3.0 < ticks[2] <= wall, (ticks, wall)
+    assert got["n4"].gateway_error == "gateway hang did not answer within 4 s"
+    assert got["down"].rc == 255 and got["down"].via == "n1"
+    assert got["badkey"].rc == 255 and got["badkey"].gateway_error is None

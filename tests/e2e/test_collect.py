@@ -7,7 +7,6 @@ import os
 import random
 import shlex
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
-from spurctl.simcluster import SimCluster
+from spurctl.simcluster import SimCluster, node_line
 from spurctl.sources.collect import check_command, collect
 from spurctl.sources.documents import parse_inventory_text
 from tests.cli import one_line_error, run_cli
@@ -23,69 +22,66 @@ from tests.cli import one_line_error, run_cli
 OK_SLEEP = 0.3
 TIMEOUT = 2.5
 
-# A stand-in for `ssh NODE spurctl node-inventory`: what it does depends on the
-# node's name (ok*, fail*, hang*, junk*, ...).
-FAKE_NODE = textwrap.dedent(
-    """
-    import json, os, sys, time
 
-    node, state = sys.argv[1], sys.argv[2]
+def inventory(name: str, number: int) -> dict[str, object]:
+    return {"schema": "spurctl.inventory/v1", "node": name,
+            "collected_at": "2026-12-02T10:00:00Z", "source": "cgroup+proc", "error": None,
+            "held": [{"job_id": 1000 + number, "cpus": 8, "memory_mb": 1024,
+                      "gpus": [number % 8], "pids": [4000 + number],
+                      "started_at": "2026-12-01T22:14:05Z"}]}  # fmt: skip
+
+
+def canned_answer(node: str) -> dict[str, str]:
+    """What `ssh NODE spurctl node-inventory` answers here, by the node's name (ok*,
+    fail*, hang*, junk*, ...): node_line's --answers files (.out, .err, .status, .sleep, .hang)."""
     kind = node.rstrip("0123456789")
-    number = int(node[len(kind):] or 0)
-
-    def inventory(name):
-        return {"schema": "spurctl.inventory/v1", "node": name,
-                "collected_at": "2026-12-02T10:00:00Z", "source": "cgroup+proc",
-                "error": None,
-                "held": [{"job_id": 1000 + number, "cpus": 8, "memory_mb": 1024,
-                          "gpus": [number % 8], "pids": [4000 + number],
-                          "started_at": "2026-12-01T22:14:05Z"}]}
-
+    number = int(node[len(kind) :] or 0)
+    doc = inventory(node, number)
     if kind == "ok":
-        time.sleep(OK_SLEEP)
-        print(json.dumps(inventory(node)))
-    elif kind == "pretty":
-        print(json.dumps(inventory(node), indent=2))
-    elif kind == "alias":
-        print(json.dumps(inventory(node.upper())))
-    elif kind == "fail":
-        print("some noise", file=sys.stderr)
-        print("boom on " + node, file=sys.stderr)
-        print("\\n", file=sys.stderr)
-        sys.exit(3)
-    elif kind == "hang":
-        with open(os.path.join(state, node + ".pid"), "w") as f:
-            f.write(str(os.getpid()))
-        time.sleep(60)
-    elif kind == "junk":
-        print("Last login: Tue Dec  1 22:14:05 2026")
-        print("{not json")
-    elif kind == "twice":
-        print(json.dumps(inventory(node)))
-        print(json.dumps(inventory(node)))
-    elif kind == "liar":  # speaks for ok1: later, holding nothing
-        doc = inventory("ok1")
-        doc["collected_at"], doc["held"] = "2026-12-02T11:00:00Z", []
-        print(json.dumps(doc))
-    elif kind == "empty":
-        pass
-    elif kind == "deep":
+        return {"sleep": str(OK_SLEEP), "out": json.dumps(doc) + "\n"}
+    if kind == "pretty":
+        return {"out": json.dumps(doc, indent=2) + "\n"}
+    if kind == "alias":
+        return {"out": json.dumps(inventory(node.upper(), number)) + "\n"}
+    if kind == "fail":
+        return {"out": "", "err": f"some noise\nboom on {node}\n\n\n", "status": "3"}
+    if kind == "hang":
+        return {"hang": "60"}
+    if kind == "junk":
+        return {"out": "Last login: Tue Dec  1 22:14:05 2026\n{not json\n"}
+    if kind == "twice":
+        return {"out": (json.dumps(doc) + "\n") * 2}
+    if kind == "liar":  # speaks for ok1: later, holding nothing
+        lie = {**inventory("ok1", 1), "collected_at": "2026-12-02T11:00:00Z", "held": []}
+        return {"out": json.dumps(lie) + "\n"}
+    if kind == "deep":
         # An inventory whose `held` nests 100,000 deep: the parser recurses out.
-        doc = json.dumps(inventory(node))
-        print(doc.replace('"held": [', '"held": [' + "[" * 100000, 1)[:-2] + "]" * 100001 + "}")
-    """
-).replace("OK_SLEEP", str(OK_SLEEP))
+        text = json.dumps(doc)
+        deep = text.replace('"held": [', '"held": [' + "[" * 100000, 1)[:-2] + "]" * 100001 + "}"
+        return {"out": deep + "\n"}
+    assert kind == "empty", node
+    return {"out": ""}
+
+
+NAMES = [
+    *(f"ok{i}" for i in range(1, 10)),
+    *(f"ok{i:02d}" for i in range(1, 41)),
+    *(f"{kind}{i}" for kind in ("fail", "hang", "junk", "alias", "pretty", "twice", "liar")
+      for i in range(1, 10)),
+    "empty1",
+    "deep1",
+]  # fmt: skip
 
 
 @pytest.fixture
 def fake_command(tmp_path: Path) -> str:
-    script = tmp_path / "fake_node.py"
-    script.write_text(FAKE_NODE)
+    """The shared stand-in (simcluster/node_line.py) answering each of NAMES as above."""
     state = tmp_path / "state"
     state.mkdir()
-    # -I -S: a bare interpreter starts fast, and 40 of them share two cores.
-    parts = [sys.executable, "-I", "-S", str(script)]
-    return " ".join(shlex.quote(p) for p in parts) + " %h " + shlex.quote(str(state))
+    for node in NAMES:
+        for suffix, text in canned_answer(node).items():
+            (state / f"{node}.{suffix}").write_text(text)
+    return node_line.answers_command(state)
 
 
 def by_node(results: list[Inventory]) -> dict[str, Inventory]:

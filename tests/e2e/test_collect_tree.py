@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl.simcluster import SimCluster, node_line
 from spurctl.simcluster.scenarios import incident
 from spurctl.sources.collect import collect
 from spurctl.sources.documents import dump_json, inventory_to_dict
@@ -66,18 +66,6 @@ STANDIN = textwrap.dedent(
     """
 )
 
-# The remote command: a node's `spurctl node-inventory`, as prepared for the test.
-NODE_INVENTORY = textwrap.dedent(
-    """\
-    #!/bin/sh
-    case "$STANDIN_HOST" in
-      hang*) exec sleep "$HANG_FOR" ;;
-      slow*) sleep "$SLOW_FOR" ;;
-    esac
-    exec cat "$INVENTORIES/$STANDIN_HOST.json"
-    """
-)
-
 # Long enough for a gateway to start on a busy machine (it counts against it too).
 TIMEOUT = 3.0
 
@@ -88,7 +76,7 @@ class Site:
 
     dir: Path
     standin: Path
-    remote: Path
+    remote: str  # the command each node runs
     inventories: Path
     log: Path
     env: dict[str, str]
@@ -117,7 +105,9 @@ class Site:
                 }
             ],
         }
-        (self.inventories / f"{node}.json").write_text(json.dumps(doc) + "\n")
+        (self.inventories / f"{node}.out").write_text(json.dumps(doc) + "\n")
+        if node.startswith("slow"):  # answers after a while
+            (self.inventories / f"{node}.sleep").write_text(self.env["SLOW_FOR"])
 
     def contacted(self) -> list[str]:
         return self.log.read_text().split() if self.log.exists() else []
@@ -169,12 +159,12 @@ class Site:
 def site(tmp_path: Path) -> Iterator[Site]:
     standin = tmp_path / "ssh-standin"
     standin.write_text(STANDIN)
-    remote = tmp_path / "node-inventory"
-    remote.write_text(NODE_INVENTORY)
-    for script in (standin, remote):
-        script.chmod(0o755)
+    standin.chmod(0o755)
     inventories = tmp_path / "inventories"
     inventories.mkdir()
+    # The remote command: a node's `spurctl node-inventory`, as prepared for the test, by
+    # the shared stand-in; the ssh stand-in's shell names the node in $STANDIN_HOST.
+    remote = node_line.answers_command(inventories).replace("%h", '"$STANDIN_HOST"')
     # A sleep length no other process on this machine uses: how leftovers are found.
     unique = f"{os.getpid()}{random.randrange(10**6)}"
     marker = f"{600 + random.randrange(300)}.{unique}"
@@ -188,6 +178,8 @@ def site(tmp_path: Path) -> Iterator[Site]:
         "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable,
         "CLUSTERSHELL_GW_LOG_DIR": str(tmp_path),
     }
+    for i in range(1, 10):  # hang01...: never answers
+        (inventories / f"hang{i:02d}.hang").write_text(marker)
     site = Site(tmp_path, standin, remote, inventories, tmp_path / "contacted.log", env, marker)
     yield site
     frozen = tmp_path / "frozen.pids"
@@ -406,7 +398,7 @@ def test_audit_collect_through_the_gateways_sees_what_the_inventory_file_shows(
         names = sorted(sim.state.nodes)
         for node in names:
             doc = inventory_to_dict(sim.inventory(node))
-            (site.inventories / f"{node}.json").write_text(dump_json(doc, indent=None) + "\n")
+            (site.inventories / f"{node}.out").write_text(dump_json(doc, indent=None) + "\n")
         inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
         half = len(names) // 2
         topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
@@ -457,19 +449,14 @@ def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: S
     assert site.contacted() == []
 
 
-LIVE_LINE = """\
-#!/bin/sh
-# This node's line of the live inventory file: what it holds now.
-exec grep -F "\\"node\\": \\"$STANDIN_HOST\\"" "$LIVE_INVENTORY"
-"""
-
-
 def serve_live_lines(sim: SimCluster, site: Site, tmp_path: Path) -> Path:
     """Write `sim`'s agent map (tmp_path/agents.json) and live inventory file, and make
     each node's remote command print its line of it; returns the inventory file."""
     (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
     live = sim.write_inventories(tmp_path / "live.jsonl")
-    site.remote.write_text(LIVE_LINE)
+    # This node's line of the live inventory file (what it holds now), by the shared
+    # stand-in; the ssh stand-in's shell names the node in $STANDIN_HOST.
+    site.remote = node_line.command(live).replace("%h", '"$STANDIN_HOST"')
     return live
 
 
@@ -538,7 +525,7 @@ def test_checklist_through_the_gateways_keeps_nodes_behind_a_dead_one_not_invent
         names = sorted(sim.state.nodes)
         for node in names:
             doc = inventory_to_dict(sim.inventory(node))
-            (site.inventories / f"{node}.json").write_text(dump_json(doc, indent=None) + "\n")
+            (site.inventories / f"{node}.out").write_text(dump_json(doc, indent=None) + "\n")
         behind_gw1 = ["gpu001", "gpu002", "gpu003"]
         rest = [n for n in names if n not in behind_gw1]
         topology = site.topology(f"gw1: {','.join(behind_gw1)}\ngw2: {','.join(rest)}\n")

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from collections.abc import Iterator
-from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -41,17 +39,6 @@ def records(stdout: str) -> dict[str, dict[str, object]]:
     return {d["node"]: d for d in map(json.loads, stdout.splitlines())}
 
 
-def _kill_hung_sessions() -> None:
-    """The hang node's ForceCommand sleeps outlive the killed ssh (sshd's session
-    is its own session): end the ones this module's sshd started."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with suppress(OSError):
-                if (entry / "cmdline").read_bytes() == b"sleep\x00600\x00":
-                    with suppress(ProcessLookupError):
-                        os.kill(int(entry.name), signal.SIGKILL)
-
-
 @pytest.fixture
 def fixture_nodes(tmp_path: Path) -> Iterator[SshSite]:
     """n1 holds job 101 (a process and a cgroup), n2 holds nothing; and the failing nodes."""
@@ -64,7 +51,6 @@ def fixture_nodes(tmp_path: Path) -> Iterator[SshSite]:
     write_cgroup(roots / "n1" / "cgroup", 101, {"cpuset.cpus": "0-3", "cgroup.procs": "4242\n"})
     with ssh_site(tmp_path, ["n1", "n2"]) as site:
         yield site
-    _kill_hung_sessions()
 
 
 def scan_command(site: SshSite) -> str:
@@ -119,7 +105,6 @@ def cluster_nodes(
     live = sim.write_inventories(tmp_path / "live.jsonl")
     with ssh_site(tmp_path, sorted(sim.state.nodes)) as site:
         yield sim, site, live
-    _kill_hung_sessions()
 
 
 def test_audit_collect_through_real_sshd_matches_the_inventory_file(
@@ -195,3 +180,29 @@ def test_the_gateway_tree_runs_over_real_sshd_and_names_failed_nodes_and_gateway
     assert isinstance(down, str) and "Connection refused" in down, down
     badkey = got["badkey"]["error"]
     assert isinstance(badkey, str) and "Host key verification failed." in badkey, badkey
+
+
+def test_a_node_that_refuses_the_key_behind_a_gateway_is_named_with_sshds_refusal(
+    fixture_nodes: SshSite, tmp_path: Path
+) -> None:
+    site = fixture_nodes
+    roots = site.dir / "roots"
+    topology = tmp_path / "topology.conf"
+    topology.write_text(f"[routes]\n{root_name()}: n1\nn1: n2,refused\n")
+    node = "$SPURCTL_TEST_NODE"
+    remote = (
+        f"{SPURCTL} node-inventory --hostname {node} "
+        f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
+    )
+    run = run_cli(
+        "collect", "--nodes", "n2,refused", "--topology", str(topology),
+        "--ssh", site.ssh(), "--remote-command", remote, "--timeout", str(TIMEOUT),
+        env={"CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}, timeout=90,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stderr
+    got = records(run.stdout)
+    assert got["n2"]["error"] is None
+    refused = got["refused"]["error"]
+    assert isinstance(refused, str) and "Permission denied (publickey)" in refused, refused
+    assert got["refused"]["held"] == []

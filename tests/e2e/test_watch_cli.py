@@ -10,7 +10,6 @@ import re
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import time
 from contextlib import AbstractContextManager
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster import SimCluster, incident, node_line
 from tests.cli import cli_process, lines_of, read_terminal, run_cli
 
 # Wide enough that a finding is one line.
@@ -280,25 +279,17 @@ def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
     )
 
 
-# An ssh that says it started (a file named after its node), then hangs.
-SLOW_SSH = (
-    "import pathlib, sys, time\npathlib.Path(sys.argv[1], sys.argv[2]).touch()\ntime.sleep(60)\n"
-)
-
-
 def test_ctrl_c_during_a_slow_first_collect_says_it_was_collecting_from_n_nodes(
     sim: SimCluster, tmp_path: Path
 ) -> None:
-    script = tmp_path / "slow_ssh.py"
-    script.write_text(SLOW_SSH)
-    started = tmp_path / "started"
+    started = tmp_path / "started"  # an ssh that says it started (a file per node), then hangs
     started.mkdir()
     cmd = [
         "audit",
         "--watch",
         "--collect",
         "--command",
-        f"{sys.executable} -I -S {script} {started} %h",
+        node_line.hanging_command(started),
         "--nodes",
         "gpu[001-005]",
         "--controller",
