@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.gcpause import gc_paused
+from spurctl.heap import gc_paused
 from spurctl.model import (
     AuditReport,
     ControllerView,
@@ -27,6 +27,7 @@ from spurctl.model import (
     Kind,
     Watermark,
     WatermarkSource,
+    held_ids,
     inventories_by_node,
     utcnow,
     watermark_for,
@@ -71,7 +72,7 @@ class AuditInputs:
 
 def confirm_missing(
     view: ControllerView,
-    inventories: Iterable[Inventory],
+    held: Iterable[int],
     confirm: Callable[[Iterable[int]], Mapping[int, Job | None]],
     *,
     not_found_doubt: str | None,
@@ -83,7 +84,7 @@ def confirm_missing(
     `not_found_doubt` set, it may hide another user's job, and the id is left
     unconfirmed.
     """
-    lacking = view.lacking(h.job_id for inv in inventories for h in inv.held)
+    lacking = view.lacking(held)
     missing = {i for i in lacking if not view.proves_untracked(i)}
     if not missing:
         return {}
@@ -115,12 +116,10 @@ def gather(
     by_node = inventories_by_node(inventories)
     confirmed: dict[int, Job | None] = {}
     if client is not None:
+        held = held_ids(by_node.values())
         if view.bounded:
-            held = {h.job_id for inv in by_node.values() for h in inv.held}
             view = client.look_up(view, held)
-        confirmed = confirm_missing(
-            view, by_node.values(), client.confirm, not_found_doubt=not_found_doubt
-        )
+        confirmed = confirm_missing(view, held, client.confirm, not_found_doubt=not_found_doubt)
     if watermark_flag is None and snapshot_watermark is not None:
         watermark = snapshot_watermark
     else:

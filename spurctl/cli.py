@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
-from spurctl import __version__
+from spurctl import __version__, heap
 from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
 from spurctl.errors import ExitStatus, SpurctlError, fail
@@ -40,18 +40,6 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
-# What the last command produced, held until the process exits (see _keep_until_exit).
-_kept: list[object] = []
-
-
-def _keep_until_exit(*results: object) -> None:
-    """Hold a command's results until the process exits.
-
-    A 20,000-node audit ends with a few hundred thousand objects; when its frame
-    unwinds they would be freed one by one (~50 ms), work `_exit_now` leaves to the
-    OS. In a test that runs commands in-process, each call replaces the last one's.
-    """
-    _kept[:] = results
 
 
 def _version_callback(value: bool) -> None:
@@ -194,7 +182,7 @@ def audit(
     report, inputs = use_case.run_audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
-    _keep_until_exit(report, inputs)
+    heap.keep_until_exit(report, inputs)
     notice = filter_notice(report, fmt, only)
     if output is None:
         print_audit(report, fmt, only=only)
@@ -744,24 +732,7 @@ def main() -> None:
         )
         sys.exit(ExitStatus.ERROR)
     # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
-    _exit_now(code if isinstance(code, int) else ExitStatus.OK)
-
-
-def _exit_now(code: int) -> NoReturn:
-    """Exit once the command is done, without freeing the heap object by object.
-
-    An audit of a 20,000-node cluster ends holding a few hundred thousand objects, and
-    the interpreter's teardown spends ~0.1 s freeing them, which the OS does at once.
-    Every file a command writes is closed before it returns; only the standard
-    streams are left to flush. If they cannot be flushed (a closed pipe), the
-    interpreter's own exit reports it as it always has.
-    """
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        sys.exit(code)
-    os._exit(code)
+    heap.exit_now(code if isinstance(code, int) else ExitStatus.OK)
 
 
 # -- node-release ----------------------------------------------------------------

@@ -1031,10 +1031,8 @@ def _active_jobs_by_node(
         nodelist = placed.nodelist
         if not nodelist:
             continue
-        if "[" not in nodelist and "," not in nodelist:
-            # Most jobs: one node, no set to build (hostlist.plain_name, inline: it is
-            # asked for every active job of the cluster).
-            name = nodelist.strip()
+        name = hostlist.plain_name(nodelist)
+        if name is not None:  # most jobs: one node, no set to build
             if name in relevant:
                 on_node = out.get(name)
                 if on_node is None:

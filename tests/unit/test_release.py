@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spurctl.decide.release import refusal, select, signalled
+from spurctl.decide.release import refusal, select
 from spurctl.model import AgentProcess, Holding, Inventory, JobProcess
 
 RUN = datetime(2026, 12, 1, 14, 2, 11, 250_000, tzinfo=UTC)
@@ -82,12 +82,6 @@ def test_refusal(
         assert "\n" not in why
 
 
-def test_never_signals_pid_1_itself_or_spurd() -> None:
-    holding = run(pids=(1, 2201, 4242, 81234))
-    assert signalled(holding, own_pid=4242, agent_pid=2201) == (81234,)
-    assert signalled(holding, own_pid=4242, agent_pid=None) == (2201, 81234)
-
-
 def proc(
     pid: int, started: datetime | None, *lineage: int, cgroup: int | None = 4711
 ) -> JobProcess:
@@ -113,3 +107,10 @@ def test_only_the_run_that_predates_spurd_is_signalled() -> None:
     assert "descends from the current spurd (pid 2201)" in chosen.spared[90001]
     assert "whose it is cannot be told" in chosen.spared[96000]
     assert "cannot be read" in chosen.spared[97000]
+
+
+def test_never_signals_pid_1_itself_or_spurd() -> None:
+    procs = {pid: proc(pid, RUN, 1) for pid in (1, 2201, 4242, 81234)}
+    chosen = select(4711, procs, AgentProcess(2201, RESTART), own_pid=4242)
+    assert chosen.signalled == [81234]
+    assert set(chosen.spared) == {1, 2201, 4242}

@@ -18,7 +18,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from spurctl.errors import DocumentError
-from spurctl.gcpause import gc_paused
+from spurctl.heap import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
     Allocation,
