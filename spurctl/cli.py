@@ -81,8 +81,8 @@ def snapshot(
     Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
     document; `spurctl audit --snapshot FILE` reaches the same findings from it.
     """
-    from spurctl.audit import take_snapshot
     from spurctl.sources.documents import dump_json, snapshot_to_dict
+    from spurctl.usecases.audit import take_snapshot
 
     view, watermark = take_snapshot(conn.connect())
     write_output(dump_json(snapshot_to_dict(view, watermark)) + "\n", output)
@@ -134,9 +134,9 @@ def audit(
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
-    from spurctl import audit as use_case
     from spurctl.act.journal import default_path
     from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
+    from spurctl.usecases import audit as use_case
 
     src = holdings.sources(nodes, snapshot)
     journal = journal_path or default_path()
@@ -225,8 +225,8 @@ def explain(
     nor any inventory knows NODE.
     """
     from spurctl.act.journal import default_path
-    from spurctl.explain import run_explain
     from spurctl.render.explain import render
+    from spurctl.usecases.explain import run_explain
 
     journal = journal_path or default_path()
     doc = run_explain(node, job, holdings.sources(None), conn.connect(), journal=journal)
@@ -268,7 +268,6 @@ def reclaim(
     """
     import dataclasses
 
-    from spurctl import reclaim as use_case
     from spurctl.render.reclaim import (
         PlanFacts,
         fallback_sentence,
@@ -277,6 +276,7 @@ def reclaim(
         print_unresolved,
         unmatched_sentence,
     )
+    from spurctl.usecases import reclaim as use_case
 
     hostlist = opt.one_hostlist(node)
     connection = conn.connect()
@@ -434,9 +434,9 @@ def journal_command(
     journaled yet (that is said in one line): the journal is a record to read,
     not a check; exit 2 when it cannot be read or --run names no run.
     """
-    from spurctl import journal_runs
     from spurctl.act.journal import default_path
     from spurctl.render.journal import missing_sentence, print_one, print_runs
+    from spurctl.usecases import journal_runs
 
     view = journal_runs.load(journal_path or default_path())
     if run is not None:
@@ -491,8 +491,8 @@ def checklist_post_wipe(
       spurctl checklist post-wipe --collect -o recycle.md
       spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
-    from spurctl.checklist import run_post_wipe
     from spurctl.render.checklist import render
+    from spurctl.usecases.checklist import run_post_wipe
 
     src = holdings.sources(nodes)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)

@@ -1,7 +1,7 @@
 """Defaults the command line shows in its help, kept apart from the modules that use them.
 
 `spurctl --help` and every command import the CLI, which needs these values for
-its options; importing them from `spurctl.reclaim` cost every command (an audit
+its options; importing them from `spurctl.usecases.reclaim` cost every command (an audit
 too) the import of the reclaim machinery.
 """
 

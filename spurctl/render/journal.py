@@ -20,7 +20,7 @@ from spurctl.model import parse_time
 from spurctl.render.common import ReclaimFormat, choose, dump_json, pipe_width
 
 if TYPE_CHECKING:
-    from spurctl.journal_runs import JournalRuns, Run
+    from spurctl.usecases.journal_runs import JournalRuns, Run
 
 SCHEMA = "spurctl.journal-runs/v1"
 

@@ -19,7 +19,6 @@ from typing import Any
 import grpc
 import pytest
 
-from spurctl.checklist import post_wipe
 from spurctl.decide.post_wipe import (
     Hazard,
     StepId,
@@ -34,6 +33,7 @@ from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.usecases.checklist import post_wipe
 from tests.cli import run_cli
 
 KEY = "post-wipe-test-cluster-key-0123456789"

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from spurctl import reclaim as rc
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
-from spurctl.audit import run_audit
 from spurctl.model import Holding
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
+from spurctl.usecases import reclaim as rc
+from spurctl.usecases.audit import run_audit
 from tests.cli import run_cli
 from tests.live import KEY
 

@@ -52,9 +52,9 @@ from spurctl.model import Action, AuditReport, Finding, Job, utcnow
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal, Unresolved
-    from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
+    from spurctl.usecases.audit import AuditInputs
 
 
 class JournalFailed(OSError):
@@ -521,9 +521,9 @@ def prepare(
     the plan's cancels could reach the wrong agent (check_endpoints).
     """
     from spurctl.act.journal import default_path, unresolved
-    from spurctl.audit import run_audit
     from spurctl.decide.plan import stale_reason
     from spurctl.hostlist import parse_scope
+    from spurctl.usecases.audit import run_audit
 
     scope = parse_scope(nodes)
     path = journal_path or default_path()
@@ -679,8 +679,8 @@ def reverify(
     """
     import time
 
-    from spurctl.audit import COLLECT_TIMEOUT
     from spurctl.sources.collect import collect
+    from spurctl.usecases.audit import COLLECT_TIMEOUT
 
     clock = clock or time.monotonic
     sleep = sleep or time.sleep

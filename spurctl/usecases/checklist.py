@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from spurctl.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
 from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
 from spurctl.sources.inventories import Sources, gather_holdings
+from spurctl.usecases.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
