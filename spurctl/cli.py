@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
 
 import typer
 
-from spurctl import __version__, heap
+from spurctl import heap
 from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
 from spurctl.errors import ExitStatus, SpurctlError, fail
@@ -42,24 +41,8 @@ app = typer.Typer(
 _state = {"debug": False}
 
 
-def _version_callback(value: bool) -> None:
-    if value:
-        print(f"spurctl {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version."
-        ),
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
-    ] = False,
-) -> None:
+def _root(version: opt.VersionOpt = False, debug: opt.DebugOpt = False) -> None:
     _state["debug"] = debug
 
 
@@ -71,9 +54,7 @@ def _root(
 )
 @opt.connected()
 def snapshot(
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Where to save the snapshot.", metavar="FILE")
-    ],
+    output: opt.SnapshotOutputOpt,
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Save the controller's view for offline audits.
@@ -203,15 +184,9 @@ def audit(
 @opt.connected(agents=True)
 @opt.with_holdings()
 def explain(
-    node: Annotated[str, typer.Argument(metavar="NODE", help="The node (either of its names).")],
-    job: Annotated[
-        int | None,
-        typer.Argument(metavar="[JOB]", help="One job the node holds.", parser=opt.job_id_parser()),
-    ] = None,
-    fmt: Annotated[
-        ReclaimFormat,
-        opt.format_option(ReclaimFormat, "explain", "the decision (json: spurctl.explain/v1)"),
-    ] = ReclaimFormat.TABLE,
+    node: opt.ExplainNodeArg,
+    job: opt.ExplainJobArg = None,
+    fmt: opt.ExplainFormatOpt = ReclaimFormat.TABLE,
     journal_path: opt.AuditJournalOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -266,131 +241,32 @@ def reclaim(
     node (--collect, --verify-inventory) shows the job gone; otherwise the run
     prints the command that confirms it and exits 1.
     """
-    import dataclasses
-
-    from spurctl.render.reclaim import (
-        PlanFacts,
-        fallback_sentence,
-        print_plan,
-        print_run,
-        print_unresolved,
-        unmatched_sentence,
-    )
-    from spurctl.usecases import reclaim as use_case
+    from spurctl.render import reclaim as shown
+    from spurctl.usecases.reclaim import reclaim as use_case
 
     hostlist = opt.one_hostlist(node)
     connection = conn.connect()
-    src = holdings.sources(hostlist)
-    prepared = use_case.prepare(
+    done = use_case(
         hostlist,
-        src,
+        holdings.sources(hostlist),
         connection,
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt),
+        ask=shown.ask if sys.stdin.isatty() else None,
         jobs=job,
         journal_path=journal_path,
         max_inventory_age_s=max_inventory_age,
+        dry_run=dry_run,
+        yes=yes,
+        settle=settle,
+        concurrency=concurrency,
+        verify_inventory=verify_inventory,
     )
-    entries, report = prepared.entries, prepared.report
-    facts = PlanFacts(
-        fallback_nodes=prepared.fallback_nodes,
-        unmatched_jobs=prepared.unmatched_jobs,
-        stale=prepared.stale,
-        max_inventory_age_s=prepared.max_inventory_age_s,
-        journal_path=str(prepared.journal_path),
-        investigate=[
-            f"{f.kind.value} on {f.node}" + (f" (job {f.job_id})" if f.job_id is not None else "")
-            for f in prepared.investigate
-        ],
+    shown.show_reclaimed(
+        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )
-    if prepared.fallback_nodes:
-        print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
-    if fmt == "table":
-        print_unresolved(prepared.unresolved)
-        print_plan(entries, report, facts=facts)
-    else:  # stdout is the JSON document; the warnings still have to reach the operator
-        print_unresolved(prepared.unresolved, file=sys.stderr)
-        if prepared.unmatched_jobs:
-            print(
-                f"spurctl: warning: {unmatched_sentence(prepared.unmatched_jobs)}",
-                file=sys.stderr,
-            )
-    # A --job that matches nothing is a request not met: exit 1, even with nothing to do.
-    unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
-    if dry_run:
-        key_warning = use_case.send_warning(connection) if entries else None
-        if key_warning is not None:
-            print(f"spurctl: warning: {key_warning}", file=sys.stderr)
-        if fmt == "json":
-            print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
-        raise typer.Exit(unmet)
-    if not entries:
-        if fmt == "json":
-            print_run(use_case.ReclaimRun(), entries, report, fmt="json", facts=facts)
-        raise typer.Exit(unmet)
-    use_case.check_can_send(connection)
-    if not yes:
-        from spurctl.decide.reasons import plural
-
-        live = sum(1 for e in entries if e.finding.live)
-        if not sys.stdin.isatty():
-            fail("refusing to reclaim without --yes: standard input is not a terminal")
-        question = (
-            f"Send {plural(len(entries), 'cancel')} to "
-            f"{plural(len({e.node for e in entries}), 'node')}, killing {plural(live, 'live run')}?"
-        )
-        if not _confirm(question):
-            print("nothing sent", file=sys.stderr)
-            raise typer.Exit(ExitStatus.ACTION_NEEDED)
-    # --verify-inventory: re-collect the touched nodes as --collect would, whatever the plan
-    # was read from.
-    recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
-    try:
-        run = use_case.carry_out(
-            prepared, connection, concurrency=concurrency, recollect=recollect, settle=settle
-        )
-    except use_case.JournalFailed as exc:
-        # The summary so far, then one line naming the journal: exit 2.
-        facts = PlanFacts(
-            fallback_nodes=facts.fallback_nodes,
-            unmatched_jobs=facts.unmatched_jobs,
-            stale=facts.stale,
-            max_inventory_age_s=facts.max_inventory_age_s,
-            journal_error=exc.sentence(),
-        )
-        print_run(exc.run, entries, report, fmt=fmt, facts=facts)
-        fail(exc.sentence())
-    facts = dataclasses.replace(
-        facts,
-        verified=run.verified,
-        confirm_flags=_confirm_flags(holdings, conn),
-        waited_s=run.waited_s,
-        settle_s=settle,
-    )
-    print_run(run, entries, report, fmt=fmt, facts=facts)
-    # Exit 0 only when everything planned was sent and a node showed it freed.
-    done = run.ok and run.verified and unmet is ExitStatus.OK
-    raise typer.Exit(ExitStatus.OK if done else ExitStatus.ACTION_NEEDED)
-
-
-def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) -> list[str]:
-    """What `spurctl audit --collect` needs to confirm this reclaim as it ran (no secret)."""
-    flags: list[str] = []
-    if holdings.command != DEFAULT_COMMAND:
-        flags += ["--command", holdings.command]
-    if holdings.fanout != opt.HoldingOptions().fanout:
-        flags += ["--fanout", str(holdings.fanout)]
-    if holdings.topology is not None:
-        flags += ["--topology", str(holdings.topology)]
-        if holdings.remote_command != DEFAULT_REMOTE_COMMAND:
-            flags += ["--remote-command", holdings.remote_command]
-        if holdings.ssh is not None:
-            flags += ["--ssh", holdings.ssh]
-    if holdings.ship_scanner:
-        flags.append("--ship-scanner")
-    if conn.controller:
-        flags += ["--controller", conn.controller]
-    if conn.conf is not None:
-        flags += ["--conf", str(conn.conf)]
-    return flags
+    if done.error is not None:
+        fail(done.error)
+    raise typer.Exit(done.exit_status)
 
 
 # -- journal ---------------------------------------------------------------------
@@ -401,28 +277,10 @@ def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) ->
     epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
 )
 def journal_command(
-    journal_path: Annotated[
-        Path | None,
-        typer.Option(
-            "--journal",
-            metavar="FILE",
-            help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim).",
-        ),
-    ] = None,
-    last: Annotated[
-        int,
-        opt.number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs."),
-    ] = 20,
-    run: Annotated[
-        str | None,
-        typer.Option(
-            "--run", metavar="ID", help="Show one run (its id, or the start of it) in full."
-        ),
-    ] = None,
-    fmt: Annotated[
-        ReclaimFormat,
-        opt.format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
-    ] = ReclaimFormat.TABLE,
+    journal_path: opt.JournalFileOpt = None,
+    last: opt.JournalLastOpt = 20,
+    run: opt.JournalRunOpt = None,
+    fmt: opt.JournalFormatOpt = ReclaimFormat.TABLE,
 ) -> None:
     """The runs reclaim and node-release journaled, newest first.
 
@@ -612,75 +470,6 @@ def demo(
         fail("the demo did not close the loop (see above); rerun with --debug and report it")
 
 
-def _confirm(question: str) -> bool:
-    """Ask on the terminal, default no; Ctrl-C at any moment aborts.
-
-    Not input(): a Ctrl-C landing after the prompt is written but before
-    input() blocks in read() is only acted on at the next signal, so the
-    process would sit at the prompt. Waiting in short select() slices returns
-    to Python often enough to act on it.
-    """
-    import select
-
-    try:
-        sys.stdout.write(f"{question} [y/N]: ")
-        sys.stdout.flush()
-        while not select.select([sys.stdin], [], [], 0.1)[0]:
-            pass
-        answer = sys.stdin.readline()
-    except KeyboardInterrupt:
-        sys.stdout.write("\n")
-        raise typer.Abort() from None
-    if not answer:  # end of input: nobody said yes
-        sys.stdout.write("\n")
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
-def _usage_error(exc: Exception) -> str | None:
-    """One line for a Click usage error (unknown option, missing or bad value), else None.
-
-    Click's own report is three lines (usage, a hint, the error); the contract
-    promises one. Typer vendors Click in recent versions and used Click itself before.
-    """
-    import importlib
-
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            click_exceptions = importlib.import_module(module)
-        except ImportError:
-            continue
-        if not isinstance(exc, click_exceptions.UsageError):
-            return None
-        no_args = getattr(click_exceptions, "NoArgsIsHelpError", None)
-        if no_args is not None and isinstance(exc, no_args):
-            exc.show()  # bare `spurctl`: the help is the answer
-            return ""
-        ctx = getattr(exc, "ctx", None)
-        where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
-        no_option = getattr(click_exceptions, "NoSuchOption", None)
-        if no_option is not None and isinstance(exc, no_option):
-            return f"no such option: {exc.option_name}{_close(exc)}{where}"
-        return f"{exc.format_message().rstrip('.')}{where}"
-    return None
-
-
-def _close(exc: Any) -> str:
-    """The options close to what was typed, as a suggestion ("" when none is close):
-    Click offers every option sharing a few letters (`--formt`: --fanout, --format)."""
-    import difflib
-
-    typed = exc.option_name
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, typed, p).ratio(), p) for p in exc.possibilities or ()),
-        reverse=True,
-    )
-    close = [p for score, p in scored if score >= 0.6 and score >= scored[0][0] - 0.05]
-    if not close:
-        return ""
-    return f"; did you mean {' or '.join(sorted(close))}?"
-
-
 def main() -> None:
     """Console entry point: one clear line and exit 2 for every operator error."""
     args = sys.argv[1:]
@@ -716,7 +505,9 @@ def main() -> None:
         print("spurctl: aborted", file=sys.stderr)
         sys.exit(ExitStatus.ACTION_NEEDED)
     except Exception as exc:  # an operator never gets a bare traceback without --debug
-        usage = _usage_error(exc)
+        from spurctl.render.terminal import usage_error
+
+        usage = usage_error(exc)
         if usage is not None:
             if usage:
                 print(f"spurctl: error: {usage}", file=sys.stderr)

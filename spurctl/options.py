@@ -456,6 +456,56 @@ AuditOutputOpt = Annotated[
 
 # -- each command's own options -------------------------------------------------
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from spurctl import __version__
+
+        print(f"spurctl {__version__}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version."),
+]
+DebugOpt = Annotated[
+    bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
+]
+SnapshotOutputOpt = Annotated[
+    Path, typer.Option("-o", "--output", help="Where to save the snapshot.", metavar="FILE")
+]
+ExplainNodeArg = Annotated[
+    str, typer.Argument(metavar="NODE", help="The node (either of its names).")
+]
+ExplainJobArg = Annotated[
+    int | None,
+    typer.Argument(metavar="[JOB]", help="One job the node holds.", parser=job_id_parser()),
+]
+ExplainFormatOpt = Annotated[
+    ReclaimFormat,
+    format_option(ReclaimFormat, "explain", "the decision (json: spurctl.explain/v1)"),
+]
+JournalFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        metavar="FILE",
+        help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim).",
+    ),
+]
+JournalLastOpt = Annotated[
+    int, number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs.")
+]
+JournalRunOpt = Annotated[
+    str | None,
+    typer.Option("--run", metavar="ID", help="Show one run (its id, or the start of it) in full."),
+]
+JournalFormatOpt = Annotated[
+    ReclaimFormat,
+    format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
+]
+
 AuditSnapshotOpt = Annotated[
     Path | None,
     typer.Option(
@@ -808,20 +858,44 @@ class HoldingOptions:
         )  # fmt: skip
 
 
+_HOLDING_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("inventory", InventoryOpt, None),
+    ("collect", CollectOpt, False),
+    ("command", CommandOpt, DEFAULT_COMMAND),
+    ("fanout", FanoutOpt, 64),
+    ("topology", TopologyOpt, None),
+    ("remote_command", RemoteCommandOpt, DEFAULT_REMOTE_COMMAND),
+    ("ssh", SshOpt, None),
+    ("ship_scanner", ShipScannerOpt, False),
+]
+
+
 def with_holdings() -> Callable[[Command], Command]:
     """--inventory, --collect, --command, --fanout, --topology, --remote-command,
     --ssh and --ship-scanner, declared once; the command takes `holdings: HoldingOptions`."""
-    options: list[tuple[str, Any, Any]] = [
-        ("inventory", InventoryOpt, None),
-        ("collect", CollectOpt, False),
-        ("command", CommandOpt, DEFAULT_COMMAND),
-        ("fanout", FanoutOpt, 64),
-        ("topology", TopologyOpt, None),
-        ("remote_command", RemoteCommandOpt, DEFAULT_REMOTE_COMMAND),
-        ("ssh", SshOpt, None),
-        ("ship_scanner", ShipScannerOpt, False),
-    ]
-    return _option_group("holdings", options, HoldingOptions)
+    return _option_group("holdings", _HOLDING_OPTIONS, HoldingOptions)
+
+
+def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
+    """The argv words that give each of `options` the value `group` holds, for those
+    not at their default, read off the options' own declarations."""
+    words: list[str] = []
+    for name, annotated, default in options:
+        value = getattr(group, name)
+        if value == default:
+            continue
+        info = typing.get_args(annotated)[1]
+        flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
+        words += [flag] if value is True else [flag, str(value)]
+    return words
+
+
+def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
+    """What `spurctl audit --collect` needs to collect and read the controller as this
+    command did: the collect and controller options given (never --token: no secret)."""
+    collect = [o for o in _HOLDING_OPTIONS if o[0] not in ("inventory", "collect")]
+    controller = [o for o in _CONTROLLER_OPTIONS if o[0] != "token"]
+    return _as_flags(holdings, collect) + _as_flags(conn, controller)
 
 
 # -- node-release ------------------------------------------------------------------
