@@ -15,14 +15,9 @@ import typer
 from spurctl import heap
 from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
-from spurctl.errors import ExitStatus, SpurctlError, fail
+from spurctl.errors import ExitStatus, fail
 from spurctl.render import sink
-from spurctl.render.common import (
-    AuditFormat,
-    ChecklistFormat,
-    ReclaimFormat,
-    write_output,
-)
+from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, write_output
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
 
@@ -62,17 +57,13 @@ def snapshot(
     Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
     document; `spurctl audit --snapshot FILE` reaches the same findings from it.
     """
+    from spurctl.render.snapshot import saved_sentence
     from spurctl.sources.documents import dump_json, snapshot_to_dict
     from spurctl.usecases.audit import take_snapshot
 
     view, watermark = take_snapshot(conn.connect())
     write_output(dump_json(snapshot_to_dict(view, watermark)) + "\n", output)
-    state = "complete" if view.complete else f"INCOMPLETE ({len(view.jobs)} of {view.jobs_total})"
-    print(
-        f"saved {len(view.jobs):,} jobs and {len(view.nodes):,} nodes from {view.address} "
-        f"(view {state}) to {output}",
-        file=sys.stderr,
-    )
+    print(saved_sentence(view, output), file=sys.stderr)
 
 
 # -- audit -----------------------------------------------------------------------
@@ -115,62 +106,36 @@ def audit(
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
+    from dataclasses import replace
+    from functools import partial
+
     from spurctl.act.journal import default_path
-    from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
+    from spurctl.render.audit import FindingFilter
+    from spurctl.render.audit_command import show_audit, watch_on_screen
     from spurctl.usecases import audit as use_case
 
     src = holdings.sources(nodes, snapshot)
     journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
-    if watch:
-        use_case.check_watch(src, fmt)
-        if only.active or output is not None:
-            fail("--kind, --action and -o do not apply with --watch (it redraws the terminal)")
-    elif interval is not None or rounds is not None:
-        fail("--interval and --rounds only apply with --watch")
+    use_case.check_flags(
+        src, fmt, watch=watch, filtered=only.active, output=output, interval=interval,
+        rounds=rounds,
+    )  # fmt: skip
     connection = None if snapshot is not None else conn.connect()
     if watch:
-        from dataclasses import replace
-
-        from spurctl.render.watch import WatchScreen
-
         # A live view redrawn in place has no room for a progress bar under it.
         src = replace(src, progress=False) if sys.stdout.isatty() else src
         every = use_case.WATCH_INTERVAL if interval is None else interval
-        try:
-            with WatchScreen() as screen:
-                last = screen.follow(
-                    use_case.watch_rounds(
-                        src,
-                        connection,
-                        watermark=watermark,
-                        include_healthy=show_all,
-                        journal=journal,
-                        interval=every,
-                        rounds=rounds,
-                        before_round=lambda _: screen.running(),
-                    )
-                )
-        except use_case.FirstRoundInterrupted as stopped:
-            print(
-                f"spurctl: interrupted during the first round: {stopped.doing}",
-                file=sys.stderr,
-            )
-            raise typer.Exit(ExitStatus.INTERRUPTED) from None
-        if last.error is not None:
-            fail(f"the last round failed: {last.error}")
-        raise typer.Exit(last.exit_status)
+        rounds_of = partial(
+            use_case.watch_rounds, src, connection, watermark=watermark,
+            include_healthy=show_all, journal=journal, interval=every, rounds=rounds,
+        )  # fmt: skip
+        raise typer.Exit(watch_on_screen(rounds_of))
     report, inputs = use_case.run_audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
     heap.keep_until_exit(report, inputs)
-    notice = filter_notice(report, fmt, only)
-    if output is None:
-        print_audit(report, fmt, only=only)
-    else:  # whole or not at all: a textfile collector must never read half a report
-        write_output(render_audit(report, fmt, only=only), output)
-    if notice is not None:
-        print(notice, file=sys.stderr)
+    show_audit(report, fmt, only, output)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
@@ -419,15 +384,13 @@ def collect_command(
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
-    names = sorted(parse_scope(nodes))
-    tree = opt.tree_of(topology, remote_command, ssh, command)
-    if ship_scanner and command == DEFAULT_COMMAND:
-        from spurctl.sources.shipped_scan import SHIP_COMMAND
-
-        command = SHIP_COMMAND
+    # The same checks and command as an audit's --collect: one way to read these options.
+    src = opt.HoldingOptions(
+        None, True, command, fanout, topology, remote_command, ssh, ship_scanner
+    ).sources(nodes)
     results = collect(
-        names, command=command, fanout=fanout, timeout=timeout, tree=tree,
-        ship_scanner=ship_scanner,
+        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=timeout,
+        tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(
         "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
@@ -459,15 +422,9 @@ def demo(
       spurctl demo --serve    # then point spurctl at it by hand
       spurctl demo --serve --scenario post-wipe
     """
-    from spurctl import demo as walkthrough
+    from spurctl.demo import command
 
-    if serve:
-        walkthrough.serve(scenario=scenario.value)
-        return
-    if scenario is not opt.DemoScenario.INCIDENT:
-        fail("--scenario is for --serve: the walkthrough tells the incident")
-    if not walkthrough.run().ok:
-        fail("the demo did not close the loop (see above); rerun with --debug and report it")
+    command(keep_up=serve, scenario=scenario.value)
 
 
 def main() -> None:
@@ -491,37 +448,10 @@ def main() -> None:
         completion_init()
     try:
         code = app(args=args, standalone_mode=False)
-    except SpurctlError as exc:
-        if _state["debug"]:
-            import traceback
+    except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
+        from spurctl.render.terminal import report
 
-            print(traceback.format_exc(), file=sys.stderr, end="")
-        print(f"spurctl: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("spurctl: interrupted", file=sys.stderr)
-        sys.exit(ExitStatus.INTERRUPTED)
-    except typer.Abort:
-        print("spurctl: aborted", file=sys.stderr)
-        sys.exit(ExitStatus.ACTION_NEEDED)
-    except Exception as exc:  # an operator never gets a bare traceback without --debug
-        from spurctl.render.terminal import usage_error
-
-        usage = usage_error(exc)
-        if usage is not None:
-            if usage:
-                print(f"spurctl: error: {usage}", file=sys.stderr)
-            sys.exit(ExitStatus.ERROR)
-        if _state["debug"]:
-            import traceback
-
-            print(traceback.format_exc(), file=sys.stderr, end="")
-        print(
-            f"spurctl: internal error: {type(exc).__name__}: {exc} "
-            "(rerun with --debug for a traceback and report it)",
-            file=sys.stderr,
-        )
-        sys.exit(ExitStatus.ERROR)
+        sys.exit(report(exc, debug=_state["debug"]))
     # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
     heap.exit_now(code if isinstance(code, int) else ExitStatus.OK)
 
@@ -555,17 +485,10 @@ def node_release(
     """
     from spurctl.act import journal
     from spurctl.act.node_release import run
-    from spurctl.model import parse_time
 
-    try:
-        when = parse_time(started_at)
-    except ValueError:
-        when = None
-    if when is None:
-        fail(f"--started-at {started_at!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)")
     done = run(
         job,
-        when,
+        opt.started_at(started_at),
         dry_run=dry_run,
         grace_s=grace,
         cgroup_root=cgroup_root,

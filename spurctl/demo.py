@@ -35,6 +35,7 @@ from rich.text import Text
 
 from spurctl import hostlist
 from spurctl.decide.reasons import plural
+from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 from spurctl.render.common import write_output
 
@@ -447,3 +448,16 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         "Serving; Ctrl-C to stop.",
     ]
     return lines
+
+
+def command(*, keep_up: bool, scenario: str) -> None:
+    """`spurctl demo`: the walkthrough, or (--serve) the cluster of `scenario` kept up."""
+    if keep_up:
+        serve(scenario=scenario)
+        return
+    if scenario != "incident":
+        raise SpurctlError("--scenario is for --serve: the walkthrough tells the incident")
+    if not run().ok:
+        raise SpurctlError(
+            "the demo did not close the loop (see above); rerun with --debug and report it"
+        )

@@ -15,6 +15,7 @@ import math
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -918,6 +919,23 @@ NodeReleaseStartedAtOpt = Annotated[
         metavar="TIME",
     ),
 ]
+
+
+def started_at(text: str) -> datetime:
+    """--started-at as a time, or the one line saying it is not one."""
+    from spurctl.model import parse_time
+
+    try:
+        when = parse_time(text)
+    except ValueError:
+        when = None
+    if when is None:
+        raise SpurctlError(
+            f"--started-at {text!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)"
+        )
+    return when
+
+
 NodeReleaseDryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print what would be signalled; send nothing.")
 ]

@@ -1,4 +1,4 @@
-"""The terminal itself: the reclaim prompt, and Click's usage errors as one line."""
+"""The terminal itself: the reclaim prompt, and what ended a command as one line."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def usage_error(exc: Exception) -> str | None:
+def usage_error(exc: BaseException) -> str | None:
     """One line for a Click usage error (unknown option, missing or bad value), else None.
 
     Click's own report is three lines (usage, a hint, the error); the contract
@@ -75,3 +75,39 @@ def _close(exc: Any) -> str:
     if not close:
         return ""
     return f"; did you mean {' or '.join(sorted(close))}?"
+
+
+def report(exc: BaseException, *, debug: bool) -> int:
+    """One line on stderr for what ended the command (with --debug, the traceback
+    first, secrets still redacted), and the exit status it earns."""
+    from spurctl.errors import ExitStatus, SpurctlError
+
+    if isinstance(exc, SpurctlError):
+        _traceback(debug)
+        print(f"spurctl: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        print("spurctl: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
+    if isinstance(exc, typer.Abort):
+        print("spurctl: aborted", file=sys.stderr)
+        return ExitStatus.ACTION_NEEDED
+    usage = usage_error(exc)
+    if usage is not None:
+        if usage:
+            print(f"spurctl: error: {usage}", file=sys.stderr)
+        return ExitStatus.ERROR
+    _traceback(debug)
+    print(
+        f"spurctl: internal error: {type(exc).__name__}: {exc} "
+        "(rerun with --debug for a traceback and report it)",
+        file=sys.stderr,
+    )
+    return ExitStatus.ERROR
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        print(traceback.format_exc(), file=sys.stderr, end="")

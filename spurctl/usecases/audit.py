@@ -377,6 +377,27 @@ def check_watch(src: Sources, fmt: str) -> None:
         )
 
 
+def check_flags(
+    src: Sources,
+    fmt: str,
+    *,
+    watch: bool,
+    filtered: bool,
+    output: Path | None,
+    interval: float | None,
+    rounds: int | None,
+) -> None:
+    """Refuse a mix of audit options that cannot mean anything, before anything is read."""
+    if watch:
+        check_watch(src, fmt)
+        if filtered or output is not None:
+            raise SpurctlError(
+                "--kind, --action and -o do not apply with --watch (it redraws the terminal)"
+            )
+    elif interval is not None or rounds is not None:
+        raise SpurctlError("--interval and --rounds only apply with --watch")
+
+
 class FirstRoundInterrupted(KeyboardInterrupt):
     """Ctrl-C before the first round could be shown; `doing` says what it stopped."""
 
