@@ -9,7 +9,7 @@ audit and runs `reclaim.execute` with a real Journal (fsynced), a real
 AgentPool and the real ControllerClient for the per-entry GetJob re-check.
 The default --concurrency is measured against a sweep, and once more with the
 controller slowed to the agents' latency, to show the re-checks are not
-serialized behind one channel. Target (issue 8): 1,000 cancels in <= 5 s.
+serialized behind one channel. Target: 1,000 cancels in <= 5 s.
 """
 
 from __future__ import annotations

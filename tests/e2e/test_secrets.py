@@ -55,7 +55,7 @@ def test_no_token_or_cluster_key_reaches_output_or_journal_even_with_debug(tmp_p
         ]
         assert runs[0].returncode == 2 and "Traceback" in runs[0].stderr
         assert runs[1].returncode == 1 and "refused the controller credential" in runs[1].stdout
-        assert runs[2].returncode == 1, runs[2].stderr  # sent, unconfirmed (issue 14 item 6)
+        assert runs[2].returncode == 1, runs[2].stderr  # sent, unconfirmed: nothing re-collected
         assert {c.subject for c in sim.cancels} == {"spurctld"}
 
         seen = [journal.read_text()] + [r.stdout + r.stderr for r in runs]
@@ -65,7 +65,7 @@ def test_no_token_or_cluster_key_reaches_output_or_journal_even_with_debug(tmp_p
 
 
 def test_an_agent_echoing_the_minted_credential_leaks_it_nowhere(tmp_path: Path) -> None:
-    """Issue 13 item 8: the `spurctld` credential spurctl mints is a secret before it is sent."""
+    """The `spurctld` credential spurctl mints is a secret before it is sent."""
     with SimCluster(incident(), agent_auth="required", jwt_key=KEY, agent_echo=True) as sim:
         inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
         agent_map = tmp_path / "agents.json"

@@ -1,4 +1,4 @@
-"""Issue 16 item 2: journal records carry a schema and a run id; the journal reads back as runs.
+"""Journal records carry a schema and a run id; the journal reads back as runs.
 
 (Through the real CLI against the simulated cluster: e2e/test_journal_command_e2e.py.)
 """

@@ -1,4 +1,4 @@
-"""Issue 14 item 6, the pure part: what a reclaim says of a cancel no node has confirmed."""
+"""What a reclaim says of a cancel no node has confirmed (the pure part)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pure parts of issue 13's reclaim guards: endpoint conflicts, inventory age, the
+"""The pure parts of the reclaim guards: endpoint conflicts, inventory age, the
 re-check under doubt, --job misses, durations and re-collect verdicts."""
 
 from __future__ import annotations

@@ -43,9 +43,9 @@ CASES = [
      "it is not an agent orphan; use spurctl reclaim --node gpu003 --job 4711"),
     ("a run begun the instant spurd did is spurd's own", node(run(), agent=AgentProcess(2201, RUN)),
      RUN, (), "not an agent orphan"),
-    # Issue 24 item 4 changes this: beside a process that predates spurd (a graceful
-    # restart's orphan sharing the cgroup), spurd's child no longer refuses the release;
-    # `select` leaves the child alone. Only spurd's processes alone refuse it.
+    # Beside a process that predates spurd (a graceful restart's orphan sharing the
+    # cgroup), spurd's child does not refuse the release; `select` leaves the child
+    # alone. Only spurd's processes alone refuse it.
     ("a process of spurd's beside a pre-restart one: the release goes on", node(run()), RUN,
      (81235,), None),
     ("every process is spurd's child: spurd tracks it", node(run()), RUN, (81234, 81235),
