@@ -34,10 +34,8 @@ from spurctl.model import (
     format_time,
 )
 
-# docs/contract.md "Findings": the action each kind asks for. Some cases override it, and
-# none can produce a reclaim: a loose node name, or a holding with no start time whose id
-# the controller tracks, turns reclaim into investigate; a holding whose job's nodelist
-# cannot be read, or whose text names the node, is unverifiable, to investigate.
+# docs/contract.md "Findings": each kind's action. What cannot be sure (a loose name, no
+# start time on a tracked id, an unreadable nodelist) turns reclaim into investigate.
 ACTIONS: Mapping[Kind, Action] = MappingProxyType(
     {
         Kind.TERMINAL_HELD: Action.RECLAIM,

@@ -140,10 +140,8 @@ def gather(
     )
 
 
-# What each Spur reclaims by itself on an agent's heartbeat (docs/spur-facts.md, "The
-# controller's own reclaim"): release v0.8.0 (2026-08-11) has #580 (2026-08-07), which
-# re-sends the cancel of a held id it records as terminal; #623 (main, 2026-08-16) made it
-# Spur's whole predicate. Main still says 0.8.0, so that version names either.
+# What each Spur reclaims by itself on a heartbeat (docs/spur-facts.md, "The controller's
+# own reclaim"): v0.8.0 has #580; #623 (main, still "0.8.0") made it the whole predicate.
 LAST_VERSION_WITHOUT_RECLAIM = (0, 8, 0)
 RECLAIMED_BY_580 = (Kind.TERMINAL_HELD,)
 RECLAIMED_BY_623 = (Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN)

@@ -342,10 +342,8 @@ def send(
 class Carried(ReclaimRun):
     """A run carried out, and whether its nodes were re-collected to judge what it sent."""
 
-    # True once the touched nodes were re-collected and each SENT outcome judged by
-    # what its node holds now: a SENT outcome is then confirmed (the job is gone).
-    # False: every SENT outcome only says the agent answered Ok, which spurd does
-    # for an id it does not track too (sent and unconfirmed).
+    # Whether a re-collect judged each SENT outcome by what its node holds now; without
+    # one, SENT only says the agent answered Ok (spurd does so for an unknown id too).
     verified: bool = False
 
 
