@@ -110,6 +110,18 @@ def test_reclaims_confirm_command_collects_through_the_same_tree(tmp_path: Path)
     assert flags == ["--topology", "/t.conf", "--remote-command", "x", "--ssh", "/s"]
 
 
+def test_reclaims_confirm_command_repeats_collect_and_controller_options_not_secrets() -> None:
+    holdings = HoldingOptions(
+        inventory=["inv.jsonl"], collect=True, command="ssh -p 2 %h x", fanout=8, ship_scanner=True
+    )
+    conn = ConnectionOptions(controller="http://c:6817", conf=Path("/s.conf"), token="SECRET")
+    assert confirm_flags(holdings, conn) == [
+        "--command", "ssh -p 2 %h x", "--fanout", "8", "--ship-scanner",
+        "--controller", "http://c:6817", "--conf", "/s.conf",
+    ]  # fmt: skip
+    assert confirm_flags(HoldingOptions(), ConnectionOptions()) == []
+
+
 @pytest.mark.parametrize("command", ["collect", "audit", "reclaim", "checklist post-wipe"])
 def test_help_says_the_default_topology_file_is_not_read(command: str) -> None:
     result = CliRunner().invoke(app, [*command.split(), "--help"], terminal_width=200)
