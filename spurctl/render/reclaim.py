@@ -463,13 +463,7 @@ def show_reclaimed(
         print("nothing sent", file=sys.stderr)
     elif done.stage is Stage.JOURNAL_FAILED:
         # The summary so far; the error line naming the journal follows.
-        stopped = PlanFacts(
-            fallback_nodes=facts.fallback_nodes,
-            unmatched_jobs=facts.unmatched_jobs,
-            stale=facts.stale,
-            max_inventory_age_s=facts.max_inventory_age_s,
-            journal_error=done.error,
-        )
+        stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)
         print_run(done.run, entries, report, fmt=fmt, facts=stopped)
     else:
         facts = replace(
