@@ -23,7 +23,7 @@ answer passes 32 MiB (the reason spurctl reads through filters).
 The ratio is the CLI process against the floor process, both from exec to
 exit, median of --repeat runs each after one unmeasured CLI run (which fills
 the controller's answer cache for the CLI's requests; the floor's are built at
-start). Target (issue 15), at 20,000 nodes: the CLI within 1.5x the floor and
+start). Target, at 20,000 nodes: the CLI within 1.5x the floor and
 400 MiB peak RSS. A CLI that fails is reported in one line and counts as FAIL;
 the floor is still measured and printed.
 """

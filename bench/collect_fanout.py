@@ -7,7 +7,7 @@ file being that node's inventory (a few holdings, as node-inventory prints).
 Measured: the library call `collect.collect`, the real CLI (`python -m spurctl
 collect --nodes ... --command ... -o FILE`), and the same fan-out with no delay,
 which is ClusterShell's and spurctl's own cost per node. Ideal at fanout F:
-ceil(N / F) * DELAY. Target (issue 8): 1,000 nodes at 200 ms in <= 6 s at the
+ceil(N / F) * DELAY. Target: 1,000 nodes at 200 ms in <= 6 s at the
 default fanout (64).
 """
 

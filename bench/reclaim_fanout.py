@@ -9,7 +9,7 @@ audit and runs `reclaim.execute` with a real Journal (fsynced), a real
 AgentPool and the real ControllerClient for the per-entry GetJob re-check.
 The default --concurrency is measured against a sweep, and once more with the
 controller slowed to the agents' latency, to show the re-checks are not
-serialized behind one channel. Target (issue 8): 1,000 cancels in <= 5 s.
+serialized behind one channel. Target: 1,000 cancels in <= 5 s.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import serve, verdict
 
-from spurctl import reclaim as rc
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
-from spurctl.audit import run_audit
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
+from spurctl.usecases import reclaim as rc
+from spurctl.usecases.audit import run_audit
 
 TARGET_WALL = 5.0
 SWEEP = (8, 16, 32, 64, 128)

@@ -5,7 +5,7 @@
 Runs the installed console script beside this interpreter (`.venv/bin/spurctl`)
 with this checkout first on PYTHONPATH, so it measures the code here, and
 `python -m spurctl` for comparison. Median of --runs after one warm-up run (the
-first run after a change also compiles bytecode). Targets (issue 8): --help
+first run after a change also compiles bytecode). Targets: --help
 <= 0.45 s, --version <= 0.30 s.
 """
 

@@ -9,21 +9,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
 
 import typer
 
-from spurctl import __version__
+from spurctl import heap
 from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
-from spurctl.errors import ExitStatus, SpurctlError, fail
+from spurctl.errors import ExitStatus, fail
 from spurctl.render import sink
-from spurctl.render.common import (
-    AuditFormat,
-    ChecklistFormat,
-    ReclaimFormat,
-    write_output,
-)
+from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, write_output
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
 
@@ -40,38 +34,10 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
-# What the last command produced, held until the process exits (see _keep_until_exit).
-_kept: list[object] = []
-
-
-def _keep_until_exit(*results: object) -> None:
-    """Hold a command's results until the process exits.
-
-    A 20,000-node audit ends with a few hundred thousand objects; when its frame
-    unwinds they would be freed one by one (~50 ms), work `_exit_now` leaves to the
-    OS. In a test that runs commands in-process, each call replaces the last one's.
-    """
-    _kept[:] = results
-
-
-def _version_callback(value: bool) -> None:
-    if value:
-        print(f"spurctl {__version__}")
-        raise typer.Exit()
 
 
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version."
-        ),
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
-    ] = False,
-) -> None:
+def _root(version: opt.VersionOpt = False, debug: opt.DebugOpt = False) -> None:
     _state["debug"] = debug
 
 
@@ -83,9 +49,7 @@ def _root(
 )
 @opt.connected()
 def snapshot(
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Where to save the snapshot.", metavar="FILE")
-    ],
+    output: opt.SnapshotOutputOpt,
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
     """Save the controller's view for offline audits.
@@ -93,17 +57,13 @@ def snapshot(
     Jobs, nodes, watermark and completeness, as one spurctl.snapshot/v1
     document; `spurctl audit --snapshot FILE` reaches the same findings from it.
     """
-    from spurctl.audit import take_snapshot
+    from spurctl.render.snapshot import saved_sentence
     from spurctl.sources.documents import dump_json, snapshot_to_dict
+    from spurctl.usecases.audit import take_snapshot
 
     view, watermark = take_snapshot(conn.connect())
     write_output(dump_json(snapshot_to_dict(view, watermark)) + "\n", output)
-    state = "complete" if view.complete else f"INCOMPLETE ({len(view.jobs)} of {view.jobs_total})"
-    print(
-        f"saved {len(view.jobs):,} jobs and {len(view.nodes):,} nodes from {view.address} "
-        f"(view {state}) to {output}",
-        file=sys.stderr,
-    )
+    print(saved_sentence(view, output), file=sys.stderr)
 
 
 # -- audit -----------------------------------------------------------------------
@@ -147,62 +107,36 @@ def audit(
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
-    from spurctl import audit as use_case
+    from dataclasses import replace
+    from functools import partial
+
     from spurctl.act.journal import default_path
-    from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
+    from spurctl.render.audit import FindingFilter
+    from spurctl.render.audit_command import show_audit, watch_on_screen
+    from spurctl.usecases import audit as use_case
 
     src = holdings.sources(nodes, snapshot)
     journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
-    if watch:
-        use_case.check_watch(src, fmt)
-        if only.active or output is not None:
-            fail("--kind, --action and -o do not apply with --watch (it redraws the terminal)")
-    elif interval is not None or rounds is not None:
-        fail("--interval and --rounds only apply with --watch")
+    use_case.check_flags(
+        src, fmt, watch=watch, filtered=only.active, output=output, interval=interval,
+        rounds=rounds,
+    )  # fmt: skip
     connection = None if snapshot is not None else conn.connect()
     if watch:
-        from dataclasses import replace
-
-        from spurctl.render.watch import WatchScreen
-
         # A live view redrawn in place has no room for a progress bar under it.
         src = replace(src, progress=False) if sys.stdout.isatty() else src
         every = use_case.WATCH_INTERVAL if interval is None else interval
-        try:
-            with WatchScreen(fold=not per_node) as screen:
-                last = screen.follow(
-                    use_case.watch_rounds(
-                        src,
-                        connection,
-                        watermark=watermark,
-                        include_healthy=show_all,
-                        journal=journal,
-                        interval=every,
-                        rounds=rounds,
-                        before_round=lambda _: screen.running(),
-                    )
-                )
-        except use_case.FirstRoundInterrupted as stopped:
-            print(
-                f"spurctl: interrupted during the first round: {stopped.doing}",
-                file=sys.stderr,
-            )
-            raise typer.Exit(ExitStatus.INTERRUPTED) from None
-        if last.error is not None:
-            fail(f"the last round failed: {last.error}")
-        raise typer.Exit(last.exit_status)
+        rounds_of = partial(
+            use_case.watch_rounds, src, connection, watermark=watermark,
+            include_healthy=show_all, journal=journal, interval=every, rounds=rounds,
+        )  # fmt: skip
+        raise typer.Exit(watch_on_screen(rounds_of, fold=not per_node))
     report, inputs = use_case.run_audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
-    _keep_until_exit(report, inputs)
-    notice = filter_notice(report, fmt, only)
-    if output is None:
-        print_audit(report, fmt, only=only, fold=not per_node)
-    else:  # whole or not at all: a textfile collector must never read half a report
-        write_output(render_audit(report, fmt, only=only, fold=not per_node), output)
-    if notice is not None:
-        print(notice, file=sys.stderr)
+    heap.keep_until_exit(report, inputs)
+    show_audit(report, fmt, only, output, fold=not per_node)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
@@ -216,15 +150,9 @@ def audit(
 @opt.connected(agents=True)
 @opt.with_holdings()
 def explain(
-    node: Annotated[str, typer.Argument(metavar="NODE", help="The node (either of its names).")],
-    job: Annotated[
-        int | None,
-        typer.Argument(metavar="[JOB]", help="One job the node holds.", parser=opt.job_id_parser()),
-    ] = None,
-    fmt: Annotated[
-        ReclaimFormat,
-        opt.format_option(ReclaimFormat, "explain", "the decision (json: spurctl.explain/v1)"),
-    ] = ReclaimFormat.TABLE,
+    node: opt.ExplainNodeArg,
+    job: opt.ExplainJobArg = None,
+    fmt: opt.ExplainFormatOpt = ReclaimFormat.TABLE,
     journal_path: opt.AuditJournalOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -238,8 +166,8 @@ def explain(
     nor any inventory knows NODE.
     """
     from spurctl.act.journal import default_path
-    from spurctl.explain import run_explain
     from spurctl.render.explain import render
+    from spurctl.usecases.explain import run_explain
 
     journal = journal_path or default_path()
     doc = run_explain(node, job, holdings.sources(None), conn.connect(), journal=journal)
@@ -279,131 +207,32 @@ def reclaim(
     node (--collect, --verify-inventory) shows the job gone; otherwise the run
     prints the command that confirms it and exits 1.
     """
-    import dataclasses
-
-    from spurctl import reclaim as use_case
-    from spurctl.render.reclaim import (
-        PlanFacts,
-        fallback_sentence,
-        print_plan,
-        print_run,
-        print_unresolved,
-        unmatched_sentence,
-    )
+    from spurctl.render import reclaim as shown
+    from spurctl.usecases.reclaim import reclaim as use_case
 
     hostlist = opt.one_hostlist(node)
     connection = conn.connect()
-    src = holdings.sources(hostlist)
-    prepared = use_case.prepare(
+    done = use_case(
         hostlist,
-        src,
+        holdings.sources(hostlist),
         connection,
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt),
+        ask=shown.ask if sys.stdin.isatty() else None,
         jobs=job,
         journal_path=journal_path,
         max_inventory_age_s=max_inventory_age,
+        dry_run=dry_run,
+        yes=yes,
+        settle=settle,
+        concurrency=concurrency,
+        verify_inventory=verify_inventory,
     )
-    entries, report = prepared.entries, prepared.report
-    facts = PlanFacts(
-        fallback_nodes=prepared.fallback_nodes,
-        unmatched_jobs=prepared.unmatched_jobs,
-        stale=prepared.stale,
-        max_inventory_age_s=prepared.max_inventory_age_s,
-        journal_path=str(prepared.journal_path),
-        investigate=[
-            f"{f.kind.value} on {f.node}" + (f" (job {f.job_id})" if f.job_id is not None else "")
-            for f in prepared.investigate
-        ],
+    shown.show_reclaimed(
+        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )
-    if prepared.fallback_nodes:
-        print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
-    if fmt == "table":
-        print_unresolved(prepared.unresolved)
-        print_plan(entries, report, facts=facts)
-    else:  # stdout is the JSON document; the warnings still have to reach the operator
-        print_unresolved(prepared.unresolved, file=sys.stderr)
-        if prepared.unmatched_jobs:
-            print(
-                f"spurctl: warning: {unmatched_sentence(prepared.unmatched_jobs)}",
-                file=sys.stderr,
-            )
-    # A --job that matches nothing is a request not met: exit 1, even with nothing to do.
-    unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
-    if dry_run:
-        key_warning = use_case.send_warning(connection) if entries else None
-        if key_warning is not None:
-            print(f"spurctl: warning: {key_warning}", file=sys.stderr)
-        if fmt == "json":
-            print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
-        raise typer.Exit(unmet)
-    if not entries:
-        if fmt == "json":
-            print_run(use_case.ReclaimRun(), entries, report, fmt="json", facts=facts)
-        raise typer.Exit(unmet)
-    use_case.check_can_send(connection)
-    if not yes:
-        from spurctl.decide.reasons import plural
-
-        live = sum(1 for e in entries if e.finding.live)
-        if not sys.stdin.isatty():
-            fail("refusing to reclaim without --yes: standard input is not a terminal")
-        question = (
-            f"Send {plural(len(entries), 'cancel')} to "
-            f"{plural(len({e.node for e in entries}), 'node')}, killing {plural(live, 'live run')}?"
-        )
-        if not _confirm(question):
-            print("nothing sent", file=sys.stderr)
-            raise typer.Exit(ExitStatus.ACTION_NEEDED)
-    # --verify-inventory: re-collect the touched nodes as --collect would, whatever the plan
-    # was read from.
-    recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
-    try:
-        run = use_case.carry_out(
-            prepared, connection, concurrency=concurrency, recollect=recollect, settle=settle
-        )
-    except use_case.JournalFailed as exc:
-        # The summary so far, then one line naming the journal: exit 2.
-        facts = PlanFacts(
-            fallback_nodes=facts.fallback_nodes,
-            unmatched_jobs=facts.unmatched_jobs,
-            stale=facts.stale,
-            max_inventory_age_s=facts.max_inventory_age_s,
-            journal_error=exc.sentence(),
-        )
-        print_run(exc.run, entries, report, fmt=fmt, facts=facts)
-        fail(exc.sentence())
-    facts = dataclasses.replace(
-        facts,
-        verified=run.verified,
-        confirm_flags=_confirm_flags(holdings, conn),
-        waited_s=run.waited_s,
-        settle_s=settle,
-    )
-    print_run(run, entries, report, fmt=fmt, facts=facts)
-    # Exit 0 only when everything planned was sent and a node showed it freed.
-    done = run.ok and run.verified and unmet is ExitStatus.OK
-    raise typer.Exit(ExitStatus.OK if done else ExitStatus.ACTION_NEEDED)
-
-
-def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) -> list[str]:
-    """What `spurctl audit --collect` needs to confirm this reclaim as it ran (no secret)."""
-    flags: list[str] = []
-    if holdings.command != DEFAULT_COMMAND:
-        flags += ["--command", holdings.command]
-    if holdings.fanout != opt.HoldingOptions().fanout:
-        flags += ["--fanout", str(holdings.fanout)]
-    if holdings.topology is not None:
-        flags += ["--topology", str(holdings.topology)]
-        if holdings.remote_command != DEFAULT_REMOTE_COMMAND:
-            flags += ["--remote-command", holdings.remote_command]
-        if holdings.ssh is not None:
-            flags += ["--ssh", holdings.ssh]
-    if holdings.ship_scanner:
-        flags.append("--ship-scanner")
-    if conn.controller:
-        flags += ["--controller", conn.controller]
-    if conn.conf is not None:
-        flags += ["--conf", str(conn.conf)]
-    return flags
+    if done.error is not None:
+        fail(done.error)
+    raise typer.Exit(done.exit_status)
 
 
 # -- journal ---------------------------------------------------------------------
@@ -414,28 +243,10 @@ def _confirm_flags(holdings: opt.HoldingOptions, conn: opt.ConnectionOptions) ->
     epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
 )
 def journal_command(
-    journal_path: Annotated[
-        Path | None,
-        typer.Option(
-            "--journal",
-            metavar="FILE",
-            help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim).",
-        ),
-    ] = None,
-    last: Annotated[
-        int,
-        opt.number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs."),
-    ] = 20,
-    run: Annotated[
-        str | None,
-        typer.Option(
-            "--run", metavar="ID", help="Show one run (its id, or the start of it) in full."
-        ),
-    ] = None,
-    fmt: Annotated[
-        ReclaimFormat,
-        opt.format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
-    ] = ReclaimFormat.TABLE,
+    journal_path: opt.JournalFileOpt = None,
+    last: opt.JournalLastOpt = 20,
+    run: opt.JournalRunOpt = None,
+    fmt: opt.JournalFormatOpt = ReclaimFormat.TABLE,
 ) -> None:
     """The runs reclaim and node-release journaled, newest first.
 
@@ -447,9 +258,9 @@ def journal_command(
     journaled yet (that is said in one line): the journal is a record to read,
     not a check; exit 2 when it cannot be read or --run names no run.
     """
-    from spurctl import journal_runs
     from spurctl.act.journal import default_path
     from spurctl.render.journal import missing_sentence, print_one, print_runs
+    from spurctl.usecases import journal_runs
 
     view = journal_runs.load(journal_path or default_path())
     if run is not None:
@@ -504,8 +315,8 @@ def checklist_post_wipe(
       spurctl checklist post-wipe --collect -o recycle.md
       spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
-    from spurctl.checklist import run_post_wipe
     from spurctl.render.checklist import render
+    from spurctl.usecases.checklist import run_post_wipe
 
     src = holdings.sources(nodes)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
@@ -574,15 +385,13 @@ def collect_command(
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
-    names = sorted(parse_scope(nodes))
-    tree = opt.tree_of(topology, remote_command, ssh, command)
-    if ship_scanner and command == DEFAULT_COMMAND:
-        from spurctl.sources.shipped_scan import SHIP_COMMAND
-
-        command = SHIP_COMMAND
+    # The same checks and command as an audit's --collect: one way to read these options.
+    src = opt.HoldingOptions(
+        None, True, command, fanout, topology, remote_command, ssh, ship_scanner
+    ).sources(nodes)
     results = collect(
-        names, command=command, fanout=fanout, timeout=timeout, tree=tree,
-        ship_scanner=ship_scanner,
+        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=timeout,
+        tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(
         "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
@@ -614,84 +423,9 @@ def demo(
       spurctl demo --serve    # then point spurctl at it by hand
       spurctl demo --serve --scenario post-wipe
     """
-    from spurctl import demo as walkthrough
+    from spurctl.demo import command
 
-    if serve:
-        walkthrough.serve(scenario=scenario.value)
-        return
-    if scenario is not opt.DemoScenario.INCIDENT:
-        fail("--scenario is for --serve: the walkthrough tells the incident")
-    if not walkthrough.run().ok:
-        fail("the demo did not close the loop (see above); rerun with --debug and report it")
-
-
-def _confirm(question: str) -> bool:
-    """Ask on the terminal, default no; Ctrl-C at any moment aborts.
-
-    Not input(): a Ctrl-C landing after the prompt is written but before
-    input() blocks in read() is only acted on at the next signal, so the
-    process would sit at the prompt. Waiting in short select() slices returns
-    to Python often enough to act on it.
-    """
-    import select
-
-    try:
-        sys.stdout.write(f"{question} [y/N]: ")
-        sys.stdout.flush()
-        while not select.select([sys.stdin], [], [], 0.1)[0]:
-            pass
-        answer = sys.stdin.readline()
-    except KeyboardInterrupt:
-        sys.stdout.write("\n")
-        raise typer.Abort() from None
-    if not answer:  # end of input: nobody said yes
-        sys.stdout.write("\n")
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
-def _usage_error(exc: Exception) -> str | None:
-    """One line for a Click usage error (unknown option, missing or bad value), else None.
-
-    Click's own report is three lines (usage, a hint, the error); the contract
-    promises one. Typer vendors Click in recent versions and used Click itself before.
-    """
-    import importlib
-
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            click_exceptions = importlib.import_module(module)
-        except ImportError:
-            continue
-        if not isinstance(exc, click_exceptions.UsageError):
-            return None
-        no_args = getattr(click_exceptions, "NoArgsIsHelpError", None)
-        if no_args is not None and isinstance(exc, no_args):
-            exc.show()  # bare `spurctl`: the help is the answer
-            return ""
-        ctx = getattr(exc, "ctx", None)
-        where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
-        no_option = getattr(click_exceptions, "NoSuchOption", None)
-        if no_option is not None and isinstance(exc, no_option):
-            return f"no such option: {exc.option_name}{_close(exc)}{where}"
-        return f"{exc.format_message().rstrip('.')}{where}"
-    return None
-
-
-def _close(exc: Any) -> str:
-    """The options close to what was typed, as a suggestion ("" when none is close):
-    Click offers every option sharing a few letters (`--formt`: --fanout, --format)."""
-    import difflib
-
-    typed = exc.option_name
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, typed, p).ratio(), p) for p in exc.possibilities or ()),
-        reverse=True,
-    )
-    close = [p for score, p in scored if score >= 0.6 and score >= scored[0][0] - 0.05]
-    if not close:
-        return ""
-    return f"; did you mean {' or '.join(sorted(close))}?"
+    command(keep_up=serve, scenario=scenario.value)
 
 
 def main() -> None:
@@ -715,54 +449,12 @@ def main() -> None:
         completion_init()
     try:
         code = app(args=args, standalone_mode=False)
-    except SpurctlError as exc:
-        if _state["debug"]:
-            import traceback
+    except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
+        from spurctl.render.terminal import report
 
-            print(traceback.format_exc(), file=sys.stderr, end="")
-        print(f"spurctl: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("spurctl: interrupted", file=sys.stderr)
-        sys.exit(ExitStatus.INTERRUPTED)
-    except typer.Abort:
-        print("spurctl: aborted", file=sys.stderr)
-        sys.exit(ExitStatus.ACTION_NEEDED)
-    except Exception as exc:  # an operator never gets a bare traceback without --debug
-        usage = _usage_error(exc)
-        if usage is not None:
-            if usage:
-                print(f"spurctl: error: {usage}", file=sys.stderr)
-            sys.exit(ExitStatus.ERROR)
-        if _state["debug"]:
-            import traceback
-
-            print(traceback.format_exc(), file=sys.stderr, end="")
-        print(
-            f"spurctl: internal error: {type(exc).__name__}: {exc} "
-            "(rerun with --debug for a traceback and report it)",
-            file=sys.stderr,
-        )
-        sys.exit(ExitStatus.ERROR)
+        sys.exit(report(exc, debug=_state["debug"]))
     # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
-    _exit_now(code if isinstance(code, int) else ExitStatus.OK)
-
-
-def _exit_now(code: int) -> NoReturn:
-    """Exit once the command is done, without freeing the heap object by object.
-
-    An audit of a 20,000-node cluster ends holding a few hundred thousand objects, and
-    the interpreter's teardown spends ~0.1 s freeing them, which the OS does at once.
-    Every file a command writes is closed before it returns; only the standard
-    streams are left to flush. If they cannot be flushed (a closed pipe), the
-    interpreter's own exit reports it as it always has.
-    """
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        sys.exit(code)
-    os._exit(code)
+    heap.exit_now(code if isinstance(code, int) else ExitStatus.OK)
 
 
 # -- node-release ----------------------------------------------------------------
@@ -794,17 +486,10 @@ def node_release(
     """
     from spurctl.act import journal
     from spurctl.act.node_release import run
-    from spurctl.model import parse_time
 
-    try:
-        when = parse_time(started_at)
-    except ValueError:
-        when = None
-    if when is None:
-        fail(f"--started-at {started_at!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)")
     done = run(
         job,
-        when,
+        opt.started_at(started_at),
         dry_run=dry_run,
         grace_s=grace,
         cgroup_root=cgroup_root,

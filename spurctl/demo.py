@@ -35,15 +35,16 @@ from rich.text import Text
 
 from spurctl import hostlist
 from spurctl.decide.reasons import plural
+from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 from spurctl.render.common import write_output
 
 if TYPE_CHECKING:
-    from spurctl.audit import AuditInputs
-    from spurctl.reclaim import Prepared, ReclaimRun
     from spurctl.simcluster import SimCluster
     from spurctl.simcluster.server import AuthMode
     from spurctl.sources.settings import Connection
+    from spurctl.usecases.audit import AuditInputs
+    from spurctl.usecases.reclaim import Prepared, ReclaimRun
 
 # Wide enough for the audit table's reason column when the output is not a
 # terminal (a pipe, a file, a test); a terminal's own width wins.
@@ -222,16 +223,16 @@ class _Narrator:
 def _audit(
     cluster: DemoCluster, conn: Connection, nodes: str | None
 ) -> tuple[AuditReport, AuditInputs]:
-    from spurctl.audit import run_audit
     from spurctl.sources.inventories import Sources
+    from spurctl.usecases.audit import run_audit
 
     return run_audit(Sources(nodes, [str(cluster.inventory)], False, "", 1), conn)
 
 
 def _prepare(cluster: DemoCluster, conn: Connection, nodes: str) -> Prepared:
     """`spurctl reclaim --node NODES --inventory ... --journal ...` up to its prompt."""
-    from spurctl.reclaim import prepare
     from spurctl.sources.inventories import Sources
+    from spurctl.usecases.reclaim import prepare
 
     src = Sources(nodes, [str(cluster.inventory)], False, "", 1)
     return prepare(nodes, src, conn, journal_path=cluster.journal)
@@ -239,8 +240,8 @@ def _prepare(cluster: DemoCluster, conn: Connection, nodes: str) -> Prepared:
 
 def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
     """Run the four steps against a fresh incident cluster and narrate them on `out`."""
-    from spurctl import reclaim
     from spurctl.render.reclaim import print_plan, print_run
+    from spurctl.usecases import reclaim
 
     say = _Narrator(out or sys.stdout)
     with demo_cluster(jwt_key) as cluster:
@@ -447,3 +448,16 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         "Serving; Ctrl-C to stop.",
     ]
     return lines
+
+
+def command(*, keep_up: bool, scenario: str) -> None:
+    """`spurctl demo`: the walkthrough, or (--serve) the cluster of `scenario` kept up."""
+    if keep_up:
+        serve(scenario=scenario)
+        return
+    if scenario != "incident":
+        raise SpurctlError("--scenario is for --serve: the walkthrough tells the incident")
+    if not run().ok:
+        raise SpurctlError(
+            "the demo did not close the loop (see above); rerun with --debug and report it"
+        )

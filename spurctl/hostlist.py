@@ -34,8 +34,11 @@ _RANGES = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
 _LEADING_ZEROS = re.compile(r"(?<![0-9])0+(?=[0-9])")
 
 
-def _plain(hostlist: str) -> bool:
-    return "[" not in hostlist and "," not in hostlist
+def plain_name(hostlist: str) -> str | None:
+    """The one node a list without brackets or commas names, trimmed as `expand` trims
+    it ("" for a blank list); None for any other list. Most jobs run on one node, and
+    this reads them without building a set (classify asks it of every active job)."""
+    return hostlist.strip() if "[" not in hostlist and "," not in hostlist else None
 
 
 def _top_level_parts(hostlist: str) -> list[str]:
@@ -56,8 +59,9 @@ def normalize(hostlist: str) -> str:
 
     `" gpu015 "` -> `"gpu015"`, `"gpu[001-002], gpu009,"` -> `"gpu[001-002],gpu009"`.
     """
-    if _plain(hostlist):
-        return hostlist.strip()
+    name = plain_name(hostlist)
+    if name is not None:
+        return name
     return ",".join(p for p in (part.strip() for part in _top_level_parts(hostlist)) if p)
 
 
@@ -90,8 +94,9 @@ def _expand_nodeset(hostlist: str) -> frozenset[str]:
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
     text = normalize(hostlist)
-    if _plain(text):  # e.g. "gpu015, " once trimmed
-        return frozenset((text,)) if text else frozenset()
+    name = plain_name(text)
+    if name is not None:  # e.g. "gpu015, " once trimmed
+        return frozenset((name,)) if name else frozenset()
     bound = _size_bound(text)
     if bound > MAX_NODES:
         raise SpurctlError(
@@ -133,26 +138,18 @@ def _what_is_wrong(text: str) -> str:
 def expand(hostlist: str) -> frozenset[str]:
     """The node names of a hostlist, each part trimmed as Spur does; raises SpurctlError
     when it cannot be parsed."""
-    if _plain(hostlist):
-        name = hostlist.strip()
+    name = plain_name(hostlist)
+    if name is not None:
         return frozenset((name,)) if name else frozenset()
     return _expand_nodeset(hostlist)
-
-
-def plain_name(hostlist: str) -> str | None:
-    """The one node a list without brackets or commas names, trimmed as `expand` trims
-    it ("" for a blank list); None for any other list. Most jobs run on one node, and
-    this reads them without building a set."""
-    if _plain(hostlist):
-        return hostlist.strip()
-    return None
 
 
 def node_in(hostlist: str, name: str) -> bool:
     """Whether `name` is one of the nodes of `hostlist`: exact string equality after
     trimming each part of the list, as Spur does."""
-    if _plain(hostlist):
-        return hostlist.strip() == name
+    plain = plain_name(hostlist)
+    if plain is not None:
+        return plain == name
     return name in _expand_nodeset(hostlist)
 
 

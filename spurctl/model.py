@@ -416,6 +416,11 @@ def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:
     return out
 
 
+def held_ids(invs: Iterable[Inventory]) -> frozenset[int]:
+    """Every job id the inventories hold: what the controller is asked about."""
+    return frozenset(h.job_id for inv in invs for h in inv.held)
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -15,6 +15,7 @@ import math
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -89,6 +90,57 @@ def job_id_parser() -> Any:
     return number(int, 0, MAX_JOB_ID)
 
 
+# -- options several commands take: each declared once, its help the command's own -------
+
+
+def output_option(help_text: str) -> Any:
+    return typer.Option("-o", "--output", help=help_text, metavar="FILE")
+
+
+def journal_option(help_text: str) -> Any:
+    return typer.Option("--journal", help=help_text, metavar="FILE")
+
+
+def nodes_option(help_text: str) -> Any:
+    return typer.Option("-w", "--nodes", help=help_text, metavar="HOSTLIST")
+
+
+def fanout_option(help_text: str) -> Any:
+    return number_option("--fanout", kind=int, low=1, high=100_000, help=help_text, metavar="N")
+
+
+def timeout_option(help_text: str) -> Any:
+    return number_option(
+        "--timeout", kind=float, low=0.001, high=DAY_S, help=help_text, metavar="SECONDS"
+    )
+
+
+def watermark_option(help_text: str) -> Any:
+    return number_option(
+        "--watermark", kind=int, low=1, high=MAX_JOB_ID, help=help_text, metavar="ID"
+    )
+
+
+def topology_option(help_text: str) -> Any:
+    return typer.Option("--topology", help=help_text, show_default=False, metavar="FILE")
+
+
+def command_option(help_text: str) -> Any:
+    return typer.Option("--command", help=help_text, metavar="TEMPLATE")
+
+
+def cgroup_root_option(help_text: str) -> Any:
+    return typer.Option("--cgroup-root", help=help_text, show_default=False, metavar="DIR")
+
+
+def proc_root_option(help_text: str) -> Any:
+    return typer.Option("--proc-root", help=help_text, metavar="DIR")
+
+
+def dry_run_option(help_text: str) -> Any:
+    return typer.Option("--dry-run", help=help_text)
+
+
 # -- connection options shared by every command that talks to the cluster -----
 
 ControllerOpt = Annotated[
@@ -152,17 +204,7 @@ AgentMapOpt = Annotated[
         metavar="FILE",
     ),
 ]
-TimeoutOpt = Annotated[
-    float,
-    number_option(
-        "--timeout",
-        kind=float,
-        low=0.001,
-        high=DAY_S,
-        help="Deadline of every RPC, seconds.",
-        metavar="SECONDS",
-    ),
-]
+TimeoutOpt = Annotated[float, timeout_option("Deadline of every RPC, seconds.")]
 TlsCaOpt = Annotated[
     Path | None,
     typer.Option("--tls-ca", help="CA bundle for https:// controller URLs.", metavar="FILE"),
@@ -262,13 +304,7 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
 # -- where an audit's holdings come from, and how to print it -------------------
 
 NodesOpt = Annotated[
-    str | None,
-    typer.Option(
-        "-w",
-        "--nodes",
-        help="Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]).",
-        metavar="HOSTLIST",
-    ),
+    str | None, nodes_option("Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]).")
 ]
 InventoryOpt = Annotated[
     list[str] | None,
@@ -281,33 +317,13 @@ InventoryOpt = Annotated[
 CollectOpt = Annotated[
     bool, typer.Option("--collect", help="Gather inventories live (see `spurctl collect`).")
 ]
-CommandOpt = Annotated[
-    str,
-    typer.Option(
-        "--command",
-        help="With --collect: command run per node, %h = node name.",
-        metavar="TEMPLATE",
-    ),
-]
-FanoutOpt = Annotated[
-    int,
-    number_option(
-        "--fanout",
-        kind=int,
-        low=1,
-        high=100_000,
-        help="With --collect: nodes at once.",
-        metavar="N",
-    ),
-]
+CommandOpt = Annotated[str, command_option("With --collect: command run per node, %h = node name.")]
+FanoutOpt = Annotated[int, fanout_option("With --collect: nodes at once.")]
 TopologyOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--topology",
-        help="With --collect: reach the nodes through the ClusterShell gateways this "
-        "topology.conf routes (see `spurctl collect --help`). Never read unless named.",
-        show_default=False,
-        metavar="FILE",
+    topology_option(
+        "With --collect: reach the nodes through the ClusterShell gateways this "
+        "topology.conf routes (see `spurctl collect --help`). Never read unless named."
     ),
 ]
 RemoteCommandOpt = Annotated[
@@ -330,15 +346,12 @@ SshOpt = Annotated[
 ]
 CollectTopologyOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--topology",
-        help="Reach the nodes through ClusterShell gateways: run --remote-command on every "
+    topology_option(
+        "Reach the nodes through ClusterShell gateways: run --remote-command on every "
         "node through the gateways this file routes to it (ClusterShell's topology.conf "
         "format, first route from this host's short name). Never read unless named: "
         "/etc/clustershell/topology.conf is not used by default, and without --topology "
-        "every node is reached from this host with --command.",
-        show_default=False,
-        metavar="FILE",
+        "every node is reached from this host with --command."
     ),
 ]
 
@@ -443,18 +456,59 @@ AuditActionOpt = Annotated[
 ]
 AuditOutputOpt = Annotated[
     Path | None,
-    typer.Option(
-        "-o",
-        "--output",
-        help="Write the report here instead of stdout: to a temporary file beside it, "
+    output_option(
+        "Write the report here instead of stdout: to a temporary file beside it, "
         "renamed over it once whole (as node_exporter's textfile collector expects), so "
-        "an error leaves the file as it was.",
-        metavar="FILE",
+        "an error leaves the file as it was."
     ),
 ]
 
 
 # -- each command's own options -------------------------------------------------
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from spurctl import __version__
+
+        print(f"spurctl {__version__}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version."),
+]
+DebugOpt = Annotated[
+    bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
+]
+SnapshotOutputOpt = Annotated[Path, output_option("Where to save the snapshot.")]
+ExplainNodeArg = Annotated[
+    str, typer.Argument(metavar="NODE", help="The node (either of its names).")
+]
+ExplainJobArg = Annotated[
+    int | None,
+    typer.Argument(metavar="[JOB]", help="One job the node holds.", parser=job_id_parser()),
+]
+ExplainFormatOpt = Annotated[
+    ReclaimFormat,
+    format_option(ReclaimFormat, "explain", "the decision (json: spurctl.explain/v1)"),
+]
+JournalFileOpt = Annotated[
+    Path | None,
+    journal_option("Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim)."),
+]
+JournalLastOpt = Annotated[
+    int, number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs.")
+]
+JournalRunOpt = Annotated[
+    str | None,
+    typer.Option("--run", metavar="ID", help="Show one run (its id, or the start of it) in full."),
+]
+JournalFormatOpt = Annotated[
+    ReclaimFormat,
+    format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
+]
 
 AuditSnapshotOpt = Annotated[
     Path | None,
@@ -462,17 +516,7 @@ AuditSnapshotOpt = Annotated[
         "--snapshot", help="Audit a saved controller snapshot instead of live.", metavar="FILE"
     ),
 ]
-AuditWatermarkOpt = Annotated[
-    int | None,
-    number_option(
-        "--watermark",
-        kind=int,
-        low=1,
-        high=MAX_JOB_ID,
-        help="Override the estimated watermark.",
-        metavar="ID",
-    ),
-]
+AuditWatermarkOpt = Annotated[int | None, watermark_option("Override the estimated watermark.")]
 AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
 AuditPerNodeOpt = Annotated[
     bool,
@@ -553,24 +597,17 @@ ReclaimJobOpt = Annotated[
         "--job", parser=job_id_parser(), help="Only these job ids. Repeatable.", metavar="ID"
     ),
 ]
-ReclaimDryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+ReclaimDryRunOpt = Annotated[bool, dry_run_option("Print the plan; send nothing.")]
 ReclaimYesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 ReclaimJournalOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--journal",
-        help="Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl).",
-        metavar="FILE",
-    ),
+    Path | None, journal_option("Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl).")
 ]
 AuditJournalOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--journal",
-        help="Reclaim's journal, read for the agent cancels already sent: a holding with no "
+    journal_option(
+        "Reclaim's journal, read for the agent cancels already sent: a holding with no "
         "process gets one at most, then it is a leftover (default "
-        "$XDG_STATE_HOME/spurctl/journal.jsonl).",
-        metavar="FILE",
+        "$XDG_STATE_HOME/spurctl/journal.jsonl)."
     ),
 ]
 ReclaimSettleOpt = Annotated[
@@ -643,24 +680,16 @@ ReclaimFormatOpt = Annotated[
 ]
 ChecklistNodesOpt = Annotated[
     str | None,
-    typer.Option(
-        "-w",
-        "--nodes",
-        metavar="HOSTLIST",
-        help="Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
-        "to recycle, as its verify command lists them (required).",
+    nodes_option(
+        "Nodes to check (Slurm hostlist). With --verify: the nodes the first run said "
+        "to recycle, as its verify command lists them (required)."
     ),
 ]
 ChecklistWatermarkOpt = Annotated[
     int | None,
-    number_option(
-        "--watermark",
-        kind=int,
-        low=1,
-        high=MAX_JOB_ID,
-        help="The controller's next job id, if known (default: max tracked id + 1, "
-        "at least spur.conf's first_job_id).",
-        metavar="ID",
+    watermark_option(
+        "The controller's next job id, if known (default: max tracked id + 1, "
+        "at least spur.conf's first_job_id)."
     ),
 ]
 ChecklistVerifyOpt = Annotated[
@@ -674,27 +703,19 @@ ChecklistVerifyOpt = Annotated[
 ChecklistFormatOpt = Annotated[
     ChecklistFormat, format_option(ChecklistFormat, "checklist", "the checklist")
 ]
-ChecklistOutputOpt = Annotated[
-    Path | None,
-    typer.Option("-o", "--output", help="Write here instead of stdout.", metavar="FILE"),
-]
+ChecklistOutputOpt = Annotated[Path | None, output_option("Write here instead of stdout.")]
 NodeInventoryCgroupRootOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--cgroup-root",
-        help="Read job cgroups (job_<id>, job_<id>_<attempt>) only under this directory; "
+    cgroup_root_option(
+        "Read job cgroups (job_<id>, job_<id>_<attempt>) only under this directory; "
         "absent is fine. Default: found. On the cgroup v2 mount (from /proc/self/mountinfo), "
         "walking up from spurd's own cgroup (/proc/<spurd pid>/cgroup, for a root systemd "
         "delegates) and from this command's, every ancestor named 'spur', with a 'spur' "
         "child, or holding job_* directories; then 'spur' at the top of the mount and "
-        "/sys/fs/cgroup/spur (Spur main's fixed root). All found are read.",
-        show_default=False,
-        metavar="DIR",
+        "/sys/fs/cgroup/spur (Spur main's fixed root). All found are read."
     ),
 ]
-NodeInventoryProcRootOpt = Annotated[
-    Path, typer.Option("--proc-root", help="The node's /proc.", metavar="DIR")
-]
+NodeInventoryProcRootOpt = Annotated[Path, proc_root_option("The node's /proc.")]
 NodeInventoryHostnameOpt = Annotated[
     str | None,
     typer.Option(
@@ -705,22 +726,14 @@ NodeInventoryHostnameOpt = Annotated[
     ),
 ]
 NodeInventoryOutputOpt = Annotated[
-    Path | None,
-    typer.Option("-o", "--output", help="Write the document here, not stdout.", metavar="FILE"),
+    Path | None, output_option("Write the document here, not stdout.")
 ]
-CollectNodesOpt = Annotated[
-    str,
-    typer.Option(
-        "-w", "--nodes", help="Hostlist of the nodes, e.g. gpu[001-128,200].", metavar="HOSTLIST"
-    ),
-]
+CollectNodesOpt = Annotated[str, nodes_option("Hostlist of the nodes, e.g. gpu[001-128,200].")]
 CollectCommandOpt = Annotated[
     str,
-    typer.Option(
-        "--command",
-        help="Command run locally once per node, %h replaced by the node name; "
-        "it must print the node's inventory.",
-        metavar="TEMPLATE",
+    command_option(
+        "Command run locally once per node, %h replaced by the node name; "
+        "it must print the node's inventory."
     ),
 ]
 ShipScannerOpt = Annotated[
@@ -735,31 +748,15 @@ ShipScannerOpt = Annotated[
 ]
 CollectFanoutOpt = Annotated[
     int,
-    number_option(
-        "--fanout",
-        kind=int,
-        low=1,
-        high=100_000,
-        help="How many commands run at once (with --topology: on each gateway, and here "
-        "for nodes reached directly).",
-        metavar="N",
+    fanout_option(
+        "How many commands run at once (with --topology: on each gateway, and here "
+        "for nodes reached directly)."
     ),
 ]
 CollectTimeoutOpt = Annotated[
-    float,
-    number_option(
-        "--timeout",
-        kind=float,
-        low=0.001,
-        high=DAY_S,
-        help="Seconds a node's command may run before it is killed.",
-        metavar="SECONDS",
-    ),
+    float, timeout_option("Seconds a node's command may run before it is killed.")
 ]
-CollectOutputOpt = Annotated[
-    Path | None,
-    typer.Option("-o", "--output", help="Write JSON Lines here, not stdout.", metavar="FILE"),
-]
+CollectOutputOpt = Annotated[Path | None, output_option("Write JSON Lines here, not stdout.")]
 
 
 class DemoScenario(enum.StrEnum):
@@ -819,20 +816,44 @@ class HoldingOptions:
         )  # fmt: skip
 
 
+_HOLDING_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("inventory", InventoryOpt, None),
+    ("collect", CollectOpt, False),
+    ("command", CommandOpt, DEFAULT_COMMAND),
+    ("fanout", FanoutOpt, 64),
+    ("topology", TopologyOpt, None),
+    ("remote_command", RemoteCommandOpt, DEFAULT_REMOTE_COMMAND),
+    ("ssh", SshOpt, None),
+    ("ship_scanner", ShipScannerOpt, False),
+]
+
+
 def with_holdings() -> Callable[[Command], Command]:
     """--inventory, --collect, --command, --fanout, --topology, --remote-command,
     --ssh and --ship-scanner, declared once; the command takes `holdings: HoldingOptions`."""
-    options: list[tuple[str, Any, Any]] = [
-        ("inventory", InventoryOpt, None),
-        ("collect", CollectOpt, False),
-        ("command", CommandOpt, DEFAULT_COMMAND),
-        ("fanout", FanoutOpt, 64),
-        ("topology", TopologyOpt, None),
-        ("remote_command", RemoteCommandOpt, DEFAULT_REMOTE_COMMAND),
-        ("ssh", SshOpt, None),
-        ("ship_scanner", ShipScannerOpt, False),
-    ]
-    return _option_group("holdings", options, HoldingOptions)
+    return _option_group("holdings", _HOLDING_OPTIONS, HoldingOptions)
+
+
+def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
+    """The argv words that give each of `options` the value `group` holds, for those
+    not at their default, read off the options' own declarations."""
+    words: list[str] = []
+    for name, annotated, default in options:
+        value = getattr(group, name)
+        if value == default:
+            continue
+        info = typing.get_args(annotated)[1]
+        flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
+        words += [flag] if value is True else [flag, str(value)]
+    return words
+
+
+def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
+    """What `spurctl audit --collect` needs to collect and read the controller as this
+    command did: the collect and controller options given (never --token: no secret)."""
+    collect = [o for o in _HOLDING_OPTIONS if o[0] not in ("inventory", "collect")]
+    controller = [o for o in _CONTROLLER_OPTIONS if o[0] != "token"]
+    return _as_flags(holdings, collect) + _as_flags(conn, controller)
 
 
 # -- node-release ------------------------------------------------------------------
@@ -855,8 +876,25 @@ NodeReleaseStartedAtOpt = Annotated[
         metavar="TIME",
     ),
 ]
+
+
+def started_at(text: str) -> datetime:
+    """--started-at as a time, or the one line saying it is not one."""
+    from spurctl.model import parse_time
+
+    try:
+        when = parse_time(text)
+    except ValueError:
+        when = None
+    if when is None:
+        raise SpurctlError(
+            f"--started-at {text!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)"
+        )
+    return when
+
+
 NodeReleaseDryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Print what would be signalled; send nothing.")
+    bool, dry_run_option("Print what would be signalled; send nothing.")
 ]
 NodeReleaseGraceOpt = Annotated[
     float,
@@ -871,28 +909,21 @@ NodeReleaseGraceOpt = Annotated[
 ]
 NodeReleaseCgroupRootOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--cgroup-root",
-        help="Look for the job's cgroups only under this directory. Default: found as "
-        "node-inventory finds it (see `spurctl node-inventory --help`).",
-        show_default=False,
-        metavar="DIR",
+    cgroup_root_option(
+        "Look for the job's cgroups only under this directory. Default: found as "
+        "node-inventory finds it (see `spurctl node-inventory --help`)."
     ),
 ]
 NodeReleaseProcRootOpt = Annotated[
     Path,
-    typer.Option(
-        "--proc-root",
-        help="The node's /proc. A real release needs this system's own /proc "
-        "(it signals by pid); another is only read, with --dry-run.",
-        metavar="DIR",
+    proc_root_option(
+        "The node's /proc. A real release needs this system's own /proc "
+        "(it signals by pid); another is only read, with --dry-run."
     ),
 ]
 NodeReleaseJournalOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--journal",
-        help="Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl).",
-        metavar="FILE",
+    journal_option(
+        "Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl)."
     ),
 ]

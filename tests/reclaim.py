@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spurctl.simcluster import SimCluster
+from tests.cli import run_cli
 
 # The incident's reclaimable holdings on gpu003-008 (stale runs of requeued jobs),
 # gpu012 (a finished job still reserved) and gpu013 (an id aged out below the watermark).
@@ -57,3 +60,44 @@ def reclaim_args(
         str(journal),
         "--yes",
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimFiles:
+    """The files a reclaim against `sim` reads and writes, in one test's tmp_path."""
+
+    inventory: Path
+    agent_map: Path
+    key: Path  # the cluster key, mode 0600 as spurctl demands
+    journal: Path
+
+
+def reclaim_files(sim: SimCluster, tmp_path: Path, key: str | None = None) -> ReclaimFiles:
+    """Write the cluster's inventories, its agent map and (with `key`) the key file."""
+    files = ReclaimFiles(
+        sim.write_inventories(tmp_path / "inventory.jsonl"),
+        tmp_path / "agents.json",
+        tmp_path / "jwt.key",
+        tmp_path / "journal.jsonl",
+    )
+    files.agent_map.write_text(json.dumps(sim.agent_map()))
+    if key is not None:
+        files.key.write_text(key + "\n")
+        files.key.chmod(0o600)
+    return files
+
+
+def reclaim_collecting(
+    sim: SimCluster, tmp_path: Path, live: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`reclaim --yes --format json` collecting the live inventories `live` through the
+    stand-in node command, with the agent map and journal in `tmp_path`."""
+    from tests.e2e.test_reclaim_confirm import node_command  # which imports this module
+
+    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
+    return run_cli(
+        "reclaim", "--controller", sim.controller_address, "--collect",
+        "--command", node_command(tmp_path, live), "--agent-map", str(tmp_path / "agents.json"),
+        "--journal", str(tmp_path / "j.jsonl"), "--yes", "--format", "json", *args,
+        home=tmp_path / "home",
+    )  # fmt: skip

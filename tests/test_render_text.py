@@ -16,7 +16,6 @@ import pytest
 from spurctl.decide.tracker import Tracker, WatchRound
 from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Inventory, Kind, Watermark, WatermarkSource
-from spurctl.reclaim import Entry, Outcome, ReclaimRun, Result
 from spurctl.render import checklist as render_checklist
 from spurctl.render.audit import audit_document, check_format, print_audit, render_audit
 from spurctl.render.collect import summarize
@@ -29,6 +28,7 @@ from spurctl.render.common import (
 )
 from spurctl.render.reclaim import print_plan, print_run, print_unresolved, run_document
 from spurctl.render.watch import WatchScreen, render_watch_round
+from spurctl.usecases.reclaim import Entry, Outcome, ReclaimRun, Result
 
 TAKEN_AT = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 # Each is markup to rich: a tag it would swallow, a hostlist it could eat.

@@ -34,10 +34,8 @@ from spurctl.model import (
     format_time,
 )
 
-# docs/contract.md "Findings": the action each kind asks for. Some cases override it, and
-# none can produce a reclaim: a loose node name, or a holding with no start time whose id
-# the controller tracks, turns reclaim into investigate; a holding whose job's nodelist
-# cannot be read, or whose text names the node, is unverifiable, to investigate.
+# docs/contract.md "Findings": each kind's action. What cannot be sure (a loose name, no
+# start time on a tracked id, an unreadable nodelist) turns reclaim into investigate.
 ACTIONS: Mapping[Kind, Action] = MappingProxyType(
     {
         Kind.TERMINAL_HELD: Action.RECLAIM,
@@ -1031,10 +1029,8 @@ def _active_jobs_by_node(
         nodelist = placed.nodelist
         if not nodelist:
             continue
-        if "[" not in nodelist and "," not in nodelist:
-            # Most jobs: one node, no set to build (hostlist.plain_name, inline: it is
-            # asked for every active job of the cluster).
-            name = nodelist.strip()
+        name = hostlist.plain_name(nodelist)
+        if name is not None:  # most jobs: one node, no set to build
             if name in relevant:
                 on_node = out.get(name)
                 if on_node is None:

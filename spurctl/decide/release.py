@@ -154,9 +154,3 @@ def select(
                 "of the run that predates it, so whose it is cannot be told"
             )
     return out
-
-
-def signalled(holding: Holding, *, own_pid: int, agent_pid: int | None) -> tuple[int, ...]:
-    """The job's processes a release signals: never pid 1, this process or spurd."""
-    spared = {1, own_pid, *(() if agent_pid is None else (agent_pid,))}
-    return tuple(p for p in holding.pids if p not in spared)

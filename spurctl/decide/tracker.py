@@ -20,10 +20,8 @@ from spurctl.model import Action, AuditReport, Finding, Kind
 HEARTBEAT = timedelta(seconds=30)
 # Two heartbeats, whatever the watch interval: the controller's pace, not ours.
 STRANDED_AFTER = 2 * HEARTBEAT
-# How much shorter than the rounds' span the span of a node's inventories may be
-# and still count as covering it: a round collects (or reads a re-collected file)
-# some seconds after it starts, and not the same seconds every round (the first
-# also opens connections). The rounds' own span, the finding's age, has no slack.
+# How much less than the rounds a node's inventories may span and still cover them: a
+# round collects some seconds after it starts, not the same seconds every round.
 EVIDENCE_SLACK = timedelta(seconds=5)
 
 FindingKey = tuple[str, int | None, Kind]

@@ -21,7 +21,7 @@ from spurctl.render.common import ReclaimFormat, choose, dump_json, escaped, pip
 from spurctl.render.sink import styled
 
 if TYPE_CHECKING:
-    from spurctl.journal_runs import JournalRuns, Run
+    from spurctl.usecases.journal_runs import JournalRuns, Run
 
 SCHEMA = "spurctl.journal-runs/v1"
 

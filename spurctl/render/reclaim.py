@@ -11,8 +11,8 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -30,6 +30,9 @@ from spurctl.render.common import (
     watermark_document,
 )
 from spurctl.render.sink import styled
+
+if TYPE_CHECKING:
+    from spurctl.usecases.reclaim import Prepared, Reclaimed
 
 RESULT_STYLE = {
     Result.SENT: "green",
@@ -388,3 +391,89 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
     if facts.verified and facts.waited_s is not None:
         limit = f" (--settle {facts.settle_s:g} at most)" if facts.settle_s is not None else ""
         console.print(Text(f"Waited {facts.waited_s:g} s for the nodes to free them{limit}."))
+
+
+# -- the command's printing, around the use case's `reclaim` -------------------------
+
+
+def facts_of(prepared: Prepared) -> PlanFacts:
+    """What the plan shows beyond its entries, from the use case's Prepared."""
+    return PlanFacts(
+        fallback_nodes=prepared.fallback_nodes,
+        unmatched_jobs=prepared.unmatched_jobs,
+        stale=prepared.stale,
+        max_inventory_age_s=prepared.max_inventory_age_s,
+        journal_path=str(prepared.journal_path),
+        investigate=[
+            f"{f.kind.value} on {f.node}" + (f" (job {f.job_id})" if f.job_id is not None else "")
+            for f in prepared.investigate
+        ],
+    )
+
+
+def show_plan(prepared: Prepared, fmt: ReclaimFormat | str) -> None:
+    """The plan before anything is sent; with --format json, only its warnings (on stderr:
+    stdout is the document, printed at the end)."""
+    entries, report, facts = prepared.entries, prepared.report, facts_of(prepared)
+    if prepared.fallback_nodes:
+        print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
+    if fmt == "table":
+        print_unresolved(prepared.unresolved)
+        print_plan(entries, report, facts=facts)
+    else:
+        print_unresolved(prepared.unresolved, file=sys.stderr)
+        if prepared.unmatched_jobs:
+            print(
+                f"spurctl: warning: {unmatched_sentence(prepared.unmatched_jobs)}",
+                file=sys.stderr,
+            )
+
+
+def question(prepared: Prepared) -> str:
+    """The prompt before a real run: how many cancels, nodes and live runs."""
+    entries = prepared.entries
+    live = sum(1 for e in entries if e.finding.live)
+    return (
+        f"Send {plural(len(entries), 'cancel')} to "
+        f"{plural(len({e.node for e in entries}), 'node')}, killing {plural(live, 'live run')}?"
+    )
+
+
+def ask(prepared: Prepared) -> bool:
+    """Whether the operator, asked on the terminal, wants the plan sent."""
+    from spurctl.render.terminal import confirm
+
+    return confirm(question(prepared))
+
+
+def show_reclaimed(
+    done: Reclaimed, fmt: ReclaimFormat | str, *, confirm_flags: Sequence[str], settle_s: float
+) -> None:
+    """What the run did, after the plan: the outcome table or the JSON document."""
+    from spurctl.usecases.reclaim import Stage
+
+    prepared = done.prepared
+    entries, report, facts = prepared.entries, prepared.report, facts_of(prepared)
+    if done.stage is Stage.PLANNED:
+        if done.key_warning is not None:
+            print(f"spurctl: warning: {done.key_warning}", file=sys.stderr)
+        if fmt == "json":
+            print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
+    elif done.stage is Stage.NOTHING:
+        if fmt == "json":
+            print_run(done.run, entries, report, fmt="json", facts=facts)
+    elif done.stage is Stage.DECLINED:
+        print("nothing sent", file=sys.stderr)
+    elif done.stage is Stage.JOURNAL_FAILED:
+        # The summary so far; the error line naming the journal follows.
+        stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)
+        print_run(done.run, entries, report, fmt=fmt, facts=stopped)
+    else:
+        facts = replace(
+            facts,
+            verified=done.verified,
+            confirm_flags=confirm_flags,
+            waited_s=None if done.run is None else done.run.waited_s,
+            settle_s=settle_s,
+        )
+        print_run(done.run, entries, report, fmt=fmt, facts=facts)

@@ -24,7 +24,7 @@ from google.protobuf import empty_pb2
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError, redact
-from spurctl.gcpause import gc_paused
+from spurctl.heap import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
     MAX_JOB_ID,

@@ -340,13 +340,8 @@ def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
     return out
 
 
-# The inventory document, declared once: msgspec decodes the JSON and checks every
-# type and bound below in one pass in C (strict: no "16" for 16, no true for 1).
-# Unknown fields are ignored, so a newer node-inventory's additions still read.
-# Absent and null mean the same except for `agent` (see _inventory_extras_to_dict).
-# What a type cannot say is checked in `_inventory`: a node name must be present,
-# and times are made UTC. `_refusal` turns msgspec's "Expected `int` >= 0 - at
-# `$.held[3].job_id`" into "FILE: line N: held[3]: field 'job_id' must be ...".
+# The inventory document, declared once: msgspec checks every type and bound in one strict
+# pass (unknown fields ignored); `_inventory` checks the rest, `_refusal` words errors.
 
 _Count = Annotated[int, msgspec.Meta(ge=0)]
 _JobId = Annotated[int, msgspec.Meta(ge=0, le=MAX_JOB_ID)]

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from spurctl.errors import SpurctlError
-from spurctl.gcpause import gc_paused
-from spurctl.model import ControllerView, Inventory, format_time
+from spurctl.heap import gc_paused
+from spurctl.model import ControllerView, Inventory, format_time, held_ids
 from spurctl.sources.documents import parse_inventory_records
 
 if TYPE_CHECKING:
@@ -309,7 +309,7 @@ def read_view_and_inventories(
     try:
         try:
             inventories = load_inventories(sources)
-            held.append(frozenset(h.job_id for inv in inventories for h in inv.held))
+            held.append(held_ids(inventories))
         finally:
             if not held:
                 held.append(None)

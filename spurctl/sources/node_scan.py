@@ -35,13 +35,8 @@ from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess, utcnow
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
-# SPUR_JOB_GPUS is the job's (or, with --gpu-bind, this rank's) list of device
-# ids, set for every job with GPUs; it is read first. Without it, the vendor
-# variable spurd sets carries physical ids: ROCR_VISIBLE_DEVICES (AMD),
-# CUDA_VISIBLE_DEVICES (NVIDIA) or ZE_AFFINITY_MASK (Intel, "0" or "0.1" for a
-# tile: the device is the part before the dot). HIP_VISIBLE_DEVICES is never
-# read: spurd only ever sets it to -1 (deny), and a program that sets it names
-# devices relative to ROCR's list.
+# The job's GPUs: SPUR_JOB_GPUS first, then the vendor variable spurd sets; never
+# HIP_VISIBLE_DEVICES (docs/spur-facts.md, "What a node shows": GPUs).
 JOB_GPUS_VAR = "SPUR_JOB_GPUS"
 GPU_VARS = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
 TARGET_NODE_VAR = "SPUR_TARGET_NODE"

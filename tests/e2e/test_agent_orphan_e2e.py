@@ -17,7 +17,13 @@ from pathlib import Path
 
 from spurctl.model import format_time
 from spurctl.simcluster import Scenario, incident
-from tests.e2e.test_issue13_decide_e2e import audit_json, by_key, reclaim_yes, secured, setup_files
+from tests.e2e.test_unsure_evidence_spares_e2e import (
+    audit_json,
+    by_key,
+    reclaim_yes,
+    secured,
+    setup_files,
+)
 
 
 def _started(scenario: Scenario, node: str, job_id: int) -> datetime:

@@ -82,7 +82,7 @@ def test_a_node_in_scope_without_inventory_is_counted_not_inventoried(
     report = audit_live(sim, one, nodes="gpu[003-004]")
     assert report.nodes_in_scope == 2 and report.nodes_inventoried == 1
     assert any("gpu004" in note for note in report.notes)
-    # Issue 13: and a finding, so the audit cannot pass for a clean one.
+    # And a finding, so the audit cannot pass for a clean one.
     assert by_key(report.findings)[("gpu004", None)].kind is Kind.NOT_INVENTORIED
     assert report.needs_action
 

@@ -1,4 +1,4 @@
-"""Issue 16 item 3 through the real CLI against the simulated incident cluster:
+"""Through the real CLI against the simulated incident cluster:
 `audit --kind/--action` (rows only; the summary and the exit status count all),
 `audit -o FILE` (whole or not at all), and `-w` / `reclaim --nodes`."""
 

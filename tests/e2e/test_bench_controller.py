@@ -165,7 +165,7 @@ def test_half_the_nodes_have_an_inventory(bench: dict[str, Any], truth: ClusterS
 
 
 def test_two_hundred_thousand_real_sized_jobs_encode_to_about_a_hundred_megabytes() -> None:
-    """Issue 15's measurement: large()'s whole GetJobs is ~99 MB, three times the cap."""
+    """What the cap was set by: large()'s whole GetJobs is ~99 MB, three times the cap."""
     state = ClusterState(large())
     size = sum(answer_bytes(state.encoded(job)) for job in state.jobs.values())
     assert len(state.jobs) == 200_000

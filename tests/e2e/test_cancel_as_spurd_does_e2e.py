@@ -24,22 +24,16 @@ from spurctl.simcluster import SimCluster
 from spurctl.simcluster.state import CancelTiming
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import kept_fresh, node_command
-from tests.reclaim import cancelled, journal_records
+from tests.reclaim import cancelled, journal_records, reclaim_collecting
 
 
 def _reclaim(sim: SimCluster, tmp_path: Path, live: Path, *args: str) -> tuple[int, Any]:
-    proc = run_cli(
-        "reclaim", "--controller", sim.controller_address, "--collect",
-        "--command", node_command(tmp_path, live), "--agent-map", str(tmp_path / "agents.json"),
-        "--journal", str(tmp_path / "j.jsonl"), "--yes", "--format", "json", *args,
-        home=tmp_path / "home",
-    )  # fmt: skip
+    proc = reclaim_collecting(sim, tmp_path, live, *args)
     assert proc.returncode in (0, 1), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
 
 def _setup(sim: SimCluster, tmp_path: Path) -> Path:
-    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
     return sim.write_inventories(tmp_path / "live.jsonl")
 
 

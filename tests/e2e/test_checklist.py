@@ -19,7 +19,6 @@ from typing import Any
 import grpc
 import pytest
 
-from spurctl.checklist import post_wipe
 from spurctl.decide.post_wipe import (
     Hazard,
     StepId,
@@ -34,6 +33,7 @@ from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.usecases.checklist import post_wipe
 from tests.cli import run_cli
 
 KEY = "post-wipe-test-cluster-key-0123456789"
@@ -261,7 +261,7 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     md = out_file.read_text()
     assert "**7 nodes to recycle: gpu[001-007].**" in md
     boxes = [line for line in md.splitlines() if line.startswith("- [")]
-    # Issue 14 item 5: a seventh box, stopping the pre-wipe runs before spurd restarts.
+    # A seventh box, stopping the pre-wipe runs before spurd restarts.
     assert len(boxes) == 7 and all(b.startswith("- [ ] ") for b in boxes)
     for command in (
         "scontrol update PartitionName=gpu State=DRAIN",
@@ -620,7 +620,7 @@ def test_the_installed_command_runs_end_to_end(sim: SimCluster, tmp_path: Path) 
     assert "--verify" in help_text and "--nodes" in help_text
 
 
-# -- a restart is proven by the node's own spurd start time (issue 14 item 5) ----------
+# -- a restart is proven by the node's own spurd start time ---------------------------
 
 
 def set_slurmd_start_time(sim: SimCluster, node: str, at: datetime) -> None:

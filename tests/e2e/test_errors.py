@@ -335,7 +335,7 @@ def test_a_token_file_others_can_read_is_one_warning_and_is_not_sent(tmp_path: P
         one_line_error(proc, "wrong key")
 
 
-# -- issue 13 item 14: bad input that used to slip through ------------------------------
+# -- bad input that used to slip through -----------------------------------------------
 
 
 def test_invalid_utf8_on_stdin_is_exit_2_as_for_a_file(world: World, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Issue 15 item 2 through the real CLI: inventories read by the one msgspec declaration.
+"""Through the real CLI: inventories read by the one msgspec declaration.
 
 `spurctl audit --inventory FILE` against the simulated incident cluster: the
 inventories `spurctl collect` writes (non-ASCII kept raw) are read whole, and a

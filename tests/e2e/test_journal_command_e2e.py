@@ -1,4 +1,4 @@
-"""Issue 16 item 2 through the real CLI: `spurctl journal`, and reclaim saying where it journaled.
+"""Through the real CLI: `spurctl journal`, and reclaim saying where it journaled.
 
 A reclaim of the simulated incident cluster writes the records; `spurctl journal`
 reads them back as runs, newest first.
@@ -19,7 +19,7 @@ INCIDENT = tuple[SimCluster, Path, Path]
 
 
 def _legacy_intent(node: str, job_id: int, at: str = "2026-12-02T10:00:00Z") -> str:
-    """An intent as issue 13's reclaim wrote it: no schema, no run, and (here) no outcome."""
+    """An intent as the first journaling reclaim wrote it: no schema, no run, (here) no outcome."""
     rec = {"event": "intent", "at": at, "operator": "ops", "node": node, "job_id": job_id}
     return json.dumps({**rec, "kind": "active-elsewhere"})
 

@@ -1,6 +1,6 @@
 """The reclaim journal through the real CLI: one run at a time, private, never torn for good.
 
-Issue 13 items 6-8: two reclaims on one journal must not both send (the second
+Two reclaims on one journal must not both send (the second
 refuses, naming the first's pid); a torn line from a crash is reported and
 skipped, by dry runs and real runs alike; the journal a run creates is 0600 in a
 0700 directory.
@@ -40,7 +40,7 @@ def test_a_second_reclaim_on_the_same_journal_refuses_naming_the_first_runs_pid(
 
         line = one_line_error(second, "in use", f"pid {first.pid}", str(journal))
         assert "--journal" in line
-        assert first.returncode == 1, first_err  # sent, unconfirmed (issue 14 item 6)
+        assert first.returncode == 1, first_err  # sent, unconfirmed: nothing re-collected
         # Every planned cancel went out once, from the first run only.
         assert sorted(cancelled(sim)) == sorted(PLANNED)
         records = journal_records(journal)
@@ -53,7 +53,7 @@ def test_the_journal_a_reclaim_creates_is_private(tmp_path: Path) -> None:
         inventory, agent_map = _cluster_files(sim, tmp_path)
         journal = tmp_path / "state" / "spurctl" / "journal.jsonl"
         proc = run_cli(*reclaim_args(sim, inventory, agent_map, journal), home=tmp_path / "home")
-        assert proc.returncode == 1, proc.stderr  # sent, unconfirmed (issue 14 item 6)
+        assert proc.returncode == 1, proc.stderr  # sent, unconfirmed: nothing re-collected
     assert journal.stat().st_mode & 0o777 == 0o600
     assert journal.parent.stat().st_mode & 0o777 == 0o700
 
@@ -91,7 +91,7 @@ def test_a_torn_journal_line_is_reported_and_skipped_by_dry_and_real_runs(tmp_pa
         assert cancelled(sim) == []
 
         real = run_cli(*args, "--format", "json", home=tmp_path / "home")
-        assert real.returncode == 1, real.stderr  # sent, unconfirmed (issue 14 item 6)
+        assert real.returncode == 1, real.stderr  # sent, unconfirmed: nothing re-collected
         assert "internal error" not in real.stderr
         assert f"journal {journal} line 3: unreadable record skipped" in real.stderr
         json.loads(real.stdout)

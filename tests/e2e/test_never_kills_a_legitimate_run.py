@@ -183,7 +183,7 @@ WRONG_AGENT_MAP = ClusterSpec(
     visibility="redacted",
     conf="stated",
     next_job_id=NEXT_JOB_ID,
-    notes=("issue 13 item 1: gpu001's stale copy's cancel goes to gpu002's agent",),
+    notes=("wrong agent map: gpu001's stale copy's cancel goes to gpu002's agent",),
 )
 OWNER_ONLY_NOT_FOUND = ClusterSpec(
     nodes=NODES3,
@@ -197,7 +197,7 @@ OWNER_ONLY_NOT_FOUND = ClusterSpec(
     visibility="owner_only",
     conf="no_key",
     next_job_id=NEXT_JOB_ID,
-    notes=("issue 13 item 2: alice's GetJob of bob's job answers NOT_FOUND",),
+    notes=("scoped credential: alice's GetJob of bob's job answers NOT_FOUND",),
 )
 NODELIST_WITH_A_SPACE = ClusterSpec(
     nodes=NODES3,
@@ -208,7 +208,7 @@ NODELIST_WITH_A_SPACE = ClusterSpec(
     visibility="redacted",
     conf="stated",
     next_job_id=NEXT_JOB_ID,
-    notes=("issue 13 item 3: the nodelist is 'gpu002 '",),
+    notes=("nodelist with a space: the nodelist is 'gpu002 '",),
 )
 NO_STARTED_AT = ClusterSpec(
     nodes=NODES3,
@@ -219,7 +219,7 @@ NO_STARTED_AT = ClusterSpec(
     visibility="redacted",
     conf="stated",
     next_job_id=NEXT_JOB_ID,
-    notes=("issue 13 item 4: gpu001's run of 5001 has no start time (a pre-wipe run?)",),
+    notes=("no start time: gpu001's run of 5001 has no start time (a pre-wipe run?)",),
 )
 
 
@@ -254,18 +254,18 @@ def _intents(journal: Path) -> set[tuple[str, int]]:
 
 
 def _likely_cause(spec: ClusterSpec, node: str, job_id: int, meant: set[tuple[str, int]]) -> str:
-    """Which of issue 13's known holes a bad cancel most likely went through, in words."""
+    """Which known hole a bad cancel most likely went through, in words."""
     if (node, job_id) not in meant:
         aimed = sorted(n for n, j in meant if j == job_id) or ["no node in the journal"]
         return (
             f"spurctl meant it for {', '.join(aimed)}: the agent map sent it to {node}'s agent "
-            "(likely issue 13 item 1, a wrong agent map)"
+            "(likely a wrong agent map)"
         )
     held = next((h for h in spec.holds if (h.node, h.job_id) == (node, job_id)), None)
     job = next((j for j in spec.jobs if j.job_id == job_id), None)
     causes = []
     if job is not None and " " in job.nodelist:
-        causes.append("item 3, a nodelist with spaces")
+        causes.append("a nodelist with spaces")
     if (
         job is not None
         and spec.credential == "alice"
@@ -273,10 +273,10 @@ def _likely_cause(spec: ClusterSpec, node: str, job_id: int, meant: set[tuple[st
         and spec.visibility == "owner_only"
         and spec.conf != "stated"
     ):
-        causes.append("item 2, NOT_FOUND from a non-admin credential under owner_only")
+        causes.append("NOT_FOUND from a non-admin credential under owner_only")
     if held is not None and held.started == "none":
-        causes.append("item 4, a holding without started_at")
-    return "likely issue 13 " + " or ".join(causes) if causes else "cause not one of the known"
+        causes.append("a holding without started_at")
+    return "likely " + " or ".join(causes) if causes else "cause not one of the known"
 
 
 def _check(spec: ClusterSpec) -> list[str]:

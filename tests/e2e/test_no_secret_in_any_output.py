@@ -19,6 +19,7 @@ from spurctl.model import Node, NodeState
 from spurctl.simcluster import Scenario, SimCluster, incident
 from spurctl.sources import credentials as auth
 from tests.cli import run_cli
+from tests.reclaim import reclaim_files
 
 KEY = "echo-test-cluster-key-Hq4v8XkP-0123456789"
 TOKEN = auth.mint(KEY, "root", admin=True)
@@ -144,17 +145,13 @@ def test_a_reclaim_against_echoing_agents_keeps_the_token_out_of_journal_and_out
     with SimCluster(
         echoing_scenario(), auth="required", jwt_key=KEY, agent_echo=True, controller_echo=True
     ) as sim:
-        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-        agents = tmp_path / "agents.json"
-        agents.write_text(json.dumps(sim.agent_map()))
-        key = tmp_path / "jwt.key"
-        key.write_text(KEY + "\n")
-        key.chmod(0o600)
-        journal = tmp_path / "journal.jsonl"
+        files = reclaim_files(sim, tmp_path, key=KEY)
+        journal = files.journal
         home = tmp_path / "home"
         args = (
-            "--controller", sim.controller_address, "--inventory", str(inventory),
-            "--agent-map", str(agents), "--journal", str(journal), "--jwt-key-file", str(key),
+            "--controller", sim.controller_address, "--inventory", str(files.inventory),
+            "--agent-map", str(files.agent_map), "--journal", str(journal),
+            "--jwt-key-file", str(files.key),
         )  # fmt: skip
         runs = [
             cli("--debug", "reclaim", "--node", "gpu012", *args, "--yes", home=home),

@@ -186,7 +186,7 @@ def test_node_release_stops_an_orphans_real_processes_by_their_job_id(
         ("outcome", job_id, "agent-orphan"),
     ]
     assert records[1]["result"] == "released" and records[0]["node"] == records[1]["node"]
-    # Issue 16 item 2: a node-release is a run of its own in the journal, read back whole.
+    # A node-release is a run of its own in the journal, read back whole.
     assert {r["schema"] for r in records} == {"spurctl.journal/v1"}
     [run_id] = {r["run"] for r in records}
     shown = run_cli("journal", "--journal", str(journal), "--format", "json")

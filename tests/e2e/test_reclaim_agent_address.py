@@ -1,4 +1,4 @@
-"""Issue 14 item 8, through the real CLI: where a cancel's agent address comes from.
+"""Through the real CLI: where a cancel's agent address comes from.
 
 spurd listens on its own `--listen` (default 6818) and registers that address;
 spur.conf `[network] agent_port` is in Spur's schema but no Spur code reads it.

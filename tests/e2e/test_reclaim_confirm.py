@@ -1,4 +1,4 @@
-"""Issue 14 item 6, through the real CLI: "sent" is not "freed".
+"""Through the real CLI: "sent" is not "freed".
 
 spurd's CancelJob answers Ok for an id it does not track and does nothing. So a
 reclaim that does not look at the nodes again reports each cancel sent *and

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from spurctl import reclaim as rc
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
-from spurctl.audit import run_audit
 from spurctl.model import Holding
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
+from spurctl.usecases import reclaim as rc
+from spurctl.usecases.audit import run_audit
 from tests.cli import run_cli
 from tests.live import KEY
 
@@ -83,7 +83,7 @@ def test_exact_cancel_set_for_a_node_mixing_every_kind(sim: SimCluster, tmp_path
     mixed_node(sim)
     f = files(sim, tmp_path)
     run = reclaim_cli(sim, f, "--node", "gpu012", "--yes", "--format", "json")
-    # Issue 14 item 6: without a re-collect every sent cancel is unconfirmed, exit 1 (was 0).
+    # Without a re-collect every sent cancel is unconfirmed, exit 1 (was 0).
     assert run.returncode == 1, run.stdout + run.stderr
     sent = sorted((c.node, c.job_id, c.signal, c.subject) for c in sim.cancels)
     # terminal-held 4702, active-elsewhere 4711, below-watermark-unknown 4388; never
@@ -105,7 +105,7 @@ def test_exact_cancel_set_for_a_node_mixing_every_kind(sim: SimCluster, tmp_path
 def test_journal_records_intent_then_outcome_per_cancel(sim: SimCluster, tmp_path: Path) -> None:
     f = files(sim, tmp_path)
     run = reclaim_cli(sim, f, "--node", "gpu[006,012]", "--yes")
-    assert run.returncode == 1, run.stdout + run.stderr  # sent, unconfirmed (issue 14 item 6)
+    assert run.returncode == 1, run.stdout + run.stderr  # sent, unconfirmed: nothing re-collected
     records = journal(f)
     per_entry: dict[tuple[str, int], list[str]] = {}
     for r in records:
@@ -126,7 +126,7 @@ def test_journal_records_intent_then_outcome_per_cancel(sim: SimCluster, tmp_pat
 def test_secrets_never_reach_output_or_journal(sim: SimCluster, tmp_path: Path) -> None:
     f = files(sim, tmp_path)
     run = reclaim_cli(sim, f, "--node", "gpu003", "--yes", "--format", "json")
-    assert run.returncode == 1  # sent, unconfirmed (issue 14 item 6; was 0)
+    assert run.returncode == 1  # sent, unconfirmed: nothing re-collected
     for text in (run.stdout, run.stderr, Path(f["journal"]).read_text()):
         assert KEY not in text and f["token"] not in text
 
@@ -228,7 +228,7 @@ def test_nothing_reclaimable_on_a_healthy_node_exits_zero(sim: SimCluster, tmp_p
 def test_job_narrows_the_plan(sim: SimCluster, tmp_path: Path) -> None:
     f = files(sim, tmp_path)
     run = reclaim_cli(sim, f, "--node", "gpu006", "--job", "4716", "--yes")
-    assert run.returncode == 1  # sent, unconfirmed (issue 14 item 6; was 0)
+    assert run.returncode == 1  # sent, unconfirmed: nothing re-collected
     assert [(c.node, c.job_id) for c in sim.cancels] == [("gpu006", 4716)]
 
 

@@ -1,4 +1,4 @@
-"""Issue 13, through the real CLI against the simulated cluster: the ways a reclaim could
+"""Through the real CLI against the simulated cluster: the ways a reclaim could
 reach a legitimate run, or report a cancel it cannot vouch for, are closed.
 
 - a wrong agent map (gpu003 pointing at gpu015's agent) refuses the whole plan;
@@ -22,15 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from spurctl import reclaim as rc
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
-from spurctl.audit import run_audit
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
+from spurctl.usecases import reclaim as rc
+from spurctl.usecases.audit import run_audit
 from tests.cli import cli_process, one_line_error, run_cli
 from tests.live import KEY
 from tests.reclaim import cancelled, journal_records
@@ -238,7 +238,7 @@ def test_an_inventory_older_than_max_inventory_age_is_skipped_with_its_reason(
 
     # A wider limit accepts the same file.
     wide = _reclaim(sim, f, "--node", "gpu003", "--yes", "--max-inventory-age", "2h")
-    # Sent and unconfirmed without a re-collect (issue 14 item 6): exit 1, was 0.
+    # Sent and unconfirmed without a re-collect: exit 1.
     assert wide.returncode == 1, wide.stdout + wide.stderr
     assert "sent, unconfirmed" in wide.stdout
     assert cancelled(sim) == [("gpu003", 4711)]

@@ -15,7 +15,7 @@ from pathlib import Path
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from tests.cli import run_cli
-from tests.reclaim import RECLAIM_NODES, reclaim_args
+from tests.reclaim import RECLAIM_NODES, reclaim_args, reclaim_files
 
 KEY = "harden-test-cluster-key-Zq8v3XkP-0123456789"
 
@@ -55,7 +55,7 @@ def test_no_token_or_cluster_key_reaches_output_or_journal_even_with_debug(tmp_p
         ]
         assert runs[0].returncode == 2 and "Traceback" in runs[0].stderr
         assert runs[1].returncode == 1 and "refused the controller credential" in runs[1].stdout
-        assert runs[2].returncode == 1, runs[2].stderr  # sent, unconfirmed (issue 14 item 6)
+        assert runs[2].returncode == 1, runs[2].stderr  # sent, unconfirmed: nothing re-collected
         assert {c.subject for c in sim.cancels} == {"spurctld"}
 
         seen = [journal.read_text()] + [r.stdout + r.stderr for r in runs]
@@ -65,18 +65,13 @@ def test_no_token_or_cluster_key_reaches_output_or_journal_even_with_debug(tmp_p
 
 
 def test_an_agent_echoing_the_minted_credential_leaks_it_nowhere(tmp_path: Path) -> None:
-    """Issue 13 item 8: the `spurctld` credential spurctl mints is a secret before it is sent."""
+    """The `spurctld` credential spurctl mints is a secret before it is sent."""
     with SimCluster(incident(), agent_auth="required", jwt_key=KEY, agent_echo=True) as sim:
-        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
-        agent_map = tmp_path / "agents.json"
-        agent_map.write_text(json.dumps(sim.agent_map()))
-        key_file = tmp_path / "jwt.key"
-        key_file.write_text(KEY + "\n")
-        key_file.chmod(0o600)
-        journal = tmp_path / "journal.jsonl"
-        args = reclaim_args(sim, inventory, agent_map, journal, "gpu[003,012]")
+        files = reclaim_files(sim, tmp_path, key=KEY)
+        journal = files.journal
+        args = reclaim_args(sim, files.inventory, files.agent_map, journal, "gpu[003,012]")
         runs = [
-            run_cli(*args, "--jwt-key-file", str(key_file), *fmt, home=tmp_path / "home")
+            run_cli(*args, "--jwt-key-file", str(files.key), *fmt, home=tmp_path / "home")
             for fmt in ((), ("--format", "json"))
         ]
         echoed = [r.detail for r in sim.refusals if "authorization=Bearer " in r.detail]

@@ -192,7 +192,7 @@ def _forged(doc: dict[str, Any], change: str) -> dict[str, Any]:
 def test_a_forged_or_truncated_snapshot_is_refused_never_read_as_complete(
     lone_controller: SimCluster, tmp_path: Path, change: str, field: str
 ) -> None:
-    """Issue 13 item 5: completeness is never inferred from absence; ids, watermark: uint32."""
+    """Completeness is never inferred from absence; ids, watermark: uint32."""
     home = tmp_path / "home"
     inventory = str(lone_controller.write_inventories(tmp_path / "inventory.jsonl"))
     path = tmp_path / "snap.json"

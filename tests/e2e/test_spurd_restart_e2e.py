@@ -18,7 +18,7 @@ from spurctl.model import utcnow
 from spurctl.simcluster import SimCluster
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import kept_fresh, node_command
-from tests.reclaim import cancelled
+from tests.reclaim import cancelled, reclaim_collecting
 
 RESTART_AGO = timedelta(minutes=10)
 
@@ -34,16 +34,14 @@ def _audit(sim: SimCluster, tmp_path: Path, live: Path) -> dict[str, Any]:
     return finding  # type: ignore[no-any-return]
 
 
-def _reclaim(sim: SimCluster, tmp_path: Path, live: Path) -> None:
-    (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
-    proc = run_cli(
-        "reclaim", "--controller", sim.controller_address, "--node", "gpu012", "--collect",
-        "--command", node_command(tmp_path, live), "--agent-map", str(tmp_path / "agents.json"),
-        "--journal", str(tmp_path / "j.jsonl"), "--yes", "--settle", "0", "--format", "json",
-        home=tmp_path / "home",
-    )  # fmt: skip
-    assert proc.returncode in (0, 1), proc.stderr
-    assert [e["job_id"] for e in json.loads(proc.stdout)["plan"] if e["job_id"] == 4950] == []
+def _reclaim_then_audit(sim: SimCluster, tmp_path: Path) -> dict[str, Any]:
+    """Reclaim gpu012 (nothing of job 4950 may be planned), then audit it: 4950's finding."""
+    live = sim.write_inventories(tmp_path / "live.jsonl")
+    with kept_fresh(sim, live):
+        proc = reclaim_collecting(sim, tmp_path, live, "--node", "gpu012", "--settle", "0")
+        assert proc.returncode in (0, 1), proc.stderr
+        assert [e["job_id"] for e in json.loads(proc.stdout)["plan"] if e["job_id"] == 4950] == []
+        return _audit(sim, tmp_path, live)
 
 
 def test_after_a_graceful_restart_with_requeue_no_cancel_reaches_spurds_own_run(
@@ -58,10 +56,7 @@ def test_after_a_graceful_restart_with_requeue_no_cancel_reaches_spurds_own_run(
     assert set(shared.pids) > set(before.pids) and shared.tracked_pids
     assert sim.state.jobs[4950].state.name == "RUNNING"  # requeued under the same id
 
-    live = sim.write_inventories(tmp_path / "live.jsonl")
-    with kept_fresh(sim, live):
-        _reclaim(sim, tmp_path, live)
-        finding = _audit(sim, tmp_path, live)
+    finding = _reclaim_then_audit(sim, tmp_path)
     assert ("gpu012", 4950) not in cancelled(sim)
     assert (finding["kind"], finding["action"]) == ("agent-orphan", "investigate")
     old = " ".join(str(p) for p in before.pids)
@@ -80,10 +75,7 @@ def test_a_graceful_restart_without_requeue_leaves_a_terminal_orphan_and_no_canc
     sim = incident_cluster[0]
     sim.restart_agent("gpu012", utcnow() - RESTART_AGO, graceful=True)
     assert sim.state.jobs[4950].state.name == "NODE_FAIL"
-    live = sim.write_inventories(tmp_path / "live.jsonl")
-    with kept_fresh(sim, live):
-        _reclaim(sim, tmp_path, live)
-        finding = _audit(sim, tmp_path, live)
+    finding = _reclaim_then_audit(sim, tmp_path)
     assert ("gpu012", 4950) not in cancelled(sim)
     assert (finding["kind"], finding["controller_state"]) == ("agent-orphan", "NODE_FAIL")
     assert "no agent cancel is planned" in finding["reason"]
@@ -95,10 +87,7 @@ def test_a_crash_restart_leaves_the_controller_saying_running(
     sim = incident_cluster[0]
     assert sim.restart_agent("gpu012", utcnow() - RESTART_AGO) == []
     assert sim.state.jobs[4950].state.name == "RUNNING"
-    live = sim.write_inventories(tmp_path / "live.jsonl")
-    with kept_fresh(sim, live):
-        _reclaim(sim, tmp_path, live)
-        finding = _audit(sim, tmp_path, live)
+    finding = _reclaim_then_audit(sim, tmp_path)
     assert ("gpu012", 4950) not in cancelled(sim)
     assert (finding["kind"], finding["controller_state"]) == ("agent-orphan", "RUNNING")
     assert "the run is legitimate, so do not release it" in finding["reason"]

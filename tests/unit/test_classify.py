@@ -509,7 +509,7 @@ def test_nodes_in_scope_without_an_inventory_are_counted_as_not_inventoried() ->
     assert scoped.findings == []
 
 
-# -- issue 13: nodelist spacing, missing start times, coverage, inventory age --------
+# -- nodelist spacing, missing start times, coverage, inventory age ------------------
 
 
 @pytest.mark.parametrize(

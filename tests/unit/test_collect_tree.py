@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from spurctl.cli import _confirm_flags, app
+from spurctl.cli import app
 from spurctl.errors import SpurctlError
-from spurctl.options import ConnectionOptions, HoldingOptions, tree_of
+from spurctl.options import ConnectionOptions, HoldingOptions, confirm_flags, tree_of
 from spurctl.sources.collect import DEFAULT_COMMAND, _relayed
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree, root_name
 
@@ -106,8 +106,20 @@ def test_the_tree_options_need_topology_and_exclude_command(tmp_path: Path) -> N
 
 def test_reclaims_confirm_command_collects_through_the_same_tree(tmp_path: Path) -> None:
     holdings = HoldingOptions(collect=True, topology=Path("/t.conf"), remote_command="x", ssh="/s")
-    flags = _confirm_flags(holdings, ConnectionOptions())
+    flags = confirm_flags(holdings, ConnectionOptions())
     assert flags == ["--topology", "/t.conf", "--remote-command", "x", "--ssh", "/s"]
+
+
+def test_reclaims_confirm_command_repeats_collect_and_controller_options_not_secrets() -> None:
+    holdings = HoldingOptions(
+        inventory=["inv.jsonl"], collect=True, command="ssh -p 2 %h x", fanout=8, ship_scanner=True
+    )
+    conn = ConnectionOptions(controller="http://c:6817", conf=Path("/s.conf"), token="SECRET")
+    assert confirm_flags(holdings, conn) == [
+        "--command", "ssh -p 2 %h x", "--fanout", "8", "--ship-scanner",
+        "--controller", "http://c:6817", "--conf", "/s.conf",
+    ]  # fmt: skip
+    assert confirm_flags(HoldingOptions(), ConnectionOptions()) == []
 
 
 @pytest.mark.parametrize("command", ["collect", "audit", "reclaim", "checklist post-wipe"])

@@ -144,7 +144,7 @@ def test_not_found_is_proof_only_when_owner_only_visibility_is_ruled_out(tmp_pat
 def test_conf_without_visibility_key_states_nothing_and_leaves_not_found_in_doubt(
     tmp_path: Path,
 ) -> None:
-    # Issue 13 item 2: a spur.conf without the key (a login node's copy) cannot vouch for
+    # A spur.conf without the key (a login node's copy) cannot vouch for
     # the controller's setting, which may be owner_only: it used to read as "redacted".
     from spurctl.sources.settings import Connection
 
@@ -175,7 +175,7 @@ def test_a_root_credential_proves_not_found_like_an_admin() -> None:
     assert Connection(("http://c:1",), token=_token(False), conf=odd).not_found_doubt()
 
 
-# -- issue 13 item 14 ---------------------------------------------------------------
+# -- bad input that used to slip through ---------------------------------------------
 
 
 @pytest.mark.parametrize("value", ["true", "false", "6818.0", '"6818"', "0", "70000"])

@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from spurctl.audit import AuditInputs, audit
 from spurctl.decide.classify import controller_decision
 from spurctl.errors import SpurctlError
-from spurctl.explain import ARMS, explain
 from spurctl.model import (
     AgentProcess,
     ControllerView,
@@ -25,6 +23,8 @@ from spurctl.model import (
 )
 from spurctl.render.explain import render
 from spurctl.sources.settings import Connection
+from spurctl.usecases.audit import AuditInputs, audit
+from spurctl.usecases.explain import ARMS, explain
 
 NOW = datetime(2026, 12, 2, 14, 47, tzinfo=UTC)
 

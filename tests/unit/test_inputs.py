@@ -116,7 +116,7 @@ def test_a_hostlist_naming_millions_of_nodes_is_refused_before_it_is_expanded(
     assert time.monotonic() - started < 0.5
 
 
-# -- issue 13 item 5: a snapshot's completeness is read, never inferred ---------------
+# -- a snapshot's completeness is read, never inferred ---------------------------------
 
 
 def _snapshot(**view: Any) -> dict[str, Any]:
@@ -179,7 +179,7 @@ def test_a_forged_or_truncated_snapshot_is_one_error_naming_the_field(
     assert "\n" not in message and message.startswith("snap.json") and field in message
 
 
-# -- issue 13 items 9 and 14: one node's output, and inputs that used to slip ---------
+# -- one node's output, and inputs that used to slip ----------------------------------
 
 
 def _inv(node: str, at: str | None = "2026-12-02T10:00:00Z", **extra: Any) -> str:

@@ -1,4 +1,4 @@
-"""Issue 15 item 2: the inventory document is declared once (msgspec) and read the one way.
+"""The inventory document is declared once (msgspec) and read the one way.
 
 Whatever the model can hold reads back unchanged from what spurctl writes, and
 every kind of bad record is refused naming the file, the line, the field's path

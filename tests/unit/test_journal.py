@@ -121,7 +121,7 @@ def test_a_lone_append_is_fsynced_before_it_returns(
         assert len(synced) == 2
 
 
-# -- issue 13: a lock per journal, torn lines, private files ----------------------
+# -- a lock per journal, torn lines, private files ---------------------------------
 
 
 def _held_by_other(path: Path, pid: int) -> int:

@@ -1,4 +1,4 @@
-"""Issue 16 item 2: journal records carry a schema and a run id; the journal reads back as runs.
+"""Journal records carry a schema and a run id; the journal reads back as runs.
 
 (Through the real CLI against the simulated cluster: e2e/test_journal_command_e2e.py.)
 """
@@ -14,8 +14,8 @@ import pytest
 
 from spurctl.act.journal import SCHEMA, Journal, journal_lock, unresolved
 from spurctl.errors import SpurctlError
-from spurctl.journal_runs import LEGACY_GAP_S, load, select, summarize
 from spurctl.render.journal import document, print_one, print_runs
+from spurctl.usecases.journal_runs import LEGACY_GAP_S, load, select, summarize
 
 
 def _records(path: Path) -> list[dict[str, Any]]:

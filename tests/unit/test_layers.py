@@ -22,15 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "spurctl"
 
 DECIDE_MAY_IMPORT = ("spurctl.model", "spurctl.hostlist", "spurctl.errors")
-USE_CASES = (
-    "spurctl.audit",
-    "spurctl.reclaim",
-    "spurctl.checklist",
-    "spurctl.explain",
-    "spurctl.journal_runs",
-    "spurctl.cli",
-    "spurctl.demo",
-)
+USE_CASES = "spurctl.usecases"
+# Above the use cases: what parses options or narrates, and calls them.
+ENTRY_POINTS = ("spurctl.cli", "spurctl.demo")
 CLI_ENTRY_POINT = "spurctl.__main__"
 
 
@@ -130,7 +124,7 @@ def _decide_is_pure(imp: Import) -> str | None:
 def _sources_do_not_decide(imp: Import) -> str | None:
     if not _within(imp.importer, "spurctl.sources"):
         return None
-    for banned in ("spurctl.decide", "spurctl.act", "spurctl.render", *USE_CASES):
+    for banned in ("spurctl.decide", "spurctl.act", "spurctl.render", USE_CASES, *ENTRY_POINTS):
         if _within(imp.target, banned):
             return (
                 "sources/ never imports decide/, act/, render/ or a use case; "
@@ -148,6 +142,16 @@ def _render_only_renders(imp: Import) -> str | None:
     return None
 
 
+def _use_cases_do_not_render(imp: Import) -> str | None:
+    # The result says what happened; which renderer prints it is the caller's choice.
+    if not _within(imp.importer, USE_CASES):
+        return None
+    for banned in ("spurctl.render", *ENTRY_POINTS):
+        if _within(imp.target, banned):
+            return f"usecases/ never imports render/, cli or demo; it imports {imp.target}"
+    return None
+
+
 def _nothing_imports_cli(imp: Import) -> str | None:
     # demo is the one most tempted (it narrates the commands); it is covered here too.
     if imp.target == "spurctl.cli" and imp.importer != CLI_ENTRY_POINT:
@@ -159,6 +163,7 @@ RULES: Mapping[str, Rule] = {
     "decide-is-pure": _decide_is_pure,
     "sources-do-not-decide": _sources_do_not_decide,
     "render-only-renders": _render_only_renders,
+    "use-cases-do-not-render": _use_cases_do_not_render,
     "nothing-imports-cli": _nothing_imports_cli,
 }
 
@@ -298,7 +303,9 @@ def test_no_import_cycles(spurctl_imports: list[Import]) -> None:
 def test_every_layer_is_read() -> None:
     # A rule over a folder the reader never reaches would pass for the wrong reason.
     names = {m.name for m in package_modules()}
-    for layer in ("spurctl.decide", "spurctl.sources", "spurctl.render", "spurctl.act"):
+    for layer in (
+        "spurctl.decide", "spurctl.sources", "spurctl.render", "spurctl.act", USE_CASES,
+    ):  # fmt: skip
         assert any(_within(n, layer) and n != layer for n in names), layer
 
 
@@ -368,11 +375,24 @@ def test_checker_resolves_relative_imports() -> None:
 def test_checker_catches_a_use_case_imported_by_a_source() -> None:
     imports = _synthetic(
         {
-            "spurctl/sources/inventories.py": "from spurctl import audit\n",
-            "spurctl/audit.py": "",
+            "spurctl/sources/inventories.py": "from spurctl.usecases import audit\n",
+            "spurctl/usecases/audit.py": "",
         }
     )
     assert len(violations(imports, RULES["sources-do-not-decide"])) == 1
+
+
+def test_checker_catches_a_use_case_that_renders() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/usecases/reclaim.py": "def f():\n    from spurctl.render import reclaim\n",
+            "spurctl/render/reclaim.py": "",
+        }
+    )
+    assert violations(imports, RULES["use-cases-do-not-render"]) == [
+        "spurctl/usecases/reclaim.py:2: usecases/ never imports render/, cli or demo; "
+        "it imports spurctl.render.reclaim"
+    ]
 
 
 def test_checker_lets_only_the_entry_point_import_cli() -> None:
@@ -398,7 +418,7 @@ def test_checker_passes_a_clean_package() -> None:
             "spurctl/hostlist.py": "from ClusterShell.NodeSet import NodeSet\n",
             "spurctl/sources/wire.py": "from spurctl.model import Job\nimport grpc\n",
             "spurctl/render/audit.py": "from spurctl.decide import classify\nimport rich\n",
-            "spurctl/audit.py": (
+            "spurctl/usecases/audit.py": (
                 "from spurctl.sources import wire\nfrom spurctl.decide import classify\n"
             ),
         }

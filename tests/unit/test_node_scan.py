@@ -339,7 +339,7 @@ def test_job_cpus_come_from_its_cpuset_or_else_its_quota(
         ({"ROCR_VISIBLE_DEVICES": "3,1", "CUDA_VISIBLE_DEVICES": "3,1"}, (1, 3)),
         ({"CUDA_VISIBLE_DEVICES": "7"}, (7,)),
         # spurd sets HIP_VISIBLE_DEVICES only to -1 (deny); a list there is the
-        # program's own, relative to ROCR's: never read (issue 14).
+        # program's own, relative to ROCR's: never read.
         ({"HIP_VISIBLE_DEVICES": "2,2,0"}, ()),
         ({"ROCR_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "6"}, ()),
         ({"CUDA_VISIBLE_DEVICES": "GPU-1a2b,MIG-3c4d"}, ()),

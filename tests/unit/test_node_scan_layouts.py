@@ -418,8 +418,8 @@ def test_no_spurd_means_agent_null_and_a_fork_is_not_another_agent(tmp_path: Pat
 
 
 def test_two_top_level_spurds_name_no_agent_and_record_both(tmp_path: Path) -> None:
-    # Issue 23 item 3 changes this: the newest was taken, and its children alone
-    # counted as tracked, while the older spurd still supervised its runs.
+    # It used to take the newest and count its children alone as tracked, while the
+    # older spurd still supervised its runs.
     node = Node(tmp_path)
     node.process(2201, {}, comm="spurd", ticks=100)
     node.process(3300, {}, comm="spurd", ticks=8000)

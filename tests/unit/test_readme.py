@@ -66,7 +66,7 @@ def test_a_wrong_readme_command_would_fail() -> None:
         resolve(["reclaim", "--dry-run"])
 
 
-# -- what the README promises about reclaim and the nodes (issue 14 items 6, 8, 9) -----
+# -- what the README promises about reclaim and the nodes ---------------------------
 
 
 def _section(title: str) -> str:

@@ -1,4 +1,4 @@
-"""Issue 14 item 6, the pure part: what a reclaim says of a cancel no node has confirmed."""
+"""What a reclaim says of a cancel no node has confirmed (the pure part)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import shlex
 from pathlib import Path
 from unittest.mock import patch
 
-from spurctl import reclaim as rc
 from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result
 from spurctl.model import (
     Action,
@@ -29,6 +28,7 @@ from spurctl.render.reclaim import (
     unconfirmed_nodes,
 )
 from spurctl.sources.inventories import Sources
+from spurctl.usecases import reclaim as rc
 
 
 def _outcome(node: str, job_id: int, result: Result = Result.SENT) -> Outcome:

@@ -1,4 +1,4 @@
-"""The pure parts of issue 13's reclaim guards: endpoint conflicts, inventory age, the
+"""The pure parts of the reclaim guards: endpoint conflicts, inventory age, the
 re-check under doubt, --job misses, durations and re-collect verdicts."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import typer
 
-from spurctl import reclaim as rc
 from spurctl.decide.plan import (
     Endpoint,
     Entry,
@@ -22,6 +21,7 @@ from spurctl.hostlist import named_nodes
 from spurctl.model import Action, Finding, Job, JobState, Kind
 from spurctl.options import parse_duration
 from spurctl.sources.settings import Connection
+from spurctl.usecases import reclaim as rc
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 

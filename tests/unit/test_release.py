@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spurctl.decide.release import refusal, select, signalled
+from spurctl.decide.release import refusal, select
 from spurctl.model import AgentProcess, Holding, Inventory, JobProcess
 
 RUN = datetime(2026, 12, 1, 14, 2, 11, 250_000, tzinfo=UTC)
@@ -43,9 +43,9 @@ CASES = [
      "it is not an agent orphan; use spurctl reclaim --node gpu003 --job 4711"),
     ("a run begun the instant spurd did is spurd's own", node(run(), agent=AgentProcess(2201, RUN)),
      RUN, (), "not an agent orphan"),
-    # Issue 24 item 4 changes this: beside a process that predates spurd (a graceful
-    # restart's orphan sharing the cgroup), spurd's child no longer refuses the release;
-    # `select` leaves the child alone. Only spurd's processes alone refuse it.
+    # Beside a process that predates spurd (a graceful restart's orphan sharing the
+    # cgroup), spurd's child does not refuse the release; `select` leaves the child
+    # alone. Only spurd's processes alone refuse it.
     ("a process of spurd's beside a pre-restart one: the release goes on", node(run()), RUN,
      (81235,), None),
     ("every process is spurd's child: spurd tracks it", node(run()), RUN, (81234, 81235),
@@ -82,12 +82,6 @@ def test_refusal(
         assert "\n" not in why
 
 
-def test_never_signals_pid_1_itself_or_spurd() -> None:
-    holding = run(pids=(1, 2201, 4242, 81234))
-    assert signalled(holding, own_pid=4242, agent_pid=2201) == (81234,)
-    assert signalled(holding, own_pid=4242, agent_pid=None) == (2201, 81234)
-
-
 def proc(
     pid: int, started: datetime | None, *lineage: int, cgroup: int | None = 4711
 ) -> JobProcess:
@@ -113,3 +107,10 @@ def test_only_the_run_that_predates_spurd_is_signalled() -> None:
     assert "descends from the current spurd (pid 2201)" in chosen.spared[90001]
     assert "whose it is cannot be told" in chosen.spared[96000]
     assert "cannot be read" in chosen.spared[97000]
+
+
+def test_never_signals_pid_1_itself_or_spurd() -> None:
+    procs = {pid: proc(pid, RUN, 1) for pid in (1, 2201, 4242, 81234)}
+    chosen = select(4711, procs, AgentProcess(2201, RESTART), own_pid=4242)
+    assert chosen.signalled == [81234]
+    assert set(chosen.spared) == {1, 2201, 4242}

@@ -138,7 +138,7 @@ def _report(findings: list[Finding] | None = None, *, notes: bool = True) -> Aud
 
 
 def _empty_report() -> AuditReport:
-    """An audit without findings: every node in scope was inventoried (issue 13: one that
+    """An audit without findings: every node in scope was inventoried (one that
     was not would be a not-inventoried finding)."""
     r = _report([], notes=False)
     r.view_complete, r.jobs_seen, r.jobs_total = True, 812, 812
@@ -306,7 +306,7 @@ def test_markdown_of_an_empty_audit_says_no_discrepancies_and_has_no_table() -> 
 
 
 def test_an_audit_without_findings_that_left_a_node_unaudited_says_so() -> None:
-    # Issue 13: "No discrepancies" only when every node in scope was audited, even if
+    # "No discrepancies" only when every node in scope was audited, even if
     # the findings that say so were filtered out of the report.
     report = _empty_report()
     report.nodes_inventoried = 127
@@ -464,7 +464,7 @@ def test_table_groups_by_node_in_natural_order_with_reclaim_rows_first() -> None
     assert len(rows) == len(report.findings)
     nodes = [r[0] for r in rows]
     # Node name once per group, groups in natural name order (gpu2 before gpu10), as
-    # the JSON, CSV and summary order them (issue 16 item 6; urgency no longer
+    # the JSON, CSV and summary order them (urgency no longer
     # reorders the groups).
     assert [n for n in nodes if n] == ["gpu1", "gpu2", "gpu10", "gpu30"]
     assert nodes == ["gpu1", "", "gpu2", "", "", "gpu10", "", "gpu30"]

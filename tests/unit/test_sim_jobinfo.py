@@ -1,6 +1,6 @@
 """The simulated controller's JobInfo records are real-sized; its GetJobs node filter is indexed.
 
-Issue 15: a real JobInfo carries name, command, work_dir, stdio paths, comment
+A real JobInfo carries name, command, work_dir, stdio paths, comment
 and more (400-700 bytes); the simulated cluster appends those upstream fields
 to what spurctl's own proto declares, and spurctl must read the same Job from
 either.

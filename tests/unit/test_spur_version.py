@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spurctl.audit import spur_version_note
 from spurctl.render.common import spur_version
+from spurctl.usecases.audit import spur_version_note
 
 
 @pytest.mark.parametrize(
@@ -52,9 +52,9 @@ def test_the_note_says_which_findings_this_controller_reclaims_by_itself(
 
 
 def test_the_kinds_the_notes_name_are_the_reclaim_kinds() -> None:
-    from spurctl.audit import RECLAIMED_BY_580, RECLAIMED_BY_623
     from spurctl.decide.classify import ACTIONS
     from spurctl.model import Action
+    from spurctl.usecases.audit import RECLAIMED_BY_580, RECLAIMED_BY_623
 
     assert set(RECLAIMED_BY_623) == {k for k, a in ACTIONS.items() if a is Action.RECLAIM}
     assert set(RECLAIMED_BY_580) < set(RECLAIMED_BY_623)

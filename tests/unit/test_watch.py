@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spurctl.audit import every
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
 from spurctl.render.watch import format_age, render_watch_round
 from spurctl.sources.inventories import Sources
+from spurctl.usecases.audit import every
 
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 
@@ -302,7 +302,7 @@ class SlowFirstAudit:
 def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import spurctl.audit as use_case
+    import spurctl.usecases.audit as use_case
 
     clock = FakeClock()
     monkeypatch.setattr(use_case, "run_audit", SlowFirstAudit(clock))

@@ -18,7 +18,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from spurctl.errors import DocumentError
-from spurctl.gcpause import gc_paused
+from spurctl.heap import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
     Allocation,
@@ -361,7 +361,7 @@ def holding_doc(**fields: Any) -> dict[str, Any]:
 def test_a_valid_holding_reads_the_same_from_json_text_and_from_a_dict(
     fields: dict[str, Any],
 ) -> None:
-    # Issue 15 item 2: one declaration reads both (msgspec), in place of a fast and a slow path.
+    # One declaration reads both (msgspec), in place of a fast and a slow path.
     from spurctl.model import parse_time
     from spurctl.sources.documents import parse_inventory_text
 

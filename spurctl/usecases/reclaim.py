@@ -18,6 +18,7 @@ sent cancel is confirmed only by re-collecting its node (`--collect` or
 
 from __future__ import annotations
 
+import enum
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,15 +47,15 @@ from spurctl.defaults import (
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_SETTLE_S,
 )
-from spurctl.errors import SpurctlError, redact
+from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold, named_nodes
 from spurctl.model import Action, AuditReport, Finding, Job, utcnow
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal, Unresolved
-    from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
+    from spurctl.usecases.audit import AuditInputs
 
 
 class JournalFailed(OSError):
@@ -341,10 +342,8 @@ def send(
 class Carried(ReclaimRun):
     """A run carried out, and whether its nodes were re-collected to judge what it sent."""
 
-    # True once the touched nodes were re-collected and each SENT outcome judged by
-    # what its node holds now: a SENT outcome is then confirmed (the job is gone).
-    # False: every SENT outcome only says the agent answered Ok, which spurd does
-    # for an id it does not track too (sent and unconfirmed).
+    # Whether a re-collect judged each SENT outcome by what its node holds now; without
+    # one, SENT only says the agent answered Ok (spurd does so for an unknown id too).
     verified: bool = False
 
 
@@ -521,9 +520,9 @@ def prepare(
     the plan's cancels could reach the wrong agent (check_endpoints).
     """
     from spurctl.act.journal import default_path, unresolved
-    from spurctl.audit import run_audit
     from spurctl.decide.plan import stale_reason
     from spurctl.hostlist import parse_scope
+    from spurctl.usecases.audit import run_audit
 
     scope = parse_scope(nodes)
     path = journal_path or default_path()
@@ -679,8 +678,8 @@ def reverify(
     """
     import time
 
-    from spurctl.audit import COLLECT_TIMEOUT
     from spurctl.sources.collect import collect
+    from spurctl.usecases.audit import COLLECT_TIMEOUT
 
     clock = clock or time.monotonic
     sleep = sleep or time.sleep
@@ -751,3 +750,87 @@ def reverify(
         except OSError as exc:
             raise JournalFailed(journal_path, exc, run) from exc
     return True
+
+
+class Stage(enum.Enum):
+    """How far a `spurctl reclaim` went."""
+
+    PLANNED = "planned"  # --dry-run: the plan only
+    NOTHING = "nothing"  # no cancel to send on these nodes
+    DECLINED = "declined"  # the operator answered no at the prompt
+    JOURNAL_FAILED = "journal-failed"  # stopped: the journal could not be written
+    SENT = "sent"
+
+
+@dataclass(slots=True)
+class Reclaimed:
+    """What one `spurctl reclaim` did, and the exit status it earns."""
+
+    prepared: Prepared
+    stage: Stage
+    exit_status: ExitStatus
+    run: ReclaimRun | None = None
+    # Whether a re-collect judged every sent cancel (Carried.verified).
+    verified: bool = False
+    # A dry run: what the real run's credential would meet (send_warning).
+    key_warning: str | None = None
+    # The command's one error line (JOURNAL_FAILED), after the run so far is shown.
+    error: str | None = None
+
+
+def reclaim(
+    nodes: str,
+    src: Sources,
+    conn: Connection,
+    *,
+    show_plan: Callable[[Prepared], None],
+    ask: Callable[[Prepared], bool] | None,
+    jobs: Sequence[int] | None = None,
+    journal_path: Path | None = None,
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
+    dry_run: bool = False,
+    yes: bool = False,
+    settle: float = DEFAULT_SETTLE_S,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    verify_inventory: bool = False,
+) -> Reclaimed:
+    """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
+    None: there is no terminal to ask on, so refuse), then send and verify.
+
+    Exit 0 only when everything planned was sent and a node showed it freed; a --job
+    that matches nothing is a request not met (1), even with nothing to do.
+    """
+    import dataclasses
+
+    prepared = prepare(
+        nodes, src, conn, jobs=jobs, journal_path=journal_path,
+        max_inventory_age_s=max_inventory_age_s,
+    )  # fmt: skip
+    show_plan(prepared)
+    entries = prepared.entries
+    unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
+    if dry_run:
+        warning = send_warning(conn) if entries else None
+        return Reclaimed(prepared, Stage.PLANNED, unmet, key_warning=warning)
+    if not entries:
+        return Reclaimed(prepared, Stage.NOTHING, unmet, run=ReclaimRun())
+    check_can_send(conn)
+    if not yes:
+        if ask is None:
+            raise SpurctlError(
+                "refusing to reclaim without --yes: standard input is not a terminal"
+            )
+        if not ask(prepared):
+            return Reclaimed(prepared, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
+    # --verify-inventory: re-collect the touched nodes as --collect would, whatever the plan
+    # was read from.
+    recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
+    try:
+        run = carry_out(prepared, conn, concurrency=concurrency, recollect=recollect, settle=settle)
+    except JournalFailed as exc:
+        return Reclaimed(
+            prepared, Stage.JOURNAL_FAILED, ExitStatus.ERROR, run=exc.run, error=exc.sentence()
+        )
+    done = run.ok and run.verified and unmet is ExitStatus.OK
+    status = ExitStatus.OK if done else ExitStatus.ACTION_NEEDED
+    return Reclaimed(prepared, Stage.SENT, status, run=run, verified=run.verified)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.gcpause import gc_paused
+from spurctl.heap import gc_paused
 from spurctl.model import (
     AuditReport,
     ControllerView,
@@ -27,6 +27,7 @@ from spurctl.model import (
     Kind,
     Watermark,
     WatermarkSource,
+    held_ids,
     inventories_by_node,
     utcnow,
     watermark_for,
@@ -71,7 +72,7 @@ class AuditInputs:
 
 def confirm_missing(
     view: ControllerView,
-    inventories: Iterable[Inventory],
+    held: Iterable[int],
     confirm: Callable[[Iterable[int]], Mapping[int, Job | None]],
     *,
     not_found_doubt: str | None,
@@ -83,7 +84,7 @@ def confirm_missing(
     `not_found_doubt` set, it may hide another user's job, and the id is left
     unconfirmed.
     """
-    lacking = view.lacking(h.job_id for inv in inventories for h in inv.held)
+    lacking = view.lacking(held)
     missing = {i for i in lacking if not view.proves_untracked(i)}
     if not missing:
         return {}
@@ -115,12 +116,10 @@ def gather(
     by_node = inventories_by_node(inventories)
     confirmed: dict[int, Job | None] = {}
     if client is not None:
+        held = held_ids(by_node.values())
         if view.bounded:
-            held = {h.job_id for inv in by_node.values() for h in inv.held}
             view = client.look_up(view, held)
-        confirmed = confirm_missing(
-            view, by_node.values(), client.confirm, not_found_doubt=not_found_doubt
-        )
+        confirmed = confirm_missing(view, held, client.confirm, not_found_doubt=not_found_doubt)
     if watermark_flag is None and snapshot_watermark is not None:
         watermark = snapshot_watermark
     else:
@@ -141,10 +140,8 @@ def gather(
     )
 
 
-# What each Spur reclaims by itself on an agent's heartbeat (docs/spur-facts.md, "The
-# controller's own reclaim"): release v0.8.0 (2026-08-11) has #580 (2026-08-07), which
-# re-sends the cancel of a held id it records as terminal; #623 (main, 2026-08-16) made it
-# Spur's whole predicate. Main still says 0.8.0, so that version names either.
+# What each Spur reclaims by itself on a heartbeat (docs/spur-facts.md, "The controller's
+# own reclaim"): v0.8.0 has #580; #623 (main, still "0.8.0") made it the whole predicate.
 LAST_VERSION_WITHOUT_RECLAIM = (0, 8, 0)
 RECLAIMED_BY_580 = (Kind.TERMINAL_HELD,)
 RECLAIMED_BY_623 = (Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN)
@@ -376,6 +373,27 @@ def check_watch(src: Sources, fmt: str) -> None:
             "--watch re-reads the inventories every round and standard input (-) can be "
             "read only once: write them to a file (spurctl collect -o FILE)"
         )
+
+
+def check_flags(
+    src: Sources,
+    fmt: str,
+    *,
+    watch: bool,
+    filtered: bool,
+    output: Path | None,
+    interval: float | None,
+    rounds: int | None,
+) -> None:
+    """Refuse a mix of audit options that cannot mean anything, before anything is read."""
+    if watch:
+        check_watch(src, fmt)
+        if filtered or output is not None:
+            raise SpurctlError(
+                "--kind, --action and -o do not apply with --watch (it redraws the terminal)"
+            )
+    elif interval is not None or rounds is not None:
+        raise SpurctlError("--interval and --rounds only apply with --watch")
 
 
 class FirstRoundInterrupted(KeyboardInterrupt):

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from spurctl.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
 from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold
-from spurctl.model import ControllerView, Inventory, Job, watermark_for
+from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
 from spurctl.sources.inventories import Sources, gather_holdings
+from spurctl.usecases.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -55,7 +55,9 @@ def post_wipe(
     confirmed = (
         # No doubt filter, unlike the audit's: a NOT_FOUND that hides a live job
         # only adds a node to recycle, never spares one.
-        confirm_missing(view, invs, confirm, not_found_doubt=None) if confirm is not None else {}
+        confirm_missing(view, held_ids(invs), confirm, not_found_doubt=None)
+        if confirm is not None
+        else {}
     )
     watermark = watermark_for(view, confirmed, flag=watermark_flag, first_job_id=first_job_id)
     assessment = assess(view, invs, watermark=watermark, confirmed=confirmed, scope=scope)

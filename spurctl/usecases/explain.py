@@ -43,9 +43,9 @@ from spurctl.model import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from spurctl.audit import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
+    from spurctl.usecases.audit import AuditInputs
 
 SCHEMA = "spurctl.explain/v1"
 
@@ -434,7 +434,7 @@ def run_explain(
     run_audit's."""
     from dataclasses import replace
 
-    from spurctl.audit import run_audit
+    from spurctl.usecases.audit import run_audit
 
     if not name or any(c in name for c in "[], "):
         raise SpurctlError(f"explain takes one node name, not a hostlist: {name!r}")

@@ -1,4 +1,5 @@
-"""Issue 13, items 3, 4, 10 and 11 end to end: the real CLI against the simulated cluster.
+"""Evidence spurctl cannot be sure of spares the run, end to end: the real CLI against the
+simulated cluster.
 
 A nodelist with spaces and a holding without a start time must never let
 `reclaim --yes` cancel a legitimate run; a node nobody inventoried (or a hostlist

@@ -1,0 +1,49 @@
+"""What `spurctl audit` prints: one report (to stdout or -o), or --watch's screen."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from spurctl.decide.tracker import WatchRound
+from spurctl.errors import ExitStatus, SpurctlError
+from spurctl.model import AuditReport
+from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
+from spurctl.render.common import AuditFormat, write_output
+
+
+def show_audit(
+    report: AuditReport,
+    fmt: AuditFormat | str,
+    only: FindingFilter,
+    output: Path | None,
+    *,
+    fold: bool = True,
+) -> None:
+    """The report as `fmt`, with the note a CSV's filter cannot carry on stderr;
+    `fold`: same-reason rows as one hostlist row (render.common.folded)."""
+    notice = filter_notice(report, fmt, only)
+    if output is None:
+        print_audit(report, fmt, only=only, fold=fold)
+    else:  # whole or not at all: a textfile collector must never read half a report
+        write_output(render_audit(report, fmt, only=only, fold=fold), output)
+    if notice is not None:
+        print(notice, file=sys.stderr)
+
+
+def watch_on_screen(rounds: Callable[..., Iterable[WatchRound]], *, fold: bool = True) -> int:
+    """Follow `rounds(before_round=hook)` (the hook each round calls as it starts) on a
+    screen redrawn in place; the exit status the last round earns."""
+    from spurctl.render.watch import WatchScreen
+    from spurctl.usecases.audit import FirstRoundInterrupted
+
+    try:
+        with WatchScreen(fold=fold) as screen:
+            last = screen.follow(rounds(before_round=lambda _: screen.running()))
+    except FirstRoundInterrupted as stopped:
+        print(f"spurctl: interrupted during the first round: {stopped.doing}", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
+    if last.error is not None:
+        raise SpurctlError(f"the last round failed: {last.error}")
+    return last.exit_status

@@ -1,0 +1,113 @@
+"""The terminal itself: the reclaim prompt, and what ended a command as one line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+
+def confirm(question: str) -> bool:
+    """Ask on the terminal, default no; Ctrl-C at any moment aborts.
+
+    Not input(): a Ctrl-C landing after the prompt is written but before
+    input() blocks in read() is only acted on at the next signal, so the
+    process would sit at the prompt. Waiting in short select() slices returns
+    to Python often enough to act on it.
+    """
+    import select
+
+    try:
+        sys.stdout.write(f"{question} [y/N]: ")
+        sys.stdout.flush()
+        while not select.select([sys.stdin], [], [], 0.1)[0]:
+            pass
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        raise typer.Abort() from None
+    if not answer:  # end of input: nobody said yes
+        sys.stdout.write("\n")
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def usage_error(exc: BaseException) -> str | None:
+    """One line for a Click usage error (unknown option, missing or bad value), else None.
+
+    Click's own report is three lines (usage, a hint, the error); the contract
+    promises one. Typer vendors Click in recent versions and used Click itself before.
+    """
+    import importlib
+
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            click_exceptions = importlib.import_module(module)
+        except ImportError:
+            continue
+        if not isinstance(exc, click_exceptions.UsageError):
+            return None
+        no_args = getattr(click_exceptions, "NoArgsIsHelpError", None)
+        if no_args is not None and isinstance(exc, no_args):
+            exc.show()  # bare `spurctl`: the help is the answer
+            return ""
+        ctx = getattr(exc, "ctx", None)
+        where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+        no_option = getattr(click_exceptions, "NoSuchOption", None)
+        if no_option is not None and isinstance(exc, no_option):
+            return f"no such option: {exc.option_name}{_close(exc)}{where}"
+        return f"{exc.format_message().rstrip('.')}{where}"
+    return None
+
+
+def _close(exc: Any) -> str:
+    """The options close to what was typed, as a suggestion ("" when none is close):
+    Click offers every option sharing a few letters (`--formt`: --fanout, --format)."""
+    import difflib
+
+    typed = exc.option_name
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, typed, p).ratio(), p) for p in exc.possibilities or ()),
+        reverse=True,
+    )
+    close = [p for score, p in scored if score >= 0.6 and score >= scored[0][0] - 0.05]
+    if not close:
+        return ""
+    return f"; did you mean {' or '.join(sorted(close))}?"
+
+
+def report(exc: BaseException, *, debug: bool) -> int:
+    """One line on stderr for what ended the command (with --debug, the traceback
+    first, secrets still redacted), and the exit status it earns."""
+    from spurctl.errors import ExitStatus, SpurctlError
+
+    if isinstance(exc, SpurctlError):
+        _traceback(debug)
+        print(f"spurctl: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        print("spurctl: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
+    if isinstance(exc, typer.Abort):
+        print("spurctl: aborted", file=sys.stderr)
+        return ExitStatus.ACTION_NEEDED
+    usage = usage_error(exc)
+    if usage is not None:
+        if usage:
+            print(f"spurctl: error: {usage}", file=sys.stderr)
+        return ExitStatus.ERROR
+    _traceback(debug)
+    print(
+        f"spurctl: internal error: {type(exc).__name__}: {exc} "
+        "(rerun with --debug for a traceback and report it)",
+        file=sys.stderr,
+    )
+    return ExitStatus.ERROR
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        print(traceback.format_exc(), file=sys.stderr, end="")
