@@ -124,6 +124,16 @@ def folded(
     return out
 
 
+# A folded row's node cell at most this wide: its reason carries the whole hostlist,
+# which for scattered nodes (every other one) runs to thousands of ranges.
+NODE_CELL = 40
+
+
+def node_cell(hostlist: str) -> str:
+    """A folded row's node column: the hostlist, cut with an ellipsis past NODE_CELL."""
+    return hostlist if len(hostlist) <= NODE_CELL else hostlist[: NODE_CELL - 1] + "…"
+
+
 def live_text(live: bool | None) -> str:
     return "" if live is None else ("yes" if live else "no")
 
@@ -364,15 +374,18 @@ def md_cell(text: str) -> str:
 
 
 def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: bool = True) -> str:
-    """A GitHub table of text cells, each escaped; `padded` lines the columns up.
+    """A GitHub table of text cells, each escaped; `padded` lines the columns up
+    (unless a cell is longer than 200 characters: every row would be padded to it).
 
     Cells are text as given: numparse off, so a node named "1e3" or a job id
     prints as written.
     """
     from tabulate import tabulate
 
+    cells = [[md_cell(cell) for cell in row] for row in rows]
+    padded = padded and all(len(cell) <= 200 for row in cells for cell in row)
     return tabulate(
-        [[md_cell(cell) for cell in row] for row in rows],
+        cells,
         headers=headers,
         tablefmt="github",
         disable_numparse=True,

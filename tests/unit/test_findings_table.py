@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import spurctl.render.audit as audit_render
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
@@ -115,3 +117,17 @@ def test_on_a_terminal_the_large_table_shows_the_same_text_in_the_rows_colours(
         line.rstrip() + "\n" for line in re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
     )
     assert shown == plain
+
+
+@given(
+    st.lists(st.text(alphabet="ab,[]-0123", min_size=1, max_size=40), min_size=1, max_size=30),
+    st.integers(min_value=10, max_value=60),
+)
+def test_the_fast_word_wrap_folds_exactly_as_rich_does(words: list[str], width: int) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    text = " ".join(words)
+    console = Console(width=200, color_system=None)
+    by_rich = [line.plain for line in Text(text).wrap(console, width, overflow="fold")]
+    assert audit_render._wrapped(text, width) == by_rich
