@@ -250,8 +250,6 @@ def dump_json(doc: Any) -> str:
     msgspec encodes in C; the json module's indented encoder is pure Python and took
     0.4 s for a 10,000-finding audit.
     """
-    import msgspec
-
     return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
 
 
@@ -289,8 +287,6 @@ def escaped(value: T) -> T:
     Strings inside dicts, lists, tuples, dataclasses and msgspec structs are
     escaped; an object with nothing to escape is returned as it is (no copy).
     """
-    import msgspec
-
     try:
         if not _CONTROL_IN_JSON.search(msgspec.json.encode(value)):
             return value
@@ -300,8 +296,6 @@ def escaped(value: T) -> T:
 
 
 def _escape(value: Any, seen: dict[int, Any]) -> Any:
-    import msgspec
-
     if value is None or isinstance(value, int | float | enum.Enum | datetime):
         return value
     if isinstance(value, str):
