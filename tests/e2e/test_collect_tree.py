@@ -1,18 +1,17 @@
-"""collect --topology: ClusterShell's gateway tree, run for real on this one machine.
+"""collect --topology: ClusterShell's gateway tree over real OpenSSH, on this one machine.
 
-ssh is a stand-in (--ssh) that skips ssh's options, takes the host and runs the
-command here: for a gateway that command is ClusterShell's own
-`python -m ClusterShell.Gateway`, which then runs the stand-in again for each of
-its nodes; for a node it is the remote command, which prints the node's
-prepared inventory. So every gateway is a real ClusterShell gateway process
-relaying real output; only the network is missing. The stand-in can also refuse
-a host (a dead gateway), never answer (a hung gateway), or be killed after a
-while (a gateway that dies mid-run).
+tests/sshd.py's sshd plays every host: spurctl starts ClusterShell's own
+`python -m ClusterShell.Gateway` on each gateway through /usr/bin/ssh and sshd,
+and each gateway reaches its nodes through ssh and sshd again; a node's command
+prints its prepared inventory (node_line.py: the node's answer is not what these
+tests are about, the transport is). The failing gateways are real too: a dead one
+has no sshd on its address, a hung one is a session that never speaks, one that
+dies has its session SIGKILLed after a second, and a frozen one has its session's
+processes SIGSTOPped once it has started on its nodes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
@@ -20,9 +19,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,53 +34,34 @@ from spurctl.sources.collect import collect
 from spurctl.sources.documents import dump_json, inventory_to_dict
 from spurctl.sources.tree import Tree, root_name, run_tree
 from tests.cli import one_line_error, run_cli
+from tests.sshd import SshSite, ssh_site
 
-STANDIN = textwrap.dedent(
-    """\
-    #!/bin/sh
-    # ssh stand-in: skip ssh's options, take the host, run the command here.
-    while [ $# -gt 0 ]; do
-      case "$1" in
-        -l|-p|-i|-F|-o) shift 2 ;;
-        -*) shift ;;
-        *) break ;;
-      esac
-    done
-    host=$1; shift
-    echo "$host" >> "$STANDIN_LOG"
-    case " $STANDIN_DEAD " in *" $host "*)
-      echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255 ;;
-    esac
-    case " $STANDIN_HANG " in *" $host "*) exec sleep "$HANG_FOR" ;; esac
-    STANDIN_HOST=$host; export STANDIN_HOST
-    # A node that freezes (SIGSTOP) the gateway that started it: a gateway
-    # that was set up and then stopped with its work unfinished.
-    case " $STANDIN_FREEZE " in *" $host "*)
-      echo "$PPID" >> "$STANDIN_FROZEN"; kill -STOP "$PPID" ;;
-    esac
-    # exec all the way down, as a real ssh session ends with its connection
-    case " $STANDIN_DIE " in *" $host "*)
-      exec timeout -s KILL "$STANDIN_DIE_AFTER" /bin/sh -c "exec env $*" ;;
-    esac
-    exec /bin/sh -c "exec env $*"
-    """
-)
+# Long enough for a gateway to start and 40 real ssh sessions to answer on a busy
+# 2-core machine (about 85 ms of it each; the gateway's start counts against it too).
+TIMEOUT = 6.0
 
-# Long enough for a gateway to start on a busy machine (it counts against it too).
-TIMEOUT = 3.0
+# Every host a test here may reach: sshd's ssh_config names each one.
+HOSTS = [
+    "gw1", "gw2", "direct01", "hang01",
+    *(f"n{i:02d}" for i in range(1, 41)),
+    *(f"slow{i:02d}" for i in range(1, 6)),
+    *(f"gpu{i:03d}" for i in range(1, 25)),
+]  # fmt: skip
+# hang01's sshd accepts its session and never speaks, in every test.
+ALWAYS = {"hang01": "hang"}
 
 
 @dataclass
 class Site:
-    """One machine playing admin host, gateways and nodes."""
+    """One machine playing admin host, gateways and nodes, all reached through sshd."""
 
+    sshd: SshSite
     dir: Path
-    standin: Path
     remote: str  # the command each node runs
     inventories: Path
-    log: Path
     env: dict[str, str]
-    marker: str
+    slow_for: str
+    frozen: list[int] = field(default_factory=list)  # process groups a test stopped
 
     def topology(self, routes: str) -> Path:
         path = self.dir / f"topology{random.randrange(10**6)}.conf"
@@ -107,46 +88,53 @@ class Site:
         }
         (self.inventories / f"{node}.out").write_text(json.dumps(doc) + "\n")
         if node.startswith("slow"):  # answers after a while
-            (self.inventories / f"{node}.sleep").write_text(self.env["SLOW_FOR"])
+            (self.inventories / f"{node}.sleep").write_text(self.slow_for)
 
     def contacted(self) -> list[str]:
-        return self.log.read_text().split() if self.log.exists() else []
+        """Every host sshd ran a session for (a dead gateway's never starts one)."""
+        return self.sshd.contacted()
 
-    def args(self, topology: Path) -> list[str]:
+    def ssh(self, like: Mapping[str, str] | None = None) -> str:
+        """The ssh program; `like` fails a host by name (down, hang, die)."""
+        return self.sshd.ssh({**ALWAYS, **(like or {})})
+
+    def args(self, topology: Path, like: Mapping[str, str] | None = None) -> list[str]:
         return [
             "--topology",
             str(topology),
             "--ssh",
-            str(self.standin),
+            self.ssh(like),
             "--remote-command",
-            str(self.remote),
+            self.remote,
         ]
 
     def collect(
-        self, nodes: str, topology: Path, *extra: str, **standin: str
+        self, nodes: str, topology: Path, *extra: str, like: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`spurctl collect --nodes NODES` through `topology`; `standin` sets the
-        stand-in's STANDIN_* variables (which host is dead, hangs, dies...)."""
+        """`spurctl collect --nodes NODES` through `topology`; `like` fails hosts by name."""
         return run_cli(
-            "collect", "--nodes", nodes, *extra, *self.args(topology),
-            env={**self.env, **standin}, timeout=60,
+            "collect", "--nodes", nodes, *extra, *self.args(topology, like),
+            env=self.env, timeout=60,
         )  # fmt: skip
 
     def leftovers(self) -> list[int]:
-        """Processes this test started that still run (sleeps carrying its marker: the
-        hung nodes' and the slow nodes')."""
+        """What this test started that still runs, but for the hosts it froze: the ssh
+        clients (spurctl's and the gateways'), the gateways, the slow nodes' sleeps. A
+        hung host's own session is left out: sshd keeps it when the client goes, as a
+        real node would (the site ends it at teardown)."""
+        clients = set(self.sshd.clients())
+        slow = self.slow_for.encode()
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
+        for pid, argv in self.sshd.sessions().items():
+            if b"ClusterShell.Gateway" in argv or argv[:2] == [b"sleep", slow]:
+                clients.add(pid)
+        for pid in clients:
             try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            unique = self.marker.split(".")[1].encode()
-            if argv[:1] == [b"sleep"] and argv[1:2] and unique in argv[1]:
-                found.append(int(entry.name))
-        return found
+                if os.getpgid(pid) not in self.frozen:
+                    found.append(pid)
+            except ProcessLookupError:
+                pass
+        return sorted(found)
 
     def wait_until_gone(self, deadline: float = 10.0) -> list[int]:
         end = time.monotonic() + deadline
@@ -154,39 +142,43 @@ class Site:
             time.sleep(0.1)
         return left
 
+    def freeze_once_contacted(self, node: str, gateway: str) -> threading.Thread:
+        """A thread that, once `node` has a session (its gateway is at work), SIGSTOPs
+        every process of `gateway`'s session: a gateway host that froze mid-run."""
+
+        def freeze() -> None:
+            deadline = time.monotonic() + 30
+            while node not in self.contacted():
+                assert time.monotonic() < deadline, f"{node} was never contacted"
+                time.sleep(0.02)
+            pid = self.sshd.session_pid(gateway)
+            assert pid is not None, f"{gateway} has no session"
+            group = os.getpgid(pid)
+            self.frozen.append(group)
+            os.killpg(group, signal.SIGSTOP)
+
+        thread = threading.Thread(target=freeze, daemon=True)
+        thread.start()
+        return thread
+
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Site]:
-    standin = tmp_path / "ssh-standin"
-    standin.write_text(STANDIN)
-    standin.chmod(0o755)
     inventories = tmp_path / "inventories"
     inventories.mkdir()
     # The remote command: a node's `spurctl node-inventory`, as prepared for the test, by
-    # the shared stand-in; the ssh stand-in's shell names the node in $STANDIN_HOST.
-    remote = node_line.answers_command(inventories).replace("%h", '"$STANDIN_HOST"')
-    # A sleep length no other process on this machine uses: how leftovers are found.
-    unique = f"{os.getpid()}{random.randrange(10**6)}"
-    marker = f"{600 + random.randrange(300)}.{unique}"
+    # the shared stand-in; the session names the node in $SPURCTL_TEST_NODE.
+    remote = node_line.answers_command(inventories).replace("%h", '"$SPURCTL_TEST_NODE"')
     env = {
-        "INVENTORIES": str(inventories),
-        "STANDIN_LOG": str(tmp_path / "contacted.log"),
-        "HANG_FOR": marker,
-        "SLOW_FOR": f"3.0{unique}",
-        "STANDIN_FROZEN": str(tmp_path / "frozen.pids"),
         # The gateways run this interpreter (with ClusterShell) and log here.
         "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable,
         "CLUSTERSHELL_GW_LOG_DIR": str(tmp_path),
     }
-    for i in range(1, 10):  # hang01...: never answers
-        (inventories / f"hang{i:02d}.hang").write_text(marker)
-    site = Site(tmp_path, standin, remote, inventories, tmp_path / "contacted.log", env, marker)
-    yield site
-    frozen = tmp_path / "frozen.pids"
-    started = [int(p) for p in frozen.read_text().split()] if frozen.exists() else []
-    for pid in site.leftovers() + started:  # whatever a test left behind, and frozen gateways
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    # A sleep length no other process on this machine uses: how leftovers are found.
+    slow_for = f"3.0{os.getpid()}{random.randrange(10**6)}"
+    with ssh_site(tmp_path, HOSTS, die_after=1.0) as sshd:
+        yield Site(sshd, tmp_path, remote, inventories, env, slow_for)
+        # ssh_site's teardown ends every session, the frozen ones too (SIGKILL).
 
 
 @pytest.fixture
@@ -239,7 +231,7 @@ def test_a_dead_gateway_fails_each_of_its_nodes_by_name_and_the_others_answer(
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology(TWO_GATEWAYS)
 
-    run = site.collect("n[01-40]", topology, STANDIN_DEAD="gw2")
+    run = site.collect("n[01-40]", topology, like={"gw2": "down"})
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
@@ -250,7 +242,8 @@ def test_a_dead_gateway_fails_each_of_its_nodes_by_name_and_the_others_answer(
         doc = got[f"n{i:02d}"]
         # Never an empty inventory that would read as "holds nothing".
         assert doc["error"] == (
-            "gateway gw2 failed: ssh: connect to host gw2 port 22: Connection refused"
+            f"gateway gw2 failed: ssh: connect to host 127.0.0.4 port {site.sshd.port}: "
+            "Connection refused"
         )
         assert doc["held"] == [] and doc["source"] == "collect"
     assert "failed (20): n[21-40]" in run.stderr
@@ -262,7 +255,7 @@ def test_a_dead_gateway_with_a_sibling_reroutes_through_it(site: Site) -> None:
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology("gw[1-2]: n[01-10]\n")
 
-    run = site.collect("n[01-10]", topology, STANDIN_DEAD="gw1")
+    run = site.collect("n[01-10]", topology, like={"gw1": "down"})
 
     # ClusterShell's own reroute: every node answers through gw2.
     assert run.returncode == 0, run.stderr
@@ -282,9 +275,12 @@ def test_a_hung_node_behind_a_gateway_is_killed_there_and_named(site: Site) -> N
     got = records(run.stdout)
     assert len(got) == 41
     assert got["hang01"]["error"] == f"no answer within {TIMEOUT:g} s; killed by gateway gw1"
-    assert all(got[f"n{i:02d}"]["error"] is None for i in range(1, 41))
+    assert all(got[f"n{i:02d}"]["error"] is None for i in range(1, 41)), [
+        (n, d["error"]) for n, d in got.items() if d["error"]
+    ]
     assert wall < 30
-    # The gateway killed the hung command: nothing of it is left running.
+    # The gateway killed its ssh to the hung node: no ssh or gateway of the run is left
+    # (the hung node's own session stays, as sshd keeps it on a real node).
     assert site.wait_until_gone() == []
 
 
@@ -293,7 +289,7 @@ def test_a_gateway_that_never_answers_is_given_up_after_the_timeout(site: Site) 
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology(TWO_GATEWAYS)
 
-    run = site.collect("n[01-40]", topology, "--timeout", str(TIMEOUT), STANDIN_HANG="gw1")
+    run = site.collect("n[01-40]", topology, "--timeout", str(TIMEOUT), like={"gw1": "hang"})
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
@@ -317,8 +313,7 @@ def test_a_gateway_that_dies_mid_run_fails_the_nodes_it_had_not_answered_for(
         topology,
         "--timeout",
         "10",
-        STANDIN_DIE="gw1",
-        STANDIN_DIE_AFTER="1",
+        like={"gw1": "die"},  # its session is SIGKILLed after 1 s
     )
 
     assert run.returncode == 1, run.stderr
@@ -339,11 +334,12 @@ def test_a_gateway_that_stops_mid_run_is_given_up_at_the_trees_deadline(site: Si
         site.prepare(node, 1000 + i)
     topology = site.topology("gw1: slow[01-03]\ngw2: n[21-23]\n")
 
+    freezer = site.freeze_once_contacted("slow01", "gw1")
     t0 = time.monotonic()
-    run = site.collect(
-        "slow[01-03],n[21-23]", topology, "--timeout", "2.5", STANDIN_FREEZE="slow01"
-    )
+    run = site.collect("slow[01-03],n[21-23]", topology, "--timeout", "2.5")
     wall = time.monotonic() - t0
+    freezer.join(timeout=5)
+    assert site.frozen, "gw1 was never frozen"
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
@@ -359,15 +355,11 @@ def test_the_progress_counts_each_node_once_whatever_became_of_it(env_of: Site) 
     site = env_of
     for i in range(1, 41):
         site.prepare(f"n{i:02d}", 1000 + i)
-    os.environ["STANDIN_DEAD"] = "gw2"
-    try:
-        ticks: list[int] = []
-        nodes = [f"n{i:02d}" for i in range(1, 41)] + ["hang01", "direct01"]
-        site.prepare("direct01", 2000)
-        tree = Tree(site.topology(TWO_GATEWAYS), str(site.remote), str(site.standin))
-        out = run_tree(nodes, tree, fanout=64, timeout=TIMEOUT, on_done=lambda: ticks.append(1))
-    finally:
-        del os.environ["STANDIN_DEAD"]
+    ticks: list[int] = []
+    nodes = [f"n{i:02d}" for i in range(1, 41)] + ["hang01", "direct01"]
+    site.prepare("direct01", 2000)
+    tree = Tree(site.topology(TWO_GATEWAYS), site.remote, site.ssh({"gw2": "down"}))
+    out = run_tree(nodes, tree, fanout=64, timeout=TIMEOUT, on_done=lambda: ticks.append(1))
 
     # 42 nodes, 42 ticks: gateways are not counted, a failed or killed node is.
     assert len(ticks) == len(nodes) == 42
@@ -381,8 +373,8 @@ def test_one_process_can_collect_through_two_topologies_in_turn(env_of: Site) ->
     site = env_of
     for i in range(1, 5):
         site.prepare(f"n{i:02d}", 1000 + i)
-    first = Tree(site.topology("gw1: n[01-04]\n"), str(site.remote), str(site.standin))
-    second = Tree(site.topology("gw2: n[01-04]\n"), str(site.remote), str(site.standin))
+    first = Tree(site.topology("gw1: n[01-04]\n"), site.remote, site.ssh())
+    second = Tree(site.topology("gw2: n[01-04]\n"), site.remote, site.ssh())
 
     one = collect([f"n{i:02d}" for i in range(1, 5)], tree=first, progress=False)
     two = collect([f"n{i:02d}" for i in range(1, 5)], tree=second, progress=False)
@@ -430,7 +422,7 @@ def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: S
         (["--topology", str(site.dir / "missing.conf")], ["missing.conf", "no such file"]),
         (["--topology", str(other_root)], ["do not start at this host", root_name()]),
         (["--remote-command", "spurctl node-inventory --hostname x"], ["needs --topology"]),
-        (["--ssh", str(site.standin)], ["--ssh needs --topology"]),
+        (["--ssh", site.ssh()], ["--ssh needs --topology"]),
         (
             ["--topology", str(site.topology("gw1: n[1-4]\n")), "--command", "ssh %h x"],
             ["--remote-command"],
@@ -455,8 +447,8 @@ def serve_live_lines(sim: SimCluster, site: Site, tmp_path: Path) -> Path:
     (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
     live = sim.write_inventories(tmp_path / "live.jsonl")
     # This node's line of the live inventory file (what it holds now), by the shared
-    # stand-in; the ssh stand-in's shell names the node in $STANDIN_HOST.
-    site.remote = node_line.command(live).replace("%h", '"$STANDIN_HOST"')
+    # stand-in; the session names the node in $SPURCTL_TEST_NODE.
+    site.remote = node_line.command(live).replace("%h", '"$SPURCTL_TEST_NODE"')
     return live
 
 
@@ -477,7 +469,7 @@ def test_reclaim_collects_and_re_collects_through_the_gateways_and_confirms(
             "reclaim", "--controller", sim.controller_address, "--node", NODES,
             "--collect", *site.args(topology), "--settle", "0.5",
             "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
-            "--yes", env={**site.env, "LIVE_INVENTORY": str(live)}, timeout=60,
+            "--yes", env=site.env, timeout=60,
         )  # fmt: skip
 
     assert run.returncode == 0, run.stdout + run.stderr
@@ -497,16 +489,16 @@ def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaime
     from tests.reclaim import cancelled
 
     sim = incident_cluster[0]
-    live = serve_live_lines(sim, site, tmp_path)
+    serve_live_lines(sim, site, tmp_path)
     # gpu003 and gpu004 hold stranded runs; they sit behind gw1, which is dead.
     topology = site.topology("gw1: gpu[003-004]\ngw2: gpu012\n")
 
     run = run_cli(
         "reclaim", "--controller", sim.controller_address, "--node", "gpu[003-004,012]",
-        "--collect", *site.args(topology), "--settle", "0",
+        "--collect", *site.args(topology, like={"gw1": "down"}), "--settle", "0",
         "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
         "--yes", "--format", "json",
-        env={**site.env, "LIVE_INVENTORY": str(live), "STANDIN_DEAD": "gw1"}, timeout=60,
+        env=site.env, timeout=60,
     )  # fmt: skip
 
     assert run.returncode == 1, run.stdout + run.stderr
@@ -530,18 +522,18 @@ def test_checklist_through_the_gateways_keeps_nodes_behind_a_dead_one_not_invent
         rest = [n for n in names if n not in behind_gw1]
         topology = site.topology(f"gw1: {','.join(behind_gw1)}\ngw2: {','.join(rest)}\n")
 
-        def checklist(*extra: str) -> dict[str, Any]:
+        def checklist(**like: str) -> dict[str, Any]:
             run = run_cli(
                 "checklist", "post-wipe", "--controller", sim.controller_address,
-                "--collect", *site.args(topology), "--format", "json",
-                env={**site.env, **dict(e.split("=", 1) for e in extra)}, timeout=60,
+                "--collect", *site.args(topology, like), "--format", "json",
+                env=site.env, timeout=60,
             )  # fmt: skip
             assert run.returncode == 1, run.stderr
             doc: dict[str, Any] = json.loads(run.stdout)
             return doc
 
         everyone = checklist()
-        dead_gw1 = checklist("STANDIN_DEAD=gw1")
+        dead_gw1 = checklist(gw1="down")
 
     assert everyone["nodes_not_inventoried"] == []
     assert "gpu001" in everyone["nodes_to_recycle"]
