@@ -10,7 +10,8 @@ unreachable, or in no line, fails as ssh does, with status 255.
 started, then sleeps a minute (past the timeouts of the tests that use it).
 `--answers DIR NODE` gives NODE's canned answer: after a `sleep DIR/NODE.sleep`,
 DIR/NODE.out on stdout, DIR/NODE.err on stderr, exit status DIR/NODE.status
-(default 0); with DIR/NODE.hang it writes its pid to DIR/NODE.pid and becomes
+(default 0), and DIR/NODE.ran records when it ran (start and end of its sleep,
+epoch seconds); with DIR/NODE.hang it writes its pid to DIR/NODE.pid and becomes
 `sleep DIR/NODE.hang`, never answering; a node with neither .hang nor .out
 fails as an unknown host does. (`sleep` processes, so a test can find leftovers.)
 """
@@ -56,8 +57,10 @@ def _answer(answers: Path, node: str) -> int:
     out = part("out")
     if out is None:
         return _unknown(node)
+    started = time.time()
     if (sleep := part("sleep")) is not None:
         subprocess.run(["sleep", sleep.strip()], check=False)
+    (answers / f"{node}.ran").write_text(f"{started} {time.time()}")  # how many ran at once
     print(out, end="", flush=True)
     print(part("err") or "", end="", file=sys.stderr)
     return int(part("status") or 0)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -136,20 +134,15 @@ def test_collect_runs_nodes_in_parallel_and_one_nodes_failure_never_stops_the_ot
 def test_fanout_bounds_how_many_commands_run_at_once(tmp_path: Path) -> None:
     log = tmp_path / "log"
     log.mkdir()
-    script = tmp_path / "record.py"
-    script.write_text(
-        "import sys, time, pathlib\n"
-        "d = pathlib.Path(sys.argv[2])\n"
-        "start = time.time(); time.sleep(0.4)\n"
-        "(d / sys.argv[1]).write_text(f'{start} {time.time()}')\n"
-        "sys.exit(1)\n"
-    )
-    command = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(script))} %h {log}"
     nodes = [f"n{i}" for i in range(6)]
+    for node in nodes:  # each takes 0.4 s and fails; node_line records when it ran
+        for suffix, text in {"sleep": "0.4", "out": "", "status": "1"}.items():
+            (log / f"{node}.{suffix}").write_text(text)
+    command = node_line.answers_command(log)
 
     collect(nodes, command=command, fanout=2, timeout=30, progress=False)
 
-    spans = [tuple(map(float, (log / n).read_text().split())) for n in nodes]
+    spans = [tuple(map(float, (log / f"{n}.ran").read_text().split())) for n in nodes]
     most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
     assert most == 2, f"{most} commands overlapped with fanout 2"
 
