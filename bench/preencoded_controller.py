@@ -27,6 +27,10 @@ GetJobMetrics (total and by_state), GetJobs with `states`, `job_ids`, `nodes`
 own selection), GetJob (NOT_FOUND for an untracked id), GetNodes (with its
 filters), GetNode. No authentication.
 
+`--lean` serves minimal JobInfo records instead: id, state, nodelist,
+resources and the three times, nothing else (~60 bytes each), so the I/O is
+small and a client's own CPU shows.
+
 Prints one line, `ready {json}` (addresses, inventory file, sizes), then serves
 until its standard input closes or it is sent SIGTERM.
 """
@@ -48,13 +52,13 @@ from typing import Any
 import grpc
 from google.protobuf import timestamp_pb2
 
-from spurctl.model import JobState
+from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import large
 from spurctl.simcluster.server import ANSWER_LIMIT, too_large
 from spurctl.simcluster.state import ClusterState, expand, framed
 from spurctl.sources.documents import inventory_to_dict
-from spurctl.sources.wire import node_to_pb
+from spurctl.sources.wire import allocation_to_pb, node_to_pb, time_to_pb
 
 MAX_GRPC_MESSAGE_SIZE = ANSWER_LIMIT  # spur-proto crates/spur-proto/src/lib.rs
 MAX_GRPC_REQUEST_SIZE = 8 * 1024 * 1024
@@ -83,17 +87,28 @@ class Refused(Exception):
         self.details = details
 
 
+def lean_record(job: Job) -> bytes:
+    """A JobInfo with only what an audit needs: id, state, nodelist, resources, times."""
+    msg = pb.JobInfo(job_id=job.job_id, state=int(job.state), nodelist=job.nodelist)  # type: ignore[arg-type]
+    time_to_pb(job.submit_time, msg.submit_time)
+    time_to_pb(job.start_time, msg.start_time)
+    time_to_pb(job.end_time, msg.end_time)
+    allocation_to_pb(job.resources, msg.resources)
+    return msg.SerializeToString()
+
+
 class Answers:
     """Every answer's bytes, from encodings and indexes built once."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, lean: bool = False) -> None:
         self.state = state
         self.hostname = state.hostname
         self.version = state.version
         with state.lock:
             jobs = list(state.jobs.values())
             nodes = list(state.nodes.values())
-        self.job_frames: dict[int, bytes] = {j.job_id: framed(state.encoded(j)) for j in jobs}
+        encode = lean_record if lean else state.encoded
+        self.job_frames: dict[int, bytes] = {j.job_id: framed(encode(j)) for j in jobs}
         self.order: list[int] = [j.job_id for j in jobs]
         self.state_of: dict[int, int] = {j.job_id: int(j.state) for j in jobs}
         self.by_state: dict[int, list[int]] = {}
@@ -293,12 +308,13 @@ def main() -> int:
     )
     p.add_argument("--cap", type=int, default=MAX_GRPC_MESSAGE_SIZE, help="the capped port's limit")
     p.add_argument("--dir", type=Path, required=True)
+    p.add_argument("--lean", action="store_true", help="minimal JobInfo records (lean_record)")
     args = p.parse_args()
 
     started = time.perf_counter()
     state = ClusterState(large(args.nodes, args.jobs, args.held, args.seed))
     built = time.perf_counter()
-    answers = Answers(state)
+    answers = Answers(state, lean=args.lean)
     answers.prepare()
     encoded = time.perf_counter()
     args.dir.mkdir(parents=True, exist_ok=True)
