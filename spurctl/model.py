@@ -158,14 +158,30 @@ class Placement(msgspec.Struct, frozen=True, order=True, gc=False):
     resources: Allocation
 
 
+class JobGlance(msgspec.Struct, frozen=True, gc=False):
+    """The four fields of a job that tell a plainly healthy holding of it (the job active,
+    its nodelist naming the node, submitted before the run began), read from its record
+    without converting the rest. A Job answers the same four questions."""
+
+    job_id: int
+    state: JobState
+    nodelist: str
+    submit_time: datetime | None
+
+
 class JobTable(Mapping[int, Job]):
     """A read-only job map that can place its active jobs without producing any job.
 
     A controller answer (`wire.JobsFromPb`) converts jobs on demand; the
-    classifier's node checks need only the active ones' placements.
+    classifier's node checks need only the active ones' placements, and most
+    holdings only a glance at their job.
     """
 
     __slots__ = ()
+
+    def glance(self, job_id: int) -> Job | JobGlance | None:
+        """`job_id`'s state, nodelist and submit time (None: no such job here)."""
+        return self.get(job_id)
 
     def placements(self) -> Sequence[Placement]:
         return [
@@ -313,6 +329,13 @@ class ControllerView:
         if isinstance(self.jobs, JobTable):
             return self.jobs.lacking(job_ids)
         return {i for i in job_ids if i not in self.jobs}
+
+    def glance(self, job_id: int) -> Job | JobGlance | None:
+        """`job_id`'s state, nodelist and submit time, from the same record `jobs` holds
+        (None: not in `jobs`); a live view reads them without converting the job."""
+        if isinstance(self.jobs, JobTable):
+            return self.jobs.glance(job_id)
+        return self.jobs.get(job_id)
 
     def active_placements(self) -> Sequence[Placement]:
         """Where each RUNNING, COMPLETING and SUSPENDED job runs, without converting any

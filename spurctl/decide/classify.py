@@ -29,6 +29,7 @@ from spurctl.model import (
     Holding,
     Inventory,
     Job,
+    JobGlance,
     Kind,
     Placement,
     format_time,
@@ -192,13 +193,13 @@ def classify(
             empty[inv.node] = age
         agent_started = None if inv.agent is None else inv.agent.started_at
         for holding in inv.held:
+            if not include_healthy:
+                glance = _controller_glance(view, confirmed, holding.job_id)
+                if glance is not None and _plainly_healthy(
+                    node, glance, holding.started_at, agent_started
+                ):
+                    continue  # most holdings: no finding, and none of the work below
             job, asked = _controller_job(view, confirmed, holding.job_id)
-            if (
-                job is not None
-                and not include_healthy
-                and _plainly_healthy(node, job, holding.started_at, agent_started)
-            ):
-                continue  # most holdings: no finding, and none of the work below
             held = _Held(node, inv.node, holding, job, asked, mismatch, age, ahead)
             finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
@@ -295,6 +296,17 @@ def _controller_job(
     return job, False
 
 
+def _controller_glance(
+    view: ControllerView, confirmed: Mapping[int, Job | None], job_id: int
+) -> Job | JobGlance | None:
+    """`_controller_job`'s job, or only its state, nodelist and submit time when that is
+    all a live view has read of it yet: enough to tell a plainly healthy holding."""
+    glance = view.glance(job_id)
+    if glance is None:
+        return confirmed.get(job_id)
+    return glance
+
+
 @dataclass(slots=True)  # not frozen: built once per holding, and frozen init costs
 class _Held:
     """One holding on `holder`, judged as held on controller node `node`.
@@ -382,7 +394,7 @@ def _reclaim_doubt(held: _Held, kind: Kind) -> str | None:
 
 
 def _plainly_healthy(
-    node: str, job: Job, started: datetime | None, agent_started: datetime | None
+    node: str, job: Job | JobGlance, started: datetime | None, agent_started: datetime | None
 ) -> bool:
     """Whether the full judgement of a holding of `job` on controller node `node` (run
     started at `started`, on a node whose spurd started at `agent_started`) can only

@@ -488,11 +488,13 @@ class ControllerClient:
         only make it look incomplete (which spares more), never hide a scoped answer.
         `everything` reads every job (a snapshot, the post-wipe checklist).
 
-        `wanted`, asked once a split read's first answer is in, names the jobs worth
-        converting whole as they arrive (an audit's held ids, once its inventories are
-        read; None: every job). The others are kept encoded, with their placements,
-        and converted only if something reads them: the node checks need every
-        active job's placement, the holdings a few of those jobs whole.
+        `wanted`, asked once a split read's first answer is in, names the jobs worth a
+        glance (`ControllerView.glance`) as they arrive: an audit's held ids, once its
+        inventories are read (None: every job is converted whole as it arrives). The
+        jobs are kept encoded, with their placements, and converted only if something
+        reads them: the node checks need every active job's placement, most holdings a
+        glance at their job, and only the few holdings that are not plainly healthy the
+        job whole.
         """
         version = self.ping().version
         _, planning = self.job_counts()
@@ -653,15 +655,16 @@ class _Read:
     shapes: Shapes = field(default_factory=Shapes)
     unread: Counter[JobState] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
-    # The ids worth converting whole as a split read's answers arrive (None: every one),
-    # asked for once, when the first answer is kept (`chosen`): an id then lands in the
-    # same one of `converted` and `encoded` whichever answer carries it.
+    # The ids a split read keeps a glance of as its answers arrive (None: convert every
+    # job whole), asked for once, when the first answer is kept (`chosen`): an id then
+    # lands in the same one of `converted` and `encoded` whichever answer carries it.
     wanted: Callable[[], Collection[int] | None] = _every_job
     chosen: list[Collection[int] | None] = field(default_factory=list)
 
     def keep(self, part: Iterable[pb.JobInfo]) -> set[int]:
-        """Keep a split read's answer past its message: the wanted jobs converted, the
-        others encoded (a later record of an id replaces an earlier one). Returns the ids."""
+        """Keep a split read's answer past its message: every job encoded, the wanted ones
+        with their glance (or, when none are named, every job converted); a later record
+        of an id replaces an earlier one. Returns the ids."""
         if not self.chosen:
             self.chosen.append(self.wanted())
         wanted, shapes, converted, kept = self.chosen[0], self.shapes, self.converted, self.encoded
@@ -670,10 +673,10 @@ class _Read:
             for m in part:
                 i = m.job_id
                 ids.add(i)
-                if wanted is None or i in wanted:
+                if wanted is None:
                     converted[i] = job_from_pb(m, shapes)
                 else:
-                    kept[i] = encoded(m, shapes)
+                    kept[i] = encoded(m, shapes, glance=i in wanted)
         return ids
 
     def ids(self) -> set[int]:

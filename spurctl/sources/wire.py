@@ -23,6 +23,7 @@ from spurctl.model import (
     Device,
     Gpu,
     Job,
+    JobGlance,
     JobState,
     JobTable,
     Node,
@@ -166,23 +167,37 @@ def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
 _JOB_STATES = {int(s): s for s in JobState}
 
 
+def glance_from_pb(msg: pb.JobInfo) -> JobGlance:
+    """What the healthy check reads of a job, from its record: a fifth of converting it."""
+    state = _JOB_STATES.get(msg.state)
+    return JobGlance(
+        msg.job_id,
+        _job_state(msg.state) if state is None else state,
+        msg.nodelist,
+        time_from_pb(msg.submit_time),
+    )
+
+
 class Encoded(msgspec.Struct, frozen=True, gc=False):
     """A job kept as its wire encoding until something reads it, with its placement
     when it is active (the node checks read every active job's placement, and only
-    a few of those jobs whole)."""
+    a few of those jobs whole) and, for a job a holding names, its glance (most
+    holdings are plainly healthy, which the glance tells)."""
 
     data: bytes
     placement: Placement | None
+    glance: JobGlance | None = None
 
 
-def encoded(msg: pb.JobInfo, shapes: Shapes) -> Encoded:
-    """`msg` kept compact: its encoding (a third of a converted Job's cost) and placement."""
+def encoded(msg: pb.JobInfo, shapes: Shapes, *, glance: bool = False) -> Encoded:
+    """`msg` kept compact: its encoding (a third of a converted Job's cost), placement and,
+    with `glance`, its glance."""
     placement = (
         Placement(msg.job_id, msg.nodelist, shapes.allocation(msg.resources))
         if msg.state in _ACTIVE_VALUES
         else None
     )
-    return Encoded(msg.SerializeToString(), placement)
+    return Encoded(msg.SerializeToString(), placement, glance_from_pb(msg) if glance else None)
 
 
 class JobsFromPb(JobTable):
@@ -259,6 +274,20 @@ class JobsFromPb(JobTable):
         if job_id in self._position or job_id in self._extra:
             return self[job_id]
         return default
+
+    def glance(self, job_id: int) -> Job | JobGlance | None:
+        """The job if converted, else a glance at its record (its message, or the glance
+        kept with its encoding), else the job converted now (None: no such job)."""
+        job = self._jobs.get(job_id)
+        if job is not None:
+            return job
+        at = self._position.get(job_id)
+        if at is not None:
+            return glance_from_pb(self._messages[at])
+        kept = self._encoded.get(job_id)
+        if kept is not None and kept.glance is not None:
+            return kept.glance
+        return self.get(job_id)
 
     def __contains__(self, job_id: object) -> bool:
         return job_id in self._position or job_id in self._extra

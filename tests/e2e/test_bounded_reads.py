@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ import grpc
 import msgspec
 import pytest
 
-from spurctl.model import TERMINAL_STATES, Job, JobState, Placement
+from spurctl.decide.classify import classify
+from spurctl.model import TERMINAL_STATES, Job, JobGlance, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident, large
-from spurctl.sources import controller
+from spurctl.sources import controller, wire
 from spurctl.sources.controller import LOOKUP_BATCH, ControllerClient
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import Shapes
@@ -114,7 +116,7 @@ def test_an_audit_asks_for_held_ids_by_id_in_small_batches_and_never_for_every_e
     assert terminal
 
 
-def test_a_split_read_converts_only_the_wanted_jobs_and_still_holds_every_job_whole(
+def test_a_split_read_converts_no_job_glances_at_the_wanted_ones_and_holds_every_job_whole(
     limited: SimCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held = frozenset(h.job_id for inv in limited.inventories() for h in inv.held)
@@ -128,17 +130,50 @@ def test_a_split_read_converts_only_the_wanted_jobs_and_still_holds_every_job_wh
     monkeypatch.setattr(controller, "job_from_pb", counting)
     with ControllerClient(Connection((limited.controller_address,), timeout=30.0)) as client:
         view = client.view(wanted=lambda: held)
-    # The running jobs came node by node (the split), and of them only held ones were
-    # converted as they arrived.
-    assert converted and set(converted) <= held
-    assert len(set(converted)) < view.active_read
+    # The running jobs came node by node (the split): none converted as they arrived,
+    # and every held one among them glanced at, from the same record.
+    assert not converted
     assert view.complete
-    every = dict(view.jobs.items())  # the others, converted now from what was kept
-    assert every == {i: limited.state.jobs[i] for i in every}
+    jobs = limited.state.jobs
+    glanced = [i for i in held if isinstance(view.glance(i), JobGlance)]
+    assert len(glanced) > 100
+    for i in glanced:
+        job = jobs[i]
+        assert view.glance(i) == JobGlance(i, job.state, job.nodelist, job.submit_time)
+    every = dict(view.jobs.items())  # every job, converted now from what was kept
+    assert every == {i: jobs[i] for i in every}
     active = [j for j in every.values() if j.state.active]
     assert sorted(view.active_placements()) == sorted(
         Placement(j.job_id, j.nodelist, j.resources) for j in active
     )
+
+
+def test_an_audit_converts_only_the_held_jobs_it_cannot_call_plainly_healthy(
+    limited: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inventories = {inv.node: inv for inv in limited.inventories()}
+    held = frozenset(h.job_id for inv in inventories.values() for h in inv.held)
+    with ControllerClient(Connection((limited.controller_address,), timeout=30.0)) as client:
+        view = client.view(wanted=lambda: held)
+    converted: list[int] = []
+    real = wire.job_from_pb
+
+    def counting(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
+        converted.append(msg.job_id)
+        return real(msg, shapes)
+
+    monkeypatch.setattr(wire, "job_from_pb", counting)
+    glanced = classify(view, inventories, watermark=max(limited.state.jobs) + 1)
+    monkeypatch.undo()
+    # The same decisions as from every job converted whole ...
+    whole = replace(view, jobs=dict(view.jobs.items()))
+    assert classify(whole, inventories, watermark=max(limited.state.jobs) + 1) == glanced
+    # ... from converting only the jobs of the holdings that have a finding, and the
+    # active jobs the node checks read whole (lost-on-node candidates).
+    found = {f.job_id for f in glanced.findings if f.job_id is not None}
+    assert converted and set(converted) <= found
+    healthy = {h.job_id for inv in inventories.values() for h in inv.held if h.job_id not in found}
+    assert len(healthy) > 100 and not healthy & set(converted)
 
 
 def test_jobs_too_many_for_one_answer_and_without_a_nodelist_are_named_and_spared(
