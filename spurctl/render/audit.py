@@ -236,42 +236,69 @@ class FindingsTable:
     def count(self) -> int:
         return sum(len(group) for _, group in self.groups)
 
+    def _stacked(self, console: Console, width: int) -> RenderResult:
+        """Each node's name, then each of its findings on a line with its reason indented
+        under it. Past FAST_ROWS the lines that fit go out as segments, the reasons
+        wrapped as rich wraps them (rich's Padding measures every line it draws)."""
+        from rich.padding import Padding
+        from rich.segment import Segment
+        from rich.text import Text
+
+        fast = self.count > FAST_ROWS
+        newline, indent = Segment.line(), Segment(" " * _STACK_INDENT)
+        for node, rows in self.groups:
+            shown = node_cell(node) if id(rows[0]) in self._stands_for else node
+            name = Text(shown, style="bold")
+            if fast and name.cell_len <= width:
+                yield from name.render(console)
+                yield newline
+            else:
+                yield name
+            for f in rows:
+                style = ACTION_STYLE[f.action]
+                head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
+                if f.live is not None:
+                    head += f"  live: {live_text(f.live)}"
+                line = Text(head, style=style)
+                for column in self.columns:
+                    words = self._inline(column, f)
+                    if words:
+                        line.append("  ").append_text(words)
+                if not fast or line.cell_len > width:
+                    yield line
+                    yield Padding(Text(f.reason, style=style), (0, 0, 0, _STACK_INDENT))
+                    continue
+                yield from line.render(console)
+                yield newline
+                reason_style = console.get_style(style) if style else None
+                for text in _wrapped(f.reason, width - _STACK_INDENT):
+                    yield indent
+                    yield Segment(text, reason_style)
+                    yield newline
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich import box
-        from rich.padding import Padding
         from rich.segment import Segment
         from rich.table import Table
         from rich.text import Text
 
-        if options.max_width < NARROW:
-            for node, rows in self.groups:
-                shown = node_cell(node) if id(rows[0]) in self._stands_for else node
-                yield Text(shown, style="bold")
-                for f in rows:
-                    style = ACTION_STYLE[f.action]
-                    head = f"  {job_text(f.job_id):>6}  {f.kind.value}  {f.action.value}"
-                    if f.live is not None:
-                        head += f"  live: {live_text(f.live)}"
-                    line = Text(head, style=style)
-                    for column in self.columns:
-                        words = self._inline(column, f)
-                        if words:
-                            line.append("  ").append_text(words)
-                    yield line
-                    yield Padding(Text(f.reason, style=style), (0, 0, 0, 10))
-            return
         headers = self._headers()
         table_rows = self._rows()
+        layout = _layout(options.max_width, headers, table_rows)
+        if options.max_width < NARROW or layout is None:
+            # Narrow, or columns too wide to leave the reasons room (a watch's history
+            # beside a folded hostlist): each finding's reason on its own lines, rather
+            # than rich cutting every cell short.
+            yield from self._stacked(console, options.max_width)
+            return
         if len(table_rows) > FAST_ROWS:
-            layout = _layout(options.max_width, headers, table_rows)
-            if layout is not None:
-                widths, reason_width = layout
-                newline = Segment.line()
-                for pieces in _drawn_lines(widths, reason_width, headers, table_rows, console):
-                    for text, piece_style in pieces:
-                        yield Segment(text, piece_style)
-                    yield newline
-                return
+            widths, reason_width = layout
+            newline = Segment.line()
+            for pieces in _drawn_lines(widths, reason_width, headers, table_rows, console):
+                for text, piece_style in pieces:
+                    yield Segment(text, piece_style)
+                yield newline
+            return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         for name in headers:
             table.add_column(name, no_wrap=True)
@@ -302,6 +329,7 @@ class _Row:
 # same text as rich's Table line by line: rich measures every cell of every row,
 # ~0.7 ms a row, 8 s for an 11,000-row audit (bench/audit_formats.py).
 FAST_ROWS = 100
+_STACK_INDENT = 10  # a reason's indent in the stacked layout
 _GAP = 3  # between two columns: a cell's right padding, the (blank) rule, the next's left
 
 

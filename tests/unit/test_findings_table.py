@@ -131,3 +131,46 @@ def test_the_fast_word_wrap_folds_exactly_as_rich_does(words: list[str], width: 
     console = Console(width=200, color_system=None)
     by_rich = [line.plain for line in Text(text).wrap(console, width, overflow="fold")]
     assert audit_render._wrapped(text, width) == by_rich
+
+
+def _watch_like_columns() -> list[audit_render.Column]:
+    from rich.text import Text
+
+    return [
+        audit_render.Column("since", lambda f: Text("12:00:00"), lambda f: Text("since 12:00:00")),
+        audit_render.Column(
+            "status",
+            lambda f: Text("STRANDED", style="bold red"),
+            lambda f: Text("STRANDED", style="bold red"),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("width", [40, 80, 109, 120])
+@pytest.mark.parametrize("fold", [True, False])
+def test_the_large_stacked_layout_is_drawn_exactly_as_rich_draws_it(
+    monkeypatch: pytest.MonkeyPatch, width: int, fold: bool
+) -> None:
+    # Below 110 columns, and wherever the columns leave the reasons no room (120 here,
+    # with a folded hostlist beside two more columns), each reason goes under its row.
+    findings = _mixed() + [_silent(i) for i in range(300, 1300, 2)]
+    columns = _watch_like_columns()
+    monkeypatch.setattr(audit_render, "FAST_ROWS", 10**9)
+    by_rich = plain_text([FindingsTable(findings, columns, fold=fold)], width)
+    monkeypatch.setattr(audit_render, "FAST_ROWS", 0)
+    by_segments = plain_text([FindingsTable(findings, columns, fold=fold)], width)
+    assert by_segments == by_rich
+    if width < 110 or fold:  # unfolded, 120 columns leave the reasons room: a table
+        assert "\n          job 1000 ended;" in by_segments
+    else:
+        assert by_segments.startswith("node ")
+    assert "STRANDED" in by_segments and "…" not in by_segments.replace("…\n", "\n")
+
+
+def test_columns_that_leave_the_reasons_no_room_stack_them_instead_of_cutting_cells() -> None:
+    findings = [_held(1), *(_silent(i) for i in range(300, 1300, 2))]  # a long folded hostlist
+    text = plain_text([FindingsTable(findings, _watch_like_columns())], 120)
+    # Every cell whole: the kind, the action, the status, the job id, the reason.
+    assert "    1001  terminal-held  reclaim  live: no  since 12:00:00  STRANDED" in text
+    assert "          job 1001 ended COMPLETED; gpu00001 still holds it with GPUs 0-3" in text
+    assert "investiga…" not in text and "STRAN…" not in text
