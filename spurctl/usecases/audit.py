@@ -497,6 +497,9 @@ def watch_rounds(
             raise
         else:
             evidence = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+            # The round's view and inventories go now, not when the next round's read
+            # replaces them: two views at once would be a watch's peak memory.
+            del inputs
             tracked = tracker.update(report.findings, at, evidence_at=evidence)
             state = WatchRound(number, at, interval, report, tracked, number)
         yield state
