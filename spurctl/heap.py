@@ -5,6 +5,10 @@ A 20,000-node audit builds millions of small objects that never form cycles.
   growing heap at every allocation burst (json parsing alone ran 3x slower);
   reference counting still frees everything. Ending a pause moves the new objects
   straight to the oldest generation (freeze then unfreeze: no scan).
+- `few_malloc_arenas`: glibc gives threads their own malloc arenas, and memory
+  freed in one is not reused by another; a watch's rounds read on fresh threads
+  (gRPC's, the inventory reader's), so its peak crept up round after round
+  (431 -> 525 MiB over 100 rounds at 20,000 nodes; bench/watch_rounds.py).
 - `keep_until_exit` and `exit_now`: freeing an audit's objects one by one costs
   ~50 ms when the command's frame unwinds and ~0.1 s in the interpreter's
   teardown; the OS frees the whole heap at once on `os._exit`.
@@ -51,6 +55,27 @@ def gc_paused() -> Iterator[None]:
                     gc.unfreeze()
                 if _was_enabled:
                     gc.enable()
+
+
+# glibc's mallopt parameter (malloc.h); two arenas: the main thread's and one for the rest.
+_M_ARENA_MAX = -8
+_WATCH_ARENAS = 2
+
+
+def few_malloc_arenas() -> bool:
+    """Cap glibc's malloc arenas for a long-running process; False where this is not
+    glibc (musl, macOS), which leaves memory as it was."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        return bool(libc.mallopt(_M_ARENA_MAX, _WATCH_ARENAS))
+    except (OSError, AttributeError):  # no such library, or a libc without mallopt
+        return False
 
 
 # What the last command produced, held until the process exits.

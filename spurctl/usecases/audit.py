@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.heap import gc_paused
+from spurctl.heap import few_malloc_arenas, gc_paused
 from spurctl.model import (
     AuditReport,
     ControllerView,
@@ -474,6 +474,7 @@ def watch_rounds(
 
     from spurctl.decide.tracker import Tracker, WatchRound
 
+    few_malloc_arenas()  # else the rounds' peak memory creeps up (spurctl/heap.py)
     tracker = Tracker()
     state: WatchRound | None = None
     origin: tuple[float, datetime] | None = None
