@@ -78,6 +78,7 @@ def snapshot(
 @opt.connected()
 @opt.with_holdings()
 def audit(
+    ctx: typer.Context,
     nodes: opt.NodesOpt = None,
     snapshot: opt.AuditSnapshotOpt = None,
     watermark: opt.AuditWatermarkOpt = None,
@@ -91,6 +92,7 @@ def audit(
     action: opt.AuditActionOpt = None,
     output: opt.AuditOutputOpt = None,
     journal_path: opt.AuditJournalOpt = None,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -116,6 +118,7 @@ def audit(
     from spurctl.usecases import audit as use_case
 
     src = holdings.sources(nodes, snapshot)
+    ack = opt.ack_version(ctx, ack_version)
     journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
     use_case.check_flags(
@@ -131,12 +134,12 @@ def audit(
             use_case.watch_rounds, src, connection, watermark=watermark,
             include_healthy=show_all, journal=journal, interval=every, rounds=rounds,
         )  # fmt: skip
-        raise typer.Exit(watch_on_screen(rounds_of, fold=not per_node))
+        raise typer.Exit(watch_on_screen(rounds_of, fold=not per_node, ack=ack))
     report, inputs = use_case.run_audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
     heap.keep_until_exit(report, inputs)
-    show_audit(report, fmt, only, output, fold=not per_node)
+    show_audit(report, fmt, only, output, fold=not per_node, ack=ack)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
@@ -184,6 +187,7 @@ def explain(
 @opt.connected(agents=True)
 @opt.with_holdings()
 def reclaim(
+    ctx: typer.Context,
     node: opt.ReclaimNodeOpt,
     job: opt.ReclaimJobOpt = None,
     dry_run: opt.ReclaimDryRunOpt = False,
@@ -194,6 +198,7 @@ def reclaim(
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
     max_inventory_age: opt.ReclaimMaxInventoryAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -211,12 +216,13 @@ def reclaim(
     from spurctl.usecases.reclaim import reclaim as use_case
 
     hostlist = opt.one_hostlist(node)
+    ack = opt.ack_version(ctx, ack_version)
     connection = conn.connect()
     done = use_case(
         hostlist,
         holdings.sources(hostlist),
         connection,
-        show_plan=lambda prepared: shown.show_plan(prepared, fmt),
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack),
         ask=shown.ask if sys.stdin.isatty() else None,
         jobs=job,
         journal_path=journal_path,

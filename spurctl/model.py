@@ -531,6 +531,10 @@ class AuditReport:
     nodes_in_scope: int
     nodes_inventoried: int
     notes: list[str] = field(default_factory=list)
+    # The controller-version note, also among `notes` (JSON, explain); screens show
+    # `version_line` in its place, once, unless the operator acknowledged the version.
+    version_note: str | None = None
+    version_line: str | None = None
 
     @property
     def by_kind(self) -> dict[str, int]:

@@ -198,6 +198,8 @@ AgentMapOpt = Annotated[
     Path | None,
     typer.Option(
         "--agent-map",
+        envvar="SPUR_AGENT_MAP",
+        show_envvar=True,
         help='JSON/TOML object: node name -> "host:port", the address each spurd registered '
         "(its --listen). The exact source of agent addresses; a node it lacks falls back to "
         "NODE:--agent-port, and the plan names such nodes.",
@@ -255,7 +257,83 @@ _TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
     ("tls_ca", TlsCaOpt, None),
 ]
 
+# -- the operator's defaults: option > environment variable > config file > built-in -----
+
+# Option name -> the config.toml key (sources/user_config.py) that may set it.
+CONFIG_KEYS = {
+    "controller": "controller",
+    "agent_map": "agent_map",
+    "inventory": "inventory",
+    "collect": "collect",
+    "command": "collect_command",
+    "ack_version": "ack_version",
+}
+# Where holdings come from is one choice: either option on the command line
+# overrides both of the file's.
+_SOURCE_OPTIONS = ("inventory", "collect")
+
+
+def _declared(annotated: Any) -> tuple[str, str | None]:
+    info = typing.get_args(annotated)[1]
+    flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
+    envvar = info.envvar if isinstance(info.envvar, str) else None
+    return str(flag), envvar
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "(none)"
+    return str(value)
+
+
+def configured(
+    ctx: typer.Context, given: dict[str, Any], options: list[tuple[str, Any, Any]]
+) -> dict[str, Any]:
+    """`given` with each option the operator left unset taken from config.toml when the
+    file sets it; under --debug, one stderr line per such option saying where its
+    value came from."""
+    from spurctl.sources import user_config
+
+    keyed = [(name, annotated) for name, annotated, _ in options if name in CONFIG_KEYS]
+    if not keyed:
+        return given
+    config = user_config.load()
+    source = {name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") for name, _ in keyed}
+    source_given = any(source.get(n, "DEFAULT") != "DEFAULT" for n in _SOURCE_OPTIONS)
+    out = dict(given)
+    told: list[str] = []
+    for name, annotated in keyed:
+        flag, envvar = _declared(annotated)
+        from_file = getattr(config, CONFIG_KEYS[name])
+        if source[name] == "COMMANDLINE":
+            origin = "command line"
+        elif source[name] == "ENVIRONMENT":
+            origin = f"environment variable {envvar}"
+        elif name == "command" and given.get("topology") is not None:
+            origin = "built-in default (--topology runs --remote-command instead)"
+        elif from_file is not None and not (name in _SOURCE_OPTIONS and source_given):
+            out[name] = from_file
+            origin = f"config file {config.path}"
+        elif name in _SOURCE_OPTIONS and source_given and from_file is not None:
+            origin = f"built-in default (the command line chose the source over {config.path})"
+        else:
+            origin = "built-in default"
+        if name == "controller" and out[name] is None:
+            origin += " (spur.conf [controller] hosts if it lists any, else http://localhost:6817)"
+        told.append(f"{flag} = {_shown(out[name])} (from {origin})")
+    if ctx.find_root().params.get("debug"):
+        from spurctl.render.terminal import debug_lines
+
+        debug_lines(told)
+    return out
+
+
 Command = TypeVar("Command", bound=Callable[..., None])
+_CTX = "ctx"
 Group = TypeVar("Group")
 
 
@@ -276,10 +354,19 @@ def _option_group(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
             for name, a, d in options
         ]
+        # Typer hands one Context to a command: the group reads it (where each value
+        # came from) and passes it on when the command, or a group under it, takes it.
+        passes_ctx = _CTX in own.parameters
+        if not passes_ctx:
+            added.insert(
+                0, inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+            )
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
-            group = build(**{name: kwargs.pop(name) for name, _, _ in options})
+            ctx = kwargs[_CTX] if passes_ctx else kwargs.pop(_CTX)
+            given = {name: kwargs.pop(name) for name, _, _ in options}
+            group = build(**configured(ctx, given, options))
             command(**{param: group}, **kwargs)
 
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
@@ -287,6 +374,7 @@ def _option_group(
         wrapper.__annotations__ = {
             **{n: h for n, h in hints.items() if n not in (param, "return")},
             **{name: a for name, a, _ in options},
+            _CTX: typer.Context,
             "return": None,
         }
         del wrapper.__wrapped__  # Typer must read the signature above, not the command's
@@ -482,6 +570,29 @@ VersionOpt = Annotated[
 DebugOpt = Annotated[
     bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
 ]
+AckVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ack-version",
+        envvar="SPURCTL_ACK_VERSION",
+        show_envvar=True,
+        help="The controller version whose note you have read (e.g. 0.8.0): the screen "
+        "drops its one line while the controller reports that version. explain and JSON "
+        "notes keep the whole note. Config file key: ack_version.",
+        show_default=False,
+        metavar="VERSION",
+    ),
+]
+_ACK_OPTIONS: list[tuple[str, Any, Any]] = [("ack_version", AckVersionOpt, None)]
+
+
+def ack_version(ctx: typer.Context, given: str | None) -> str | None:
+    """--ack-version, else SPURCTL_ACK_VERSION, else config.toml's ack_version."""
+    return typing.cast(
+        str | None, configured(ctx, {"ack_version": given}, _ACK_OPTIONS)["ack_version"]
+    )
+
+
 SnapshotOutputOpt = Annotated[Path, output_option("Where to save the snapshot.")]
 ExplainNodeArg = Annotated[
     str, typer.Argument(metavar="NODE", help="The node (either of its names).")

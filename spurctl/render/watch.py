@@ -25,7 +25,13 @@ from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound, blind
 from spurctl.hostlist import fold
 from spurctl.model import Action, Finding, format_time
-from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_console
+from spurctl.render.audit import (
+    Column,
+    FindingsTable,
+    plain_text,
+    screen_notes,
+    terminal_console,
+)
 from spurctl.render.common import (
     ACTION_RANK,
     context_line,
@@ -88,7 +94,9 @@ def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Co
     ]
 
 
-def _verdict(state: WatchRound) -> list[RenderableType]:
+def _verdict(
+    state: WatchRound, *, ack: str | None = None, tell_version: bool = True
+) -> list[RenderableType]:
     """The round's verdict: the totals, then what is stranded and how to reclaim it."""
     report = state.report
     heartbeats = int(STRANDED_AFTER.total_seconds())
@@ -116,7 +124,7 @@ def _verdict(state: WatchRound) -> list[RenderableType]:
                 style="yellow",
             )
         )
-    out += [Text(f"WARNING: {note}", style="bold yellow") for note in report.notes]
+    out += screen_notes(report, ack=ack, tell_version=tell_version)
     return out
 
 
@@ -146,9 +154,13 @@ class WatchView:
         height: int | None = None,
         fit_terminal: bool = False,
         fold: bool = True,
+        ack: str | None = None,
+        tell_version: bool = True,
     ) -> None:
         self.state = escaped(state)  # as drawn: the cluster's control characters written out
         self.fold = fold
+        self.ack = ack
+        self.tell_version = tell_version
         self.live = live
         self.running = running
         self.height = height
@@ -184,7 +196,7 @@ class WatchView:
                     style="yellow",
                 )
             )
-        return out + _verdict(state)
+        return out + _verdict(state, ack=self.ack, tell_version=self.tell_version)
 
     def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
         state = self.state
@@ -247,16 +259,22 @@ def watch_renderable(
     height: int | None = None,
     fit_terminal: bool | None = None,
     fold: bool = True,
+    ack: str | None = None,
+    tell_version: bool = True,
 ) -> RenderableType:
     """The whole view of one round (see WatchView).
 
     `live`: drawn on a terminal (says how to stop); `running`: the next round's
     audit is under way; `height`: at most that many lines; `fit_terminal`: at most
     the terminal's height (default: when `live`); `fold`: findings that differ only
-    in their node (and history) as one row.
+    in their node (and history) as one row; `ack`, `tell_version`: whether the
+    controller-version line is shown (render.audit.version_text).
     """
     fit = live if fit_terminal is None else fit_terminal
-    return WatchView(state, live=live, running=running, height=height, fit_terminal=fit, fold=fold)
+    return WatchView(
+        state, live=live, running=running, height=height, fit_terminal=fit, fold=fold,
+        ack=ack, tell_version=tell_version,
+    )  # fmt: skip
 
 
 def render_watch_round(
@@ -265,13 +283,16 @@ def render_watch_round(
     console_width: int | None = None,
     height: int | None = None,
     fold: bool = True,
+    ack: str | None = None,
+    tell_version: bool = True,
 ) -> str:
     """One round as plain text (no colour, no trailing blanks), for logs and pipes:
     every finding unless `height` limits the lines.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    return plain_text([watch_renderable(state, height=height, fold=fold)], console_width)
+    view = watch_renderable(state, height=height, fold=fold, ack=ack, tell_version=tell_version)
+    return plain_text([view], console_width)
 
 
 @contextmanager
@@ -302,10 +323,16 @@ class WatchScreen:
     """Where the rounds go: on a terminal one view redrawn in place, which keeps
     the last round on screen when the watch ends; elsewhere one plain block per round."""
 
-    def __init__(self, file: TextIO | None = None, *, fold: bool = True) -> None:
+    def __init__(
+        self, file: TextIO | None = None, *, fold: bool = True, ack: str | None = None
+    ) -> None:
         self.out = sys.stdout if file is None else file
         self.fold = fold
+        self.ack = ack
         self.shown: WatchRound | None = None
+        # The controller-version line is news once a session: the version it was told
+        # for, and the round that told it (its redraws keep it).
+        self._told: tuple[str, int] | None = None
         self._live = Live(console=terminal_console(self.out), auto_refresh=False)
         self._on_terminal = self.out.isatty()
 
@@ -314,13 +341,24 @@ class WatchScreen:
             self._live.__enter__()
         return self
 
+    def _tell_version(self, state: WatchRound) -> bool:
+        version = state.report.controller_version
+        if self._told is None or self._told[0] != version:
+            self._told = (version, state.number)
+        return self._told == (version, state.number)
+
+    def _view(self, state: WatchRound, **how: bool) -> RenderableType:
+        tell = self._tell_version(state)
+        return watch_renderable(state, fold=self.fold, ack=self.ack, tell_version=tell, **how)
+
     def show(self, state: WatchRound) -> None:
         with _drawing_whole():
             self.shown = state
             if self._on_terminal:
-                self._live.update(watch_renderable(state, live=True, fold=self.fold), refresh=True)
+                self._live.update(self._view(state, live=True), refresh=True)
             else:
-                block = render_watch_round(state, fold=self.fold)
+                tell = self._tell_version(state)
+                block = render_watch_round(state, fold=self.fold, ack=self.ack, tell_version=tell)
                 self.out.write(("\n" if state.number > 1 else "") + block)
                 self.out.flush()
 
@@ -342,8 +380,7 @@ class WatchScreen:
         """Say that the next round is under way, under the last one shown."""
         if self._on_terminal and self.shown is not None:
             with _drawing_whole():
-                view = watch_renderable(self.shown, live=True, running=True)
-                self._live.update(view, refresh=True)
+                self._live.update(self._view(self.shown, live=True, running=True), refresh=True)
 
     def __exit__(
         self,
@@ -361,4 +398,4 @@ class WatchScreen:
             self._live.update(Text(""), refresh=False)
             self._live.__exit__(exc_type, exc, tb)
             if self.shown is not None:
-                self._live.console.print(watch_renderable(self.shown, fit_terminal=True))
+                self._live.console.print(self._view(self.shown, fit_terminal=True))

@@ -188,6 +188,19 @@ def spur_version_note(version: str) -> str | None:
     )
 
 
+def spur_version_line(version: str) -> str | None:
+    """spur_version_note in one screen line (80 columns for a version like 0.8.0): what
+    it means, where the whole note is, and how to acknowledge it."""
+    if spur_version_note(version) is None:
+        return None
+    m = _VERSION.match(version)
+    assert m is not None  # spur_version_note read it
+    shown = version.strip()
+    old = (int(m[1]), int(m[2]), int(m[3] or 0)) < LAST_VERSION_WITHOUT_RECLAIM
+    said = "predates its own reclaim" if old else "may leave reclaims to spurctl"
+    return f"Spur {shown} {said}: see explain; hide: --ack-version"
+
+
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.decide.classify import classify
 
@@ -238,6 +251,8 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
         nodes_in_scope=result.nodes_in_scope,
         nodes_inventoried=result.nodes_inventoried,
         notes=notes,
+        version_note=old_spur,
+        version_line=spur_version_line(view.version),
     )
 
 
