@@ -362,6 +362,7 @@ def node_inventory(
 
 @app.command("collect")
 def collect_command(
+    ctx: typer.Context,
     nodes: opt.CollectNodesOpt,
     command: opt.CollectCommandOpt = DEFAULT_COMMAND,
     fanout: opt.CollectFanoutOpt = 64,
@@ -391,7 +392,8 @@ def collect_command(
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
-    # The same checks and command as an audit's --collect: one way to read these options.
+    # The same defaults, checks and command as an audit's --collect: one way to read them.
+    command = opt.collect_command(ctx, command, topology)
     src = opt.HoldingOptions(
         None, True, command, fanout, topology, remote_command, ssh, ship_scanner
     ).sources(nodes)

@@ -568,7 +568,12 @@ VersionOpt = Annotated[
     typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version."),
 ]
 DebugOpt = Annotated[
-    bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
+    bool,
+    typer.Option(
+        "--debug",
+        help="Show a traceback on errors (secrets stay redacted), and on stderr where each "
+        "default came from: option, environment, config file or built-in.",
+    ),
 ]
 AckVersionOpt = Annotated[
     str | None,
@@ -867,6 +872,18 @@ CollectFanoutOpt = Annotated[
 CollectTimeoutOpt = Annotated[
     float, timeout_option("Seconds a node's command may run before it is killed.")
 ]
+
+
+def collect_command(ctx: typer.Context, given: str, topology: Path | None) -> str:
+    """collect's --command, else config.toml's collect_command (as for --collect)."""
+    chosen = configured(
+        ctx,
+        {"command": given, "topology": topology},
+        [("command", CollectCommandOpt, DEFAULT_COMMAND)],
+    )
+    return typing.cast(str, chosen["command"])
+
+
 CollectOutputOpt = Annotated[Path | None, output_option("Write JSON Lines here, not stdout.")]
 
 

@@ -154,6 +154,7 @@ class ControllerClient:
             (("authorization", f"Bearer {conn.token}"),) if conn.token else ()
         )
         self.address: str = self._urls[0]
+        self._failovers: list[str] = []
 
     def close(self) -> None:
         for ch in self._channels.values():
@@ -240,6 +241,11 @@ class ControllerClient:
                     self.address = url
                     raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
+            if failures and url != self.address:
+                # One note per failover, however many reads it served: the view says it.
+                self._failovers.append(
+                    f"controller failover: {'; '.join(failures)}; {url} answered"
+                )
             self.address = url
             return answer
         raise SpurctlError(self._all_failed(method, failures))
@@ -556,6 +562,7 @@ class ControllerClient:
             # The node list lacks a node a job runs on: that node is in no audit's scope.
             expected = max(expected, read_active + 1)
             notes.append(_off_list_note(off_list))
+        notes[:0], self._failovers = self._failovers, []  # said once, by the view after it
         return ControllerView(
             address=self.address,
             version=version,

@@ -110,8 +110,9 @@ def parse(text: str, path: Path) -> UserConfig:
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message ends "(at line N, column M)": lead with the place.
         message = str(exc)
-        m = re.search(r"\(at line (\d+), column \d+\)$", message)
-        where = f"{path}:{m[1]}" if m else str(path)
+        m = re.search(r"\(at (?:line (\d+), column \d+|end of document)\)$", message)
+        last = len(text.splitlines()) or 1
+        where = f"{path}:{m[1] or last}" if m else str(path)
         what = message[: m.start()].strip() if m else message
         raise SpurctlError(f"{where}: not valid TOML ({what}); {_FIX}") from None
     try:
