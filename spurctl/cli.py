@@ -85,6 +85,7 @@ def audit(
     show_all: opt.AuditShowAllOpt = False,
     per_node: opt.AuditPerNodeOpt = False,
     fmt: opt.AuditFormatOpt = AuditFormat.TABLE,
+    as_json: opt.JsonOpt = False,
     watch: opt.AuditWatchOpt = False,
     interval: opt.AuditIntervalOpt = None,
     rounds: opt.AuditRoundsOpt = None,
@@ -117,6 +118,7 @@ def audit(
     from spurctl.render.audit_command import show_audit, watch_on_screen
     from spurctl.usecases import audit as use_case
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     src = holdings.sources(nodes, snapshot)
     ack = opt.ack_version(ctx, ack_version)
     journal = journal_path or default_path()
@@ -153,9 +155,11 @@ def audit(
 @opt.connected(agents=True)
 @opt.with_holdings()
 def explain(
+    ctx: typer.Context,
     node: opt.ExplainNodeArg,
     job: opt.ExplainJobArg = None,
     fmt: opt.ExplainFormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
     journal_path: opt.AuditJournalOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -172,6 +176,7 @@ def explain(
     from spurctl.render.explain import render
     from spurctl.usecases.explain import run_explain
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     journal = journal_path or default_path()
     doc = run_explain(node, job, holdings.sources(None), conn.connect(), journal=journal)
     sys.stdout.write(render(doc, fmt))
@@ -198,6 +203,7 @@ def reclaim(
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
     max_inventory_age: opt.ReclaimMaxInventoryAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
     ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -215,6 +221,7 @@ def reclaim(
     from spurctl.render import reclaim as shown
     from spurctl.usecases.reclaim import reclaim as use_case
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     hostlist = opt.one_hostlist(node)
     ack = opt.ack_version(ctx, ack_version)
     connection = conn.connect()
@@ -249,10 +256,12 @@ def reclaim(
     epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
 )
 def journal_command(
+    ctx: typer.Context,
     journal_path: opt.JournalFileOpt = None,
     last: opt.JournalLastOpt = 20,
     run: opt.JournalRunOpt = None,
     fmt: opt.JournalFormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
 ) -> None:
     """The runs reclaim and node-release journaled, newest first.
 
@@ -268,6 +277,7 @@ def journal_command(
     from spurctl.render.journal import missing_sentence, print_one, print_runs
     from spurctl.usecases import journal_runs
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     view = journal_runs.load(journal_path or default_path())
     if run is not None:
         if not view.exists:
@@ -295,10 +305,12 @@ app.add_typer(checklist_app)
 @opt.connected()
 @opt.with_holdings()
 def checklist_post_wipe(
+    ctx: typer.Context,
     nodes: opt.ChecklistNodesOpt = None,
     watermark: opt.ChecklistWatermarkOpt = None,
     verify: opt.ChecklistVerifyOpt = False,
     fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
+    as_json: opt.JsonOpt = False,
     output: opt.ChecklistOutputOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -324,6 +336,7 @@ def checklist_post_wipe(
     from spurctl.render.checklist import render
     from spurctl.usecases.checklist import run_post_wipe
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     src = holdings.sources(nodes)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
     write_output(render(result, fmt), output)

@@ -93,8 +93,55 @@ def job_id_parser() -> Any:
 # -- options several commands take: each declared once, its help the command's own -------
 
 
+# Every name --format takes anywhere: `-o json` is the kubectl/squeue reflex for it.
+FORMAT_NAMES = frozenset(
+    c.value for choices in (AuditFormat, ReclaimFormat, ChecklistFormat) for c in choices
+)
+
+
+def _formats_of(ctx: typer.Context) -> list[str]:
+    """The names this command's --format takes (its metavar, "[a|b]"), or none."""
+    for param in ctx.command.params:
+        if param.name == "fmt" and param.metavar:
+            return param.metavar.strip("[]").split("|")
+    return []
+
+
+class _BareName(type(Path())):  # type: ignore[misc]
+    """-o's argument as typed was a bare format name (`json`, not `./json`): pathlib
+    forgets the `./`, so the parser marks it for the check that knows the command."""
+
+
+def _output_path(text: str | Path) -> Path:
+    typed = str(text)
+    return _BareName(typed) if typed in FORMAT_NAMES else Path(typed)
+
+
+def _output_file(ctx: typer.Context, value: Path | None) -> Path | None:
+    """-o FILE, refused when FILE is a format's bare name and no such file exists:
+    `-o json` would write the table to ./json. A path (`./json`) is a file."""
+    if not isinstance(value, _BareName):
+        return value
+    name, value = str(value), Path(value)
+    if value.exists():
+        return value
+    if name in _formats_of(ctx):
+        raise SpurctlError(f"`-o` takes a file; did you mean `--format {name}`?")
+    raise SpurctlError(
+        f"`-o` takes a file, and {ctx.command_path} has no --format {name}; "
+        f"to write a file named {name}, give `-o ./{name}`"
+    )
+
+
 def output_option(help_text: str) -> Any:
-    return typer.Option("-o", "--output", help=help_text, metavar="FILE")
+    return typer.Option(
+        "-o",
+        "--output",
+        help=help_text,
+        metavar="FILE",
+        parser=_output_path,
+        callback=_output_file,
+    )
 
 
 def journal_option(help_text: str) -> Any:
@@ -492,6 +539,22 @@ def format_option(choices: type[Format], command: str, what: str) -> Any:
 
 
 AuditFormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Short for --format json (as sinfo's and squeue's).")
+]
+
+
+def with_json(ctx: typer.Context, fmt: Format, as_json: bool) -> Format:
+    """--format, or json with --json; --json beside a --format naming another format
+    is a usage error."""
+    if not as_json:
+        return fmt
+    json_format = type(fmt)("json")
+    given = getattr(ctx.get_parameter_source("fmt"), "name", "DEFAULT") == "COMMANDLINE"
+    if given and fmt != json_format:
+        raise SpurctlError(f"--json is --format json, and --format {fmt} was given too; give one")
+    return json_format
+
 
 Choice = TypeVar("Choice", Kind, Action)
 
