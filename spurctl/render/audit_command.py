@@ -10,7 +10,7 @@ from spurctl.decide.tracker import WatchRound
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.model import AuditReport
 from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
-from spurctl.render.common import AuditFormat, write_output
+from spurctl.render.common import PUBLIC_FILE_MODE, AuditFormat, choose, write_output
 
 
 def show_audit(
@@ -29,7 +29,9 @@ def show_audit(
     if output is None:
         print_audit(report, fmt, only=only, fold=fold, ack=ack)
     else:  # whole or not at all: a textfile collector must never read half a report
-        write_output(render_audit(report, fmt, only=only, fold=fold, ack=ack), output)
+        text = render_audit(report, fmt, only=only, fold=fold, ack=ack)
+        public = choose(AuditFormat, fmt) is AuditFormat.PROMETHEUS
+        write_output(text, output, create_mode=PUBLIC_FILE_MODE if public else 0o600)
     if notice is not None:
         print(notice, file=sys.stderr)
 

@@ -390,17 +390,22 @@ def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: boo
 # -- output ------------------------------------------------------------------
 
 
-def write_output(text: str, output: Path | None) -> None:
+# Metrics are not secret, and node_exporter reads them as its own user.
+PUBLIC_FILE_MODE = 0o644
+
+
+def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) -> None:
     """Write to FILE atomically (never a half-written document), or stdout.
 
     Only a regular file, or nothing, is replaced (a temp file beside it, renamed over
     it); a symlink is followed and its target replaced, the link kept. A device or
     FIFO is written to in place, as a shell's `>` would: renaming over `/dev/null`
     would replace the system's device. A socket or directory is refused.
-    A new file is created mode 0600 (mkstemp's guarantee, kept by the rename): key
-    files are written this way too. A file that exists keeps its read bits (a .prom
-    file an operator made readable to node_exporter stays readable), never more
-    than 0644.
+    A new file is created `create_mode`, 0600 unless the caller says otherwise (mkstemp's
+    guarantee, kept by the rename): key files are written this way too; `--format
+    prometheus` asks for PUBLIC_FILE_MODE. A file that exists keeps its read bits (a
+    .prom file an operator made readable to node_exporter's group stays so), never
+    more than 0644.
     """
     text = redact(text)  # the sink's rule for files: render/sink.py
     if output is None or str(output) == "-":
@@ -435,8 +440,8 @@ def write_output(text: str, output: Path | None) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, (mode & 0o644) | 0o600)
+        # Set on the temp file before the rename: FILE is never seen with other bits.
+        os.chmod(tmp, (mode & 0o644) | 0o600 if mode is not None else create_mode)
         os.replace(tmp, target)
     except OSError as exc:
         if tmp is not None:  # FILE stays as it was, and no half-written temp file is left
