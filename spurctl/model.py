@@ -296,7 +296,9 @@ class ControllerView:
                 f"{self.active_read:,} of {self.active_expected:,} running, completing or "
                 "suspended jobs"
             )
-        return f"{len(self.jobs):,} of {self.jobs_total:,} jobs"
+        return (
+            f"{len(self.jobs):,} of {self.jobs_total:,} {'job' if self.jobs_total == 1 else 'jobs'}"
+        )
 
     def estimated_watermark(self) -> int:
         return min(max(self.jobs, default=0) + 1, MAX_JOB_ID)  # uint32, as watermark_for

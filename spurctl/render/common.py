@@ -142,13 +142,21 @@ def job_text(job_id: int | None) -> str:
     return "-" if job_id is None else str(job_id)
 
 
+def _count(n: int, word: str) -> str:
+    """'1 node', '24 nodes': a count as the summary lines print it (no thousands commas,
+    as they always have)."""
+    return f"{n} {word if n == 1 else word + 's'}"
+
+
 def summary_line(report: AuditReport) -> str:
     counts = report.by_kind
     # Contract order, so the same kinds always appear in the same place.
     by_kind = ", ".join(f"{k.value} {counts[k.value]}" for k in Kind if k.value in counts)
     return (
-        f"{report.nodes_in_scope} nodes in scope, {report.nodes_inventoried} inventoried; "
-        f"findings: {by_kind or 'none'}; {report.needs_action} need action."
+        f"{_count(report.nodes_in_scope, 'node')} in scope, "
+        f"{report.nodes_inventoried} inventoried; "
+        f"findings: {by_kind or 'none'}; {report.needs_action} "
+        f"{'needs' if report.needs_action == 1 else 'need'} action."
     )
 
 
@@ -167,13 +175,13 @@ def context_line(report: AuditReport) -> str:
     if report.view_complete and report.jobs_seen < report.jobs_total:
         # An audit reads what can hold a node (and the held ids), not every ended job.
         view = (
-            f"complete ({report.jobs_seen} of {report.jobs_total} jobs read: every one "
+            f"complete ({report.jobs_seen} of {_count(report.jobs_total, 'job')} read: every one "
             "that can hold a node)"
         )
     elif report.view_complete:
-        view = f"complete ({report.jobs_seen} jobs)"
+        view = f"complete ({_count(report.jobs_seen, 'job')})"
     else:
-        view = f"INCOMPLETE ({report.jobs_seen} of {report.jobs_total} jobs seen)"
+        view = f"INCOMPLETE ({report.jobs_seen} of {_count(report.jobs_total, 'job')} seen)"
     return (
         f"Controller {report.controller_address} ({spur_version(report.controller_version)}), "
         "view taken "
@@ -188,11 +196,12 @@ def no_discrepancies(report: AuditReport) -> str:
     unaudited = report.nodes_in_scope - report.nodes_inventoried
     if unaudited > 0:
         return (
-            f"No findings shown, but {unaudited} of {report.nodes_in_scope} nodes in scope "
-            "were not audited."
+            f"No findings shown, but {unaudited} of {_count(report.nodes_in_scope, 'node')} in "
+            "scope were not audited."
         )
     return (
-        f"No discrepancies: {report.nodes_in_scope} nodes, {report.nodes_inventoried} inventoried."
+        f"No discrepancies: {_count(report.nodes_in_scope, 'node')}, "
+        f"{report.nodes_inventoried} inventoried."
     )
 
 
