@@ -7,6 +7,8 @@ one plain block per round.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
@@ -335,11 +337,41 @@ class WatchScreen:
         self._told: tuple[str, int] | None = None
         self._live = Live(console=terminal_console(self.out), auto_refresh=False)
         self._on_terminal = self.out.isatty()
+        # What is drawn now (running or not), for a redraw at the terminal's new size.
+        self._running = False
+        self._drawing = False
+        self._resized = False
+        self._previous_winch: Any = None
 
     def __enter__(self) -> WatchScreen:
         if self._on_terminal:
             self._live.__enter__()
+            if threading.current_thread() is threading.main_thread():
+                # A resized terminal gets the view redrawn at once, not at the next round.
+                self._previous_winch = signal.signal(signal.SIGWINCH, self._on_resize)
         return self
+
+    def _on_resize(self, _signum: int, _frame: object) -> None:
+        self._resized = True
+        if not self._drawing:  # else the drawing in hand redraws when it is done
+            self._redraw_resized()
+
+    def _redraw_resized(self) -> None:
+        while self._resized and self.shown is not None:
+            self._resized = False
+            with contextlib.suppress(OSError):  # size the console anew, COLUMNS or not
+                self._live.console.size = os.get_terminal_size(self.out.fileno())
+            self._draw(self._view(self.shown, live=True, running=self._running))
+
+    def _draw(self, view: RenderableType) -> None:
+        self._drawing = True
+        try:
+            with _drawing_whole():
+                self._live.update(view, refresh=True)
+        finally:
+            self._drawing = False
+        if self._resized:
+            self._redraw_resized()
 
     def _tell_version(self, state: WatchRound) -> bool:
         version = state.report.controller_version
@@ -352,15 +384,16 @@ class WatchScreen:
         return watch_renderable(state, fold=self.fold, ack=self.ack, tell_version=tell, **how)
 
     def show(self, state: WatchRound) -> None:
-        with _drawing_whole():
+        if self._on_terminal:
+            self.shown, self._running = state, False
+            self._draw(self._view(state, live=True))
+            return
+        with _drawing_whole():  # a log or a pipe: one plain block per round
             self.shown = state
-            if self._on_terminal:
-                self._live.update(self._view(state, live=True), refresh=True)
-            else:
-                tell = self._tell_version(state)
-                block = render_watch_round(state, fold=self.fold, ack=self.ack, tell_version=tell)
-                self.out.write(("\n" if state.number > 1 else "") + block)
-                self.out.flush()
+            tell = self._tell_version(state)
+            block = render_watch_round(state, fold=self.fold, ack=self.ack, tell_version=tell)
+            self.out.write(("\n" if state.number > 1 else "") + block)
+            self.out.flush()
 
     def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
         """Show every round until they end or Ctrl-C; return the last one shown.
@@ -379,8 +412,8 @@ class WatchScreen:
     def running(self) -> None:
         """Say that the next round is under way, under the last one shown."""
         if self._on_terminal and self.shown is not None:
-            with _drawing_whole():
-                self._live.update(self._view(self.shown, live=True, running=True), refresh=True)
+            self._running = True
+            self._draw(self._view(self.shown, live=True, running=True))
 
     def __exit__(
         self,
@@ -390,6 +423,9 @@ class WatchScreen:
     ) -> None:
         if not self._on_terminal:
             return
+        if self._previous_winch is not None:
+            signal.signal(signal.SIGWINCH, self._previous_winch)
+            self._previous_winch = None
         # Clear the view redrawn in place, then print the last round once, as it
         # ended: nothing of a "round N running" or "Ctrl-C to stop" drawing stays
         # above it, however the interrupt cut the drawing short.
