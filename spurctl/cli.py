@@ -379,7 +379,8 @@ def collect_command(
     nodes: opt.CollectNodesOpt,
     command: opt.CollectCommandOpt = DEFAULT_COMMAND,
     fanout: opt.CollectFanoutOpt = 64,
-    timeout: opt.CollectTimeoutOpt = 60.0,
+    node_timeout: opt.CollectNodeTimeoutOpt = None,
+    timeout: opt.CollectOldTimeoutOpt = None,
     output: opt.CollectOutputOpt = None,
     topology: opt.CollectTopologyOpt = None,
     remote_command: opt.RemoteCommandOpt = DEFAULT_REMOTE_COMMAND,
@@ -405,13 +406,14 @@ def collect_command(
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
+    limit = opt.node_timeout(node_timeout, timeout)
     # The same defaults, checks and command as an audit's --collect: one way to read them.
     command = opt.collect_command(ctx, command, topology)
     src = opt.HoldingOptions(
         None, True, command, fanout, topology, remote_command, ssh, ship_scanner
     ).sources(nodes)
     results = collect(
-        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=timeout,
+        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(

@@ -932,9 +932,41 @@ CollectFanoutOpt = Annotated[
         "for nodes reached directly)."
     ),
 ]
-CollectTimeoutOpt = Annotated[
-    float, timeout_option("Seconds a node's command may run before it is killed.")
+COLLECT_NODE_TIMEOUT_S = 60.0
+CollectNodeTimeoutOpt = Annotated[
+    float | None,
+    number_option(
+        "--node-timeout",
+        kind=float,
+        low=0.001,
+        high=DAY_S,
+        help="Seconds a node's command may run before it is killed.  [default: 60]",
+        show_default=False,
+        metavar="SECONDS",
+    ),
 ]
+# collect's --timeout was its per-node limit; everywhere else --timeout is the RPC deadline.
+CollectOldTimeoutOpt = Annotated[
+    float | None,
+    timeout_option("Deprecated: the old name of --node-timeout."),
+]
+
+
+def node_timeout(node_limit: float | None, old: float | None) -> float:
+    """collect's --node-timeout, or its old spelling --timeout with one warning line."""
+    if old is None:
+        return COLLECT_NODE_TIMEOUT_S if node_limit is None else node_limit
+    if node_limit is not None:
+        raise SpurctlError(
+            "collect's --timeout is the old name of --node-timeout; give --node-timeout only"
+        )
+    from spurctl.render.terminal import warning
+
+    warning(
+        "collect --timeout is the old name of --node-timeout (each node's limit; in every "
+        "other command --timeout is the RPC deadline): use --node-timeout"
+    )
+    return old
 
 
 def collect_command(ctx: typer.Context, given: str, topology: Path | None) -> str:
