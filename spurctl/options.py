@@ -148,8 +148,8 @@ def journal_option(help_text: str) -> Any:
     return typer.Option("--journal", help=help_text, metavar="FILE")
 
 
-def nodes_option(help_text: str) -> Any:
-    return typer.Option("-w", "--nodes", help=help_text, metavar="HOSTLIST")
+def nodes_option(help_text: str, *also: str) -> Any:
+    return typer.Option("-w", "--nodes", *also, help=help_text, metavar="HOSTLIST")
 
 
 def fanout_option(help_text: str) -> Any:
@@ -439,7 +439,12 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
 # -- where an audit's holdings come from, and how to print it -------------------
 
 NodesOpt = Annotated[
-    str | None, nodes_option("Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]).")
+    str | None,
+    nodes_option(
+        "Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]); --node is the same "
+        "option, as for reclaim.",
+        "--node",
+    ),
 ]
 InventoryOpt = Annotated[
     list[str] | None,
