@@ -85,6 +85,23 @@ def cli_process(
     return running(spurctl_argv(*args), home=home, env=env, **popen)
 
 
+def default_sigint() -> None:
+    """In a child before it runs: SIGINT back to its default action. A shell starts a
+    background job (and so nohup's) with SIGINT ignored, the child would inherit that,
+    and Python installs no KeyboardInterrupt handler for an ignored SIGINT: every
+    Ctrl-C test would then wait for an interrupt that never comes."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _then_default_sigint(first: Callable[[], object] | None) -> Callable[[], None]:
+    def preexec() -> None:
+        default_sigint()
+        if first is not None:
+            first()
+
+    return preexec
+
+
 @contextmanager
 def running(
     argv: list[str],
@@ -99,6 +116,7 @@ def running(
         "stdin": subprocess.DEVNULL,
         "text": True,
         **popen,
+        "preexec_fn": _then_default_sigint(popen.get("preexec_fn")),
     }
     proc = subprocess.Popen(
         argv,
