@@ -78,12 +78,14 @@ def snapshot(
 @opt.connected()
 @opt.with_holdings()
 def audit(
+    ctx: typer.Context,
     nodes: opt.NodesOpt = None,
     snapshot: opt.AuditSnapshotOpt = None,
     watermark: opt.AuditWatermarkOpt = None,
     show_all: opt.AuditShowAllOpt = False,
     per_node: opt.AuditPerNodeOpt = False,
     fmt: opt.AuditFormatOpt = AuditFormat.TABLE,
+    as_json: opt.JsonOpt = False,
     watch: opt.AuditWatchOpt = False,
     interval: opt.AuditIntervalOpt = None,
     rounds: opt.AuditRoundsOpt = None,
@@ -91,6 +93,7 @@ def audit(
     action: opt.AuditActionOpt = None,
     output: opt.AuditOutputOpt = None,
     journal_path: opt.AuditJournalOpt = None,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -115,7 +118,9 @@ def audit(
     from spurctl.render.audit_command import show_audit, watch_on_screen
     from spurctl.usecases import audit as use_case
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     src = holdings.sources(nodes, snapshot)
+    ack = opt.ack_version(ctx, ack_version)
     journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
     use_case.check_flags(
@@ -131,12 +136,12 @@ def audit(
             use_case.watch_rounds, src, connection, watermark=watermark,
             include_healthy=show_all, journal=journal, interval=every, rounds=rounds,
         )  # fmt: skip
-        raise typer.Exit(watch_on_screen(rounds_of, fold=not per_node))
+        raise typer.Exit(watch_on_screen(rounds_of, fold=not per_node, ack=ack))
     report, inputs = use_case.run_audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
     heap.keep_until_exit(report, inputs)
-    show_audit(report, fmt, only, output, fold=not per_node)
+    show_audit(report, fmt, only, output, fold=not per_node, ack=ack)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
@@ -150,9 +155,11 @@ def audit(
 @opt.connected(agents=True)
 @opt.with_holdings()
 def explain(
+    ctx: typer.Context,
     node: opt.ExplainNodeArg,
     job: opt.ExplainJobArg = None,
     fmt: opt.ExplainFormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
     journal_path: opt.AuditJournalOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -169,6 +176,7 @@ def explain(
     from spurctl.render.explain import render
     from spurctl.usecases.explain import run_explain
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     journal = journal_path or default_path()
     doc = run_explain(node, job, holdings.sources(None), conn.connect(), journal=journal)
     sys.stdout.write(render(doc, fmt))
@@ -184,6 +192,7 @@ def explain(
 @opt.connected(agents=True)
 @opt.with_holdings()
 def reclaim(
+    ctx: typer.Context,
     node: opt.ReclaimNodeOpt,
     job: opt.ReclaimJobOpt = None,
     dry_run: opt.ReclaimDryRunOpt = False,
@@ -194,6 +203,8 @@ def reclaim(
     concurrency: opt.ReclaimConcurrencyOpt = DEFAULT_CONCURRENCY,
     max_inventory_age: opt.ReclaimMaxInventoryAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     fmt: opt.ReclaimFormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -210,13 +221,15 @@ def reclaim(
     from spurctl.render import reclaim as shown
     from spurctl.usecases.reclaim import reclaim as use_case
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     hostlist = opt.one_hostlist(node)
+    ack = opt.ack_version(ctx, ack_version)
     connection = conn.connect()
     done = use_case(
         hostlist,
         holdings.sources(hostlist),
         connection,
-        show_plan=lambda prepared: shown.show_plan(prepared, fmt),
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack),
         ask=shown.ask if sys.stdin.isatty() else None,
         jobs=job,
         journal_path=journal_path,
@@ -243,10 +256,12 @@ def reclaim(
     epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
 )
 def journal_command(
+    ctx: typer.Context,
     journal_path: opt.JournalFileOpt = None,
     last: opt.JournalLastOpt = 20,
     run: opt.JournalRunOpt = None,
     fmt: opt.JournalFormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
 ) -> None:
     """The runs reclaim and node-release journaled, newest first.
 
@@ -262,6 +277,7 @@ def journal_command(
     from spurctl.render.journal import missing_sentence, print_one, print_runs
     from spurctl.usecases import journal_runs
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     view = journal_runs.load(journal_path or default_path())
     if run is not None:
         if not view.exists:
@@ -289,10 +305,12 @@ app.add_typer(checklist_app)
 @opt.connected()
 @opt.with_holdings()
 def checklist_post_wipe(
+    ctx: typer.Context,
     nodes: opt.ChecklistNodesOpt = None,
     watermark: opt.ChecklistWatermarkOpt = None,
     verify: opt.ChecklistVerifyOpt = False,
     fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
+    as_json: opt.JsonOpt = False,
     output: opt.ChecklistOutputOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -318,6 +336,7 @@ def checklist_post_wipe(
     from spurctl.render.checklist import render
     from spurctl.usecases.checklist import run_post_wipe
 
+    fmt = opt.with_json(ctx, fmt, as_json)
     src = holdings.sources(nodes)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
     write_output(render(result, fmt), output)
@@ -356,10 +375,12 @@ def node_inventory(
 
 @app.command("collect")
 def collect_command(
+    ctx: typer.Context,
     nodes: opt.CollectNodesOpt,
     command: opt.CollectCommandOpt = DEFAULT_COMMAND,
     fanout: opt.CollectFanoutOpt = 64,
-    timeout: opt.CollectTimeoutOpt = 60.0,
+    node_timeout: opt.CollectNodeTimeoutOpt = None,
+    timeout: opt.CollectOldTimeoutOpt = None,
     output: opt.CollectOutputOpt = None,
     topology: opt.CollectTopologyOpt = None,
     remote_command: opt.RemoteCommandOpt = DEFAULT_REMOTE_COMMAND,
@@ -385,12 +406,14 @@ def collect_command(
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
 
-    # The same checks and command as an audit's --collect: one way to read these options.
+    limit = opt.node_timeout(node_timeout, timeout)
+    # The same defaults, checks and command as an audit's --collect: one way to read them.
+    command = opt.collect_command(ctx, command, topology)
     src = opt.HoldingOptions(
         None, True, command, fanout, topology, remote_command, ssh, ship_scanner
     ).sources(nodes)
     results = collect(
-        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=timeout,
+        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(

@@ -251,7 +251,8 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             down = sorted(n.name for n in sim.state.nodes.values() if n.state is NodeState.DOWN)
         say.panel(
             f"A simulated Spur cluster runs on 127.0.0.1: spurctld and one spurd per node "
-            f"({len(sim.agent_map())} nodes), real gRPC. It holds the incident behind Spur "
+            f"({plural(len(sim.agent_map()), 'node')}), real gRPC. It holds the incident "
+            "behind Spur "
             "PR #623: a controller restart marked healthy nodes DOWN on stale heartbeats "
             f"(still DOWN: {hostlist.fold(down)}; others were resumed), requeued their jobs "
             "onto other nodes, and the old nodes kept running them: they hold GPUs the "
@@ -406,7 +407,8 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         else "the PR #623 incident"
     )
     lines = [
-        f"Simulated Spur cluster ({what}, {len(cluster.sim.agent_map())} nodes) on 127.0.0.1; "
+        f"Simulated Spur cluster ({what}, {plural(len(cluster.sim.agent_map()), 'node')}) "
+        "on 127.0.0.1; "
         f"controller auth {_CONTROLLER_AUTH} (anonymous reads), agents auth {_AGENT_AUTH}.",
         f"Files in {d}, removed on exit:",
         f"  inventory: {inv} (rewritten as the agents change, and every {SERVE_HEARTBEAT_S:g} s)",

@@ -312,7 +312,9 @@ class ControllerView:
                 f"{self.active_read:,} of {self.active_expected:,} running, completing or "
                 "suspended jobs"
             )
-        return f"{len(self.jobs):,} of {self.jobs_total:,} jobs"
+        return (
+            f"{len(self.jobs):,} of {self.jobs_total:,} {'job' if self.jobs_total == 1 else 'jobs'}"
+        )
 
     def estimated_watermark(self) -> int:
         return min(max(self.jobs, default=0) + 1, MAX_JOB_ID)  # uint32, as watermark_for
@@ -554,6 +556,10 @@ class AuditReport:
     nodes_in_scope: int
     nodes_inventoried: int
     notes: list[str] = field(default_factory=list)
+    # The controller-version note, also among `notes` (JSON, explain); screens show
+    # `version_line` in its place, once, unless the operator acknowledged the version.
+    version_note: str | None = None
+    version_line: str | None = None
 
     @property
     def by_kind(self) -> dict[str, int]:

@@ -93,16 +93,63 @@ def job_id_parser() -> Any:
 # -- options several commands take: each declared once, its help the command's own -------
 
 
+# Every name --format takes anywhere: `-o json` is the kubectl/squeue reflex for it.
+FORMAT_NAMES = frozenset(
+    c.value for choices in (AuditFormat, ReclaimFormat, ChecklistFormat) for c in choices
+)
+
+
+def _formats_of(ctx: typer.Context) -> list[str]:
+    """The names this command's --format takes (its metavar, "[a|b]"), or none."""
+    for param in ctx.command.params:
+        if param.name == "fmt" and param.metavar:
+            return param.metavar.strip("[]").split("|")
+    return []
+
+
+class _BareName(type(Path())):  # type: ignore[misc]
+    """-o's argument as typed was a bare format name (`json`, not `./json`): pathlib
+    forgets the `./`, so the parser marks it for the check that knows the command."""
+
+
+def _output_path(text: str | Path) -> Path:
+    typed = str(text)
+    return _BareName(typed) if typed in FORMAT_NAMES else Path(typed)
+
+
+def _output_file(ctx: typer.Context, value: Path | None) -> Path | None:
+    """-o FILE, refused when FILE is a format's bare name and no such file exists:
+    `-o json` would write the table to ./json. A path (`./json`) is a file."""
+    if not isinstance(value, _BareName):
+        return value
+    name, value = str(value), Path(value)
+    if value.exists():
+        return value
+    if name in _formats_of(ctx):
+        raise SpurctlError(f"`-o` takes a file; did you mean `--format {name}`?")
+    raise SpurctlError(
+        f"`-o` takes a file, and {ctx.command_path} has no --format {name}; "
+        f"to write a file named {name}, give `-o ./{name}`"
+    )
+
+
 def output_option(help_text: str) -> Any:
-    return typer.Option("-o", "--output", help=help_text, metavar="FILE")
+    return typer.Option(
+        "-o",
+        "--output",
+        help=help_text,
+        metavar="FILE",
+        parser=_output_path,
+        callback=_output_file,
+    )
 
 
 def journal_option(help_text: str) -> Any:
     return typer.Option("--journal", help=help_text, metavar="FILE")
 
 
-def nodes_option(help_text: str) -> Any:
-    return typer.Option("-w", "--nodes", help=help_text, metavar="HOSTLIST")
+def nodes_option(help_text: str, *also: str) -> Any:
+    return typer.Option("-w", "--nodes", *also, help=help_text, metavar="HOSTLIST")
 
 
 def fanout_option(help_text: str) -> Any:
@@ -198,6 +245,8 @@ AgentMapOpt = Annotated[
     Path | None,
     typer.Option(
         "--agent-map",
+        envvar="SPUR_AGENT_MAP",
+        show_envvar=True,
         help='JSON/TOML object: node name -> "host:port", the address each spurd registered '
         "(its --listen). The exact source of agent addresses; a node it lacks falls back to "
         "NODE:--agent-port, and the plan names such nodes.",
@@ -255,7 +304,83 @@ _TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
     ("tls_ca", TlsCaOpt, None),
 ]
 
+# -- the operator's defaults: option > environment variable > config file > built-in -----
+
+# Option name -> the config.toml key (sources/user_config.py) that may set it.
+CONFIG_KEYS = {
+    "controller": "controller",
+    "agent_map": "agent_map",
+    "inventory": "inventory",
+    "collect": "collect",
+    "command": "collect_command",
+    "ack_version": "ack_version",
+}
+# Where holdings come from is one choice: either option on the command line
+# overrides both of the file's.
+_SOURCE_OPTIONS = ("inventory", "collect")
+
+
+def _declared(annotated: Any) -> tuple[str, str | None]:
+    info = typing.get_args(annotated)[1]
+    flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
+    envvar = info.envvar if isinstance(info.envvar, str) else None
+    return str(flag), envvar
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "(none)"
+    return str(value)
+
+
+def configured(
+    ctx: typer.Context, given: dict[str, Any], options: list[tuple[str, Any, Any]]
+) -> dict[str, Any]:
+    """`given` with each option the operator left unset taken from config.toml when the
+    file sets it; under --debug, one stderr line per such option saying where its
+    value came from."""
+    from spurctl.sources import user_config
+
+    keyed = [(name, annotated) for name, annotated, _ in options if name in CONFIG_KEYS]
+    if not keyed:
+        return given
+    config = user_config.load()
+    source = {name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") for name, _ in keyed}
+    source_given = any(source.get(n, "DEFAULT") != "DEFAULT" for n in _SOURCE_OPTIONS)
+    out = dict(given)
+    told: list[str] = []
+    for name, annotated in keyed:
+        flag, envvar = _declared(annotated)
+        from_file = getattr(config, CONFIG_KEYS[name])
+        if source[name] == "COMMANDLINE":
+            origin = "command line"
+        elif source[name] == "ENVIRONMENT":
+            origin = f"environment variable {envvar}"
+        elif name == "command" and given.get("topology") is not None:
+            origin = "built-in default (--topology runs --remote-command instead)"
+        elif from_file is not None and not (name in _SOURCE_OPTIONS and source_given):
+            out[name] = from_file
+            origin = f"config file {config.path}"
+        elif name in _SOURCE_OPTIONS and source_given and from_file is not None:
+            origin = f"built-in default (the command line chose the source over {config.path})"
+        else:
+            origin = "built-in default"
+        if name == "controller" and out[name] is None:
+            origin += " (spur.conf [controller] hosts if it lists any, else http://localhost:6817)"
+        told.append(f"{flag} = {_shown(out[name])} (from {origin})")
+    if ctx.find_root().params.get("debug"):
+        from spurctl.render.terminal import debug_lines
+
+        debug_lines(told)
+    return out
+
+
 Command = TypeVar("Command", bound=Callable[..., None])
+_CTX = "ctx"
 Group = TypeVar("Group")
 
 
@@ -276,10 +401,19 @@ def _option_group(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
             for name, a, d in options
         ]
+        # Typer hands one Context to a command: the group reads it (where each value
+        # came from) and passes it on when the command, or a group under it, takes it.
+        passes_ctx = _CTX in own.parameters
+        if not passes_ctx:
+            added.insert(
+                0, inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+            )
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
-            group = build(**{name: kwargs.pop(name) for name, _, _ in options})
+            ctx = kwargs[_CTX] if passes_ctx else kwargs.pop(_CTX)
+            given = {name: kwargs.pop(name) for name, _, _ in options}
+            group = build(**configured(ctx, given, options))
             command(**{param: group}, **kwargs)
 
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
@@ -287,6 +421,7 @@ def _option_group(
         wrapper.__annotations__ = {
             **{n: h for n, h in hints.items() if n not in (param, "return")},
             **{name: a for name, a, _ in options},
+            _CTX: typer.Context,
             "return": None,
         }
         del wrapper.__wrapped__  # Typer must read the signature above, not the command's
@@ -304,7 +439,12 @@ def connected(*, agents: bool = False) -> Callable[[Command], Command]:
 # -- where an audit's holdings come from, and how to print it -------------------
 
 NodesOpt = Annotated[
-    str | None, nodes_option("Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]).")
+    str | None,
+    nodes_option(
+        "Limit to these nodes (Slurm hostlist, e.g. gpu[001-128,200]); --node is the same "
+        "option, as for reclaim.",
+        "--node",
+    ),
 ]
 InventoryOpt = Annotated[
     list[str] | None,
@@ -404,6 +544,22 @@ def format_option(choices: type[Format], command: str, what: str) -> Any:
 
 
 AuditFormatOpt = Annotated[AuditFormat, format_option(AuditFormat, "audit", "the findings")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Short for --format json (as sinfo's and squeue's).")
+]
+
+
+def with_json(ctx: typer.Context, fmt: Format, as_json: bool) -> Format:
+    """--format, or json with --json; --json beside a --format naming another format
+    is a usage error."""
+    if not as_json:
+        return fmt
+    json_format = type(fmt)("json")
+    given = getattr(ctx.get_parameter_source("fmt"), "name", "DEFAULT") == "COMMANDLINE"
+    if given and fmt != json_format:
+        raise SpurctlError(f"--json is --format json, and --format {fmt} was given too; give one")
+    return json_format
+
 
 Choice = TypeVar("Choice", Kind, Action)
 
@@ -480,8 +636,36 @@ VersionOpt = Annotated[
     typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version."),
 ]
 DebugOpt = Annotated[
-    bool, typer.Option("--debug", help="Show a traceback on errors (secrets stay redacted).")
+    bool,
+    typer.Option(
+        "--debug",
+        help="Show a traceback on errors (secrets stay redacted), and on stderr where each "
+        "default came from: option, environment, config file or built-in.",
+    ),
 ]
+AckVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ack-version",
+        envvar="SPURCTL_ACK_VERSION",
+        show_envvar=True,
+        help="The controller version whose note you have read (e.g. 0.8.0): the screen "
+        "drops its one line while the controller reports that version. explain and JSON "
+        "notes keep the whole note. Config file key: ack_version.",
+        show_default=False,
+        metavar="VERSION",
+    ),
+]
+_ACK_OPTIONS: list[tuple[str, Any, Any]] = [("ack_version", AckVersionOpt, None)]
+
+
+def ack_version(ctx: typer.Context, given: str | None) -> str | None:
+    """--ack-version, else SPURCTL_ACK_VERSION, else config.toml's ack_version."""
+    return typing.cast(
+        str | None, configured(ctx, {"ack_version": given}, _ACK_OPTIONS)["ack_version"]
+    )
+
+
 SnapshotOutputOpt = Annotated[Path, output_option("Where to save the snapshot.")]
 ExplainNodeArg = Annotated[
     str, typer.Argument(metavar="NODE", help="The node (either of its names).")
@@ -753,9 +937,53 @@ CollectFanoutOpt = Annotated[
         "for nodes reached directly)."
     ),
 ]
-CollectTimeoutOpt = Annotated[
-    float, timeout_option("Seconds a node's command may run before it is killed.")
+COLLECT_NODE_TIMEOUT_S = 60.0
+CollectNodeTimeoutOpt = Annotated[
+    float | None,
+    number_option(
+        "--node-timeout",
+        kind=float,
+        low=0.001,
+        high=DAY_S,
+        help="Seconds a node's command may run before it is killed.  [default: 60]",
+        show_default=False,
+        metavar="SECONDS",
+    ),
 ]
+# collect's --timeout was its per-node limit; everywhere else --timeout is the RPC deadline.
+CollectOldTimeoutOpt = Annotated[
+    float | None,
+    timeout_option("Deprecated: the old name of --node-timeout."),
+]
+
+
+def node_timeout(node_limit: float | None, old: float | None) -> float:
+    """collect's --node-timeout, or its old spelling --timeout with one warning line."""
+    if old is None:
+        return COLLECT_NODE_TIMEOUT_S if node_limit is None else node_limit
+    if node_limit is not None:
+        raise SpurctlError(
+            "collect's --timeout is the old name of --node-timeout; give --node-timeout only"
+        )
+    from spurctl.render.terminal import warning
+
+    warning(
+        "collect --timeout is the old name of --node-timeout (each node's limit; in every "
+        "other command --timeout is the RPC deadline): use --node-timeout"
+    )
+    return old
+
+
+def collect_command(ctx: typer.Context, given: str, topology: Path | None) -> str:
+    """collect's --command, else config.toml's collect_command (as for --collect)."""
+    chosen = configured(
+        ctx,
+        {"command": given, "topology": topology},
+        [("command", CollectCommandOpt, DEFAULT_COMMAND)],
+    )
+    return typing.cast(str, chosen["command"])
+
+
 CollectOutputOpt = Annotated[Path | None, output_option("Write JSON Lines here, not stdout.")]
 
 

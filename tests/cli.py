@@ -1,7 +1,8 @@
 """Running spurctl for real in tests: the CLI as a subprocess in a clean environment, dead ports.
 
-Every run gets its own HOME and XDG_STATE_HOME (so ~/.spur/token and the default
-journal are the test's own) and no SPUR_* variable from the developer's shell.
+Every run gets its own HOME, XDG_STATE_HOME and XDG_CONFIG_HOME (so ~/.spur/token,
+the default journal and spurctl's config.toml are the test's own) and no SPUR_* or
+SPURCTL_* variable from the developer's shell.
 
 Every wait here has a deadline, and a child still running when its test ends is
 killed with its whole process group: a regression fails in seconds, it never
@@ -29,10 +30,12 @@ WORKTREE = Path(__file__).resolve().parents[1]
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPUR_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPUR_", "SPURCTL_"))}
     env.update(
         HOME=str(home),
         XDG_STATE_HOME=str(home / "state"),
+        # The run's own config.toml (none unless the test writes one), never the developer's.
+        XDG_CONFIG_HOME=str(home / ".config"),
         PYTHONPATH=str(WORKTREE),
         # Wide enough that rich never folds a table cell the test reads.
         COLUMNS="240",
@@ -82,6 +85,23 @@ def cli_process(
     return running(spurctl_argv(*args), home=home, env=env, **popen)
 
 
+def default_sigint() -> None:
+    """In a child before it runs: SIGINT back to its default action. A shell starts a
+    background job (and so nohup's) with SIGINT ignored, the child would inherit that,
+    and Python installs no KeyboardInterrupt handler for an ignored SIGINT: every
+    Ctrl-C test would then wait for an interrupt that never comes."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _then_default_sigint(first: Callable[[], object] | None) -> Callable[[], None]:
+    def preexec() -> None:
+        default_sigint()
+        if first is not None:
+            first()
+
+    return preexec
+
+
 @contextmanager
 def running(
     argv: list[str],
@@ -96,6 +116,7 @@ def running(
         "stdin": subprocess.DEVNULL,
         "text": True,
         **popen,
+        "preexec_fn": _then_default_sigint(popen.get("preexec_fn")),
     }
     proc = subprocess.Popen(
         argv,

@@ -7,6 +7,7 @@ one, such as draining a node, changes it for the tests after it in that module).
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,21 @@ import pytest
 
 from spurctl.simcluster import SimCluster, incident
 from tests.live import KEY
+
+
+@pytest.fixture(autouse=True, scope="session")
+def sigint_raises_keyboardinterrupt() -> Iterator[None]:
+    """The in-process Ctrl-C tests need Python's own SIGINT handler, which Python does
+    not install when started with SIGINT ignored (a background job, nohup): install it
+    for the session then. Children get theirs back in tests/cli.py (default_sigint)."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture

@@ -449,6 +449,41 @@ def _measuring() -> Console:
     return Console(file=io.StringIO(), color_system=None, width=10_000)
 
 
+def acknowledged(report: AuditReport, ack: str | None) -> bool:
+    """Whether the operator acknowledged this controller's version (--ack-version,
+    SPURCTL_ACK_VERSION, config ack_version): `v0.8.0` and `0.8.0` are one version."""
+    if ack is None or not report.controller_version:
+        return False
+    return ack.strip().lstrip("vV") == report.controller_version.strip().lstrip("vV")
+
+
+def other_notes(report: AuditReport) -> list[str]:
+    """The notes a screen shows in full: all but the controller-version note."""
+    return [note for note in report.notes if note != report.version_note]
+
+
+def version_text(report: AuditReport, *, ack: str | None = None, tell: bool = True) -> list[Text]:
+    """The controller-version note as a screen shows it: one line cut to the width (its
+    whole text is in explain and JSON notes); none once told (`tell` false), or when
+    the operator acknowledged the version (`ack`)."""
+    from rich.text import Text
+
+    if not report.version_line or not tell or acknowledged(report, ack):
+        return []
+    line = f"NOTE: {report.version_line}"
+    return [Text(line, style="yellow", no_wrap=True, overflow="ellipsis")]
+
+
+def screen_notes(
+    report: AuditReport, *, ack: str | None = None, tell_version: bool = True
+) -> list[Text]:
+    """The notes on a screen: each WARNING in full, then the version line."""
+    from rich.text import Text
+
+    warnings = [Text(f"WARNING: {note}", style="bold yellow") for note in other_notes(report)]
+    return warnings + version_text(report, ack=ack, tell=tell_version)
+
+
 def audit_view(
     report: AuditReport,
     findings: Sequence[Finding] | None = None,
@@ -456,18 +491,18 @@ def audit_view(
     after_findings: Iterable[RenderableType] = (),
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
+    ack: str | None = None,
 ) -> list[RenderableType]:
     """The notes, the findings (default: the report's) `only` keeps or that there are
     none, `after_findings`, the filter's line when one is on, then the summary and where
-    the view came from. `fold`: one row for findings that differ only in their node."""
+    the view came from. `fold`: one row for findings that differ only in their node;
+    `ack`: the acknowledged controller version (screen_notes)."""
     from rich.text import Text
 
     findings = report.findings if findings is None else findings
     total = len(findings)
     findings = only.shown(findings)
-    out: list[RenderableType] = [
-        Text(f"WARNING: {note}", style="bold yellow") for note in report.notes
-    ]
+    out: list[RenderableType] = list(screen_notes(report, ack=ack))
     if findings:
         out.append(FindingsTable(findings, columns, fold=fold))
     elif only.active and total:
@@ -703,6 +738,7 @@ def render_audit(
     console_width: int | None = None,
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
+    ack: str | None = None,
 ) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
@@ -716,7 +752,7 @@ def render_audit(
         return _RENDERERS[fmt](report, only)  # each quotes or escapes what it must
     report = escaped(report)
     if fmt is AuditFormat.TABLE:
-        return plain_text(audit_view(report, only=only, fold=fold), console_width)
+        return plain_text(audit_view(report, only=only, fold=fold, ack=ack), console_width)
     if fmt is AuditFormat.MARKDOWN:
         return _render_markdown(report, only, fold)
     return _RENDERERS[fmt](report, only)
@@ -738,6 +774,7 @@ def print_audit(
     *,
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
+    ack: str | None = None,
 ) -> None:
     """Write the report to `file` (default stdout); the table is coloured on a terminal."""
     fmt = choose(AuditFormat, fmt)
@@ -749,8 +786,8 @@ def print_audit(
         console = terminal_console(out)
         if not out.isatty():
             console.width = pipe_width()
-        for renderable in audit_view(escaped(report), only=only, fold=fold):
+        for renderable in audit_view(escaped(report), only=only, fold=fold, ack=ack):
             console.print(renderable)
     else:
-        out.write(render_audit(report, fmt, only=only, fold=fold))
+        out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack))
     out.flush()

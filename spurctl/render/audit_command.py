@@ -10,7 +10,7 @@ from spurctl.decide.tracker import WatchRound
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.model import AuditReport
 from spurctl.render.audit import FindingFilter, filter_notice, print_audit, render_audit
-from spurctl.render.common import AuditFormat, write_output
+from spurctl.render.common import PUBLIC_FILE_MODE, AuditFormat, choose, write_output
 
 
 def show_audit(
@@ -20,26 +20,32 @@ def show_audit(
     output: Path | None,
     *,
     fold: bool = True,
+    ack: str | None = None,
 ) -> None:
     """The report as `fmt`, with the note a CSV's filter cannot carry on stderr;
-    `fold`: same-reason rows as one hostlist row (render.common.folded)."""
+    `fold`: same-reason rows as one hostlist row (render.common.folded); `ack`: the
+    acknowledged controller version (render.audit.version_text)."""
     notice = filter_notice(report, fmt, only)
     if output is None:
-        print_audit(report, fmt, only=only, fold=fold)
+        print_audit(report, fmt, only=only, fold=fold, ack=ack)
     else:  # whole or not at all: a textfile collector must never read half a report
-        write_output(render_audit(report, fmt, only=only, fold=fold), output)
+        text = render_audit(report, fmt, only=only, fold=fold, ack=ack)
+        public = choose(AuditFormat, fmt) is AuditFormat.PROMETHEUS
+        write_output(text, output, create_mode=PUBLIC_FILE_MODE if public else 0o600)
     if notice is not None:
         print(notice, file=sys.stderr)
 
 
-def watch_on_screen(rounds: Callable[..., Iterable[WatchRound]], *, fold: bool = True) -> int:
+def watch_on_screen(
+    rounds: Callable[..., Iterable[WatchRound]], *, fold: bool = True, ack: str | None = None
+) -> int:
     """Follow `rounds(before_round=hook)` (the hook each round calls as it starts) on a
     screen redrawn in place; the exit status the last round earns."""
     from spurctl.render.watch import WatchScreen
     from spurctl.usecases.audit import FirstRoundInterrupted
 
     try:
-        with WatchScreen(fold=fold) as screen:
+        with WatchScreen(fold=fold, ack=ack) as screen:
             last = screen.follow(rounds(before_round=lambda _: screen.running()))
     except FirstRoundInterrupted as stopped:
         print(f"spurctl: interrupted during the first round: {stopped.doing}", file=sys.stderr)

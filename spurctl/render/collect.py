@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from spurctl.decide.reasons import plural
 from spurctl.hostlist import fold, is_node_name
 from spurctl.model import Inventory
 
@@ -22,7 +23,7 @@ def summarize(results: Sequence[Inventory]) -> str:
         (why if len(invs) > 1 else str(invs[0].error)): [inv.node for inv in invs]
         for why, invs in alike.items()
     }
-    lines = [f"collected {len(ok)} of {len(results)} nodes"]
+    lines = [f"collected {len(ok)} of {plural(len(results), 'node')}"]
     if ok:
         lines.append(f"ok ({len(ok)}): {_fold(ok)}")
     if bad:

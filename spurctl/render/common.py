@@ -142,13 +142,21 @@ def job_text(job_id: int | None) -> str:
     return "-" if job_id is None else str(job_id)
 
 
+def _count(n: int, word: str) -> str:
+    """'1 node', '24 nodes': a count as the summary lines print it (no thousands commas,
+    as they always have)."""
+    return f"{n} {word if n == 1 else word + 's'}"
+
+
 def summary_line(report: AuditReport) -> str:
     counts = report.by_kind
     # Contract order, so the same kinds always appear in the same place.
     by_kind = ", ".join(f"{k.value} {counts[k.value]}" for k in Kind if k.value in counts)
     return (
-        f"{report.nodes_in_scope} nodes in scope, {report.nodes_inventoried} inventoried; "
-        f"findings: {by_kind or 'none'}; {report.needs_action} need action."
+        f"{_count(report.nodes_in_scope, 'node')} in scope, "
+        f"{report.nodes_inventoried} inventoried; "
+        f"findings: {by_kind or 'none'}; {report.needs_action} "
+        f"{'needs' if report.needs_action == 1 else 'need'} action."
     )
 
 
@@ -167,13 +175,13 @@ def context_line(report: AuditReport) -> str:
     if report.view_complete and report.jobs_seen < report.jobs_total:
         # An audit reads what can hold a node (and the held ids), not every ended job.
         view = (
-            f"complete ({report.jobs_seen} of {report.jobs_total} jobs read: every one "
+            f"complete ({report.jobs_seen} of {_count(report.jobs_total, 'job')} read: every one "
             "that can hold a node)"
         )
     elif report.view_complete:
-        view = f"complete ({report.jobs_seen} jobs)"
+        view = f"complete ({_count(report.jobs_seen, 'job')})"
     else:
-        view = f"INCOMPLETE ({report.jobs_seen} of {report.jobs_total} jobs seen)"
+        view = f"INCOMPLETE ({report.jobs_seen} of {_count(report.jobs_total, 'job')} seen)"
     return (
         f"Controller {report.controller_address} ({spur_version(report.controller_version)}), "
         "view taken "
@@ -188,11 +196,12 @@ def no_discrepancies(report: AuditReport) -> str:
     unaudited = report.nodes_in_scope - report.nodes_inventoried
     if unaudited > 0:
         return (
-            f"No findings shown, but {unaudited} of {report.nodes_in_scope} nodes in scope "
-            "were not audited."
+            f"No findings shown, but {unaudited} of {_count(report.nodes_in_scope, 'node')} in "
+            "scope were not audited."
         )
     return (
-        f"No discrepancies: {report.nodes_in_scope} nodes, {report.nodes_inventoried} inventoried."
+        f"No discrepancies: {_count(report.nodes_in_scope, 'node')}, "
+        f"{report.nodes_inventoried} inventoried."
     )
 
 
@@ -390,17 +399,22 @@ def markdown_table(headers: list[str], rows: Iterable[list[str]], *, padded: boo
 # -- output ------------------------------------------------------------------
 
 
-def write_output(text: str, output: Path | None) -> None:
+# Metrics are not secret, and node_exporter reads them as its own user.
+PUBLIC_FILE_MODE = 0o644
+
+
+def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) -> None:
     """Write to FILE atomically (never a half-written document), or stdout.
 
     Only a regular file, or nothing, is replaced (a temp file beside it, renamed over
     it); a symlink is followed and its target replaced, the link kept. A device or
     FIFO is written to in place, as a shell's `>` would: renaming over `/dev/null`
     would replace the system's device. A socket or directory is refused.
-    A new file is created mode 0600 (mkstemp's guarantee, kept by the rename): key
-    files are written this way too. A file that exists keeps its read bits (a .prom
-    file an operator made readable to node_exporter stays readable), never more
-    than 0644.
+    A new file is created `create_mode`, 0600 unless the caller says otherwise (mkstemp's
+    guarantee, kept by the rename): key files are written this way too; `--format
+    prometheus` asks for PUBLIC_FILE_MODE. A file that exists keeps its read bits (a
+    .prom file an operator made readable to node_exporter's group stays so), never
+    more than 0644.
     """
     text = redact(text)  # the sink's rule for files: render/sink.py
     if output is None or str(output) == "-":
@@ -435,8 +449,8 @@ def write_output(text: str, output: Path | None) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, (mode & 0o644) | 0o600)
+        # Set on the temp file before the rename: FILE is never seen with other bits.
+        os.chmod(tmp, (mode & 0o644) | 0o600 if mode is not None else create_mode)
         os.replace(tmp, target)
     except OSError as exc:
         if tmp is not None:  # FILE stays as it was, and no half-written temp file is left

@@ -21,6 +21,7 @@ from rich.text import Text
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
 from spurctl.model import AuditReport
+from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
     ReclaimFormat,
     choose,
@@ -170,12 +171,15 @@ def print_plan(
     report: AuditReport,
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
+    ack: str | None = None,
 ) -> None:
     entries, report, facts = escaped((entries, report, facts or PlanFacts()))
     console = _console(file)
     console.print(Text(context_line(report)))
-    for note in report.notes:
+    for note in other_notes(report):
         console.print(_labelled("NOTE:", "bold yellow", note))
+    for line in version_text(report, ack=ack):
+        console.print(line)
     if facts.unmatched_jobs:
         console.print(_labelled("NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs)))
     if not entries:
@@ -411,15 +415,16 @@ def facts_of(prepared: Prepared) -> PlanFacts:
     )
 
 
-def show_plan(prepared: Prepared, fmt: ReclaimFormat | str) -> None:
+def show_plan(prepared: Prepared, fmt: ReclaimFormat | str, ack: str | None = None) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
-    stdout is the document, printed at the end)."""
+    stdout is the document, printed at the end). `ack`: the acknowledged controller
+    version (render.audit.version_text)."""
     entries, report, facts = prepared.entries, prepared.report, facts_of(prepared)
     if prepared.fallback_nodes:
         print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
     if fmt == "table":
         print_unresolved(prepared.unresolved)
-        print_plan(entries, report, facts=facts)
+        print_plan(entries, report, facts=facts, ack=ack)
     else:
         print_unresolved(prepared.unresolved, file=sys.stderr)
         if prepared.unmatched_jobs:

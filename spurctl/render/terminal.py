@@ -111,3 +111,14 @@ def _traceback(debug: bool) -> None:
         import traceback
 
         print(traceback.format_exc(), file=sys.stderr, end="")
+
+
+def debug_lines(lines: list[str]) -> None:
+    """--debug's account of the command's settings: one stderr line each."""
+    for line in lines:
+        print(f"spurctl: debug: {line}", file=sys.stderr)
+
+
+def warning(message: str) -> None:
+    """One stderr line an operator should act on, the command going on."""
+    print(f"spurctl: warning: {message}", file=sys.stderr)

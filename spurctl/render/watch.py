@@ -7,6 +7,8 @@ one plain block per round.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
@@ -25,7 +27,13 @@ from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound, blind
 from spurctl.hostlist import fold
 from spurctl.model import Action, Finding, format_time
-from spurctl.render.audit import Column, FindingsTable, plain_text, terminal_console
+from spurctl.render.audit import (
+    Column,
+    FindingsTable,
+    plain_text,
+    screen_notes,
+    terminal_console,
+)
 from spurctl.render.common import (
     ACTION_RANK,
     context_line,
@@ -88,7 +96,9 @@ def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Co
     ]
 
 
-def _verdict(state: WatchRound) -> list[RenderableType]:
+def _verdict(
+    state: WatchRound, *, ack: str | None = None, tell_version: bool = True
+) -> list[RenderableType]:
     """The round's verdict: the totals, then what is stranded and how to reclaim it."""
     report = state.report
     heartbeats = int(STRANDED_AFTER.total_seconds())
@@ -116,7 +126,7 @@ def _verdict(state: WatchRound) -> list[RenderableType]:
                 style="yellow",
             )
         )
-    out += [Text(f"WARNING: {note}", style="bold yellow") for note in report.notes]
+    out += screen_notes(report, ack=ack, tell_version=tell_version)
     return out
 
 
@@ -146,9 +156,13 @@ class WatchView:
         height: int | None = None,
         fit_terminal: bool = False,
         fold: bool = True,
+        ack: str | None = None,
+        tell_version: bool = True,
     ) -> None:
         self.state = escaped(state)  # as drawn: the cluster's control characters written out
         self.fold = fold
+        self.ack = ack
+        self.tell_version = tell_version
         self.live = live
         self.running = running
         self.height = height
@@ -184,7 +198,7 @@ class WatchView:
                     style="yellow",
                 )
             )
-        return out + _verdict(state)
+        return out + _verdict(state, ack=self.ack, tell_version=self.tell_version)
 
     def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
         state = self.state
@@ -247,16 +261,22 @@ def watch_renderable(
     height: int | None = None,
     fit_terminal: bool | None = None,
     fold: bool = True,
+    ack: str | None = None,
+    tell_version: bool = True,
 ) -> RenderableType:
     """The whole view of one round (see WatchView).
 
     `live`: drawn on a terminal (says how to stop); `running`: the next round's
     audit is under way; `height`: at most that many lines; `fit_terminal`: at most
     the terminal's height (default: when `live`); `fold`: findings that differ only
-    in their node (and history) as one row.
+    in their node (and history) as one row; `ack`, `tell_version`: whether the
+    controller-version line is shown (render.audit.version_text).
     """
     fit = live if fit_terminal is None else fit_terminal
-    return WatchView(state, live=live, running=running, height=height, fit_terminal=fit, fold=fold)
+    return WatchView(
+        state, live=live, running=running, height=height, fit_terminal=fit, fold=fold,
+        ack=ack, tell_version=tell_version,
+    )  # fmt: skip
 
 
 def render_watch_round(
@@ -265,13 +285,16 @@ def render_watch_round(
     console_width: int | None = None,
     height: int | None = None,
     fold: bool = True,
+    ack: str | None = None,
+    tell_version: bool = True,
 ) -> str:
     """One round as plain text (no colour, no trailing blanks), for logs and pipes:
     every finding unless `height` limits the lines.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    return plain_text([watch_renderable(state, height=height, fold=fold)], console_width)
+    view = watch_renderable(state, height=height, fold=fold, ack=ack, tell_version=tell_version)
+    return plain_text([view], console_width)
 
 
 @contextmanager
@@ -302,27 +325,75 @@ class WatchScreen:
     """Where the rounds go: on a terminal one view redrawn in place, which keeps
     the last round on screen when the watch ends; elsewhere one plain block per round."""
 
-    def __init__(self, file: TextIO | None = None, *, fold: bool = True) -> None:
+    def __init__(
+        self, file: TextIO | None = None, *, fold: bool = True, ack: str | None = None
+    ) -> None:
         self.out = sys.stdout if file is None else file
         self.fold = fold
+        self.ack = ack
         self.shown: WatchRound | None = None
+        # The controller-version line is news once a session: the version it was told
+        # for, and the round that told it (its redraws keep it).
+        self._told: tuple[str, int] | None = None
         self._live = Live(console=terminal_console(self.out), auto_refresh=False)
         self._on_terminal = self.out.isatty()
+        # What is drawn now (running or not), for a redraw at the terminal's new size.
+        self._running = False
+        self._drawing = False
+        self._resized = False
+        self._previous_winch: Any = None
 
     def __enter__(self) -> WatchScreen:
         if self._on_terminal:
             self._live.__enter__()
+            if threading.current_thread() is threading.main_thread():
+                # A resized terminal gets the view redrawn at once, not at the next round.
+                self._previous_winch = signal.signal(signal.SIGWINCH, self._on_resize)
         return self
 
+    def _on_resize(self, _signum: int, _frame: object) -> None:
+        self._resized = True
+        if not self._drawing:  # else the drawing in hand redraws when it is done
+            self._redraw_resized()
+
+    def _redraw_resized(self) -> None:
+        while self._resized and self.shown is not None:
+            self._resized = False
+            with contextlib.suppress(OSError):  # size the console anew, COLUMNS or not
+                self._live.console.size = os.get_terminal_size(self.out.fileno())
+            self._draw(self._view(self.shown, live=True, running=self._running))
+
+    def _draw(self, view: RenderableType) -> None:
+        self._drawing = True
+        try:
+            with _drawing_whole():
+                self._live.update(view, refresh=True)
+        finally:
+            self._drawing = False
+        if self._resized:
+            self._redraw_resized()
+
+    def _tell_version(self, state: WatchRound) -> bool:
+        version = state.report.controller_version
+        if self._told is None or self._told[0] != version:
+            self._told = (version, state.number)
+        return self._told == (version, state.number)
+
+    def _view(self, state: WatchRound, **how: bool) -> RenderableType:
+        tell = self._tell_version(state)
+        return watch_renderable(state, fold=self.fold, ack=self.ack, tell_version=tell, **how)
+
     def show(self, state: WatchRound) -> None:
-        with _drawing_whole():
+        if self._on_terminal:
+            self.shown, self._running = state, False
+            self._draw(self._view(state, live=True))
+            return
+        with _drawing_whole():  # a log or a pipe: one plain block per round
             self.shown = state
-            if self._on_terminal:
-                self._live.update(watch_renderable(state, live=True, fold=self.fold), refresh=True)
-            else:
-                block = render_watch_round(state, fold=self.fold)
-                self.out.write(("\n" if state.number > 1 else "") + block)
-                self.out.flush()
+            tell = self._tell_version(state)
+            block = render_watch_round(state, fold=self.fold, ack=self.ack, tell_version=tell)
+            self.out.write(("\n" if state.number > 1 else "") + block)
+            self.out.flush()
 
     def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
         """Show every round until they end or Ctrl-C; return the last one shown.
@@ -341,9 +412,8 @@ class WatchScreen:
     def running(self) -> None:
         """Say that the next round is under way, under the last one shown."""
         if self._on_terminal and self.shown is not None:
-            with _drawing_whole():
-                view = watch_renderable(self.shown, live=True, running=True)
-                self._live.update(view, refresh=True)
+            self._running = True
+            self._draw(self._view(self.shown, live=True, running=True))
 
     def __exit__(
         self,
@@ -353,6 +423,9 @@ class WatchScreen:
     ) -> None:
         if not self._on_terminal:
             return
+        if self._previous_winch is not None:
+            signal.signal(signal.SIGWINCH, self._previous_winch)
+            self._previous_winch = None
         # Clear the view redrawn in place, then print the last round once, as it
         # ended: nothing of a "round N running" or "Ctrl-C to stop" drawing stays
         # above it, however the interrupt cut the drawing short.
@@ -361,4 +434,4 @@ class WatchScreen:
             self._live.update(Text(""), refresh=False)
             self._live.__exit__(exc_type, exc, tb)
             if self.shown is not None:
-                self._live.console.print(watch_renderable(self.shown, fit_terminal=True))
+                self._live.console.print(self._view(self.shown, fit_terminal=True))

@@ -91,6 +91,33 @@ def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
     return f"{name}: {details}" if details else name
 
 
+# grpc's connect failure when the peer's first bytes are not an HTTP/2 SETTINGS frame
+# ("HTTP/1.1 404 ..." from a web server is one).
+_NOT_HTTP2 = "Failed parsing HTTP/2"
+
+
+def http1_status(url: str, timeout: float) -> int | None:
+    """The status a plain http:// endpoint gives `GET /` over HTTP/1.1, or None when it
+    gives none (not HTTP/1, closed, too slow, or an https:// URL: not probed)."""
+    import re
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname is None or parts.port is None:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    request = f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as conn:
+            conn.sendall(request)
+            head = conn.recv(64)
+    except OSError:
+        return None
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+    return int(m[1]) if m else None
+
+
 def _unavailable_reason(details: str) -> str:
     """grpc's connect failure, without the resolver chatter around the reason."""
     first = details.splitlines()[0] if details else "unavailable"
@@ -154,6 +181,7 @@ class ControllerClient:
             (("authorization", f"Bearer {conn.token}"),) if conn.token else ()
         )
         self.address: str = self._urls[0]
+        self._failovers: list[str] = []
 
     def close(self) -> None:
         for ch in self._channels.values():
@@ -234,15 +262,35 @@ class ControllerClient:
                     self.address = url
                     return None
                 if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                    failures.append(f"{url}: {describe_rpc_error(err, self._conn.timeout)}")
+                    failures.append(self._endpoint_failure(url, err))
                     continue
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     self.address = url
                     raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
+            if failures and url != self.address:
+                # One note per failover, however many reads it served: the view says it.
+                self._failovers.append(
+                    f"controller failover: {'; '.join(failures)}; {url} answered"
+                )
             self.address = url
             return answer
         raise SpurctlError(self._all_failed(method, failures))
+
+    def _endpoint_failure(self, url: str, err: grpc.RpcError) -> str:
+        """`url: why`; a port that answered HTTP/1 (a web server, a proxy's status page)
+        says what it answered: grpc only reports a frame it could not parse."""
+        call = err if isinstance(err, grpc.Call) else None
+        details = (call.details() if call is not None else "") or ""
+        if (
+            call is not None
+            and call.code() == grpc.StatusCode.UNAVAILABLE
+            and _NOT_HTTP2 in details
+        ):
+            status = http1_status(url, self._conn.timeout)
+            if status is not None:
+                return f"{url} is not a Spur controller: it answered HTTP {status}"
+        return f"{url}: {describe_rpc_error(err, self._conn.timeout)}"
 
     def _too_large(self, url: str, method: str, err: grpc.RpcError) -> AnswerTooLarge:
         return AnswerTooLarge(
@@ -558,6 +606,7 @@ class ControllerClient:
             # The node list lacks a node a job runs on: that node is in no audit's scope.
             expected = max(expected, read_active + 1)
             notes.append(_off_list_note(off_list))
+        notes[:0], self._failovers = self._failovers, []  # said once, by the view after it
         return ControllerView(
             address=self.address,
             version=version,

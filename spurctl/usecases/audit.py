@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -188,6 +188,19 @@ def spur_version_note(version: str) -> str | None:
     )
 
 
+def spur_version_line(version: str) -> str | None:
+    """spur_version_note in one screen line (80 columns for a version like 0.8.0): what
+    it means, where the whole note is, and how to acknowledge it."""
+    if spur_version_note(version) is None:
+        return None
+    m = _VERSION.match(version)
+    assert m is not None  # spur_version_note read it
+    shown = version.strip()
+    old = (int(m[1]), int(m[2]), int(m[3] or 0)) < LAST_VERSION_WITHOUT_RECLAIM
+    said = "predates its own reclaim" if old else "may leave reclaims to spurctl"
+    return f"Spur {shown} {said}: see explain; hide: --ack-version"
+
+
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.decide.classify import classify
 
@@ -238,6 +251,8 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
         nodes_in_scope=result.nodes_in_scope,
         nodes_inventoried=result.nodes_inventoried,
         notes=notes,
+        version_note=old_spur,
+        version_line=spur_version_line(view.version),
     )
 
 
@@ -257,10 +272,23 @@ def _short(inputs: AuditInputs) -> str:
     )
 
 
+def _have(items: Sequence[object]) -> str:
+    return "has" if len(items) == 1 else "have"
+
+
+def _were(items: Sequence[object]) -> str:
+    return "was" if len(items) == 1 else "were"
+
+
+def _are(items: Sequence[object]) -> str:
+    return "is" if len(items) == 1 else "are"
+
+
 def _coverage_notes(
     findings: Iterable[Finding], view: ControllerView, *, collected: bool = False
 ) -> list[str]:
     """What the not-inventoried findings add up to, said before the findings themselves."""
+    from spurctl.decide.reasons import plural
     from spurctl.hostlist import fold
 
     missing = [f.node for f in findings if f.kind is Kind.NOT_INVENTORIED]
@@ -269,17 +297,19 @@ def _coverage_notes(
     notes = []
     if known:
         notes.append(
-            f"{len(known):,} node(s) in scope have no inventory and were not audited: "
+            f"{plural(len(known), 'node')} in scope {_have(known)} no inventory and "
+            f"{_were(known)} not audited: "
             f"{fold(known)} "
             + (
                 "(this audit's --collect brought no inventory naming them)."
                 if collected
-                else "(collect them, or use --collect)."
+                else f"(collect {'it' if len(known) == 1 else 'them'}, or use --collect)."
             )
         )
     if unknown:
         notes.append(
-            f"{len(unknown):,} node(s) in scope are unknown to the controller and have no "
+            f"{plural(len(unknown), 'node')} in scope {_are(unknown)} unknown to the controller "
+            f"and {_have(unknown)} no "
             f"inventory: {fold(unknown)} (check the --nodes hostlist)."
         )
     return notes

@@ -111,7 +111,7 @@ def test_collect_ship_scanner_through_real_sshd_inventories_nodes_without_spurct
     )
     run = run_cli(
         "collect", "--nodes", "n[1-2],refused", "--ship-scanner", "--command", command,
-        "--timeout", "20", timeout=60,
+        "--node-timeout", "20", timeout=60,
     )  # fmt: skip
 
     assert run.returncode == 1, run.stderr
@@ -175,7 +175,7 @@ def test_the_gateway_tree_ships_the_scanner_through_real_sshd_and_names_each_fai
     run = run_cli(
         "collect", "--nodes", "n[3-4],down,badkey,refused", "--topology", str(topology),
         "--ship-scanner", "--ssh", site.ssh(), "--remote-command", remote,
-        "--timeout", "4", timeout=90,
+        "--node-timeout", "4", timeout=90,
     )  # fmt: skip
 
     assert run.returncode == 1, run.stderr
@@ -209,7 +209,7 @@ def test_a_gateway_that_cannot_be_reached_fails_each_of_its_nodes_never_empty(
     topology.write_text(f"[routes]\n{root_name()}: down\ndown: n[2-3]\n")
     run = run_cli(
         "collect", "--nodes", "n[2-3]", "--topology", str(topology), "--ship-scanner",
-        "--ssh", site.ssh(), "--timeout", "4", timeout=60,
+        "--ssh", site.ssh(), "--node-timeout", "4", timeout=60,
     )  # fmt: skip
 
     assert run.returncode == 1, run.stderr

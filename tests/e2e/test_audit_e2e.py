@@ -72,6 +72,18 @@ def test_nodes_limit_the_audit_to_a_hostlist(sim: SimCluster, inventory: Path) -
     assert report.nodes_in_scope == 3
 
 
+@pytest.mark.parametrize("spelling", ["--node", "--nodes", "-w"])
+def test_audit_takes_node_as_reclaim_does(sim: SimCluster, inventory: Path, spelling: str) -> None:
+    run = run_cli(
+        "audit", spelling, "gpu[003-004]", "--inventory", str(inventory), "--json",
+        "--controller", sim.controller_address,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    doc = json.loads(run.stdout)
+    assert {f["node"] for f in doc["findings"]} == {"gpu003", "gpu004"}
+    assert doc["summary"]["nodes"] == 2
+
+
 def test_a_node_in_scope_without_inventory_is_counted_not_inventoried(
     sim: SimCluster, tmp_path: Path
 ) -> None:

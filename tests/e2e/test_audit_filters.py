@@ -308,7 +308,7 @@ def test_audit_w_limits_the_audit_as_nodes_does(sim: SimCluster, inventory: Path
 
 
 def test_collect_takes_w(tmp_path: Path) -> None:
-    run = run_cli("collect", "-w", "n[1-2]", "--command", "true %h", "--timeout", "10")
+    run = run_cli("collect", "-w", "n[1-2]", "--command", "true %h", "--node-timeout", "10")
 
     assert run.returncode == 1  # `true` prints no inventory
     nodes = [json.loads(line)["node"] for line in run.stdout.splitlines()]

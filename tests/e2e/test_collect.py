@@ -293,7 +293,7 @@ def test_node_inventory_with_a_wrong_proc_root_exits_2_with_one_line(tmp_path: P
 
 def test_collect_cli_writes_json_lines_and_exits_1_when_a_node_failed(fake_command: str) -> None:
     run = run_cli(
-        "collect", "--nodes", "ok[1-3],fail7", "--command", fake_command, "--timeout", "20"
+        "collect", "--nodes", "ok[1-3],fail7", "--command", fake_command, "--node-timeout", "20"
     )
 
     assert run.returncode == 1, run.stderr
@@ -315,7 +315,7 @@ def test_a_nodes_output_naming_another_node_is_its_own_error_never_that_nodes_re
     fake_command: str,
 ) -> None:
     run = run_cli(
-        "collect", "--nodes", "ok1,liar3", "--command", fake_command, "--timeout", "20"
+        "collect", "--nodes", "ok1,liar3", "--command", fake_command, "--node-timeout", "20"
     )  # fmt: skip
     assert run.returncode == 1, run.stderr
     docs = {d["node"]: d for d in map(json.loads, run.stdout.splitlines())}
@@ -398,7 +398,7 @@ def test_one_nodes_unparseable_output_is_its_error_record_and_the_others_go_on(
 ) -> None:
     """Issue 13 item 9: an inventory nested 100,000 deep is that node's error, never a crash."""
     run = run_cli(
-        "collect", "--nodes", "ok[1-2],deep1", "--command", fake_command, "--timeout", "20"
+        "collect", "--nodes", "ok[1-2],deep1", "--command", fake_command, "--node-timeout", "20"
     )
     assert run.returncode == 1, run.stderr
     assert "Traceback" not in run.stderr and "internal error" not in run.stderr
@@ -415,3 +415,26 @@ def test_one_nodes_unparseable_output_is_its_error_record_and_the_others_go_on(
     address = lone_controller.controller_address
     proc = run_cli("audit", "--controller", address, "--inventory", str(deep))
     one_line_error(proc, str(deep), "nested too deeply")
+
+
+def test_collects_old_timeout_spelling_still_limits_each_node_with_one_warning(
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "started"
+    started.mkdir()  # where the stand-in marks that it began
+    hang = node_line.hanging_command(started)
+    old = run_cli("collect", "--nodes", "hang1", "--command", hang, "--timeout", "0.5")
+    assert old.returncode == 1, old.stderr
+    (doc,) = [json.loads(line) for line in old.stdout.splitlines()]
+    assert doc["error"] == "no answer within 0.5 s; command killed"
+    warning, *summary = old.stderr.splitlines()
+    assert warning == (
+        "spurctl: warning: collect --timeout is the old name of --node-timeout (each "
+        "node's limit; in every other command --timeout is the RPC deadline): use --node-timeout"
+    )
+    assert summary[0] == "collected 0 of 1 node"
+    new = run_cli("collect", "--nodes", "hang1", "--command", hang, "--node-timeout", "0.5")
+    assert new.returncode == 1 and "warning" not in new.stderr, new.stderr
+    assert json.loads(new.stdout)["error"] == "no answer within 0.5 s; command killed"
+    both = run_cli("collect", "-w", "n1", "--timeout", "5", "--node-timeout", "5")
+    one_line_error(both, "give --node-timeout only")

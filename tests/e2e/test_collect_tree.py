@@ -268,7 +268,7 @@ def test_a_hung_node_behind_a_gateway_is_killed_there_and_named(site: Site) -> N
     topology = site.topology(TWO_GATEWAYS)
 
     t0 = time.monotonic()
-    run = site.collect("n[01-40],hang01", topology, "--timeout", str(TIMEOUT))
+    run = site.collect("n[01-40],hang01", topology, "--node-timeout", str(TIMEOUT))
     wall = time.monotonic() - t0
 
     assert run.returncode == 1, run.stderr
@@ -289,7 +289,7 @@ def test_a_gateway_that_never_answers_is_given_up_after_the_timeout(site: Site) 
         site.prepare(f"n{i:02d}", 1000 + i)
     topology = site.topology(TWO_GATEWAYS)
 
-    run = site.collect("n[01-40]", topology, "--timeout", str(TIMEOUT), like={"gw1": "hang"})
+    run = site.collect("n[01-40]", topology, "--node-timeout", str(TIMEOUT), like={"gw1": "hang"})
 
     assert run.returncode == 1, run.stderr
     got = records(run.stdout)
@@ -311,7 +311,7 @@ def test_a_gateway_that_dies_mid_run_fails_the_nodes_it_had_not_answered_for(
     run = site.collect(
         "slow[01-05],n[21-25]",
         topology,
-        "--timeout",
+        "--node-timeout",
         "10",
         like={"gw1": "die"},  # its session is SIGKILLed after 1 s
     )
@@ -336,7 +336,7 @@ def test_a_gateway_that_stops_mid_run_is_given_up_at_the_trees_deadline(site: Si
 
     freezer = site.freeze_once_contacted("slow01", "gw1")
     t0 = time.monotonic()
-    run = site.collect("slow[01-03],n[21-23]", topology, "--timeout", "2.5")
+    run = site.collect("slow[01-03],n[21-23]", topology, "--node-timeout", "2.5")
     wall = time.monotonic() - t0
     freezer.join(timeout=5)
     assert site.frozen, "gw1 was never frozen"

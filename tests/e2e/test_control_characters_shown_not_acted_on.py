@@ -23,7 +23,15 @@ import pytest
 
 from spurctl.model import Node, NodeState
 from spurctl.simcluster import Scenario, SimCluster, incident
-from tests.cli import clean_env, exit_status, kill_group, read_terminal, run_cli, spurctl_argv
+from tests.cli import (
+    clean_env,
+    default_sigint,
+    exit_status,
+    kill_group,
+    read_terminal,
+    run_cli,
+    spurctl_argv,
+)
 
 TRAP = "\x1b]0;owned\x07\x1b[2J\rX\nY"  # set the title, clear the screen, overwrite, break
 SHOWN = "\\x1b]0;owned\\x07\\x1b[2J\\rX\\nY"  # what the operator must see instead
@@ -162,6 +170,7 @@ def test_on_a_terminal_only_the_table_s_own_colours_are_escape_sequences(
     pid, terminal = pty.fork()
     if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
         try:
+            default_sigint()  # Ctrl-C on its terminal must reach it (tests/cli.py)
             os.execve(sys.executable, argv, env)
         finally:
             os._exit(127)  # never fall back into the test runner

@@ -7,7 +7,9 @@ the one line must carry the words that say what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -432,3 +434,43 @@ def test_a_token_sent_to_a_controller_with_no_key_configured_names_that_cause(
     assert "a token was presented but no auth.jwt_key is configured" in line
     assert "the token is not at fault" in line and token not in line
     assert anonymous.returncode == 0, anonymous.stderr  # as the sentence says
+
+
+class _NotFound(http.server.BaseHTTPRequestHandler):
+    """A web server where spurctld was expected: every GET is 404."""
+
+    def do_GET(self) -> None:
+        self.send_error(404)
+
+    def log_message(self, *_: Any) -> None:  # the test's output stays its own
+        pass
+
+
+@pytest.fixture
+def web_server() -> Iterator[str]:
+    """http://127.0.0.1:PORT of a real stdlib HTTP/1 server, stopped at the end."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_a_port_speaking_http_not_grpc_is_named_as_not_a_spur_controller(
+    web_server: str, lone_controller: SimCluster, tmp_path: Path
+) -> None:
+    run = run_cli("snapshot", "-o", str(tmp_path / "s.json"), "--controller", web_server)
+    line = one_line_error(run, "--controller")
+    assert f"{web_server} is not a Spur controller: it answered HTTP 404" in line
+    assert "HTTP/2" not in line  # grpc's frame-parsing words stay out of it
+    # Beside a real controller it is skipped, and the failover note says why.
+    both = f"{web_server},{lone_controller.controller_address}"
+    inventory = lone_controller.write_inventories(tmp_path / "inventory.jsonl")
+    run = run_cli("audit", "--json", "--inventory", str(inventory), "--controller", both)
+    assert run.returncode == 1, run.stderr
+    (note,) = [n for n in json.loads(run.stdout)["notes"] if "failover" in n]
+    assert f"{web_server} is not a Spur controller: it answered HTTP 404" in note

@@ -2,20 +2,27 @@
 
 Debian's prometheus-node-exporter runs with only its textfile collector on a
 loopback port, reading the directory spurctl writes into, and is scraped over
-HTTP as Prometheus would. The metric file is mode 0600 (write_output's
-guarantee); node_exporter runs as root here, so it can read it (in production
-it runs as its own user: see README, "Alerting and scheduling").
+HTTP as Prometheus would. spurctl creates the metric file 0644 (metrics are not
+secret): the README's recipe has node_exporter run as its own user, and one test
+runs it so (as the prometheus user, when the suite runs as root).
 """
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
+import shutil
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,8 +61,10 @@ def textfile_dir(tmp_path: Path) -> Path:
     return directory
 
 
-@pytest.fixture
-def exporter(textfile_dir: Path) -> Iterator[Exporter]:
+@contextmanager
+def exporter_on(textfile_dir: Path, **popen: Any) -> Iterator[Exporter]:
+    """node_exporter's textfile collector on `textfile_dir`, listening; `popen` as for
+    subprocess.Popen (user=: run it as that user)."""
     program = require("prometheus-node-exporter")
     address = dead_url().removeprefix("http://")  # a free loopback port
     argv = [
@@ -65,7 +74,7 @@ def exporter(textfile_dir: Path) -> Iterator[Exporter]:
         f"--collector.textfile.directory={textfile_dir}",
         f"--web.listen-address={address}",
     ]
-    with running(argv, stderr=subprocess.STDOUT) as proc:
+    with running(argv, stderr=subprocess.STDOUT, **popen) as proc:
         found = Exporter(f"http://{address}/metrics", proc)
         deadline = time.monotonic() + 20
         while True:
@@ -76,6 +85,12 @@ def exporter(textfile_dir: Path) -> Iterator[Exporter]:
                 assert proc.poll() is None, "node_exporter exited before it listened"
                 assert time.monotonic() < deadline, "node_exporter did not listen within 20 s"
                 time.sleep(0.05)
+        yield found
+
+
+@pytest.fixture
+def exporter(textfile_dir: Path) -> Iterator[Exporter]:
+    with exporter_on(textfile_dir) as found:
         yield found
 
 
@@ -167,3 +182,63 @@ def test_rewriting_the_file_while_node_exporter_scrapes_never_serves_a_partial_r
     assert seen == {0, 1}, "the scrapes never saw the file change"
     # No temp file left for the collector to read.
     assert sorted(p.name for p in textfile_dir.iterdir()) == ["spurctl.prom"]
+
+
+def _exporter_user() -> str | None:
+    """A system user node_exporter can run as (Debian's package makes `prometheus`)."""
+    for name in ("prometheus", "nobody"):
+        try:
+            return pwd.getpwnam(name).pw_name
+        except KeyError:
+            continue
+    return None
+
+
+def test_node_exporter_as_its_own_user_reads_the_file_spurctl_creates(
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+) -> None:
+    sim, inventory, _ = incident_cluster
+    user = _exporter_user()
+    if os.geteuid() != 0 or user is None:  # no other user to run it as: the mode says it
+        prom = tmp_path / "spurctl.prom"
+        audit_to(sim, inventory, prom)
+        assert stat.S_IMODE(prom.stat().st_mode) == 0o644
+        return
+    # As the README sets it up: a directory root writes into and others may read,
+    # spurctl run by root, node_exporter by its own user.
+    directory = Path(tempfile.mkdtemp(prefix="spurctl-textfile-"))
+    try:
+        directory.chmod(0o755)
+        with exporter_on(directory, user=user) as exporter:
+            prom = directory / "spurctl.prom"
+            written = audit_to(sim, inventory, prom)
+            assert stat.S_IMODE(prom.stat().st_mode) == 0o644
+            assert prom.stat().st_uid == 0
+            scraped = exporter.scrape()
+            assert "node_textfile_scrape_error 0" in scraped.splitlines(), scraped[-2000:]
+            assert spurctl_samples(scraped) == spurctl_samples(written)
+            assert spurctl_samples(scraped)["spurctl_nodes_in_scope"] == 24
+            # It is another user: a file only root may read (the old 0600), it cannot.
+            prom.chmod(0o600)
+            assert "node_textfile_scrape_error 1" in exporter.scrape().splitlines()
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_an_existing_metric_file_keeps_its_mode_and_other_outputs_stay_0600(
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+) -> None:
+    sim, inventory, _ = incident_cluster
+    kept = tmp_path / "group-only.prom"
+    kept.write_text("")
+    kept.chmod(0o640)  # an operator's choice: node_exporter's group may read it
+    audit_to(sim, inventory, kept)
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    for fmt in ("json", "table", "csv", "markdown"):
+        out = tmp_path / f"audit.{fmt}"
+        run = run_cli(
+            "audit", "--controller", sim.controller_address, "--inventory", str(inventory),
+            "--format", fmt, "-o", str(out),
+        )  # fmt: skip
+        assert run.returncode == 1, run.stderr
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600, fmt

@@ -13,6 +13,10 @@ CASES = {
     "watch --interval nan": (("audit", "--watch", "--interval", "nan"), "--interval"),
     "watch --interval inf": (("audit", "--watch", "--interval", "inf"), "--interval"),
     "collect --timeout inf": (("collect", "--nodes", "n1", "--timeout", "inf"), "--timeout"),
+    "collect --node-timeout inf": (
+        ("collect", "--nodes", "n1", "--node-timeout", "inf"),
+        "--node-timeout",
+    ),
     "audit --timeout nan": (("audit", "--timeout", "nan"), "--timeout"),
     "node-release --grace nan": (
         ("node-release", "--job", "5", "--started-at", "2026-12-01T00:00:00Z", "--grace", "nan"),

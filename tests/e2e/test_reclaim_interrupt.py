@@ -23,6 +23,7 @@ from spurctl.simcluster import SimCluster, incident
 from tests.cli import (
     clean_env,
     cli_process,
+    default_sigint,
     exit_status,
     kill_group,
     read_terminal,
@@ -104,6 +105,7 @@ def test_ctrl_c_at_the_confirmation_prompt_sends_nothing(
     pid, terminal = pty.fork()
     if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
         try:
+            default_sigint()  # Ctrl-C on its terminal must reach it (tests/cli.py)
             os.execve(sys.executable, spurctl_argv(*args), env)
         finally:
             os._exit(127)  # never fall back into the test runner

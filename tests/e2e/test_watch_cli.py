@@ -171,7 +171,7 @@ def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last
         "0s",
     ]
     assert second[0].startswith("spurctl audit --watch: round 2, ")
-    assert "No discrepancies: 1 nodes, 1 inventoried." in second
+    assert "No discrepancies: 1 node, 1 inventoried." in second
     assert not any("4702" in line for line in second)
     assert (proc.returncode, err) == (0, "")
 
