@@ -343,14 +343,15 @@ def node_inventory(
     Example:
       spurctl node-inventory -o /tmp/inventory.json
     """
+    from spurctl.render.collect import no_agent_running, unreadable_environments
     from spurctl.sources.documents import dump_json, inventory_to_dict
     from spurctl.sources.node_scan import scan_this_node
 
     inventory, denied = scan_this_node(cgroup_root, proc_root, hostname)
     if denied:
-        from spurctl.render.collect import unreadable_environments
-
         print(unreadable_environments(denied, as_root=os.geteuid() == 0), file=sys.stderr)
+    if inventory.agent_checked and inventory.agent is None:
+        print(no_agent_running(inventory, str(proc_root)), file=sys.stderr)
     write_output(dump_json(inventory_to_dict(inventory), indent=None) + "\n", output)
 
 
