@@ -17,7 +17,13 @@ from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
 from spurctl.errors import ExitStatus, fail
 from spurctl.render import sink
-from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, write_output
+from spurctl.render.common import (
+    AuditFormat,
+    ChecklistFormat,
+    NodesFormat,
+    ReclaimFormat,
+    write_output,
+)
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
 
@@ -79,6 +85,7 @@ def snapshot(
 @opt.with_holdings()
 def audit(
     nodes: opt.NodesOpt = None,
+    exclude: opt.ExcludeOpt = None,
     snapshot: opt.AuditSnapshotOpt = None,
     watermark: opt.AuditWatermarkOpt = None,
     show_all: opt.AuditShowAllOpt = False,
@@ -115,7 +122,7 @@ def audit(
     from spurctl.render.audit_command import show_audit, watch_on_screen
     from spurctl.usecases import audit as use_case
 
-    src = holdings.sources(nodes, snapshot)
+    src = holdings.sources(nodes, snapshot, exclude)
     journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
     use_case.check_flags(
@@ -138,6 +145,39 @@ def audit(
     heap.keep_until_exit(report, inputs)
     show_audit(report, fmt, only, output, fold=not per_node)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
+
+
+# -- nodes -----------------------------------------------------------------------
+
+
+@app.command(
+    epilog="\b\nExamples:\n  spurctl nodes --inventory inventories.jsonl\n"
+    "  spurctl nodes -w 'gpu[001-128]' -x gpu017 --collect --format csv",
+)
+@opt.connected()
+@opt.with_holdings()
+def nodes(
+    nodes: opt.NodesOpt = None,
+    exclude: opt.ExcludeOpt = None,
+    snapshot: opt.AuditSnapshotOpt = None,
+    fmt: opt.NodesFormatOpt = NodesFormat.TABLE,
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> None:
+    """One line per node (as sinfo -N): its state, jobs and agent.
+
+    Per node: the controller's state, the active jobs the controller places
+    there, the job ids its inventory holds, its agent (answered, no-spurd,
+    unreachable, not-inventoried) and how old its inventory is; then the nodes
+    of each agent status as folded hostlists. Read as `audit` reads them (the
+    same --inventory/--collect and controller options). Exit 0; 2 on errors.
+    """
+    from spurctl.render.nodes import render
+    from spurctl.usecases.nodes import run_nodes
+
+    src = holdings.sources(nodes, snapshot, exclude)
+    listing = run_nodes(src, None if snapshot is not None else conn.connect())
+    sys.stdout.write(render(listing, fmt))
 
 
 # -- explain ---------------------------------------------------------------------
@@ -185,6 +225,7 @@ def explain(
 @opt.with_holdings()
 def reclaim(
     node: opt.ReclaimNodeOpt,
+    exclude: opt.ExcludeOpt = None,
     job: opt.ReclaimJobOpt = None,
     dry_run: opt.ReclaimDryRunOpt = False,
     yes: opt.ReclaimYesOpt = False,
@@ -214,7 +255,7 @@ def reclaim(
     connection = conn.connect()
     done = use_case(
         hostlist,
-        holdings.sources(hostlist),
+        holdings.sources(hostlist, exclude=exclude),
         connection,
         show_plan=lambda prepared: shown.show_plan(prepared, fmt),
         ask=shown.ask if sys.stdin.isatty() else None,
@@ -240,12 +281,16 @@ def reclaim(
 
 @app.command(
     "journal",
-    epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
+    epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447\n"
+    "  spurctl journal --node 'gpu[003-008]' --since 2h",
 )
 def journal_command(
     journal_path: opt.JournalFileOpt = None,
     last: opt.JournalLastOpt = 20,
     run: opt.JournalRunOpt = None,
+    node: opt.JournalNodeOpt = None,
+    exclude: opt.ExcludeOpt = None,
+    since: opt.JournalSinceOpt = None,
     fmt: opt.JournalFormatOpt = ReclaimFormat.TABLE,
 ) -> None:
     """The runs reclaim and node-release journaled, newest first.
@@ -262,7 +307,13 @@ def journal_command(
     from spurctl.render.journal import missing_sentence, print_one, print_runs
     from spurctl.usecases import journal_runs
 
-    view = journal_runs.load(journal_path or default_path())
+    if node is not None:
+        from spurctl.hostlist import parse_scope
+
+        parse_scope(node)  # a bad hostlist is a usage error before the journal is read
+    opt.excluded(exclude)
+    only = journal_runs.JournalFilter(node, exclude, since)
+    view = journal_runs.filtered(journal_runs.load(journal_path or default_path()), only)
     if run is not None:
         if not view.exists:
             fail(missing_sentence(view))
@@ -290,6 +341,7 @@ app.add_typer(checklist_app)
 @opt.with_holdings()
 def checklist_post_wipe(
     nodes: opt.ChecklistNodesOpt = None,
+    exclude: opt.ExcludeOpt = None,
     watermark: opt.ChecklistWatermarkOpt = None,
     verify: opt.ChecklistVerifyOpt = False,
     fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
@@ -318,7 +370,7 @@ def checklist_post_wipe(
     from spurctl.render.checklist import render
     from spurctl.usecases.checklist import run_post_wipe
 
-    src = holdings.sources(nodes)
+    src = holdings.sources(nodes, exclude=exclude)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
     write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)
@@ -358,6 +410,7 @@ def node_inventory(
 @app.command("collect")
 def collect_command(
     nodes: opt.CollectNodesOpt,
+    exclude: opt.ExcludeOpt = None,
     command: opt.CollectCommandOpt = DEFAULT_COMMAND,
     fanout: opt.CollectFanoutOpt = 64,
     timeout: opt.CollectTimeoutOpt = 60.0,
@@ -381,7 +434,7 @@ def collect_command(
       spurctl collect -w 'gpu[0001-8000]' --topology /etc/clustershell/topology.conf
       spurctl collect -w 'gpu[001-128]' --ship-scanner   # nodes without spurctl
     """
-    from spurctl.hostlist import parse_scope
+    from spurctl.hostlist import loose_key, parse_scope
     from spurctl.render.collect import summarize
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
@@ -389,9 +442,13 @@ def collect_command(
     # The same checks and command as an audit's --collect: one way to read these options.
     src = opt.HoldingOptions(
         None, True, command, fanout, topology, remote_command, ssh, ship_scanner
-    ).sources(nodes)
+    ).sources(nodes, exclude=exclude)
+    left_out = {loose_key(n) for n in opt.excluded(exclude)}
+    targets = sorted(n for n in parse_scope(nodes) if loose_key(n) not in left_out)
+    if not targets:
+        fail(f"-x {exclude} leaves out every node of --nodes {nodes}: nothing to collect")
     results = collect(
-        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=timeout,
+        targets, command=src.command, fanout=src.fanout, timeout=timeout,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(
