@@ -152,6 +152,7 @@ def classify(
     held_by_exact_name: dict[str, Inventory] = {}
     exact_ages: dict[str, float | None] = {}  # their ages, read once per inventory
     empty: dict[str, float | None] = {}  # inventory nodes that hold nothing, with their age
+    renamed: list[Inventory] = []  # taken with a --hostname other than the host's own name
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
         node, mismatch, heartbeat = names.controller_name(inv)
@@ -172,6 +173,8 @@ def classify(
         if age is not None:
             ages[inv.node] = age
         inventoried.add(node)
+        if inv.hostname is not None and inv.hostname != inv.node:
+            renamed.append(inv)
         ahead = _ahead(inv, now)
         if ahead is not None:
             findings.append(
@@ -229,6 +232,8 @@ def classify(
     stale = _stale_inventories_note(ages, collected=collected)
     if stale is not None:
         notes.append(stale)
+    if renamed:
+        notes.append(_renamed_note(renamed))
     if view.complete:
         node_findings, unreadable_active = _node_findings(
             view, wanted, held_by_exact_name, exact_ages
@@ -852,6 +857,20 @@ def _agent_not_running(inv: Inventory) -> str:
     return (
         f"no spurd process was running on {inv.node} when its inventory was taken{taken}"
         f"{given_hostname(inv)}: {what}; start spurd on it and re-collect"
+    )
+
+
+def _renamed_note(renamed: list[Inventory]) -> str:
+    """Inventories that speak for a node other than the host they were taken on: each is
+    judged as the node it names, so a wrong --hostname moves one node's holdings to another."""
+    shown = ", ".join(f"{inv.node} (host {inv.hostname})" for inv in renamed[:3])
+    more = f" and {len(renamed) - 3:,} more" if len(renamed) > 3 else ""
+    many = len(renamed) > 1
+    return (
+        f"{len(renamed):,} inventor{'ies were' if many else 'y was'} taken with a "
+        f"node-inventory --hostname other than the host's own name: {shown}{more}; "
+        f"{'each is' if many else 'it is'} judged as the node named, so check that "
+        "--hostname named the right node"
     )
 
 

@@ -84,6 +84,13 @@ def test_the_same_node_with_spurd_running_audits_clean(
     assert "no spurd" not in stderr
     status, report = _audit(lone_controller, inventory)
     assert (status, report["findings"]) == (0, [])
+    # Clean, and still the audit says the inventory was taken under another host's name.
+    own = socket.gethostname()
+    assert [n for n in report["notes"] if "--hostname" in n] == [
+        "1 inventory was taken with a node-inventory --hostname other than the host's own "
+        f"name: gpu024 (host {own}); it is judged as the node named, so check that "
+        "--hostname named the right node"
+    ]
 
 
 def test_a_hostname_other_than_the_hosts_own_is_in_the_document_the_audit_and_explain(
@@ -108,6 +115,7 @@ def test_a_hostname_other_than_the_hosts_own_is_in_the_document_the_audit_and_ex
     text = run.stdout
     assert f"{own} (the host's own name; node-inventory was given --hostname gpu024)" in text
     assert "NOT RUNNING (the scan found no spurd)" in text
+    assert f"gpu024 (host {own}); it is judged as the node named" in text
     assert "agent-not-running" in text
 
     held = run_cli(

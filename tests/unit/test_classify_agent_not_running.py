@@ -66,3 +66,21 @@ def test_the_reason_names_a_hostname_given_that_differs_from_the_hosts_own() -> 
     same = _without_spurd("gpu017", hostname="gpu017")
     (plain,) = classify(view(), invs(same), watermark=WM).findings
     assert "scanned on host" not in plain.reason
+
+
+def test_an_audit_notes_every_inventory_taken_under_another_hosts_name() -> None:
+    spurd = {"agent": SPURD, "agent_checked": True}
+    renamed = [replace(inv(f"gpu01{i}"), hostname=f"build0{i}", **spurd) for i in range(6, 9)]
+    result = classify(view(), invs(*renamed, replace(inv("gpu020"), **spurd)), watermark=WM)
+    assert result.findings == []
+    (note,) = [n for n in result.notes if "--hostname" in n]
+    assert note.startswith(
+        "3 inventories were taken with a node-inventory --hostname other than the host's own "
+        "name: gpu016 (host build06), gpu017 (host build07), gpu018 (host build08)"
+    )
+    one = classify(view(), invs(renamed[0]), watermark=WM).notes
+    assert [n for n in one if "--hostname" in n] == [
+        "1 inventory was taken with a node-inventory --hostname other than the host's own "
+        "name: gpu016 (host build06); it is judged as the node named, so check that "
+        "--hostname named the right node"
+    ]
