@@ -299,7 +299,9 @@ def journal_command(
     sent (and of those, unconfirmed: no re-collect journaled the job gone),
     skipped and failed, and every intent without an outcome (an interrupted
     run: that cancel may or may not have gone out; check the node). A torn line
-    is reported on stderr and skipped. Exit 0, also when nothing has been
+    is reported on stderr and skipped. --node (and -x) keeps the runs that touched
+    those nodes, each counted for them alone; --since TIME (ISO 8601, or 2h, 30m
+    back from now) the runs with a record since then. Exit 0, also when nothing has been
     journaled yet (that is said in one line): the journal is a record to read,
     not a check; exit 2 when it cannot be read or --run names no run.
     """
