@@ -17,7 +17,13 @@ from spurctl import options as opt
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
 from spurctl.errors import ExitStatus, fail
 from spurctl.render import sink
-from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, write_output
+from spurctl.render.common import (
+    AuditFormat,
+    ChecklistFormat,
+    NodesFormat,
+    ReclaimFormat,
+    write_output,
+)
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
 
@@ -80,6 +86,7 @@ def snapshot(
 def audit(
     ctx: typer.Context,
     nodes: opt.NodesOpt = None,
+    exclude: opt.ExcludeOpt = None,
     snapshot: opt.AuditSnapshotOpt = None,
     watermark: opt.AuditWatermarkOpt = None,
     show_all: opt.AuditShowAllOpt = False,
@@ -119,7 +126,7 @@ def audit(
     from spurctl.usecases import audit as use_case
 
     fmt = opt.with_json(ctx, fmt, as_json)
-    src = holdings.sources(nodes, snapshot)
+    src = holdings.sources(nodes, snapshot, exclude)
     ack = opt.ack_version(ctx, ack_version)
     journal = journal_path or default_path()
     only = FindingFilter(tuple(dict.fromkeys(kind or ())), tuple(dict.fromkeys(action or ())))
@@ -143,6 +150,42 @@ def audit(
     heap.keep_until_exit(report, inputs)
     show_audit(report, fmt, only, output, fold=not per_node, ack=ack)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
+
+
+# -- nodes -----------------------------------------------------------------------
+
+
+@app.command(
+    epilog="\b\nExamples:\n  spurctl nodes --inventory inventories.jsonl\n"
+    "  spurctl nodes -w 'gpu[001-128]' -x gpu017 --collect --format csv",
+)
+@opt.connected()
+@opt.with_holdings()
+def nodes(
+    ctx: typer.Context,
+    nodes: opt.NodesOpt = None,
+    exclude: opt.ExcludeOpt = None,
+    snapshot: opt.AuditSnapshotOpt = None,
+    fmt: opt.NodesFormatOpt = NodesFormat.TABLE,
+    as_json: opt.JsonOpt = False,
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> None:
+    """One line per node (as sinfo -N): its state, jobs and agent.
+
+    Per node: the controller's state, the active jobs the controller places
+    there, the job ids its inventory holds, its agent (answered, no-spurd,
+    unreachable, not-inventoried) and how old its inventory is; then the nodes
+    of each agent status as folded hostlists. Read as `audit` reads them (the
+    same --inventory/--collect and controller options). Exit 0; 2 on errors.
+    """
+    from spurctl.render.nodes import render
+    from spurctl.usecases.nodes import run_nodes
+
+    fmt = opt.with_json(ctx, fmt, as_json)
+    src = holdings.sources(nodes, snapshot, exclude)
+    listing = run_nodes(src, None if snapshot is not None else conn.connect())
+    sys.stdout.write(render(listing, fmt))
 
 
 # -- explain ---------------------------------------------------------------------
@@ -194,6 +237,7 @@ def explain(
 def reclaim(
     ctx: typer.Context,
     node: opt.ReclaimNodeOpt,
+    exclude: opt.ExcludeOpt = None,
     job: opt.ReclaimJobOpt = None,
     dry_run: opt.ReclaimDryRunOpt = False,
     yes: opt.ReclaimYesOpt = False,
@@ -227,7 +271,7 @@ def reclaim(
     connection = conn.connect()
     done = use_case(
         hostlist,
-        holdings.sources(hostlist),
+        holdings.sources(hostlist, exclude=exclude),
         connection,
         show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack),
         ask=shown.ask if sys.stdin.isatty() else None,
@@ -253,13 +297,17 @@ def reclaim(
 
 @app.command(
     "journal",
-    epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447",
+    epilog="\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447\n"
+    "  spurctl journal --node 'gpu[003-008]' --since 2h",
 )
 def journal_command(
     ctx: typer.Context,
     journal_path: opt.JournalFileOpt = None,
     last: opt.JournalLastOpt = 20,
     run: opt.JournalRunOpt = None,
+    node: opt.JournalNodeOpt = None,
+    exclude: opt.ExcludeOpt = None,
+    since: opt.JournalSinceOpt = None,
     fmt: opt.JournalFormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
 ) -> None:
@@ -269,7 +317,9 @@ def journal_command(
     sent (and of those, unconfirmed: no re-collect journaled the job gone),
     skipped and failed, and every intent without an outcome (an interrupted
     run: that cancel may or may not have gone out; check the node). A torn line
-    is reported on stderr and skipped. Exit 0, also when nothing has been
+    is reported on stderr and skipped. --node (and -x) keeps the runs that touched
+    those nodes, each counted for them alone; --since TIME (ISO 8601, or 2h, 30m
+    back from now) the runs with a record since then. Exit 0, also when nothing has been
     journaled yet (that is said in one line): the journal is a record to read,
     not a check; exit 2 when it cannot be read or --run names no run.
     """
@@ -278,7 +328,13 @@ def journal_command(
     from spurctl.usecases import journal_runs
 
     fmt = opt.with_json(ctx, fmt, as_json)
-    view = journal_runs.load(journal_path or default_path())
+    if node is not None:
+        from spurctl.hostlist import parse_scope
+
+        parse_scope(node)  # a bad hostlist is a usage error before the journal is read
+    opt.excluded(exclude)
+    only = journal_runs.JournalFilter(node, exclude, since)
+    view = journal_runs.filtered(journal_runs.load(journal_path or default_path()), only)
     if run is not None:
         if not view.exists:
             fail(missing_sentence(view))
@@ -307,6 +363,7 @@ app.add_typer(checklist_app)
 def checklist_post_wipe(
     ctx: typer.Context,
     nodes: opt.ChecklistNodesOpt = None,
+    exclude: opt.ExcludeOpt = None,
     watermark: opt.ChecklistWatermarkOpt = None,
     verify: opt.ChecklistVerifyOpt = False,
     fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
@@ -337,7 +394,7 @@ def checklist_post_wipe(
     from spurctl.usecases.checklist import run_post_wipe
 
     fmt = opt.with_json(ctx, fmt, as_json)
-    src = holdings.sources(nodes)
+    src = holdings.sources(nodes, exclude=exclude)
     result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
     write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)
@@ -362,14 +419,15 @@ def node_inventory(
     Example:
       spurctl node-inventory -o /tmp/inventory.json
     """
+    from spurctl.render.collect import no_agent_running, unreadable_environments
     from spurctl.sources.documents import dump_json, inventory_to_dict
     from spurctl.sources.node_scan import scan_this_node
 
     inventory, denied = scan_this_node(cgroup_root, proc_root, hostname)
     if denied:
-        from spurctl.render.collect import unreadable_environments
-
         print(unreadable_environments(denied, as_root=os.geteuid() == 0), file=sys.stderr)
+    if inventory.agent_checked and inventory.agent is None:
+        print(no_agent_running(inventory, str(proc_root)), file=sys.stderr)
     write_output(dump_json(inventory_to_dict(inventory), indent=None) + "\n", output)
 
 
@@ -377,6 +435,7 @@ def node_inventory(
 def collect_command(
     ctx: typer.Context,
     nodes: opt.CollectNodesOpt,
+    exclude: opt.ExcludeOpt = None,
     command: opt.CollectCommandOpt = DEFAULT_COMMAND,
     fanout: opt.CollectFanoutOpt = 64,
     node_timeout: opt.CollectNodeTimeoutOpt = None,
@@ -401,7 +460,7 @@ def collect_command(
       spurctl collect -w 'gpu[0001-8000]' --topology /etc/clustershell/topology.conf
       spurctl collect -w 'gpu[001-128]' --ship-scanner   # nodes without spurctl
     """
-    from spurctl.hostlist import parse_scope
+    from spurctl.hostlist import loose_key, parse_scope
     from spurctl.render.collect import summarize
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import dump_json, inventory_to_dict
@@ -411,9 +470,13 @@ def collect_command(
     command = opt.collect_command(ctx, command, topology)
     src = opt.HoldingOptions(
         None, True, command, fanout, topology, remote_command, ssh, ship_scanner
-    ).sources(nodes)
+    ).sources(nodes, exclude=exclude)
+    left_out = {loose_key(n) for n in opt.excluded(exclude)}
+    targets = sorted(n for n in parse_scope(nodes) if loose_key(n) not in left_out)
+    if not targets:
+        fail(f"-x {exclude} leaves out every node of --nodes {nodes}: nothing to collect")
     results = collect(
-        sorted(parse_scope(nodes)), command=src.command, fanout=src.fanout, timeout=limit,
+        targets, command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(

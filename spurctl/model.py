@@ -493,6 +493,7 @@ class Kind(enum.StrEnum):
     NAME_MISMATCH = "name-mismatch"
     ID_REUSE_SUSPECTED = "id-reuse-suspected"
     AGENT_UNREACHABLE = "agent-unreachable"
+    AGENT_NOT_RUNNING = "agent-not-running"
     NOT_INVENTORIED = "not-inventoried"
     AGENT_ORPHAN = "agent-orphan"
     CLOCK_AHEAD = "clock-ahead"

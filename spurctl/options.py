@@ -15,7 +15,7 @@ import math
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -23,7 +23,13 @@ import typer
 
 from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID, Action, Kind
-from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
+from spurctl.render.common import (
+    AuditFormat,
+    ChecklistFormat,
+    NodesFormat,
+    ReclaimFormat,
+    choose,
+)
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
@@ -150,6 +156,32 @@ def journal_option(help_text: str) -> Any:
 
 def nodes_option(help_text: str, *also: str) -> Any:
     return typer.Option("-w", "--nodes", *also, help=help_text, metavar="HOSTLIST")
+
+
+# -x goes wherever -w does (as sinfo, clush and pdsh take it): declared once, here.
+ExcludeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "-x",
+        "--exclude",
+        help="Leave these nodes out (Slurm hostlist, either of a node's names): never "
+        "collected, audited or reclaimed.",
+        metavar="HOSTLIST",
+        show_default=False,
+    ),
+]
+
+
+def excluded(exclude: str | None) -> frozenset[str]:
+    """-x's nodes, or the one line saying why its hostlist is not one."""
+    if exclude is None:
+        return frozenset()
+    from spurctl.hostlist import parse_scope
+
+    try:
+        return parse_scope(exclude)
+    except SpurctlError as exc:
+        raise SpurctlError(f"-x/--exclude: {exc}") from None
 
 
 def fanout_option(help_text: str) -> Any:
@@ -561,6 +593,10 @@ def with_json(ctx: typer.Context, fmt: Format, as_json: bool) -> Format:
     return json_format
 
 
+NodesFormatOpt = Annotated[
+    NodesFormat, format_option(NodesFormat, "nodes", "the nodes (json: spurctl.nodes/v1)")
+]
+
 Choice = TypeVar("Choice", Kind, Action)
 
 
@@ -688,6 +724,53 @@ JournalLastOpt = Annotated[
 JournalRunOpt = Annotated[
     str | None,
     typer.Option("--run", metavar="ID", help="Show one run (its id, or the start of it) in full."),
+]
+JournalNodeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node",
+        "--nodes",
+        "-w",
+        help="Only what runs did on these nodes (Slurm hostlist): each run's counts are "
+        "those of these nodes.",
+        metavar="HOSTLIST",
+        show_default=False,
+    ),
+]
+
+
+def since_time(value: str | datetime) -> datetime:
+    """--since as a time: RFC 3339 / ISO 8601 (naive is UTC), or a span back from now
+    ('2h', '30m', '90s', '2d'); a usage error naming both forms otherwise."""
+    if isinstance(value, datetime):
+        return value
+    from spurctl.model import parse_time, utcnow
+
+    text = value.strip()
+    if text[-1:].lower() in _DURATION_UNITS:
+        return utcnow() - timedelta(seconds=parse_duration(text))
+    try:
+        when = parse_time(text)
+    except ValueError:
+        when = None
+    if when is None:
+        raise typer.BadParameter(
+            f"{value!r} is neither a time (ISO 8601, e.g. 2026-12-02T14:00:00Z) nor a span "
+            "back from now (e.g. 2h, 30m, 2d)"
+        )
+    return when
+
+
+JournalSinceOpt = Annotated[
+    datetime | None,
+    typer.Option(
+        "--since",
+        help="Only runs with a record at or after TIME: ISO 8601 (UTC unless it says), "
+        "or a span back from now such as 2h, 30m or 2d.",
+        parser=since_time,
+        metavar="TIME",
+        show_default=False,
+    ),
 ]
 JournalFormatOpt = Annotated[
     ReclaimFormat,
@@ -1024,14 +1107,17 @@ class HoldingOptions:
     ssh: str | None = None
     ship_scanner: bool = False
 
-    def sources(self, nodes: str | None, snapshot: Path | None = None) -> Sources:
-        """The sources, with `nodes` and the gateway tree checked first: an empty or
-        malformed hostlist is a usage error before anything is read, never "every node",
-        and so is a topology ClusterShell could not route from this host."""
+    def sources(
+        self, nodes: str | None, snapshot: Path | None = None, exclude: str | None = None
+    ) -> Sources:
+        """The sources, with `nodes`, `exclude` (-x) and the gateway tree checked first: an
+        empty or malformed hostlist is a usage error before anything is read, never "every
+        node", and so is a topology ClusterShell could not route from this host."""
         if nodes is not None:
             from spurctl.hostlist import parse_scope
 
             parse_scope(nodes)
+        excluded(exclude)
         tree = tree_of(self.topology, self.remote_command, self.ssh, self.command)
         command = self.command
         if self.ship_scanner and command == DEFAULT_COMMAND:
@@ -1040,7 +1126,7 @@ class HoldingOptions:
             command = SHIP_COMMAND
         return Sources(
             nodes, self.inventory, self.collect, command, self.fanout, snapshot, tree=tree,
-            ship_scanner=self.ship_scanner,
+            ship_scanner=self.ship_scanner, exclude=exclude,
         )  # fmt: skip
 
 

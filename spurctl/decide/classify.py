@@ -53,6 +53,7 @@ ACTIONS: Mapping[Kind, Action] = MappingProxyType(
         Kind.NAME_MISMATCH: Action.INVESTIGATE,
         Kind.ID_REUSE_SUSPECTED: Action.INVESTIGATE,
         Kind.AGENT_UNREACHABLE: Action.INVESTIGATE,
+        Kind.AGENT_NOT_RUNNING: Action.INVESTIGATE,
         Kind.NOT_INVENTORIED: Action.INVESTIGATE,
         Kind.AGENT_ORPHAN: Action.INVESTIGATE,
         Kind.CLOCK_AHEAD: Action.INVESTIGATE,
@@ -152,6 +153,7 @@ def classify(
     held_by_exact_name: dict[str, Inventory] = {}
     exact_ages: dict[str, float | None] = {}  # their ages, read once per inventory
     empty: dict[str, float | None] = {}  # inventory nodes that hold nothing, with their age
+    renamed: list[Inventory] = []  # taken with a --hostname other than the host's own name
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
         node, mismatch, heartbeat = names.controller_name(inv)
@@ -172,6 +174,8 @@ def classify(
         if age is not None:
             ages[inv.node] = age
         inventoried.add(node)
+        if inv.hostname is not None and inv.hostname != inv.node:
+            renamed.append(inv)
         ahead = _ahead(inv, now)
         if ahead is not None:
             findings.append(
@@ -191,6 +195,11 @@ def classify(
             )
         if not inv.held:
             empty[inv.node] = age
+        no_agent = inv.agent_checked and inv.agent is None
+        if no_agent:
+            findings.append(
+                _node_finding(inv.node, Kind.AGENT_NOT_RUNNING, _agent_not_running(inv), age=age)
+            )
         agent_started = None if inv.agent is None else inv.agent.started_at
         for holding in inv.held:
             if not include_healthy:
@@ -200,7 +209,7 @@ def classify(
                 ):
                     continue  # most holdings: no finding, and none of the work below
             job, asked = _controller_job(view, confirmed, holding.job_id)
-            held = _Held(node, inv.node, holding, job, asked, mismatch, age, ahead)
+            held = _Held(node, inv.node, holding, job, asked, mismatch, age, ahead, no_agent)
             finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
                 held, view=view, watermark=watermark, include_healthy=include_healthy
             )
@@ -224,6 +233,8 @@ def classify(
     stale = _stale_inventories_note(ages, collected=collected)
     if stale is not None:
         notes.append(stale)
+    if renamed:
+        notes.append(_renamed_note(renamed))
     if view.complete:
         node_findings, unreadable_active = _node_findings(
             view, wanted, held_by_exact_name, exact_ages
@@ -324,6 +335,7 @@ class _Held:
     loose_match: str | None
     age: float | None = None
     ahead: float | None = None  # seconds the inventory is dated ahead (clock-ahead)
+    no_agent: bool = False  # the scan found no spurd on the node (agent-not-running)
 
     def finding(self, kind: Kind, reason: str, action: Action | None = None) -> Finding:
         action = ACTIONS[kind] if action is None else action
@@ -374,6 +386,13 @@ def _reclaim_doubt(held: _Held, kind: Kind) -> str | None:
             f"{held.holder}'s inventory is dated {duration(held.ahead)} ahead of this audit's "
             "clock, so when it was taken is unknown (clock-ahead); fix the node's clock and "
             "re-collect it"
+        )
+    if held.no_agent:
+        # An agent cancel goes to spurd, which is not there to act on it.
+        return (
+            f"no spurd was running on {held.holder} when its inventory was taken "
+            "(agent-not-running), so no agent cancel can reach this run; start spurd "
+            "and re-collect"
         )
     if kind is Kind.ACTIVE_ELSEWHERE and held.node != held.holder:
         # Judged under the controller's name (SPUR_TARGET_NODE), but reclaim re-checks
@@ -835,6 +854,44 @@ def _clock_ahead(inv: Inventory, ahead: float, now: datetime) -> str:
         "is cannot be told and nothing it holds is reclaimed; fix its clock (NTP) and "
         "re-collect it"
     )
+
+
+def _agent_not_running(inv: Inventory) -> str:
+    """agent-not-running: the node answered, but its scan found no spurd process."""
+    taken = f" at {format_time(inv.collected_at)}" if inv.collected_at else ""
+    ids = [h.job_id for h in inv.held]
+    what = (
+        f"it holds job{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} and no agent "
+        f"is there to cancel {'them' if len(ids) > 1 else 'it'}, so nothing on it is reclaimed"
+        if ids
+        else "it holds nothing, but it can neither run nor free a job until spurd runs"
+    )
+    return (
+        f"no spurd process was running on {inv.node} when its inventory was taken{taken}"
+        f"{given_hostname(inv)}: {what}; start spurd on it and re-collect"
+    )
+
+
+def _renamed_note(renamed: list[Inventory]) -> str:
+    """Inventories that speak for a node other than the host they were taken on: each is
+    judged as the node it names, so a wrong --hostname moves one node's holdings to another."""
+    shown = ", ".join(f"{inv.node} (host {inv.hostname})" for inv in renamed[:3])
+    more = f" and {len(renamed) - 3:,} more" if len(renamed) > 3 else ""
+    many = len(renamed) > 1
+    return (
+        f"{len(renamed):,} inventor{'ies were' if many else 'y was'} taken with a "
+        f"node-inventory --hostname other than the host's own name: {shown}{more}; "
+        f"{'each is' if many else 'it is'} judged as the node named, so check that "
+        "--hostname named the right node"
+    )
+
+
+def given_hostname(inv: Inventory) -> str:
+    """' (scanned on host X with --hostname Y)' when node-inventory was told a node name
+    other than the host's own; '' otherwise."""
+    if inv.hostname is None or inv.hostname == inv.node:
+        return ""
+    return f" (scanned on host {inv.hostname} with --hostname {inv.node})"
 
 
 def _unreachable(inv: Inventory) -> str:

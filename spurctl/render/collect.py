@@ -57,3 +57,18 @@ def unreadable_environments(count: int, *, as_root: bool) -> str:
         f"could not be read (permission denied), so jobs only they belong to are missing: "
         f"{remedy}."
     )
+
+
+def no_agent_running(inv: Inventory, proc_root: str) -> str:
+    """node-inventory's warning when the scan found no spurd: the document says so too
+    (`agent: null`), and an audit reports the node agent-not-running."""
+    host = (
+        f" (host {inv.hostname}, --hostname {inv.node})"
+        if inv.hostname is not None and inv.hostname != inv.node
+        else ""
+    )
+    return (
+        f"spurctl: warning: no spurd process is running on {inv.node}{host} (none in "
+        f"{proc_root}): the inventory records agent: null, and an audit reports this node "
+        "agent-not-running."
+    )

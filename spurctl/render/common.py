@@ -40,6 +40,12 @@ class ReclaimFormat(enum.StrEnum):
     JSON = "json"
 
 
+class NodesFormat(enum.StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
 class ChecklistFormat(enum.StrEnum):
     MARKDOWN = "markdown"
     JSON = "json"

@@ -91,14 +91,21 @@ def render_text(doc: dict[str, Any]) -> str:
         if inv.get("clock_ahead_s") is not None:
             stale += f" CLOCK AHEAD ({inv['clock_ahead_s']:.0f} s after this audit's clock)"
         agent = inv["agent"]
+        hostname = str(_or(inv["hostname"]))
+        if inv.get("hostname_given"):
+            hostname += f" (the host's own name; node-inventory was given --hostname {inv['node']})"
         lines += [
             f"Inventory:        {inv['node']} ({inv['source']})",
-            _kv("Hostname", _or(inv["hostname"])),
+            _kv("Hostname", hostname),
             _kv("Target node", _or(inv["target_node"])),
             _kv("Collected", f"{_t(inv['collected_at'])}{age}{stale}"),
             _kv(
                 "Agent",
-                "-" if agent is None else f"pid {agent['pid']}, started {_t(agent['started_at'])}",
+                "NOT RUNNING (the scan found no spurd)"
+                if inv.get("agent_not_running")
+                else "-"
+                if agent is None
+                else f"pid {agent['pid']}, started {_t(agent['started_at'])}",
             ),
             _kv("Holds", ", ".join(str(j) for j in inv["held"]) or "nothing"),
         ]

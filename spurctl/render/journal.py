@@ -16,7 +16,7 @@ from rich.text import Text
 
 from spurctl.decide.reasons import plural
 from spurctl.hostlist import fold
-from spurctl.model import parse_time
+from spurctl.model import format_time, parse_time
 from spurctl.render.common import ReclaimFormat, choose, dump_json, escaped, pipe_width
 from spurctl.render.sink import styled
 
@@ -86,14 +86,40 @@ def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
 
 
 def document(view: JournalRuns, runs: list[Run], *, records: bool = False) -> dict[str, Any]:
-    return {
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "journal": str(view.path),
         "exists": view.exists,
         "unreadable_lines": view.unreadable,
         "total_runs": len(view.runs),
-        "runs": [run_document(r, records=records) for r in runs],
     }
+    only = view.filter
+    if only is not None:
+        doc["filter"] = {
+            "nodes": only.nodes,
+            "exclude": only.exclude,
+            "since": format_time(only.since),
+            "runs_in_journal": view.in_journal,
+        }
+    doc["runs"] = [run_document(r, records=records) for r in runs]
+    return doc
+
+
+def filter_words(view: JournalRuns) -> str:
+    """'--node gpu017 --since 2026-12-02T12:00:00Z': the filter as the operator gave it."""
+    only = view.filter
+    if only is None:
+        return ""
+    words = [
+        f"{flag} {value}"
+        for flag, value in (
+            ("--node", only.nodes),
+            ("-x", only.exclude),
+            ("--since", format_time(only.since)),
+        )
+        if value is not None
+    ]
+    return " ".join(words)
 
 
 def outcome_words(run: Run) -> list[tuple[str, str]]:
@@ -163,13 +189,20 @@ def print_runs(
     if not view.exists:
         console.print(Text(missing_sentence(view)))
         return
+    matching = ""
+    if view.filter is not None:
+        matching = f" matching {filter_words(view)} (of {view.in_journal})"
     if not view.runs:
-        console.print(Text(f"the journal at {view.path} holds no readable record"))
+        empty = f"no run{matching}" if matching else "no readable record"
+        console.print(Text(f"the journal at {view.path} holds {empty}"))
         return
     shown = f"newest {len(runs)} of {len(view.runs)}" if len(runs) < len(view.runs) else "all"
     # A line of its own: a table's title wraps at the table's width.
     console.print(
-        Text(f"Journal {view.path}: {_plural(len(view.runs), 'run')} ({shown}, newest first)"),
+        Text(
+            f"Journal {view.path}: {_plural(len(view.runs), 'run')}{matching} "
+            f"({shown}, newest first)"
+        ),
         soft_wrap=True,
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)

@@ -55,6 +55,8 @@ class Sources:
     tree: Tree | None = None
     # --ship-scanner: send the node scanner on each command's stdin (shipped_scan.py).
     ship_scanner: bool = False
+    # -x: nodes left out (a hostlist, checked by the options): never collected or audited.
+    exclude: str | None = None
 
 
 def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
@@ -64,10 +66,13 @@ def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> 
     if src.inventory:
         return load_inventories(src.inventory)
     if src.collect:
-        from spurctl.hostlist import parse_scope
+        from spurctl.hostlist import loose_key, parse_scope
         from spurctl.sources.collect import collect
 
         targets = sorted(parse_scope(src.nodes)) if src.nodes else sorted(view_nodes)
+        if src.exclude:
+            left_out = {loose_key(n) for n in parse_scope(src.exclude)}
+            targets = [n for n in targets if loose_key(n) not in left_out]
         return collect(
             targets,
             command=src.command,

@@ -68,6 +68,8 @@ class AuditInputs:
     now: datetime | None = None
     # Agent cancels reclaim's journal records, by (node, job id): see classify's `cancelled`.
     cancelled: Mapping[tuple[str, int], datetime] = field(default_factory=dict)
+    # The nodes in scope that -x left out (usecases/scope.py): not audited, noted.
+    excluded: tuple[str, ...] = ()
 
 
 def confirm_missing(
@@ -232,6 +234,10 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
             f"({_short(inputs)}); {how}."
         )
     notes.extend(view.read_notes)
+    if inputs.excluded:
+        from spurctl.usecases.scope import excluded_note
+
+        notes.append(excluded_note(inputs.excluded))
     notes.extend(_coverage_notes(result.findings, view, collected=inputs.collected))
     if inputs.not_found_doubt:
         notes.append(f"NOT_FOUND is not proof here: {inputs.not_found_doubt}.")
@@ -333,11 +339,24 @@ def run_audit(
 
     # An empty --nodes is an error (parse_scope says so), never "every node".
     scope = parse_scope(src.nodes) if src.nodes is not None else None
+    left_out: tuple[str, ...] = ()
+
+    def leave_out(view: ControllerView, holdings: list[Inventory]) -> list[Inventory]:
+        # -x: its nodes' inventories go before anything is asked about what they hold.
+        nonlocal scope, left_out
+        if not src.exclude:
+            return holdings
+        from spurctl.usecases.scope import excluding
+
+        kept = excluding(parse_scope(src.exclude), view.nodes, holdings, scope)
+        scope, left_out = kept.scope, kept.left_out
+        return kept.inventories
+
     if src.snapshot is not None:
         from spurctl.sources.documents import read_snapshot
 
         view, saved_watermark = read_snapshot(src.snapshot)
-        holdings = gather_holdings(src, view.nodes, COLLECT_TIMEOUT)
+        holdings = leave_out(view, gather_holdings(src, view.nodes, COLLECT_TIMEOUT))
         inputs = gather(
             view,
             holdings,
@@ -358,6 +377,7 @@ def run_audit(
             else:
                 view = client.view()
                 holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
+            holdings = leave_out(view, holdings)
             inputs = gather(
                 view,
                 holdings,
@@ -367,6 +387,10 @@ def run_audit(
                 not_found_doubt=conn.not_found_doubt(),
                 collected=src.collect,
             )
+    if left_out:
+        from dataclasses import replace
+
+        inputs = replace(inputs, excluded=left_out)
     if journal is not None:
         from dataclasses import replace
 

@@ -84,6 +84,11 @@ def run_post_wipe(
     with ControllerClient(conn) as client:
         view = client.view(everything=True)  # the wipe's time is the earliest submission
         holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
+        if src.exclude:
+            from spurctl.usecases.scope import excluding
+
+            kept = excluding(parse_scope(src.exclude), view.nodes, holdings, scope)
+            holdings, scope = kept.inventories, kept.scope
         return post_wipe(
             view,
             holdings,

@@ -22,6 +22,7 @@ from spurctl.decide.classify import (
     STALE_INVENTORY_S,
     controller_decision,
     controller_job,
+    given_hostname,
     inventory_age,
     judged_as,
 )
@@ -182,6 +183,10 @@ def _inventory_doc(inv: Inventory | None, inputs: AuditInputs) -> dict[str, Any]
             if inv.agent is None
             else {"pid": inv.agent.pid, "started_at": format_time(inv.agent.started_at)}
         ),
+        # The scan looked for spurd and found none (agent-not-running); False: not recorded.
+        "agent_not_running": inv.agent_checked and inv.agent is None,
+        # node-inventory was told a node name other than the host's own (--hostname).
+        "hostname_given": inv.hostname is not None and inv.hostname != inv.node,
         "held": [h.job_id for h in inv.held],
     }
 
@@ -270,6 +275,12 @@ def guards(
             "agent-orphan",
             f"the run began at {format_time(h.started_at)}, before spurd (pid {agent.pid}) "
             f"started at {format_time(agent.started_at)}",
+        )
+    if inv.agent_checked and inv.agent is None:
+        add(
+            "agent-not-running",
+            f"{inv.node}'s inventory records no running spurd"
+            f"{given_hostname(inv)}: no agent cancel can reach this run",
         )
     sent = inputs.cancelled.get((inv.node, j))
     if sent is not None and not h.pids:

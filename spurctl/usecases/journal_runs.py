@@ -60,14 +60,31 @@ class Run:
         return bool(self.no_outcome)
 
 
+@dataclass(frozen=True, slots=True)
+class JournalFilter:
+    """`journal --node/-x/--since`: which nodes' records, and from when (as given)."""
+
+    nodes: str | None = None
+    exclude: str | None = None
+    since: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.nodes is not None or self.exclude is not None or self.since is not None
+
+
 @dataclass(slots=True)
 class JournalRuns:
-    """What `spurctl journal` shows: the runs, newest first, and what could not be read."""
+    """What `spurctl journal` shows: the runs, newest first, and what could not be read.
+
+    With a filter, `runs` are those it keeps and `in_journal` how many the journal holds."""
 
     path: Path
     exists: bool
     runs: list[Run]
     unreadable: int = 0
+    filter: JournalFilter | None = None
+    in_journal: int | None = None
 
 
 def _time(rec: Mapping[str, Any]) -> datetime | None:
@@ -241,3 +258,35 @@ def load(path: Path, warn: Callable[[str], None] = _stderr) -> JournalRuns:
     except FileNotFoundError:
         return JournalRuns(path, False, [])
     return JournalRuns(path, True, summarize(found), unreadable=len(warnings))
+
+
+def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
+    """The runs that touched `only.nodes` (and not only -x's), each narrowed to those
+    nodes' records (its counts, times and intents without an outcome), and that have a
+    record at or after `only.since`. Nodes match by either name (case, domain)."""
+    from spurctl.hostlist import loose_key, parse_scope
+
+    if not only.active:
+        return view
+    wanted = None if only.nodes is None else {loose_key(n) for n in parse_scope(only.nodes)}
+    left_out = set() if only.exclude is None else {loose_key(n) for n in parse_scope(only.exclude)}
+
+    def keep(node: object) -> bool:
+        key = loose_key(str(node))
+        return (wanted is None or key in wanted) and key not in left_out
+
+    runs: list[Run] = []
+    for run in view.runs:
+        if wanted is not None or left_out:
+            records = [r for r in run.records if keep(r.get("node"))]
+            if not records:
+                continue
+            narrowed = summarize_run(run.run, run.legacy, records)
+            narrowed.no_outcome = [u for u in run.no_outcome if keep(u.node)]
+            run = narrowed
+        if only.since is not None:
+            times = [t for t in map(_time, run.records) if t is not None]
+            if not times or max(times) < only.since:
+                continue
+        runs.append(run)
+    return replace(view, runs=runs, filter=only, in_journal=len(view.runs))

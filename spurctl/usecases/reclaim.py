@@ -525,6 +525,16 @@ def prepare(
     from spurctl.usecases.audit import run_audit
 
     scope = parse_scope(nodes)
+    if src.exclude:
+        # -x: an excluded node is never planned, whichever of its names --node gave.
+        from spurctl.hostlist import loose_key
+
+        left_out = {loose_key(n) for n in parse_scope(src.exclude)}
+        scope = frozenset(n for n in scope if loose_key(n) not in left_out)
+        if not scope:
+            raise SpurctlError(
+                f"-x {src.exclude} leaves out every node of --node {nodes}: nothing to reclaim"
+            )
     path = journal_path or default_path()
     # The journal of earlier runs is the memory of cancels sent: a holding with no
     # process gets one at most (then it is a leftover, for node-release).

@@ -24,7 +24,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimClust
 
 def runnable(command: str) -> bool:
     words = argv(command)
-    return words[0] in ("audit", "reclaim", "snapshot", "explain") and "--collect" not in words
+    return (
+        words[0] in ("audit", "reclaim", "snapshot", "explain", "nodes", "journal")
+        and "--collect" not in words
+    )
 
 
 @pytest.mark.parametrize("command", [c for c in readme_commands() if runnable(c)])

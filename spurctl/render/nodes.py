@@ -1,0 +1,128 @@
+"""What `spurctl nodes` prints: one line per node (as `sinfo -N`), or JSON, or CSV.
+
+The table is plain columns, one node per line, so that it greps and sorts; the
+nodes of each agent status follow it as folded hostlists. Names and errors come
+from the cluster: every control character in them is written out.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING, Any
+
+from spurctl.decide.reasons import duration
+from spurctl.errors import visible
+from spurctl.hostlist import fold, is_node_name, ranges
+from spurctl.model import format_time
+from spurctl.render.common import NodesFormat, choose, csv_safe, dump_json
+
+if TYPE_CHECKING:
+    from spurctl.usecases.nodes import NodeListing, NodeRow
+
+SCHEMA = "spurctl.nodes/v1"
+HEADERS = ("NODE", "STATE", "JOBS", "HELD", "AGENT", "INV-AGE")
+CSV_FIELDS = (
+    "node", "state", "jobs", "held", "agent", "inventory_node", "inventory_age_s", "error",
+)  # fmt: skip
+
+
+def render(listing: NodeListing, fmt: NodesFormat | str) -> str:
+    chosen = choose(NodesFormat, str(fmt), "nodes")
+    if chosen is NodesFormat.JSON:
+        return dump_json(document(listing)) + "\n"
+    if chosen is NodesFormat.CSV:
+        return _csv(listing)
+    return _table(listing)
+
+
+def hostlist_of(names: list[str]) -> str:
+    """Names as one folded hostlist; a name no hostlist can hold is listed as it is."""
+    foldable = [n for n in names if is_node_name(n)]
+    odd = [n for n in names if not is_node_name(n)]
+    return ",".join(([fold(foldable)] if foldable else []) + odd)
+
+
+def _row_document(r: NodeRow) -> dict[str, Any]:
+    return {
+        "node": r.node,
+        "state": r.state,
+        "jobs": list(r.jobs),
+        "held": None if r.held is None else list(r.held),
+        "agent": r.agent.value,
+        "inventory_node": r.inventory_node,
+        "inventory_age_s": r.inventory_age_s,
+        "error": r.error,
+    }
+
+
+def document(listing: NodeListing) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "controller": {
+            "address": listing.controller_address,
+            "taken_at": format_time(listing.taken_at),
+            "view_complete": listing.view_complete,
+        },
+        "notes": list(listing.notes),
+        "nodes": [_row_document(r) for r in listing.rows],
+        "summary": {
+            "nodes": len(listing.rows),
+            "by_agent": {s.value: hostlist_of(n) for s, n in listing.by_agent().items()},
+        },
+    }
+
+
+def _cells(r: NodeRow) -> tuple[str, ...]:
+    agent = r.agent.value + (f" as {r.inventory_node}" if r.inventory_node else "")
+    age = "-" if r.inventory_age_s is None else duration(max(r.inventory_age_s, 0.0))
+    if r.inventory_age_s is not None and r.inventory_age_s < 0:
+        age = f"{duration(-r.inventory_age_s)} ahead"
+    return tuple(
+        visible(c)
+        for c in (
+            r.node,
+            "-" if r.state is None else r.state.lower(),
+            ranges(r.jobs) or "-",
+            "?" if r.held is None else ranges(r.held) or "-",
+            agent,
+            age,
+        )
+    )
+
+
+def _table(listing: NodeListing) -> str:
+    view = "complete" if listing.view_complete else "INCOMPLETE"
+    lines = [
+        visible(
+            f"Controller {listing.controller_address} at {format_time(listing.taken_at)} "
+            f"({view} view): {len(listing.rows)} node{'s' if len(listing.rows) != 1 else ''}"
+        )
+    ]
+    lines += [visible(f"Note: {n}") for n in listing.notes]
+    rows = [HEADERS, *(_cells(r) for r in listing.rows)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    for status, names in listing.by_agent().items():
+        lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))
+    return "\n".join(lines) + "\n"
+
+
+def _csv(listing: NodeListing) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for r in listing.rows:
+        values = (
+            r.node,
+            r.state,
+            " ".join(map(str, r.jobs)),
+            None if r.held is None else " ".join(map(str, r.held)),
+            r.agent.value,
+            r.inventory_node,
+            r.inventory_age_s,
+            r.error,
+        )
+        writer.writerow(["" if v is None else csv_safe(v) for v in values])
+    return buf.getvalue()
