@@ -107,3 +107,13 @@ def test_a_malformed_or_foreign_plan_file_is_refused(sim: SimCluster, tmp_path: 
     foreign.write_text(Path(f["inventory"]).read_text().splitlines()[0])
     assert "spurctl.plan/v1" in refused(reclaim_cli(sim, f, "--plan", str(foreign), "--yes"))
     assert sim.cancels == [] and journal(f) == []
+
+
+def test_plan_options_given_wrongly_are_one_usage_line(sim: SimCluster, tmp_path: Path) -> None:
+    f = files(sim, tmp_path)
+    plan = save_plan(sim, f, tmp_path, "--node", "gpu003")
+    assert "name the nodes" in refused(reclaim_cli(sim, f, "--yes"))
+    assert "--dry-run" in refused(reclaim_cli(sim, f, "--node", "gpu003", "-o", str(plan)))
+    line = refused(reclaim_cli(sim, f, "--plan", str(plan), "--node", "gpu003", "--yes"))
+    assert "--plan names its own nodes" in line
+    assert sim.cancels == [] and journal(f) == []
