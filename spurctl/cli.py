@@ -236,10 +236,12 @@ def explain(
 @opt.with_holdings()
 def reclaim(
     ctx: typer.Context,
-    node: opt.ReclaimNodeOpt,
+    node: opt.ReclaimNodeOpt = None,
     exclude: opt.ExcludeOpt = None,
     job: opt.ReclaimJobOpt = None,
     dry_run: opt.ReclaimDryRunOpt = False,
+    output: opt.ReclaimPlanOutputOpt = None,
+    plan_file: opt.ReclaimPlanOpt = None,
     yes: opt.ReclaimYesOpt = False,
     journal_path: opt.ReclaimJournalOpt = None,
     settle: opt.ReclaimSettleOpt = DEFAULT_SETTLE_S,
@@ -263,11 +265,25 @@ def reclaim(
     prints the command that confirms it and exits 1.
     """
     from spurctl.render import reclaim as shown
+    from spurctl.render.common import write_output
+    from spurctl.sources.plan_file import load_plan
+    from spurctl.usecases.reclaim import plan_document
     from spurctl.usecases.reclaim import reclaim as use_case
 
     fmt = opt.with_json(ctx, fmt, as_json)
-    hostlist = opt.one_hostlist(node)
     ack = opt.ack_version(ctx, ack_version)
+    if output is not None and not dry_run:
+        fail("-o saves the plan of a dry run: add --dry-run (then apply it with --plan FILE)")
+    saved = None
+    if plan_file is not None:
+        if node or job:
+            fail("--plan names its own nodes and jobs: drop --node/--job, or drop --plan")
+        if dry_run:
+            fail("--plan applies a saved plan: drop --dry-run, or drop --plan")
+        saved = load_plan(plan_file)
+        hostlist = saved.nodes
+    else:
+        hostlist = opt.one_hostlist(node or [])
     connection = conn.connect()
     done = use_case(
         hostlist,
@@ -283,7 +299,10 @@ def reclaim(
         settle=settle,
         concurrency=concurrency,
         verify_inventory=verify_inventory,
+        saved=saved,
     )
+    if output is not None:
+        write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
     shown.show_reclaimed(
         done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )

@@ -11,6 +11,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -572,3 +573,33 @@ class AuditReport:
     @property
     def needs_action(self) -> int:
         return sum(1 for f in self.findings if f.needs_action)
+
+
+# -- a saved reclaim plan (`reclaim --dry-run -o`, applied by `reclaim --plan`) ---------
+
+PLAN_SCHEMA: Literal["spurctl.plan/v1"] = "spurctl.plan/v1"
+AwareTime = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class PlannedCancel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One entry of a saved plan: the finding (its evidence) and the agent it goes to."""
+
+    finding: Finding
+    address: str
+    collected_at: AwareTime | None = None
+
+
+class PlanController(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    address: str
+    version: str
+
+
+class PlanDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What `reclaim --plan` may send: these entries only, from this controller's view."""
+
+    schema: Literal["spurctl.plan/v1"]
+    spurctl_version: str
+    controller: PlanController
+    taken_at: AwareTime
+    nodes: str
+    entries: tuple[PlannedCancel, ...]

@@ -826,7 +826,7 @@ AuditRoundsOpt = Annotated[
     ),
 ]
 ReclaimNodeOpt = Annotated[
-    list[str],
+    list[str] | None,
     typer.Option(
         "--node",
         "--nodes",
@@ -865,6 +865,20 @@ ReclaimJobOpt = Annotated[
     ),
 ]
 ReclaimDryRunOpt = Annotated[bool, dry_run_option("Print the plan; send nothing.")]
+ReclaimPlanOutputOpt = Annotated[
+    Path | None,
+    output_option("With --dry-run: save the plan here, for `spurctl reclaim --plan FILE`."),
+]
+ReclaimPlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        help="Send only the entries of this saved plan (reclaim --dry-run -o FILE), each "
+        "re-checked; refused when older than --max-inventory-age or from another controller.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
 ReclaimYesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 ReclaimJournalOpt = Annotated[
     Path | None, journal_option("Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl).")

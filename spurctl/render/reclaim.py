@@ -20,7 +20,7 @@ from rich.text import Text
 
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
-from spurctl.model import AuditReport
+from spurctl.model import AuditReport, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
     ReclaimFormat,
@@ -164,6 +164,13 @@ def _result_word(result: Result, verified: bool) -> str:
     if result is Result.SENT:
         return "sent" if verified else "sent, unconfirmed"
     return result.value
+
+
+def plan_text(document: PlanDocument) -> str:
+    """A saved plan (`reclaim --dry-run -o FILE`) as its JSON file holds it."""
+    import msgspec
+
+    return msgspec.json.format(msgspec.json.encode(document).decode(), indent=2) + "\n"
 
 
 def print_plan(

@@ -49,7 +49,17 @@ from spurctl.defaults import (
 )
 from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold, named_nodes
-from spurctl.model import Action, AuditReport, Finding, Job, utcnow
+from spurctl.model import (
+    PLAN_SCHEMA,
+    Action,
+    AuditReport,
+    Finding,
+    Job,
+    PlanController,
+    PlanDocument,
+    PlannedCancel,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal, Unresolved
@@ -97,6 +107,7 @@ def execute(
     not_found_doubt: str | None = None,
     max_inventory_age_s: float | None = None,
     clock: Callable[[], datetime] = utcnow,
+    spared: Mapping[tuple[str, int], str] | None = None,
 ) -> ReclaimRun:
     """Re-check, journal and send each entry; parallel across nodes, ordered within one.
 
@@ -132,6 +143,8 @@ def execute(
             on_outcome(outcome)
 
     def attempt(entry: Entry) -> Outcome:
+        if spared and (why := spared.get((entry.node, entry.job_id))) is not None:
+            return Outcome(entry, Result.SKIPPED, why)
         if max_inventory_age_s is not None:
             stale = stale_reason(entry, clock(), max_inventory_age_s)
             if stale is not None:
@@ -291,6 +304,7 @@ def send(
     concurrency: int = DEFAULT_CONCURRENCY,
     unresolved: Sequence[Unresolved] = (),
     max_inventory_age_s: float | None = DEFAULT_MAX_INVENTORY_AGE_S,
+    spared: Mapping[tuple[str, int], str] | None = None,
 ) -> ReclaimRun:
     """`spurctl reclaim` after the plan is approved: journal, re-check, cancel.
 
@@ -331,6 +345,7 @@ def send(
                 concurrency=concurrency,
                 not_found_doubt=conn.not_found_doubt(),
                 max_inventory_age_s=max_inventory_age_s,
+                spared=spared,
             )
             run.stopped_by = box.get("signal", "SIGINT") if run.interrupted else None
             return run
@@ -421,6 +436,8 @@ class Prepared:
     stale: dict[tuple[str, int], str] = field(default_factory=dict)
     # The findings on the named nodes that need a person, not a cancel.
     investigate: list[Finding] = field(default_factory=list)
+    # --plan: saved entries the fresh audit no longer plans, and why each is not sent.
+    spared: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -647,6 +664,7 @@ def carry_out(
             concurrency=concurrency,
             unresolved=prepared.unresolved,
             max_inventory_age_s=prepared.max_inventory_age_s,
+            spared=prepared.spared,
         )
         carried = Carried(
             outcomes=run.outcomes,
@@ -762,6 +780,92 @@ def reverify(
     return True
 
 
+def check_saved(saved: PlanDocument, max_age_s: float, now: datetime) -> None:
+    """Refuse (SpurctlError) a saved plan too old to apply."""
+    from spurctl.decide.plan import duration
+
+    age = (now - saved.taken_at).total_seconds()
+    if age > max_age_s:
+        raise SpurctlError(
+            f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
+            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
+            "`spurctl reclaim --dry-run -o FILE`"
+        )
+
+
+def only_saved(prepared: Prepared, saved: PlanDocument, max_age_s: float) -> Prepared:
+    """The fresh plan narrowed to the saved entries; a saved entry the fresh audit no
+    longer plans stays in, spared with the fresh finding as its reason."""
+    import dataclasses
+
+    check_saved(saved, max_age_s, utcnow())
+    here = prepared.report.controller_address
+    if here != saved.controller.address:
+        raise SpurctlError(
+            f"refusing the saved plan, nothing sent: it was made from controller "
+            f"{saved.controller.address}, this is {here}; make a fresh one with "
+            "`spurctl reclaim --dry-run -o FILE` against this controller"
+        )
+    fresh = {(e.node, e.job_id): e for e in prepared.entries}
+    now_reads = {(f.node, f.job_id): f for f in prepared.report.findings}
+    entries: list[Entry] = []
+    spared: dict[tuple[str, int], str] = {}
+    for p in saved.entries:
+        key = (p.finding.node, p.finding.job_id or 0)
+        if key in fresh:
+            entries.append(fresh[key])
+            continue
+        entries.append(Entry(p.finding, p.address, p.collected_at))
+        spared[key] = _why_spared(key, now_reads.get(key), prepared.inputs)
+    keys = {(e.node, e.job_id) for e in entries}
+    return dataclasses.replace(
+        prepared,
+        entries=entries,
+        spared=spared,
+        stale={k: v for k, v in prepared.stale.items() if k in keys and k not in spared},
+        unmatched_jobs=[],
+    )
+
+
+def _why_spared(key: tuple[str, int], now: Finding | None, inputs: AuditInputs) -> str:
+    """Why a saved entry the fresh audit no longer plans is not sent."""
+    node, job_id = key
+    if now is not None:
+        return (
+            "not sent: no longer reclaimable, the fresh audit reads it as "
+            f"{now.kind.value}: {now.reason}"
+        )
+    job = inputs.view.jobs.get(job_id)
+    if job is not None:
+        where = f"on {job.nodelist}" if job.nodelist else "with no nodelist yet"
+        return (
+            f"not sent: no longer reclaimable, job {job_id} is now {job.state.name} {where}, "
+            f"and {node}'s holding of it is not a finding any more"
+        )
+    return (
+        "not sent: no longer reclaimable, the fresh audit finds no holding of job "
+        f"{job_id} on {node}"
+    )
+
+
+def plan_document(prepared: Prepared, nodes: str) -> PlanDocument:
+    """The plan as `reclaim --dry-run -o` saves it: enough for `reclaim --plan` to send
+    exactly these entries after a fresh re-check."""
+    from spurctl import __version__
+
+    report = prepared.report
+    return PlanDocument(
+        schema=PLAN_SCHEMA,
+        spurctl_version=__version__,
+        controller=PlanController(report.controller_address, report.controller_version),
+        taken_at=report.taken_at,
+        nodes=nodes,
+        entries=tuple(
+            PlannedCancel(e.finding, e.address, e.collected_at) for e in prepared.entries
+        ),
+    )
+
+
 class Stage(enum.Enum):
     """How far a `spurctl reclaim` went."""
 
@@ -803,6 +907,7 @@ def reclaim(
     settle: float = DEFAULT_SETTLE_S,
     concurrency: int = DEFAULT_CONCURRENCY,
     verify_inventory: bool = False,
+    saved: PlanDocument | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
     None: there is no terminal to ask on, so refuse), then send and verify.
@@ -816,6 +921,8 @@ def reclaim(
         nodes, src, conn, jobs=jobs, journal_path=journal_path,
         max_inventory_age_s=max_inventory_age_s,
     )  # fmt: skip
+    if saved is not None:
+        prepared = only_saved(prepared, saved, max_inventory_age_s)
     show_plan(prepared)
     entries = prepared.entries
     unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
