@@ -143,7 +143,10 @@ def audit(
             use_case.watch_rounds, src, connection, watermark=watermark,
             include_healthy=show_all, journal=journal, interval=every, rounds=rounds,
         )  # fmt: skip
-        raise typer.Exit(watch_on_screen(rounds_of, fold=not per_node, ack=ack))
+        flags = opt.view_flags(holdings, conn)
+        raise typer.Exit(
+            watch_on_screen(rounds_of, fold=not per_node, ack=ack, reclaim_flags=flags)
+        )
     report, inputs = use_case.run_audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )

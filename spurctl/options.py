@@ -845,7 +845,10 @@ def one_hostlist(given: list[str]) -> str:
     if len(given) == 1:
         return given[0]
     if not given:
-        raise SpurctlError("name the nodes to act on: --node HOSTLIST (or --nodes, -w)")
+        raise SpurctlError(
+            "missing option --node: name the nodes to act on with --node HOSTLIST (or "
+            "--nodes, -w), or apply a saved plan with --plan FILE; see `spurctl reclaim --help`"
+        )
     from spurctl.hostlist import fold, parse_scope
 
     try:
@@ -1172,7 +1175,10 @@ def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
             continue
         info = typing.get_args(annotated)[1]
         flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
-        words += [flag] if value is True else [flag, str(value)]
+        if isinstance(value, list):  # a repeatable option: once per value
+            words += [w for v in value for w in (flag, str(v))]
+        else:
+            words += [flag] if value is True else [flag, str(value)]
     return words
 
 
@@ -1182,6 +1188,13 @@ def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str
     collect = [o for o in _HOLDING_OPTIONS if o[0] not in ("inventory", "collect")]
     controller = [o for o in _CONTROLLER_OPTIONS if o[0] != "token"]
     return _as_flags(holdings, collect) + _as_flags(conn, controller)
+
+
+def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
+    """The options that produced this command's view (holdings and controller, never
+    --token), for a printed next command that must read the same view when pasted."""
+    controller = [o for o in _CONTROLLER_OPTIONS if o[0] != "token"]
+    return _as_flags(holdings, _HOLDING_OPTIONS) + _as_flags(conn, controller)
 
 
 # -- node-release ------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from spurctl.decide.tracker import WatchRound
@@ -37,15 +37,20 @@ def show_audit(
 
 
 def watch_on_screen(
-    rounds: Callable[..., Iterable[WatchRound]], *, fold: bool = True, ack: str | None = None
+    rounds: Callable[..., Iterable[WatchRound]],
+    *,
+    fold: bool = True,
+    ack: str | None = None,
+    reclaim_flags: Sequence[str] = (),
 ) -> int:
     """Follow `rounds(before_round=hook)` (the hook each round calls as it starts) on a
-    screen redrawn in place; the exit status the last round earns."""
+    screen redrawn in place; the exit status the last round earns. `reclaim_flags`: the
+    options behind the view, carried by its `Reclaim with:` command."""
     from spurctl.render.watch import WatchScreen
     from spurctl.usecases.audit import FirstRoundInterrupted
 
     try:
-        with WatchScreen(fold=fold, ack=ack) as screen:
+        with WatchScreen(fold=fold, ack=ack, reclaim_flags=reclaim_flags) as screen:
             last = screen.follow(rounds(before_round=lambda _: screen.running()))
     except FirstRoundInterrupted as stopped:
         print(f"spurctl: interrupted during the first round: {stopped.doing}", file=sys.stderr)

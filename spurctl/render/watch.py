@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -97,9 +98,14 @@ def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Co
 
 
 def _verdict(
-    state: WatchRound, *, ack: str | None = None, tell_version: bool = True
+    state: WatchRound,
+    *,
+    ack: str | None = None,
+    tell_version: bool = True,
+    reclaim_flags: Sequence[str] = (),
 ) -> list[RenderableType]:
-    """The round's verdict: the totals, then what is stranded and how to reclaim it."""
+    """The round's verdict: the totals, then what is stranded and how to reclaim it
+    (`reclaim_flags`: the options that produced this view, so the command works pasted)."""
     report = state.report
     heartbeats = int(STRANDED_AFTER.total_seconds())
     out: list[RenderableType] = [Text(summary_line(report), style="bold")]
@@ -110,7 +116,8 @@ def _verdict(
             Text(
                 f"STRANDED: {plural(len(stranded), 'reclaimable holding')} outlived two agent "
                 f"heartbeats ({heartbeats} s): the controller is not releasing them. "
-                f"Reclaim with: spurctl reclaim --node '{nodes}'",
+                f"Reclaim with: spurctl reclaim --node '{nodes}'"
+                + "".join(" " + shlex.quote(w) for w in reclaim_flags),
                 style="bold red",
             )
         )
@@ -158,7 +165,9 @@ class WatchView:
         fold: bool = True,
         ack: str | None = None,
         tell_version: bool = True,
+        reclaim_flags: Sequence[str] = (),
     ) -> None:
+        self.reclaim_flags = reclaim_flags
         self.state = escaped(state)  # as drawn: the cluster's control characters written out
         self.fold = fold
         self.ack = ack
@@ -198,7 +207,9 @@ class WatchView:
                     style="yellow",
                 )
             )
-        return out + _verdict(state, ack=self.ack, tell_version=self.tell_version)
+        return out + _verdict(
+            state, ack=self.ack, tell_version=self.tell_version, reclaim_flags=self.reclaim_flags
+        )
 
     def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
         state = self.state
@@ -263,6 +274,7 @@ def watch_renderable(
     fold: bool = True,
     ack: str | None = None,
     tell_version: bool = True,
+    reclaim_flags: Sequence[str] = (),
 ) -> RenderableType:
     """The whole view of one round (see WatchView).
 
@@ -275,7 +287,7 @@ def watch_renderable(
     fit = live if fit_terminal is None else fit_terminal
     return WatchView(
         state, live=live, running=running, height=height, fit_terminal=fit, fold=fold,
-        ack=ack, tell_version=tell_version,
+        ack=ack, tell_version=tell_version, reclaim_flags=reclaim_flags,
     )  # fmt: skip
 
 
@@ -287,13 +299,17 @@ def render_watch_round(
     fold: bool = True,
     ack: str | None = None,
     tell_version: bool = True,
+    reclaim_flags: Sequence[str] = (),
 ) -> str:
     """One round as plain text (no colour, no trailing blanks), for logs and pipes:
     every finding unless `height` limits the lines.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    view = watch_renderable(state, height=height, fold=fold, ack=ack, tell_version=tell_version)
+    view = watch_renderable(
+        state, height=height, fold=fold, ack=ack, tell_version=tell_version,
+        reclaim_flags=reclaim_flags,
+    )  # fmt: skip
     return plain_text([view], console_width)
 
 
@@ -326,11 +342,17 @@ class WatchScreen:
     the last round on screen when the watch ends; elsewhere one plain block per round."""
 
     def __init__(
-        self, file: TextIO | None = None, *, fold: bool = True, ack: str | None = None
+        self,
+        file: TextIO | None = None,
+        *,
+        fold: bool = True,
+        ack: str | None = None,
+        reclaim_flags: Sequence[str] = (),
     ) -> None:
         self.out = sys.stdout if file is None else file
         self.fold = fold
         self.ack = ack
+        self.reclaim_flags = reclaim_flags
         self.shown: WatchRound | None = None
         # The controller-version line is news once a session: the version it was told
         # for, and the round that told it (its redraws keep it).
@@ -381,7 +403,10 @@ class WatchScreen:
 
     def _view(self, state: WatchRound, **how: bool) -> RenderableType:
         tell = self._tell_version(state)
-        return watch_renderable(state, fold=self.fold, ack=self.ack, tell_version=tell, **how)
+        return watch_renderable(
+            state, fold=self.fold, ack=self.ack, tell_version=tell,
+            reclaim_flags=self.reclaim_flags, **how,
+        )  # fmt: skip
 
     def show(self, state: WatchRound) -> None:
         if self._on_terminal:
@@ -391,7 +416,10 @@ class WatchScreen:
         with _drawing_whole():  # a log or a pipe: one plain block per round
             self.shown = state
             tell = self._tell_version(state)
-            block = render_watch_round(state, fold=self.fold, ack=self.ack, tell_version=tell)
+            block = render_watch_round(
+                state, fold=self.fold, ack=self.ack, tell_version=tell,
+                reclaim_flags=self.reclaim_flags,
+            )  # fmt: skip
             self.out.write(("\n" if state.number > 1 else "") + block)
             self.out.flush()
 

@@ -81,6 +81,14 @@ def test_one_hostlist_refuses_two_and_names_their_union() -> None:
         one_hostlist(["gpu3", "gpu[9-"])
 
 
+def test_no_nodes_names_the_missing_option_and_both_ways_to_give_the_nodes() -> None:
+    with pytest.raises(SpurctlError) as refused:
+        one_hostlist([])
+    said = str(refused.value)
+    assert said.startswith("missing option --node: ")
+    assert "--plan FILE" in said and "spurctl reclaim --help" in said
+
+
 def test_a_failed_write_leaves_neither_a_changed_file_nor_a_temp_file(tmp_path: Path) -> None:
     target = tmp_path / "spurctl.prom"
     target.mkdir()  # the rename over a directory fails after the temp file is written

@@ -5,6 +5,7 @@ its evidence spans two agent heartbeats; the view shows all of it."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -624,3 +625,17 @@ def test_the_view_names_the_nodes_without_evidence_this_round() -> None:
     text = render_watch_round(state, console_width=200)
     assert "No evidence this round from gpu017 (1 node)" in text
     assert "gpu020 (" not in text.split("No evidence")[1].splitlines()[0]
+
+
+def test_the_stranded_reclaim_command_carries_the_views_options_shell_quoted() -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL], at(90))
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4)
+    flags = ["--inventory", "/srv/inv dir/inv.jsonl", "--controller", "http://ctl:6817"]
+
+    text = render_watch_round(state, console_width=400, reclaim_flags=flags)
+
+    (line,) = [t for t in text.splitlines() if "Reclaim with: " in t]
+    pasted = shlex.split(line.split("Reclaim with: ", 1)[1])
+    assert pasted == ["spurctl", "reclaim", "--node", "gpu017", *flags]
