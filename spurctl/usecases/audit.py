@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.heap import few_malloc_arenas, gc_paused
+from spurctl.heap import few_malloc_arenas, gc_paused, trim_heap
 from spurctl.model import (
     AuditReport,
     ControllerView,
@@ -538,6 +538,7 @@ def watch_rounds(
         at = origin[1] + timedelta(seconds=started - origin[0])
         if state is not None and before_round is not None:
             before_round(state)
+        trim_heap()  # the last round's freed pages go back before this one allocates
         try:
             report, inputs = run_audit(
                 src, conn, watermark=watermark, include_healthy=include_healthy, journal=journal
