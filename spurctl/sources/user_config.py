@@ -1,4 +1,5 @@
-"""The operator's own defaults: $XDG_CONFIG_HOME/spurctl/config.toml.
+"""The operator's own defaults: $XDG_CONFIG_HOME/spurctl/config.toml, or the file
+$SPURCTL_CONFIG names.
 
 Values an operator would otherwise type on every command (the agent map, the
 controller, where inventories come from, the collect command, the acknowledged
@@ -32,6 +33,8 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
 
 
 KEYS = tuple(ConfigFile.__struct_fields__)
+# Names the config file to read instead of the XDG one; a file it names must exist.
+CONFIG_ENV = "SPURCTL_CONFIG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +84,13 @@ class UserConfig:
 
 
 def config_path(environ: dict[str, str] | None = None) -> Path:
-    """$XDG_CONFIG_HOME/spurctl/config.toml, ~/.config when XDG_CONFIG_HOME is unset or
+    """$SPURCTL_CONFIG when set (one cluster's file, as KUBECONFIG), else
+    $XDG_CONFIG_HOME/spurctl/config.toml, ~/.config when XDG_CONFIG_HOME is unset or
     relative (the XDG rule: a relative value is ignored)."""
     env = os.environ if environ is None else environ
+    named = env.get(CONFIG_ENV, "")
+    if named:
+        return Path(named).expanduser()
     base = env.get("XDG_CONFIG_HOME", "")
     root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
     return root / "spurctl" / "config.toml"
@@ -147,12 +154,18 @@ _loaded: dict[Path, UserConfig] = {}
 
 def load(path: Path | None = None) -> UserConfig:
     """config.toml (default config_path()), read once per process; none is no defaults."""
+    named = path is None and bool(os.environ.get(CONFIG_ENV))
     path = config_path() if path is None else path
     if path in _loaded:
         return _loaded[path]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if named:
+            raise SpurctlError(
+                f"{CONFIG_ENV} names {path}, which does not exist; fix the path or unset "
+                f"{CONFIG_ENV}"
+            ) from None
         config = UserConfig()
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"

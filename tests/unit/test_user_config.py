@@ -69,6 +69,19 @@ def test_the_file_is_under_xdg_config_home_else_dot_config(tmp_path: Path) -> No
     assert config_path({"XDG_CONFIG_HOME": "relative/dir"}) == home_default  # XDG: ignored
 
 
+def test_spurctl_config_names_the_file_instead_and_must_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    named = tmp_path / "cluster-b.toml"
+    env = {"SPURCTL_CONFIG": str(named), "XDG_CONFIG_HOME": str(tmp_path)}
+    assert config_path(env) == named
+    monkeypatch.setenv("SPURCTL_CONFIG", str(named))
+    with pytest.raises(SpurctlError, match=r"SPURCTL_CONFIG names .*cluster-b.toml, which does "):
+        load()
+    named.write_text('agent_map = "agents.json"\n')
+    assert load().agent_map == tmp_path / "agents.json"
+
+
 def test_no_file_is_no_defaults_and_an_unreadable_one_is_an_error(tmp_path: Path) -> None:
     assert load(tmp_path / "absent.toml").file.agent_map is None
     not_text = tmp_path / "binary.toml"
