@@ -224,7 +224,9 @@ def explain(
 
     fmt = opt.with_json(ctx, fmt, as_json)
     journal = journal_path or default_path()
-    doc = run_explain(node, job, holdings.sources(None), conn.connect(), journal=journal)
+    names = opt.next_command("nodes", flags=opt.view_flags(holdings, conn))
+    src = holdings.sources(None)
+    doc = run_explain(node, job, src, conn.connect(), journal=journal, names_command=names)
     sys.stdout.write(render(doc, fmt))
 
 
@@ -288,11 +290,15 @@ def reclaim(
     else:
         hostlist = opt.one_hostlist(node or [])
     connection = conn.connect()
+    # What the plan points at for what these nodes hold: the audit of this very view.
+    view_command = opt.next_command(
+        "audit", "--nodes", hostlist, flags=opt.view_flags(holdings, conn), exclude=exclude
+    )
     done = use_case(
         hostlist,
         holdings.sources(hostlist, exclude=exclude),
         connection,
-        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack),
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack, view_command),
         ask=shown.ask if sys.stdin.isatty() else None,
         jobs=job,
         journal_path=journal_path,
@@ -303,6 +309,7 @@ def reclaim(
         concurrency=concurrency,
         verify_inventory=verify_inventory,
         saved=saved,
+        names_command=opt.next_command("nodes", flags=opt.view_flags(holdings, conn)),
     )
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
@@ -417,7 +424,14 @@ def checklist_post_wipe(
 
     fmt = opt.with_json(ctx, fmt, as_json)
     src = holdings.sources(nodes, exclude=exclude)
-    result = run_post_wipe(src, conn.connect(), watermark=watermark, verify=verify)
+    # The commands it prints collect and read as this run did.
+    read = opt.controller_flags(conn) + (
+        ["--watermark", str(watermark)] if watermark is not None else []
+    )
+    result = run_post_wipe(
+        src, conn.connect(), watermark=watermark, verify=verify,
+        collect_flags=opt.collect_flags(holdings), read_flags=read,
+    )  # fmt: skip
     write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)
 

@@ -13,3 +13,6 @@ DEFAULT_MAX_INVENTORY_AGE_S = 600.0
 # `reclaim --settle`: spurd frees a run that ignores SIGTERM ~7 s after the cancel
 # (docs/spur-facts.md, "The agent's CancelJob"); 15 s leaves room for a slow collect.
 DEFAULT_SETTLE_S = 15.0
+# What an "unknown node" error tells the operator to run to see the controller's node
+# names; the command line gives it with the options that read this controller.
+NAMES_COMMAND = "spurctl nodes"

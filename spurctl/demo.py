@@ -15,6 +15,7 @@ its own user's jobs; anonymous reads keep the demo's controller view complete.
 
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 import signal
@@ -72,6 +73,9 @@ class DemoCluster:
     journal: Path
     # A `--command` template that "collects" a simulated node (%h: its name).
     node_command: str = ""
+    # A config.toml (SPURCTL_CONFIG) with that command and the agent map, so every
+    # command of the tour, and every command they print, collects and sends as the demo's.
+    config: Path | None = None
 
     def refresh_inventory(self) -> None:
         """Rewrite the inventories from what the agents hold now (what `collect` would gather)."""
@@ -108,6 +112,15 @@ def _spur_conf(sim: SimCluster) -> str:
     )
 
 
+def _config_toml(command: str, agent_map: Path) -> str:
+    # A JSON string is a TOML basic string: the same quotes and escapes.
+    return (
+        "# spurctl's defaults for the simulated cluster of `spurctl demo` (SPURCTL_CONFIG).\n"
+        f"collect_command = {json.dumps(command)}\n"
+        f"agent_map = {json.dumps(str(agent_map))}\n"
+    )
+
+
 @contextmanager
 def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iterator[DemoCluster]:
     """A simulated cluster on loopback (the incident, or `post-wipe`), its files in a
@@ -115,8 +128,6 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
 
     The key is random unless given; it is written only to a mode-0600 file.
     """
-    import json
-
     from spurctl.simcluster import SimCluster, incident, node_line, post_wipe
 
     key = jwt_key or secrets.token_urlsafe(32)
@@ -132,6 +143,9 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
             conf = directory / "spur.conf"
             conf.write_text(_spur_conf(sim))
             inventory = directory / "inventory.jsonl"
+            command = node_line.command(inventory)
+            config = directory / "config.toml"
+            config.write_text(_config_toml(command, agent_map))
             cluster = DemoCluster(
                 sim=sim,
                 directory=directory,
@@ -142,7 +156,8 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
                 journal=directory / "journal.jsonl",
                 # `ssh NODE spurctl node-inventory` without an sshd: the node's line of
                 # the served inventory file.
-                node_command=node_line.command(inventory),
+                node_command=command,
+                config=config,
             )
             cluster.refresh_inventory()
             yield cluster
@@ -415,32 +430,32 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         f"  agent map: {cluster.agent_map}",
         f"  key file:  {cluster.key_file} (mode 0600)",
         f"  spur.conf: {cluster.conf}",
+        f"  config:    {cluster.config} (the collect command and the agent map)",
         "",
         "In another shell:",
         f"  export SPUR_CONTROLLER_ADDR={cluster.sim.controller_address}",
         f"  export SPUR_JWT_KEY_FILE={cluster.key_file}",
         f"  export SPUR_CONF={cluster.conf}",
+        f"  export SPURCTL_CONFIG={cluster.config}",
         "  unset SPUR_AUTH_TOKEN   # a real cluster's token is refused here",
         "",
         "Try, in order:",
         f"  spurctl audit --inventory {inv}",
         f"  spurctl audit --watch --inventory {inv}",
-        f"  spurctl collect -w {q(nodes)} --command {q(cluster.node_command)} "
-        f"-o {d / 'fresh.jsonl'}",
-        f"  spurctl audit --collect --command {q(cluster.node_command)}",
+        f"  spurctl collect -w {q(nodes)} -o {d / 'fresh.jsonl'}",
+        "  spurctl audit --collect",
     ]
     if scenario == "post-wipe":
         lines += [
             f"  spurctl checklist post-wipe --inventory {inv}",
-            f"  spurctl checklist post-wipe --verify -w {q(nodes)} --inventory {inv}",
+            "    # its step 5 prints the collect and --verify commands for the nodes it names",
         ]
     else:
         lines += [
-            f"  spurctl explain gpu003 4711 --inventory {inv} --agent-map {cluster.agent_map}",
-            f"  spurctl reclaim --node gpu003 --inventory {inv} --agent-map {cluster.agent_map} "
-            "--dry-run",
-            f"  spurctl reclaim --node gpu003 --inventory {inv} --agent-map {cluster.agent_map} "
-            f"--journal {cluster.journal}   # asks before it sends",
+            f"  spurctl explain gpu003 4711 --inventory {inv}",
+            f"  spurctl reclaim --node gpu003 --inventory {inv} --dry-run",
+            f"  spurctl reclaim --node gpu003 --inventory {inv} --journal {cluster.journal}"
+            "   # asks before it sends",
             f"  spurctl journal --journal {cluster.journal}",
             f"  spurctl snapshot -o {d / 'snapshot.json'}",
         ]

@@ -13,7 +13,7 @@ import functools
 import inspect
 import math
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -1182,19 +1182,38 @@ def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
     return words
 
 
+def collect_flags(holdings: HoldingOptions) -> list[str]:
+    """The collect options given (--command, --fanout, --topology, ...), as `spurctl
+    collect` takes them: for a printed collect that must reach the nodes as this did."""
+    return _as_flags(holdings, [o for o in _HOLDING_OPTIONS if o[0] not in _SOURCE_OPTIONS])
+
+
+def controller_flags(conn: ConnectionOptions) -> list[str]:
+    """The controller and transport options given (--controller, --conf, --timeout,
+    --tls-ca; never --token: no secret), for a printed command that must read the
+    controller this command read."""
+    options = [*_CONTROLLER_OPTIONS, *_TRANSPORT_OPTIONS]
+    return _as_flags(conn, [o for o in options if o[0] != "token"])
+
+
 def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
     """What `spurctl audit --collect` needs to collect and read the controller as this
     command did: the collect and controller options given (never --token: no secret)."""
-    collect = [o for o in _HOLDING_OPTIONS if o[0] not in ("inventory", "collect")]
-    controller = [o for o in _CONTROLLER_OPTIONS if o[0] != "token"]
-    return _as_flags(holdings, collect) + _as_flags(conn, controller)
+    return collect_flags(holdings) + controller_flags(conn)
 
 
 def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
     """The options that produced this command's view (holdings and controller, never
     --token), for a printed next command that must read the same view when pasted."""
-    controller = [o for o in _CONTROLLER_OPTIONS if o[0] != "token"]
-    return _as_flags(holdings, _HOLDING_OPTIONS) + _as_flags(conn, controller)
+    return _as_flags(holdings, _HOLDING_OPTIONS) + controller_flags(conn)
+
+
+def next_command(*words: str, flags: Sequence[str] = (), exclude: str | None = None) -> str:
+    """A spurctl command for the operator to paste: `words`, then -x EXCLUDE when this
+    view excluded nodes, then `flags`; shell-quoted."""
+    import shlex
+
+    return shlex.join(["spurctl", *words, *(["-x", exclude] if exclude else []), *flags])
 
 
 # -- node-release ------------------------------------------------------------------

@@ -189,6 +189,10 @@ class Checklist:
     nodes: tuple[str, ...]
     steps: list[Step]
     verify: bool
+    # What the printed spurctl commands carry so they read as this run did: the collect
+    # options (--command, --topology, ...) and the controller's (and --watermark).
+    collect_flags: tuple[str, ...] = ()
+    read_flags: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -452,6 +456,11 @@ def assess(
 # -- the steps -------------------------------------------------------------------------
 
 
+def _words(head: str, *words: str) -> str:
+    """`head` (already quoted) and `words`, each shell-quoted."""
+    return " ".join([head, *(_q(w) for w in words)])
+
+
 def _q(word: str) -> str:
     """A hostlist as a shell word: brackets would glob (zsh refuses them unquoted)."""
     return shlex.quote(word)
@@ -556,8 +565,16 @@ def _grouped(failures: Mapping[str, str]) -> str:
     return "; ".join(f"{_fold(nodes)}: {why}" for why, nodes in groups)
 
 
-def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -> list[Step]:
-    """The seven steps for `nodes`; with `verify`, each checkable one ticked when it holds."""
+def build_steps(
+    assessment: Assessment,
+    nodes: Sequence[str],
+    *,
+    verify: bool,
+    collect_flags: Sequence[str] = (),
+    read_flags: Sequence[str] = (),
+) -> list[Step]:
+    """The seven steps for `nodes`; with `verify`, each checkable one ticked when it holds.
+    The spurctl commands carry `collect_flags` (collect) and `read_flags` (checklist)."""
     nodes = tuple(sorted(nodes))
     if not nodes:
         return []
@@ -692,8 +709,13 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
             StepId.VERIFY_INVENTORIES,
             "Verify their inventories hold no hazard",
             [
-                f"spurctl collect --nodes {hl} -o {AFTER_FILE}",
-                f"spurctl checklist post-wipe --verify --nodes {hl} --inventory {AFTER_FILE}",
+                _words(f"spurctl collect --nodes {hl}", *collect_flags, "-o", AFTER_FILE),
+                _words(
+                    f"spurctl checklist post-wipe --verify --nodes {hl}",
+                    "--inventory",
+                    AFTER_FILE,
+                    *read_flags,
+                ),
             ],
             check,
         ),
@@ -715,10 +737,20 @@ def build_steps(assessment: Assessment, nodes: Sequence[str], *, verify: bool) -
     ]
 
 
-def build(assessment: Assessment, *, verify_nodes: Collection[str] | None = None) -> Checklist:
-    """The plan (`verify_nodes` None: for the nodes to recycle) or a verify pass over them."""
-    if verify_nodes is None:
-        nodes = tuple(assessment.nodes_to_recycle)
-        return Checklist(assessment, nodes, build_steps(assessment, nodes, verify=False), False)
-    nodes = tuple(sorted(verify_nodes))
-    return Checklist(assessment, nodes, build_steps(assessment, nodes, verify=True), True)
+def build(
+    assessment: Assessment,
+    *,
+    verify_nodes: Collection[str] | None = None,
+    collect_flags: Sequence[str] = (),
+    read_flags: Sequence[str] = (),
+) -> Checklist:
+    """The plan (`verify_nodes` None: for the nodes to recycle) or a verify pass over them;
+    its printed commands carry `collect_flags` and `read_flags` (Checklist)."""
+    verify = verify_nodes is not None
+    nodes = tuple(sorted(verify_nodes)) if verify_nodes is not None else assessment.nodes_to_recycle
+    steps = build_steps(
+        assessment, nodes, verify=verify, collect_flags=collect_flags, read_flags=read_flags
+    )
+    return Checklist(
+        assessment, tuple(nodes), steps, verify, tuple(collect_flags), tuple(read_flags)
+    )

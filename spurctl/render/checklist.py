@@ -167,7 +167,8 @@ def render_markdown(cl: Checklist) -> str:
         lines += [f"> **Warning:** {note}", ""]
     lines += [_summary(cl), ""]
     if a.nodes_not_inventoried:
-        collect = f"spurctl collect --nodes {shlex.quote(hostlist.fold(a.nodes_not_inventoried))}"
+        names = hostlist.fold(a.nodes_not_inventoried)
+        collect = shlex.join(["spurctl", "collect", "--nodes", names, *cl.collect_flags])
         lines += [
             f"**Not inventoried ({len(a.nodes_not_inventoried)}):** what these hold is unknown; "
             f"inventory them ({_code(collect)}) and run the checklist again:",

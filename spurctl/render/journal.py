@@ -225,12 +225,18 @@ def print_runs(
             console.print(_interrupted_head(r))
             for line in _interrupted_lines(r):
                 console.print(line)
-    if any(r.unconfirmed for r in runs):
+    unconfirmed = sorted({node for r in runs for node in r.unconfirmed_nodes})
+    if unconfirmed:
+        from spurctl.render.reclaim import confirm_command
+
+        confirm = confirm_command(unconfirmed)
         console.print(
             Text(
-                "unconfirmed: sent, but no re-collect journaled the job gone "
-                "(confirm with spurctl audit --collect)"
-            )
+                "unconfirmed: sent, but no re-collect journaled the job gone; confirm with "
+                f"`{confirm}` (with the run's --command or --topology if it collected "
+                "another way: its reclaim printed the whole command)"
+            ),
+            soft_wrap=True,
         )
     if len(runs) < len(view.runs):
         console.print(

@@ -43,6 +43,9 @@ RESULT_STYLE = {
 }
 
 
+PLAIN_AUDIT = "spurctl audit"
+
+
 @dataclass(frozen=True, slots=True)
 class PlanFacts:
     """What the plan says beyond its entries: the use case's Prepared, as the renderer needs it."""
@@ -70,6 +73,9 @@ class PlanFacts:
     # The re-collect's wait after the sends (None: none ran), and --settle, its limit.
     waited_s: float | None = None
     settle_s: float | None = None
+    # `spurctl audit` of the planned nodes with the options that produced this view,
+    # shell-quoted: what the plan points at for what the nodes hold.
+    view_command: str = PLAIN_AUDIT
 
 
 class Unresolved(Protocol):
@@ -131,11 +137,11 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
         )
 
 
-def unmatched_sentence(jobs: Sequence[int]) -> str:
+def unmatched_sentence(jobs: Sequence[int], view_command: str) -> str:
     ids = ", ".join(str(j) for j in jobs)
     return (
         f"--job {ids}: no reclaimable finding names {'it' if len(jobs) == 1 else 'them'} "
-        "on these nodes; see `spurctl audit --nodes ...` for what the nodes hold"
+        f"on these nodes; see `{view_command}` for what the nodes hold"
     )
 
 
@@ -188,7 +194,11 @@ def print_plan(
     for line in version_text(report, ack=ack):
         console.print(line)
     if facts.unmatched_jobs:
-        console.print(_labelled("NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs)))
+        console.print(
+            _labelled(
+                "NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs, facts.view_command)
+            )
+        )
     if not entries:
         if facts.investigate:
             n = len(facts.investigate)
@@ -196,7 +206,7 @@ def print_plan(
                 Text(
                     f"Nothing to reclaim on these nodes, but {plural(n, 'finding')} "
                     f"need{'s' if n == 1 else ''} investigating instead: "
-                    f"{'; '.join(facts.investigate)} (see `spurctl audit --all`)."
+                    f"{'; '.join(facts.investigate)} (see `{facts.view_command}`)."
                 )
             )
         else:
@@ -407,9 +417,11 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
 # -- the command's printing, around the use case's `reclaim` -------------------------
 
 
-def facts_of(prepared: Prepared) -> PlanFacts:
-    """What the plan shows beyond its entries, from the use case's Prepared."""
+def facts_of(prepared: Prepared, view_command: str | None = None) -> PlanFacts:
+    """What the plan shows beyond its entries, from the use case's Prepared;
+    `view_command`: the audit of these nodes as this command read them."""
     return PlanFacts(
+        view_command=view_command or PLAIN_AUDIT,
         fallback_nodes=prepared.fallback_nodes,
         unmatched_jobs=prepared.unmatched_jobs,
         stale=prepared.stale,
@@ -422,11 +434,18 @@ def facts_of(prepared: Prepared) -> PlanFacts:
     )
 
 
-def show_plan(prepared: Prepared, fmt: ReclaimFormat | str, ack: str | None = None) -> None:
+def show_plan(
+    prepared: Prepared,
+    fmt: ReclaimFormat | str,
+    ack: str | None = None,
+    view_command: str | None = None,
+) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
     stdout is the document, printed at the end). `ack`: the acknowledged controller
-    version (render.audit.version_text)."""
-    entries, report, facts = prepared.entries, prepared.report, facts_of(prepared)
+    version (render.audit.version_text); `view_command`: the audit of these nodes as
+    this command read them, which the plan's notes point at."""
+    entries, report = prepared.entries, prepared.report
+    facts = facts_of(prepared, view_command)
     if prepared.fallback_nodes:
         print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
     if fmt == "table":
@@ -435,10 +454,8 @@ def show_plan(prepared: Prepared, fmt: ReclaimFormat | str, ack: str | None = No
     else:
         print_unresolved(prepared.unresolved, file=sys.stderr)
         if prepared.unmatched_jobs:
-            print(
-                f"spurctl: warning: {unmatched_sentence(prepared.unmatched_jobs)}",
-                file=sys.stderr,
-            )
+            sentence = unmatched_sentence(prepared.unmatched_jobs, facts.view_command)
+            print(f"spurctl: warning: {sentence}", file=sys.stderr)
 
 
 def question(prepared: Prepared) -> str:

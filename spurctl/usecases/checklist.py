@@ -6,7 +6,7 @@ controller (GetJob, through `confirm`) and checks what the operator asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from spurctl.decide.post_wipe import Checklist, assess, build
@@ -35,12 +35,15 @@ def post_wipe(
     watermark_flag: int | None = None,
     first_job_id: int = 1,
     verify: bool = False,
+    collect_flags: Sequence[str] = (),
+    read_flags: Sequence[str] = (),
 ) -> Checklist:
     """The post-wipe checklist from a controller view and inventories.
 
     `confirm` (ControllerClient.confirm) is asked about every held id an
     incomplete view lacks; without it those ids stay undetermined. `verify`
-    needs `scope`: the nodes the plan said to recycle.
+    needs `scope`: the nodes the plan said to recycle. The printed commands
+    carry `collect_flags` and `read_flags` (decide.post_wipe.Checklist).
     """
     if verify and not scope:
         raise SpurctlError(VERIFY_NEEDS_NODES)
@@ -64,7 +67,12 @@ def post_wipe(
     old_spur = spur_version_note(view.version)
     if old_spur is not None:
         assessment.notes.append(old_spur)
-    return build(assessment, verify_nodes=scope if verify else None)
+    return build(
+        assessment,
+        verify_nodes=scope if verify else None,
+        collect_flags=collect_flags,
+        read_flags=read_flags,
+    )
 
 
 def run_post_wipe(
@@ -73,8 +81,11 @@ def run_post_wipe(
     *,
     watermark: int | None = None,
     verify: bool = False,
+    collect_flags: Sequence[str] = (),
+    read_flags: Sequence[str] = (),
 ) -> Checklist:
-    """`spurctl checklist post-wipe`: the live controller and the nodes' inventories, judged."""
+    """`spurctl checklist post-wipe`: the live controller and the nodes' inventories, judged;
+    its printed commands carry `collect_flags` and `read_flags`."""
     from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
 
@@ -97,4 +108,6 @@ def run_post_wipe(
             watermark_flag=watermark,
             first_job_id=conn.conf.first_job_id,
             verify=verify,
+            collect_flags=collect_flags,
+            read_flags=read_flags,
         )

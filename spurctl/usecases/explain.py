@@ -27,6 +27,7 @@ from spurctl.decide.classify import (
     judged_as,
 )
 from spurctl.decide.plan import plan, stale_reason
+from spurctl.defaults import NAMES_COMMAND
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     Action,
@@ -89,7 +90,7 @@ class Located:
     inventory: Inventory | None
 
 
-def locate(name: str, inputs: AuditInputs) -> Located:
+def locate(name: str, inputs: AuditInputs, names_command: str = NAMES_COMMAND) -> Located:
     """The controller node and inventory `name` means, by either name; SpurctlError
     when neither the controller nor any inventory knows it."""
     view = inputs.view
@@ -106,7 +107,7 @@ def locate(name: str, inputs: AuditInputs) -> Located:
     if controller_name is None and (inv is None or inv.error is not None):
         raise SpurctlError(
             f"unknown node {name}: the controller has no such node and no inventory names it; "
-            "check the name with `spurctl audit --all`"
+            f"check the name with `{names_command}`"
         )
     node = view.nodes.get(controller_name) if controller_name is not None else None
     return Located(controller_name, node, inv)
@@ -389,9 +390,11 @@ def explain(
     *,
     max_inventory_age_s: float = 600.0,
     now: datetime | None = None,
+    names_command: str = NAMES_COMMAND,
 ) -> dict[str, Any]:
-    """The spurctl.explain/v1 document for NODE (and JOB)."""
-    where = locate(name, inputs)
+    """The spurctl.explain/v1 document for NODE (and JOB); `names_command` lists the
+    controller's node names, for a NODE that none of the inputs knows."""
+    where = locate(name, inputs, names_command)
     inv = where.inventory
     names = {name, *(n for n in (where.controller_name,) if n)}
     if inv is not None:
@@ -440,6 +443,7 @@ def run_explain(
     conn: Connection | None,
     *,
     journal: Path | None = None,
+    names_command: str = NAMES_COMMAND,
 ) -> dict[str, Any]:
     """Audit (every holding, healthy ones too) and explain NODE (and JOB); `journal` as
     run_audit's."""
@@ -453,7 +457,7 @@ def run_explain(
         # Collect only this node: its findings need no other node's inventory.
         src = replace(src, nodes=name)
     report, inputs = run_audit(src, conn, include_healthy=True, journal=journal)
-    doc = explain(name, job_id, report, inputs, conn)
+    doc = explain(name, job_id, report, inputs, conn, names_command=names_command)
     job = doc.get("job")
     if job is not None and not job["held"] and job["controller"]["job"] is None and conn:
         # Not held here and not in the view: ask the controller by id.

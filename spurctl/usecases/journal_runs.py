@@ -49,6 +49,8 @@ class Run:
     sent: int = 0
     confirmed: int = 0
     unconfirmed: int = 0
+    # The node of each unconfirmed cancel, for the command that confirms them.
+    unconfirmed_nodes: list[str] = field(default_factory=list)
     skipped: int = 0
     failed: int = 0
     other: int = 0
@@ -178,6 +180,7 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
                 out.confirmed += 1
             else:
                 out.unconfirmed += 1
+                out.unconfirmed_nodes.append(node)
         elif result == "skipped":
             out.skipped += 1
         elif result == "failed":

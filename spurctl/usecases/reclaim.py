@@ -46,6 +46,7 @@ from spurctl.defaults import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_SETTLE_S,
+    NAMES_COMMAND,
 )
 from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold, named_nodes
@@ -529,6 +530,7 @@ def prepare(
     journal_path: Path | None = None,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     now: datetime | None = None,
+    names_command: str = NAMES_COMMAND,
 ) -> Prepared:
     """Audit `nodes` afresh and plan the cancels for their reclaimable findings.
 
@@ -568,7 +570,7 @@ def prepare(
     if unknown_nodes:
         raise SpurctlError(
             f"unknown node{'s' if len(unknown_nodes) > 1 else ''} {fold(unknown_nodes)}: the "
-            "controller has no such node; check the names with `spurctl audit --all`"
+            f"controller has no such node; check the names with `{names_command}`"
         )
     collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
     selected = set(scope) | {name for name, target in speaks_for.items() if target in scope}
@@ -908,6 +910,7 @@ def reclaim(
     concurrency: int = DEFAULT_CONCURRENCY,
     verify_inventory: bool = False,
     saved: PlanDocument | None = None,
+    names_command: str = NAMES_COMMAND,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
     None: there is no terminal to ask on, so refuse), then send and verify.
@@ -919,7 +922,7 @@ def reclaim(
 
     prepared = prepare(
         nodes, src, conn, jobs=jobs, journal_path=journal_path,
-        max_inventory_age_s=max_inventory_age_s,
+        max_inventory_age_s=max_inventory_age_s, names_command=names_command,
     )  # fmt: skip
     if saved is not None:
         prepared = only_saved(prepared, saved, max_inventory_age_s)

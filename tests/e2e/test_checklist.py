@@ -268,7 +268,9 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
         "scontrol update NodeName='gpu[001-007]' State=DRAIN Reason=\"post-wipe agent recycle\"",
         "clush -w 'gpu[001-007]' systemctl restart spurd",
         "spurctl collect --nodes 'gpu[001-007]' -o after.jsonl",
-        "spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --inventory after.jsonl",
+        # The verify reads the controller this run read (--controller was given).
+        "spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --inventory after.jsonl "
+        f"--controller {sim.controller_address}",
         "scontrol update NodeName='gpu[001-007]' State=RESUME",
         "scontrol update PartitionName=gpu State=UP",
     ):
@@ -316,7 +318,8 @@ def test_json_steps_keep_stable_ids_and_carry_their_commands(
     ]
     assert step(doc, StepId.VERIFY_INVENTORIES)["command"] == (
         "spurctl collect --nodes 'gpu[001-007]' -o after.jsonl && "
-        "spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --inventory after.jsonl"
+        "spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --inventory after.jsonl "
+        f"--controller {sim.controller_address}"
     )
     node = next(n for n in doc["nodes"] if n["node"] == "gpu001")
     assert set(node) >= {"node", "recycle", "held", "state", "agent_start_time", "error"}

@@ -147,7 +147,8 @@ def bad_reclaim_hostlist(w: World) -> tuple[list[str], list[str]]:
 
 
 def unknown_node(w: World) -> tuple[list[str], list[str]]:
-    return reclaim_at(w, "gpu999", "--dry-run"), ["unknown node", "gpu999", "audit --all"]
+    words = ["unknown node", "gpu999", "spurctl nodes --inventory"]
+    return reclaim_at(w, "gpu999", "--dry-run"), words
 
 
 def unreadable_agent_map(w: World) -> tuple[list[str], list[str]]:

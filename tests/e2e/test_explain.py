@@ -99,12 +99,15 @@ def test_an_untracked_id_below_the_watermark_says_how_absence_was_proven(
 
 
 def test_an_unknown_node_is_one_clear_error(incident_cluster: Cluster) -> None:
+    sim, inv, _ = incident_cluster
     run = explain(incident_cluster, "gpu099")
     assert run.returncode == 2
     assert run.stdout == ""
+    # The listing it points at reads what this explain read (its inventory, its controller).
     assert run.stderr.strip().splitlines() == [
         "spurctl: error: unknown node gpu099: the controller has no such node and no "
-        "inventory names it; check the name with `spurctl audit --all`"
+        f"inventory names it; check the name with `spurctl nodes --inventory {inv} "
+        f"--controller {sim.controller_address}`"
     ]
 
 

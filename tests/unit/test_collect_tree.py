@@ -11,7 +11,16 @@ from typer.testing import CliRunner
 
 from spurctl.cli import app
 from spurctl.errors import SpurctlError
-from spurctl.options import ConnectionOptions, HoldingOptions, confirm_flags, tree_of
+from spurctl.options import (
+    ConnectionOptions,
+    HoldingOptions,
+    collect_flags,
+    confirm_flags,
+    controller_flags,
+    next_command,
+    tree_of,
+    view_flags,
+)
 from spurctl.sources.collect import DEFAULT_COMMAND, _relayed
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree, root_name
 
@@ -120,6 +129,16 @@ def test_reclaims_confirm_command_repeats_collect_and_controller_options_not_sec
         "--controller", "http://c:6817", "--conf", "/s.conf",
     ]  # fmt: skip
     assert confirm_flags(HoldingOptions(), ConnectionOptions()) == []
+    # A printed next command: the view's options, -x when it excluded nodes, quoted.
+    tls = ConnectionOptions(controller="http://c:6817", timeout=3.0, tls_ca=Path("/ca"))
+    assert controller_flags(tls) == ["--controller", "http://c:6817", "--timeout", "3.0",
+                                     "--tls-ca", "/ca"]  # fmt: skip
+    assert collect_flags(holdings) == confirm_flags(holdings, ConnectionOptions())
+    view = view_flags(holdings, conn)
+    assert view[:3] == ["--inventory", "inv.jsonl", "--collect"] and "SECRET" not in view
+    assert next_command(
+        "audit", "--nodes", "gpu[1-2]", flags=["--command", "a b"], exclude="gpu2"
+    ) == ("spurctl audit --nodes 'gpu[1-2]' -x gpu2 --command 'a b'")
 
 
 @pytest.mark.parametrize("command", ["collect", "audit", "reclaim", "checklist post-wipe"])

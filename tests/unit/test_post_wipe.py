@@ -133,6 +133,17 @@ def test_stop_submissions_covers_every_partition_since_the_counter_is_cluster_wi
         "scontrol update PartitionName=gpu State=DRAIN",
     )
     assert "cluster-wide" in stop.detail
+    # The verify step's commands collect and read as the checklist run did, quoted.
+    flagged = build_steps(
+        a, ["a1"], verify=False, collect_flags=["--command", "ssh -p 2 %h x"],
+        read_flags=["--controller", "http://ctl:6817", "--watermark", "40"],
+    )  # fmt: skip
+    verify = next(s for s in flagged if s.id is StepId.VERIFY_INVENTORIES)
+    assert verify.commands == (
+        "spurctl collect --nodes a1 --command 'ssh -p 2 %h x' -o after.jsonl",
+        "spurctl checklist post-wipe --verify --nodes a1 --inventory after.jsonl "
+        "--controller http://ctl:6817 --watermark 40",
+    )
 
 
 # -- "Restart spurd" is proven by the node's own spurd start, never slurmd_start_time ----
