@@ -69,6 +69,8 @@ def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
         "failed": run.failed,
         "other": run.other,
         "interrupted": run.interrupted,
+        "stopped_by": run.stopped_by,
+        "not_sent": run.not_sent,
         "no_outcome": [
             {
                 "node": u.node,
@@ -123,7 +125,8 @@ def filter_words(view: JournalRuns) -> str:
 
 
 def outcome_words(run: Run) -> list[tuple[str, str]]:
-    """`9 sent (9 unconfirmed)`, `1 skipped`, `2 failed`, `1 without an outcome`: nonzero ones."""
+    """`9 sent (9 unconfirmed)`, `1 skipped`, `2 failed`, `7 not sent`, `1 without an
+    outcome`, and `interrupted (SIGINT)` for a run a signal stopped: the ones that apply."""
     words: list[tuple[str, str]] = []
     if run.sent:
         sent = f"{run.sent} sent"
@@ -136,8 +139,12 @@ def outcome_words(run: Run) -> list[tuple[str, str]]:
         words.append((f"{run.failed} failed", "red"))
     if run.other:
         words.append((f"{run.other} other", ""))
+    if run.not_sent:
+        words.append((f"{run.not_sent} not sent", "yellow"))
     if run.no_outcome:
         words.append((f"{len(run.no_outcome)} without an outcome", "bold red"))
+    if run.stopped_by is not None:
+        words.append((f"interrupted ({run.stopped_by})", "bold yellow"))
     return words or [("nothing recorded", "")]
 
 
@@ -169,6 +176,14 @@ def _interrupted_head(run: Run, named: bool = True) -> Text:
         ("INTERRUPTED:", "bold red"),
         f" {which} {_plural(len(run.no_outcome), 'intent')} without an outcome: "
         "its cancel may or may not have gone out",
+    )
+
+
+def _stopped_line(run: Run) -> Text:
+    not_sent = f": {_plural(run.not_sent, 'cancel')} not sent" if run.not_sent else ""
+    return Text.assemble(
+        ("INTERRUPTED:", "bold yellow"),
+        f" the run was stopped by {run.stopped_by}{not_sent} (its `interrupted` records)",
     )
 
 
@@ -221,7 +236,7 @@ def print_runs(
         )
     console.print(table)
     for r in runs:
-        if r.interrupted:
+        if r.no_outcome:
             console.print(_interrupted_head(r))
             for line in _interrupted_lines(r):
                 console.print(line)
@@ -270,7 +285,9 @@ def print_one(
             Text(str(rec.get("detail", ""))),
         )
     console.print(table)
-    if run.interrupted:
+    if run.stopped_by is not None:
+        console.print(_stopped_line(run))
+    if run.no_outcome:
         console.print(_interrupted_head(run, named=False))
         for line in _interrupted_lines(run):
             console.print(line)
