@@ -303,6 +303,7 @@ def reclaim(
         concurrency=concurrency,
         verify_inventory=verify_inventory,
         saved=saved,
+        on_settle=shown.settling,
     )
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)

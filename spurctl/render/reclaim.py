@@ -35,6 +35,10 @@ from spurctl.render.sink import styled
 if TYPE_CHECKING:
     from spurctl.usecases.reclaim import Prepared, Reclaimed
 
+# What a run that sent no cancel says of it: declining or Ctrl-C at the prompt (stderr),
+# and the last line of a dry run's plan.
+NOTHING_SENT = "nothing sent"
+
 RESULT_STYLE = {
     Result.SENT: "green",
     Result.SKIPPED: "yellow",
@@ -161,8 +165,9 @@ def confirm_command(nodes: Sequence[str], flags: Sequence[str] = ()) -> str:
 
 
 def _result_word(result: Result, verified: bool) -> str:
-    if result is Result.SENT:
-        return "sent" if verified else "sent, unconfirmed"
+    # An unconfirmed cancel went out: its row reads as the summary counts it, among the sent.
+    if result is Result.UNCONFIRMED or (result is Result.SENT and not verified):
+        return "sent, unconfirmed"
     return result.value
 
 
@@ -358,20 +363,29 @@ def print_run(
             Text("journal unwritable" if facts.journal_error else "interrupted"),
         )
     console.print(table)
-    counts = {r: sum(1 for o in run.outcomes if o.result is r) for r in Result}
-    # "unconfirmed" only when there are some: the usual line stays as it always read.
-    line = ", ".join(
-        f"{counts[r]} {r.value}" for r in Result if r is not Result.UNCONFIRMED or counts[r]
-    )
-    if run.not_attempted:
-        why = "journal unwritable" if facts.journal_error else "interrupted"
-        line += f", {len(run.not_attempted)} not sent ({why})"
-    stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
-    console.print(Text(f"{len(entries)} planned: {line}.{stopped}"))
+    console.print(Text(summary_sentence(run, entries, facts)))
     print_confirmation(run, facts, console)
     if facts.journal_path and not facts.journal_error:
         # Last, on a line of its own: `spurctl journal` reads it back.
         console.print(Text(f"Journal: {facts.journal_path}"), soft_wrap=True)
+
+
+def summary_sentence(run: ReclaimRun, entries: Sequence[Entry], facts: PlanFacts) -> str:
+    """The run's one count line. A cancel that went out counts as sent, however its
+    node answered the re-collect, and those no node showed freed are counted among
+    them, as the UNCONFIRMED line under it counts them: `2 sent (2 unconfirmed)`."""
+    sent = sum(1 for o in run.outcomes if o.result in (Result.SENT, Result.UNCONFIRMED))
+    unconfirmed = sum(1 for o in run.outcomes if confirmed(o.result, facts.verified) is False)
+    words = [f"{sent} sent" + (f" ({unconfirmed} unconfirmed)" if unconfirmed else "")]
+    words += [
+        f"{sum(1 for o in run.outcomes if o.result is r)} {r.value}"
+        for r in (Result.SKIPPED, Result.FAILED)
+    ]
+    if run.not_attempted:
+        why = "journal unwritable" if facts.journal_error else "interrupted"
+        words.append(f"{len(run.not_attempted)} not sent ({why})")
+    stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
+    return f"{len(entries)} planned: {', '.join(words)}.{stopped}"
 
 
 def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> None:
@@ -452,10 +466,42 @@ def question(prepared: Prepared) -> str:
 
 
 def ask(prepared: Prepared) -> bool:
-    """Whether the operator, asked on the terminal, wants the plan sent."""
+    """Whether the operator, asked on the terminal, wants the plan sent. A Ctrl-C at the
+    prompt ends the command (exit 1) saying nothing was sent, as declining does."""
+    import typer
+
+    from spurctl.errors import ExitStatus
     from spurctl.render.terminal import confirm
 
-    return confirm(question(prepared))
+    try:
+        return confirm(question(prepared))
+    except typer.Abort:
+        print(f"spurctl: aborted: {NOTHING_SENT}", file=sys.stderr)
+        raise typer.Exit(ExitStatus.ACTION_NEEDED) from None
+
+
+def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
+    """On stderr, before the re-collect's wait: what it waits for, and how long at most."""
+    from spurctl.hostlist import fold
+
+    pairs = escaped(pairs)
+    nodes = fold(sorted({node for node, _ in pairs}))
+    ids = sorted({job for _, job in pairs})
+    jobs = (
+        f"job {ids[0]}"
+        if len(ids) == 1
+        else f"jobs {', '.join(map(str, ids))}"
+        if len(ids) <= 4
+        else f"{len(ids)} jobs"
+    )
+    if settle_s <= 0:
+        said = f"re-collecting {nodes} once to see {jobs} freed"
+    else:
+        said = (
+            f"waiting up to {settle_s:g} s (--settle) for {nodes} to free {jobs}; "
+            "Ctrl-C stops the wait and leaves them unconfirmed"
+        )
+    print(f"spurctl: {said} ...", file=sys.stderr, flush=True)
 
 
 def show_reclaimed(
@@ -471,11 +517,14 @@ def show_reclaimed(
             print(f"spurctl: warning: {done.key_warning}", file=sys.stderr)
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
+        else:
+            # Last, so that the end of the output says it, whatever scrolled past.
+            _console(None).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
     elif done.stage is Stage.NOTHING:
         if fmt == "json":
             print_run(done.run, entries, report, fmt="json", facts=facts)
     elif done.stage is Stage.DECLINED:
-        print("nothing sent", file=sys.stderr)
+        print(NOTHING_SENT, file=sys.stderr)
     elif done.stage is Stage.JOURNAL_FAILED:
         # The summary so far; the error line naming the journal follows.
         stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)

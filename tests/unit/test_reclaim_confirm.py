@@ -144,7 +144,7 @@ def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_l
               facts=PlanFacts(confirm_flags=flags))  # fmt: skip
     text = out.getvalue()
     assert text.count("sent, unconfirmed") == 2
-    assert "2 planned: 2 sent, 0 skipped, 0 failed." in text
+    assert "2 planned: 2 sent (2 unconfirmed), 0 skipped, 0 failed." in text
     assert "UNCONFIRMED: 2 sent cancels not shown freed" in text
     (line,) = [ln for ln in text.splitlines() if "spurctl audit" in ln]
     assert shlex.split(line)[-1] == "x" * 300
