@@ -763,10 +763,10 @@ def reverify(
     begun = clock()
     check = min(RECOLLECT_EVERY_S, settle)
     nodes = list(touched)
-    if on_settle is not None:
-        on_settle([(o.entry.node, o.entry.job_id) for o in sent], settle)
     try:
         with graceful_stop(box):
+            if on_settle is not None:  # inside: a Ctrl-C as soon as it is said is a stop too
+                on_settle([(o.entry.node, o.entry.job_id) for o in sent], settle)
             while True:
                 sleep(max(0.0, begun + check - clock()))
                 at = round(clock() - begun, 1)
