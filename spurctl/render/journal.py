@@ -7,6 +7,7 @@ terminal as Text, never as rich markup.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
@@ -187,6 +188,19 @@ def _stopped_line(run: Run) -> Text:
     )
 
 
+_HEADINGS = ("run", "when (UTC)", "operator", "nodes", "outcomes")
+
+
+def _fits(rows: Sequence[tuple[Text, ...]], width: int) -> bool:
+    """Whether the table draws every cell whole on one line at `width` (SIMPLE_HEAD,
+    no edge padding: its edges, rules and padding take at most three columns a cell)."""
+    widths = [len(h) for h in _HEADINGS]
+    for row in rows:
+        for k, cell in enumerate(row):
+            widths[k] = max(widths[k], cell.cell_len)
+    return sum(widths) + 3 * len(widths) + 1 <= width
+
+
 def print_runs(
     view: JournalRuns,
     runs: list[Run],
@@ -220,21 +234,31 @@ def print_runs(
         ),
         soft_wrap=True,
     )
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("run", no_wrap=True)
-    table.add_column("when (UTC)", overflow="fold", min_width=10)
-    table.add_column("operator", overflow="fold")
-    table.add_column("nodes", overflow="fold")
-    table.add_column("outcomes", overflow="fold")
-    for r in runs:
-        table.add_row(
+    cells = [
+        (
             Text(r.run),
             Text(when(r.started_at, utc=False)),
             Text(", ".join(r.operators) or "?"),
             Text(fold(r.nodes)),
             outcomes_text(r),
         )
-    console.print(table)
+        for r in runs
+    ]
+    if _fits(cells, console.width):
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for heading in _HEADINGS:
+            table.add_column(heading, no_wrap=True)
+        for row in cells:
+            table.add_row(*row)
+        console.print(table)
+    else:
+        # Too narrow for every cell whole on one line: each run on lines of its own, its
+        # hostlist whole on one of them (a hostlist folded across lines no longer
+        # reads, greps or pastes), as audit stacks its findings.
+        for run_id, at, operators, nodes, outcomes in cells:
+            console.print(Text.assemble(run_id, "  ", at, " UTC  ", operators), soft_wrap=True)
+            console.print(Text.assemble("    nodes:     ", nodes), soft_wrap=True)
+            console.print(Text.assemble("    outcomes:  ", outcomes))
     for r in runs:
         if r.no_outcome:
             console.print(_interrupted_head(r))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -178,6 +178,62 @@ def plan_text(document: PlanDocument) -> str:
     return msgspec.json.format(msgspec.json.encode(document).decode(), indent=2) + "\n"
 
 
+_PLAN_HEADERS = ("node", "job", "kind", "agent", "will stop")
+# The narrowest the `why` column may be beside the others before the plan is stacked.
+_WHY_MIN = 30
+_STACK_INDENT = 10  # the reason's indent in the stacked plan, as in audit's
+
+
+def _agent_text(entry: Entry) -> str:
+    return entry.address + (" (default: not in --agent-map)" if entry.fallback else "")
+
+
+class PlanTable:
+    """The plan laid out for the width it is drawn at: a table whose node, job, kind,
+    agent and will-stop cells are never broken, when the reasons still have room
+    beside them; otherwise, as audit's FindingsTable does, each node's name, then each
+    of its cancels on a line with its agent, what it stops and its reason under it."""
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.entries = list(entries)
+
+    def _cells(self, e: Entry) -> tuple[str, ...]:
+        return (e.node, str(e.job_id), e.finding.kind.value, _agent_text(e), _stops(e))
+
+    def _fits(self, width: int) -> bool:
+        widths = [len(h) for h in _PLAN_HEADERS]
+        for e in self.entries:
+            for k, cell in enumerate(self._cells(e)):
+                widths[k] = max(widths[k], Text(cell).cell_len)
+        # A heavy-edged rich table: one border and two cells of padding per column, plus
+        # the last border.
+        used = sum(widths) + 3 * (len(widths) + 1) + 1
+        return width - used >= _WHY_MIN
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.padding import Padding
+
+        title = Text(f"Reclaim plan: {plural(len(self.entries), 'cancel')}")
+        if self._fits(options.max_width):
+            table = Table(title=title, title_justify="left")
+            for col in _PLAN_HEADERS:
+                table.add_column(col, no_wrap=True)
+            table.add_column("why", overflow="fold")
+            for e in self.entries:
+                table.add_row(*(Text(c) for c in self._cells(e)), Text(e.finding.reason))
+            yield table
+            return
+        yield title
+        node = None
+        for e in self.entries:
+            if e.node != node:
+                node = e.node
+                yield Text(e.node, style="bold")
+            yield Text(f"  {e.job_id:>6}  {e.finding.kind.value}  will stop: {_stops(e)}")
+            yield Padding(Text(f"agent {_agent_text(e)}"), (0, 0, 0, _STACK_INDENT))
+            yield Padding(Text(e.finding.reason), (0, 0, 0, _STACK_INDENT))
+
+
 def print_plan(
     entries: Sequence[Entry],
     report: AuditReport,
@@ -207,20 +263,7 @@ def print_plan(
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
-    table = Table(title=f"Reclaim plan: {plural(len(entries), 'cancel')}", title_justify="left")
-    for col in ("node", "job", "kind", "agent", "will stop", "why"):
-        table.add_column(col, overflow="fold")
-    for e in entries:
-        agent = e.address + (" (default: not in --agent-map)" if e.fallback else "")
-        table.add_row(
-            Text(e.node),
-            Text(str(e.job_id)),
-            Text(e.finding.kind.value),
-            Text(agent),
-            Text(_stops(e)),
-            Text(e.finding.reason),
-        )
-    console.print(table)
+    console.print(PlanTable(entries))
     for (node, job_id), why in sorted(facts.stale.items()):
         console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
     live = sum(1 for e in entries if e.finding.live)
