@@ -195,8 +195,10 @@ def nodes(
         fail("--no-header is for the table: drop --format (or drop --no-header)")
     listing = run_nodes(src, None if snapshot is not None else conn.connect())
     if no_header:
-        for note in listing.notes:
-            print(f"spurctl: warning: {note}", file=sys.stderr)
+        from spurctl.errors import visible
+
+        for note in listing.notes:  # a note may quote the cluster: its control characters shown
+            print(f"spurctl: warning: {visible(' '.join(note.splitlines()))}", file=sys.stderr)
     sys.stdout.write(render(listing, fmt, header=not no_header))
 
 
