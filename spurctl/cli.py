@@ -91,6 +91,7 @@ def audit(
     watermark: opt.AuditWatermarkOpt = None,
     show_all: opt.AuditShowAllOpt = False,
     per_node: opt.AuditPerNodeOpt = False,
+    no_header: opt.NoHeaderOpt = False,
     fmt: opt.AuditFormatOpt = AuditFormat.TABLE,
     as_json: opt.JsonOpt = False,
     watch: opt.AuditWatchOpt = False,
@@ -134,6 +135,8 @@ def audit(
         src, fmt, watch=watch, filtered=only.active, output=output, interval=interval,
         rounds=rounds,
     )  # fmt: skip
+    if no_header and (watch or fmt != AuditFormat.TABLE):
+        fail("--no-header is for the table: drop --watch and --format (or drop --no-header)")
     connection = None if snapshot is not None else conn.connect()
     if watch:
         # A live view redrawn in place has no room for a progress bar under it.
@@ -151,7 +154,7 @@ def audit(
         src, connection, watermark=watermark, include_healthy=show_all, journal=journal
     )
     heap.keep_until_exit(report, inputs)
-    show_audit(report, fmt, only, output, fold=not per_node, ack=ack)
+    show_audit(report, fmt, only, output, fold=not per_node, ack=ack, header=not no_header)
     raise typer.Exit(ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK)
 
 
@@ -171,6 +174,7 @@ def nodes(
     snapshot: opt.AuditSnapshotOpt = None,
     fmt: opt.NodesFormatOpt = NodesFormat.TABLE,
     as_json: opt.JsonOpt = False,
+    no_header: opt.NoHeaderOpt = False,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -187,8 +191,15 @@ def nodes(
 
     fmt = opt.with_json(ctx, fmt, as_json)
     src = holdings.sources(nodes, snapshot, exclude)
+    if no_header and fmt != NodesFormat.TABLE:
+        fail("--no-header is for the table: drop --format (or drop --no-header)")
     listing = run_nodes(src, None if snapshot is not None else conn.connect())
-    sys.stdout.write(render(listing, fmt))
+    if no_header:
+        from spurctl.errors import visible
+
+        for note in listing.notes:  # a note may quote the cluster: its control characters shown
+            print(f"spurctl: warning: {visible(' '.join(note.splitlines()))}", file=sys.stderr)
+    sys.stdout.write(render(listing, fmt, header=not no_header))
 
 
 # -- explain ---------------------------------------------------------------------
@@ -227,7 +238,9 @@ def explain(
     names = opt.next_command("nodes", flags=opt.view_flags(holdings, conn))
     src = holdings.sources(None)
     doc = run_explain(node, job, src, conn.connect(), journal=journal, names_command=names)
-    sys.stdout.write(render(doc, fmt))
+    from spurctl.render.terminal import terminal_width
+
+    sys.stdout.write(render(doc, fmt, width=terminal_width()))
 
 
 # -- reclaim ---------------------------------------------------------------------
@@ -310,6 +323,7 @@ def reclaim(
         verify_inventory=verify_inventory,
         saved=saved,
         names_command=opt.next_command("nodes", flags=opt.view_flags(holdings, conn)),
+        on_settle=shown.settling,
     )
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
@@ -406,7 +420,8 @@ def checklist_post_wipe(
     Every node still holding a pre-wipe run (an id the wiped controller did not
     issue, or has since reissued to another run) must be recycled before
     submissions resume. Markdown (checkboxes, to paste into an incident document) or --format json
-    (spurctl.checklist/v1). --verify re-reads the controller and the inventories of the
+    (spurctl.checklist/v1); on a terminal, unless --format is given, the Markdown rendered
+    as text at the terminal's width. --verify re-reads the controller and the inventories of the
     nodes given by --nodes (the hostlist the first run printed in its verify command)
     and ticks every step that now holds; stopping and resuming submissions cannot be
     observed over Spur's RPCs and stay to confirm by hand.
@@ -419,10 +434,13 @@ def checklist_post_wipe(
       spurctl checklist post-wipe --collect -o recycle.md
       spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --collect
     """
-    from spurctl.render.checklist import render
+    from spurctl.render.checklist import print_on_terminal, render
     from spurctl.usecases.checklist import run_post_wipe
 
     fmt = opt.with_json(ctx, fmt, as_json)
+    # Markdown unless it is for eyes: asked for by --format, or written to -o or a pipe.
+    asked = getattr(ctx.get_parameter_source("fmt"), "name", "DEFAULT") == "COMMANDLINE"
+    on_screen = not asked and not as_json and output is None and sys.stdout.isatty()
     src = holdings.sources(nodes, exclude=exclude)
     # The commands it prints collect and read as this run did.
     read = opt.controller_flags(conn) + (
@@ -432,7 +450,10 @@ def checklist_post_wipe(
         src, conn.connect(), watermark=watermark, verify=verify,
         collect_flags=opt.collect_flags(holdings), read_flags=read,
     )  # fmt: skip
-    write_output(render(result, fmt), output)
+    if on_screen:
+        print_on_terminal(result)
+    else:
+        write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)
 
 

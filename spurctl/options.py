@@ -785,6 +785,15 @@ AuditSnapshotOpt = Annotated[
 ]
 AuditWatermarkOpt = Annotated[int | None, watermark_option("Override the estimated watermark.")]
 AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
+NoHeaderOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-header",
+        "-h",
+        help="Print the table's rows alone, one per line (as sinfo -h and squeue -h): no "
+        "column heading, summary or hostlists; notes go to stderr. --help is the help.",
+    ),
+]
 AuditPerNodeOpt = Annotated[
     bool,
     typer.Option(

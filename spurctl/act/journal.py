@@ -17,7 +17,9 @@ of the lock, so the records of one reclaim (its sends, and the failures its
 re-collect journals later through another Journal) share it, and a node-release
 gets its own. An outcome that closes an intent an earlier, interrupted run left
 open keeps that run's id (so the earlier run reads as interrupted, and the new
-run is not charged with it) and names the closing run in `recorded_by`.
+run is not charged with it) and names the closing run in `recorded_by`. A run
+a signal stopped says so in `interrupted` records of its own (Journal.interrupted):
+they name a node and a job, as every record does, and pair with no intent.
 """
 
 from __future__ import annotations
@@ -298,6 +300,26 @@ class Journal:
         if confirmed is not None:
             record["confirmed"] = confirmed
         self._append(record)
+
+    def interrupted(
+        self, node: str, job_id: int, kind: str, signal: str, detail: str, *, sent: bool
+    ) -> None:
+        """A signal stopped the run with this entry undone: never sent (`sent` False), or
+        sent and left unconfirmed. Neither an intent nor an outcome: every reader that
+        pairs those two passes it by."""
+        self._append(
+            {
+                **self._head("interrupted"),
+                "at": format_time(utcnow().replace(microsecond=0)),
+                "operator": self.operator,
+                "node": node,
+                "job_id": job_id,
+                "kind": kind,
+                "signal": signal,
+                "sent": sent,
+                "detail": detail,
+            }
+        )
 
 
 def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolved]:

@@ -232,6 +232,31 @@ class FindingsTable:
         drawn = _drawn_lines(widths, reason_width, self._headers(), rows, None)
         return ["".join(text for text, _ in line).rstrip() for line in drawn]
 
+    def whole_lines(self, header: bool = True) -> list[str]:
+        """One line per finding, as a pipe wants them: every row names its node (a
+        folded row its hostlist cell), the reason whole at the end of its line, never
+        wrapped onto a line of its own; `header`: the column heading and its rule first."""
+        rows = self._rows()
+        for i, row in enumerate(rows):
+            if not row.cells[0]:
+                rows[i] = _Row(
+                    row.finding, [rows[i - 1].cells[0], *row.cells[1:]], row.styles, False
+                )
+        headers = self._headers()
+        widths = [_cells(h) for h in headers]
+        for row in rows:
+            for k, cell in enumerate(row.cells):
+                widths[k] = max(widths[k], _cells(cell))
+        gap = " " * _GAP
+        out = []
+        if header:
+            head = gap.join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+            out += [f"{head}{gap}reason", "─" * (len(head) + _GAP + len("reason"))]
+        for row in rows:
+            cells = [c + " " * (w - _cells(c)) for c, w in zip(row.cells, widths, strict=True)]
+            out.append(f"{gap.join(cells)}{gap}{row.finding.reason}".rstrip())
+        return out
+
     @property
     def count(self) -> int:
         return sum(len(group) for _, group in self.groups)
@@ -517,8 +542,11 @@ def audit_view(
     return out
 
 
-def plain_text(renderables: Iterable[RenderableType], console_width: int | None) -> str:
-    """Renderables as text without colour, at `console_width` (default: pipe_width())."""
+def plain_text(
+    renderables: Iterable[RenderableType], console_width: int | None, *, whole: bool = False
+) -> str:
+    """Renderables as text without colour, at `console_width` (default: pipe_width());
+    `whole`: the findings one to a line however wide (FindingsTable.whole_lines)."""
     from rich.console import Console
 
     buf = io.StringIO()
@@ -532,9 +560,9 @@ def plain_text(renderables: Iterable[RenderableType], console_width: int | None)
         markup=False,
     )
     for renderable in renderables:
-        lines = (
-            renderable.plain_lines(console.width) if isinstance(renderable, FindingsTable) else None
-        )
+        lines = None
+        if isinstance(renderable, FindingsTable):
+            lines = renderable.whole_lines() if whole else renderable.plain_lines(console.width)
         if lines is None:
             console.print(renderable)
         else:  # a large table, drawn without rich (FindingsTable.plain_lines)
@@ -739,20 +767,29 @@ def render_audit(
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
     ack: str | None = None,
+    whole: bool = False,
+    header: bool = True,
 ) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
     `console_width` sets the table's width (default: $COLUMNS, else 120); the
     other formats ignore it. `only` chooses the findings shown (see FindingFilter).
     `fold`: the table and Markdown draw findings that differ only in their node as
-    one row (JSON, CSV and Prometheus keep one record per finding).
+    one row (JSON, CSV and Prometheus keep one record per finding). `whole`: the
+    table as a pipe or a file gets it, one finding per line, its reason never wrapped;
+    `header` False (`--no-header`): those lines alone, no heading, notes or summary.
     """
     fmt = choose(AuditFormat, fmt)
     if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
         return _RENDERERS[fmt](report, only)  # each quotes or escapes what it must
     report = escaped(report)
+    if fmt is AuditFormat.TABLE and not header:
+        shown = only.shown(report.findings)
+        lines = FindingsTable(shown, fold=fold).whole_lines(header=False) if shown else []
+        return "".join(f"{line}\n" for line in lines)
     if fmt is AuditFormat.TABLE:
-        return plain_text(audit_view(report, only=only, fold=fold, ack=ack), console_width)
+        view = audit_view(report, only=only, fold=fold, ack=ack)
+        return plain_text(view, console_width, whole=whole)
     if fmt is AuditFormat.MARKDOWN:
         return _render_markdown(report, only, fold)
     return _RENDERERS[fmt](report, only)
@@ -775,19 +812,33 @@ def print_audit(
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
     ack: str | None = None,
+    header: bool = True,
 ) -> None:
-    """Write the report to `file` (default stdout); the table is coloured on a terminal."""
+    """Write the report to `file` (default stdout); the table is coloured on a terminal,
+    and one finding per line down a pipe. `header` False (`--no-header`): the findings'
+    lines alone, the notes on stderr."""
     fmt = choose(AuditFormat, fmt)
     out = sys.stdout if file is None else file
     # FORCE_COLOR colours a table sent down a pipe (`| less -R`); NO_COLOR wins over it,
     # as rich decides.
     forced = bool(os.environ.get("FORCE_COLOR")) and not os.environ.get("NO_COLOR")
-    if fmt is AuditFormat.TABLE and (out.isatty() or forced):
+    if fmt is AuditFormat.TABLE and not header:
+        warn_notes(report)
+        out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, header=False))
+    elif fmt is AuditFormat.TABLE and (out.isatty() or forced):
         console = terminal_console(out)
         if not out.isatty():
             console.width = pipe_width()
         for renderable in audit_view(escaped(report), only=only, fold=fold, ack=ack):
             console.print(renderable)
     else:
-        out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack))
+        whole = fmt is AuditFormat.TABLE
+        out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, whole=whole))
     out.flush()
+
+
+def warn_notes(report: AuditReport) -> None:
+    """The report's warnings on stderr, one line each, where stdout carries rows alone
+    (`--no-header`): an incomplete view must still be said."""
+    for note in other_notes(escaped(report)):
+        print(f"spurctl: warning: {' '.join(note.splitlines())}", file=sys.stderr)

@@ -4,7 +4,7 @@ document, or the `spurctl.checklist/v1` JSON document for scripts."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, TextIO
 
 from spurctl import hostlist
 from spurctl.decide.post_wipe import Checklist, Hazard, HeldId, NodeAssessment, Step
@@ -153,7 +153,23 @@ def _started(h: HeldId) -> str:
     return format_time(h.started_at) or "unknown"
 
 
-def render_markdown(cl: Checklist) -> str:
+def _held_items(shown: list[NodeAssessment]) -> list[str]:
+    """The held ids as list items, for a screen: a table of six columns at 80 has no room
+    for the reasons, and rich would cut the hazards short."""
+    items = []
+    for n in shown:
+        for h in n.held:
+            hazard = f"**{h.hazard.value}**" if h.hazard is not Hazard.HEALTHY else "healthy"
+            items.append(
+                f"- {_code(n.node)} job {h.job_id}: {hazard}, live {'yes' if h.live else 'no'}, "
+                f"started {_started(h)}: {md_cell(h.reason)}"
+            )
+    return items
+
+
+def render_markdown(cl: Checklist, *, screen: bool = False) -> str:
+    """The checklist as Markdown; `screen`: the held ids as a list, not a table (what
+    render_text draws)."""
     a = cl.assessment
     version = f" ({spur_version(a.controller_version)})"
     taken = text_time(a.taken_at)
@@ -189,7 +205,9 @@ def render_markdown(cl: Checklist) -> str:
         if lines[-1] != "":
             lines.append("")
     shown = [n for n in _shown_nodes(cl) if n.held]
-    if shown:
+    if shown and screen:
+        lines += ["## Held ids", "", *_held_items(shown), ""]
+    elif shown:
         rows = [
             [
                 n.node,
@@ -215,3 +233,13 @@ def render(cl: Checklist, fmt: ChecklistFormat | str) -> str:
     if choose(ChecklistFormat, fmt, "checklist") is ChecklistFormat.JSON:
         return dump_json(checklist_document(cl)) + "\n"
     return render_markdown(escaped(cl))
+
+
+def print_on_terminal(cl: Checklist, file: TextIO | None = None) -> None:
+    """The checklist's Markdown rendered for a terminal, wrapped at its width (rich)."""
+    from rich.markdown import Markdown
+
+    from spurctl.render.audit import terminal_console
+
+    console = terminal_console(file)
+    console.print(Markdown(render_markdown(escaped(cl), screen=True), hyperlinks=False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from spurctl.decide.reasons import id_ranges
@@ -169,7 +170,51 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(doc: dict[str, Any], fmt: str) -> str:
+_VALUE_COLUMN = 18  # where `Label:` lines put their value (_kv)
+_LABELLED = re.compile(r"^ *[A-Z][^:]*: +")
+_BULLET = re.compile(r"^ *(?:- |\S+ {2,})")
+
+
+def _hanging(line: str) -> int:
+    """Where a wrapped line's continuation starts: under its value (`Reason:  ...`), its
+    bullet's text (`  - ...`), or two past its own indent."""
+    labelled = _LABELLED.match(line)
+    if labelled and labelled.end() == _VALUE_COLUMN:
+        return _VALUE_COLUMN
+    bullet = _BULLET.match(line)
+    if bullet and line.lstrip().startswith("- "):
+        return bullet.end()
+    return len(line) - len(line.lstrip(" ")) + 2
+
+
+def wrapped(text: str, width: int) -> str:
+    """Each line of `text` wrapped at `width` between words, never inside one (a hostlist,
+    an address or a command word longer than the line stays whole), its continuation
+    lines indented under where its value starts."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = _hanging(line)
+        if indent >= width // 2:
+            indent = 4
+        out += textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=" " * indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [line]
+    return "\n".join(out) + "\n"
+
+
+def render(doc: dict[str, Any], fmt: str, width: int | None = None) -> str:
+    """The document as `fmt`; the text wrapped at `width` (a terminal's), else one line
+    per fact, as long as it is (for a pipe, grep and a file)."""
     if fmt == "json":
         return json.dumps(doc, indent=2) + "\n"
-    return render_text(escaped(doc))
+    text = render_text(escaped(doc))
+    return text if width is None else wrapped(text, width)

@@ -7,6 +7,7 @@ terminal as Text, never as rich markup.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
@@ -69,6 +70,8 @@ def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
         "failed": run.failed,
         "other": run.other,
         "interrupted": run.interrupted,
+        "stopped_by": run.stopped_by,
+        "not_sent": run.not_sent,
         "no_outcome": [
             {
                 "node": u.node,
@@ -123,7 +126,8 @@ def filter_words(view: JournalRuns) -> str:
 
 
 def outcome_words(run: Run) -> list[tuple[str, str]]:
-    """`9 sent (9 unconfirmed)`, `1 skipped`, `2 failed`, `1 without an outcome`: nonzero ones."""
+    """`9 sent (9 unconfirmed)`, `1 skipped`, `2 failed`, `7 not sent`, `1 without an
+    outcome`, and `interrupted (SIGINT)` for a run a signal stopped: the ones that apply."""
     words: list[tuple[str, str]] = []
     if run.sent:
         sent = f"{run.sent} sent"
@@ -136,8 +140,12 @@ def outcome_words(run: Run) -> list[tuple[str, str]]:
         words.append((f"{run.failed} failed", "red"))
     if run.other:
         words.append((f"{run.other} other", ""))
+    if run.not_sent:
+        words.append((f"{run.not_sent} not sent", "yellow"))
     if run.no_outcome:
         words.append((f"{len(run.no_outcome)} without an outcome", "bold red"))
+    if run.stopped_by is not None:
+        words.append((f"interrupted ({run.stopped_by})", "bold yellow"))
     return words or [("nothing recorded", "")]
 
 
@@ -170,6 +178,27 @@ def _interrupted_head(run: Run, named: bool = True) -> Text:
         f" {which} {_plural(len(run.no_outcome), 'intent')} without an outcome: "
         "its cancel may or may not have gone out",
     )
+
+
+def _stopped_line(run: Run) -> Text:
+    not_sent = f": {_plural(run.not_sent, 'cancel')} not sent" if run.not_sent else ""
+    return Text.assemble(
+        ("INTERRUPTED:", "bold yellow"),
+        f" the run was stopped by {run.stopped_by}{not_sent} (its `interrupted` records)",
+    )
+
+
+_HEADINGS = ("run", "when (UTC)", "operator", "nodes", "outcomes")
+
+
+def _fits(rows: Sequence[tuple[Text, ...]], width: int) -> bool:
+    """Whether the table draws every cell whole on one line at `width` (SIMPLE_HEAD,
+    no edge padding: its edges, rules and padding take at most three columns a cell)."""
+    widths = [len(h) for h in _HEADINGS]
+    for row in rows:
+        for k, cell in enumerate(row):
+            widths[k] = max(widths[k], cell.cell_len)
+    return sum(widths) + 3 * len(widths) + 1 <= width
 
 
 def print_runs(
@@ -205,23 +234,33 @@ def print_runs(
         ),
         soft_wrap=True,
     )
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("run", no_wrap=True)
-    table.add_column("when (UTC)", overflow="fold", min_width=10)
-    table.add_column("operator", overflow="fold")
-    table.add_column("nodes", overflow="fold")
-    table.add_column("outcomes", overflow="fold")
-    for r in runs:
-        table.add_row(
+    cells = [
+        (
             Text(r.run),
             Text(when(r.started_at, utc=False)),
             Text(", ".join(r.operators) or "?"),
             Text(fold(r.nodes)),
             outcomes_text(r),
         )
-    console.print(table)
+        for r in runs
+    ]
+    if _fits(cells, console.width):
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for heading in _HEADINGS:
+            table.add_column(heading, no_wrap=True)
+        for row in cells:
+            table.add_row(*row)
+        console.print(table)
+    else:
+        # Too narrow for every cell whole on one line: each run on lines of its own, its
+        # hostlist whole on one of them (a hostlist folded across lines no longer
+        # reads, greps or pastes), as audit stacks its findings.
+        for run_id, at, operators, nodes, outcomes in cells:
+            console.print(Text.assemble(run_id, "  ", at, " UTC  ", operators), soft_wrap=True)
+            console.print(Text.assemble("    nodes:     ", nodes), soft_wrap=True)
+            console.print(Text.assemble("    outcomes:  ", outcomes))
     for r in runs:
-        if r.interrupted:
+        if r.no_outcome:
             console.print(_interrupted_head(r))
             for line in _interrupted_lines(r):
                 console.print(line)
@@ -229,15 +268,14 @@ def print_runs(
     if unconfirmed:
         from spurctl.render.reclaim import confirm_command
 
-        confirm = confirm_command(unconfirmed)
         console.print(
             Text(
                 "unconfirmed: sent, but no re-collect journaled the job gone; confirm with "
-                f"`{confirm}` (with the run's --command or --topology if it collected "
-                "another way: its reclaim printed the whole command)"
-            ),
-            soft_wrap=True,
+                "(and the run's --command, if any):"
+            )
         )
+        # On a line of its own and never folded: it is pasted as it stands.
+        console.print(Text("  " + confirm_command(unconfirmed)), soft_wrap=True)
     if len(runs) < len(view.runs):
         console.print(
             Text(f"{plural(len(view.runs) - len(runs), 'older run')} not shown: --last N")
@@ -276,7 +314,9 @@ def print_one(
             Text(str(rec.get("detail", ""))),
         )
     console.print(table)
-    if run.interrupted:
+    if run.stopped_by is not None:
+        console.print(_stopped_line(run))
+    if run.no_outcome:
         console.print(_interrupted_head(run, named=False))
         for line in _interrupted_lines(run):
             console.print(line)

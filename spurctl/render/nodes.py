@@ -27,13 +27,14 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def render(listing: NodeListing, fmt: NodesFormat | str) -> str:
+def render(listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True) -> str:
+    """The listing as `fmt`; `header` False (`--no-header`): the table's node lines alone."""
     chosen = choose(NodesFormat, str(fmt), "nodes")
     if chosen is NodesFormat.JSON:
         return dump_json(document(listing)) + "\n"
     if chosen is NodesFormat.CSV:
         return _csv(listing)
-    return _table(listing)
+    return _table(listing, header=header)
 
 
 def hostlist_of(names: list[str]) -> str:
@@ -91,7 +92,9 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
     )
 
 
-def _table(listing: NodeListing) -> str:
+def _table(listing: NodeListing, *, header: bool = True) -> str:
+    if not header:
+        return _rows([_cells(r) for r in listing.rows])
     view = "complete" if listing.view_complete else "INCOMPLETE"
     lines = [
         visible(
@@ -100,13 +103,21 @@ def _table(listing: NodeListing) -> str:
         )
     ]
     lines += [visible(f"Note: {n}") for n in listing.notes]
-    rows = [HEADERS, *(_cells(r) for r in listing.rows)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    lines.append(_rows([HEADERS, *(_cells(r) for r in listing.rows)]).rstrip("\n"))
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))
     return "\n".join(lines) + "\n"
+
+
+def _rows(rows: list[tuple[str, ...]]) -> str:
+    """The rows as aligned columns, one per line (nothing for no row)."""
+    if not rows:
+        return ""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    return "".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        for row in rows
+    )
 
 
 def _csv(listing: NodeListing) -> str:

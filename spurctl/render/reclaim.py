@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -34,6 +34,10 @@ from spurctl.render.sink import styled
 
 if TYPE_CHECKING:
     from spurctl.usecases.reclaim import Prepared, Reclaimed
+
+# What a run that sent no cancel says of it: declining or Ctrl-C at the prompt (stderr),
+# and the last line of a dry run's plan.
+NOTHING_SENT = "nothing sent"
 
 RESULT_STYLE = {
     Result.SENT: "green",
@@ -167,8 +171,9 @@ def confirm_command(nodes: Sequence[str], flags: Sequence[str] = ()) -> str:
 
 
 def _result_word(result: Result, verified: bool) -> str:
-    if result is Result.SENT:
-        return "sent" if verified else "sent, unconfirmed"
+    # An unconfirmed cancel went out: its row reads as the summary counts it, among the sent.
+    if result is Result.UNCONFIRMED or (result is Result.SENT and not verified):
+        return "sent, unconfirmed"
     return result.value
 
 
@@ -177,6 +182,62 @@ def plan_text(document: PlanDocument) -> str:
     import msgspec
 
     return msgspec.json.format(msgspec.json.encode(document).decode(), indent=2) + "\n"
+
+
+_PLAN_HEADERS = ("node", "job", "kind", "agent", "will stop")
+# The narrowest the `why` column may be beside the others before the plan is stacked.
+_WHY_MIN = 30
+_STACK_INDENT = 10  # the reason's indent in the stacked plan, as in audit's
+
+
+def _agent_text(entry: Entry) -> str:
+    return entry.address + (" (default: not in --agent-map)" if entry.fallback else "")
+
+
+class PlanTable:
+    """The plan laid out for the width it is drawn at: a table whose node, job, kind,
+    agent and will-stop cells are never broken, when the reasons still have room
+    beside them; otherwise, as audit's FindingsTable does, each node's name, then each
+    of its cancels on a line with its agent, what it stops and its reason under it."""
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.entries = list(entries)
+
+    def _cells(self, e: Entry) -> tuple[str, ...]:
+        return (e.node, str(e.job_id), e.finding.kind.value, _agent_text(e), _stops(e))
+
+    def _fits(self, width: int) -> bool:
+        widths = [len(h) for h in _PLAN_HEADERS]
+        for e in self.entries:
+            for k, cell in enumerate(self._cells(e)):
+                widths[k] = max(widths[k], Text(cell).cell_len)
+        # A heavy-edged rich table: one border and two cells of padding per column, plus
+        # the last border.
+        used = sum(widths) + 3 * (len(widths) + 1) + 1
+        return width - used >= _WHY_MIN
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.padding import Padding
+
+        title = Text(f"Reclaim plan: {plural(len(self.entries), 'cancel')}")
+        if self._fits(options.max_width):
+            table = Table(title=title, title_justify="left")
+            for col in _PLAN_HEADERS:
+                table.add_column(col, no_wrap=True)
+            table.add_column("why", overflow="fold")
+            for e in self.entries:
+                table.add_row(*(Text(c) for c in self._cells(e)), Text(e.finding.reason))
+            yield table
+            return
+        yield title
+        node = None
+        for e in self.entries:
+            if e.node != node:
+                node = e.node
+                yield Text(e.node, style="bold")
+            yield Text(f"  {e.job_id:>6}  {e.finding.kind.value}  will stop: {_stops(e)}")
+            yield Padding(Text(f"agent {_agent_text(e)}"), (0, 0, 0, _STACK_INDENT))
+            yield Padding(Text(e.finding.reason), (0, 0, 0, _STACK_INDENT))
 
 
 def print_plan(
@@ -212,20 +273,7 @@ def print_plan(
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
-    table = Table(title=f"Reclaim plan: {plural(len(entries), 'cancel')}", title_justify="left")
-    for col in ("node", "job", "kind", "agent", "will stop", "why"):
-        table.add_column(col, overflow="fold")
-    for e in entries:
-        agent = e.address + (" (default: not in --agent-map)" if e.fallback else "")
-        table.add_row(
-            Text(e.node),
-            Text(str(e.job_id)),
-            Text(e.finding.kind.value),
-            Text(agent),
-            Text(_stops(e)),
-            Text(e.finding.reason),
-        )
-    console.print(table)
+    console.print(PlanTable(entries))
     for (node, job_id), why in sorted(facts.stale.items()):
         console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
     live = sum(1 for e in entries if e.finding.live)
@@ -368,20 +416,29 @@ def print_run(
             Text("journal unwritable" if facts.journal_error else "interrupted"),
         )
     console.print(table)
-    counts = {r: sum(1 for o in run.outcomes if o.result is r) for r in Result}
-    # "unconfirmed" only when there are some: the usual line stays as it always read.
-    line = ", ".join(
-        f"{counts[r]} {r.value}" for r in Result if r is not Result.UNCONFIRMED or counts[r]
-    )
-    if run.not_attempted:
-        why = "journal unwritable" if facts.journal_error else "interrupted"
-        line += f", {len(run.not_attempted)} not sent ({why})"
-    stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
-    console.print(Text(f"{len(entries)} planned: {line}.{stopped}"))
+    console.print(Text(summary_sentence(run, entries, facts)))
     print_confirmation(run, facts, console)
     if facts.journal_path and not facts.journal_error:
         # Last, on a line of its own: `spurctl journal` reads it back.
         console.print(Text(f"Journal: {facts.journal_path}"), soft_wrap=True)
+
+
+def summary_sentence(run: ReclaimRun, entries: Sequence[Entry], facts: PlanFacts) -> str:
+    """The run's one count line. A cancel that went out counts as sent, however its
+    node answered the re-collect, and those no node showed freed are counted among
+    them, as the UNCONFIRMED line under it counts them: `2 sent (2 unconfirmed)`."""
+    sent = sum(1 for o in run.outcomes if o.result in (Result.SENT, Result.UNCONFIRMED))
+    unconfirmed = sum(1 for o in run.outcomes if confirmed(o.result, facts.verified) is False)
+    words = [f"{sent} sent" + (f" ({unconfirmed} unconfirmed)" if unconfirmed else "")]
+    words += [
+        f"{sum(1 for o in run.outcomes if o.result is r)} {r.value}"
+        for r in (Result.SKIPPED, Result.FAILED)
+    ]
+    if run.not_attempted:
+        why = "journal unwritable" if facts.journal_error else "interrupted"
+        words.append(f"{len(run.not_attempted)} not sent ({why})")
+    stopped = f" Stopped by {run.stopped_by}." if run.interrupted and run.stopped_by else ""
+    return f"{len(entries)} planned: {', '.join(words)}.{stopped}"
 
 
 def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> None:
@@ -390,13 +447,22 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
     sent = sum(1 for o in run.outcomes if o.result is Result.SENT)
     if pending:
         count = sum(1 for o in run.outcomes if confirmed(o.result, facts.verified) is False)
+        # The way to confirm that this run did not already take.
+        if facts.verified:
+            how = "Their re-collect still showed them held: confirm again once the agents free them"
+        elif run.interrupted:
+            how = "The run stopped before a re-collect showed them freed: confirm from the nodes"
+        else:
+            how = (
+                "Confirm from the nodes (or reclaim with --verify-inventory, which re-collects "
+                "them)"
+            )
         console.print(
             _labelled(
                 "UNCONFIRMED:",
                 "bold yellow",
                 f"{plural(count, 'sent cancel')} not shown freed: an agent answers CancelJob "
-                "with Ok even for a job it does not track, so sent is not freed. Confirm from the "
-                "nodes (or reclaim with --verify-inventory, which re-collects them):",
+                f"with Ok even for a job it does not track, so sent is not freed. {how}:",
             )
         )
         # One line, never folded: it is meant to be copied and run as printed.
@@ -469,10 +535,42 @@ def question(prepared: Prepared) -> str:
 
 
 def ask(prepared: Prepared) -> bool:
-    """Whether the operator, asked on the terminal, wants the plan sent."""
+    """Whether the operator, asked on the terminal, wants the plan sent. A Ctrl-C at the
+    prompt ends the command (exit 1) saying nothing was sent, as declining does."""
+    import typer
+
+    from spurctl.errors import ExitStatus
     from spurctl.render.terminal import confirm
 
-    return confirm(question(prepared))
+    try:
+        return confirm(question(prepared))
+    except typer.Abort:
+        print(f"spurctl: aborted: {NOTHING_SENT}", file=sys.stderr)
+        raise typer.Exit(ExitStatus.ACTION_NEEDED) from None
+
+
+def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
+    """On stderr, before the re-collect's wait: what it waits for, and how long at most."""
+    from spurctl.hostlist import fold
+
+    pairs = escaped(pairs)
+    nodes = fold(sorted({node for node, _ in pairs}))
+    ids = sorted({job for _, job in pairs})
+    jobs = (
+        f"job {ids[0]}"
+        if len(ids) == 1
+        else f"jobs {', '.join(map(str, ids))}"
+        if len(ids) <= 4
+        else f"{len(ids)} jobs"
+    )
+    if settle_s <= 0:
+        said = f"re-collecting {nodes} once to see {jobs} freed"
+    else:
+        said = (
+            f"waiting up to {settle_s:g} s (--settle) for {nodes} to free {jobs}; "
+            "Ctrl-C stops the wait and leaves them unconfirmed"
+        )
+    print(f"spurctl: {said} ...", file=sys.stderr, flush=True)
 
 
 def show_reclaimed(
@@ -488,11 +586,14 @@ def show_reclaimed(
             print(f"spurctl: warning: {done.key_warning}", file=sys.stderr)
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
+        else:
+            # Last, so that the end of the output says it, whatever scrolled past.
+            _console(None).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
     elif done.stage is Stage.NOTHING:
         if fmt == "json":
             print_run(done.run, entries, report, fmt="json", facts=facts)
     elif done.stage is Stage.DECLINED:
-        print("nothing sent", file=sys.stderr)
+        print(NOTHING_SENT, file=sys.stderr)
     elif done.stage is Stage.JOURNAL_FAILED:
         # The summary so far; the error line naming the journal follows.
         stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)

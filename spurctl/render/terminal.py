@@ -122,3 +122,13 @@ def debug_lines(lines: list[str]) -> None:
 def warning(message: str) -> None:
     """One stderr line an operator should act on, the command going on."""
     print(f"spurctl: warning: {message}", file=sys.stderr)
+
+
+def terminal_width() -> int | None:
+    """The width of the terminal stdout is (COLUMNS first, as rich reads it), or None when
+    stdout is no terminal: a pipe or a file gets whole lines, for grep."""
+    import shutil
+
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns

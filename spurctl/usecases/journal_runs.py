@@ -56,10 +56,15 @@ class Run:
     other: int = 0
     no_outcome: list[NoOutcome] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
+    # The signal that stopped the run (its `interrupted` records), and the cancels it
+    # then never sent.
+    stopped_by: str | None = None
+    not_sent: int = 0
 
     @property
     def interrupted(self) -> bool:
-        return bool(self.no_outcome)
+        """Stopped by a signal (Ctrl-C, SIGTERM, SIGHUP), or cut off with an intent left open."""
+        return self.stopped_by is not None or bool(self.no_outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +157,11 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
     for rec in records:
         key = (rec["node"], rec["job_id"])
         event = rec.get("event")
+        if event == "interrupted":
+            # A stop the run journaled itself: never an intent or an outcome.
+            out.stopped_by = str(rec.get("signal") or "a signal")
+            out.not_sent += rec.get("sent") is False
+            continue
         if event == "intent":
             state[key] = [rec, None, False]
         elif event == "outcome":
@@ -286,6 +296,8 @@ def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
                 continue
             narrowed = summarize_run(run.run, run.legacy, records)
             narrowed.no_outcome = [u for u in run.no_outcome if keep(u.node)]
+            # A stop is the whole run's, whichever nodes its records name.
+            narrowed.stopped_by = narrowed.stopped_by or run.stopped_by
             run = narrowed
         if only.since is not None:
             times = [t for t in map(_time, run.records) if t is not None]

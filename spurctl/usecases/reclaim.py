@@ -639,6 +639,7 @@ def carry_out(
     concurrency: int = DEFAULT_CONCURRENCY,
     recollect: Sources | None = None,
     settle: float = DEFAULT_SETTLE_S,
+    on_settle: Callable[[Sequence[tuple[str, int]], float], None] | None = None,
 ) -> Carried:
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
@@ -649,8 +650,10 @@ def carry_out(
     held turns failed (in the run and in the journal), one whose node could not be inventoried again
     turns unconfirmed (in the run). Without it every sent cancel stays
     unconfirmed: the agent's Ok proves nothing. After a Ctrl-C the operator
-    wants the summary now, not a settle and a re-collect. Raises JournalFailed,
-    carrying the run so far, when the journal cannot be written.
+    wants the summary now, not a settle and a re-collect. `on_settle` is told,
+    before the wait, which (node, job) it waits for and for how long at most.
+    A run stopped by a signal journals that (`interrupted`, journal_stop). Raises
+    JournalFailed, carrying the run so far, when the journal cannot be written.
     """
     from spurctl.act.journal import journal_lock
 
@@ -675,9 +678,48 @@ def carry_out(
             stopped_by=run.stopped_by,
         )
         touched = sorted({o.entry.node for o in run.outcomes if o.result is Result.SENT})
-        if recollect is not None and recollect.collect and touched and not run.interrupted:
-            carried.verified = reverify(carried, prepared.journal_path, touched, recollect, settle)
+        will_verify = recollect is not None and recollect.collect and bool(touched)
+        if recollect is not None and will_verify and not run.interrupted:
+            carried.verified = reverify(
+                carried, prepared.journal_path, touched, recollect, settle, on_settle=on_settle
+            )
+        if carried.interrupted:
+            journal_stop(carried, prepared.journal_path, cut_short=will_verify)
     return carried
+
+
+def journal_stop(run: ReclaimRun, journal_path: Path, *, cut_short: bool) -> None:
+    """Journal that a signal stopped the run: an `interrupted` record for each entry the
+    stop left undone, so `spurctl journal` reads the run as interrupted.
+
+    Those are the entries never sent, and the sent cancels the stop left unconfirmed
+    when a re-collect was to judge them (`cut_short`); a stop that cut nothing
+    short (it landed after the last send of a run without a re-collect) marks the
+    sent ones. Each record names the signal; `sent` says whether its cancel went out.
+    """
+    by = run.stopped_by or "SIGINT"
+    marks: list[tuple[Entry, bool, str]] = [
+        (e, False, f"not sent: the run was stopped by {by} before its cancel")
+        for e in run.not_attempted
+    ]
+    went_out = [o for o in run.outcomes if o.result in (Result.SENT, Result.UNCONFIRMED)]
+    if cut_short or not marks:
+        why = (
+            f"sent; stopped by {by} before a re-collect showed it freed"
+            if cut_short
+            else f"sent; the run was stopped by {by} after its cancel"
+        )
+        marks += [(o.entry, True, why) for o in went_out]
+    if not marks:
+        return
+    try:
+        with _opened(journal_path) as journal:
+            for entry, sent, why in marks:
+                journal.interrupted(
+                    entry.node, entry.job_id, entry.finding.kind.value, by, why, sent=sent
+                )
+    except OSError as exc:
+        raise JournalFailed(journal_path, exc, run) from exc
 
 
 # Re-collect this often while waiting for the cancelled runs to go: spurd's monitor
@@ -694,6 +736,7 @@ def reverify(
     *,
     clock: Callable[[], float] | None = None,
     sleep: Callable[[float], None] | None = None,
+    on_settle: Callable[[Sequence[tuple[str, int]], float], None] | None = None,
 ) -> bool:
     """Re-collect the touched nodes until every sent cancel's job is gone from its node,
     or `settle` seconds have passed, and judge the sent cancels by what they showed.
@@ -704,7 +747,8 @@ def reverify(
     jobs is still there. Each outcome says how long after the sends its node was
     last looked at, and `run.waited_s` how long the whole wait took. A SIGTERM,
     SIGHUP or Ctrl-C while waiting leaves the cancels unconfirmed. Returns whether a
-    re-collect ran, so that each sent cancel was judged.
+    re-collect ran, so that each sent cancel was judged. `on_settle(pairs, settle)` is
+    called once, before the first look, with each (node, job) it waits to see freed.
     """
     import time
 
@@ -723,6 +767,8 @@ def reverify(
     nodes = list(touched)
     try:
         with graceful_stop(box):
+            if on_settle is not None:  # inside: a Ctrl-C as soon as it is said is a stop too
+                on_settle([(o.entry.node, o.entry.job_id) for o in sent], settle)
             while True:
                 sleep(max(0.0, begun + check - clock()))
                 at = round(clock() - begun, 1)
@@ -754,7 +800,7 @@ def reverify(
     except KeyboardInterrupt:
         run.interrupted = True
         run.stopped_by = box.get("signal", "SIGINT")
-        verify(run, {}, settle, dict.fromkeys(touched, "interrupted"))
+        verify(run, {}, settle, dict.fromkeys(touched, f"stopped by {run.stopped_by}"))
         return False
     except Exception as exc:  # the collect itself broke: no node is confirmed
         why = f"{type(exc).__name__}: {exc}"
@@ -911,9 +957,11 @@ def reclaim(
     verify_inventory: bool = False,
     saved: PlanDocument | None = None,
     names_command: str = NAMES_COMMAND,
+    on_settle: Callable[[Sequence[tuple[str, int]], float], None] | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
-    None: there is no terminal to ask on, so refuse), then send and verify.
+    None: there is no terminal to ask on, so refuse), then send and verify
+    (`on_settle`: told what the re-collect waits for, and how long at most).
 
     Exit 0 only when everything planned was sent and a node showed it freed; a --job
     that matches nothing is a request not met (1), even with nothing to do.
@@ -946,7 +994,14 @@ def reclaim(
     # was read from.
     recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
     try:
-        run = carry_out(prepared, conn, concurrency=concurrency, recollect=recollect, settle=settle)
+        run = carry_out(
+            prepared,
+            conn,
+            concurrency=concurrency,
+            recollect=recollect,
+            settle=settle,
+            on_settle=on_settle,
+        )
     except JournalFailed as exc:
         return Reclaimed(
             prepared, Stage.JOURNAL_FAILED, ExitStatus.ERROR, run=exc.run, error=exc.sentence()

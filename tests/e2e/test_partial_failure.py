@@ -88,7 +88,7 @@ def test_the_table_summary_names_the_node_that_failed(
     assert proc.returncode == 1, proc.stderr
     failed_rows = [line for line in proc.stdout.splitlines() if " failed " in line]
     assert len(failed_rows) == 1 and "gpu013" in failed_rows[0] and "4388" in failed_rows[0]
-    assert "9 planned: 8 sent, 0 skipped, 1 failed." in proc.stdout
+    assert "9 planned: 8 sent (8 unconfirmed), 0 skipped, 1 failed." in proc.stdout
 
 
 def test_an_agent_that_answers_too_late_is_failed_with_a_warning_to_check_it(

@@ -100,7 +100,9 @@ def test_the_incident_tour_and_every_command_it_prints_work_pasted(tmp_path: Pat
         (journal,) = [c for c in tour if c.startswith("spurctl journal")]
         listed = _paste(journal, tmp_path, exports)
         _works(listed, journal)
-        from_journal = _quoted(listed.stdout, "--collect")
+        (from_journal,) = [
+            line.strip() for line in listed.stdout.splitlines() if line.startswith("  spurctl ")
+        ]
         assert "--nodes gpu003" in from_journal
         _works(_paste(from_journal, tmp_path, exports), from_journal)
 

@@ -85,7 +85,7 @@ def test_without_a_re_collect_every_cancel_is_sent_and_unconfirmed_with_the_comm
         assert sorted(cancelled(sim)) == sorted(SENT)
         rows = [line for line in out.splitlines() if "sent, unconfirmed" in line]
         assert len(rows) == 3
-        assert "3 planned: 3 sent, 0 skipped, 0 failed." in out
+        assert "3 planned: 3 sent (3 unconfirmed), 0 skipped, 0 failed." in out
         assert "UNCONFIRMED: 3 sent cancels not shown freed" in out
         assert "sent is not freed" in out and "--verify-inventory" in out
         (command,) = [line.strip() for line in out.splitlines() if "spurctl audit" in line]

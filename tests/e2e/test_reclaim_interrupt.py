@@ -124,7 +124,7 @@ def test_ctrl_c_at_the_confirmation_prompt_sends_nothing(
             os.waitpid(pid, 0)
         os.close(terminal)
     assert status == 1, seen
-    assert b"spurctl: aborted" in seen and b"Traceback" not in seen
+    assert b"spurctl: aborted: nothing sent" in seen and b"Traceback" not in seen
     assert sim.cancels == [] and not journal.exists()
 
 

@@ -234,3 +234,31 @@ def test_the_table_names_every_interrupted_intent_and_json_is_the_runs_document(
     one = io.StringIO()
     print_one(view, view.runs[0], fmt="json", file=one)
     assert len(json.loads(one.getvalue())["runs"][0]["records"]) == 3
+
+
+def test_a_run_a_signal_stopped_reads_interrupted_and_its_stop_records_pair_with_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spurctl.act.journal import cancels_sent
+
+    path = tmp_path / "j.jsonl"
+    with journal_lock(path), Journal(path) as j:
+        j.intent("gpu003", 4711, "active-elsewhere")
+        j.outcome("gpu003", 4711, "active-elsewhere", "sent", "accepted")
+        j.interrupted("gpu004", 4712, "active-elsewhere", "SIGINT", "not sent", sent=False)
+        j.interrupted("gpu005", 4712, "active-elsewhere", "SIGINT", "not sent", sent=False)
+    # Readers that pair intents with outcomes pass the stop records by.
+    assert unresolved(path) == []
+    assert set(cancels_sent(path)) == {("gpu003", 4711)}
+    (run,) = load(path).runs
+    assert run.interrupted and run.stopped_by == "SIGINT" and run.not_sent == 2
+    assert (run.intents, run.sent, run.unconfirmed, run.no_outcome) == (1, 1, 1, [])
+    assert run.nodes == ["gpu003"]  # the nodes it touched
+    view = load(path)
+    out = io.StringIO()
+    monkeypatch.setenv("COLUMNS", "200")  # the outcomes on one line
+    print_runs(view, view.runs, fmt="table", file=out)
+    assert "1 sent (1 unconfirmed), 2 not sent, interrupted (SIGINT)" in out.getvalue()
+    assert "without an outcome" not in out.getvalue()
+    doc = document(view, view.runs)["runs"][0]
+    assert (doc["interrupted"], doc["stopped_by"], doc["not_sent"]) == (True, "SIGINT", 2)

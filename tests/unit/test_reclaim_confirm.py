@@ -144,7 +144,7 @@ def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_l
               facts=PlanFacts(confirm_flags=flags))  # fmt: skip
     text = out.getvalue()
     assert text.count("sent, unconfirmed") == 2
-    assert "2 planned: 2 sent, 0 skipped, 0 failed." in text
+    assert "2 planned: 2 sent (2 unconfirmed), 0 skipped, 0 failed." in text
     assert "UNCONFIRMED: 2 sent cancels not shown freed" in text
     (line,) = [ln for ln in text.splitlines() if "spurctl audit" in ln]
     assert shlex.split(line)[-1] == "x" * 300
@@ -154,6 +154,23 @@ def test_the_table_marks_each_unconfirmed_cancel_and_prints_the_command_on_one_l
               facts=PlanFacts(verified=True))  # fmt: skip
     assert "unconfirmed" not in verified.getvalue().lower()
     assert "Confirmed: a re-collect of 2 nodes no longer shows 2 jobs." in verified.getvalue()
+
+
+def test_the_unconfirmed_line_offers_only_the_confirmation_the_run_did_not_take() -> None:
+    def said(run: ReclaimRun, facts: PlanFacts) -> str:
+        out = io.StringIO()
+        print_run(run, [o.entry for o in run.outcomes], _report(), fmt="table", file=out,
+                  facts=facts)  # fmt: skip
+        return " ".join(out.getvalue().split())
+
+    plain = said(ReclaimRun(outcomes=[_outcome("gpu003", 1)]), PlanFacts())
+    assert "or reclaim with --verify-inventory, which re-collects them" in plain
+    # The re-collect ran and still saw the job: no use suggesting one.
+    held = said(ReclaimRun(outcomes=[_outcome("gpu003", 1, Result.UNCONFIRMED)]),
+                PlanFacts(verified=True))  # fmt: skip
+    assert "re-collect still showed them held" in held and "--verify-inventory" not in held
+    stopped = said(ReclaimRun(outcomes=[_outcome("gpu003", 1)], interrupted=True), PlanFacts())
+    assert "stopped before a re-collect" in stopped and "--verify-inventory" not in stopped
 
 
 class _Nodes:
