@@ -303,10 +303,10 @@ def reclaim(
     else:
         hostlist = opt.one_hostlist(node or [])
     connection = conn.connect()
-    # What the plan points at for what these nodes hold: the audit of this very view.
-    view_command = opt.next_command(
-        "audit", "--nodes", hostlist, flags=opt.view_flags(holdings, conn), exclude=exclude
-    )
+    # What the plan points at, for what these nodes hold and for the names the controller
+    # knows: commands that read this very view.
+    flags = opt.view_flags(holdings, conn)
+    view_command = opt.next_command("audit", "--nodes", hostlist, flags=flags, exclude=exclude)
     done = use_case(
         hostlist,
         holdings.sources(hostlist, exclude=exclude),
@@ -322,7 +322,7 @@ def reclaim(
         concurrency=concurrency,
         verify_inventory=verify_inventory,
         saved=saved,
-        names_command=opt.next_command("nodes", flags=opt.view_flags(holdings, conn)),
+        names_command=opt.next_command("nodes", flags=flags),
         on_settle=shown.settling,
     )
     if output is not None:

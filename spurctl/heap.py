@@ -11,8 +11,9 @@ A 20,000-node audit builds millions of small objects that never form cycles.
   (431 -> 525 MiB over 100 rounds at 20,000 nodes; bench/watch_rounds.py).
 - `trim_heap`: even in two arenas, a round's freed objects leave holes that the
   next round's differently sized ones do not fill, and glibc keeps them; handing
-  the free pages back before each round kept the peak flat (391 -> 440 MiB
-  without, flat from round 5 with; bench/watch_rounds.py).
+  the free pages back before each round slowed the peak's creep (391 -> 440 MiB
+  over 100 rounds without; 370 -> 402-408 with, growth 1.09-1.10 where the target
+  is 1.10; bench/watch_rounds.py and bench/README.md).
 - `keep_until_exit` and `exit_now`: freeing an audit's objects one by one costs
   ~50 ms when the command's frame unwinds and ~0.1 s in the interpreter's
   teardown; the OS frees the whole heap at once on `os._exit`.
