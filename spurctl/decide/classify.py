@@ -947,7 +947,8 @@ def _not_inventoried(
     )
     fix = (
         "this audit's --collect brought no inventory naming it; run "
-        "`spurctl collect --nodes {name}` to see what its command printed"
+        "`spurctl collect --nodes {name}`, with this audit's --command or --topology if it "
+        "had one, to see what its command printed"
         if collected
         else "collect it (spurctl collect --nodes {name}) or use --collect"
     )
