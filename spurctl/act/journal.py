@@ -255,21 +255,23 @@ class Journal:
                 os.fsync(self._fh.fileno())
                 self._synced = covered
 
-    def _head(self, event: str) -> dict[str, Any]:
-        return {"schema": SCHEMA, "run": self.run, "event": event}
+    def _record(self, event: str, node: str, job_id: int, kind: str) -> dict[str, Any]:
+        """What every record of one entry opens with: this run, the event, when, who, and
+        the entry (node, job, kind)."""
+        return {
+            "schema": SCHEMA,
+            "run": self.run,
+            "event": event,
+            "at": format_time(utcnow().replace(microsecond=0)),
+            "operator": self.operator,
+            "node": node,
+            "job_id": job_id,
+            "kind": kind,
+        }
 
     def intent(self, node: str, job_id: int, kind: str) -> None:
         self._closing.pop((node, job_id), None)  # this run's own from here on
-        self._append(
-            {
-                **self._head("intent"),
-                "at": format_time(utcnow().replace(microsecond=0)),
-                "operator": self.operator,
-                "node": node,
-                "job_id": job_id,
-                "kind": kind,
-            }
-        )
+        self._append(self._record("intent", node, job_id, kind))
 
     def outcome(
         self,
@@ -281,22 +283,14 @@ class Journal:
         confirmed: bool | None = None,
     ) -> None:
         """An outcome; `confirmed` (when given) says whether a re-collect showed the job gone."""
-        record = self._head("outcome")
+        record = self._record("outcome", node, job_id, kind)
         key = (node, job_id)
         if key in self._closing:
             # Closing an intent an earlier, interrupted run left open: it belongs to that run.
             earlier = self._closing.pop(key)
             record["run"] = earlier or self.run
             record["recorded_by"] = self.run
-        record.update(
-            at=format_time(utcnow().replace(microsecond=0)),
-            operator=self.operator,
-            node=node,
-            job_id=job_id,
-            kind=kind,
-            result=result,
-            detail=detail,
-        )
+        record.update(result=result, detail=detail)
         if confirmed is not None:
             record["confirmed"] = confirmed
         self._append(record)
@@ -309,12 +303,7 @@ class Journal:
         pairs those two passes it by."""
         self._append(
             {
-                **self._head("interrupted"),
-                "at": format_time(utcnow().replace(microsecond=0)),
-                "operator": self.operator,
-                "node": node,
-                "job_id": job_id,
-                "kind": kind,
+                **self._record("interrupted", node, job_id, kind),
                 "signal": signal,
                 "sent": sent,
                 "detail": detail,
