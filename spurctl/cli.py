@@ -175,6 +175,7 @@ def nodes(
     fmt: opt.NodesFormatOpt = NodesFormat.TABLE,
     as_json: opt.JsonOpt = False,
     no_header: opt.NoHeaderOpt = False,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -186,10 +187,11 @@ def nodes(
     of each agent status as folded hostlists. Read as `audit` reads them (the
     same --inventory/--collect and controller options). Exit 0; 2 on errors.
     """
-    from spurctl.render.nodes import render
+    from spurctl.render.nodes import render, screen_notes
     from spurctl.usecases.nodes import run_nodes
 
     fmt = opt.with_json(ctx, fmt, as_json)
+    ack = opt.ack_version(ctx, ack_version)
     src = holdings.sources(nodes, snapshot, exclude)
     if no_header and fmt != NodesFormat.TABLE:
         fail("--no-header is for the table: drop --format (or drop --no-header)")
@@ -197,9 +199,9 @@ def nodes(
     if no_header:
         from spurctl.errors import visible
 
-        for note in listing.notes:  # a note may quote the cluster: its control characters shown
+        for note in screen_notes(listing, ack):  # it may quote the cluster: control chars shown
             print(f"spurctl: warning: {visible(' '.join(note.splitlines()))}", file=sys.stderr)
-    sys.stdout.write(render(listing, fmt, header=not no_header))
+    sys.stdout.write(render(listing, fmt, header=not no_header, ack=ack))
 
 
 # -- explain ---------------------------------------------------------------------
@@ -412,6 +414,7 @@ def checklist_post_wipe(
     fmt: opt.ChecklistFormatOpt = ChecklistFormat.MARKDOWN,
     as_json: opt.JsonOpt = False,
     output: opt.ChecklistOutputOpt = None,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> None:
@@ -438,6 +441,7 @@ def checklist_post_wipe(
     from spurctl.usecases.checklist import run_post_wipe
 
     fmt = opt.with_json(ctx, fmt, as_json)
+    ack = opt.ack_version(ctx, ack_version)
     # Markdown unless it is for eyes: asked for by --format, or written to -o or a pipe.
     asked = getattr(ctx.get_parameter_source("fmt"), "name", "DEFAULT") == "COMMANDLINE"
     on_screen = not asked and not as_json and output is None and sys.stdout.isatty()
@@ -451,7 +455,7 @@ def checklist_post_wipe(
         collect_flags=opt.collect_flags(holdings), read_flags=read,
     )  # fmt: skip
     if on_screen:
-        print_on_terminal(result)
+        print_on_terminal(result, ack=ack)
     else:
         write_output(render(result, fmt), output)
     raise typer.Exit(ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED)

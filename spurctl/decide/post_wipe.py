@@ -134,6 +134,10 @@ class Assessment:
     nodes: dict[str, NodeAssessment]
     partitions: tuple[str, ...]
     notes: list[str] = field(default_factory=list)
+    # The controller-version note among `notes` (the JSON keeps it whole) and the one
+    # line the Markdown shows in its place.
+    version_note: str | None = None
+    version_line: str | None = None
     # The earliest submission the controller tracks: every tracked job was submitted
     # after the wipe, so a spurd started after it started after the wipe (None: no
     # tracked job dates the wipe).

@@ -43,6 +43,7 @@ from spurctl.render.common import (
     node_cell,
     pipe_width,
     report_header,
+    same_version,
     summary_line,
 )
 from spurctl.render.sink import styled
@@ -477,9 +478,7 @@ def _measuring() -> Console:
 def acknowledged(report: AuditReport, ack: str | None) -> bool:
     """Whether the operator acknowledged this controller's version (--ack-version,
     SPURCTL_ACK_VERSION, config ack_version): `v0.8.0` and `0.8.0` are one version."""
-    if ack is None or not report.controller_version:
-        return False
-    return ack.strip().lstrip("vV") == report.controller_version.strip().lstrip("vV")
+    return same_version(ack, report.controller_version)
 
 
 def other_notes(report: AuditReport) -> list[str]:

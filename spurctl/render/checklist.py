@@ -17,6 +17,7 @@ from spurctl.render.common import (
     markdown_table,
     md_cell,
     report_header,
+    same_version,
     spur_version,
     text_time,
 )
@@ -167,9 +168,10 @@ def _held_items(shown: list[NodeAssessment]) -> list[str]:
     return items
 
 
-def render_markdown(cl: Checklist, *, screen: bool = False) -> str:
-    """The checklist as Markdown; `screen`: the held ids as a list, not a table (what
-    render_text draws)."""
+def render_markdown(cl: Checklist, *, screen: bool = False, ack: str | None = None) -> str:
+    """The checklist as Markdown; `screen`: for print_on_terminal, the held ids as a list,
+    not a table, and the controller-version note in one line, none when `ack` is that
+    version (a document keeps the note whole, as the JSON does)."""
     a = cl.assessment
     version = f" ({spur_version(a.controller_version)})"
     taken = text_time(a.taken_at)
@@ -180,7 +182,11 @@ def render_markdown(cl: Checklist, *, screen: bool = False) -> str:
         "",
     ]
     for note in a.notes:
-        lines += [f"> **Warning:** {note}", ""]
+        if note == a.version_note and screen:  # one line on a screen, as every screen's
+            if not same_version(ack, a.controller_version):
+                lines += [f"> **Note:** {a.version_line or note}", ""]
+        else:  # a document keeps it whole, as audit's Markdown and the JSON notes do
+            lines += [f"> **Warning:** {note}", ""]
     lines += [_summary(cl), ""]
     if a.nodes_not_inventoried:
         names = hostlist.fold(a.nodes_not_inventoried)
@@ -235,11 +241,12 @@ def render(cl: Checklist, fmt: ChecklistFormat | str) -> str:
     return render_markdown(escaped(cl))
 
 
-def print_on_terminal(cl: Checklist, file: TextIO | None = None) -> None:
+def print_on_terminal(cl: Checklist, file: TextIO | None = None, ack: str | None = None) -> None:
     """The checklist's Markdown rendered for a terminal, wrapped at its width (rich)."""
     from rich.markdown import Markdown
 
     from spurctl.render.audit import terminal_console
 
     console = terminal_console(file)
-    console.print(Markdown(render_markdown(escaped(cl), screen=True), hyperlinks=False))
+    text = render_markdown(escaped(cl), screen=True, ack=ack)
+    console.print(Markdown(text, hyperlinks=False))

@@ -463,3 +463,11 @@ def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) ->
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def same_version(ack: str | None, version: str) -> bool:
+    """Whether `ack` (--ack-version, SPURCTL_ACK_VERSION, config ack_version) names the
+    controller `version`: `v0.8.0` and `0.8.0` are one version."""
+    if ack is None or not version:
+        return False
+    return ack.strip().lstrip("vV") == version.strip().lstrip("vV")

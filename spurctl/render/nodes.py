@@ -15,7 +15,7 @@ from spurctl.decide.reasons import duration
 from spurctl.errors import visible
 from spurctl.hostlist import fold, is_node_name, ranges
 from spurctl.model import format_time
-from spurctl.render.common import NodesFormat, choose, csv_safe, dump_json
+from spurctl.render.common import NodesFormat, choose, csv_safe, dump_json, same_version
 
 if TYPE_CHECKING:
     from spurctl.usecases.nodes import NodeListing, NodeRow
@@ -27,14 +27,27 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def render(listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True) -> str:
-    """The listing as `fmt`; `header` False (`--no-header`): the table's node lines alone."""
+def render(
+    listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True, ack: str | None = None
+) -> str:
+    """The listing as `fmt`; `header` False (`--no-header`): the table's node lines alone.
+    `ack`: the acknowledged controller version, whose note the table then leaves out."""
     chosen = choose(NodesFormat, str(fmt), "nodes")
     if chosen is NodesFormat.JSON:
         return dump_json(document(listing)) + "\n"
     if chosen is NodesFormat.CSV:
         return _csv(listing)
-    return _table(listing, header=header)
+    return _table(listing, header=header, ack=ack)
+
+
+def screen_notes(listing: NodeListing, ack: str | None = None) -> list[str]:
+    """The notes as a screen shows them: each in full but the controller-version note,
+    which is one line (its whole text is in `explain` and the JSON `notes`), and none
+    once that version is acknowledged (--ack-version, as audit's)."""
+    out = [n for n in listing.notes if n != listing.version_note]
+    if listing.version_line and not same_version(ack, listing.controller_version):
+        out.append(listing.version_line)
+    return out
 
 
 def hostlist_of(names: list[str]) -> str:
@@ -92,7 +105,7 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
     )
 
 
-def _table(listing: NodeListing, *, header: bool = True) -> str:
+def _table(listing: NodeListing, *, header: bool = True, ack: str | None = None) -> str:
     if not header:
         return _rows([_cells(r) for r in listing.rows])
     view = "complete" if listing.view_complete else "INCOMPLETE"
@@ -102,7 +115,7 @@ def _table(listing: NodeListing, *, header: bool = True) -> str:
             f"({view} view): {len(listing.rows)} node{'s' if len(listing.rows) != 1 else ''}"
         )
     ]
-    lines += [visible(f"Note: {n}") for n in listing.notes]
+    lines += [visible(f"Note: {n}") for n in screen_notes(listing, ack)]
     lines.append(_rows([HEADERS, *(_cells(r) for r in listing.rows)]).rstrip("\n"))
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))

@@ -14,7 +14,12 @@ from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
 from spurctl.sources.inventories import Sources, gather_holdings
-from spurctl.usecases.audit import COLLECT_TIMEOUT, confirm_missing, spur_version_note
+from spurctl.usecases.audit import (
+    COLLECT_TIMEOUT,
+    confirm_missing,
+    spur_version_line,
+    spur_version_note,
+)
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -67,6 +72,8 @@ def post_wipe(
     old_spur = spur_version_note(view.version)
     if old_spur is not None:
         assessment.notes.append(old_spur)
+        assessment.version_note = old_spur
+        assessment.version_line = spur_version_line(view.version)
     return build(
         assessment,
         verify_nodes=scope if verify else None,

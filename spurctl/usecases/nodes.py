@@ -57,6 +57,10 @@ class NodeListing:
     view_complete: bool
     rows: list[NodeRow]
     notes: list[str]
+    # The controller-version note among `notes`, and its one-line form for a screen.
+    controller_version: str = ""
+    version_note: str | None = None
+    version_line: str | None = None
 
     def by_agent(self) -> dict[AgentStatus, list[str]]:
         """The nodes of each agent status (in AgentStatus order, only those that occur)."""
@@ -169,12 +173,16 @@ def listing(
 def from_audit(report: AuditReport, inputs: AuditInputs) -> NodeListing:
     """The listing of an audit's inputs, with the audit's notes (an incomplete view,
     nodes -x left out, nodes no inventory speaks for)."""
-    return listing(
-        inputs.view,
-        inputs.inventories,
-        scope=inputs.scope,
-        now=inputs.now,
-        notes=report.notes,
+    from dataclasses import replace
+
+    listed = listing(
+        inputs.view, inputs.inventories, scope=inputs.scope, now=inputs.now, notes=report.notes
+    )
+    return replace(
+        listed,
+        controller_version=report.controller_version,
+        version_note=report.version_note,
+        version_line=report.version_line,
     )
 
 

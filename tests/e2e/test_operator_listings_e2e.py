@@ -81,6 +81,14 @@ def test_nodes_lists_one_line_per_node_with_both_views_and_folds_each_agent_stat
     assert _row(out, "gpu024")[3:] == ["?", "not-inventoried", "-"]
     assert "answered (22): gpu[001-022]" in lines
     assert "unreachable (1): gpu023" in lines and "not-inventoried (1): gpu024" in lines
+    # The controller-version note is one line, as audit's; acknowledged, none.
+    (version,) = [ln for ln in lines[:header] if "Spur 0.8.0" in ln]
+    assert (
+        version
+        == "Note: Spur 0.8.0 may leave reclaims to spurctl: see explain; hide: --ack-version"
+    )
+    acked = _nodes(sim, _edited(inventory, tmp_path), "--ack-version", "v0.8.0")
+    assert "Spur 0.8.0" not in acked and acked.count("\n") == out.count("\n") - 1
 
 
 def test_nodes_json_and_csv_carry_every_field_and_take_w_and_x(
@@ -117,6 +125,7 @@ def test_nodes_json_and_csv_carry_every_field_and_take_w_and_x(
         "by_agent": {"answered": "gpu[001-002,004-006]", "unreachable": "gpu023"},
     }
     assert "1 node excluded by -x and not audited: gpu003." in doc["notes"]
+    assert any("release v0.8.0 clears terminal-held" in n for n in doc["notes"])  # whole
 
     rows = list(
         csv.DictReader(io.StringIO(_nodes(sim, edited, "-w", "gpu[006,021]", "--format", "csv")))
