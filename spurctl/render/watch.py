@@ -68,32 +68,48 @@ def _clock(moment: datetime, today: datetime) -> str:
     return format_time(moment.replace(microsecond=0)) or ""
 
 
+def _status_word(t: TrackedFinding) -> str:
+    return "STRANDED" if t.stranded else "stale inv" if t.evidence_stale else ""
+
+
+_STATUS_STYLE = {"STRANDED": "bold red", "stale inv": "yellow"}
+
+
 def _status(t: TrackedFinding) -> Text:
-    if t.stranded:
-        return Text("STRANDED", style="bold red")
-    if t.evidence_stale:
-        return Text("stale inv", style="yellow")
-    return Text("")
+    word = _status_word(t)
+    return Text(word, style=_STATUS_STYLE.get(word, ""))
 
 
 def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Column]:
     """Since when each finding has been seen, its age, and whether it is stranded."""
     # By identity: the classifier may emit two equal findings, each is a row.
     history = {id(t.finding): t for t in tracked}
+    # Thousands of findings share a few first-seen times and ages (those seen since the
+    # first round): each is formatted once a round.
+    clocks: dict[datetime, str] = {}
+    ages: dict[timedelta, str] = {}
 
     def since(f: Finding) -> str:
-        return _clock(history[id(f)].first_seen, at)
+        first = history[id(f)].first_seen
+        text = clocks.get(first)
+        if text is None:
+            clocks[first] = text = _clock(first, at)
+        return text
 
     def age(f: Finding) -> str:
-        return format_age(history[id(f)].age)
+        lasted = history[id(f)].age
+        text = ages.get(lasted)
+        if text is None:
+            ages[lasted] = text = format_age(lasted)
+        return text
 
     def status(f: Finding) -> Text:
         return _status(history[id(f)])
 
     return [
-        Column("since", lambda f: Text(since(f)), lambda f: Text(f"since {since(f)}")),
-        Column("age", lambda f: Text(age(f)), lambda f: Text(f"age {age(f)}")),
-        Column("status", status, status),
+        Column("since", lambda f: Text(since(f)), lambda f: Text(f"since {since(f)}"), since),
+        Column("age", lambda f: Text(age(f)), lambda f: Text(f"age {age(f)}"), age),
+        Column("status", status, status, lambda f: _status_word(history[id(f)])),
     ]
 
 
