@@ -203,6 +203,35 @@ def exit_status(pid: int, timeout: float = 20.0) -> int:
         time.sleep(0.02)
 
 
+def answer_on_a_terminal(args: list[str], home: Path, keys: bytes) -> tuple[int, bytes]:
+    """Run spurctl on a pseudo-terminal and type `keys` as soon as its [y/N] prompt shows
+    (before the child may even be reading it); its exit status and everything it showed.
+    A child that outlives the deadlines is killed with its group."""
+    import pty
+
+    env = clean_env(home)
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
+        try:
+            default_sigint()  # Ctrl-C on its terminal must reach it
+            os.execve(sys.executable, spurctl_argv(*args), env)
+        finally:
+            os._exit(127)  # never fall back into the test runner
+    status: int | None = None
+    try:
+        seen = read_terminal(terminal, lambda shown: b"[y/N]" in shown)
+        assert b"[y/N]" in seen, seen
+        os.write(terminal, keys)
+        seen = read_terminal(terminal, lambda _: False, seen=seen)  # to the child's exit
+        status = exit_status(pid)
+    finally:
+        if status is None:
+            kill_group(pid)
+            os.waitpid(pid, 0)
+        os.close(terminal)
+    return status, seen
+
+
 def stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in proc.stderr.splitlines() if line.strip()]
 

@@ -8,11 +8,8 @@ is reported on the next run.
 from __future__ import annotations
 
 import json
-import os
-import pty
 import signal
 import subprocess
-import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -21,14 +18,8 @@ import pytest
 from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
 from tests.cli import (
-    clean_env,
     cli_process,
-    default_sigint,
-    exit_status,
-    kill_group,
-    read_terminal,
     run_cli,
-    spurctl_argv,
     wait_for,
 )
 from tests.reclaim import PLANNED, cancelled, journal_records, outcomes, reclaim_args
@@ -92,40 +83,6 @@ def test_sigterm_and_sighup_stop_the_run_as_ctrl_c_does(
         assert doc["stopped_by"] == stop.name
         not_sent = {(e["node"], e["job_id"]) for e in doc["not_attempted"]}
         assert not_sent and not_sent | outcomes(journal) == PLANNED
-
-
-def test_ctrl_c_at_the_confirmation_prompt_sends_nothing(
-    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
-) -> None:
-    sim, inventory, agent_map = incident_cluster
-    journal = tmp_path / "journal.jsonl"
-    args = reclaim_args(sim, inventory, agent_map, journal)
-    args.remove("--yes")
-    env = clean_env(tmp_path / "home")
-    pid, terminal = pty.fork()
-    if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
-        try:
-            default_sigint()  # Ctrl-C on its terminal must reach it (tests/cli.py)
-            os.execve(sys.executable, spurctl_argv(*args), env)
-        finally:
-            os._exit(127)  # never fall back into the test runner
-    status: int | None = None
-    try:
-        seen = read_terminal(terminal, lambda shown: b"[y/N]" in shown)
-        assert b"[y/N]" in seen, seen
-        # At once, before the child may even be reading: a prompt built on input() lost a
-        # Ctrl-C landing between the prompt's write and its read(); this one must not.
-        os.write(terminal, b"\x03")  # Ctrl-C, through the terminal's line discipline
-        seen = read_terminal(terminal, lambda _: False, seen=seen)  # to the child's exit
-        status = exit_status(pid)
-    finally:
-        if status is None:  # a child that outlived its deadline: kill it and its group
-            kill_group(pid)
-            os.waitpid(pid, 0)
-        os.close(terminal)
-    assert status == 1, seen
-    assert b"spurctl: aborted: nothing sent" in seen and b"Traceback" not in seen
-    assert sim.cancels == [] and not journal.exists()
 
 
 def test_a_cancel_cut_off_by_a_crash_is_reported_as_unknown_on_the_next_run(

@@ -11,26 +11,18 @@ when it is stopped (issue 28, item 8).
 from __future__ import annotations
 
 import json
-import os
-import pty
 import queue
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 
 from spurctl.simcluster import SimCluster, incident, node_line
 from tests.cli import (
-    clean_env,
+    answer_on_a_terminal,
     cli_process,
-    default_sigint,
-    exit_status,
-    kill_group,
     lines_of,
-    read_terminal,
     run_cli,
-    spurctl_argv,
     wait_for,
 )
 from tests.reclaim import PLANNED, cancelled, journal_records, outcomes, reclaim_args
@@ -46,31 +38,6 @@ def _files(sim: SimCluster, tmp_path: Path) -> tuple[Path, Path, Path]:
     return inventory, agent_map, tmp_path / "journal.jsonl"
 
 
-def _on_a_terminal(args: list[str], home: Path, keys: bytes) -> tuple[int, bytes]:
-    """Run spurctl on a pseudo-terminal, type `keys` at its [y/N] prompt; its exit and screen."""
-    env = clean_env(home)
-    pid, terminal = pty.fork()
-    if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
-        try:
-            default_sigint()  # Ctrl-C on its terminal must reach it (tests/cli.py)
-            os.execve(sys.executable, spurctl_argv(*args), env)
-        finally:
-            os._exit(127)  # never fall back into the test runner
-    status: int | None = None
-    try:
-        seen = read_terminal(terminal, lambda shown: b"[y/N]" in shown)
-        assert b"[y/N]" in seen, seen
-        os.write(terminal, keys)
-        seen = read_terminal(terminal, lambda _: False, seen=seen)  # to the child's exit
-        status = exit_status(pid)
-    finally:
-        if status is None:  # a child that outlived its deadline: kill it and its group
-            kill_group(pid)
-            os.waitpid(pid, 0)
-        os.close(terminal)
-    return status, seen
-
-
 def test_declining_or_ctrl_c_at_the_prompt_says_nothing_sent(
     incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
 ) -> None:
@@ -78,8 +45,10 @@ def test_declining_or_ctrl_c_at_the_prompt_says_nothing_sent(
     journal = tmp_path / "journal.jsonl"
     args = reclaim_args(sim, inventory, agent_map, journal)
     args.remove("--yes")
-    for keys in (b"n\r", b"\x03"):  # no, then Ctrl-C through the terminal's line discipline
-        status, seen = _on_a_terminal(args, tmp_path / "home", keys)
+    # No, then Ctrl-C through the terminal's line discipline, each typed at once: a prompt
+    # built on input() lost a Ctrl-C landing between the prompt's write and its read().
+    for keys in (b"n\r", b"\x03"):
+        status, seen = answer_on_a_terminal(args, tmp_path / "home", keys)
         assert status == 1, seen
         assert b"nothing sent" in seen and b"Traceback" not in seen, seen
     assert sim.cancels == [] and not journal.exists()
