@@ -48,7 +48,6 @@ class Run:
     intents: int = 0
     sent: int = 0
     confirmed: int = 0
-    unconfirmed: int = 0
     # The node of each unconfirmed cancel, for the command that confirms them.
     unconfirmed_nodes: list[str] = field(default_factory=list)
     skipped: int = 0
@@ -60,6 +59,11 @@ class Run:
     # then never sent.
     stopped_by: str | None = None
     not_sent: int = 0
+
+    @property
+    def unconfirmed(self) -> int:
+        """Sent cancels no re-collect journaled the job gone for."""
+        return len(self.unconfirmed_nodes)
 
     @property
     def interrupted(self) -> bool:
@@ -189,7 +193,6 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
             if result == "released" or outcome.get("confirmed") is True:
                 out.confirmed += 1
             else:
-                out.unconfirmed += 1
                 out.unconfirmed_nodes.append(node)
         elif result == "skipped":
             out.skipped += 1

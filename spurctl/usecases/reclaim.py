@@ -68,6 +68,9 @@ if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
     from spurctl.usecases.audit import AuditInputs
 
+# Told, before the re-collect's wait, each (node, job) it waits to see freed and --settle.
+OnSettle = Callable[[Sequence[tuple[str, int]], float], None]
+
 
 class JournalFailed(OSError):
     """The journal could not be written mid-run: nothing more was sent.
@@ -639,7 +642,7 @@ def carry_out(
     concurrency: int = DEFAULT_CONCURRENCY,
     recollect: Sources | None = None,
     settle: float = DEFAULT_SETTLE_S,
-    on_settle: Callable[[Sequence[tuple[str, int]], float], None] | None = None,
+    on_settle: OnSettle | None = None,
 ) -> Carried:
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
@@ -736,7 +739,7 @@ def reverify(
     *,
     clock: Callable[[], float] | None = None,
     sleep: Callable[[float], None] | None = None,
-    on_settle: Callable[[Sequence[tuple[str, int]], float], None] | None = None,
+    on_settle: OnSettle | None = None,
 ) -> bool:
     """Re-collect the touched nodes until every sent cancel's job is gone from its node,
     or `settle` seconds have passed, and judge the sent cancels by what they showed.
@@ -957,7 +960,7 @@ def reclaim(
     verify_inventory: bool = False,
     saved: PlanDocument | None = None,
     names_command: str = NAMES_COMMAND,
-    on_settle: Callable[[Sequence[tuple[str, int]], float], None] | None = None,
+    on_settle: OnSettle | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
     None: there is no terminal to ask on, so refuse), then send and verify
