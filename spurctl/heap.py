@@ -5,15 +5,14 @@ A 20,000-node audit builds millions of small objects that never form cycles.
   growing heap at every allocation burst (json parsing alone ran 3x slower);
   reference counting still frees everything. Ending a pause moves the new objects
   straight to the oldest generation (freeze then unfreeze: no scan).
-- `few_malloc_arenas`: glibc gives threads their own malloc arenas, and memory
-  freed in one is not reused by another; a watch's rounds read on fresh threads
-  (gRPC's, the inventory reader's), so its peak crept up round after round
-  (431 -> 525 MiB over 100 rounds at 20,000 nodes; bench/watch_rounds.py).
-- `trim_heap`: even in two arenas, a round's freed objects leave holes that the
-  next round's differently sized ones do not fill, and glibc keeps them; handing
-  the free pages back before each round slowed the peak's creep (391 -> 440 MiB
-  over 100 rounds without; 370 -> 402-408 with, growth 1.09-1.10 where the target
-  is 1.10; bench/watch_rounds.py and bench/README.md).
+- `in_child`: a watch's rounds each build and drop an audit's worth of objects;
+  in one long-lived heap their freed blocks leave holes that the next round's,
+  sized differently, do not fill, and the peak crept up round after round
+  (517 -> 651 MiB over 100 rounds at 20,000 nodes; capping glibc's arenas and
+  malloc_trim before each round only slowed it to 370 -> 402-408, growth
+  1.09-1.10 against a 1.10 target; bench/watch_rounds.py and bench/README.md).
+  Each round now runs in a forked copy of the process that hands back only its
+  findings and exits: its heap goes with it, whole.
 - `keep_until_exit` and `exit_now`: freeing an audit's objects one by one costs
   ~50 ms when the command's frame unwinds and ~0.1 s in the interpreter's
   teardown; the OS frees the whole heap at once on `os._exit`.
@@ -21,13 +20,25 @@ A 20,000-node audit builds millions of small objects that never form cycles.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import pickle
+import select
+import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar, cast
+
+import msgspec
+
+from spurctl.errors import SpurctlError
+
+T = TypeVar("T")
 
 _lock = threading.Lock()
 _depth = 0
@@ -62,47 +73,167 @@ def gc_paused() -> Iterator[None]:
                     gc.enable()
 
 
-# glibc's mallopt parameter (malloc.h); two arenas: the main thread's and one for the rest.
-_M_ARENA_MAX = -8
-_WATCH_ARENAS = 2
+# After Ctrl-C, how long the child may take to unwind and say what it stopped.
+CHILD_UNWIND_S = 10.0
 
 
-def few_malloc_arenas() -> bool:
-    """Cap glibc's malloc arenas for a long-running process; False where this is not
-    glibc (musl, macOS), which leaves memory as it was."""
-    libc = _glibc()
-    if libc is None:
-        return False
+def in_child(work: Callable[[], T], *, result_type: Any = None) -> T:
+    """`work()` in a forked copy of this process: its result, or the exception it raised.
+
+    Everything `work` allocates lives and dies in the copy; this process gets back
+    only the result through a pipe, so what it keeps for longer is all its heap
+    ever holds. The result is pickled, or with `result_type` encoded as msgpack
+    and decoded as that type (msgspec: a watch round's 11,000 findings in 8 ms
+    where pickle takes 35). Exceptions are pickled, with the copy's traceback as
+    a note. The copy inherits the process as it is (options, the secrets to
+    redact, a test's patches), so `work` runs as it would here. Where there is
+    no fork (Windows), `work()` runs in this process.
+
+    Ctrl-C: from a terminal it reaches both processes; from `kill -INT` only this
+    one, which passes it on. Either way the copy raises KeyboardInterrupt once
+    (a second SIGINT is ignored there), unwinds and answers with it, and that is
+    raised here: it says what was interrupted (audit's FirstRoundInterrupted). A
+    copy that has not answered within CHILD_UNWIND_S, or a second Ctrl-C here,
+    is killed and the KeyboardInterrupt raised as is. A copy that dies without
+    answering (the OOM killer, a crash) is a SpurctlError naming how it ended.
+    """
+    if not hasattr(os, "fork"):
+        return work()
+    # What this process has buffered must not be written twice, by it and by the copy.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: never returns
+        os.close(read_end)
+        _answer(work, write_end, typed=result_type is not None)
+    os.close(write_end)
+    chunks: list[bytes] = []
     try:
-        return bool(libc.mallopt(_M_ARENA_MAX, _WATCH_ARENAS))
-    except AttributeError:  # a libc without mallopt
-        return False
+        try:
+            _read_all(read_end, chunks)
+        except KeyboardInterrupt as interrupt:
+            raise (_interrupted(pid, read_end) or interrupt) from None
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # answered or not, nothing more is read from it
+        os.close(read_end)
+        _reap(pid)
+        raise
+    os.close(read_end)
+    if not chunks:
+        raise SpurctlError(
+            f"the child process (pid {pid}) {_reap(pid)} before it answered; if the kernel "
+            "killed it (dmesg names the OOM killer), give this process more memory"
+        )
+    try:
+        return cast(T, _outcome(b"".join(chunks), result_type))
+    finally:
+        _reap(pid)  # after decoding: the copy's exit, its whole heap unmapped, ran meanwhile
 
 
-def _glibc() -> Any:
-    """The C library on Linux, or None (another platform, or none to be found)."""
-    import ctypes
-    import ctypes.util
+_RESULT, _PICKLED = b"m", b"p"  # an answer's first byte: msgpack of the result, or a pickle
 
-    name = ctypes.util.find_library("c")
-    if name is None or not sys.platform.startswith("linux"):
+
+def _outcome(answer: bytes, result_type: Any) -> object:
+    """The result an answer carries, or the exception it carries raised."""
+    body = memoryview(answer)[1:]
+    if answer[:1] == _RESULT:
+        return msgspec.msgpack.decode(body, type=result_type)
+    ok, value = pickle.loads(body)
+    if ok:
+        return value
+    raise value
+
+
+def _answer(work: Callable[[], object], fd: int, *, typed: bool) -> NoReturn:
+    """The copy's side of `in_child`: run `work`, write its outcome to `fd`, exit."""
+    code = 0
+    try:
+        # Short-lived, and an audit's objects form no cycles (gc_paused): the collector
+        # would only scan, and so copy, the parent's pages.
+        gc.disable()
+        _default_handlers()
+        signal.signal(signal.SIGINT, _interrupt_once)
+        try:
+            outcome: tuple[bool, object] = (True, work())
+        except BaseException as exc:  # the parent raises it
+            if not isinstance(exc, KeyboardInterrupt):
+                exc.add_note("raised in a child process:\n" + traceback.format_exc().rstrip())
+            outcome = (False, exc)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # answered: nothing left to interrupt
+        try:
+            if typed and outcome[0]:
+                data = _RESULT + msgspec.msgpack.encode(outcome[1])
+            else:
+                data = _PICKLED + pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # an outcome neither can carry
+            failure = RuntimeError(f"the child's outcome could not be passed back: {exc!r}")
+            data = _PICKLED + pickle.dumps((False, failure))
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # whatever it was, the parent sees no answer
+        code = 1
+    os._exit(code)
+
+
+def _default_handlers() -> None:
+    """Undo the parent's Python signal handlers in the copy: a terminal's resize
+    reaches both, and only the parent may redraw its view."""
+    for number in signal.valid_signals():
+        try:
+            if callable(signal.getsignal(number)):
+                signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL and the like: never had a handler
+            continue
+
+
+def _interrupt_once(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _read_all(fd: int, chunks: list[bytes], deadline: float | None = None) -> bool:
+    """Read `fd` to its end into `chunks`; False if `deadline` (monotonic) came first."""
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return True
+        chunks.append(chunk)
+
+
+def _interrupted(pid: int, fd: int) -> BaseException | None:
+    """After Ctrl-C here: the KeyboardInterrupt the copy answered with, or None
+    (it answered otherwise, too late, or a second Ctrl-C came: it is killed)."""
+    chunks: list[bytes] = []  # what was read before is no answer; the copy's interrupt is
+    try:
+        os.kill(pid, signal.SIGINT)  # ignored there if the terminal sent it one already
+        answered = _read_all(fd, chunks, time.monotonic() + CHILD_UNWIND_S)
+    except KeyboardInterrupt:
+        answered = False
+    answer = b"".join(chunks)
+    if not answered or answer[:1] != _PICKLED:  # none in time, or a result after all
         return None
     try:
-        return ctypes.CDLL(name)
-    except OSError:
+        ok, value = pickle.loads(memoryview(answer)[1:])
+    except Exception:  # part of an answer: the interrupt here stands
         return None
+    return value if not ok and isinstance(value, KeyboardInterrupt) else None
 
 
-def trim_heap() -> bool:
-    """Give the pages malloc holds free back to the OS (glibc's malloc_trim);
-    False where this is not glibc, which leaves memory as it was."""
-    libc = _glibc()
-    if libc is None:
-        return False
-    try:
-        return bool(libc.malloc_trim(0))
-    except AttributeError:  # a libc without malloc_trim
-        return False
+def _reap(pid: int) -> str:
+    """Wait for the copy to end; how it ended, as "exited N" or "was killed by ..."."""
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        return f"was killed by signal {number} ({signal.strsignal(number) or 'unknown'})"
+    return f"exited {os.waitstatus_to_exitcode(status)}"
 
 
 # What the last command produced, held until the process exits.

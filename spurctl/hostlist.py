@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import threading
 from collections.abc import Iterable
 
 from spurctl.errors import SpurctlError
@@ -201,6 +202,31 @@ def fold(names: Iterable[str]) -> str:
     names = list(dict.fromkeys(names))
     if len(names) <= 1:
         return names[0] if names else ""
+    if len(names) < _REMEMBER_FROM:
+        return _fold(names)
+    # A watch folds the same thousands of nodes every round, some of them twice
+    # (the nodes without evidence, their not-inventoried row): ~2 us a name.
+    key = frozenset(names)
+    with _folded_lock:
+        done = _folded.get(key)
+    if done is None:
+        done = _fold(names)
+        with _folded_lock:
+            if len(_folded) >= _FOLDED_KEPT:
+                del _folded[next(iter(_folded))]
+            _folded[key] = done
+    return done
+
+
+# The last few large folds, by the names folded (the result does not depend on their order).
+_REMEMBER_FROM = 64
+_FOLDED_KEPT = 8
+_folded: dict[frozenset[str], str] = {}
+_folded_lock = threading.Lock()
+
+
+def _fold(names: list[str]) -> str:
+    """`fold` of distinct names, two or more."""
     if not all(_NODE_NAME.fullmatch(n) for n in names):
         from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
@@ -250,6 +276,7 @@ def _runs(numbers: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a watch sorts the same node names every round
 def natural_key(name: str) -> tuple[object, ...]:
     """gpu2 before gpu10, as an operator reads a hostlist (and `sort -V`)."""
     # Splitting on a group alternates text and digits, so equal positions always

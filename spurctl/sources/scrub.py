@@ -76,17 +76,25 @@ def _reader(cls: type[Message]) -> Callable[[bytes], Message]:
 _REGISTERED: dict[str, Any] = {"_registered_method": True}
 
 
-def stub(channel: grpc.Channel, service: str) -> Any:
-    """A client stub for `service` (as grpc's generated one) whose answers are scrubbed."""
+def stub(channel: grpc.Channel, service: str, *, encoded: bool = False) -> Any:
+    """A client stub for `service` (as grpc's generated one) whose answers are scrubbed.
+
+    `encoded`: its answers are the bytes as they came, for `reader(method)` to decode.
+    """
     descriptor = pb.DESCRIPTOR.services_by_name[service]
     methods = {}
     for method in descriptor.methods:
         request = message_factory.GetMessageClass(method.input_type)
-        answer = message_factory.GetMessageClass(method.output_type)
         methods[method.name] = channel.unary_unary(
             f"/{descriptor.full_name}/{method.name}",
             request_serializer=request.SerializeToString,
-            response_deserializer=_reader(answer),
+            response_deserializer=None if encoded else reader(service, method.name),
             **_REGISTERED,
         )
     return SimpleNamespace(**methods)
+
+
+def reader(service: str, method: str) -> Callable[[bytes], Message]:
+    """Decode `method`'s answer, scrubbed."""
+    found = pb.DESCRIPTOR.services_by_name[service].methods_by_name[method]
+    return _reader(message_factory.GetMessageClass(found.output_type))

@@ -8,6 +8,7 @@ or runs the real CLI where the rule is the CLI's (the 0600 token file).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,50 @@ def test_a_scoped_read_is_not_complete_when_by_state_does_not_count_every_job() 
     assert view.bounded and view.active_read == 0
     assert not view.complete
     assert any("by_state does not count every job" in n for n in view.read_notes)
+
+
+# -- an answer that is not Spur's ------------------------------------------------------------
+
+
+@pytest.fixture
+def not_spurctld() -> Iterator[str]:
+    """A gRPC server on loopback answering every SlurmController call with bytes that
+    no protobuf message decodes from (a truncated varint)."""
+    from concurrent import futures
+
+    import grpc
+
+    def answer(_request: bytes, _context: object) -> bytes:
+        return b"\x08\xff\xff"
+
+    handler = grpc.method_handlers_generic_handler(
+        "slurm.SlurmController",
+        {
+            name: grpc.unary_unary_rpc_method_handler(answer)
+            for name in ("Ping", "GetJobs", "GetJob", "GetNodes", "GetJobMetrics")
+        },
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None).wait(timeout=5)
+
+
+def test_an_answer_that_does_not_decode_is_one_line_naming_the_endpoint(
+    not_spurctld: str,
+) -> None:
+    from spurctl.proto import slurm_pb2 as pb
+
+    with client(not_spurctld) as c:
+        with pytest.raises(SpurctlError) as sent_later:
+            c.read_later("GetNodes", pb.GetNodesRequest())()
+        message = failure_of(c)  # the view's first call, read at once
+    later = str(sent_later.value)
+    assert "\n" not in later
+    assert f"controller {not_spurctld} failed GetNodes: its answer is not Spur's" in later
+    assert "check that" in later and "spurctld's address" in later
+    assert not_spurctld in message

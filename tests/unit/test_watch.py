@@ -310,7 +310,9 @@ def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
     src = Sources(nodes=None, inventory=["inv.jsonl"], collect=False, command="", fanout=1)
 
     states = list(
-        use_case.watch_rounds(src, None, interval=30.0, rounds=3, clock=clock, sleep=clock.sleep)
+        use_case.watch_rounds(
+            src, None, interval=30.0, rounds=3, clock=clock, sleep=clock.sleep, isolate=False
+        )
     )
 
     third = states[2]
