@@ -32,7 +32,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, Generic, NoReturn, TypeVar, cast
 
 import msgspec
 
@@ -97,39 +97,78 @@ def in_child(work: Callable[[], T], *, result_type: Any = None) -> T:
     is killed and the KeyboardInterrupt raised as is. A copy that dies without
     answering (the OOM killer, a crash) is a SpurctlError naming how it ended.
     """
-    if not hasattr(os, "fork"):
-        return work()
-    # What this process has buffered must not be written twice, by it and by the copy.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the copy: never returns
-        os.close(read_end)
-        _answer(work, write_end, typed=result_type is not None)
-    os.close(write_end)
-    chunks: list[bytes] = []
-    try:
+    return Child(work, result_type=result_type).result()
+
+
+class Child(Generic[T]):
+    """`in_child` in two steps: the copy starts working when this is made, and
+    `result()` waits for its answer; meanwhile this process may do other work.
+    `cancel()` stops a copy whose answer is no longer wanted (as Ctrl-C would,
+    then by force) and waits for it to end; `result()` or `cancel()`, once."""
+
+    def __init__(self, work: Callable[[], T], *, result_type: Any = None) -> None:
+        self._result_type = result_type
+        self._pid: int | None = None
+        self._here: Callable[[], T] | None = None
+        if not hasattr(os, "fork"):
+            self._here = work
+            return
+        # What this process has buffered must not be written twice, by it and by the copy.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the copy: never returns
+            os.close(read_end)
+            _answer(work, write_end, typed=result_type is not None)
+        os.close(write_end)
+        self._pid, self._fd = pid, read_end
+
+    def result(self) -> T:
+        if self._here is not None:
+            return self._here()
+        pid, fd = self._take()
+        chunks: list[bytes] = []
         try:
-            _read_all(read_end, chunks)
-        except KeyboardInterrupt as interrupt:
-            raise (_interrupted(pid, read_end) or interrupt) from None
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)  # answered or not, nothing more is read from it
-        os.close(read_end)
-        _reap(pid)
-        raise
-    os.close(read_end)
-    if not chunks:
-        raise SpurctlError(
-            f"the child process (pid {pid}) {_reap(pid)} before it answered; if the kernel "
-            "killed it (dmesg names the OOM killer), give this process more memory"
-        )
-    try:
-        return cast(T, _outcome(b"".join(chunks), result_type))
-    finally:
-        _reap(pid)  # after decoding: the copy's exit, its whole heap unmapped, ran meanwhile
+            try:
+                _read_all(fd, chunks)
+            except KeyboardInterrupt as interrupt:
+                raise (_interrupted(pid, fd) or interrupt) from None
+        except BaseException:
+            _end(pid, fd)
+            raise
+        os.close(fd)
+        if not chunks:
+            raise SpurctlError(
+                f"the child process (pid {pid}) {_reap(pid)} before it answered; if the "
+                "kernel killed it (dmesg names the OOM killer), give this process more memory"
+            )
+        try:
+            return cast(T, _outcome(b"".join(chunks), self._result_type))
+        finally:
+            _reap(pid)  # after decoding: the copy's exit, its whole heap unmapped, ran meanwhile
+
+    def cancel(self) -> None:
+        if self._pid is None:
+            self._here = None
+            return
+        pid, fd = self._take()
+        _interrupted(pid, fd)  # a copy that stops within CHILD_UNWIND_S ends its own way
+        _end(pid, fd)
+
+    def _take(self) -> tuple[int, int]:
+        if self._pid is None:
+            raise RuntimeError("a child's answer is taken once")
+        pid, self._pid = self._pid, None
+        return pid, self._fd
+
+
+def _end(pid: int, fd: int) -> None:
+    """Kill the copy (answered or not, nothing more is read from it) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.close(fd)
+    _reap(pid)
 
 
 _RESULT, _PICKLED = b"m", b"p"  # an answer's first byte: msgpack of the result, or a pickle

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from pathlib import Path
 
 from spurctl.decide.tracker import WatchRound
@@ -48,7 +49,7 @@ def show_audit(
 
 
 def watch_on_screen(
-    rounds: Callable[..., Iterable[WatchRound]],
+    rounds: Callable[..., Generator[WatchRound, None, None]],
     *,
     fold: bool = True,
     ack: str | None = None,
@@ -61,8 +62,12 @@ def watch_on_screen(
     from spurctl.usecases.audit import FirstRoundInterrupted
 
     try:
-        with WatchScreen(fold=fold, ack=ack, reclaim_flags=reclaim_flags) as screen:
-            last = screen.follow(rounds(before_round=lambda _: screen.running()))
+        # The rounds are closed on the way out: a round started ahead stops with them.
+        with (
+            WatchScreen(fold=fold, ack=ack, reclaim_flags=reclaim_flags) as screen,
+            closing(rounds(before_round=lambda _: screen.running())) as each,
+        ):
+            last = screen.follow(each)
     except FirstRoundInterrupted as stopped:
         print(f"spurctl: interrupted during the first round: {stopped.doing}", file=sys.stderr)
         return ExitStatus.INTERRUPTED

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError, redact
-from spurctl.heap import gc_paused, in_child, keep_until_exit
+from spurctl.heap import Child, gc_paused, keep_until_exit
 from spurctl.model import (
     AuditReport,
     ControllerView,
@@ -559,7 +559,7 @@ def watch_rounds(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     isolate: bool = True,
-) -> Iterator[WatchRound]:
+) -> Generator[WatchRound, None, None]:
     """Audit every `interval` seconds until `rounds` (None: forever); yield each round.
 
     A failing first round raises (exit 2); a later one is yielded with `error`
@@ -568,8 +568,12 @@ def watch_rounds(
     Ctrl-C during the first round raises FirstRoundInterrupted, saying what it stopped.
     `before_round` is told the previous round just before the next one starts
     (a live view shows "running" meanwhile). `clock` and `sleep` pace the rounds.
-    `isolate`: each round's audit runs in a child process (heap.in_child); False
-    runs it here (a test whose stand-in audit moves the test's own clock).
+    `isolate`: each round's audit runs in a child process (heap.Child); False
+    runs it here (a test whose stand-in audit moves the test's own clock). A
+    round that ends after the next one is due starts that one's child at once,
+    before it is itself tracked and yielded: a watch that cannot keep up pays
+    for its audits, not for its audits and its drawing. Close the iterator when
+    done with it: a round started ahead is then stopped (heap.Child.cancel).
 
     A round's time is when it was due to start, on the monotonic clock the rounds
     are scheduled by: the rounds of a 30 s watch are 30 s apart however long each
@@ -582,37 +586,60 @@ def watch_rounds(
 
     from spurctl.decide.tracker import Tracker, WatchRound
 
+    def audit_of(first: bool) -> Callable[[], _RoundResult]:
+        return partial(
+            _watch_round, src, conn, first=first,
+            watermark=watermark, include_healthy=include_healthy, journal=journal,
+        )  # fmt: skip
+
     if isolate:
         round_imports(src)
     tracker = Tracker()
     state: WatchRound | None = None
     origin: tuple[float, datetime] | None = None
-    for number, started in scheduled(interval, rounds, clock=clock, sleep=sleep):
-        if origin is None:
-            origin = (started, utcnow())
-        at = origin[1] + timedelta(seconds=started - origin[0])
-        if state is not None and before_round is not None:
-            before_round(state)
-        work = partial(
-            _watch_round, src, conn, first=state is None,
-            watermark=watermark, include_healthy=include_healthy, journal=journal,
-        )  # fmt: skip
-        try:
-            # In a child process, the round's view and inventories never share this
-            # long-lived heap: its peak stays that of one audit (spurctl/heap.py).
-            report, evidence = in_child(work, result_type=_RoundResult) if isolate else work()
-        except SpurctlError as exc:
-            if state is None:
+    # The next round, started (at that clock reading) while this one is tracked and drawn.
+    ahead: tuple[float, Child[_RoundResult]] | None = None
+    try:
+        for number, due in scheduled(interval, rounds, clock=clock, sleep=sleep):
+            child: Child[_RoundResult] | None = None
+            started = due
+            if ahead is not None:
+                (started, child), ahead = ahead, None
+            if origin is None:
+                origin = (started, utcnow())
+            at = origin[1] + timedelta(seconds=started - origin[0])
+            if state is not None and before_round is not None:
+                before_round(state)
+            found: _RoundResult | None = None
+            try:
+                if isolate:
+                    # In a child process, the round's view and inventories never share
+                    # this long-lived heap: its peak stays that of one audit (heap.py).
+                    child = child or Child(audit_of(state is None), result_type=_RoundResult)
+                    found = child.result()
+                else:
+                    found = audit_of(state is None)()
+            except SpurctlError as exc:
+                if state is None:
+                    raise
+                state = replace(state, number=number, at=at, error=redact(str(exc)))
+            except KeyboardInterrupt as exc:
+                if state is None and not isinstance(exc, FirstRoundInterrupted):
+                    raise FirstRoundInterrupted(_interrupted_doing(exc, src, conn)) from None
                 raise
-            state = replace(state, number=number, at=at, error=redact(str(exc)))
-        except KeyboardInterrupt as exc:
-            if state is None and not isinstance(exc, FirstRoundInterrupted):
-                raise FirstRoundInterrupted(_interrupted_doing(exc, src, conn)) from None
-            raise
-        else:
-            tracked = tracker.update(report.findings, at, evidence_at=evidence)
-            state = WatchRound(number, at, interval, report, tracked, number)
-        yield state
+            if isolate and (rounds is None or number < rounds) and clock() >= started + interval:
+                # Behind its schedule, the watch starts the next round's audit now and
+                # tracks and draws this one meanwhile, rather than after.
+                ahead = (clock(), Child(audit_of(False), result_type=_RoundResult))
+            if found is not None:
+                report, evidence = found
+                tracked = tracker.update(report.findings, at, evidence_at=evidence)
+                state = WatchRound(number, at, interval, report, tracked, number)
+            assert state is not None
+            yield state
+    finally:
+        if ahead is not None:  # the watch stopped: that round's answer is not wanted
+            ahead[1].cancel()
 
 
 def every(
