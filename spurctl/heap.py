@@ -21,6 +21,7 @@ A 20,000-node audit builds millions of small objects that never form cycles.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import pickle
@@ -117,9 +118,11 @@ class Child(Generic[T]):
         sys.stdout.flush()
         sys.stderr.flush()
         read_end, write_end = os.pipe()
+        parent, prctl = os.getpid(), _prctl()
         pid = os.fork()
         if pid == 0:  # the copy: never returns
             os.close(read_end)
+            _die_with(parent, prctl)
             _answer(work, write_end, typed=result_type is not None)
         os.close(write_end)
         self._pid, self._fd = pid, read_end
@@ -183,6 +186,33 @@ def _outcome(answer: bytes, result_type: Any) -> object:
     if ok:
         return value
     raise value
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """Linux's prctl(2), looked up once in the parent (None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return cast(Callable[..., int], ctypes.CDLL(None, use_errno=True).prctl)
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with(parent: int, prctl: Callable[..., int] | None) -> None:
+    """In the copy: SIGTERM it when `parent` dies (kill -9, a systemd stop), so that
+    a round nobody waits for does not go on reading the cluster. Where there is
+    no prctl the copy ends at its answer, when it finds nobody reading it."""
+    if prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(1)
 
 
 def _answer(work: Callable[[], object], fd: int, *, typed: bool) -> NoReturn:

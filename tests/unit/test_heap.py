@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -149,3 +151,48 @@ def test_the_copy_drops_this_processs_signal_handlers_but_for_its_own_ctrl_c() -
 
     assert winch == signal.SIG_DFL  # a resize during a round redraws nothing from the copy
     assert own_interrupt
+
+
+ORPHANED = """
+import os, sys, time
+from spurctl import heap
+
+def work():
+    with open(sys.argv[1], "w") as out:
+        out.write(str(os.getpid()))
+    time.sleep(60)
+
+heap.Child(work)
+time.sleep(60)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` has ended (gone, or a zombie nobody reaped yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG): Linux")
+def test_a_copy_ends_when_the_process_that_forked_it_is_killed(tmp_path: Path) -> None:
+    started = tmp_path / "child"
+    proc = subprocess.Popen([sys.executable, "-c", ORPHANED, str(started)])
+    try:
+        deadline = time.monotonic() + 10
+        while not started.exists() or not started.read_text():
+            assert time.monotonic() < deadline, "the copy never started"
+            time.sleep(0.01)
+        child = int(started.read_text())
+        proc.kill()  # SIGKILL: the parent cleans nothing up
+        proc.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while not _gone(child):
+            assert time.monotonic() < deadline, f"the copy {child} outlived its parent"
+            time.sleep(0.01)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
