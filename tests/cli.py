@@ -203,26 +203,24 @@ def exit_status(pid: int, timeout: float = 20.0) -> int:
         time.sleep(0.02)
 
 
-def answer_on_a_terminal(args: list[str], home: Path, keys: bytes) -> tuple[int, bytes]:
-    """Run spurctl on a pseudo-terminal and type `keys` as soon as its [y/N] prompt shows
-    (before the child may even be reading it); its exit status and everything it showed.
-    A child that outlives the deadlines is killed with its group."""
+def on_a_terminal(
+    argv: list[str], env: dict[str, str], talk: Callable[[int], bytes]
+) -> tuple[int, bytes]:
+    """Run `argv` on a pseudo-terminal, with Ctrl-C reaching it; `talk(terminal)` reads
+    (and types) to the child's exit and returns what it showed. The exit status and
+    that; a child that outlives the deadlines is killed with its group."""
     import pty
 
-    env = clean_env(home)
     pid, terminal = pty.fork()
     if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
         try:
             default_sigint()  # Ctrl-C on its terminal must reach it
-            os.execve(sys.executable, spurctl_argv(*args), env)
+            os.execve(argv[0], argv, env)
         finally:
             os._exit(127)  # never fall back into the test runner
     status: int | None = None
     try:
-        seen = read_terminal(terminal, lambda shown: b"[y/N]" in shown)
-        assert b"[y/N]" in seen, seen
-        os.write(terminal, keys)
-        seen = read_terminal(terminal, lambda _: False, seen=seen)  # to the child's exit
+        seen = talk(terminal)
         status = exit_status(pid)
     finally:
         if status is None:
@@ -230,6 +228,19 @@ def answer_on_a_terminal(args: list[str], home: Path, keys: bytes) -> tuple[int,
             os.waitpid(pid, 0)
         os.close(terminal)
     return status, seen
+
+
+def answer_on_a_terminal(args: list[str], home: Path, keys: bytes) -> tuple[int, bytes]:
+    """Run spurctl on a pseudo-terminal and type `keys` as soon as its [y/N] prompt shows
+    (before the child may even be reading it); its exit status and everything it showed."""
+
+    def answer(terminal: int) -> bytes:
+        seen = read_terminal(terminal, lambda shown: b"[y/N]" in shown)
+        assert b"[y/N]" in seen, seen
+        os.write(terminal, keys)
+        return read_terminal(terminal, lambda _: False, seen=seen)  # to the child's exit
+
+    return on_a_terminal(spurctl_argv(*args), clean_env(home), answer)
 
 
 def stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:

@@ -13,9 +13,7 @@ import csv
 import io
 import json
 import os
-import pty
 import re
-import sys
 from pathlib import Path
 
 import msgspec
@@ -23,15 +21,7 @@ import pytest
 
 from spurctl.model import Node, NodeState
 from spurctl.simcluster import Scenario, SimCluster, incident
-from tests.cli import (
-    clean_env,
-    default_sigint,
-    exit_status,
-    kill_group,
-    read_terminal,
-    run_cli,
-    spurctl_argv,
-)
+from tests.cli import clean_env, on_a_terminal, read_terminal, run_cli, spurctl_argv
 
 TRAP = "\x1b]0;owned\x07\x1b[2J\rX\nY"  # set the title, clear the screen, overwrite, break
 SHOWN = "\\x1b]0;owned\\x07\\x1b[2J\\rX\\nY"  # what the operator must see instead
@@ -167,22 +157,9 @@ def test_on_a_terminal_only_the_table_s_own_colours_are_escape_sequences(
         "audit", "--controller", sim.controller_address, "--inventory", str(inventory)
     )
     env = clean_env(tmp_path / "home", COLUMNS="200", LINES="60", TERM="xterm-256color")
-    pid, terminal = pty.fork()
-    if pid == 0:  # the child: spurctl on a terminal, as an operator runs it
-        try:
-            default_sigint()  # Ctrl-C on its terminal must reach it (tests/cli.py)
-            os.execve(sys.executable, argv, env)
-        finally:
-            os._exit(127)  # never fall back into the test runner
-    status: int | None = None
-    try:
-        seen = read_terminal(terminal, lambda _: False, timeout=60)  # to the child's exit
-        status = exit_status(pid)
-    finally:
-        if status is None:
-            kill_group(pid)
-            os.waitpid(pid, 0)
-        os.close(terminal)
+    status, seen = on_a_terminal(
+        argv, env, lambda terminal: read_terminal(terminal, lambda _: False, timeout=60)
+    )  # to the child's exit
     text = seen.decode()
     assert status == 1, text
     # Every ESC on screen starts one of rich's colour (SGR) sequences; none is an OSC,
