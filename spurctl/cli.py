@@ -197,10 +197,9 @@ def nodes(
         fail("--no-header is for the table: drop --format (or drop --no-header)")
     listing = run_nodes(src, None if snapshot is not None else conn.connect())
     if no_header:
-        from spurctl.errors import visible
+        from spurctl.render.terminal import warn_lines
 
-        for note in screen_notes(listing, ack):  # it may quote the cluster: control chars shown
-            print(f"spurctl: warning: {visible(' '.join(note.splitlines()))}", file=sys.stderr)
+        warn_lines(screen_notes(listing, ack))
     sys.stdout.write(render(listing, fmt, header=not no_header, ack=ack))
 
 

@@ -841,5 +841,6 @@ def print_audit(
 def warn_notes(report: AuditReport) -> None:
     """The report's warnings on stderr, one line each, where stdout carries rows alone
     (`--no-header`): an incomplete view must still be said."""
-    for note in other_notes(escaped(report)):
-        print(f"spurctl: warning: {' '.join(note.splitlines())}", file=sys.stderr)
+    from spurctl.render.terminal import warn_lines
+
+    warn_lines(other_notes(escaped(report)))

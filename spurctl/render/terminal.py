@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import typer
@@ -122,6 +123,16 @@ def debug_lines(lines: list[str]) -> None:
 def warning(message: str) -> None:
     """One stderr line an operator should act on, the command going on."""
     print(f"spurctl: warning: {message}", file=sys.stderr)
+
+
+def warn_lines(notes: Iterable[str]) -> None:
+    """Each note as one warning line, its line breaks spaces and any control character
+    it quotes from the cluster written out: where stdout carries a table's rows alone
+    (--no-header), what the view's notes say still reaches stderr."""
+    from spurctl.errors import visible
+
+    for note in notes:
+        warning(visible(" ".join(note.splitlines())))
 
 
 def terminal_width() -> int | None:
