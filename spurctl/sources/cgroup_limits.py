@@ -1,7 +1,10 @@
 """A job cgroup's CPUs and memory, read as spurd writes them (docs/node-evidence.md).
 
 Spur main at 4cc3da8 writes `cpu.max` from the job's CPUs and `cpuset.cpus` when
-CPU ids were assigned.
+CPU ids were assigned. After Spur #762 `[cgroup] cpu_quota` is off by default:
+`cpu.max` is left unset ("max") and the cpuset is the job's only CPU bound
+(`constrain_cores`, on by default). So the cpuset is read first, and the quota
+only for a job spurd did not pin.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def _quota_cpus(text: str) -> int | None:
 
 
 def cgroup_cpus(job_dir: Path, skip: SkipHook) -> int | None:
-    """The job's CPUs: its effective cpuset, else its cpu.max quota.
+    """The job's CPUs: its cpuset (effective, else as configured), else its cpu.max quota.
 
     An empty cpuset.cpus means spurd did not pin the job: the effective set is then
     the parent's (the whole node), and the job's share is its quota, if it has one.
@@ -45,8 +48,8 @@ def cgroup_cpus(job_dir: Path, skip: SkipHook) -> int | None:
     configured = read_text(job_dir / "cpuset.cpus", skip)
     if configured is None or configured.strip():
         effective = read_text(job_dir / "cpuset.cpus.effective", skip)
-        if effective is not None:
-            count = parse_cpu_list(effective)
+        for listed in (effective, configured):
+            count = None if listed is None else parse_cpu_list(listed)
             if count is not None:
                 return count
     quota = read_text(job_dir / "cpu.max", skip)

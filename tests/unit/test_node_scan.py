@@ -323,6 +323,13 @@ def test_memory_max_is_read_in_mib(text: str, mib: int | None) -> None:
         (cgroup_files(cpu_max="800000 100000"), 8),
         (cgroup_files(effective=""), None),
         (cgroup_files(), None),
+        # Spur #762: cpu.max unset by default (absent, or "max"), the cpuset the only bound.
+        (cgroup_files(cpus="0-7", effective="0-7"), 8),
+        (cgroup_files(cpus="2-5", effective="2-5", cpu_max="max 100000"), 4),
+        # ...counted from cpuset.cpus itself when the effective set cannot be read.
+        (cgroup_files(cpus="0-7"), 8),
+        (cgroup_files(cpus="0,2,4", cpu_max="max 100000"), 3),
+        (cgroup_files(cpus="0-3", effective="", cpu_max="max 100000"), 4),
     ],
 )
 def test_job_cpus_come_from_its_cpuset_or_else_its_quota(
