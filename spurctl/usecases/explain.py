@@ -41,6 +41,7 @@ from spurctl.model import (
     format_time,
     utcnow,
 )
+from spurctl.sources.inventory_extras import refusal_to_dict, session_to_dict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -162,6 +163,8 @@ def _holding_doc(h: Holding) -> dict[str, Any]:
         "cpus": h.cpus,
         "memory_mb": h.memory_mb,
         "started_at": format_time(h.started_at),
+        # spurstepd sessions (Spur #754): pid + start ticks bind a process to a run.
+        "sessions": [session_to_dict(s) for s in h.sessions],
     }
 
 
@@ -426,8 +429,9 @@ def explain(
     judged = judged_as(inputs.view.nodes, inv)[0]
     job, asked = controller_job(inputs.view, inputs.confirmed, job_id)
     finding = next((f for f in findings if f.job_id == job_id), None)
+    refused = [refusal_to_dict(r) for r in inv.session_refusals if r.job_id == job_id]
     doc["job"].update(
-        evidence=_holding_doc(held),
+        evidence={**_holding_doc(held), "session_refusals": refused},
         arm=arm(judged, job_id, inputs),
         guards=guards(held, inv, judged, inputs, job, asked),
         finding=None if finding is None else finding_doc(finding),
