@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from spurctl import hostlist
-from spurctl.decide import supervision
+from spurctl.decide import causes, supervision
 from spurctl.decide.reasons import amount, duration, evidence, join, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
@@ -221,6 +221,9 @@ def classify(
             sent = cancelled.get((inv.node, holding.job_id))
             if sent is not None:
                 finding = _leftover(held, finding, sent, inv, now=view.taken_at)
+            extra = causes.overlay(finding.kind, finding.action, job, view.nodes.get(node), node)
+            if extra is not None:  # a health check spared, an admin's DOWN named
+                finding = held.finding(finding.kind, f"{finding.reason}; {extra[0]}", extra[1])
             if job is not None and finding.kind is Kind.UNVERIFIABLE:
                 # The one unverifiable verdict on a job the controller has: its
                 # nodelist could not be read.

@@ -26,6 +26,7 @@ from spurctl.decide.classify import (
     inventory_age,
     judged_as,
 )
+from spurctl.decide.health import spare_reason
 from spurctl.decide.plan import plan, stale_reason
 from spurctl.defaults import NAMES_COMMAND
 from spurctl.errors import SpurctlError
@@ -280,6 +281,9 @@ def guards(
             f"the run began at {format_time(h.started_at)}, before spurd (pid {agent.pid}) "
             f"started at {format_time(agent.started_at)}",
         )
+    spare = spare_reason(job, view.nodes.get(judged), judged)
+    if spare is not None:
+        add("health-check", spare)
     if inv.agent_checked and inv.agent is None:
         add(
             "agent-not-running",
