@@ -86,6 +86,8 @@ def render_text(doc: dict[str, Any]) -> str:
             _kv("Allocated", f"{a['cpus']} CPUs, {a['memory_mb']} MB, {a['gpus']} GPUs"),
             _kv("Agent started", _t(node["agent_start_time"])),
         ]
+        if node.get("cause"):
+            lines.append(_kv("Cause", node["cause"]))
     c = doc["controller"]
     view = "complete" if c["view_complete"] else "INCOMPLETE"
     lines.append(f"Controller view:  {c['address']} at {_t(c['taken_at'])} ({view})")

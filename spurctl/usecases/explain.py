@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from spurctl import hostlist
+from spurctl.decide.causes import admin_down
 from spurctl.decide.classify import (
     CLOCK_AHEAD_S,
     STALE_INVENTORY_S,
@@ -217,6 +218,8 @@ def _node_doc(name: str | None, node: Node | None) -> dict[str, Any] | None:
         "alloc": {"cpus": a.cpus, "memory_mb": a.memory_mb, "gpus": a.gpus},
         "agent_start_time": format_time(node.agent_start_time),
         "boot_time": format_time(node.boot_time),
+        # What its state and reason show about its holdings (an admin's DOWN), or null.
+        "cause": admin_down(node),
     }
 
 
