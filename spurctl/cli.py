@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -25,6 +26,7 @@ from spurctl.render.common import (
     write_output,
 )
 from spurctl.sources.collect import DEFAULT_COMMAND
+from spurctl.sources.stepd_sessions import STATE_DIR
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
 
 app = typer.Typer(
@@ -469,6 +471,15 @@ def node_inventory(
     proc_root: opt.NodeInventoryProcRootOpt = Path("/proc"),
     hostname: opt.NodeInventoryHostnameOpt = None,
     output: opt.NodeInventoryOutputOpt = None,
+    state_dir: Annotated[
+        Path,
+        typer.Option(
+            "--state-dir",
+            help="spurd's state directory, whose runtime/ holds the spurstepd session "
+            "descriptors (Spur #754); the one each live spurstepd names is read too.",
+            metavar="DIR",
+        ),
+    ] = STATE_DIR,
 ) -> None:
     """What this node holds, as one JSON line.
 
@@ -483,7 +494,7 @@ def node_inventory(
     from spurctl.sources.documents import dump_json, inventory_to_dict
     from spurctl.sources.node_scan import scan_this_node
 
-    inventory, denied = scan_this_node(cgroup_root, proc_root, hostname)
+    inventory, denied = scan_this_node(cgroup_root, proc_root, hostname, state_dir=state_dir)
     if denied:
         print(unreadable_environments(denied, as_root=os.geteuid() == 0), file=sys.stderr)
     if inventory.agent_checked and inventory.agent is None:

@@ -352,6 +352,36 @@ class ControllerView:
         ]
 
 
+class SessionBinding(enum.StrEnum):
+    """What /proc says of a spurstepd descriptor's pid and start ticks."""
+
+    LIVE = "live"  # that process runs: the run's supervisor (Spur #754)
+    STALE = "stale"  # gone, or the pid now names another process: the supervisor died
+
+
+class Session(msgspec.Struct, frozen=True, gc=False):
+    """One spurstepd session of a held job: `<state-dir>/runtime/<job>.<attempt>.<step>/
+    descriptor.json` (Spur #754), bound to /proc by the pid and start ticks it records."""
+
+    attempt: int
+    step: int
+    supervisor: int  # the descriptor's pid: spurstepd itself
+    binding: SessionBinding
+    why: str = ""  # stale: what /proc shows in the supervisor's place
+    workload: int | None = None  # the workload's pid, when it runs with its recorded start
+    cgroup: str = ""  # the cgroup the descriptor records ("" for an allocation-only job)
+
+
+class SessionRefusal(msgspec.Struct, frozen=True, gc=False):
+    """A session descriptor whose binding could not be trusted, and what was seen."""
+
+    path: str  # the session directory
+    why: str
+    job_id: int | None = None  # from the directory name, when it reads as one
+    attempt: int | None = None
+    step: int | None = None
+
+
 # A msgspec Struct, built in C: an inventory file of 10,000 nodes holds ~50,000.
 class Holding(msgspec.Struct, gc=False):
     """One job a node agent holds, as its node inventory saw it. Treat as read-only."""
@@ -362,15 +392,18 @@ class Holding(msgspec.Struct, gc=False):
     gpus: tuple[int, ...] = ()
     pids: tuple[int, ...] = ()
     started_at: datetime | None = None
-    # From a `job_<id>_<attempt>` cgroup (newer spurd); None for `job_<id>` or no cgroup.
+    # The run's attempt: its live spurstepd session's, else its `job_<id>_<attempt>`
+    # cgroup's (newer spurd); None for `job_<id>`, no cgroup, or sessions that disagree.
     attempt: int | None = None
-    # What showed the holding on the node: "cgroup", "process", "spool" (empty: not recorded).
+    # What showed the holding on the node: HOLDING_TRACES (empty: not recorded).
     traces: tuple[str, ...] = ()
     # Of `pids`, those descended from the node's current spurd: its own run of the job
     # (after a graceful restart a requeued run shares the cgroup with the old one's orphans).
     tracked_pids: tuple[int, ...] = ()
     # Live `spurstepd` supervisors of the job (Spur #754): spurd adopts their runs.
     supervisors: tuple[int, ...] = ()
+    # Its spurstepd sessions, live and stale (Spur #754): the strongest binding of a run.
+    sessions: tuple[Session, ...] = ()
 
     @property
     def live(self) -> bool:
@@ -406,6 +439,8 @@ class Inventory:
     # True when the scan found spurd and traced every job process's parents up to pid 1:
     # then a holding's empty `tracked_pids` means none of its processes descends from spurd.
     ancestry_read: bool = False
+    # spurstepd descriptors whose binding could not be trusted (the reason says what was seen).
+    session_refusals: tuple[SessionRefusal, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +464,7 @@ class JobProcess:
     comm: str | None = None
 
 
-HOLDING_TRACES = ("cgroup", "process", "spool")
+HOLDING_TRACES = ("cgroup", "process", "spool", "session")
 
 
 def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:

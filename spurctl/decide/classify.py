@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from spurctl import hostlist
+from spurctl.decide import causes, supervision
 from spurctl.decide.reasons import amount, duration, evidence, join, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
@@ -220,6 +221,9 @@ def classify(
             sent = cancelled.get((inv.node, holding.job_id))
             if sent is not None:
                 finding = _leftover(held, finding, sent, inv, now=view.taken_at)
+            extra = causes.overlay(finding.kind, finding.action, job, view.nodes.get(node), node)
+            if extra is not None:  # a health check spared, an admin's DOWN named
+                finding = held.finding(finding.kind, f"{finding.reason}; {extra[0]}", extra[1])
             if job is not None and finding.kind is Kind.UNVERIFIABLE:
                 # The one unverifiable verdict on a job the controller has: its
                 # nodelist could not be read.
@@ -508,8 +512,8 @@ def _agent_orphan(
         f"before its spurd (pid {agent.pid}) started at {when(agent.started_at, now)}, so "
         "spurd no longer tracks it (Spur #803) and its CancelJob would answer Ok and free nothing"
     )
-    supervised = " ".join(str(p) for p in held.holding.supervisors)
-    if supervised and kind is Kind.HEALTHY:
+    adopted = supervision.adopted(held.holding) is not None
+    if adopted and kind is Kind.HEALTHY:
         return None
     if held.holding.tracked_pids:
         return _shared_cgroup(held, job, agent, command, now=now)
@@ -527,18 +531,9 @@ def _agent_orphan(
         if job is not None
         else f"job {j} is untracked below watermark {watermark}"
     )
-    if supervised:
-        # spurd adopts a spurstepd-supervised run after a restart (Spur #754): its age
-        # proves no orphan, and whether this spurd adopted it cannot be read on the node.
-        return held.finding(
-            kind,
-            f"{why}; {holder}'s run of job {j} {evidence(held.holding)} began before its "
-            f"spurd started at {when(agent.started_at, now)}, but it runs under spurstepd "
-            f"supervisor {supervised}, whose runs spurd adopts after a restart (Spur #754), "
-            "so it is not called an agent orphan; whether spurd adopted it cannot be read "
-            "on the node: check spurd's log before reclaiming",
-            action=Action.INVESTIGATE,
-        )
+    if adopted:  # its age proves no orphan (Spur #754)
+        said = supervision.not_an_orphan(held.holding, holder, when(agent.started_at, now))
+        return held.finding(kind, f"{why}; {said}", action=Action.INVESTIGATE)
     return held.finding(
         Kind.AGENT_ORPHAN,
         f"{why} and {lost}; no agent cancel is planned: free it with {command}",
@@ -554,7 +549,7 @@ def _not_spurds(held: _Held, finding: Finding, inv: Inventory) -> Finding:
     answer Ok and free nothing (docs/spur-facts.md, "The agent's CancelJob").
     """
     h, agent = held.holding, inv.agent
-    if agent is None or not h.pids or h.tracked_pids or h.supervisors:
+    if agent is None or not h.pids or h.tracked_pids or supervision.adopted(h):
         return finding
     pids = " ".join(str(p) for p in h.pids)
     return held.finding(

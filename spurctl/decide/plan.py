@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from spurctl.decide.classify import CLOCK_AHEAD_S, controller_decision
+from spurctl.decide.health import refused_send
 from spurctl.hostlist import names_token
 from spurctl.model import Action, AuditReport, Finding, Job, Kind
 
@@ -127,6 +128,9 @@ def recheck(
             f"not sent: GetJob answered NOT_FOUND for job {entry.job_id}, which is not proof "
             f"here: {not_found_doubt}"
         )
+    health_check = refused_send(job)  # a health check is never cancelled, however it reads
+    if health_check is not None:
+        return health_check
     now = controller_decision(entry.node, job, entry.job_id, watermark)
     if now is Kind.ACTIVE_ELSEWHERE and job is not None and names_token(job.nodelist, entry.node):
         # The classifier's backstop, again at the last moment before the send.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from spurctl import hostlist
+from spurctl.decide import supervision
 from spurctl.decide.classify import controller_decision
 from spurctl.decide.reasons import plural, when
 from spurctl.errors import SpurctlError
@@ -87,6 +88,7 @@ class HeldId:
     controller_state: str | None = None
     new_run_nodes: str | None = None
     submissions_until: int | None = None
+    adopted: str | None = None  # why spurd adopts the run across restarts (supervision)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,8 +290,9 @@ def assess_holding(
         submissions_until: int | None = None,
     ) -> HeldId:
         return HeldId(
-            j, hazard, reason, started, live, controller_state, new_run_nodes, submissions_until
-        )
+            j, hazard, reason, started, live, controller_state, new_run_nodes, submissions_until,
+            supervision.adopted(holding),
+        )  # fmt: skip
 
     if job is None and not untracked:
         return held(
@@ -522,19 +525,16 @@ def _stopped(a: NodeAssessment) -> tuple[bool, str]:
     why = f"still holds {runs}"
     agent = a.agent.started_at if a.agent is not None else None
     outlived = [h for h in a.hazards if agent is not None and h.started_at and h.started_at < agent]
-    if outlived:
-        ids = ", ".join(str(h.job_id) for h in outlived)
-        why += (
-            f"; {ids} outlived spurd's restart, which no longer tracks it: free it on the "
-            "node with `spurctl node-release`"
-        )
-    return False, why
+    left = [(h.job_id, h.adopted) for h in a.hazards if h.adopted or h in outlived]
+    return False, why + supervision.outlived(left)
 
 
 def _release_commands(a: NodeAssessment) -> list[str]:
     """On-node commands that stop each pre-wipe run, checked against its id and start."""
-    out = []
+    out = supervision.release_commands(a.node, [(h.job_id, h.adopted) for h in a.hazards])
     for h in a.hazards:
+        if h.adopted is not None:
+            continue
         if h.started_at is None:
             out.append(
                 f"# {a.node}: job {h.job_id}'s start is unknown; read it with "

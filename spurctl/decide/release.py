@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from spurctl.decide import supervision
 from spurctl.model import AgentProcess, Holding, Inventory, JobProcess, format_time
 
 # --started-at matches the run's start time to within this: a clock tick is 10 ms, and
@@ -92,12 +93,11 @@ def refusal(
             f"spurd (pid {agent.pid}) started at {format_time(agent.started_at)}, so spurd "
             f"tracks it: it is not an agent orphan; use spurctl reclaim --node {node} --job {j}"
         )
-    if holding.supervisors:
+    adopted = supervision.adopted(holding)
+    if adopted is not None:
         return (
-            f"job {j}'s run on {node} runs under spurstepd supervisor "
-            f"{' '.join(str(p) for p in holding.supervisors)}, which spurd adopts after a "
-            f"restart (Spur #754): it is not an agent orphan; use spurctl reclaim --node "
-            f"{node} --job {j} (nothing released)"
+            f"job {j}'s run on {node} began before spurd, but {adopted}: it is not an agent "
+            f"orphan; use spurctl reclaim --node {node} --job {j} (nothing released)"
         )
     tracked = set(children_of_agent) | set(holding.tracked_pids)
     if agent.pid in holding.pids or (tracked and tracked >= set(holding.pids)):

@@ -49,6 +49,8 @@ def _held_to_dict(h: HeldId) -> dict[str, Any]:
         "controller_state": h.controller_state,
         "new_run_nodes": h.new_run_nodes,
         "submissions_until": h.submissions_until,
+        # Why spurd adopts the run across restarts (a live spurstepd session), or null.
+        "adopted": h.adopted,
     }
 
 

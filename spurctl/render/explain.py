@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from spurctl.decide.reasons import id_ranges
+from spurctl.decide.supervision import step_name
 from spurctl.model import parse_time
 from spurctl.render.common import escaped
 
@@ -55,6 +56,22 @@ def _controller_record(record: dict[str, Any]) -> list[str]:
     return [f"  Controller:     unknown whether it tracks it: {why}"]
 
 
+def _sessions(ev: dict[str, Any]) -> list[str]:
+    """The holding's spurstepd sessions (Spur #754) and the refused ones, one line each."""
+    lines = []
+    for s in ev.get("sessions", []):
+        step = step_name(s["step"])
+        what = f"attempt {s['attempt']} step {step}: spurstepd pid {s['supervisor']} {s['binding']}"
+        if s.get("workload") is not None:
+            what += f", workload pid {s['workload']}"
+        if s.get("why"):
+            what += f" ({s['why']})"
+        lines.append(_kv("Session", what, 4))
+    refused = ev.get("session_refusals", [])
+    lines += [_kv("Refused", f"{r['why']} ({r['path']})", 4) for r in refused]
+    return lines
+
+
 def render_text(doc: dict[str, Any]) -> str:
     lines = [f"Node:             {doc['node']}"]
     node = doc["controller_node"]
@@ -69,6 +86,8 @@ def render_text(doc: dict[str, Any]) -> str:
             _kv("Allocated", f"{a['cpus']} CPUs, {a['memory_mb']} MB, {a['gpus']} GPUs"),
             _kv("Agent started", _t(node["agent_start_time"])),
         ]
+        if node.get("cause"):
+            lines.append(_kv("Cause", node["cause"]))
     c = doc["controller"]
     view = "complete" if c["view_complete"] else "INCOMPLETE"
     lines.append(f"Controller view:  {c['address']} at {_t(c['taken_at'])} ({view})")
@@ -138,6 +157,7 @@ def render_text(doc: dict[str, Any]) -> str:
                 ),
                 _kv("GPUs", id_ranges(ev["gpus"]) or "-", 4),
                 _kv("Started at", _t(ev["started_at"], "not recorded"), 4),
+                *_sessions(ev),
             ]
             arm = job["arm"]
             judged = f" (judged as {arm['judged_as']})" if arm.get("judged_as") else ""

@@ -598,7 +598,28 @@ class ClusterState:
                 node = dataclasses.replace(node, state_reason=reason)
             self.nodes[name] = node
             self.generation += 1
-            return node
+            if state is NodeState.DOWN:
+                self.evict_for_down(name)
+            return self.nodes[name]
+
+    def evict_for_down(self, name: str, at: datetime | None = None) -> list[int]:
+        """What spurctld does with an admin's UpdateNode(state=DOWN) (cluster.rs
+        `update_node_state`, the NodeStateChange to Down): every active job on `name` goes
+        to NODE_FAIL (reason NodeDown) and is freed on all its nodes, and no cancel goes
+        to any agent, so every node keeps holding its run. Returns the evicted ids."""
+        at = at or utcnow()
+        with self.lock:
+            evicted = sorted(
+                j.job_id for j in self.jobs.values() if j.state.active and name in _allocated(j)
+            )
+            for job_id in evicted:
+                self.set_job(
+                    msgspec.structs.replace(
+                        self.jobs[job_id], state=JobState.NODE_FAIL, end_time=at,
+                        state_reason="NodeDown",
+                    )
+                )  # fmt: skip
+            return evicted
 
     def drain_node(self, name: str, reason: str) -> tuple[NodeState, int]:
         with self.lock:

@@ -38,6 +38,8 @@ from spurctl.model import (
     format_time,
     parse_time,
 )
+from spurctl.sources import inventory_extras as extras
+from spurctl.sources.inventory_extras import holding_extras_to_dict, inventory_extras_to_dict
 
 _InventorySchema = Literal["spurctl.inventory/v1"]
 INVENTORY_SCHEMA: Final[str] = get_args(_InventorySchema)[0]
@@ -279,23 +281,8 @@ def holding_to_dict(h: Holding) -> dict[str, Any]:
         "gpus": list(h.gpus),
         "pids": list(h.pids),
         "started_at": format_time(h.started_at),
-        **_holding_extras_to_dict(h),
+        **holding_extras_to_dict(h),
     }
-
-
-def _holding_extras_to_dict(h: Holding) -> dict[str, Any]:
-    """`attempt`, `traces`, `tracked_pids`, `supervisors`: written when known, so older
-    documents read back unchanged."""
-    out: dict[str, Any] = {}
-    if h.attempt is not None:
-        out["attempt"] = h.attempt
-    if h.traces:
-        out["traces"] = list(h.traces)
-    if h.tracked_pids:
-        out["tracked_pids"] = list(h.tracked_pids)
-    if h.supervisors:
-        out["supervisors"] = list(h.supervisors)
-    return out
 
 
 def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
@@ -306,38 +293,8 @@ def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
         "source": inv.source,
         "error": inv.error,
         "held": [holding_to_dict(h) for h in inv.held],
-        **_inventory_extras_to_dict(inv),
+        **inventory_extras_to_dict(inv),
     }
-
-
-def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
-    """`agent`, `hostname`, `target_node(s)`: what `spurctl node-inventory` adds.
-
-    `agent` is written (null when no spurd runs) only when the scan looked for
-    it, so "none runs" stays apart from "an older document that does not say".
-    """
-    out: dict[str, Any] = {}
-    if inv.agent_checked:
-        out["agent"] = (
-            None
-            if inv.agent is None
-            else {"pid": inv.agent.pid, "started_at": format_time(inv.agent.started_at)}
-        )
-    if inv.hostname is not None:
-        out["hostname"] = inv.hostname
-    if inv.agent_checked or inv.target_node is not None:
-        out["target_node"] = inv.target_node
-    if inv.target_nodes:
-        out["target_nodes"] = list(inv.target_nodes)
-    if inv.agents:
-        out["agents"] = [
-            {"pid": a.pid, "started_at": format_time(a.started_at)} for a in inv.agents
-        ]
-    if inv.agent_hostname is not None:
-        out["agent_hostname"] = inv.agent_hostname
-    if inv.ancestry_read:
-        out["ancestry_read"] = True
-    return out
 
 
 # The inventory document, declared once: msgspec checks every type and bound in one strict
@@ -360,6 +317,7 @@ class _HoldingDoc(msgspec.Struct, gc=False):
     traces: tuple[_Name, ...] | None = None
     tracked_pids: tuple[_Count, ...] | None = None
     supervisors: tuple[_Count, ...] | None = None
+    sessions: tuple[extras.SessionDoc, ...] | None = None
 
 
 class _AgentDoc(msgspec.Struct, gc=False):
@@ -381,6 +339,7 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     agents: tuple[_AgentDoc, ...] | None = None
     agent_hostname: _Name | None = None
     ancestry_read: bool | None = None
+    session_refusals: tuple[extras.RefusalDoc, ...] | None = None
 
 
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
@@ -422,6 +381,7 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
                     h.traces or (),
                     h.tracked_pids or (),
                     h.supervisors or (),
+                    extras.sessions(h.sessions),
                 )
                 for h in doc.held
             ]
@@ -438,6 +398,7 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         agents=tuple(AgentProcess(a.pid, _utc(a.started_at)) for a in doc.agents or ()),
         agent_hostname=doc.agent_hostname,
         ancestry_read=bool(doc.ancestry_read) and isinstance(agent, _AgentDoc),
+        session_refusals=extras.refusals(doc.session_refusals),
     )
 
 
@@ -672,6 +633,7 @@ _INVENTORY_FIELDS: dict[str, Callable[[str, Any], str]] = {
     "agents": _fixed("field {name!r} must be a list of objects with 'pid'"),
     "agent_hostname": _fixed("field {name!r} must be a non-empty string or null"),
     "ancestry_read": _fixed("field {name!r} must be true, false or null"),
+    "session_refusals": _fixed("field {name!r} must be a list of objects with 'path' and 'why'"),
 }
 _HOLDING: dict[str, Callable[[str, Any], str]] = {
     "job_id": _job_id_said,
@@ -684,6 +646,7 @@ _HOLDING: dict[str, Callable[[str, Any], str]] = {
     "traces": _fixed("field {name!r} must be a list of names (e.g. " + _TRACES + ")"),
     "tracked_pids": _counts,
     "supervisors": _counts,
+    "sessions": _fixed("field {name!r} must be a list of spurstepd sessions (attempt, step, ...)"),
 }
 _AGENT: dict[str, Callable[[str, Any], str]] = {"pid": _count, "started_at": _time_said}
 

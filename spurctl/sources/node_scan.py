@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spurctl import hostlist
 from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess, utcnow
+from spurctl.sources import stepd_sessions
+from spurctl.sources.cgroup_limits import cgroup_cpus, memory_mb
+from spurctl.sources.node_files import SkipHook, read_text
+from spurctl.sources.node_files import ignore as _ignore
+from spurctl.sources.stepd_sessions import STATE_DIR, SUPERVISOR_COMM
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
 # The job's GPUs: SPUR_JOB_GPUS first, then the vendor variable spurd sets; never
@@ -48,16 +52,10 @@ CGROUP_ROOT = Path("/sys/fs/cgroup/spur")
 SPOOL_ROOT = Path("/var/spool/spur")
 """spurd's node-local spool (executor.rs SPOOL_ROOT); a job's is `job<id>/`."""
 AGENT_COMM = "spurd"
-# Spur #754's per-job supervisor (docs/spur-facts.md, "spurd restarts and spurstepd").
-SUPERVISOR_COMM = "spurstepd"
 
 _JOB_DIR = re.compile(r"job_([0-9]+)(?:_([0-9]+))?")
 _STEP_DIR = re.compile(r"step_[0-9]+")
 _SPOOL_DIR = re.compile(r"job([0-9]+)")
-_MIB = 1024 * 1024
-
-SkipHook = Callable[[Path, Exception], None]
-"""Told about every entry skipped mid-scan (vanished, unreadable, garbage)."""
 
 
 @dataclass(slots=True)
@@ -112,13 +110,15 @@ def scan(
     spool_root: Path | None = None,
     host_name: str | None = None,
     sys_root: Path = Path("/"),
+    state_dir: Path | None = None,
 ) -> Inventory:
     """Inventory what this node holds, from spurd's cgroups, the processes and its spool.
 
     `hostname` is the node name the inventory speaks for; `host_name` what the
     node calls itself (default: the same). `cgroup_root` None finds the roots
     spurd may use (see `find_cgroup_roots`; `sys_root` re-roots the paths
-    /proc names, for fixture trees). `spool_root` None reads no spool.
+    /proc names, for fixture trees). `spool_root` None reads no spool, `state_dir` None
+    no spurstepd session (stepd_sessions).
 
     Raises SpurctlError only when `proc_root` itself cannot be listed (a wrong
     --proc-root); everything below it that misbehaves is skipped.
@@ -132,6 +132,7 @@ def scan(
         spool_root=spool_root,
         host_name=host_name,
         sys_root=sys_root,
+        state_dir=state_dir,
     )
     return inventory
 
@@ -156,6 +157,7 @@ def _gather(
     spool_root: Path | None,
     host_name: str | None,
     sys_root: Path,
+    state_dir: Path | None = None,
 ) -> tuple[Inventory, _Evidence]:
     collected_at = now if now is not None else utcnow()
     skip: SkipHook = on_skip if on_skip is not None else _ignore
@@ -214,8 +216,14 @@ def _gather(
             jobs.setdefault(job_id, _Job(job_id)).spool = path
 
     supervisors = table.named(SUPERVISOR_COMM)
+    ticks_of, comms = (lambda pid: _ticks(table.stat(pid))), table.comms()
+    sessions = stepd_sessions.scan(
+        state_dir, proc_root, sys_root, supervisors, ticks_of, comms.get, membership, skip
+    )
+    for job_id, bound in sessions.bound.items():  # pid and start ticks: the strongest tie
+        jobs.setdefault(job_id, _Job(job_id)).pids.update(bound)
     held = tuple(
-        _holding(jobs[job_id], envs, table, boot, skip, agent, supervisors)
+        _holding(jobs[job_id], envs, table, boot, skip, agent, supervisors, sessions)
         for job_id in sorted(jobs)
     )
     names = tuple(sorted(target_nodes))
@@ -237,12 +245,9 @@ def _gather(
         agents=tuple(agents) if len(agents) > 1 else (),
         agent_hostname=_hostname_option(proc_root, agent.pid, skip) if agent else None,
         ancestry_read=ancestry_read,
+        session_refusals=tuple(sessions.refusals),
     )
     return inventory, _Evidence(table, boot, envs, membership)
-
-
-def _ignore(path: Path, exc: Exception) -> None:
-    return None
 
 
 # -- where spurd's cgroups are ----------------------------------------------------
@@ -291,7 +296,7 @@ def _under(sys_root: Path, absolute: str) -> Path:
 
 def _cgroup2_mount(mountinfo: Path, skip: SkipHook) -> str | None:
     """Where the cgroup v2 hierarchy is mounted (field 5 of the line whose type is cgroup2)."""
-    text = _read_text(mountinfo, skip)
+    text = read_text(mountinfo, skip)
     if text is None:
         return None
     for line in text.splitlines():
@@ -305,7 +310,7 @@ def _cgroup2_mount(mountinfo: Path, skip: SkipHook) -> str | None:
 
 def _cgroup2_path(cgroup_file: Path, skip: SkipHook) -> str | None:
     """The v2 cgroup of a process: the path of its `0::` line."""
-    text = _read_text(cgroup_file, skip)
+    text = read_text(cgroup_file, skip)
     if text is None:
         return None
     for line in text.splitlines():
@@ -384,7 +389,7 @@ def _cgroup_pids(job_dir: Path, skip: SkipHook) -> set[int]:
     """
     pids: set[int] = set()
     for directory in _walk_dirs(job_dir, skip):
-        text = _read_text(directory / "cgroup.procs", skip)
+        text = read_text(directory / "cgroup.procs", skip)
         if text is None:
             continue
         for token in text.split():
@@ -407,49 +412,6 @@ def _walk_dirs(top: Path, skip: SkipHook) -> Iterator[Path]:
                 yield from _walk_dirs(Path(entry.path), skip)
         except OSError as exc:
             skip(Path(entry.path), exc)
-
-
-def parse_cpu_list(text: str) -> int | None:
-    """How many CPUs a cpuset list names ("0-7,16-23" is 16); None if empty or malformed."""
-    # Blanks around a range and empty ranges ("0-3,,5\n") never made a list malformed.
-    ranges = ",".join(part.strip() for part in text.split(",") if part.strip())
-    try:
-        return len(hostlist.expand_ranges(ranges)) or None
-    except SpurctlError:
-        return None
-
-
-def _quota_cpus(text: str) -> int | None:
-    """CPUs granted by a cpu.max quota ("400000 100000" is 4); None for "max" or garbage."""
-    fields = text.split()
-    if len(fields) != 2 or not all(f.isascii() and f.isdigit() for f in fields):
-        return None
-    quota, period = int(fields[0]), int(fields[1])
-    if quota == 0 or period == 0:
-        return None
-    return -(-quota // period)  # a partial CPU still occupies one
-
-
-def _cgroup_cpus(job_dir: Path, skip: SkipHook) -> int | None:
-    configured = _read_text(job_dir / "cpuset.cpus", skip)
-    # An empty cpuset.cpus means spurd did not pin the job: the effective set
-    # is then the parent's (the whole node), and the job's share is its quota.
-    if configured is None or configured.strip():
-        effective = _read_text(job_dir / "cpuset.cpus.effective", skip)
-        if effective is not None:
-            count = parse_cpu_list(effective)
-            if count is not None:
-                return count
-    quota = _read_text(job_dir / "cpu.max", skip)
-    return _quota_cpus(quota) if quota is not None else None
-
-
-def parse_memory_max(text: str) -> int | None:
-    """memory.max in MiB; None for "max" (no limit) or garbage."""
-    value = text.strip()
-    if not (value.isascii() and value.isdigit()):
-        return None
-    return int(value) // _MIB
 
 
 # -- processes -----------------------------------------------------------------
@@ -549,7 +511,7 @@ def _device_ids(text: str) -> tuple[int, ...]:
 
 def _boot_time(proc_root: Path, skip: SkipHook) -> int | None:
     path = proc_root / "stat"
-    text = _read_text(path, skip)
+    text = read_text(path, skip)
     if text is None:
         return None
     for line in text.splitlines():
@@ -722,6 +684,7 @@ def _holding(
     skip: SkipHook,
     agent: AgentProcess | None,
     supervisors: set[int],
+    sessions: stepd_sessions.Sessions,
 ) -> Holding:
     gpus = sorted({g for pid in job.pids if pid in envs for g in envs[pid].gpus})
     cgroup = job.cgroup
@@ -729,9 +692,10 @@ def _holding(
         *(("cgroup",) if job.cgroups else ()),
         *(("process",) if job.pids else ()),
         *(("spool",) if job.spool is not None else ()),
+        *(("session",) if job.job_id in sessions.bound else ()),
     )
     tracked: list[int] = []
-    supervised: set[int] = {p for p in job.pids if p in supervisors}
+    supervised = {p for p in job.pids if p in supervisors} | sessions.supervisors(job.job_id)
     supervised |= {p for p in supervisors if p in envs and envs[p].job_id == job.job_id}
     if agent is not None or supervisors:
         for pid in sorted(job.pids):
@@ -741,15 +705,16 @@ def _holding(
             supervised.update(a for a in lineage if a in supervisors)
     return Holding(
         job_id=job.job_id,
-        cpus=_cgroup_cpus(cgroup.path, skip) if cgroup else None,
-        memory_mb=_memory_mb(cgroup.path, skip) if cgroup else None,
+        cpus=cgroup_cpus(cgroup.path, skip) if cgroup else None,
+        memory_mb=memory_mb(cgroup.path, skip) if cgroup else None,
         gpus=tuple(gpus),
         pids=tuple(sorted(job.pids)),
         started_at=_started_at(job, table, boot, skip),
-        attempt=cgroup.attempt if cgroup else None,
+        attempt=_first(sessions.attempt(job.job_id), cgroup.attempt if cgroup else None),
         traces=traces,
         tracked_pids=tuple(tracked),
         supervisors=tuple(sorted(supervised)),
+        sessions=sessions.of(job.job_id),
     )
 
 
@@ -763,11 +728,6 @@ def _cgroup_job(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
         if match is not None and int(match.group(1)) <= MAX_JOB_ID:
             return int(match.group(1))
     return None
-
-
-def _memory_mb(job_dir: Path, skip: SkipHook) -> int | None:
-    text = _read_text(job_dir / "memory.max", skip)
-    return parse_memory_max(text) if text is not None else None
 
 
 def _started_at(job: _Job, table: _ProcTable, boot: int | None, skip: SkipHook) -> datetime | None:
@@ -788,17 +748,12 @@ def _ticks(fields: tuple[int, int] | None) -> int | None:
     return None if fields is None else fields[1]
 
 
+def _first(*values: int | None) -> int | None:
+    return next((v for v in values if v is not None), None)
+
+
 def _present(values: Iterable[int | None]) -> list[int]:
     return [v for v in values if v is not None]
-
-
-def _read_text(path: Path, skip: SkipHook) -> str | None:
-    try:
-        return path.read_bytes().decode("ascii")
-    except (OSError, UnicodeDecodeError) as exc:
-        if not isinstance(exc, FileNotFoundError):
-            skip(path, exc)
-        return None
 
 
 def scan_this_node(
@@ -806,6 +761,7 @@ def scan_this_node(
     proc_root: Path,
     hostname: str | None,
     spool_root: Path = SPOOL_ROOT,
+    state_dir: Path = STATE_DIR,
 ) -> tuple[Inventory, int]:
     """`spurctl node-inventory`: the scan, and how many processes' environments were unreadable.
 
@@ -831,6 +787,7 @@ def scan_this_node(
         on_skip=on_skip,
         spool_root=spool_root,
         host_name=own_name,
+        state_dir=state_dir,
     )
     return inventory, denied
 
@@ -854,6 +811,7 @@ def scan_for_release(
         spool_root=SPOOL_ROOT,
         host_name=None,
         sys_root=Path("/"),
+        state_dir=STATE_DIR,
     )
     claimed = {p for p, j in ev.membership.items() if j == job_id}
     claimed |= {p for p, e in ev.envs.items() if e.job_id == job_id and not e.epilog}

@@ -3,10 +3,11 @@
 `collect --ship-scanner` audits nodes that have only Python 3 (3.11 or newer):
 instead of running an installed `spurctl node-inventory`, it writes this program
 to each ssh's standard input, as Ansible ships its modules. The program carries
-node_scan.py's own source, unchanged, and errors.py's (both standard library
-only); the three things node_scan takes from the rest of spurctl are replaced by
-standard-library stand-ins: the model's records (which only remember what they
-were built with), `utcnow`, and hostlist's range-list reader. So the scan is the
+node_scan.py's own source, unchanged, with the node-side modules it imports
+(node_files, cgroup_limits, stepd_sessions) and errors.py (all standard library
+only); what they take from the rest of spurctl is replaced by standard-library
+stand-ins: the model's records (which only remember what they were built with),
+`utcnow`, SessionBinding, and hostlist's range-list reader. So the scan is the
 same code `spurctl node-inventory` runs.
 
 The node prints what the scan built, field by field; this side builds the real
@@ -22,19 +23,30 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.errors import DocumentError
-from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess
+from spurctl.model import (
+    MAX_JOB_ID,
+    AgentProcess,
+    Holding,
+    Inventory,
+    JobProcess,
+    Session,
+    SessionRefusal,
+)
 
 SCHEMA = "spurctl.node-scan/v1"
 SHIP_COMMAND = "ssh -o BatchMode=yes %h python3 -"
 
 # Every model record node_scan imports: the node gets a plain stand-in of each.
 _RECORDS: dict[str, type] = {
-    cls.__name__: cls for cls in (Inventory, Holding, AgentProcess, JobProcess)
+    cls.__name__: cls
+    for cls in (Inventory, Holding, AgentProcess, JobProcess, Session, SessionRefusal)
 }
+# node_scan's own imports from the rest of spurctl.sources, shipped before it in this order.
+_SHIPPED = ("node_files", "cgroup_limits", "stepd_sessions")
 
 # Runs on the node with only the standard library; the sources are filled in below.
 _BOOTSTRAP = """\
-import argparse, json, re, sys, types
+import argparse, enum, json, re, sys, types
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,7 +92,10 @@ for name in {records!r}:
     setattr(model, name, type(name, (Record,), {{}}))
 model.MAX_JOB_ID = {max_job_id!r}
 model.utcnow = lambda: datetime.now(UTC)
+model.SessionBinding = enum.StrEnum("SessionBinding", {{"LIVE": "live", "STALE": "stale"}})
 spurctl.sources = module("spurctl.sources")
+for name, source in {shipped!r}:
+    setattr(spurctl.sources, name, module("spurctl.sources." + name, source))
 node_scan = module("spurctl.sources.node_scan", {node_scan!r})
 
 
@@ -99,8 +114,11 @@ parser = argparse.ArgumentParser(prog="python3 - (spurctl node scanner)")
 parser.add_argument("--cgroup-root", type=Path)
 parser.add_argument("--proc-root", type=Path, default=Path("/proc"))
 parser.add_argument("--hostname")
+parser.add_argument("--state-dir", type=Path, default=node_scan.STATE_DIR)
 args = parser.parse_args()
-inventory, denied = node_scan.scan_this_node(args.cgroup_root, args.proc_root, args.hostname)
+inventory, denied = node_scan.scan_this_node(
+    args.cgroup_root, args.proc_root, args.hostname, state_dir=args.state_dir
+)
 if denied:
     print(f"{{denied}} processes' environments were unreadable: run as root", file=sys.stderr)
 print(json.dumps({{"schema": SCHEMA, "inventory": plain(inventory)}}))
@@ -109,6 +127,8 @@ print(json.dumps({{"schema": SCHEMA, "inventory": plain(inventory)}}))
 
 def scanner_program() -> bytes:
     """The program `python3 -` runs on a node: node_scan.py and errors.py as shipped."""
+    from importlib import import_module
+
     from spurctl import errors
     from spurctl.sources import node_scan
 
@@ -119,6 +139,9 @@ def scanner_program() -> bytes:
         schema=SCHEMA,
         errors=source(errors),
         node_scan=source(node_scan),
+        shipped=tuple(
+            (name, source(import_module(f"spurctl.sources.{name}"))) for name in _SHIPPED
+        ),
         max_job_id=MAX_JOB_ID,
         records=tuple(_RECORDS),
     ).encode()

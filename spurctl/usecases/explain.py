@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from spurctl import hostlist
+from spurctl.decide.causes import admin_down
 from spurctl.decide.classify import (
     CLOCK_AHEAD_S,
     STALE_INVENTORY_S,
@@ -26,6 +27,7 @@ from spurctl.decide.classify import (
     inventory_age,
     judged_as,
 )
+from spurctl.decide.health import spare_reason
 from spurctl.decide.plan import plan, stale_reason
 from spurctl.defaults import NAMES_COMMAND
 from spurctl.errors import SpurctlError
@@ -41,6 +43,7 @@ from spurctl.model import (
     format_time,
     utcnow,
 )
+from spurctl.sources.inventory_extras import refusal_to_dict, session_to_dict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -162,6 +165,8 @@ def _holding_doc(h: Holding) -> dict[str, Any]:
         "cpus": h.cpus,
         "memory_mb": h.memory_mb,
         "started_at": format_time(h.started_at),
+        # spurstepd sessions (Spur #754): pid + start ticks bind a process to a run.
+        "sessions": [session_to_dict(s) for s in h.sessions],
     }
 
 
@@ -213,6 +218,8 @@ def _node_doc(name: str | None, node: Node | None) -> dict[str, Any] | None:
         "alloc": {"cpus": a.cpus, "memory_mb": a.memory_mb, "gpus": a.gpus},
         "agent_start_time": format_time(node.agent_start_time),
         "boot_time": format_time(node.boot_time),
+        # What its state and reason show about its holdings (an admin's DOWN), or null.
+        "cause": admin_down(node),
     }
 
 
@@ -277,6 +284,9 @@ def guards(
             f"the run began at {format_time(h.started_at)}, before spurd (pid {agent.pid}) "
             f"started at {format_time(agent.started_at)}",
         )
+    spare = spare_reason(job, view.nodes.get(judged), judged)
+    if spare is not None:
+        add("health-check", spare)
     if inv.agent_checked and inv.agent is None:
         add(
             "agent-not-running",
@@ -426,8 +436,9 @@ def explain(
     judged = judged_as(inputs.view.nodes, inv)[0]
     job, asked = controller_job(inputs.view, inputs.confirmed, job_id)
     finding = next((f for f in findings if f.job_id == job_id), None)
+    refused = [refusal_to_dict(r) for r in inv.session_refusals if r.job_id == job_id]
     doc["job"].update(
-        evidence=_holding_doc(held),
+        evidence={**_holding_doc(held), "session_refusals": refused},
         arm=arm(judged, job_id, inputs),
         guards=guards(held, inv, judged, inputs, job, asked),
         finding=None if finding is None else finding_doc(finding),

@@ -260,3 +260,38 @@ def test_the_shipped_tree_reports_each_node_once_as_its_answer_arrives(
     assert got["n4"].gateway_error == "gateway hang did not answer within 4 s"
     assert got["down"].rc == 255 and got["down"].via == "n1"
     assert got["badkey"].rc == 255 and got["badkey"].gateway_error is None
+
+
+def test_the_shipped_scanner_reads_spurstepd_sessions_as_node_inventory_does(
+    tmp_path: Path,
+) -> None:
+    # An allocation-only job (Spur #754): only its supervisor and its descriptor show it.
+    roots = fixture_roots(tmp_path)
+    proc = tmp_path / "proc"
+    add_process(proc, 4900, {}, start_ticks=1400, comm="spurstepd")
+    (proc / "4900" / "comm").write_text("spurstepd\n")
+    state = tmp_path / "state"
+    session = state / "runtime" / "77.0.4294967293"
+    session.mkdir(parents=True)
+    descriptor = {"format_version": 1, "job_id": 77, "run_attempt": 0, "step_id": 4294967293}
+    descriptor |= {"pid": 4900, "process_start_ticks": 1400, "cgroup_path": ""}
+    (session / "descriptor.json").write_text(json.dumps(descriptor))
+    roots += ["--state-dir", str(state)]
+    installed = run_cli("node-inventory", *roots)
+    shipped = subprocess.run(
+        [python3(), "-I", "-S", "-", *roots],
+        input=scanner_program().decode(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert installed.returncode == 0 and shipped.returncode == 0, installed.stderr + shipped.stderr
+    expected = json.loads(installed.stdout)
+    (got,) = read_scan(shipped.stdout, name="n1")
+    doc = inventory_to_dict(got)
+    for d in (expected, doc):
+        d.pop("collected_at")
+    assert doc == expected
+    (held,) = [h for h in doc["held"] if h["job_id"] == 77]
+    assert held["sessions"] == [
+        {"attempt": 0, "step": 4294967293, "supervisor": 4900, "binding": "live"}
+    ]
+    assert held["traces"] == ["process", "session"]

@@ -10,8 +10,9 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory
+from spurctl.sources.cgroup_limits import parse_cpu_list, parse_memory_max
 from spurctl.sources.documents import inventory_from_dict, inventory_to_dict
-from spurctl.sources.node_scan import parse_cpu_list, parse_memory_max, scan
+from spurctl.sources.node_scan import scan
 
 BTIME = 1_780_000_000  # boot time of the fixture node, seconds since the epoch
 HZ = os.sysconf("SC_CLK_TCK")
@@ -322,6 +323,13 @@ def test_memory_max_is_read_in_mib(text: str, mib: int | None) -> None:
         (cgroup_files(cpu_max="800000 100000"), 8),
         (cgroup_files(effective=""), None),
         (cgroup_files(), None),
+        # Spur #762: cpu.max unset by default (absent, or "max"), the cpuset the only bound.
+        (cgroup_files(cpus="0-7", effective="0-7"), 8),
+        (cgroup_files(cpus="2-5", effective="2-5", cpu_max="max 100000"), 4),
+        # ...counted from cpuset.cpus itself when the effective set cannot be read.
+        (cgroup_files(cpus="0-7"), 8),
+        (cgroup_files(cpus="0,2,4", cpu_max="max 100000"), 3),
+        (cgroup_files(cpus="0-3", effective="", cpu_max="max 100000"), 4),
     ],
 )
 def test_job_cpus_come_from_its_cpuset_or_else_its_quota(

@@ -255,3 +255,31 @@ def test_every_hazard_is_named_as_the_audit_names_it() -> None:
     from spurctl.model import Kind
 
     assert {h.value for h in Hazard} <= {k.value for k in Kind}
+
+
+def test_a_pre_wipe_run_under_a_live_spurstepd_session_is_waited_out_not_released() -> None:
+    # Spur #754: a restarted spurd adopts every live session, so restarting it does not
+    # end the run and node-release refuses it; the checklist says so instead of
+    # printing a node-release that would be refused.
+    from spurctl.model import Session, SessionBinding
+
+    live = Session(1, 0xFFFF_FFFE, 6100, SessionBinding.LIVE, workload=9)
+    run = assess_holding(
+        "a1",
+        Holding(50, started_at=BEFORE - timedelta(days=1), pids=(9, 6100), sessions=(live,)),
+        None,
+        untracked=True,
+        asked=False,
+        watermark=WM,
+        now=NOW,
+    )
+    assert run.adopted is not None and "a live spurstepd session binds it" in run.adopted
+    a = _one_node(AgentProcess(7, AFTER), slurmd=BEFORE, held=(run,))
+    stop = _step(a, StepId.STOP_RUNS)
+    assert stop.done is False
+    assert "50 runs under a live spurstepd supervisor" in stop.detail
+    assert "restarted spurd adopts again" in stop.detail
+    assert "outlived spurd's restart" not in stop.detail
+    (command,) = stop.commands
+    assert command.startswith("# a1: job 50 is adopted across spurd restarts")
+    assert "node-release refuses it" in command and "wait it out" in command
