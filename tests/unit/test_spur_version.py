@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spurctl.render.common import spur_version
 from spurctl.releases import Filters, filters_for, spur_version_note
+from spurctl.render.common import spur_version
 
 
 @pytest.mark.parametrize(
