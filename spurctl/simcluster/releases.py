@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spurctl.model import JobState
+import msgspec
+
+from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 
 # spurctld's heartbeat reclaim arms (docs/spur-facts.md, "The controller's own reclaim").
@@ -45,6 +47,12 @@ class SpurRelease:
     def knows(self, state: JobState) -> bool:
         """Whether this release's JobState has `state`."""
         return self.requeued_state or state is not JobState.REQUEUED
+
+    def played(self, job: Job) -> Job:
+        """`job` as this release can hold it: before #629 a requeued job is PENDING again."""
+        if self.knows(job.state):
+            return job
+        return msgspec.structs.replace(job, state=JobState.PENDING)
 
 
 V0_8_0 = SpurRelease(

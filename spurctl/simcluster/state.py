@@ -237,7 +237,7 @@ class ClusterState:
         self.agent_started_at = dict(scenario.agent_started_at)
         self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
         self.next_job_id = scenario.next_job_id
-        self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
+        self.jobs: dict[int, Job] = {j.job_id: spur_release.played(j) for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
         # Nodes GetNodes no longer lists while jobs still name them (`unlist_node`).
         self.unlisted: set[str] = set()
