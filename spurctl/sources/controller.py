@@ -58,11 +58,7 @@ from spurctl.sources.job_reads import (
     unread_note,
 )
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import (
-    JobsFromPb,
-    NodesFromPb,
-    job_from_pb,
-)
+from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -376,12 +372,7 @@ class ControllerClient:
 
     def job_counts(self) -> tuple[int, Counter[JobState]]:
         """JobMetrics: how many jobs the controller has, in all and in each state, unscoped."""
-        answer = self.read("GetJobMetrics", empty_pb2.Empty())
-        counts: Counter[JobState] = Counter()
-        for c in answer.by_state:
-            if c.state in _STATE_VALUES:
-                counts[JobState(c.state)] += int(c.count)
-        return int(answer.total), counts
+        return counts_from_pb(self.read("GetJobMetrics", empty_pb2.Empty()))
 
     def get_job(self, job_id: int) -> Job | None:
         """The job, or None when the controller answers NOT_FOUND (untracked)."""
@@ -753,9 +744,6 @@ class ControllerClient:
         read.messages += self.probe_above(read.highest())
         if not self.scoped:  # a scoped answer by id proves nothing more
             self._find_unreached(read)
-
-
-_STATE_VALUES = frozenset(int(s) for s in JobState)
 
 
 def _not_found(err: grpc.RpcError) -> bool:
