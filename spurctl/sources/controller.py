@@ -670,7 +670,7 @@ class ControllerClient:
                 states = tuple(JobState) if everything else BY_ACTIVITY + NOT_STARTED
                 probed = read_by_id(
                     self, states, planning, read, requeued_known=filters.requeued,
-                    planned=_PLANNED_ANSWER,
+                    planned=_PLANNED_ANSWER, scoped=self.scoped,
                 )  # fmt: skip
                 if not everything and not probed:
                     read.messages += self.probe_above(read.highest())

@@ -60,6 +60,7 @@ def read_by_id(
     *,
     requeued_known: bool,
     planned: int,
+    scoped: bool = False,
 ) -> bool:
     """The jobs in `states`, every answer under the limit, none through a node filter.
 
@@ -67,12 +68,14 @@ def read_by_id(
     only beside PREEMPTED where the controller may not know it), and the states too
     large for that by id range, all of them in one pass, after the ended jobs above
     every job read (the watermark's) are added. Whether that probe above was made.
-    BudgetSpent passes through, with what was read until then kept in `into`.
+    A `scoped` answer (a credential's user's jobs) is asked for whatever the
+    unscoped `counts` say: it is usually a small part of them. BudgetSpent passes
+    through, with what was read until then kept in `into`.
     """
     record = into.largest or DEFAULT_RECORD
     wanted = [int(s) for s in states]
     alone_requeued = wanted == [int(JobState.REQUEUED)] and not requeued_known
-    if not alone_requeued and sum(counts[s] for s in states) * record <= planned:
+    if not alone_requeued and (scoped or sum(counts[s] for s in states) * record <= planned):
         try:
             _add(into, jobs.answer(wanted, ()))
             return False
@@ -80,7 +83,7 @@ def read_by_id(
             pass
     large: list[JobState] = []
     for unit in state_units(states, requeued_known=requeued_known):
-        if sum(counts[s] for s in unit) * record > planned:
+        if not scoped and sum(counts[s] for s in unit) * record > planned:
             large += unit
             continue
         try:

@@ -26,9 +26,11 @@ from spurctl.model import Action, JobState, Kind
 from spurctl.simcluster import SimCluster, large
 from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
 from spurctl.sources import controller
+from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
 from spurctl.usecases.audit import audit, gather
+from tests.live import KEY
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
 LIMIT = 60_000  # bytes: about 120 real-sized records per answer
@@ -157,3 +159,26 @@ def test_the_budget_line_reaches_the_operator(
     assert not [
         f for f in doc["findings"] if f["kind"] == "unverifiable" and f["action"] != "spare"
     ]
+
+
+def test_a_credential_scoped_read_of_a_0_8_0_controller_asks_for_its_users_jobs_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A main build that says 0.8.0 scopes GetJobs to a credential's user (#640), while
+    # JobMetrics counts every job: the unscoped counts say the running jobs need an id
+    # range split (planned answers as small as the limit), but the user's own answer
+    # fits, and is asked for first.
+    monkeypatch.setattr(controller, "_PLANNED_ANSWER", LIMIT // 2)
+    with SimCluster(
+        large(**SMALL), agents=False, answer_limit=LIMIT, auth="required", jwt_key=KEY
+    ) as sim:
+        token = auth.mint(KEY, "u0001", uid=20_001, lifetime_s=300)
+        conn = Connection((sim.controller_address,), token=token, timeout=30.0)
+        with ControllerClient(conn) as client:
+            view = client.view()
+        requests = list(sim.job_requests)
+    assert not [r for r in requests if r.nodes]
+    assert len(requests) <= 4 and not [r for r in requests if len(r.job_ids) > 64]
+    assert not any("not read to the end" in n for n in view.read_notes)
+    mine = {j.job_id for j in sim.state.jobs.values() if j.user == "u0001" and j.state.active}
+    assert mine and mine <= set(view.jobs)
