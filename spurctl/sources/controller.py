@@ -416,6 +416,12 @@ class ControllerClient:
         """GetJobs by state and id only, which every release filters (id_ranges.Jobs)."""
         return self._answer(states=list(states), job_ids=list(job_ids))
 
+    def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
+        """`answer`, sent now and collected by calling the result (id_ranges.Jobs)."""
+        request = self._request(states=list(states), job_ids=list(job_ids))
+        later = self.read_later("GetJobs", request)
+        return Later(lambda: list(later().jobs), later.cancel)
+
     def _jobs_in(
         self,
         states: Sequence[JobState],

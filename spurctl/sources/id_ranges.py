@@ -18,19 +18,21 @@ under half the limit.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Protocol
 
 from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID, JobState
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.sources.job_reads import LOOKUP_BATCH, JobRead, state_units
+from spurctl.sources.job_reads import LOOKUP_BATCH, BudgetSpent, JobRead, state_units
 
 # Bytes per JobInfo assumed before any record is seen (real ones are 400-700 bytes).
 DEFAULT_RECORD = 1024
 MAX_RANGE = 16_384
 MIN_RANGE = LOOKUP_BATCH
+# Ranges in flight at once.
+AHEAD = 2
 # Where no job id is known yet, ids are probed at 1 and at each power of two up to
 # uint32 (LOOKUP_BATCH ids each) to find where they lie, then range by range from 1.
 _FIRST_PROBES = [1, *(1 << k for k in range(7, 32))]
@@ -40,10 +42,20 @@ class AnswerTooLarge(SpurctlError):
     """The controller refused to send an answer for its size."""
 
 
+class Pending(Protocol):
+    """A GetJobs answer on its way: call for its jobs, or cancel it."""
+
+    def __call__(self) -> list[pb.JobInfo]: ...
+
+    def cancel(self) -> object: ...
+
+
 class Jobs(Protocol):
     """The controller reads a by-id read needs (ControllerClient's, budgeted)."""
 
     def answer(self, states: Sequence[int], job_ids: Sequence[int]) -> list[pb.JobInfo]: ...
+
+    def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Pending: ...
 
     def by_ids(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]: ...
 
@@ -101,27 +113,54 @@ def read_by_id(
 def read_ranges(
     jobs: Jobs, states: Sequence[int], expected: int, top: int, into: JobRead, *, planned: int
 ) -> int:
-    """Read `states` by id range from `top` (exclusive) down; the number of jobs found."""
+    """Read `states` by id range from `top` (exclusive) down; the number of jobs found.
+
+    AHEAD ranges are in flight at once, so that the controller builds the next answer
+    while this process keeps the last; a range refused for its size is asked for again
+    half as wide (and no later range is wider), the ranges sent after it cancelled and
+    sent anew. Ranges still in flight when the count is in are cancelled. BudgetSpent
+    stops the sending; what was sent is kept, then it raises.
+    """
     high, found = top, 0
     cap, width = MAX_RANGE, _width(planned, into.largest, 1.0)
-    while found < expected and high > 1:
-        w = min(width, cap, high - 1)
-        low = high - w
+    sent: deque[tuple[range, Pending]] = deque()
+    spent = False
+    while True:
+        while not spent and len(sent) < AHEAD and found < expected and high > 1:
+            ids = range(high - min(width, cap, high - 1), high)
+            try:
+                sent.append((ids, jobs.answer_later(states, ids)))
+            except BudgetSpent:
+                spent = True
+            else:
+                high = ids.start
+        if not sent:
+            break
+        ids, pending = sent.popleft()
         try:
-            part = jobs.answer(states, range(low, high))
+            part = pending()
         except AnswerTooLarge:
-            if w == 1:
+            if len(ids) == 1:
                 raise
-            cap = w // 2  # a refusal: no range this wide again
+            # No range this wide again: the ones sent after it are asked for anew.
+            cap, high = len(ids) // 2, ids.stop
+            for _, left in sent:
+                left.cancel()
+            sent.clear()
             continue
         into.measure(part)
         found += len(into.keep(part))
-        high = low
-        width = min(_width(planned, into.largest, len(part) / w), 4 * w)
+        width = min(_width(planned, into.largest, len(part) / len(ids)), 4 * len(ids))
         if not part and found < expected:
             # Jobs leave these states while they are read: stop once none is missing now.
             _, now = jobs.job_counts()
             expected = min(expected, sum(now[JobState(s)] for s in states))
+        if found >= expected:
+            for _, left in sent:
+                left.cancel()
+            break
+    if spent:
+        raise BudgetSpent
     return found
 
 

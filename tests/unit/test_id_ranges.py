@@ -13,6 +13,7 @@ import pytest
 
 from spurctl.model import JobState
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.sources.controller import Later
 from spurctl.sources.id_ranges import (
     MAX_RANGE,
     AnswerTooLarge,
@@ -44,6 +45,7 @@ class Controller:
         self.limit = limit
         self.record = record
         self.requests: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        self.cancelled: list[tuple[int, ...]] = []
         self.budget = RequestBudget(10_000)
 
     def answer(self, states: Sequence[int], job_ids: Sequence[int]) -> list[pb.JobInfo]:
@@ -60,6 +62,15 @@ class Controller:
         if size > self.limit:
             raise AnswerTooLarge(f"Error, encoded message length too large: found {size} bytes")
         return out
+
+    def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
+        self.budget.take()  # counted when sent, answered when collected
+        self.budget.used -= 1
+
+        def collect() -> list[pb.JobInfo]:
+            return self.answer(states, job_ids)
+
+        return Later(collect, lambda: self.cancelled.append(tuple(job_ids)))
 
     def by_ids(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
         try:
@@ -198,3 +209,15 @@ def test_a_job_on_none_of_the_nodes_asked_for_shows_the_filter_was_ignored(
     asked = ["gpu001", "gpu002", "gpu003", "gpu004"]
     jobs = [pb.JobInfo(job_id=1, nodelist="gpu003"), pb.JobInfo(job_id=2, nodelist=nodelist)]
     assert off_the_nodes(jobs, asked) == (2 if off else None)
+
+
+def test_two_ranges_are_in_flight_and_the_one_not_needed_is_cancelled() -> None:
+    jobs = {i: R for i in range(50_000, 60_000)}
+    ctl = Controller(jobs, limit=40_000_000)
+    read = JobRead()
+    found = read_ranges(ctl, [int(R)], expected=10_000, top=60_000, into=read, planned=9_000_000)
+    assert found == 10_000
+    # The first range held every job; the second, sent beside it, was cancelled unread.
+    [(_, first)] = ctl.requests
+    assert (first[0], first[-1]) == (60_000 - MAX_RANGE, 59_999)
+    assert ctl.cancelled == [tuple(range(60_000 - 2 * MAX_RANGE, 60_000 - MAX_RANGE))]
