@@ -1,6 +1,7 @@
 """A Spur controller for benchmarks that costs nearly nothing: every answer is bytes encoded once.
 
     python bench/preencoded_controller.py --dir DIR [--nodes 20000 --jobs 200000 --held 100000]
+        [--release v0.8.0|main-4cc3da8|0.9-0.11|newest]
 
 The data is the simulated cluster's (`spurctl.simcluster.scenarios.large` and
 `ClusterState.encoded`, so each JobInfo carries the upstream fields a real
@@ -25,7 +26,11 @@ RPCs served, as spurctld answers them (docs/spur-facts.md): Ping,
 GetJobMetrics (total and by_state), GetJobs with `states`, `job_ids`, `nodes`
 (and `user`, `partition`, `account`, `name`, through the simulated cluster's
 own selection), GetJob (NOT_FOUND for an untracked id), GetNodes (with its
-filters), GetNode. No authentication.
+filters), GetNode. No authentication. `--release` plays one Spur release
+(spurctl.simcluster.releases): release v0.8.0 skips GetJobsRequest.nodes and
+drops the REQUEUED state from `states`, as its proto makes it, and Ping answers
+its version. `spurctl.bench.Counters/Take` answers the requests served per
+method since the last Take, as JSON, and starts counting again.
 
 `--lean` serves minimal JobInfo records instead: id, state, nodelist,
 resources and the three times, nothing else (~60 bytes each), so the I/O is
@@ -55,6 +60,7 @@ from google.protobuf import timestamp_pb2
 from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import large
+from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
 from spurctl.simcluster.server import ANSWER_LIMIT, too_large
 from spurctl.simcluster.state import ClusterState, expand, framed
 from spurctl.sources.documents import inventory_to_dict
@@ -102,8 +108,10 @@ class Answers:
 
     def __init__(self, state: ClusterState, lean: bool = False) -> None:
         self.state = state
+        self.release: SpurRelease = state.spur_release
         self.hostname = state.hostname
         self.version = state.version
+        self.served: dict[str, int] = {}
         with state.lock:
             jobs = list(state.jobs.values())
             nodes = list(state.nodes.values())
@@ -132,6 +140,7 @@ class Answers:
             by_state=[
                 pb.JobStateCount(state=int(s), count=counts.get(s, 0))  # type: ignore[arg-type]
                 for s in JobState
+                if self.release.knows(s)
             ],
         ).SerializeToString()
         self._cache: dict[tuple[str, bytes], tuple[int, bytes | None]] = {}
@@ -141,7 +150,9 @@ class Answers:
     # -- selection -------------------------------------------------------------------
 
     def job_ids(self, req: pb.GetJobsRequest) -> list[int]:
-        """The ids GetJobs answers `req` with, through the indexes (no per-job hostlist work)."""
+        """The ids GetJobs answers `req` with, through the indexes (no per-job hostlist work),
+        as this release decodes the request."""
+        req = as_received(self.release, req)
         states = set(req.states)
         nodes = set(req.nodes)
         if req.job_ids:
@@ -238,8 +249,14 @@ class Answers:
 
 
 def handler(answers: Answers, cap: int | None) -> grpc.GenericRpcHandler:
+    lock = threading.Lock()
+
     def method(body: Callable[[bytes, int | None], bytes]) -> grpc.RpcMethodHandler:
+        name = body.__name__
+
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            with lock:
+                answers.served[name] = answers.served.get(name, 0) + 1
             try:
                 answer = body(request, cap)
             except Refused as refused:
@@ -264,10 +281,22 @@ def handler(answers: Answers, cap: int | None) -> grpc.GenericRpcHandler:
     )
 
 
+def counters(answers: Answers) -> grpc.GenericRpcHandler:
+    """`spurctl.bench.Counters/Take`: the requests served per method since the last Take."""
+
+    def take(request: bytes, context: grpc.ServicerContext) -> bytes:
+        served, answers.served = answers.served, {}
+        return json.dumps(served).encode()
+
+    return grpc.method_handlers_generic_handler(
+        "spurctl.bench.Counters", {"Take": grpc.unary_unary_rpc_method_handler(take)}
+    )
+
+
 def serve(answers: Answers, cap: int | None) -> tuple[grpc.Server, int]:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8),
-        handlers=[handler(answers, cap)],
+        handlers=[handler(answers, cap), counters(answers)],
         options=[
             ("grpc.max_send_message_length", -1),
             ("grpc.max_receive_message_length", MAX_GRPC_REQUEST_SIZE),
@@ -309,10 +338,12 @@ def main() -> int:
     p.add_argument("--cap", type=int, default=MAX_GRPC_MESSAGE_SIZE, help="the capped port's limit")
     p.add_argument("--dir", type=Path, required=True)
     p.add_argument("--lean", action="store_true", help="minimal JobInfo records (lean_record)")
+    p.add_argument("--release", choices=list(SPUR_RELEASES), default=MAIN_4CC3DA8.name)
     args = p.parse_args()
 
     started = time.perf_counter()
-    state = ClusterState(large(args.nodes, args.jobs, args.held, args.seed))
+    scenario = large(args.nodes, args.jobs, args.held, args.seed)
+    state = ClusterState(scenario, SPUR_RELEASES[args.release])
     built = time.perf_counter()
     answers = Answers(state, lean=args.lean)
     answers.prepare()
@@ -338,6 +369,8 @@ def main() -> int:
             "held": held,
             "held_all": sum(len(h) for h in state.held.values()),
             "cap": args.cap,
+            "release": args.release,
+            "version": state.version,
             "jobs_answer_bytes": len(answers.get_jobs(b"", None)),
             "record_bytes_mean": round(sum(records) / max(len(records), 1), 1),
             "record_bytes_min": min(records, default=0),

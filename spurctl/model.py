@@ -292,12 +292,14 @@ class ControllerView:
     asked_ids: frozenset[int] = frozenset()
     # What a read under spurctld's answer limit could not fetch, one sentence each.
     read_notes: tuple[str, ...] = ()
+    # The request budget stopped the reads (a note says so): incomplete, whatever the counts.
+    cut_short: bool = False
 
     @property
     def complete(self) -> bool:
         """Every job that can hold a node now is in `jobs` (so node checks are sound)."""
         if self.bounded:
-            return self.active_read >= self.active_expected
+            return not self.cut_short and self.active_read >= self.active_expected
         return len(self.jobs) >= self.jobs_total
 
     def proves_untracked(self, job_id: int) -> bool:

@@ -101,7 +101,7 @@ class NodeAssessment:
     controller_node: Node | None = None
     # The node's spurd as its inventory recorded it (None: not recorded, or none runs
     # when `agent_checked`): the only proof of a restart, since the controller's
-    # slurmd_start_time is set once, when the node name first registers.
+    # slurmd_start_time is set when a node record is made, which a crash does not redo.
     agent: AgentProcess | None = None
     agent_checked: bool = False
 
@@ -484,8 +484,8 @@ def _node_state(a: NodeAssessment) -> NodeState | None:
 def _restarted(a: NodeAssessment, wiped_by: datetime | None) -> tuple[bool, str]:
     """Whether the node's own spurd started after the wipe, by its inventory's `agent`.
 
-    Never by the controller's slurmd_start_time: Spur sets it once, when the node
-    name first registers, and a restart leaves it unchanged.
+    Never by the controller's slurmd_start_time: a crash restart leaves it unchanged
+    (a graceful one before Spur #784 renews it with a fresh node record).
     """
     if not a.inventoried:
         return False, "not inventoried"
@@ -640,9 +640,9 @@ def build_steps(
         restart = (
             False,
             "once no pre-wipe run is left: a restarted spurd forgets the pre-wipe "
-            "reservations; proven only by spurd's start time in the node's inventory "
-            "(`spurctl node-inventory` records it), never by the controller's "
-            "slurmd_start_time, which a restart does not change",
+            "reservations; proven only by spurd's start time in the node's inventory, never "
+            "by the controller's slurmd_start_time: a crash restart keeps it, a graceful one "
+            "before Spur #784 renews it and drops the node's drain (drain it again)",
         )
         check = (False, "re-inventory them and re-read the controller; this ticks what is done")
         resume = (False, "only once their inventories are clean")

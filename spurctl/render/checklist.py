@@ -65,8 +65,8 @@ def _node_to_dict(n: NodeAssessment) -> dict[str, Any]:
         # The node's own spurd start (its inventory's `agent`): what proves a restart.
         "agent_start_time": format_time(n.agent.started_at) if n.agent else None,
         "agent_pid": n.agent.pid if n.agent else None,
-        # The controller's NodeInfo.slurmd_start_time: set once, when the name first
-        # registered; a restart does not change it. Shown, never used as proof.
+        # The controller's NodeInfo.slurmd_start_time: set when the node record is made (a
+        # crash restart keeps it, a graceful one before Spur #784 renews it). Never proof.
         "slurmd_start_time": format_time(ctl.agent_start_time) if ctl else None,
         "partitions": list(n.partitions),
         "held": [_held_to_dict(h) for h in n.held],

@@ -31,6 +31,7 @@ from google.protobuf import empty_pb2, timestamp_pb2
 
 from spurctl.model import Holding, Inventory, Job, JobState, Node, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease, as_received
 from spurctl.simcluster.scenario import Scenario
 from spurctl.simcluster.state import ClusterState, HeartbeatDecision, framed
 from spurctl.sources import credentials as auth
@@ -139,17 +140,18 @@ class SimCluster:
     no `[auth] jwt_key`: there, as in Spur's `authenticate_bearer`, any presented
     token is refused ("a token was presented but no auth.jwt_key is configured")
     while an anonymous call passes unless the mode is `required`.
-    `heartbeat_reclaim` makes `heartbeat()` apply spurctld's post-#623 reclaim
-    (without it the controller predates #623 and reclaims nothing);
-    `heartbeat_interval` runs it in the background. `agent_echo` (a fault,
-    settable at any time) makes every agent fail each call with an error whose
-    details echo the call's `authorization` metadata, as a careless server's
-    error path might; `controller_echo` makes every refusal of the controller's
-    (a bad credential, a follower's) echo it too. Records of what was
+    `heartbeat_reclaim` makes `heartbeat()` apply spurctld's heartbeat reclaim (without
+    it the controller reclaims nothing); `heartbeat_interval` runs it in the background.
+    `agent_echo` (a fault, settable at any time) makes every agent fail each call with
+    an error whose details echo the call's `authorization` metadata, as a careless
+    server's error path might; `controller_echo` makes every refusal of the
+    controller's (a bad credential, a follower's) echo it too. Records of what was
     received: `cancels` (agent CancelJob), `controller_cancels`, `refusals`,
-    `heartbeat_reclaims`. `job_info_visibility` is the controller's setting of
-    that name: under `owner_only`, GetJob answers NOT_FOUND to a non-admin
-    caller for another user's job, exactly as for an untracked id.
+    `heartbeat_reclaims`. `job_info_visibility` is the controller's setting of that
+    name: under `owner_only`, GetJob answers NOT_FOUND to a non-admin caller for
+    another user's job, exactly as for an untracked id. `spur_release` is the Spur it
+    plays (simcluster/releases.py: GetJobs' filters, JobMetrics, Ping's version, the
+    heartbeat reclaim's arms, what a graceful spurd restart does).
     """
 
     def __init__(
@@ -171,6 +173,7 @@ class SimCluster:
         answer_limit: int | None = ANSWER_LIMIT,
         nodes_answer_limit: int | None = ANSWER_LIMIT,
         keyless: Iterable[str] = (),
+        spur_release: SpurRelease = MAIN_4CC3DA8,
     ) -> None:
         if job_info_visibility not in VISIBILITIES:
             raise ValueError(
@@ -184,18 +187,16 @@ class SimCluster:
                 raise ValueError(f"auth must be one of {', '.join(AUTH_MODES)}, got {mode!r}")
             if mode != "disabled" and not jwt_key:
                 raise ValueError(f"auth mode {mode!r} needs a jwt_key")
-        self.state = ClusterState(scenario)
+        self.state = ClusterState(scenario, spur_release)
+        self.spur_release = spur_release
         self.auth_mode: AuthMode = auth
         self.agent_auth_mode: AuthMode = agent_auth
         self._jwt_key = jwt_key or ""
         self.keyless = frozenset(keyless)
         self.follower_of = follower_of
-        self.heartbeat_reclaim = heartbeat_reclaim
-        self.heartbeat_interval = heartbeat_interval
-        self.agent_latency = agent_latency
-        self.controller_latency = controller_latency
-        self.agent_echo = agent_echo
-        self.controller_echo = controller_echo
+        self.heartbeat_reclaim, self.heartbeat_interval = heartbeat_reclaim, heartbeat_interval
+        self.agent_latency, self.controller_latency = agent_latency, controller_latency
+        self.agent_echo, self.controller_echo = agent_echo, controller_echo
         # spurctld refuses to encode an answer larger than this (None: no limit). Tests
         # shrink the job answers' limit to make a small cluster split as a large one
         # must; node answers keep their own (20,000 nodes encode to ~6 MB).
@@ -354,8 +355,7 @@ class SimCluster:
     def restart_agent(
         self, node: str, at: datetime, *, graceful: bool = False, requeue: bool = False
     ) -> list[int]:
-        """Restart `node`'s spurd at `at`: a crash by default, or `graceful` (the controller
-        evicts the node's jobs, `requeue` runs them again): ClusterState.restart_agent."""
+        """Restart `node`'s spurd at `at`, a crash or `graceful`: ClusterState.restart_agent."""
         return self.state.restart_agent(node, at, graceful=graceful, requeue=requeue)
 
     def requeue(self, job_id: int, nodelist: str) -> Job:
@@ -393,12 +393,10 @@ class SimCluster:
     # -- the controller's heartbeat reclaim -------------------------------------------
 
     def heartbeat(self) -> list[HeartbeatDecision]:
-        """One heartbeat from every running agent, decided as spurctld after PR #623 would.
-
-        Reclaimable holdings are released (the agent CancelJob with signal 0) and
-        appended to `heartbeat_reclaims`. Returns every decision, spared ones
-        included; a controller without `heartbeat_reclaim` decides nothing.
-        """
+        """One heartbeat from every running agent, decided as spurctld would (its release's
+        arms: #580 or #623). Reclaimable holdings are released (the agent CancelJob, signal
+        0) and appended to `heartbeat_reclaims`. Returns every decision, spared ones
+        included; a controller without `heartbeat_reclaim` decides nothing."""
         if not self.heartbeat_reclaim:
             return []
         with self.state.lock:
@@ -543,6 +541,7 @@ class SimCluster:
 
     def _get_jobs(self, req: pb.GetJobsRequest, identity: Identity | None) -> bytes:
         self.job_requests.append(pb.GetJobsRequest.FromString(req.SerializeToString()))
+        req = as_received(self.spur_release, req)
         # spurctld overwrites the asserted user with the credential's subject, admins too.
         if identity is not None:
             req.user = identity.user
@@ -609,6 +608,7 @@ class SimCluster:
             by_state=[
                 pb.JobStateCount(state=int(s), count=by_state.get(s, 0))  # type: ignore[arg-type]
                 for s in JobState
+                if self.spur_release.knows(s)
             ],
         )
 

@@ -14,7 +14,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -33,6 +33,8 @@ from spurctl.model import (
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
+from spurctl.simcluster.restarts import restart_agent
 from spurctl.simcluster.scenario import Scenario, add_allocations, busy_state, node_share
 from spurctl.sources.wire import job_to_pb
 
@@ -168,7 +170,7 @@ def upstream_extras(job: Job) -> bytes:
     return b"".join(parts)
 
 
-def _allocated(job: Job) -> frozenset[str]:
+def allocated(job: Job) -> frozenset[str]:
     """The nodes a job's nodelist names, as GetJobs' `nodes` filter matches them (none
     for a malformed one: spurctld keeps allocated nodes as names, never a bad list)."""
     try:
@@ -185,9 +187,6 @@ class HeartbeatDecision(NamedTuple):
     job_id: int
     arm: int
     reclaim: bool
-
-
-RECLAIM_ARMS = frozenset({1, 2, 6})
 
 
 def spur_reclaim_arm(job: Job | None, reported_as: str, job_id: int, next_job_id: int) -> int:
@@ -224,10 +223,11 @@ class CancelTiming:
 class ClusterState:
     """Everything the simulated controller and agents know, behind `lock`."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, spur_release: SpurRelease = MAIN_4CC3DA8) -> None:
         scenario.check()
         self.lock = threading.RLock()
-        self.version = scenario.version
+        self.spur_release = spur_release
+        self.version = spur_release.version or scenario.version
         self.hostname = scenario.hostname
         self.users = dict(scenario.users)
         self.admins = frozenset(scenario.admins)
@@ -237,7 +237,7 @@ class ClusterState:
         self.agent_started_at = dict(scenario.agent_started_at)
         self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
         self.next_job_id = scenario.next_job_id
-        self.jobs: dict[int, Job] = {j.job_id: j for j in scenario.jobs}
+        self.jobs: dict[int, Job] = {j.job_id: spur_release.played(j) for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
         # Nodes GetNodes no longer lists while jobs still name them (`unlist_node`).
         self.unlisted: set[str] = set()
@@ -295,7 +295,7 @@ class ClusterState:
         if self._by_node is None:
             index: dict[str, set[int]] = {}
             for job in self.jobs.values():
-                for name in _allocated(job):
+                for name in allocated(job):
                     index.setdefault(name, set()).add(job.job_id)
             self._by_node = index
         return self._by_node
@@ -303,7 +303,7 @@ class ClusterState:
     def _index_job(self, job: Job, *, sign: int) -> None:
         if self._by_node is None:
             return
-        for name in _allocated(job):
+        for name in allocated(job):
             if sign > 0:
                 self._by_node.setdefault(name, set()).add(job.job_id)
             else:
@@ -370,55 +370,10 @@ class ClusterState:
     def restart_agent(
         self, node: str, at: datetime, *, graceful: bool = False, requeue: bool = False
     ) -> list[int]:
-        """spurd restarts on `node` at `at`; returns the ids of the jobs the controller evicted.
-
-        Either way the node shows a new agent start time, the controller's
-        slurmd_start_time does not change (Spur sets it once, when the node name
-        first registers), and the runs survive (their processes and cgroups outlive
-        spurd). A crash (the default, SIGKILL) sends no deregistration: the
-        controller keeps every job RUNNING (Spur #803). A `graceful` one (SIGTERM)
-        deregisters, and the controller evicts every active job on the node to
-        NODE_FAIL; with `requeue` each one runs again under the same id at once,
-        and on `node` the new run joins the old run's `job_<id>` cgroup: the
-        holding then shows the pre-restart processes beside the new ones, which
-        descend from the new spurd (`tracked_pids`). See docs/spur-facts.md,
-        "spurd's restarts, names and supervisors". Only `node`'s holdings change.
-        """
-        with self.lock:
-            self._known_node(node)
-            self.agent_started_at[node] = at
-            self.generation += 1
-            if not graceful:
-                return []
-            evicted = sorted(
-                j.job_id for j in self.jobs.values() if j.state.active and node in _allocated(j)
-            )
-            for job_id in evicted:
-                job = self.jobs[job_id]
-                self.set_job(
-                    msgspec.structs.replace(
-                        job, state=JobState.NODE_FAIL, end_time=at, state_reason="NodeFail"
-                    )
-                )
-                if not requeue:
-                    continue
-                restart = at + timedelta(seconds=1)
-                self.set_job(
-                    msgspec.structs.replace(
-                        job, state=JobState.RUNNING, start_time=restart, end_time=None,
-                        state_reason="",
-                    )
-                )  # fmt: skip
-                new = (60_000 + job_id % 100_000,)
-                old = self.held[node].get(job_id)
-                self.held[node][job_id] = (
-                    msgspec.structs.replace(
-                        old, pids=tuple(sorted({*old.pids, *new})), tracked_pids=new
-                    )
-                    if old is not None
-                    else Holding(job_id=job_id, pids=new, started_at=restart, tracked_pids=new)
-                )
-            return evicted
+        """spurd restarts on `node` at `at`, a crash or `graceful`, as this cluster's Spur
+        release handles it (simcluster/restarts.py); returns the ids the controller evicted."""
+        self._known_node(node)
+        return restart_agent(self, node, at, graceful=graceful, requeue=requeue)
 
     def agent_cancel(self, node: str, job_id: int, signal: int) -> bool:
         """spurd's CancelJob: True when the holding is gone, or will be, because of this call.
@@ -610,7 +565,7 @@ class ClusterState:
         at = at or utcnow()
         with self.lock:
             evicted = sorted(
-                j.job_id for j in self.jobs.values() if j.state.active and name in _allocated(j)
+                j.job_id for j in self.jobs.values() if j.state.active and name in allocated(j)
             )
             for job_id in evicted:
                 self.set_job(
@@ -647,7 +602,8 @@ class ClusterState:
                     arm = spur_reclaim_arm(
                         self.jobs.get(job_id), reported, job_id, self.next_job_id
                     )
-                    out.append(HeartbeatDecision(node, reported, job_id, arm, arm in RECLAIM_ARMS))
+                    reclaim = arm in self.spur_release.reclaim_arms
+                    out.append(HeartbeatDecision(node, reported, job_id, arm, reclaim))
             return out
 
     # -- helpers -----------------------------------------------------------------------

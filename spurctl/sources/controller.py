@@ -7,7 +7,10 @@
 - Every answer stays under spurctld's own 32 MiB send cap (spur-proto
   MAX_GRPC_MESSAGE_SIZE): an audit asks only for the jobs that can hold a node
   (GetJobs `states`) and for other held ids by id (`job_ids`, in small batches);
-  an answer refused for its size is split by state, then by node, never failed.
+  an answer refused for its size is split by state, then by node where the
+  controller's version has that filter (0.9.0 on), else by job-id range
+  (sources/id_ranges.py), never failed; one audit sends at most REQUEST_BUDGET
+  GetJobs requests, and says so when that cut its read short.
 - Every failure becomes one SpurctlError line naming the endpoint and what failed.
 """
 
@@ -16,14 +19,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2
 from google.protobuf.message import DecodeError
 
-from spurctl import hostlist
 from spurctl.errors import SpurctlError, redact
 from spurctl.heap import gc_paused
 from spurctl.model import (
@@ -32,20 +34,31 @@ from spurctl.model import (
     ControllerView,
     Job,
     JobState,
-    Placement,
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.releases import Filters, filters_for
 from spurctl.sources import scrub
-from spurctl.sources.settings import Connection
-from spurctl.sources.wire import (
-    Encoded,
-    JobsFromPb,
-    NodesFromPb,
-    Shapes,
-    encoded,
-    job_from_pb,
+from spurctl.sources.id_ranges import AnswerTooLarge, read_by_id
+from spurctl.sources.job_reads import (
+    BY_ACTIVITY,
+    LOOKUP_BATCH,
+    NO_SUCH_NODE,
+    NOT_STARTED,
+    BudgetSpent,
+    FilterIgnored,
+    JobRead,
+    RequestBudget,
+    every_job,
+    filter_ignored_note,
+    gaps,
+    off_list,
+    off_list_note,
+    off_the_nodes,
+    unread_note,
 )
+from spurctl.sources.settings import Connection
+from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -62,17 +75,14 @@ _TOO_LARGE = (grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.RESOURCE_EXHAUSTED)
 # one refused answer and a finer split.
 _BYTES_PER_JOB = 1024
 _PLANNED_ANSWER = ANSWER_LIMIT // 2
-# Held ids asked for by id per GetJobs: spurctld scans its job map once per
-# requested id, so batches stay small.
-LOOKUP_BATCH = 64
+# GetJobs requests one audit may send (its view and look-ups; GetJob, a lookup in a map,
+# is not counted): a 20,000-node audit sends a few dozen (bench/README.md, "Every
+# release"); a controller that filters less than asked must never be read without end.
+REQUEST_BUDGET = 1024
 # Ids above the highest one read are probed this many at a time, at most this many
 # times, for the watermark (the newest jobs may all have ended already).
 _PROBE_BATCH = 64
 _PROBE_ROUNDS = 16
-
-
-class AnswerTooLarge(SpurctlError):
-    """The controller refused to send an answer for its size."""
 
 
 def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
@@ -170,8 +180,22 @@ def credential_problem(details: str) -> str:
     return f"credential rejected ({said}); check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
 
 
+class Later:
+    """A read on its way: call it for the answer, or cancel it."""
+
+    __slots__ = ("_collect", "cancel")
+
+    def __init__(self, collect: Callable[[], Any], cancel: Callable[[], object]) -> None:
+        self._collect, self.cancel = collect, cancel
+
+    def __call__(self) -> Any:
+        return self._collect()
+
+
 class ControllerClient:
     """SlurmController reads with failover and deadlines."""
+
+    request_budget = REQUEST_BUDGET
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -184,6 +208,9 @@ class ControllerClient:
         )
         self.address: str = self._urls[0]
         self._failovers: list[str] = []
+        self._version = ""
+        self._budget = RequestBudget(self.request_budget)
+        self._filter_checked = False
 
     def close(self) -> None:
         for ch in self._channels.values():
@@ -230,10 +257,8 @@ class ControllerClient:
             request, timeout=self._conn.timeout, metadata=self._metadata
         )
 
-    def read_later(
-        self, method: str, request: Any, *, missing_ok: bool = False
-    ) -> Callable[[], Any]:
-        """Send a read now, collect its answer by calling the result.
+    def read_later(self, method: str, request: Any, *, missing_ok: bool = False) -> Later:
+        """Send a read now, collect its answer by calling the result (or cancel it).
 
         The endpoint that answered last serves it; if that endpoint fails as an
         endpoint (down, too slow), collecting falls back to `read`, which tries
@@ -269,7 +294,7 @@ class ControllerClient:
                     f"({redact(str(exc))}); check that {url} is spurctld's address"
                 ) from None
 
-        return collect
+        return Later(collect, future.cancel)
 
     def read(self, method: str, request: Any, *, missing_ok: bool = False) -> Any:
         """A read: the first endpoint that answers serves it.
@@ -347,12 +372,7 @@ class ControllerClient:
 
     def job_counts(self) -> tuple[int, Counter[JobState]]:
         """JobMetrics: how many jobs the controller has, in all and in each state, unscoped."""
-        answer = self.read("GetJobMetrics", empty_pb2.Empty())
-        counts: Counter[JobState] = Counter()
-        for c in answer.by_state:
-            if c.state in _STATE_VALUES:
-                counts[JobState(c.state)] += int(c.count)
-        return int(answer.total), counts
+        return counts_from_pb(self.read("GetJobMetrics", empty_pb2.Empty()))
 
     def get_job(self, job_id: int) -> Job | None:
         """The job, or None when the controller answers NOT_FOUND (untracked)."""
@@ -384,25 +404,41 @@ class ControllerClient:
 
     # -- reading jobs under the cap -------------------------------------------------------
 
+    def _request(self, parts: int = 1, **filters: Any) -> pb.GetJobsRequest:
+        """A GetJobs request, one of `parts` about to be sent, taken from the budget."""
+        self._budget.take(parts)
+        return pb.GetJobsRequest(**filters)
+
     def _answer(self, **filters: Any) -> list[pb.JobInfo]:
-        return list(self.read("GetJobs", pb.GetJobsRequest(**filters)).jobs)
+        return list(self.read("GetJobs", self._request(**filters)).jobs)
+
+    def answer(self, states: Sequence[int], job_ids: Sequence[int]) -> list[pb.JobInfo]:
+        """GetJobs by state and id only, which every release filters (id_ranges.Jobs)."""
+        return self._answer(states=list(states), job_ids=list(job_ids))
+
+    def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
+        """`answer`, sent now and collected by calling the result (id_ranges.Jobs)."""
+        request = self._request(states=list(states), job_ids=list(job_ids))
+        later = self.read_later("GetJobs", request)
+        return Later(lambda: list(later().jobs), later.cancel)
 
     def _jobs_in(
         self,
         states: Sequence[JobState],
         counts: Counter[JobState],
         node_names: Callable[[], Sequence[str]],
-        into: _Read,
+        into: JobRead,
         meanwhile: Callable[[], None],
     ) -> None:
         """The jobs in `states`, every answer under the cap, added to `into`.
 
         One request when the counts say it fits; else one per state, and a state still
         too large is read node by node (`nodes` filter, halved as needed), each part
-        kept as it arrives (`_Read.keep`) so that its answer can be let go; `meanwhile`
+        kept as it arrives (`JobRead.keep`) so that its answer can be let go; `meanwhile`
         runs once the parts are sent, before the first is awaited. A job without
         a nodelist is in no node's answer: what a node split left unread is counted
-        by state (`counts` minus what was read).
+        by state (`counts` minus what was read). The first part's answer is checked:
+        a job on none of its nodes raises FilterIgnored.
         """
         expected = sum(counts[s] for s in states)
         if expected * _BYTES_PER_JOB <= _PLANNED_ANSWER:
@@ -425,8 +461,7 @@ class ControllerClient:
             # halved and read again, one request at a time.
             chunks = [nodes[start : start + size] for start in range(0, len(nodes), size)]
             requests = [
-                pb.GetJobsRequest(states=[int(state)], nodes=chunk)  # type: ignore[list-item]
-                for chunk in chunks
+                self._request(len(chunks), states=[int(state)], nodes=chunk) for chunk in chunks
             ]
             pending = [
                 (chunk, self.read_later("GetJobs", request))
@@ -438,10 +473,37 @@ class ControllerClient:
                 try:
                     part = collect().jobs
                 except AnswerTooLarge:
-                    part = self._by_nodes(state, chunk, into.notes)
+                    part = self._split(state, chunk, into.notes)
+                off = off_the_nodes(part, chunk) if not found else None
+                if off is not None:
+                    for _, later in pending:
+                        later.cancel()
+                    raise FilterIgnored(filter_ignored_note(self._version, off))
                 found |= into.keep(part)
                 del part
             into.unread[state] = max(0, counts[state] - len(found))
+
+    def _split(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> list[pb.JobInfo]:
+        """The jobs in `state` on `nodes`, whose answer was refused for its size, asked for
+        half the nodes at a time; the first refusal of a view checks the filter first."""
+        if not self._filter_checked:
+            self._filter_checked = True
+            try:
+                ignored = self._answer(states=[int(state)], nodes=[NO_SUCH_NODE])
+            except AnswerTooLarge:
+                ignored = [pb.JobInfo()]
+            if ignored:  # a job on a node no node is named: the filter filtered nothing
+                raise FilterIgnored(filter_ignored_note(self._version, None))
+        if len(nodes) == 1:
+            notes.append(
+                f"the {state.name} jobs on {nodes[0]} are over spurctld's 32 MiB answer "
+                "limit by themselves and were not read"
+            )
+            return []
+        half = len(nodes) // 2
+        return self._by_nodes(state, nodes[:half], notes) + self._by_nodes(
+            state, nodes[half:], notes
+        )
 
     def _by_nodes(
         self, state: JobState, nodes: Sequence[str], notes: list[str]
@@ -449,18 +511,9 @@ class ControllerClient:
         try:
             return self._answer(states=[int(state)], nodes=list(nodes))
         except AnswerTooLarge:
-            if len(nodes) == 1:
-                notes.append(
-                    f"the {state.name} jobs on {nodes[0]} are over spurctld's 32 MiB answer "
-                    "limit by themselves and were not read"
-                )
-                return []
-        half = len(nodes) // 2
-        return self._by_nodes(state, nodes[:half], notes) + self._by_nodes(
-            state, nodes[half:], notes
-        )
+            return self._split(state, nodes, notes)
 
-    def _by_ids(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
+    def by_ids(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
         """GetJobs for these ids (in `states`, when given), halving a batch whose answer
         is refused for its size."""
         try:
@@ -469,31 +522,36 @@ class ControllerClient:
             if len(ids) == 1:
                 raise
         half = len(ids) // 2
-        return self._by_ids(ids[:half], states) + self._by_ids(ids[half:], states)
+        return self.by_ids(ids[:half], states) + self.by_ids(ids[half:], states)
 
-    def _ids_in_batches(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
+    def _ids_in_batches(
+        self, ids: Sequence[int], states: Sequence[int] = ()
+    ) -> tuple[list[pb.JobInfo], list[int]]:
         """GetJobs by id (in `states`, when given), LOOKUP_BATCH ids per request, the
-        requests in flight together."""
+        requests in flight together: the jobs found, and the ids asked (all of them,
+        unless the request budget ran out first)."""
         batches = [ids[i : i + LOOKUP_BATCH] for i in range(0, len(ids), LOOKUP_BATCH)]
-        pending = [
-            (
-                batch,
-                self.read_later(
-                    "GetJobs",
-                    pb.GetJobsRequest(job_ids=batch, states=list(states)),  # type: ignore[arg-type]
-                ),
-            )
-            for batch in batches
-        ]
+        pending = []
+        for batch in batches:
+            try:
+                request = self._request(job_ids=batch, states=list(states))
+            except BudgetSpent:
+                break
+            pending.append((batch, self.read_later("GetJobs", request)))
         found: list[pb.JobInfo] = []
+        asked: list[int] = []
         for batch, collect in pending:
             try:
-                found.extend(collect().jobs)
-            except AnswerTooLarge:
-                found.extend(self._by_ids(batch, states))
-        return found
+                try:
+                    found.extend(collect().jobs)
+                except AnswerTooLarge:
+                    found.extend(self.by_ids(batch, states))
+            except BudgetSpent:
+                continue
+            asked.extend(batch)
+        return found, asked
 
-    def _find_unreached(self, read: _Read) -> None:
+    def _find_unreached(self, read: JobRead) -> None:
         """Read by id the active jobs a node split reached in no node's answer.
 
         Such a job has no nodelist yet, or names only nodes GetNodes does not list, and
@@ -502,27 +560,27 @@ class ControllerClient:
         than every job read), in the states left short, when there are few enough of
         them; what stays unread is counted in `read.unread`.
         """
-        short = [int(s) for s in _BY_ACTIVITY if read.unread[s]]
+        short = [int(s) for s in BY_ACTIVITY if read.unread[s]]
         if not short:
             return
-        gaps = _gaps(read.ids(), low=1)
-        if gaps is None:
+        between = gaps(read.ids(), low=1)
+        if between is None:
             return
-        found = self._ids_in_batches(gaps, short)
+        found, _ = self._ids_in_batches(between, short)
         read.messages += found
-        for s in _BY_ACTIVITY:
+        for s in BY_ACTIVITY:
             if read.unread[s]:
                 got = sum(1 for m in found if m.state == int(s))
                 read.unread[s] = max(0, read.unread[s] - got)
 
-    def _probe_above(self, highest: int) -> list[pb.JobInfo]:
+    def probe_above(self, highest: int) -> list[pb.JobInfo]:
         """Jobs with ids above `highest` (ended ones the state read skipped): the
         watermark is one above the highest tracked id."""
         found: list[pb.JobInfo] = []
         for _ in range(_PROBE_ROUNDS):
             if highest >= MAX_JOB_ID:
                 break  # job ids are uint32: nothing lies above the last one
-            answer = self._by_ids(
+            answer = self.by_ids(
                 range(highest + 1, min(highest + 1 + _PROBE_BATCH, MAX_JOB_ID + 1))
             )
             if not answer:
@@ -535,13 +593,22 @@ class ControllerClient:
         """`view` with the jobs `job_ids` name, asked for by id (GetJobs `job_ids`, in
         batches of LOOKUP_BATCH). Without a credential the answers are unscoped, so an id
         asked and not returned is untracked (recorded in `asked_ids`); with one, absence
-        proves nothing and the ids are not recorded."""
+        proves nothing and the ids are not recorded. The request budget may leave ids
+        unasked: the view then says so (`cut_short`)."""
         ids = sorted(view.lacking(job_ids))
         if not ids or not isinstance(view.jobs, JobsFromPb):
             return view
-        found = self._ids_in_batches(ids)
-        asked = view.asked_ids if self.scoped else view.asked_ids | frozenset(ids)
-        return replace(view, jobs=view.jobs.with_more(found), asked_ids=asked)
+        found, asked_now = self._ids_in_batches(ids)
+        asked = view.asked_ids if self.scoped else view.asked_ids | frozenset(asked_now)
+        view = replace(view, jobs=view.jobs.with_more(found), asked_ids=asked)
+        return self.cut_short(view)
+
+    def cut_short(self, view: ControllerView) -> ControllerView:
+        """`view`, marked incomplete with the budget's one line when the request budget
+        stopped this audit's reads (its view or look-ups)."""
+        if not self._budget.hit or view.cut_short:
+            return view
+        return replace(view, cut_short=True, read_notes=(*view.read_notes, self._budget.note()))
 
     def view(
         self,
@@ -559,6 +626,12 @@ class ControllerClient:
         only make it look incomplete (which spares more), never hide a scoped answer.
         `everything` reads every job (a snapshot, the post-wipe checklist).
 
+        A state too large for one answer is read node by node where the controller's
+        version has that filter (0.9.0 on) and its first node-split answer shows it
+        applied, else by job-id range (id_ranges.read_by_id). The view's reads and its
+        look-ups send at most `request_budget` GetJobs requests; a read the budget
+        stopped leaves the view incomplete (`cut_short`).
+
         `wanted`, asked once a split read's first answer is in, names the jobs worth a
         glance (`ControllerView.glance`) as they arrive: an audit's held ids, once its
         inventories are read (None: every job is converted whole as it arrives). The
@@ -567,7 +640,10 @@ class ControllerClient:
         glance at their job, and only the few holdings that are not plainly healthy the
         job whole.
         """
-        version = self.ping().version
+        version = self._version = self.ping().version
+        self._budget = RequestBudget(self.request_budget)
+        self._filter_checked = False
+        filters = filters_for(version)
         _, planning = self.job_counts()
         nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
         nodes_read: list[NodesFromPb] = []
@@ -586,21 +662,28 @@ class ControllerClient:
             with gc_paused():
                 node_table().allocations()
 
-        read = _Read(wanted=wanted or _every_job)
-        if everything:
-            self._jobs_in(tuple(JobState), planning, node_names, read, read_allocations)
-            if read.unread:  # jobs no node filter reaches: ask for the ids between those read
-                gaps = _gaps(read.ids())
-                if gaps is not None:
-                    read.messages += self._ids_in_batches(gaps)
-                    read.unread = Counter()
-                read.messages += self._probe_above(read.highest())
-        else:
-            self._jobs_in(_BY_ACTIVITY, planning, node_names, read, read_allocations)
-            self._jobs_in(_NOT_STARTED, planning, node_names, read, read_allocations)
-            read.messages += self._probe_above(read.highest())
-            if not self.scoped:  # a scoped answer by id proves nothing more
-                self._find_unreached(read)
+        read = JobRead(wanted=wanted or every_job)
+        try:
+            if filters.nodes:
+                try:
+                    self._by_state_and_node(
+                        everything, planning, node_names, read, read_allocations
+                    )
+                except FilterIgnored as ignored:  # start again, without the filter
+                    read = JobRead(wanted=read.wanted, notes=[str(ignored)])
+                    filters = Filters(nodes=False, requeued=filters.requeued)
+            if not filters.nodes:
+                states = tuple(JobState) if everything else BY_ACTIVITY + NOT_STARTED
+                probed = read_by_id(
+                    self, states, planning, read, requeued_known=filters.requeued,
+                    planned=_PLANNED_ANSWER, scoped=self.scoped,
+                )  # fmt: skip
+                if not everything and not probed:
+                    read.messages += self.probe_above(read.highest())
+        except BudgetSpent:
+            pass  # the budget's note below says it
+        if self._budget.hit:
+            read.notes.append(self._budget.note())
         jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded)
         unread, notes = read.unread, read.notes
         # While the controller builds its node list, read the active jobs' placements:
@@ -623,12 +706,12 @@ class ControllerClient:
             # it left unread names none (no nodelist yet, or only unlisted nodes), so it
             # explains no listed node's allocation.
             expected -= sum(unread[s] for s in ACTIVE_STATES)
-        notes += [_unread_note(state, n, everything) for state, n in sorted(unread.items()) if n]
-        off_list = _off_list(jobs.placements(), nodes)
-        if off_list:
+        notes += [unread_note(state, n, everything) for state, n in sorted(unread.items()) if n]
+        unlisted = off_list(jobs.placements(), nodes)
+        if unlisted:
             # The node list lacks a node a job runs on: that node is in no audit's scope.
             expected = max(expected, read_active + 1)
-            notes.append(_off_list_note(off_list))
+            notes.append(off_list_note(unlisted))
         notes[:0], self._failovers = self._failovers, []  # said once, by the view after it
         return ControllerView(
             address=self.address,
@@ -641,133 +724,32 @@ class ControllerClient:
             active_read=read_active,
             active_expected=expected,
             read_notes=tuple(notes),
+            cut_short=self._budget.hit,
         )
 
-
-_STATE_VALUES = frozenset(int(s) for s in JobState)
-
-
-def _gaps(seen: Collection[int], low: int | None = None) -> list[int] | None:
-    """The ids from `low` (default: the lowest of `seen`) up to the highest of `seen` that
-    it lacks; None when there are more than _MAX_GAP_IDS (too many to ask for one by one)."""
-    if not seen:
-        return []
-    high = max(seen)
-    low = min(seen) if low is None else low
-    if high - low + 1 - sum(1 for i in seen if i >= low) > _MAX_GAP_IDS:
-        return None
-    return [i for i in range(low, high) if i not in seen]
-
-
-def _off_list(placements: Iterable[Placement], nodes: Collection[str]) -> list[tuple[int, str]]:
-    """(job id, the nodes GetNodes does not list) for each active job whose nodelist
-    names such a node; a nodelist that cannot be read is the classifier's to report."""
-    out: list[tuple[int, str]] = []
-    for placed in placements:
-        nodelist = placed.nodelist
-        if not nodelist:
-            continue
-        if "[" not in nodelist and "," not in nodelist:
-            if nodelist.strip() not in nodes:
-                out.append((placed.job_id, nodelist.strip()))
-            continue
-        try:
-            named = hostlist.expand(nodelist)
-        except SpurctlError:
-            continue
-        missing = [n for n in named if n not in nodes]
-        if missing:
-            out.append((placed.job_id, hostlist.fold(sorted(missing))))
-    return sorted(out)
-
-
-def _unread_note(state: JobState, n: int, everything: bool) -> str:
-    """What a node split left unread of `state`: a job naming no node GetNodes lists."""
-    jobs = f"{n:,} {state.name} job{'' if n == 1 else 's'}"
-    were = "was" if n == 1 else "were"
-    limit = f"the {state.name} jobs together are over spurctld's 32 MiB answer limit"
-    by_id = "" if everything else "; held ids among them were asked for by id"
-    if state not in ACTIVE_STATES:  # a job not started yet has no nodelist
-        return (
-            f"{jobs} without a nodelist {were} not read: {limit}, and only a job with a "
-            f"nodelist can be read node by node{by_id}"
-        )
-    # An active one may also run on nodes GetNodes does not list: which, only its record says.
-    return (
-        f"{jobs} {were} not read: {limit}, node by node only a job naming a node GetNodes "
-        f"lists can be read, and {'it was' if n == 1 else 'they were'} in no node's answer "
-        "(no nodelist yet, or only nodes GetNodes does not list: too many ids to tell by "
-        f"asking one by one){by_id}"
-    )
-
-
-def _off_list_note(off_list: Sequence[tuple[int, str]]) -> str:
-    shown = "; ".join(f"job {j} on {n}" for j, n in off_list[:5])
-    more = f" and {len(off_list) - 5} more" if len(off_list) > 5 else ""
-    return (
-        f"{len(off_list):,} active {'job runs' if len(off_list) == 1 else 'jobs run'} "
-        f"on nodes GetNodes does not list ({shown}{more}): the controller's node list is "
-        "incomplete, so the view is marked incomplete and those nodes are in no audit's scope"
-    )
-
-
-def _every_job() -> None:
-    """`wanted` when no caller names the jobs it will read: every job is converted."""
-    return None
-
-
-@dataclass(slots=True)
-class _Read:
-    """What a view's job reads gathered: records kept for converting on demand, jobs
-    converted as their answer arrived, and what could not be read."""
-
-    messages: list[pb.JobInfo] = field(default_factory=list)
-    converted: dict[int, Job] = field(default_factory=dict)
-    encoded: dict[int, Encoded] = field(default_factory=dict)
-    shapes: Shapes = field(default_factory=Shapes)
-    unread: Counter[JobState] = field(default_factory=Counter)
-    notes: list[str] = field(default_factory=list)
-    # The ids a split read keeps a glance of as its answers arrive (None: convert every
-    # job whole), asked for once, when the first answer is kept (`chosen`): an id then
-    # lands in the same one of `converted` and `encoded` whichever answer carries it.
-    wanted: Callable[[], Collection[int] | None] = _every_job
-    chosen: list[Collection[int] | None] = field(default_factory=list)
-
-    def keep(self, part: Iterable[pb.JobInfo]) -> set[int]:
-        """Keep a split read's answer past its message: every job encoded, the wanted ones
-        with their glance (or, when none are named, every job converted); a later record
-        of an id replaces an earlier one. Returns the ids."""
-        if not self.chosen:
-            self.chosen.append(self.wanted())
-        wanted, shapes, converted, kept = self.chosen[0], self.shapes, self.converted, self.encoded
-        ids: set[int] = set()
-        with gc_paused():
-            for m in part:
-                i = m.job_id
-                ids.add(i)
-                if wanted is None:
-                    converted[i] = job_from_pb(m, shapes)
-                else:
-                    kept[i] = encoded(m, shapes, glance=i in wanted)
-        return ids
-
-    def ids(self) -> set[int]:
-        return {m.job_id for m in self.messages} | self.converted.keys() | self.encoded.keys()
-
-    def highest(self) -> int:
-        return max(
-            max((m.job_id for m in self.messages), default=0),
-            max(self.converted, default=0),
-            max(self.encoded, default=0),
-        )
-
-
-# The states an audit reads, in the order it reads them.
-_BY_ACTIVITY = (JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED)
-_NOT_STARTED = (JobState.PENDING, JobState.PREEMPTED, JobState.REQUEUED)
-# A full read asks for the ids between those its node-by-node reads returned (jobs
-# without a nodelist) only when there are at most this many (256 requests).
-_MAX_GAP_IDS = 256 * LOOKUP_BATCH
+    def _by_state_and_node(
+        self,
+        everything: bool,
+        planning: Counter[JobState],
+        node_names: Callable[[], Sequence[str]],
+        read: JobRead,
+        meanwhile: Callable[[], None],
+    ) -> None:
+        """The view's job reads through the `nodes` filter (0.9.0 on)."""
+        if everything:
+            self._jobs_in(tuple(JobState), planning, node_names, read, meanwhile)
+            if read.unread:  # jobs no node filter reaches: ask for the ids between those read
+                between = gaps(read.ids())
+                if between is not None:
+                    read.messages += self._ids_in_batches(between)[0]
+                    read.unread = Counter()
+                read.messages += self.probe_above(read.highest())
+            return
+        self._jobs_in(BY_ACTIVITY, planning, node_names, read, meanwhile)
+        self._jobs_in(NOT_STARTED, planning, node_names, read, meanwhile)
+        read.messages += self.probe_above(read.highest())
+        if not self.scoped:  # a scoped answer by id proves nothing more
+            self._find_unreached(read)
 
 
 def _not_found(err: grpc.RpcError) -> bool:

@@ -11,6 +11,7 @@ jobs and nodes share the few distinct resource records they carry.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -165,6 +166,17 @@ def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
 
 
 _JOB_STATES = {int(s): s for s in JobState}
+
+
+def counts_from_pb(msg: pb.JobMetrics) -> tuple[int, Counter[JobState]]:
+    """JobMetrics' `total` and its count per state (a state this spurctl does not know,
+    or one a release's enum lacks, is not counted)."""
+    counts: Counter[JobState] = Counter()
+    for c in msg.by_state:
+        state = _JOB_STATES.get(c.state)
+        if state is not None:
+            counts[state] += int(c.count)
+    return int(msg.total), counts
 
 
 def glance_from_pb(msg: pb.JobInfo) -> JobGlance:

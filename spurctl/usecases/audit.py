@@ -8,7 +8,6 @@ is the whole of it; the CLI, the demo, the tests and the benchmarks call it.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from spurctl.model import (
     utcnow,
     watermark_for,
 )
+from spurctl.releases import spur_version_line, spur_version_note
 from spurctl.sources.inventories import (
     Sources,
     gather_holdings,
@@ -140,67 +140,6 @@ def gather(
         credential=None if client is None else client.scoped,
         collected=collected,
     )
-
-
-# What each Spur reclaims by itself on a heartbeat (docs/spur-facts.md, "The controller's
-# own reclaim"): v0.8.0 has #580; #623 (main, still "0.8.0") made it the whole predicate.
-LAST_VERSION_WITHOUT_RECLAIM = (0, 8, 0)
-RECLAIMED_BY_580 = (Kind.TERMINAL_HELD,)
-RECLAIMED_BY_623 = (Kind.TERMINAL_HELD, Kind.ACTIVE_ELSEWHERE, Kind.BELOW_WATERMARK_UNKNOWN)
-_VERSION = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def _kinds(kinds: Iterable[Kind]) -> str:
-    names = [k.value for k in kinds]
-    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
-
-
-def spur_version_note(version: str) -> str | None:
-    """Which reclaim findings a controller of `version` clears by itself and which need
-    spurctl; None for a later version (it has #623), or one that does not read as a
-    version number."""
-    m = _VERSION.match(version or "")
-    if m is None:
-        return None
-    parsed = (int(m[1]), int(m[2]), int(m[3] or 0))
-    if parsed > LAST_VERSION_WITHOUT_RECLAIM:
-        return None
-    shown = version.strip()
-    after_580 = [k for k in RECLAIMED_BY_623 if k not in RECLAIMED_BY_580]
-    never = (
-        "no Spur clears agent-orphan (spurd no longer tracks it, so never reports it) or "
-        "anything spurctl only investigates"
-    )
-    if parsed < LAST_VERSION_WITHOUT_RECLAIM:
-        return (
-            f"Spur {shown} predates Spur's own heartbeat reclaim (#580, first released in "
-            f"v0.8.0; #623 later on main): nothing clears {_kinds(RECLAIMED_BY_623)} by "
-            "itself, so all of them need spurctl (or an operator); "
-            f"{never}; and its agents accept cancels without a credential (agent "
-            "authentication arrived in Aug 2026, #641)"
-        )
-    return (
-        f"Spur {shown} is release v0.8.0 or a later build of main, and the version string "
-        "cannot tell them apart (main still says 0.8.0): release v0.8.0 clears "
-        f"{_kinds(RECLAIMED_BY_580)} by itself on the node's next heartbeat (#580), while "
-        f"{_kinds(after_580)} need spurctl unless this is a main build from after "
-        f"2026-08-16 (#623, which it may predate); {never}; v0.8.0's agents accept cancels "
-        "without a credential (agent authentication arrived in Aug 2026, #641, and even "
-        "then spurd's default `permissive` mode lets an anonymous one through)"
-    )
-
-
-def spur_version_line(version: str) -> str | None:
-    """spur_version_note in one screen line (80 columns for a version like 0.8.0): what
-    it means, where the whole note is, and how to acknowledge it."""
-    if spur_version_note(version) is None:
-        return None
-    m = _VERSION.match(version)
-    assert m is not None  # spur_version_note read it
-    shown = version.strip()
-    old = (int(m[1]), int(m[2]), int(m[3] or 0)) < LAST_VERSION_WITHOUT_RECLAIM
-    said = "predates its own reclaim" if old else "may leave reclaims to spurctl"
-    return f"Spur {shown} {said}: see explain; hide: --ack-version"
 
 
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:

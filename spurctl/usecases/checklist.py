@@ -13,13 +13,9 @@ from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
+from spurctl.releases import spur_version_line, spur_version_note
 from spurctl.sources.inventories import Sources, gather_holdings
-from spurctl.usecases.audit import (
-    COLLECT_TIMEOUT,
-    confirm_missing,
-    spur_version_line,
-    spur_version_note,
-)
+from spurctl.usecases.audit import COLLECT_TIMEOUT, confirm_missing
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection

@@ -3,7 +3,8 @@
 spurctld refuses to encode an answer over 32 MiB (OUT_OF_RANGE "Error, encoded
 message length too large"). The simulated controller enforces a limit too; here
 it is set small, so that a 1,200-job cluster needs what a 200,000-job one does:
-reads by state, splits by node, held ids asked for by id in small batches.
+reads by state, splits by node (0.9.0 on) or by job-id range (release v0.8.0, which
+has no node filter), held ids asked for by id in small batches.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from spurctl.model import TERMINAL_STATES, Job, JobGlance, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident, large
-from spurctl.sources import controller, wire
+from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11
+from spurctl.sources import job_reads, wire
 from spurctl.sources.controller import LOOKUP_BATCH, ControllerClient
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import Shapes
@@ -39,9 +41,10 @@ def unlimited() -> Iterator[SimCluster]:
         yield sim
 
 
-@pytest.fixture
-def limited() -> Iterator[SimCluster]:
-    with SimCluster(large(**SMALL), agents=False, answer_limit=LIMIT) as sim:
+@pytest.fixture(params=[V0_9_TO_0_11, V0_8_0], ids=["split by node", "split by id"])
+def limited(request: pytest.FixtureRequest) -> Iterator[SimCluster]:
+    release = request.param
+    with SimCluster(large(**SMALL), agents=False, answer_limit=LIMIT, spur_release=release) as sim:
         yield sim
 
 
@@ -79,13 +82,20 @@ def test_an_audit_under_the_limit_finds_what_an_unlimited_read_finds(
     # inventory was taken must not differ because the two were written a minute apart.
     inventory = unlimited.write_inventories(tmp_path / "inventory.jsonl")
     capped = audit_json(limited, tmp_path, "--all", inventory=inventory)
-    free = audit_json(unlimited, tmp_path, "--all", inventory=inventory)
+    with SimCluster(
+        large(**SMALL), agents=False, answer_limit=None, spur_release=limited.spur_release
+    ) as same:
+        free = audit_json(same, tmp_path, "--all", inventory=inventory)
     assert decided(capped) == decided(free)
     assert capped["view"] == free["view"] and capped["view"]["complete"] is True
     assert capped["watermark"] == free["watermark"]
     # It had to split: answers were refused, and none sent was over the limit.
     refused = [r for r in limited.refusals if r.code is grpc.StatusCode.OUT_OF_RANGE]
     assert refused and max(limited.answer_sizes) <= LIMIT
+    # Never a filter this release cannot apply: v0.8.0 would answer every job.
+    if not limited.spur_release.nodes_filter:
+        assert not [r for r in limited.job_requests if r.nodes]
+        assert not [r for r in limited.job_requests if list(r.states) == [JobState.REQUEUED]]
     # What no node filter reaches (a RUNNING job whose nodelist is not recorded yet) is
     # read by id, which shows it names no node: it explains no allocation, and the view
     # stays complete, with nothing left unread to note.
@@ -121,17 +131,18 @@ def test_a_split_read_converts_no_job_glances_at_the_wanted_ones_and_holds_every
 ) -> None:
     held = frozenset(h.job_id for inv in limited.inventories() for h in inv.held)
     converted: list[int] = []
-    real = controller.job_from_pb
+    real = job_reads.job_from_pb
 
     def counting(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
         converted.append(msg.job_id)
         return real(msg, shapes)
 
-    monkeypatch.setattr(controller, "job_from_pb", counting)
+    monkeypatch.setattr(job_reads, "job_from_pb", counting)
     with ControllerClient(Connection((limited.controller_address,), timeout=30.0)) as client:
         view = client.view(wanted=lambda: held)
-    # The running jobs came node by node (the split): none converted as they arrived,
-    # and every held one among them glanced at, from the same record.
+    # The running jobs came node by node or id range by id range (the split): none
+    # converted as they arrived, and every held one among them glanced at, from the same
+    # record.
     assert not converted
     assert view.complete
     jobs = limited.state.jobs
@@ -181,7 +192,9 @@ def test_jobs_too_many_for_one_answer_and_without_a_nodelist_are_named_and_spare
 ) -> None:
     # Room for a few records only: the pending jobs, which no node filter reaches,
     # cannot all be read; the running ones can, node by node.
-    with SimCluster(large(**SMALL), agents=False, answer_limit=1_500) as sim:
+    with SimCluster(
+        large(**SMALL), agents=False, answer_limit=1_500, spur_release=V0_9_TO_0_11
+    ) as sim:
         pending = sum(1 for j in sim.state.jobs.values() if j.state is JobState.PENDING)
         assert pending > 20
         doc = audit_json(sim, tmp_path, "--all")

@@ -31,6 +31,7 @@ from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import dump_json, inventory_to_dict
 from spurctl.usecases.checklist import post_wipe
@@ -91,15 +92,17 @@ def step(doc: dict[str, Any], step_id: StepId) -> dict[str, Any]:
     return next(s for s in doc["steps"] if s["id"] == step_id.value)
 
 
-def recycle(sim: SimCluster, node: str, job_ids: list[int]) -> None:
+def recycle(sim: SimCluster, node: str, job_ids: list[int], *, graceful: bool = False) -> None:
     """The recycle on the node: its pre-wipe runs are stopped, then spurd restarts.
 
-    The node's own spurd start time changes (its inventory's `agent`); the controller's
-    slurmd_start_time does not (Spur sets it once, when the name first registers).
+    The node's own spurd start time changes (its inventory's `agent`). A crash restart
+    leaves the controller's slurmd_start_time as it was; a graceful one (`systemctl
+    restart spurd`) before Spur #784 removes the node's record, and the next spurd
+    registers a fresh one (simcluster/restarts.py).
     """
     for job_id in job_ids:
         assert sim.release(node, job_id)
-    sim.restart_agent(node, RECYCLED_AT)
+    sim.restart_agent(node, RECYCLED_AT, graceful=graceful)
 
 
 def set_node_state(sim: SimCluster, node: str, state: NodeState, reason: str = "") -> None:
@@ -261,7 +264,7 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     md = out_file.read_text()
     assert "**7 nodes to recycle: gpu[001-007].**" in md
     # A document keeps the controller-version note whole, as audit's Markdown does.
-    assert "> **Warning:** Spur 0.8.0 is release v0.8.0 or a later build of main" in md
+    assert "> **Warning:** Spur 0.8.0 is release v0.8.0 or a build of main from before 0.9.0" in md
     boxes = [line for line in md.splitlines() if line.startswith("- [")]
     # A seventh box, stopping the pre-wipe runs before spurd restarts.
     assert len(boxes) == 7 and all(b.startswith("- [ ] ") for b in boxes)
@@ -380,9 +383,22 @@ def verify(
     return checklist_json(sim, after, "--verify", "--nodes", "gpu[001-007]", *extra)
 
 
+@pytest.mark.parametrize(
+    ("release", "graceful"),
+    [(r, True) for r in SPUR_RELEASES.values()] + [(MAIN_4CC3DA8, False)],
+    ids=[f"{name}, systemctl restart" for name in SPUR_RELEASES] + ["crash"],
+)
 def test_verify_ticks_each_step_as_the_recycle_progresses(
-    sim: SimCluster,
-    tmp_path: Path,
+    release: SpurRelease, graceful: bool, tmp_path: Path
+) -> None:
+    # The core loop's checklist against every Spur release, recycled as an operator
+    # does it (a graceful restart), and once by a crash.
+    with SimCluster(post_wipe_scenario(), spur_release=release) as sim:
+        verify_ticks_each_step_as_the_recycle_progresses(sim, tmp_path, graceful=graceful)
+
+
+def verify_ticks_each_step_as_the_recycle_progresses(
+    sim: SimCluster, tmp_path: Path, *, graceful: bool
 ) -> None:
     code, doc = verify(sim, tmp_path)
     assert code == 1
@@ -395,8 +411,18 @@ def test_verify_ticks_each_step_as_the_recycle_progresses(
     assert code == 1
     assert [s["id"] for s in doc["steps"] if s["done"]] == ["drain-nodes"]
 
+    before = {n: sim.node(n).agent_start_time for n in PRE_WIPE}
     for node, ids in PRE_WIPE_IDS.items():
-        recycle(sim, node, ids)
+        recycle(sim, node, ids, graceful=graceful)
+    renewed = graceful and not sim.spur_release.deregister_keeps_node
+    for node in PRE_WIPE:
+        # Up to 0.11 a graceful restart made the node a fresh record: a new
+        # slurmd_start_time and no drain, as the checklist's restart step warns.
+        now = sim.node(node)
+        assert now.agent_start_time == (RECYCLED_AT if renewed else before[node])
+        assert now.state is (NodeState.IDLE if renewed else NodeState.DRAIN)
+        if renewed:
+            set_node_state(sim, node, NodeState.DRAIN, "post-wipe agent recycle")
     code, doc = verify(sim, tmp_path)
     assert code == 1
     assert [s["id"] for s in doc["steps"] if s["done"]] == [

@@ -12,7 +12,9 @@ import pytest
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
 from spurctl.model import Holding
+from spurctl.releases import filters_for
 from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster.releases import SPUR_RELEASES, SpurRelease
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
@@ -79,7 +81,24 @@ def test_dry_run_plans_and_sends_nothing(sim: SimCluster, tmp_path: Path) -> Non
     assert journal(f) == []
 
 
-def test_exact_cancel_set_for_a_node_mixing_every_kind(sim: SimCluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", SPUR_RELEASES.values(), ids=SPUR_RELEASES.keys())
+def test_exact_cancel_set_for_a_node_mixing_every_kind(
+    release: SpurRelease, tmp_path: Path
+) -> None:
+    # The core loop against every Spur release a cluster runs, answers limited to a few
+    # records: a controller that says 0.8.0 is read by job-id range (release v0.8.0 has
+    # no node filter), later ones node by node. The controller answers unscoped (auth
+    # disabled there), so that the whole of its state has to be split.
+    with SimCluster(
+        incident(), agent_auth="required", jwt_key=KEY, spur_release=release, answer_limit=6_000
+    ) as sim:
+        exact_cancel_set_for_a_node_mixing_every_kind(sim, tmp_path)
+        split = [r for r in sim.job_requests if r.nodes or len(r.job_ids) > 64]
+        by_node = filters_for(sim.state.version).nodes  # never for a controller saying 0.8.0
+        assert split and all(bool(r.nodes) is by_node for r in split)
+
+
+def exact_cancel_set_for_a_node_mixing_every_kind(sim: SimCluster, tmp_path: Path) -> None:
     mixed_node(sim)
     f = files(sim, tmp_path)
     run = reclaim_cli(sim, f, "--node", "gpu012", "--yes", "--format", "json")

@@ -283,3 +283,18 @@ def test_a_pre_wipe_run_under_a_live_spurstepd_session_is_waited_out_not_release
     (command,) = stop.commands
     assert command.startswith("# a1: job 50 is adopted across spurd restarts")
     assert "node-release refuses it" in command and "wait it out" in command
+
+
+def test_the_plan_says_which_restart_changes_slurmd_start_time() -> None:
+    # Up to Spur 0.11 a graceful spurd stop sends DeregisterAgent and the controller
+    # removes the node; the next spurd registers a fresh record: a new slurmd_start_time,
+    # and the drain gone. A crash changes neither (docs/spur-facts.md).
+    plan = build_steps(_one_node(AgentProcess(7, AFTER), slurmd=BEFORE), ["a1"], verify=False)
+    [restart] = [s for s in plan if s.id is StepId.RESTART_AGENTS]
+    assert "never by the controller's slurmd_start_time" in restart.detail
+    assert "a crash restart keeps it" in restart.detail
+    assert "a graceful one before Spur #784 renews it and drops the node's drain" in (
+        restart.detail
+    )
+    assert "drain it again" in restart.detail
+    assert "which a restart does not change" not in restart.detail

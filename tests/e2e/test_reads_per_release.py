@@ -1,0 +1,184 @@
+"""Reading each Spur release's controller under its answer limit, end to end.
+
+Release v0.8.0 has no GetJobsRequest.nodes and no REQUEUED state: asked to filter by
+node it answers every job, so spurctl, which cannot tell v0.8.0 from a later main
+build by the version string "0.8.0", reads it by job-id range instead and never
+sends it a filter it cannot apply. A controller whose first node-split answer holds a
+job on none of the nodes asked for ignores the filter, whatever its version says.
+One audit sends at most its request budget, and says so when that cut it short.
+The answer limit is set small, so that a 1,200-job cluster needs what a 200,000-job
+one does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from spurctl.cli import app
+from spurctl.model import Action, JobState, Kind
+from spurctl.simcluster import SimCluster, large
+from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
+from spurctl.sources import controller
+from spurctl.sources import credentials as auth
+from spurctl.sources.controller import ControllerClient
+from spurctl.sources.settings import Connection
+from spurctl.usecases.audit import audit, gather
+from tests.live import KEY
+
+SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
+LIMIT = 60_000  # bytes: about 120 real-sized records per answer
+# A 0.9 controller that ignores the node filter: no release does, but the version
+# string is not what spurctl trusts with a production controller's load.
+IGNORING = dataclasses.replace(V0_8_0, name="says 0.11, filters like 0.8", version="0.11.0")
+
+
+def decisions(sim: SimCluster, budget: int | None = None) -> tuple[Any, list[tuple[Any, ...]]]:
+    """The audit of `sim` as a library call: its view, and (node, job, kind, action) each."""
+    inventories = sim.inventories()
+    with ControllerClient(Connection((sim.controller_address,), timeout=30.0)) as client:
+        if budget is not None:
+            client.request_budget = budget
+        view = client.view()
+        report = audit(gather(view, inventories, client=client))
+    rows = sorted((f.node, f.job_id or 0, f.kind.value, f.action.value) for f in report.findings)
+    return report, rows
+
+
+@pytest.fixture
+def zero_nine() -> Iterator[SimCluster]:
+    with SimCluster(
+        large(**SMALL), agents=False, answer_limit=LIMIT, spur_release=V0_9_TO_0_11
+    ) as sim:
+        yield sim
+
+
+def cluster(release: SpurRelease, limit: int | None = LIMIT) -> SimCluster:
+    return SimCluster(large(**SMALL), agents=False, answer_limit=limit, spur_release=release)
+
+
+def test_v0_8_0_is_read_by_id_range_and_finds_what_a_0_9_controller_finds(
+    zero_nine: SimCluster,
+) -> None:
+    with cluster(V0_8_0) as old:
+        report, found = decisions(old)
+        requests, sizes = list(old.job_requests), list(old.answer_sizes)
+    new_report, new_found = decisions(zero_nine)
+    # The same findings (a REQUEUED job is PENDING at v0.8.0: both are not-started).
+    assert found == new_found and report.view_complete and new_report.view_complete
+    kinds = {k for _, _, k, a in found if a == Action.RECLAIM}
+    assert kinds == {"terminal-held", "active-elsewhere", "below-watermark-unknown"}
+    # Never a filter v0.8.0 cannot apply, every answer under the limit, and id ranges
+    # wider than a look-up batch: the running jobs, which one answer cannot hold.
+    assert not [r for r in requests if r.nodes]
+    assert not [r for r in requests if list(r.states) == [JobState.REQUEUED]]
+    assert max(sizes) <= LIMIT
+    assert [r for r in requests if len(r.job_ids) > 64 and list(r.states) == [1]]
+    # A comparable number of requests to a 0.9 controller's node splits.
+    assert len(requests) <= 2 * len(zero_nine.job_requests) + 8
+
+
+def test_a_controller_whose_first_split_answer_ignores_the_nodes_is_read_by_id(
+    zero_nine: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Planned answers small enough that the running jobs are split by node while each
+    # answer still fits: the first answer shows jobs on other nodes.
+    monkeypatch.setattr(controller, "_PLANNED_ANSWER", 50_000)
+    with cluster(IGNORING, limit=None) as liar:
+        report, found = decisions(liar)
+        by_node = [r for r in liar.job_requests if r.nodes]
+    assert len(by_node) <= 20  # the split's parts in flight, then no more
+    assert any("it ignores GetJobsRequest.nodes" in n for n in report.notes), report.notes
+    assert report.view_complete and found == decisions(zero_nine)[1]
+
+
+def test_a_controller_that_refuses_every_node_split_is_caught_by_one_check(
+    zero_nine: SimCluster,
+) -> None:
+    # Every node-split answer is the whole state, over the limit: the first refusal
+    # asks once for a node no node is named, which a filtering controller answers empty.
+    with cluster(IGNORING) as liar:
+        report, found = decisions(liar)
+        by_node = [r for r in liar.job_requests if r.nodes]
+    assert any(list(r.nodes) == ["spurctl/no-such-node"] for r in by_node)
+    assert len(by_node) <= 10
+    assert any("as if it were every node" in n for n in report.notes), report.notes
+    assert report.view_complete and found == decisions(zero_nine)[1]
+    # On a controller that does filter, the check costs one empty answer.
+    assert [r for r in zero_nine.job_requests if list(r.nodes) == ["spurctl/no-such-node"]] or not [
+        r for r in zero_nine.job_requests if r.nodes
+    ]
+
+
+def test_an_audit_that_spends_its_request_budget_says_so_and_reclaims_only_what_it_verified() -> (
+    None
+):
+    with cluster(V0_8_0) as old:
+        report, _ = decisions(old, budget=6)
+        assert len(old.job_requests) <= 6
+        truth = dict(old.state.jobs)
+    assert not report.view_complete
+    [line] = [n for n in report.notes if "not read to the end" in n]
+    assert "6 GetJobs requests one audit may send" in line
+    assert "nothing it could not verify is reclaimed" in line
+    # Every reclaim stands on what the controller said of that very id (its record, or
+    # GetJob's NOT_FOUND), never on its absence from the cut read.
+    reclaims = [f for f in report.findings if f.action is Action.RECLAIM]
+    assert reclaims
+    for f in reclaims:
+        job = truth.get(f.job_id or 0)
+        if f.kind is Kind.BELOW_WATERMARK_UNKNOWN:
+            assert job is None
+        elif f.kind is Kind.TERMINAL_HELD:
+            assert job is not None and job.state.terminal
+        else:
+            assert f.kind is Kind.ACTIVE_ELSEWHERE and job is not None and job.state.active
+
+
+def test_the_budget_line_reaches_the_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ControllerClient, "request_budget", 6)
+    with cluster(V0_8_0) as old:
+        inventory = old.write_inventories(tmp_path / "inventory.jsonl")
+        result = CliRunner().invoke(
+            app,
+            ["audit", "--controller", old.controller_address, "--inventory", str(inventory),
+             "--format", "json"],
+        )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    assert doc["view"]["complete"] is False
+    assert [n for n in doc["notes"] if "not read to the end" in n]
+    assert not [
+        f for f in doc["findings"] if f["kind"] == "unverifiable" and f["action"] != "spare"
+    ]
+
+
+def test_a_credential_scoped_read_of_a_0_8_0_controller_asks_for_its_users_jobs_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A main build that says 0.8.0 scopes GetJobs to a credential's user (#640), while
+    # JobMetrics counts every job: the unscoped counts say the running jobs need an id
+    # range split (planned answers as small as the limit), but the user's own answer
+    # fits, and is asked for first.
+    monkeypatch.setattr(controller, "_PLANNED_ANSWER", LIMIT // 2)
+    with SimCluster(
+        large(**SMALL), agents=False, answer_limit=LIMIT, auth="required", jwt_key=KEY
+    ) as sim:
+        token = auth.mint(KEY, "u0001", uid=20_001, lifetime_s=300)
+        conn = Connection((sim.controller_address,), token=token, timeout=30.0)
+        with ControllerClient(conn) as client:
+            view = client.view()
+        requests = list(sim.job_requests)
+    assert not [r for r in requests if r.nodes]
+    assert len(requests) <= 4 and not [r for r in requests if len(r.job_ids) > 64]
+    assert not any("not read to the end" in n for n in view.read_notes)
+    mine = {j.job_id for j in sim.state.jobs.values() if j.user == "u0001" and j.state.active}
+    assert mine and mine <= set(view.jobs)
