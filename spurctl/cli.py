@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -585,9 +586,10 @@ def demo(
     command(keep_up=serve, scenario=scenario.value)
 
 
-def main() -> None:
-    """Console entry point: one clear line and exit 2 for every operator error."""
-    args = sys.argv[1:]
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one spurctl command; its exit status. Every operator error is one clear line
+    and exit 2; nothing here exits the process, so a test can call it in-process."""
+    args = list(sys.argv[1:] if argv is None else argv)
     end = args.index("--") if "--" in args else len(args)
     debug = "--debug" in args[:end]
     if debug:
@@ -597,21 +599,27 @@ def main() -> None:
         # grpc's C core logs handshake and connection trouble to stderr itself; the
         # error line says it in the operator's words (set before grpc is imported).
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    sink.install()  # every line spurctl writes, redacted (render/sink.py)
-    if "_SPURCTL_COMPLETE" in os.environ:
-        # The scripts in completions/ call back here; Typer registers its shells only
-        # when it adds its own --install-completion, which spurctl leaves out.
-        from typer.completion import completion_init
+    _state["debug"] = False
+    with sink.installed():  # every line spurctl writes, redacted (render/sink.py)
+        if "_SPURCTL_COMPLETE" in os.environ:
+            # The scripts in completions/ call back here; Typer registers its shells only
+            # when it adds its own --install-completion, which spurctl leaves out.
+            from typer.completion import completion_init
 
-        completion_init()
-    try:
-        code = app(args=args, standalone_mode=False)
-    except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
-        from spurctl.render.terminal import report
+            completion_init()
+        try:
+            code = app(args=args, standalone_mode=False)
+        except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
+            from spurctl.render.terminal import report
 
-        sys.exit(report(exc, debug=_state["debug"]))
-    # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
-    heap.exit_now(code if isinstance(code, int) else ExitStatus.OK)
+            return report(exc, debug=_state["debug"])
+        # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
+        return code if isinstance(code, int) else ExitStatus.OK
+
+
+def entry() -> None:
+    """The console script: `main`, then out without freeing the heap object by object."""
+    heap.exit_now(main())
 
 
 # -- node-release ----------------------------------------------------------------

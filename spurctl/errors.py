@@ -72,6 +72,22 @@ def register_secret(value: str | None) -> None:
         _pattern = None
 
 
+def secrets_state() -> tuple[frozenset[str], tuple[bytes, ...], tuple[str, ...]]:
+    """The registered secrets, for a caller that runs commands in-process (tests) and
+    puts them back with `restore_secrets` afterwards."""
+    with _secrets_lock:
+        return frozenset(_secrets), _raw, _raw_text
+
+
+def restore_secrets(state: tuple[frozenset[str], tuple[bytes, ...], tuple[str, ...]]) -> None:
+    global _pattern, _raw, _raw_text
+    with _secrets_lock:
+        _secrets.clear()
+        _secrets.update(state[0])
+        _raw, _raw_text = state[1], state[2]
+        _pattern = None
+
+
 def _compiled() -> re.Pattern[str] | None:
     global _pattern
     with _secrets_lock:
