@@ -43,7 +43,7 @@ def one_run(ready: dict[str, Any], workdir: Path, concurrency: int) -> tuple[flo
     agent_map = json.loads(Path(ready["agent_map"]).read_text())
     conn = Connection((ready["controller"],), agent_map=agent_map, timeout=30.0)
     journal_path = workdir / f"journal-{concurrency}-{time.monotonic_ns()}.jsonl"
-    report, inputs = run_audit(Sources(None, [ready["inventory"]], False, "", 1), conn)
+    report, inputs = run_audit(Sources(Scope(), [ready["inventory"]], False, "", 1), conn)
     entries = rc.plan(report, set(inputs.view.nodes), None, conn.agent_address)
     with ControllerClient(conn) as client:
         if len(entries) != ready["nodes"]:

@@ -29,6 +29,12 @@ class SpurctlError(Exception):
     exit_code = ExitStatus.ERROR
 
 
+class Aborted(SpurctlError):
+    """Ctrl-C at a prompt: the command ends saying what was (not) done, exit 1."""
+
+    exit_code = ExitStatus.ACTION_NEEDED
+
+
 def fail(message: str) -> NoReturn:
     """End the command: `message` says what is wrong and how to fix it."""
     raise SpurctlError(message)

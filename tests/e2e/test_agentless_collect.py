@@ -277,7 +277,7 @@ def test_the_shipped_scanner_reads_spurstepd_sessions_as_node_inventory_does(
     descriptor |= {"pid": 4900, "process_start_ticks": 1400, "cgroup_path": ""}
     (session / "descriptor.json").write_text(json.dumps(descriptor))
     roots += ["--state-dir", str(state)]
-    installed = run_cli("node-inventory", *roots)
+    installed = run_process("node-inventory", *roots)
     shipped = subprocess.run(
         [python3(), "-I", "-S", "-", *roots],
         input=scanner_program().decode(), capture_output=True, text=True, timeout=60,
