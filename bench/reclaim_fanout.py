@@ -28,6 +28,7 @@ from _harness import serve, verdict
 
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
+from spurctl.scope import Scope
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
