@@ -270,13 +270,22 @@ def load_agent_map(path: Path) -> dict[str, str]:
                 'write an object like {"gpu017": "10.0.3.17:6818"}'
             ) from None
     if not isinstance(doc, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v.rpartition(":")[2].isdigit()
-        for k, v in doc.items()
+        isinstance(k, str) and isinstance(v, str) for k, v in doc.items()
     ):
         raise SpurctlError(
             f'--agent-map {path} must map node names to "host:port" strings, '
             'e.g. {"gpu017": "10.0.3.17:6818"}'
         )
+    from spurctl.sources.agent_endpoints import FORM, AddressError, check_agent_address
+
+    for node, address in doc.items():
+        try:
+            check_agent_address(address)
+        except AddressError as exc:
+            # One form only: a gRPC target URI would reach an agent no check here can see.
+            raise SpurctlError(
+                f"--agent-map {path}: {node!r}'s address {address!r} {exc}; {FORM}"
+            ) from None
     return dict(doc)
 
 
