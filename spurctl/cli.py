@@ -510,7 +510,7 @@ def collect_command(
 
     Writes JSON Lines, one inventory per node. Runs --command once per node
     (%h is the node name), or with --topology runs --remote-command on every
-    node through ClusterShell's gateways. A node that fails, times out, prints
+    node through the gateways (spurctl's relay). A node that fails, times out, prints
     no valid inventory or sits behind a gateway that failed gets a record with
     "error" set. Exit 0 when every node answered, 1 when any failed.
 
