@@ -406,6 +406,9 @@ class Inventory:
     # True when the scan found spurd and traced every job process's parents up to pid 1:
     # then a holding's empty `tracked_pids` means none of its processes descends from spurd.
     ancestry_read: bool = False
+    # The controller URL(s) and cluster name `spurctl collect` was told (sources/cluster_binding).
+    controller: str | None = None
+    cluster: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

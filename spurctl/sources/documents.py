@@ -286,16 +286,13 @@ def holding_to_dict(h: Holding) -> dict[str, Any]:
 def _holding_extras_to_dict(h: Holding) -> dict[str, Any]:
     """`attempt`, `traces`, `tracked_pids`, `supervisors`: written when known, so older
     documents read back unchanged."""
-    out: dict[str, Any] = {}
-    if h.attempt is not None:
-        out["attempt"] = h.attempt
-    if h.traces:
-        out["traces"] = list(h.traces)
-    if h.tracked_pids:
-        out["tracked_pids"] = list(h.tracked_pids)
-    if h.supervisors:
-        out["supervisors"] = list(h.supervisors)
+    known = (h.traces, h.tracked_pids, h.supervisors)
+    out: dict[str, Any] = {} if h.attempt is None else {"attempt": h.attempt}
+    out.update((k, list(v)) for k, v in zip(_HOLDING_LISTS, known, strict=True) if v)
     return out
+
+
+_HOLDING_LISTS = ("traces", "tracked_pids", "supervisors")
 
 
 def inventory_to_dict(inv: Inventory) -> dict[str, Any]:
@@ -333,11 +330,9 @@ def _inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
         out["agents"] = [
             {"pid": a.pid, "started_at": format_time(a.started_at)} for a in inv.agents
         ]
-    if inv.agent_hostname is not None:
-        out["agent_hostname"] = inv.agent_hostname
-    if inv.ancestry_read:
-        out["ancestry_read"] = True
-    return out
+    named = {"agent_hostname": inv.agent_hostname, "controller": inv.controller}
+    out.update((k, v) for k, v in {**named, "cluster": inv.cluster}.items() if v is not None)
+    return out | ({"ancestry_read": True} if inv.ancestry_read else {})
 
 
 # The inventory document, declared once: msgspec checks every type and bound in one strict
@@ -381,6 +376,8 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     agents: tuple[_AgentDoc, ...] | None = None
     agent_hostname: _Name | None = None
     ancestry_read: bool | None = None
+    controller: str | None = None
+    cluster: str | None = None
 
 
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
@@ -438,6 +435,8 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         agents=tuple(AgentProcess(a.pid, _utc(a.started_at)) for a in doc.agents or ()),
         agent_hostname=doc.agent_hostname,
         ancestry_read=bool(doc.ancestry_read) and isinstance(agent, _AgentDoc),
+        controller=doc.controller,
+        cluster=doc.cluster,
     )
 
 

@@ -375,10 +375,10 @@ def would_send(
         ),
         "why": None,
     }
-    from spurctl.usecases.send_guards import endpoint_refusal
+    from spurctl.usecases.send_guards import cluster_refusal, endpoint_refusal
 
-    # The very check reclaim makes before it sends: a plan it refuses sends nothing.
-    refused = endpoint_refusal([entry], inputs, conn)
+    # The very checks reclaim makes before it sends: a plan it refuses sends nothing.
+    refused = cluster_refusal(inputs, conn) or endpoint_refusal([entry], inputs, conn)
     stale = stale_reason(entry, now, max_inventory_age_s)
     if refused is not None or stale is not None:
         doc.update(send=False, why=refused or stale)

@@ -503,8 +503,9 @@ def prepare(
         collected_at=collected,
         fallback=conn.agent_map_lacks,
     )
-    from spurctl.usecases.send_guards import check_endpoints
+    from spurctl.usecases.send_guards import check_cluster, check_endpoints
 
+    check_cluster(inputs, conn)
     check_endpoints(entries, inputs, conn)
     when = now or utcnow()
     stale = {

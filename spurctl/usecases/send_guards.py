@@ -8,6 +8,10 @@ reclaim would do. Both ask here, so the two never disagree (issue 39.1).
   the planned jobs legitimately run are resolved to canonical endpoints
   (sources/agent_endpoints.py); two nodes on one endpoint, or an entry whose
   endpoint is that of a node its job legitimately runs on, refuse the plan.
+- One cluster: an agent map or inventories that name a controller or cluster
+  (sources/cluster_binding.py) must name the view's, and inventories that cannot
+  belong to this controller at all (decide/cluster_check.py) stop the reclaim
+  (issue 39.9).
 """
 
 from __future__ import annotations
@@ -80,5 +84,55 @@ def endpoint_refusal(
 def check_endpoints(entries: Sequence[Entry], inputs: AuditInputs, conn: Connection) -> None:
     """Refuse the plan (SpurctlError) when any cancel could reach the wrong agent."""
     why = endpoint_refusal(entries, inputs, conn)
+    if why is not None:
+        raise SpurctlError(why)
+
+
+def cluster_refusal(
+    inputs: AuditInputs,
+    conn: Connection,
+    resolve: Callable[[str], Endpoint] | None = None,
+) -> str | None:
+    """Why the reclaim must stop because what it read is not all this cluster's, or None."""
+    from spurctl.decide.cluster_check import foreign_inventories, shown_nodes
+    from spurctl.sources.cluster_binding import Binding, controller_list, mismatch
+
+    cluster = conn.conf.cluster_name
+    if conn.agent_map_binding:
+        why = mismatch(conn.agent_map_binding, conn.controllers, cluster, resolve)
+        if why is not None:
+            return (
+                f"refusing the reclaim, nothing sent: --agent-map {why}; use this cluster's "
+                "agent map, or --controller of the cluster it names"
+            )
+    bound: dict[Binding, list[str]] = {}
+    for name, inv in inputs.inventories.items():
+        if inv.controller is None and inv.cluster is None:
+            continue
+        where = f"refusing the reclaim, nothing sent: the inventory of {name!r}"
+        controllers = controller_list(inv.controller, where) if inv.controller else ()
+        bound.setdefault(Binding(controllers, inv.cluster), []).append(name)
+    for binding, nodes in sorted(bound.items(), key=lambda item: sorted(item[1])):
+        why = mismatch(binding, conn.controllers, cluster, resolve)
+        if why is not None:
+            return (
+                f"refusing the reclaim, nothing sent: the inventories of {shown_nodes(nodes)} "
+                f"{why}; collect this cluster's nodes again (--collect), or point --controller "
+                "at the controller they name"
+            )
+    foreign = foreign_inventories(
+        inputs.inventories.values(), inputs.view.nodes, inputs.watermark.value
+    )
+    if foreign is not None:
+        return (
+            f"refusing the reclaim, nothing sent: {foreign}; check --controller against the "
+            "inventories (after a controller wipe: spurctl checklist post-wipe)"
+        )
+    return None
+
+
+def check_cluster(inputs: AuditInputs, conn: Connection) -> None:
+    """Stop the reclaim (SpurctlError) when what it read is not all this cluster's."""
+    why = cluster_refusal(inputs, conn)
     if why is not None:
         raise SpurctlError(why)
