@@ -321,8 +321,8 @@ class Connection:
     jwt_key: str | None = field(default=None, repr=False)
     agent_port: int = DEFAULT_AGENT_PORT
     agent_map: dict[str, str] = field(default_factory=dict)
-    # The cluster the agent-map file names (empty: none).
-    agent_map_binding: Binding = field(default_factory=lambda: _no_binding())
+    # The cluster the agent-map file names (None: none).
+    agent_map_binding: Binding | None = None
     timeout: float = 10.0
     tls_ca: bytes | None = field(default=None, repr=False)
     conf: SpurConf = field(default_factory=SpurConf)
@@ -395,24 +395,18 @@ def connect_settings(
     register_secret(resolved_token)
     register_secret(key)
     register_secret(conf.jwt_key)
-    agents, binding = read_agent_map(agent_map) if agent_map else ({}, _no_binding())
+    agents, binding = read_agent_map(agent_map) if agent_map else ({}, None)
     return Connection(
         controllers=tuple(controller_urls(controller, conf)),
         token=resolved_token,
         jwt_key=key,
         agent_port=agent_port or conf.agent_port,
         agent_map=agents,
-        agent_map_binding=binding,
+        agent_map_binding=binding or None,
         timeout=timeout,
         tls_ca=ca,
         conf=conf,
     )
-
-
-def _no_binding() -> Binding:
-    from spurctl.sources.cluster_binding import Binding
-
-    return Binding()
 
 
 def token_claims(token: str) -> dict[str, Any]:
