@@ -73,7 +73,7 @@ def _head(stream: Any, cap: int) -> tuple[bytes, int]:
     return bytes(kept), total
 
 
-def _tail_of(stream: Any, keep: int = 4 * _STDERR_TAIL) -> bytes:
+def tail_of(stream: Any, keep: int = 4 * _STDERR_TAIL) -> bytes:
     """The last `keep` bytes of `stream`, read to its end."""
     kept = b""
     while chunk := stream.read1(_CHUNK):
@@ -188,7 +188,7 @@ def _scan(node: str, data: dict[str, Any], out: _Out) -> None:
     jobs = {
         "feed": feed,
         "out": lambda: got.__setitem__("out", _head(stdout, data["cap"])),
-        "err": lambda: got.__setitem__("err", _tail_of(stderr)),
+        "err": lambda: got.__setitem__("err", tail_of(stderr)),
     }
     threads = [threading.Thread(target=job, daemon=True) for job in jobs.values()]
     for thread in threads:
@@ -256,7 +256,7 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
 
     def read_stderr() -> None:
         assert child.stderr is not None
-        stderr_box.append(_tail_of(child.stderr))
+        stderr_box.append(tail_of(child.stderr))
 
     threads = [threading.Thread(target=t, daemon=True) for t in (watch, read_stderr)]
     for thread in threads:

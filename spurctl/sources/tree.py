@@ -198,7 +198,7 @@ def run_tree(
     err_box: list[bytes] = []
     stderr = relay.stderr
     reader = threading.Thread(
-        target=lambda: err_box.append(gateway_relay._tail_of(stderr)), daemon=True
+        target=lambda: err_box.append(gateway_relay.tail_of(stderr)), daemon=True
     )
     reader.start()
     # Joined before the relay is reaped, so the kill never hits a reused pid.
