@@ -516,14 +516,18 @@ def collect_command(
     remote_command: opt.RemoteCommandOpt = DEFAULT_REMOTE_COMMAND,
     ssh: opt.SshOpt = None,
     ship_scanner: opt.ShipScannerOpt = False,
+    controller: opt.ControllerOpt = None,
+    conf: opt.ConfOpt = None,
 ) -> None:
     """Gather many nodes' inventories in parallel.
 
     Writes JSON Lines, one inventory per node. Runs --command once per node
     (%h is the node name), or with --topology runs --remote-command on every
-    node through ClusterShell's gateways. A node that fails, times out, prints
+    node through the gateways (spurctl's relay). A node that fails, times out, prints
     no valid inventory or sits behind a gateway that failed gets a record with
-    "error" set. Exit 0 when every node answered, 1 when any failed.
+    "error" set. Each record names the controller and cluster it was told
+    (--controller, spur.conf), and a reclaim against another refuses it.
+    Exit 0 when every node answered, 1 when any failed.
 
     \b
     Example:
@@ -546,12 +550,21 @@ def collect_command(
     targets = sorted(n for n in parse_scope(nodes) if loose_key(n) not in left_out)
     if not targets:
         fail(f"-x {exclude} leaves out every node of --nodes {nodes}: nothing to collect")
+    from spurctl.sources.cluster_binding import stamped, told
+
+    named = opt.configured(
+        ctx, {"controller": controller}, [("controller", opt.ControllerOpt, None)]
+    )
+    binding = told(named["controller"], conf)  # recorded: a reclaim elsewhere refuses these
     results = collect(
         targets, command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     write_output(
-        "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in results),
+        "".join(
+            dump_json(inventory_to_dict(stamped(inv, binding)), indent=None) + "\n"
+            for inv in results
+        ),
         output,
     )
     print(summarize(results), file=sys.stderr)

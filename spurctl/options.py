@@ -494,7 +494,7 @@ FanoutOpt = Annotated[int, fanout_option("With --collect: nodes at once.")]
 TopologyOpt = Annotated[
     Path | None,
     topology_option(
-        "With --collect: reach the nodes through the ClusterShell gateways this "
+        "With --collect: reach the nodes through the gateways this ClusterShell "
         "topology.conf routes (see `spurctl collect --help`). Never read unless named."
     ),
 ]
@@ -510,7 +510,7 @@ SshOpt = Annotated[
     str | None,
     typer.Option(
         "--ssh",
-        help="With --topology: the ssh program ClusterShell runs, here and on the gateways "
+        help="With --topology: the ssh program spurctl's relays run, here and on the gateways "
         "(default: ssh from PATH).",
         show_default=False,
         metavar="PATH",
@@ -519,8 +519,8 @@ SshOpt = Annotated[
 CollectTopologyOpt = Annotated[
     Path | None,
     topology_option(
-        "Reach the nodes through ClusterShell gateways: run --remote-command on every "
-        "node through the gateways this file routes to it (ClusterShell's topology.conf "
+        "Reach the nodes through gateways: run --remote-command on every node through "
+        "the gateways this file routes to it (spurctl's relay; ClusterShell's topology.conf "
         "format, first route from this host's short name). Never read unless named: "
         "/etc/clustershell/topology.conf is not used by default, and without --topology "
         "every node is reached from this host with --command."
@@ -538,7 +538,7 @@ def tree_of(
         for name, value in given.items():
             if value:
                 raise SpurctlError(
-                    f"{name} needs --topology (it is run through ClusterShell's gateways); "
+                    f"{name} needs --topology (it is run through the gateways); "
                     "without gateways, give the whole local command with --command"
                 )
         return None
