@@ -1,4 +1,4 @@
-"""Benchmark: `spurctl collect` straight from this host against through ClusterShell gateways.
+"""Benchmark: `spurctl collect` straight from this host against through gateways.
 
     python bench/collect_tree.py [--nodes 10000] [--delay 0.2] [--fanout 64] [--gateways 8]
 
@@ -7,8 +7,8 @@ the host and runs the command here. Each node's command is
 `sleep DELAY; cat DIR/NODE.json` (a four-holding inventory, as in
 collect_fanout.py). Direct: `--command 'STANDIN %h CMD'`, `--fanout` at once
 from this host. Tree: `--topology` routing the nodes through `--gateways`
-gateways, each a real `python -m ClusterShell.Gateway` started through the
-stand-in and running `--fanout` nodes at once. Ideal: ceil(N / F) x DELAY
+gateways, each running spurctl's relay (`python3 -I -S -`, gateway_relay.py)
+started through the stand-in and running `--fanout` nodes at once. Ideal: ceil(N / F) x DELAY
 direct, ceil(N / (G x F)) x DELAY through the tree; the tree's overhead per
 node is (wall - ideal) / N, and admin_cpu_per_node is this process's own CPU
 (what the admin host spends per node when gateways are hosts of their own).

@@ -443,6 +443,9 @@ class Inventory:
     ancestry_read: bool = False
     # spurstepd descriptors whose binding could not be trusted (the reason says what was seen).
     session_refusals: tuple[SessionRefusal, ...] = ()
+    # The controller URL(s) and cluster name `spurctl collect` was told (sources/cluster_binding).
+    controller: str | None = None
+    cluster: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

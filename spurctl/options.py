@@ -563,7 +563,7 @@ FanoutOpt = Annotated[int, fanout_option("With --collect: nodes at once.")]
 TopologyOpt = Annotated[
     Path | None,
     topology_option(
-        "With --collect: reach the nodes through the ClusterShell gateways this "
+        "With --collect: reach the nodes through the gateways this ClusterShell "
         "topology.conf routes (see `spurctl collect --help`). Never read unless named."
     ),
 ]
@@ -580,7 +580,7 @@ SshOpt = Annotated[
     str | None,
     typer.Option(
         "--ssh",
-        help="With --topology: the ssh program ClusterShell runs, here and on the gateways "
+        help="With --topology: the ssh program spurctl's relays run, here and on the gateways "
         "(default: ssh from PATH).",
         show_default=False,
         metavar="PATH",
@@ -615,7 +615,7 @@ def tree_of(
         for name, value in given.items():
             if value:
                 raise SpurctlError(
-                    f"{name} needs --topology (it is run through ClusterShell's gateways); "
+                    f"{name} needs --topology (it is run through the gateways); "
                     "without gateways, give the whole local command with --command"
                 )
         return None

@@ -17,6 +17,7 @@ import grpc
 from spurctl.errors import redact, register_secret
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
+from spurctl.sources.agent_endpoints import AddressError, dial_target
 from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
 from spurctl.sources.credentials import CONTROLLER_SUBJECT, MAX_LIFETIME_S, mint
 
@@ -47,7 +48,9 @@ class AgentPool:
         with self._lock:
             stub = self._stubs.get(address)
             if stub is None:
-                channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+                # Dialled in the one form the endpoint check read (agent_endpoints).
+                target = dial_target(address)
+                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
                 self._channels.append(channel)
                 stub = self._stubs[address] = scrub.stub(channel, "SlurmAgent")
             return stub
@@ -70,7 +73,11 @@ class AgentPool:
         """AgentCancelJob(job_id, signal 0) to this agent only; AgentError on failure."""
         request = pb.AgentCancelJobRequest(job_id=job_id, signal=GRACEFUL)
         try:
-            self._stub(address).CancelJob(request, timeout=self._timeout, metadata=self._metadata())
+            stub = self._stub(address)
+        except AddressError as exc:  # the plan's check refuses these first; never dialled
+            raise AgentError(redact(f"agent address {address!r} {exc}: not sent")) from None
+        try:
+            stub.CancelJob(request, timeout=self._timeout, metadata=self._metadata())
         except grpc.RpcError as err:
             why = describe_rpc_error(err, self._timeout)
             if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAUTHENTICATED:

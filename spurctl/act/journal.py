@@ -6,7 +6,12 @@ crash or Ctrl-C an intent without an outcome says exactly which node to check.
 
 One reclaim at a time per journal: an open Journal holds an exclusive lock
 (flock on the sibling `<journal>.lock`, which records the holder's pid) for as
-long as it is open, and a second run refuses at once naming that pid. Within one
+long as it is open, and a second run refuses at once naming that pid. The lock
+is the journal's real file's (a link given as the journal is followed once, in
+real_path), so runs reaching one journal by different names exclude each other.
+Neither file is ever opened through a link (O_NOFOLLOW), the lock is truncated
+only when it holds a pid or nothing, and a file whose first line is not a journal
+record is never appended to (issue 39.2). Within one
 process the lock is re-entrant, so `journal_lock(path)` can hold it across a
 whole run that opens the Journal more than once. Reading (`unresolved`, dry
 runs) never takes the lock. The journal is created 0600 in a 0700 directory; a
@@ -24,10 +29,13 @@ they name a node and a job, as every record does, and pair with no intent.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import getpass
 import json
 import os
+import re
+import stat
 import sys
 import threading
 import uuid
@@ -56,9 +64,25 @@ def operator_name() -> str:
         return str(os.getuid())
 
 
+def real_path(path: Path) -> Path:
+    """The journal's real file: a link given as --journal is followed here, once, and the
+    lock and every write use what it leads to (two runs reaching one journal through
+    different links share one lock). A link to nothing is refused: spurctl does not
+    create a file wherever a link points."""
+    real = Path(os.path.realpath(path))
+    if path.is_symlink() and not real.exists():
+        raise SpurctlError(
+            f"journal {path} is a link to {real}, which does not exist; spurctl does not "
+            "create a file where a link points: pass --journal PATH"
+        )
+    return real
+
+
 def lock_path(path: Path) -> Path:
-    """The sibling file whose flock says a reclaim is using `path` (and holds its pid)."""
-    return path.with_name(path.name + ".lock")
+    """The file beside the journal's real file whose flock says a reclaim is using it (and
+    holds its pid)."""
+    real = real_path(path)
+    return real.with_name(real.name + ".lock")
 
 
 def _make_parent(path: Path) -> None:
@@ -87,7 +111,52 @@ _held_lock = threading.Lock()
 
 
 def _key(path: Path) -> str:
-    return os.path.realpath(lock_path(path))
+    return str(real_path(path))
+
+
+# What a lock file spurctl wrote holds: its holder's pid and a newline, or nothing yet.
+_LOCK_TEXT = re.compile(rb"[0-9]{0,20}\n?")
+
+
+def _open_lock(path: Path) -> int:
+    """The journal's lock file, opened without following a link, and only if it is a lock
+    spurctl wrote: anything else (a link, a device, a file with other links or text) is
+    refused, never truncated."""
+    lock = lock_path(path)
+    real = real_path(path)
+    if real.exists() and not real.is_file():
+        # A device or a pipe is no journal, and its lock would land beside it (in /dev).
+        raise SpurctlError(f"journal {path} is not a regular file; pass --journal PATH")
+    try:
+        _make_parent(lock)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SpurctlError(
+                f"journal lock {lock} is a symbolic link, and spurctl never writes through "
+                "one: remove the link (it is only a lock) or pass --journal PATH"
+            ) from None
+        raise SpurctlError(
+            f"cannot open journal lock {lock}: {exc.strerror}; pass --journal PATH"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        why = None
+        if not stat.S_ISREG(st.st_mode):
+            why = "not a regular file"
+        elif st.st_nlink != 1:
+            why = f"a file with {st.st_nlink} names (hard links)"
+        elif not _LOCK_TEXT.fullmatch(os.pread(fd, 64, 0)):
+            why = "it holds something other than a pid"
+        if why is not None:
+            raise SpurctlError(
+                f"journal lock {lock} is not a lock spurctl wrote ({why}), so spurctl leaves "
+                "it as it is: remove it if it is yours, or pass --journal PATH"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _acquire(path: Path) -> None:
@@ -97,14 +166,7 @@ def _acquire(path: Path) -> None:
         if held is not None:
             held.count += 1
             return
-        lock = lock_path(path)
-        try:
-            _make_parent(path)
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise SpurctlError(
-                f"cannot open journal lock {lock}: {exc.strerror}; pass --journal PATH"
-            ) from None
+        fd = _open_lock(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -117,8 +179,10 @@ def _acquire(path: Path) -> None:
                 "wait for it to finish (one reclaim at a time per journal) or pass --journal PATH"
             ) from None
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            # Checked under the lock: what is truncated here is the pid another run wrote.
+            if _LOCK_TEXT.fullmatch(os.pread(fd, 64, 0)):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except OSError:
             pass  # the lock is what counts; the pid is only for the message
         _held[key] = _Held(fd)
@@ -191,8 +255,11 @@ class Journal:
         # (node, job_id) -> the earlier run whose open intent an outcome here closes.
         self._closing: dict[tuple[str, int], str | None] = {}
         try:
-            _make_parent(path)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = _open_journal(path)
+        except BaseException:
+            _release(path)
+            raise
+        try:
             self._fh = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
             self._end_torn_line(fd)
         except OSError as exc:
@@ -205,15 +272,9 @@ class Journal:
         # A crash mid-record leaves a line without its newline; the next record
         # must start on a line of its own, or it would be torn too.
         size = os.fstat(fd).st_size
-        if size:
-            rfd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                last = os.pread(rfd, 1, size - 1)
-            finally:
-                os.close(rfd)
-            if last != b"\n":
-                self._fh.write("\n")
-                self._fh.flush()
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            self._fh.write("\n")
+            self._fh.flush()
 
     def close(self) -> None:
         try:
@@ -308,6 +369,52 @@ class Journal:
                 "sent": sent,
                 "detail": detail,
             }
+        )
+
+
+# How much of a journal's start is read to find its first record.
+_FIRST_LINE_LIMIT = 1 << 20
+# How every record spurctl writes begins: a first record cut short by a crash still does.
+_RECORD_START = b'{"schema": "' + SCHEMA.encode() + b'"'
+
+
+def _open_journal(path: Path) -> int:
+    """The journal's real file for appending (and reading its start), created 0600 if
+    absent; never through a link, never a file other than a spurctl journal."""
+    real = real_path(path)
+    try:
+        _make_parent(real)
+        fd = os.open(
+            real, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+    except OSError as exc:
+        raise SpurctlError(
+            f"cannot open journal {path}: {exc.strerror}; pass --journal PATH"
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SpurctlError(f"journal {path} is not a regular file; pass --journal PATH")
+        _check_start(os.pread(fd, _FIRST_LINE_LIMIT, 0), path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_start(data: bytes, path: Path) -> None:
+    """Refuse (SpurctlError) a file whose first line is not a journal record: spurctl
+    appends only to its own journals (an empty file is one not yet written)."""
+    first = next((line for line in data.split(b"\n") if line.strip()), b"")
+    if not first or first.startswith(_RECORD_START):
+        return  # not written yet; a record, or the first one cut short by a crash
+    try:
+        rec: dict[str, Any] | None = _record(first)  # a record from before the schema
+    except Exception:
+        rec = None
+    if rec is None or rec.get("event") not in ("intent", "outcome", "interrupted"):
+        raise SpurctlError(
+            f"journal {path} is not a spurctl journal (its first line is not a journal "
+            "record), and spurctl appends only to its own: pass --journal PATH"
         )
 
 
@@ -412,6 +519,7 @@ def records(path: Path, warn: Callable[[str], None] = _warn) -> list[dict[str, A
         raise
     except OSError as exc:  # a directory, no permission
         raise SpurctlError(f"cannot read journal {path}: {exc.strerror}") from None
+    _check_start(data[:_FIRST_LINE_LIMIT], path)
     out: list[dict[str, Any]] = []
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():

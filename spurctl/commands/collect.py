@@ -34,8 +34,8 @@ FanoutOpt = Annotated[
 TopologyOpt = Annotated[
     Path | None,
     opt.topology_option(
-        "Reach the nodes through ClusterShell gateways: run --remote-command on every "
-        "node through the gateways this file routes to it (ClusterShell's topology.conf "
+        "Reach the nodes through gateways: run --remote-command on every node through "
+        "the gateways this file routes to it (spurctl's relay; ClusterShell's topology.conf "
         "format, first route from this host's short name). Never read unless named: "
         "/etc/clustershell/topology.conf is not used by default, and without --topology "
         "every node is reached from this host with --command."
@@ -90,15 +90,19 @@ def command(
     remote_command: opt.RemoteCommandOpt = DEFAULT_REMOTE_COMMAND,
     ssh: opt.SshOpt = None,
     ship_scanner: opt.ShipScannerOpt = False,
+    controller: opt.ControllerOpt = None,
+    conf: opt.ConfOpt = None,
     scope: Scope = Scope(),
 ) -> int:
     """Gather many nodes' inventories in parallel.
 
     Writes JSON Lines, one inventory per node. Runs --command once per node
     (%h is the node name), or with --topology runs --remote-command on every
-    node through ClusterShell's gateways. A node that fails, times out, prints
+    node through the gateways (spurctl's relay). A node that fails, times out, prints
     no valid inventory or sits behind a gateway that failed gets a record with
-    "error" set. Exit 0 when every node answered, 1 when any failed.
+    "error" set. Each record names the controller and cluster it was told
+    (--controller, spur.conf), and a reclaim against another refuses it.
+    Exit 0 when every node answered, 1 when any failed.
 
     \b
     Example:
@@ -107,6 +111,7 @@ def command(
       spurctl collect -w 'gpu[001-128]' --ship-scanner   # nodes without spurctl
     """
     from spurctl.render.collect import show_collected
+    from spurctl.sources.cluster_binding import stamped, told
     from spurctl.sources.collect import collect
     from spurctl.sources.documents import inventory_lines
 
@@ -119,9 +124,13 @@ def command(
         remote_command, ssh, ship_scanner, limit,
     )  # fmt: skip
     src = holdings.sources(scope)
+    named = opt.configured(
+        ctx, {"controller": controller}, [("controller", opt.ControllerOpt, None)]
+    )
+    binding = told(named["controller"], conf)  # recorded: a reclaim elsewhere refuses these
     results = collect(
         scope.targets(()), command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
-    show_collected(inventory_lines(results), results, output)
+    show_collected(inventory_lines(stamped(inv, binding) for inv in results), results, output)
     return ExitStatus.ACTION_NEEDED if any(i.error is not None for i in results) else ExitStatus.OK

@@ -7,12 +7,16 @@ ends as exactly one Inventory: the one it printed, or a record with `error` set
 when its command failed, hung past the timeout or printed no valid inventory.
 One node's trouble never stops the others.
 
-Beyond one machine's fan-out, ClusterShell's gateway tree is the engine: with
-a `Tree` (a topology.conf naming the gateways), ClusterShell runs the remote
-command on every node through the gateways (sources/tree.py), and each node
-still ends as exactly one Inventory; a node whose gateway failed is an error
-naming that gateway, never an empty inventory. spurctl does not re-implement
-the relay. docs/collecting.md has the exact commands.
+Beyond one machine's fan-out, with a `Tree` (a ClusterShell topology.conf naming
+the gateways), ClusterShell's router splits the nodes over the gateways and
+spurctl's relay runs the remote command on every node through them
+(sources/tree.py): gateway output is JSON data, never a pickle. Each node still
+ends as exactly one Inventory; a node whose gateway failed is an error naming
+that gateway, never an empty inventory.
+
+Each node's output is capped (sources/output_cap.py): a node that prints more
+than an inventory could ever be is an error record saying how much was cut.
+docs/collecting.md has the exact commands.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
 from spurctl.sources.documents import parse_inventory_text
+from spurctl.sources.output_cap import cut_error
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree
 
 DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
@@ -110,7 +115,7 @@ def collect(
     """Run `command` once per node in parallel and parse each node's inventory.
 
     With `tree`, `command` is not used: `tree.remote_command` runs on every node
-    through the gateways of `tree.topology` (ClusterShell's tree mode).
+    through the gateways of `tree.topology` (spurctl's relay, sources/tree.py).
     With `ship_scanner`, each command gets the node scanner on its standard
     input (sources/shipped_scan.py) and prints what the scan found.
 
@@ -166,7 +171,8 @@ def _run(
     from ClusterShell.Event import EventHandler
     from ClusterShell.NodeSet import NodeSet
     from ClusterShell.Task import task_self
-    from ClusterShell.Worker.Exec import ExecWorker
+
+    from spurctl.sources.output_cap import OUTPUT_CAP, capped_exec_worker
 
     outcomes = {node: _Outcome() for node in nodes}
 
@@ -193,7 +199,7 @@ def _run(
     task.set_default("stderr_msgtree", False)
 
     with _Progress(len(nodes), show_progress) as bar:
-        worker = ExecWorker(
+        worker = capped_exec_worker()(
             NodeSet.fromlist(nodes),
             handler=Gather(bar.advance),
             timeout=timeout,
@@ -209,9 +215,17 @@ def _run(
         task.run()
     timed_out = set(worker.iter_keys_timeout())
     read = _read_scan if ship_scanner else _read_document
-    return {
-        node: _guarded(node, outcomes[node], node in timed_out, timeout, read) for node in nodes
-    }
+    out = {}
+    for node in nodes:
+        printed = worker.printed.get((node, "stdout"), 0)
+        if printed > OUTPUT_CAP:  # none of it is read: an inventory is a few KiB
+            why = cut_error(printed, printed - OUTPUT_CAP)
+            if node in timed_out:
+                why += f"; then killed at its {timeout:g} s timeout"
+            out[node] = failed(node, why)
+        else:
+            out[node] = _guarded(node, outcomes[node], node in timed_out, timeout, read)
+    return out
 
 
 def _run_tree(
@@ -222,12 +236,11 @@ def _run_tree(
     show_progress: bool,
     ship_scanner: bool = False,
 ) -> dict[str, Inventory]:
-    from spurctl.sources.tree import run_shipped_tree, run_tree
+    from spurctl.sources.tree import run_tree
 
-    run = run_shipped_tree if ship_scanner else run_tree
     read = _read_scan if ship_scanner else _read_document
     with _Progress(len(nodes), show_progress) as bar:
-        relayed = run(nodes, tree, fanout, timeout, bar.advance)
+        relayed = run_tree(nodes, tree, fanout, timeout, bar.advance, ship_scanner=ship_scanner)
     return {node: _relayed(node, relayed[node], timeout, read) for node in nodes}
 
 
@@ -241,6 +254,8 @@ def _relayed(
     node's error whatever the node printed before it: never an inventory."""
     if got.gateway_error is not None:
         return failed(node, _clip(got.gateway_error))
+    if got.cut:
+        return failed(node, cut_error(got.printed, got.cut))
     if got.timed_out and got.via is not None:
         return failed(node, f"no answer within {timeout:g} s; killed by gateway {got.via}")
     outcome = _Outcome(got.stdout, got.stderr, got.rc)

@@ -345,6 +345,8 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     agent_hostname: _Name | None = None
     ancestry_read: bool | None = None
     session_refusals: tuple[extras.RefusalDoc, ...] | None = None
+    controller: str | None = None
+    cluster: str | None = None
 
 
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
@@ -404,6 +406,8 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         agent_hostname=doc.agent_hostname,
         ancestry_read=bool(doc.ancestry_read) and isinstance(agent, _AgentDoc),
         session_refusals=extras.refusals(doc.session_refusals),
+        controller=doc.controller,
+        cluster=doc.cluster,
     )
 
 

@@ -7,7 +7,15 @@ node scanner. The relay runs `ssh NODE python3 -` for each of its nodes, at most
 one that outlives `timeout`; it sends itself to each sub-gateway the same way.
 It prints one JSON line per node of its plan, and nothing else but a first
 `hello` line, so that the side above can tell a gateway that never started.
-A node is only ever reported by the relay its plan sends it to.
+A node is only ever reported by the relay its plan sends it to: a line a
+gateway below sends for any other node is dropped here. Nothing read from a
+gateway or a node is run or unpickled; lines are parsed with `json.loads` only.
+
+Output is bounded wherever it is read: a node's standard output is kept up to
+`data["cap"]` bytes, counted past it and reported cut (`printed`, `cut`, and no
+text); its standard error and a gateway's keep only their last bytes; a line
+from a gateway longer than `line_limit(cap)` is skipped whole. So one node or
+gateway printing without end costs the relays above it no more than that.
 docs/collecting.md has the design.
 """
 
@@ -29,6 +37,48 @@ from typing import Any
 # How the relay is started on a gateway: a clean interpreter, only the standard library.
 GATEWAY_PYTHON = "python3 -I -S -"
 _STDERR_TAIL = 2000
+_CHUNK = 1 << 16
+# How long the readers of a finished command may take to see their pipes close.
+_DRAIN_S = 5.0
+
+
+def line_limit(cap: int) -> int:
+    """The longest line a relay prints: a node's `cap` bytes of output as JSON (at most
+    six bytes an input byte, "\\u00XX"), its stderr tail and the rest of the record."""
+    return 6 * cap + 64 * 1024
+
+
+def lines(stream: Any, limit: int) -> Any:
+    """Each line of `stream` (bytes, newline kept), up to `limit` bytes; a longer line
+    is read past and skipped whole, never held."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # the rest of the overlong line
+            line = stream.readline(limit + 1)
+
+
+def _head(stream: Any, cap: int) -> tuple[bytes, int]:
+    """The first `cap` bytes of `stream`, and how many it gave in all (read to its end)."""
+    kept = bytearray()
+    total = 0
+    while chunk := stream.read1(_CHUNK):
+        total += len(chunk)
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return bytes(kept), total
+
+
+def tail_of(stream: Any, keep: int = 4 * _STDERR_TAIL) -> bytes:
+    """The last `keep` bytes of `stream`, read to its end."""
+    kept = b""
+    while chunk := stream.read1(_CHUNK):
+        kept = (kept + chunk)[-keep:]
+    return kept
 
 
 def budget(plan: dict[str, Any], fanout: int, timeout: float) -> float:
@@ -124,23 +174,49 @@ def _scan(node: str, data: dict[str, Any], out: _Out) -> None:
     except OSError as exc:
         out.line({"node": node, "rc": 127, "stdout": "", "stderr": str(exc), "timed_out": False})
         return
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    stdin, stdout, stderr = child.stdin, child.stdout, child.stderr
+    got: dict[str, Any] = {}
+
+    def feed() -> None:
+        # The scanner with --ship-scanner; otherwise the node's stdin is empty.
+        with contextlib.suppress(OSError):
+            stdin.write(data["scanner"].encode())
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    jobs = {
+        "feed": feed,
+        "out": lambda: got.__setitem__("out", _head(stdout, data["cap"])),
+        "err": lambda: got.__setitem__("err", tail_of(stderr)),
+    }
+    threads = [threading.Thread(target=job, daemon=True) for job in jobs.values()]
+    for thread in threads:
+        thread.start()
     try:
-        stdout, stderr = child.communicate(data["scanner"].encode(), timeout=data["timeout"])
+        child.wait(timeout=data["timeout"])
         timed_out = False
     except subprocess.TimeoutExpired:
         _kill(child)
-        stdout, stderr = child.communicate()
+        child.wait()
         timed_out = True
     finally:
         _done(child)
+    for thread in threads:
+        thread.join(timeout=_DRAIN_S)  # a pipe a leftover process holds open is let go
+    kept, printed = got.get("out", (b"", 0))
+    cut = max(0, printed - data["cap"])
     out.line(
         {
             "node": node,
             "rc": child.returncode,
-            "stdout": stdout.decode("utf-8", errors="replace"),
-            "stderr": _tail(stderr),
+            # Cut output is no inventory: none of it is sent, only how much there was.
+            "stdout": "" if cut else kept.decode("utf-8", errors="replace"),
+            "stderr": _tail(got.get("err", b"")),
             "timed_out": timed_out,
             "via": data["name"],
+            "printed": printed,
+            "cut": cut,
         }
     )
 
@@ -180,7 +256,7 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
 
     def read_stderr() -> None:
         assert child.stderr is not None
-        stderr_box.append(child.stderr.read())
+        stderr_box.append(tail_of(child.stderr))
 
     threads = [threading.Thread(target=t, daemon=True) for t in (watch, read_stderr)]
     for thread in threads:
@@ -190,7 +266,7 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
         child.stdin.close()
     except OSError:
         pass  # it died at once: its stderr says why
-    for raw in child.stdout:
+    for raw in lines(child.stdout, line_limit(data["cap"])):
         try:
             doc = json.loads(raw)
         except ValueError:
@@ -199,8 +275,8 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
             continue
         if doc.get("hello") == gateway:
             hello.set()
-        elif doc.get("node") in mine:  # a gateway speaks only for its own nodes
-            out.line(doc)
+        elif isinstance(doc.get("node"), str) and doc["node"] in mine:
+            out.line(doc)  # a gateway speaks only for its own nodes
     eof.set()
     threads[0].join()
     try:

@@ -87,8 +87,8 @@ def inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
         out["agents"] = [
             {"pid": a.pid, "started_at": format_time(a.started_at)} for a in inv.agents
         ]
-    if inv.agent_hostname is not None:
-        out["agent_hostname"] = inv.agent_hostname
+    named = {"agent_hostname": inv.agent_hostname, "controller": inv.controller}
+    out.update((k, v) for k, v in {**named, "cluster": inv.cluster}.items() if v is not None)
     if inv.ancestry_read:
         out["ancestry_read"] = True
     if inv.session_refusals:

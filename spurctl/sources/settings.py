@@ -15,10 +15,13 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from spurctl.errors import SpurctlError, register_secret
+
+if TYPE_CHECKING:
+    from spurctl.sources.cluster_binding import Binding
 
 DEFAULT_CONF = Path("/etc/spur/spur.conf")
 DEFAULT_CONTROLLER = "http://localhost:6817"
@@ -39,6 +42,8 @@ class SpurConf:
     agent_port: int = DEFAULT_AGENT_PORT
     # None when no spur.conf was read: then spurctl cannot know the setting.
     job_info_visibility: str | None = None
+    # spur.conf's `cluster_name`: what an inventory or agent map naming a cluster must match.
+    cluster_name: str | None = None
 
 
 def _port_of(listen_addr: str, default: int) -> int:
@@ -112,6 +117,7 @@ def load_conf(path: Path | None, warn: Callable[[str], None] | None = None) -> S
                 f"(mode {mode}); run `chmod 600 {path}`"
             )
     first = controller.get("first_job_id", 1)
+    name = doc.get("cluster_name")
     return SpurConf(
         path=path,
         controller_hosts=tuple(hosts),
@@ -127,6 +133,7 @@ def load_conf(path: Path | None, warn: Callable[[str], None] | None = None) -> S
             if "job_info_visibility" in controller
             else None
         ),
+        cluster_name=name if isinstance(name, str) and name else None,
     )
 
 
@@ -254,6 +261,15 @@ def resolve_jwt_key(
 
 def load_agent_map(path: Path) -> dict[str, str]:
     """A JSON or TOML object mapping node name -> "host:port"."""
+    return read_agent_map(path)[0]
+
+
+def read_agent_map(path: Path) -> tuple[dict[str, str], Binding]:
+    """The agent map's node -> "host:port" entries, and the cluster it names: a
+    `controller` whose value is a URL (list) and a `cluster` whose value is no agent
+    address bind it to a cluster (sources/cluster_binding.py)."""
+    from spurctl.sources.cluster_binding import Binding, cluster_name, controller_list
+
     try:
         text = path.read_text()
     except OSError as exc:
@@ -270,14 +286,30 @@ def load_agent_map(path: Path) -> dict[str, str]:
                 'write an object like {"gpu017": "10.0.3.17:6818"}'
             ) from None
     if not isinstance(doc, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v.rpartition(":")[2].isdigit()
-        for k, v in doc.items()
+        isinstance(k, str) and isinstance(v, str) for k, v in doc.items()
     ):
         raise SpurctlError(
             f'--agent-map {path} must map node names to "host:port" strings, '
             'e.g. {"gpu017": "10.0.3.17:6818"}'
         )
-    return dict(doc)
+    from spurctl.sources.agent_endpoints import FORM, AddressError, check_agent_address
+
+    where = f"--agent-map {path}"
+    controllers: tuple[str, ...] = ()
+    cluster = None
+    if "://" in doc.get("controller", ""):
+        controllers = controller_list(doc.pop("controller"), where)
+    if "cluster" in doc and ":" not in doc["cluster"]:
+        cluster = cluster_name(doc.pop("cluster"), where)
+    for node, address in doc.items():
+        try:
+            check_agent_address(address)
+        except AddressError as exc:
+            # One form only: a gRPC target URI would reach an agent no check here can see.
+            raise SpurctlError(
+                f"--agent-map {path}: {node!r}'s address {address!r} {exc}; {FORM}"
+            ) from None
+    return dict(doc), Binding(controllers, cluster)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +321,8 @@ class Connection:
     jwt_key: str | None = field(default=None, repr=False)
     agent_port: int = DEFAULT_AGENT_PORT
     agent_map: dict[str, str] = field(default_factory=dict)
+    # The cluster the agent-map file names (None: none).
+    agent_map_binding: Binding | None = None
     timeout: float = 10.0
     tls_ca: bytes | None = field(default=None, repr=False)
     conf: SpurConf = field(default_factory=SpurConf)
@@ -361,12 +395,14 @@ def connect_settings(
     register_secret(resolved_token)
     register_secret(key)
     register_secret(conf.jwt_key)
+    agents, binding = read_agent_map(agent_map) if agent_map else ({}, None)
     return Connection(
         controllers=tuple(controller_urls(controller, conf)),
         token=resolved_token,
         jwt_key=key,
         agent_port=agent_port or conf.agent_port,
-        agent_map=load_agent_map(agent_map) if agent_map else {},
+        agent_map=agents,
+        agent_map_binding=binding or None,
         timeout=timeout,
         tls_ca=ca,
         conf=conf,

@@ -386,9 +386,13 @@ def would_send(
         ),
         "why": None,
     }
+    from spurctl.usecases.send_guards import cluster_refusal, endpoint_refusal
+
+    # The very checks reclaim makes before it sends: a plan it refuses sends nothing.
+    refused = cluster_refusal(inputs, conn) or endpoint_refusal([entry], inputs, conn)
     stale = stale_reason(entry, now, max_inventory_age_s)
-    if stale is not None:
-        doc.update(send=False, why=stale)
+    if refused is not None or stale is not None:
+        doc.update(send=False, why=refused or stale)
     return doc
 
 

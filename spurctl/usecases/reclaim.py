@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import signal
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -30,13 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spurctl.decide.plan import (
-    Endpoint,
     Entry,
     Outcome,
     ReclaimRun,
     Result,
     confirmed,
-    endpoint_conflicts,
     plan,
     recheck,
     stale_reason,
@@ -49,7 +47,7 @@ from spurctl.defaults import (
     NAMES_COMMAND,
 )
 from spurctl.errors import ExitStatus, SpurctlError, redact
-from spurctl.hostlist import fold, named_nodes
+from spurctl.hostlist import fold
 from spurctl.model import (
     PLAN_SCHEMA,
     Action,
@@ -444,86 +442,6 @@ class Prepared:
     spared: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
-def _host_port(address: str) -> tuple[str, int]:
-    """'gpu003:6818' -> ('gpu003', 6818); '[::1]:6818' -> ('::1', 6818); no port: 0."""
-    host, sep, port = address.strip().rpartition(":")
-    if not sep:
-        host, port = address.strip(), ""
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port) if port.isdigit() else 0
-
-
-def resolve_endpoint(address: str) -> Endpoint:
-    """Every (address, port) an agent "host:port" reaches, plus the host as written.
-
-    A host that does not resolve keeps only its written form: its cancel would
-    fail to connect, it cannot reach another node's agent.
-    """
-    import socket
-
-    host, port = _host_port(address)
-    members = {(host.lower().rstrip("."), port)}
-    try:
-        infos = socket.getaddrinfo(host, port or None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        infos = []
-    for info in infos:
-        members.add((str(info[4][0]).lower(), port))
-    return frozenset(members)
-
-
-def legit_nodes(entries: Iterable[Entry], inputs: AuditInputs) -> dict[int, set[str]]:
-    """For each planned job, the nodes the controller says it legitimately runs on now."""
-    out: dict[int, set[str]] = {}
-    for e in entries:
-        job = inputs.view.jobs.get(e.job_id) or inputs.confirmed.get(e.job_id)
-        if job is not None and job.state.active and job.nodelist:
-            out[e.job_id] = named_nodes(job.nodelist)
-    return out
-
-
-def endpoints(
-    nodes: Iterable[str], conn: Connection, resolve: Callable[[str], Endpoint] = resolve_endpoint
-) -> dict[str, Endpoint]:
-    """Each node's agent endpoint, resolved through the agent map (or its node:port default).
-
-    A node is also reached through every agent-map entry whose name loosely
-    matches it (case, domain): the map may spell it differently.
-    """
-    from spurctl.hostlist import loose_key
-
-    loose: dict[str, list[str]] = {}
-    for name, address in conn.agent_map.items():
-        loose.setdefault(loose_key(name), []).append(address)
-    addresses = {
-        node: {conn.agent_address(node), *loose.get(loose_key(node), ())} for node in set(nodes)
-    }
-    unique = sorted({a for addrs in addresses.values() for a in addrs})
-    with ThreadPoolExecutor(max_workers=max(1, min(32, len(unique)))) as pool:
-        resolved = dict(zip(unique, pool.map(resolve, unique), strict=True))
-    return {
-        node: frozenset(m for a in addrs for m in resolved[a]) for node, addrs in addresses.items()
-    }
-
-
-def check_endpoints(entries: Sequence[Entry], inputs: AuditInputs, conn: Connection) -> None:
-    """Refuse the plan (SpurctlError) when any cancel could reach the wrong agent."""
-    if not entries:
-        return
-    legit = legit_nodes(entries, inputs)
-    weighed = {e.node for e in entries} | set(conn.agent_map)
-    for names in legit.values():
-        weighed |= names
-    problems = endpoint_conflicts(entries, endpoints(weighed, conn), legit)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise SpurctlError(
-            f"refusing the whole plan, nothing sent: {problems[0]}{more}; "
-            "fix --agent-map (or --agent-port) so each node names its own agent"
-        )
-
-
 def prepare(
     nodes: str,
     src: Sources,
@@ -539,7 +457,7 @@ def prepare(
 
     Raises SpurctlError when a named node is one the controller does not know
     (a typo would otherwise plan nothing and look like a clean node), and when
-    the plan's cancels could reach the wrong agent (check_endpoints).
+    the plan's cancels could reach the wrong agent (send_guards.check_endpoints).
     """
     from spurctl.act.journal import default_path, unresolved
     from spurctl.decide.plan import stale_reason
@@ -576,6 +494,9 @@ def prepare(
         collected_at=collected,
         fallback=conn.agent_map_lacks,
     )
+    from spurctl.usecases.send_guards import check_cluster, check_endpoints
+
+    check_cluster(inputs, conn)
     check_endpoints(entries, inputs, conn)
     when = now or utcnow()
     stale = {

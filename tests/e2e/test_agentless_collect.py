@@ -19,7 +19,7 @@ import pytest
 from spurctl.simcluster import SimCluster
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.shipped_scan import read_scan, scanner_program
-from spurctl.sources.tree import Tree, root_name, run_shipped_tree
+from spurctl.sources.tree import Tree, root_name, run_tree
 from tests.cli import run_process
 from tests.e2e.test_real_openssh import (  # noqa: F401 (a fixture)
     fixture_nodes,
@@ -251,7 +251,9 @@ def test_the_shipped_tree_reports_each_node_once_as_its_answer_arrives(
     nodes = ["n4", "down", "badkey"]
     t0 = time.monotonic()
 
-    got = run_shipped_tree(nodes, tree, 64, 4.0, lambda: ticks.append(time.monotonic() - t0))
+    got = run_tree(
+        nodes, tree, 64, 4.0, lambda: ticks.append(time.monotonic() - t0), ship_scanner=True
+    )
     wall = time.monotonic() - t0
 
     assert len(ticks) == 3

@@ -102,3 +102,48 @@ def test_a_torn_journal_line_is_reported_and_skipped_by_dry_and_real_runs(tmp_pa
     for raw in lines[4:]:
         if raw:
             json.loads(raw)
+
+
+def test_a_second_reclaim_reaching_the_journal_through_a_symlink_refuses_with_the_first_pid(
+    tmp_path: Path,
+) -> None:
+    with SimCluster(incident(), agent_latency=2.0) as sim:
+        inventory, agent_map = _cluster_files(sim, tmp_path)
+        journal = tmp_path / "ops" / "journal.jsonl"
+        link = tmp_path / "mine" / "journal.jsonl"
+        link.parent.mkdir()
+        link.symlink_to(journal)  # created by the first run, reached through this link
+        first_args = reclaim_args(sim, inventory, agent_map, journal)
+        with cli_process(*first_args, "--concurrency", "1", home=tmp_path / "home1") as first:
+            wait_for(lambda: journal.exists() and '"intent"' in journal.read_text(), timeout=30)
+            second = run_cli(
+                *reclaim_args(sim, inventory, agent_map, link), home=tmp_path / "home2"
+            )
+            sim.agent_latency = 0.0
+            _, first_err = first.communicate(timeout=60)
+
+        one_line_error(second, "in use", f"pid {first.pid}", str(link))
+        assert first.returncode == 1, first_err
+        # Each planned cancel went out once, and nothing wrote into the first run's records.
+        assert sorted(cancelled(sim)) == sorted(PLANNED)
+        records = journal_records(journal)
+        assert len([r for r in records if r["event"] == "intent"]) == len(PLANNED)
+        assert {r["run"] for r in records} == {records[0]["run"]}
+        assert all("interrupted" not in json.dumps(r) for r in records)
+        assert not (tmp_path / "mine" / "journal.jsonl.lock").exists()
+
+
+def test_a_journal_option_naming_a_file_that_is_no_journal_is_refused_and_nothing_sent(
+    tmp_path: Path,
+) -> None:
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    with SimCluster(incident()) as sim:
+        inventory, agent_map = _cluster_files(sim, tmp_path)
+        run = run_cli(*reclaim_args(sim, inventory, agent_map, passwd), home=tmp_path / "home")
+        one_line_error(run, str(passwd), "not a spurctl journal", "--journal")
+        assert cancelled(sim) == []
+        listed = run_cli("journal", "--journal", str(passwd), home=tmp_path / "home")
+        one_line_error(listed, "not a spurctl journal")
+    assert passwd.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    assert not (tmp_path / "passwd.lock").exists()

@@ -367,18 +367,41 @@ def test_a_journal_that_fills_up_mid_run_is_one_line_plus_the_summary_so_far(
     assert 1 <= len(sent) < 7 and doc["not_attempted"]
 
 
-def test_a_journal_on_a_full_device_sends_nothing_and_says_so(
+def test_a_journal_with_no_room_for_its_first_record_sends_nothing_and_says_so(
     sim: SimCluster, tmp_path: Path
 ) -> None:
-    if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full here")
     f = _files(sim, tmp_path)
-    # Through a link, so the journal's lock file lands beside it and not in /dev.
+    journal = Path(f["journal"])
+    args = [
+        "reclaim", "--inventory", f["inventory"], "--agent-map", f["agents"],
+        "--journal", str(journal), "--jwt-key-file", f["key"], "--node", "gpu003", "--yes",
+    ]  # fmt: skip
+    env = {
+        "SPUR_CONTROLLER_ADDR": sim.controller_address,
+        "SPUR_AUTH_TOKEN": f["token"],
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    # Room for the lock's pid, not for the first intent.
+    with cli_process(
+        *args, env=env, home=tmp_path / "home", preexec_fn=lambda: _journal_limit(16)
+    ) as proc:
+        stdout, stderr = proc.communicate(timeout=60)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, stderr
+    assert lines[0].startswith(f"spurctl: error: journal {journal}: File too large")
+    assert "summary" in lines[0]
+    assert "not sent (journal unwritable)" in stdout
+    assert sim.cancels == []
+
+
+def test_a_journal_that_is_a_device_is_refused_before_anything_is_sent(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = _files(sim, tmp_path)
     journal = tmp_path / "full.jsonl"
-    journal.symlink_to("/dev/full")
+    journal.symlink_to("/dev/full")  # its lock would land beside the device, in /dev
     f["journal"] = str(journal)
     run = _reclaim(sim, f, "--node", "gpu003", "--yes")
-    line = one_line_error(run, f"journal {journal}: No space left on device")
-    assert "summary" in line
-    assert "not sent (journal unwritable)" in run.stdout
+    one_line_error(run, f"journal {journal} is not a regular file", "--journal")
     assert sim.cancels == []
+    assert not Path("/dev/full.lock").exists()

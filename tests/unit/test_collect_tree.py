@@ -21,6 +21,7 @@ from spurctl.options import (
     tree_of,
     view_flags,
 )
+from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND, _relayed
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree, root_name
 
@@ -109,7 +110,7 @@ def test_the_tree_options_need_topology_and_exclude_command(tmp_path: Path) -> N
     with pytest.raises(SpurctlError, match="use --remote-command"):
         tree_of(conf, DEFAULT_REMOTE_COMMAND, None, "ssh %h x")
     # The holdings of audit/reclaim/checklist carry the tree to the collect.
-    src = HoldingOptions(collect=True, topology=conf, ssh="/s").sources("n[1-4]")
+    src = HoldingOptions(collect=True, topology=conf, ssh="/s").sources(Scope.parse("n[1-4]"))
     assert src.tree == Tree(conf, DEFAULT_REMOTE_COMMAND, "/s")
 
 
@@ -150,73 +151,45 @@ def test_help_says_the_default_topology_file_is_not_read(command: str) -> None:
     assert "Never read unless named" in text
 
 
-class FakeTreeWorker:
-    """What _Watch reads and calls on the tree worker."""
+def test_a_line_from_a_gateway_past_the_limit_is_skipped_whole_and_the_next_read() -> None:
+    import io
 
-    def __init__(self, gwtargets: dict[str, set[str]], contacted: dict[str, float]) -> None:
-        self.gwtargets = gwtargets
-        self.contacted = contacted
-        self.reasons: dict[str, str] = {}
-        self.given_up: list[tuple[str, str, bool]] = []
-        self.aborts = 0
+    from spurctl.sources.gateway_relay import lines
 
-    def give_up(self, gateway: str, why: str, *, setup: bool) -> None:
-        self.given_up.append((gateway, why, setup))
-
-    def abort(self) -> None:
-        self.aborts += 1
+    stream = io.BufferedReader(io.BytesIO(b"short\n" + b"x" * 100 + b"\nnext\n" + b"y" * 50))
+    assert list(lines(stream, 20)) == [b"short\n", b"next\n"]
 
 
-def test_the_watch_gives_up_a_silent_gateway_then_the_late_tree_then_stops_it() -> None:
-    import time
+def test_the_relay_keeps_the_first_cap_bytes_and_counts_the_rest() -> None:
+    import io
 
-    from spurctl.sources.tree import _Watch
+    from spurctl.sources.gateway_relay import _head
 
-    now = time.monotonic()
-    # 100 nodes: 30 behind each gateway, 40 reached from here (the largest share).
-    worker = FakeTreeWorker(
-        {"gw1": {f"a{i}" for i in range(30)}, "gw2": {f"b{i}" for i in range(30)}},
-        {"gw1": now - 11, "gw2": now},
+    kept, printed = _head(io.BufferedReader(io.BytesIO(b"a" * 300_000)), 1000)
+    assert kept == b"a" * 1000 and printed == 300_000
+
+
+def _taken(doc: object, cap: int = 100) -> Relayed:
+    from spurctl.sources.tree import _take
+
+    out = {"n1": Relayed()}
+    ticks: list[int] = []
+    _take(json.dumps(doc).encode(), out, lambda: ticks.append(1), cap)
+    assert len(ticks) == (1 if out["n1"].rc is not None or out["n1"].gateway_error else 0)
+    return out["n1"]
+
+
+def test_a_relayed_answer_is_data_only_and_held_to_the_cap_whatever_the_gateway_says() -> None:
+    # A gateway that says it cut nothing but sends more than the cap: cut here.
+    big = _taken({"node": "n1", "rc": 0, "stdout": "z" * 150, "cut": 0, "printed": 150})
+    assert big.cut == 50 and big.stdout == [] and big.printed == 150
+    said = _taken({"node": "n1", "rc": 0, "stdout": "", "printed": 600_000_000, "cut": 599_999_900})
+    assert (said.printed, said.cut, said.stdout) == (600_000_000, 599_999_900, [])
+    assert _taken({"node": "n1", "rc": True, "stdout": INVENTORY.decode()}).rc is None
+    assert _taken({"node": ["n1"], "rc": 0}).rc is None
+    inv = _relayed("n1", said, 60)
+    assert inv.error == (
+        "printed 600,000,000 bytes, more than the 4,194,304 an inventory may take: "
+        "599,999,900 bytes cut and nothing read"
     )
-    watch = _Watch(worker, timeout=10, fanout=64, total=100)
-    watch.tick()
-    # gw1 was asked 11 s ago and its channel may still not be set up: given up.
-    assert worker.given_up == [("gw1", "did not answer within 10 s", False)]
-    assert watch.deadline == pytest.approx(watch.started + 10 * (1 + 2))
-
-    worker.given_up.clear()
-    watch.started -= 31  # past the deadline: every gateway still busy is given up
-    watch.deadline = None
-    worker.contacted.clear()
-    watch.tick()
-    assert sorted(worker.given_up) == [
-        ("gw1", "did not finish within 30 s", True),
-        ("gw2", "did not finish within 30 s", True),
-    ]
-    assert worker.aborts == 0
-
-    watch.started -= 10  # a timeout later, still not done: the worker itself is stopped
-    watch.deadline = None
-    watch.tick()
-    watch.tick()
-    assert worker.aborts == 1
-    late = "did not finish within 30 s"
-    assert worker.reasons == {"gw1": late, "gw2": late}
-
-
-def test_repeated_tree_runs_silence_clustershells_log_once(tmp_path: Path) -> None:
-    import logging
-
-    from spurctl.sources.tree import Tree, root_name, run_tree
-
-    topology = tmp_path / "topology.conf"
-    topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: n1\n")
-    log = logging.getLogger("ClusterShell")
-    before = list(log.handlers)
-    try:
-        for _ in range(3):  # nothing to run: each call still sets up the tree's logging
-            run_tree([], Tree(topology), fanout=4, timeout=1.0, on_done=lambda: None)
-        added = [h for h in log.handlers if h not in before]
-        assert len(added) <= 1
-    finally:
-        log.handlers[:] = before
+    assert inv.held == () and inv.source == "collect"

@@ -20,8 +20,10 @@ from spurctl.decide.plan import (
 from spurctl.hostlist import named_nodes
 from spurctl.model import Action, Finding, Job, JobState, Kind
 from spurctl.option_values import parse_duration
+from spurctl.sources.agent_endpoints import endpoints
 from spurctl.sources.settings import Connection
 from spurctl.usecases import reclaim as rc
+from spurctl.usecases.send_guards import agent_addresses
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 
@@ -65,7 +67,7 @@ def test_a_job_running_on_the_entrys_own_node_is_not_a_conflict() -> None:
 def test_endpoints_resolve_through_the_map_and_loose_names() -> None:
     conn = Connection(("http://c:1",), agent_map={"GPU015.cluster": "10.0.0.15:6818"})
     fake = {"gpu015:6818": ep(("gpu015", 6818)), "10.0.0.15:6818": ep(("10.0.0.15", 6818))}
-    got = rc.endpoints(["gpu015"], conn, resolve=fake.__getitem__)
+    got = endpoints(agent_addresses(["gpu015"], conn), resolve=fake.__getitem__)
     assert got["gpu015"] == ep(("gpu015", 6818), ("10.0.0.15", 6818))
     assert conn.agent_map_lacks("gpu015") and not Connection(("x",)).agent_map_lacks("gpu015")
 
