@@ -28,6 +28,7 @@ from _harness import serve, verdict
 
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
+from spurctl.scope import Scope
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
@@ -43,7 +44,7 @@ def one_run(ready: dict[str, Any], workdir: Path, concurrency: int) -> tuple[flo
     agent_map = json.loads(Path(ready["agent_map"]).read_text())
     conn = Connection((ready["controller"],), agent_map=agent_map, timeout=30.0)
     journal_path = workdir / f"journal-{concurrency}-{time.monotonic_ns()}.jsonl"
-    report, inputs = run_audit(Sources(None, [ready["inventory"]], False, "", 1), conn)
+    report, inputs = run_audit(Sources(Scope(), [ready["inventory"]], False, "", 1), conn)
     entries = rc.plan(report, set(inputs.view.nodes), None, conn.agent_address)
     with ControllerClient(conn) as client:
         if len(entries) != ready["nodes"]:

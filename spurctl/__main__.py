@@ -1,3 +1,3 @@
-from spurctl.cli import main
+from spurctl.cli import entry
 
-main()
+entry()

@@ -238,18 +238,20 @@ class _Narrator:
 def _audit(
     cluster: DemoCluster, conn: Connection, nodes: str | None
 ) -> tuple[AuditReport, AuditInputs]:
+    from spurctl.scope import Scope
     from spurctl.sources.inventories import Sources
     from spurctl.usecases.audit import run_audit
 
-    return run_audit(Sources(nodes, [str(cluster.inventory)], False, "", 1), conn)
+    return run_audit(Sources(Scope.parse(nodes), [str(cluster.inventory)], False, "", 1), conn)
 
 
 def _prepare(cluster: DemoCluster, conn: Connection, nodes: str) -> Prepared:
     """`spurctl reclaim --node NODES --inventory ... --journal ...` up to its prompt."""
+    from spurctl.scope import Scope
     from spurctl.sources.inventories import Sources
     from spurctl.usecases.reclaim import prepare
 
-    src = Sources(nodes, [str(cluster.inventory)], False, "", 1)
+    src = Sources(Scope.parse(nodes), [str(cluster.inventory)], False, "", 1)
     return prepare(nodes, src, conn, journal_path=cluster.journal)
 
 

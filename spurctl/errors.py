@@ -29,6 +29,12 @@ class SpurctlError(Exception):
     exit_code = ExitStatus.ERROR
 
 
+class Aborted(SpurctlError):
+    """Ctrl-C at a prompt: the command ends saying what was (not) done, exit 1."""
+
+    exit_code = ExitStatus.ACTION_NEEDED
+
+
 def fail(message: str) -> NoReturn:
     """End the command: `message` says what is wrong and how to fix it."""
     raise SpurctlError(message)
@@ -69,6 +75,22 @@ def register_secret(value: str | None) -> None:
         _secrets.update(forms)
         _raw = (*_raw, value.encode())
         _raw_text = tuple(dict.fromkeys((*_raw_text, *sorted(forms))))
+        _pattern = None
+
+
+def secrets_state() -> tuple[frozenset[str], tuple[bytes, ...], tuple[str, ...]]:
+    """The registered secrets, for a caller that runs commands in-process (tests) and
+    puts them back with `restore_secrets` afterwards."""
+    with _secrets_lock:
+        return frozenset(_secrets), _raw, _raw_text
+
+
+def restore_secrets(state: tuple[frozenset[str], tuple[bytes, ...], tuple[str, ...]]) -> None:
+    global _pattern, _raw, _raw_text
+    with _secrets_lock:
+        _secrets.clear()
+        _secrets.update(state[0])
+        _raw, _raw_text = state[1], state[2]
         _pattern = None
 
 

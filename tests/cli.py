@@ -11,9 +11,11 @@ hangs the suite.
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -30,7 +32,11 @@ WORKTREE = Path(__file__).resolve().parents[1]
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPUR_", "SPURCTL_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SPUR_", "SPURCTL_")) and k != "GRPC_ENABLE_FORK_SUPPORT"
+    }
     env.update(
         HOME=str(home),
         XDG_STATE_HOME=str(home / "state"),
@@ -62,17 +68,80 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
     cwd: Path | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI as a subprocess in clean_env, HOME a fresh directory unless given."""
-    return subprocess.run(
-        spurctl_argv(*args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=clean_env(home_for(home), **(env or {})),
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
+    """The CLI in clean_env, HOME a fresh directory unless given: called in this process
+    (spurctl.cli.main, as the console script calls it), or with `process` as a real
+    subprocess where the process itself is the point (its exit, its signals, its fds)."""
+    if process or "--watch" in args:  # the watch forks its rounds: a process of its own
+        return subprocess.run(
+            spurctl_argv(*args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=clean_env(home_for(home), **(env or {})),
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+        )
+    return run_in_process(
+        list(args), clean_env(home_for(home), **(env or {})), timeout=timeout, cwd=cwd
     )
+
+
+class _Captured(io.StringIO):
+    """A standard stream as a pipe looks to spurctl: no terminal, text kept for the test."""
+
+    def isatty(self) -> bool:
+        return False
+
+
+class InProcessTimeout(Exception):
+    """A command called in-process ran past its test's deadline."""
+
+
+def run_in_process(
+    argv: list[str], environ: Mapping[str, str], *, timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """spurctl.cli.main(argv) here, with `environ` as the whole environment, stdin empty,
+    stdout and stderr captured; what a subprocess would have given. The deadline is a
+    SIGALRM that raises in the command; everything is put back afterwards."""
+    from spurctl import errors
+    from spurctl.cli import main
+
+    saved_env = dict(os.environ)
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_cwd = os.getcwd()
+    saved_secrets = errors.secrets_state()
+    out, err = _Captured(), _Captured()
+
+    def too_long(_signum: int, _frame: object) -> None:
+        raise InProcessTimeout(f"spurctl {shlex.join(argv)} ran past {timeout} s")
+
+    previous_alarm = signal.signal(signal.SIGALRM, too_long)
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = _Captured(), out, err
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        code = main(argv)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous_alarm)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        errors.restore_secrets(saved_secrets)
+    return subprocess.CompletedProcess(
+        spurctl_argv(*argv), code, _as_read(out.getvalue()), _as_read(err.getvalue())
+    )
+
+
+def _as_read(text: str) -> str:
+    """What a text-mode pipe reader would see: universal newlines (CR and CRLF as LF)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def cli_process(
@@ -266,3 +335,9 @@ def dead_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+def run_process(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """run_cli as a real subprocess: for tests where the process is the point (sshd,
+    ClusterShell's gateways, node_exporter reading what it wrote, systemd units)."""
+    return run_cli(*args, process=True, **kwargs)

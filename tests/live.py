@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spurctl.model import AuditReport, Finding
+from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
@@ -25,7 +26,7 @@ def audit_live(
     conn = connect_settings(
         controller=sim.controller_address, conf_path=conf, token=token, timeout=5.0
     )
-    src = Sources(nodes, [str(inventory)], False, "", 1)
+    src = Sources(Scope.parse(nodes), [str(inventory)], False, "", 1)
     report, _ = run_audit(src, conn, include_healthy=include_healthy)
     return report
 

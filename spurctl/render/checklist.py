@@ -4,6 +4,7 @@ document, or the `spurctl.checklist/v1` JSON document for scripts."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any, TextIO
 
 from spurctl import hostlist
@@ -20,6 +21,7 @@ from spurctl.render.common import (
     same_version,
     spur_version,
     text_time,
+    write_output,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -252,3 +254,19 @@ def print_on_terminal(cl: Checklist, file: TextIO | None = None, ack: str | None
     console = terminal_console(file)
     text = render_markdown(escaped(cl), screen=True, ack=ack)
     console.print(Markdown(text, hyperlinks=False))
+
+
+def show(
+    cl: Checklist,
+    fmt: ChecklistFormat | str,
+    output: Path | None,
+    *,
+    on_screen: bool,
+    ack: str | None = None,
+) -> None:
+    """For eyes (`on_screen`), the rendered text; else the document as `fmt` to `output`
+    (stdout when None)."""
+    if on_screen:
+        print_on_terminal(cl, ack=ack)
+    else:
+        write_output(render(cl, fmt), output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from spurctl.decide.reasons import plural
 from spurctl.hostlist import fold, is_node_name
@@ -72,3 +73,24 @@ def no_agent_running(inv: Inventory, proc_root: str) -> str:
         f"{proc_root}): the inventory records agent: null, and an audit reports this node "
         "agent-not-running."
     )
+
+
+def tell_scan(inventory: Inventory, denied: int, *, proc_root: str, as_root: bool) -> None:
+    """node-inventory's stderr: the processes it could not read, and a missing spurd."""
+    import sys
+
+    if denied:
+        print(unreadable_environments(denied, as_root=as_root), file=sys.stderr)
+    if inventory.agent_checked and inventory.agent is None:
+        print(no_agent_running(inventory, proc_root), file=sys.stderr)
+
+
+def show_collected(lines: str, results: Sequence[Inventory], output: Path | None) -> None:
+    """collect's JSON Lines (`lines`) to `output` (stdout when None), whole, then on
+    stderr which nodes answered and why the others did not."""
+    import sys
+
+    from spurctl.render.common import write_output
+
+    write_output(lines, output)
+    print(summarize(results), file=sys.stderr)

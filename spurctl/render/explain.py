@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from spurctl.decide.reasons import id_ranges
 from spurctl.decide.supervision import step_name
 from spurctl.model import parse_time
 from spurctl.render.common import escaped
+from spurctl.render.environment import Environment
 
 _WATERMARK_FROM = {
     "flag": "given with --watermark",
@@ -238,3 +240,8 @@ def render(doc: dict[str, Any], fmt: str, width: int | None = None) -> str:
         return json.dumps(doc, indent=2) + "\n"
     text = render_text(escaped(doc))
     return text if width is None else wrapped(text, width)
+
+
+def show(doc: dict[str, Any], fmt: str, env: Environment) -> None:
+    """The document on stdout as `fmt`, wrapped at the terminal's width when there is one."""
+    sys.stdout.write(render(doc, fmt, width=env.width))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from typing import TYPE_CHECKING, Any
 
 from spurctl.decide.reasons import duration
@@ -38,6 +39,17 @@ def render(
     if chosen is NodesFormat.CSV:
         return _csv(listing)
     return _table(listing, header=header, ack=ack)
+
+
+def show(
+    listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True, ack: str | None = None
+) -> None:
+    """The listing on stdout as `fmt`; with `header` False its notes go to stderr."""
+    if not header:
+        from spurctl.render.terminal import warn_lines
+
+        warn_lines(screen_notes(listing, ack))
+    sys.stdout.write(render(listing, fmt, header=header, ack=ack))
 
 
 def screen_notes(listing: NodeListing, ack: str | None = None) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -534,19 +534,12 @@ def question(prepared: Prepared) -> str:
     )
 
 
-def ask(prepared: Prepared) -> bool:
-    """Whether the operator, asked on the terminal, wants the plan sent. A Ctrl-C at the
-    prompt ends the command (exit 1) saying nothing was sent, as declining does."""
-    import typer
-
-    from spurctl.errors import ExitStatus
-    from spurctl.render.terminal import confirm
-
-    try:
-        return confirm(question(prepared))
-    except typer.Abort:
-        print(f"spurctl: aborted: {NOTHING_SENT}", file=sys.stderr)
-        raise typer.Exit(ExitStatus.ACTION_NEEDED) from None
+def asker(ask: Callable[[str], bool] | None) -> Callable[[Prepared], bool] | None:
+    """The question before a real run, put with `ask` (the terminal's prompt; None:
+    there is no terminal to ask on)."""
+    if ask is None:
+        return None
+    return lambda prepared: ask(question(prepared))
 
 
 def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:

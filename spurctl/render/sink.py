@@ -16,6 +16,8 @@ styles stderr writes to `styled`, which only redacts, and escapes its own data
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any, TextIO
 
 from spurctl.errors import redact, visible
@@ -74,6 +76,21 @@ class Redacting:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+@contextmanager
+def installed() -> Iterator[None]:
+    """stdout and stderr redacted (and stderr escaped) for the duration; the streams
+    found on entry are put back, flushed, on the way out."""
+    before = sys.stdout, sys.stderr
+    install()
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):  # a closed pipe: the interpreter's exit reports it
+                stream.flush()
+        sys.stdout, sys.stderr = before
 
 
 def install() -> None:

@@ -9,31 +9,6 @@ from typing import Any
 import typer
 
 
-def confirm(question: str) -> bool:
-    """Ask on the terminal, default no; Ctrl-C at any moment aborts.
-
-    Not input(): a Ctrl-C landing after the prompt is written but before
-    input() blocks in read() is only acted on at the next signal, so the
-    process would sit at the prompt. Waiting in short select() slices returns
-    to Python often enough to act on it.
-    """
-    import select
-
-    try:
-        sys.stdout.write(f"{question} [y/N]: ")
-        sys.stdout.flush()
-        while not select.select([sys.stdin], [], [], 0.1)[0]:
-            pass
-        answer = sys.stdin.readline()
-    except KeyboardInterrupt:
-        sys.stdout.write("\n")
-        raise typer.Abort() from None
-    if not answer:  # end of input: nobody said yes
-        sys.stdout.write("\n")
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
 def usage_error(exc: BaseException) -> str | None:
     """One line for a Click usage error (unknown option, missing or bad value), else None.
 
@@ -81,8 +56,11 @@ def _close(exc: Any) -> str:
 def report(exc: BaseException, *, debug: bool) -> int:
     """One line on stderr for what ended the command (with --debug, the traceback
     first, secrets still redacted), and the exit status it earns."""
-    from spurctl.errors import ExitStatus, SpurctlError
+    from spurctl.errors import Aborted, ExitStatus, SpurctlError
 
+    if isinstance(exc, Aborted):
+        print(f"spurctl: aborted: {exc}", file=sys.stderr)
+        return exc.exit_code
     if isinstance(exc, SpurctlError):
         _traceback(debug)
         print(f"spurctl: error: {exc}", file=sys.stderr)

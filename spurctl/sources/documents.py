@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, get_args
@@ -283,6 +283,11 @@ def holding_to_dict(h: Holding) -> dict[str, Any]:
         "started_at": format_time(h.started_at),
         **holding_extras_to_dict(h),
     }
+
+
+def inventory_lines(inventories: Iterable[Inventory]) -> str:
+    """The inventories as JSON Lines, one document per node (what collect writes)."""
+    return "".join(dump_json(inventory_to_dict(inv), indent=None) + "\n" for inv in inventories)
 
 
 def inventory_to_dict(inv: Inventory) -> dict[str, Any]:

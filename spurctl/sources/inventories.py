@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
 from spurctl.model import ControllerView, Inventory, format_time, held_ids
+from spurctl.scope import Scope
 from spurctl.sources.documents import parse_inventory_records
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ def _warn(message: str) -> None:
 class Sources:
     """Where an audit's two halves come from, as the operator chose them."""
 
-    nodes: str | None
+    # The nodes in scope (-w, less -x), parsed once by the command.
+    scope: Scope
     inventory: list[str] | None
     collect: bool
     command: str
@@ -55,29 +57,26 @@ class Sources:
     tree: Tree | None = None
     # --ship-scanner: send the node scanner on each command's stdin (shipped_scan.py).
     ship_scanner: bool = False
-    # -x: nodes left out (a hostlist, checked by the options): never collected or audited.
-    exclude: str | None = None
+    # --node-timeout: how long a node's collect command may run.
+    node_timeout: float = 60.0
 
 
-def gather_holdings(src: Sources, view_nodes: Iterable[str], timeout: float) -> list[Inventory]:
-    """Inventories from files or a live collect; exactly one of the two."""
+def gather_holdings(src: Sources, view_nodes: Iterable[str]) -> list[Inventory]:
+    """Inventories from files or a live collect (of the scope's nodes, else of every
+    node in `view_nodes`; never -x's); exactly one of the two."""
     if src.collect and src.inventory:
         raise SpurctlError("use --inventory or --collect, not both")
     if src.inventory:
         return load_inventories(src.inventory)
     if src.collect:
-        from spurctl.hostlist import loose_key, parse_scope
         from spurctl.sources.collect import collect
 
-        targets = sorted(parse_scope(src.nodes)) if src.nodes else sorted(view_nodes)
-        if src.exclude:
-            left_out = {loose_key(n) for n in parse_scope(src.exclude)}
-            targets = [n for n in targets if loose_key(n) not in left_out]
+        targets = src.scope.targets(list(view_nodes))
         return collect(
             targets,
             command=src.command,
             fanout=src.fanout,
-            timeout=timeout,
+            timeout=src.node_timeout,
             progress=src.progress,
             tree=src.tree,
             ship_scanner=src.ship_scanner,

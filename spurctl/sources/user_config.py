@@ -149,15 +149,26 @@ def parse(text: str, path: Path) -> UserConfig:
     return UserConfig(path, file)
 
 
-_loaded: dict[Path, UserConfig] = {}
+# Each file read once while it stays as it was (a command reads it for several options;
+# commands called in-process one after another each see the file as it is then).
+_loaded: dict[tuple[Path, int, int], UserConfig] = {}
+
+
+def _stamp(path: Path) -> tuple[Path, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return path, -1, -1
+    return path, st.st_mtime_ns, st.st_size
 
 
 def load(path: Path | None = None) -> UserConfig:
-    """config.toml (default config_path()), read once per process; none is no defaults."""
+    """config.toml (default config_path()); none is no defaults."""
     named = path is None and bool(os.environ.get(CONFIG_ENV))
     path = config_path() if path is None else path
-    if path in _loaded:
-        return _loaded[path]
+    stamp = _stamp(path)
+    if stamp in _loaded:
+        return _loaded[stamp]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -172,5 +183,5 @@ def load(path: Path | None = None) -> UserConfig:
         raise SpurctlError(f"cannot read {path}: {why}; {_FIX}") from None
     else:
         config = parse(text, path)
-    _loaded[path] = config
+    _loaded[stamp] = config
     return config

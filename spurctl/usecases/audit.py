@@ -274,20 +274,17 @@ def run_audit(
     `journal`: reclaim's journal, read for the agent cancels already sent (a holding
     with no process gets one at most); None reads none.
     """
-    from spurctl.hostlist import parse_scope
-
-    # An empty --nodes is an error (parse_scope says so), never "every node".
-    scope = parse_scope(src.nodes) if src.nodes is not None else None
+    scope = src.scope.named
     left_out: tuple[str, ...] = ()
 
     def leave_out(view: ControllerView, holdings: list[Inventory]) -> list[Inventory]:
         # -x: its nodes' inventories go before anything is asked about what they hold.
         nonlocal scope, left_out
-        if not src.exclude:
+        if not src.scope.excluded:
             return holdings
         from spurctl.usecases.scope import excluding
 
-        kept = excluding(parse_scope(src.exclude), view.nodes, holdings, scope)
+        kept = excluding(src.scope.excluded, view.nodes, holdings, scope)
         scope, left_out = kept.scope, kept.left_out
         return kept.inventories
 
@@ -295,7 +292,7 @@ def run_audit(
         from spurctl.sources.documents import read_snapshot
 
         view, saved_watermark = read_snapshot(src.snapshot)
-        holdings = leave_out(view, gather_holdings(src, view.nodes, COLLECT_TIMEOUT))
+        holdings = leave_out(view, gather_holdings(src, view.nodes))
         inputs = gather(
             view,
             holdings,
@@ -315,7 +312,7 @@ def run_audit(
                 view, holdings = read_view_and_inventories(client, src.inventory)
             else:
                 view = client.view()
-                holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
+                holdings = gather_holdings(src, view.nodes)
             holdings = leave_out(view, holdings)
             inputs = gather(
                 view,

@@ -15,7 +15,7 @@ from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
 from spurctl.releases import spur_version_line, spur_version_note
 from spurctl.sources.inventories import Sources, gather_holdings
-from spurctl.usecases.audit import COLLECT_TIMEOUT, confirm_missing
+from spurctl.usecases.audit import confirm_missing
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -89,19 +89,18 @@ def run_post_wipe(
 ) -> Checklist:
     """`spurctl checklist post-wipe`: the live controller and the nodes' inventories, judged;
     its printed commands carry `collect_flags` and `read_flags`."""
-    from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
 
-    if verify and not src.nodes:  # before any read: nothing to verify against
+    if verify and src.scope.everything:  # before any read: nothing to verify against
         raise SpurctlError(VERIFY_NEEDS_NODES)
-    scope = parse_scope(src.nodes) if src.nodes else None
+    scope = src.scope.named
     with ControllerClient(conn) as client:
         view = client.view(everything=True)  # the wipe's time is the earliest submission
-        holdings = gather_holdings(src, view.nodes, max(conn.timeout, COLLECT_TIMEOUT))
-        if src.exclude:
+        holdings = gather_holdings(src, view.nodes)
+        if src.scope.excluded:
             from spurctl.usecases.scope import excluding
 
-            kept = excluding(parse_scope(src.exclude), view.nodes, holdings, scope)
+            kept = excluding(src.scope.excluded, view.nodes, holdings, scope)
             holdings, scope = kept.inventories, kept.scope
         return post_wipe(
             view,

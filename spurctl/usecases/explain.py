@@ -43,6 +43,7 @@ from spurctl.model import (
     format_time,
     utcnow,
 )
+from spurctl.scope import Scope
 from spurctl.sources.inventory_extras import refusal_to_dict, session_to_dict
 
 if TYPE_CHECKING:
@@ -470,7 +471,7 @@ def run_explain(
         raise SpurctlError(f"explain takes one node name, not a hostlist: {name!r}")
     if src.collect:
         # Collect only this node: its findings need no other node's inventory.
-        src = replace(src, nodes=name)
+        src = replace(src, scope=Scope.parse(name))
     report, inputs = run_audit(src, conn, include_healthy=True, journal=journal)
     doc = explain(name, job_id, report, inputs, conn, names_command=names_command)
     job = doc.get("job")

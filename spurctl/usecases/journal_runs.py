@@ -19,6 +19,7 @@ from typing import Any
 
 from spurctl.errors import SpurctlError
 from spurctl.model import parse_time
+from spurctl.scope import Scope
 
 # Records of one old (run-less) reclaim are seconds apart (a re-collect waits --settle).
 LEGACY_GAP_S = 300.0
@@ -75,9 +76,16 @@ class Run:
 class JournalFilter:
     """`journal --node/-x/--since`: which nodes' records, and from when (as given)."""
 
-    nodes: str | None = None
-    exclude: str | None = None
+    scope: Scope = field(default_factory=Scope)
     since: datetime | None = None
+
+    @property
+    def nodes(self) -> str | None:
+        return self.scope.hostlist
+
+    @property
+    def exclude(self) -> str | None:
+        return self.scope.exclude_hostlist
 
     @property
     def active(self) -> bool:
@@ -280,16 +288,17 @@ def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
     """The runs that touched `only.nodes` (and not only -x's), each narrowed to those
     nodes' records (its counts, times and intents without an outcome), and that have a
     record at or after `only.since`. Nodes match by either name (case, domain)."""
-    from spurctl.hostlist import loose_key, parse_scope
+    from spurctl.hostlist import loose_key
 
     if not only.active:
         return view
-    wanted = None if only.nodes is None else {loose_key(n) for n in parse_scope(only.nodes)}
-    left_out = set() if only.exclude is None else {loose_key(n) for n in parse_scope(only.exclude)}
+    named = only.scope.named
+    wanted = None if named is None else {loose_key(n) for n in named}
+    left_out = bool(only.scope.excluded)
 
     def keep(node: object) -> bool:
-        key = loose_key(str(node))
-        return (wanted is None or key in wanted) and key not in left_out
+        name = str(node)
+        return (wanted is None or loose_key(name) in wanted) and not only.scope.leaves_out(name)
 
     runs: list[Run] = []
     for run in view.runs:

@@ -461,20 +461,11 @@ def prepare(
     """
     from spurctl.act.journal import default_path, unresolved
     from spurctl.decide.plan import stale_reason
-    from spurctl.hostlist import parse_scope
     from spurctl.usecases.audit import run_audit
 
-    scope = parse_scope(nodes)
-    if src.exclude:
-        # -x: an excluded node is never planned, whichever of its names --node gave.
-        from spurctl.hostlist import loose_key
-
-        left_out = {loose_key(n) for n in parse_scope(src.exclude)}
-        scope = frozenset(n for n in scope if loose_key(n) not in left_out)
-        if not scope:
-            raise SpurctlError(
-                f"-x {src.exclude} leaves out every node of --node {nodes}: nothing to reclaim"
-            )
+    # -x: an excluded node is never planned, whichever of its names --node gave (the
+    # scope refused one that leaves out every node when it was parsed).
+    scope = frozenset(src.scope.keep(src.scope.named or ()))
     path = journal_path or default_path()
     # The journal of earlier runs is the memory of cancels sent: a holding with no
     # process gets one at most (then it is a leftover, for node-release).
@@ -677,7 +668,6 @@ def reverify(
     import time
 
     from spurctl.sources.collect import collect
-    from spurctl.usecases.audit import COLLECT_TIMEOUT
 
     clock = clock or time.monotonic
     sleep = sleep or time.sleep
@@ -700,7 +690,7 @@ def reverify(
                     nodes,
                     command=recollect.command,
                     fanout=recollect.fanout,
-                    timeout=COLLECT_TIMEOUT,
+                    timeout=recollect.node_timeout,
                     tree=recollect.tree,
                 )
                 for inv in again:

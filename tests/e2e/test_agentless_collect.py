@@ -20,7 +20,7 @@ from spurctl.simcluster import SimCluster
 from spurctl.sources.documents import inventory_to_dict
 from spurctl.sources.shipped_scan import read_scan, scanner_program
 from spurctl.sources.tree import Tree, root_name, run_tree
-from tests.cli import run_cli
+from tests.cli import run_process
 from tests.e2e.test_real_openssh import (  # noqa: F401 (a fixture)
     fixture_nodes,
     records,
@@ -81,7 +81,7 @@ def test_the_shipped_scanner_runs_in_a_clean_interpreter_on_the_standard_library
 
 def test_the_shipped_scanner_finds_what_node_inventory_finds(tmp_path: Path) -> None:
     roots = fixture_roots(tmp_path)
-    installed = run_cli("node-inventory", *roots)
+    installed = run_process("node-inventory", *roots)
     shipped = subprocess.run(
         [python3(), "-I", "-S", "-", *roots],
         input=scanner_program().decode(), capture_output=True, text=True, timeout=60,
@@ -109,7 +109,7 @@ def test_collect_ship_scanner_through_real_sshd_inventories_nodes_without_spurct
     command = site.command(
         f"python3 -I -S - --hostname %h --proc-root {roots}/%h/proc --cgroup-root {roots}/%h/cgroup"
     )
-    run = run_cli(
+    run = run_process(
         "collect", "--nodes", "n[1-2],refused", "--ship-scanner", "--command", command,
         "--node-timeout", "20", timeout=60,
     )  # fmt: skip
@@ -130,7 +130,7 @@ def test_a_node_that_prints_an_inventory_instead_of_the_scanners_answer_is_an_er
 ) -> None:
     doc = tmp_path / "inv.json"
     doc.write_text(json.dumps({"schema": "spurctl.inventory/v1", "node": "n1", "held": []}) + "\n")
-    run = run_cli(
+    run = run_process(
         "collect",
         "--nodes",
         "n1",
@@ -172,7 +172,7 @@ def test_the_gateway_tree_ships_the_scanner_through_real_sshd_and_names_each_fai
         f"python3 -I -S - --hostname {node} "
         f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
     )
-    run = run_cli(
+    run = run_process(
         "collect", "--nodes", "n[3-4],down,badkey,refused", "--topology", str(topology),
         "--ship-scanner", "--ssh", site.ssh(), "--remote-command", remote,
         "--node-timeout", "4", timeout=90,
@@ -207,7 +207,7 @@ def test_a_gateway_that_cannot_be_reached_fails_each_of_its_nodes_never_empty(
     site = deep_tree[0]
     topology = tmp_path / "down.conf"
     topology.write_text(f"[routes]\n{root_name()}: down\ndown: n[2-3]\n")
-    run = run_cli(
+    run = run_process(
         "collect", "--nodes", "n[2-3]", "--topology", str(topology), "--ship-scanner",
         "--ssh", site.ssh(), "--node-timeout", "4", timeout=60,
     )  # fmt: skip
@@ -230,7 +230,7 @@ def test_audit_collect_ship_scanner_audits_nodes_without_spurctl_through_real_ss
     command = site.command(
         f"python3 -I -S - --hostname %h --proc-root {roots}/%h/proc --cgroup-root {roots}/%h/cgroup"
     )
-    run = run_cli(
+    run = run_process(
         "audit", "--controller", lone_controller.controller_address, "--nodes", "n[1-2]",
         "--collect", "--ship-scanner", "--command", command, "--format", "json", timeout=60,
     )  # fmt: skip
@@ -279,7 +279,7 @@ def test_the_shipped_scanner_reads_spurstepd_sessions_as_node_inventory_does(
     descriptor |= {"pid": 4900, "process_start_ticks": 1400, "cgroup_path": ""}
     (session / "descriptor.json").write_text(json.dumps(descriptor))
     roots += ["--state-dir", str(state)]
-    installed = run_cli("node-inventory", *roots)
+    installed = run_process("node-inventory", *roots)
     shipped = subprocess.run(
         [python3(), "-I", "-S", "-", *roots],
         input=scanner_program().decode(), capture_output=True, text=True, timeout=60,

@@ -32,7 +32,7 @@ from spurctl.simcluster.scenarios import incident
 from spurctl.sources.collect import collect
 from spurctl.sources.documents import dump_json, inventory_to_dict
 from spurctl.sources.tree import Tree, root_name, run_tree
-from tests.cli import one_line_error, run_cli
+from tests.cli import one_line_error, run_process
 from tests.sshd import SshSite, ssh_site
 
 # Long enough for a gateway to start and 40 real ssh sessions to answer on a busy
@@ -111,7 +111,7 @@ class Site:
         self, nodes: str, topology: Path, *extra: str, like: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """`spurctl collect --nodes NODES` through `topology`; `like` fails hosts by name."""
-        return run_cli(
+        return run_process(
             "collect", "--nodes", nodes, *extra, *self.args(topology, like),
             env=self.env, timeout=60,
         )  # fmt: skip
@@ -400,11 +400,11 @@ def test_audit_collect_through_the_gateways_sees_what_the_inventory_file_shows(
         topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
         address = sim.controller_address
 
-        live = run_cli(
+        live = run_process(
             "audit", "--controller", address, "--collect", *site.args(topology),
             "--format", "json", env=site.env, timeout=60,
         )  # fmt: skip
-        files = run_cli(
+        files = run_process(
             "audit", "--controller", address, "--inventory", str(inventory), "--format", "json"
         )
 
@@ -433,10 +433,10 @@ def test_operator_mistakes_with_the_tree_options_are_one_line_and_exit_2(site: S
         ),
     ]
     for extra, words in cases:
-        one_line_error(run_cli("collect", "--nodes", "n[1-4]", *extra), *words)
+        one_line_error(run_process("collect", "--nodes", "n[1-4]", *extra), *words)
     # The same through --collect: before the controller is even asked.
     one_line_error(
-        run_cli(
+        run_process(
             "audit", "--controller", "http://127.0.0.1:9", "--collect",
             "--topology", str(other_root),
         ),
@@ -469,7 +469,7 @@ def test_reclaim_collects_and_re_collects_through_the_gateways_and_confirms(
     topology = site.topology(f"gw1: {','.join(names[:half])}\ngw2: {','.join(names[half:])}\n")
 
     with kept_fresh(sim, live):
-        run = run_cli(
+        run = run_process(
             "reclaim", "--controller", sim.controller_address, "--node", NODES,
             "--collect", *site.args(topology), "--settle", "0.5",
             "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
@@ -497,7 +497,7 @@ def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaime
     # gpu003 and gpu004 hold stranded runs; they sit behind gw1, which is dead.
     topology = site.topology("gw1: gpu[003-004]\ngw2: gpu012\n")
 
-    run = run_cli(
+    run = run_process(
         "reclaim", "--controller", sim.controller_address, "--node", "gpu[003-004,012]",
         "--collect", *site.args(topology, like={"gw1": "down"}), "--settle", "0",
         "--agent-map", str(tmp_path / "agents.json"), "--journal", str(tmp_path / "j.jsonl"),
@@ -527,7 +527,7 @@ def test_checklist_through_the_gateways_keeps_nodes_behind_a_dead_one_not_invent
         topology = site.topology(f"gw1: {','.join(behind_gw1)}\ngw2: {','.join(rest)}\n")
 
         def checklist(**like: str) -> dict[str, Any]:
-            run = run_cli(
+            run = run_process(
                 "checklist", "post-wipe", "--controller", sim.controller_address,
                 "--collect", *site.args(topology, like), "--format", "json",
                 env=site.env, timeout=60,

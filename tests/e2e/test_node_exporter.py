@@ -28,7 +28,7 @@ import pytest
 
 from spurctl.render.common import write_output
 from spurctl.simcluster import SimCluster
-from tests.cli import dead_url, run_cli, running
+from tests.cli import dead_url, run_process, running
 from tests.tools import require
 
 _SAMPLE = re.compile(r"^(spurctl_[a-z_]+(?:\{[^}]*\})?) (\S+)$")
@@ -95,7 +95,7 @@ def exporter(textfile_dir: Path) -> Iterator[Exporter]:
 
 
 def audit_to(sim: SimCluster, inventory: Path, prom: Path) -> str:
-    run = run_cli(
+    run = run_process(
         "audit", "--controller", sim.controller_address, "--inventory", str(inventory),
         "--format", "prometheus", "-o", str(prom),
     )  # fmt: skip
@@ -236,7 +236,7 @@ def test_an_existing_metric_file_keeps_its_mode_and_other_outputs_stay_0600(
     assert stat.S_IMODE(kept.stat().st_mode) == 0o640
     for fmt in ("json", "table", "csv", "markdown"):
         out = tmp_path / f"audit.{fmt}"
-        run = run_cli(
+        run = run_process(
             "audit", "--controller", sim.controller_address, "--inventory", str(inventory),
             "--format", fmt, "-o", str(out),
         )  # fmt: skip

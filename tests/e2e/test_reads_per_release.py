@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from spurctl.cli import app
 from spurctl.model import Action, JobState, Kind
 from spurctl.simcluster import SimCluster, large
 from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
@@ -30,6 +28,7 @@ from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
 from spurctl.usecases.audit import audit, gather
+from tests.cli import run_cli
 from tests.live import KEY
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
@@ -147,12 +146,11 @@ def test_the_budget_line_reaches_the_operator(
     monkeypatch.setattr(ControllerClient, "request_budget", 6)
     with cluster(V0_8_0) as old:
         inventory = old.write_inventories(tmp_path / "inventory.jsonl")
-        result = CliRunner().invoke(
-            app,
-            ["audit", "--controller", old.controller_address, "--inventory", str(inventory),
-             "--format", "json"],
+        result = run_cli(
+            "audit", "--controller", old.controller_address, "--inventory", str(inventory),
+            "--format", "json", home=tmp_path / "home",
         )  # fmt: skip
-    assert result.exit_code == 1, result.output
+    assert result.returncode == 1, result.stderr
     doc: dict[str, Any] = json.loads(result.stdout)
     assert doc["view"]["complete"] is False
     assert [n for n in doc["notes"] if "not read to the end" in n]

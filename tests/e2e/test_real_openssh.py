@@ -20,7 +20,7 @@ import pytest
 from spurctl.simcluster import SimCluster
 from spurctl.simcluster import node_line as simulated_node
 from spurctl.sources.tree import root_name
-from tests.cli import run_cli
+from tests.cli import run_process
 from tests.e2e.test_reclaim_confirm import NODES, SENT, kept_fresh
 from tests.reclaim import cancelled
 from tests.sshd import SshSite, ssh_site
@@ -65,7 +65,7 @@ def test_collect_through_real_sshd_reads_each_node_and_names_each_failure(
     fixture_nodes: SshSite,
 ) -> None:
     site = fixture_nodes
-    run = run_cli(
+    run = run_process(
         "collect", "--nodes", "n[1-2],down,hang,badkey,refused",
         "--command", scan_command(site), "--timeout", str(TIMEOUT), timeout=60,
     )  # fmt: skip
@@ -113,11 +113,11 @@ def test_audit_collect_through_real_sshd_matches_the_inventory_file(
     sim, site, live = cluster_nodes
     command = site.command(node_line(tmp_path, live))
 
-    over_ssh = run_cli(
+    over_ssh = run_process(
         "audit", "--controller", sim.controller_address, "--collect", "--command", command,
         "--format", "json", timeout=90,
     )  # fmt: skip
-    from_file = run_cli(
+    from_file = run_process(
         "audit", "--controller", sim.controller_address, "--inventory", str(live),
         "--format", "json",
     )  # fmt: skip
@@ -139,7 +139,7 @@ def test_reclaim_verify_inventory_confirms_each_cancel_through_real_sshd(
     (tmp_path / "agents.json").write_text(json.dumps(sim.agent_map()))
 
     with kept_fresh(sim, live):
-        run = run_cli(
+        run = run_process(
             "reclaim", "--controller", sim.controller_address, "--node", NODES,
             "--inventory", str(plan_from), "--verify-inventory", "--settle", "0.5",
             "--command", site.command(node_line(tmp_path, live)),
@@ -165,7 +165,7 @@ def test_the_gateway_tree_runs_over_real_sshd_and_names_failed_nodes_and_gateway
         f"{SPURCTL} node-inventory --hostname {node} "
         f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
     )
-    run = run_cli(
+    run = run_process(
         "collect", "--nodes", "n2,down,hang,badkey", "--topology", str(topology),
         "--ssh", site.ssh(), "--remote-command", remote, "--timeout", str(TIMEOUT),
         env={"CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}, timeout=90,
@@ -194,7 +194,7 @@ def test_a_node_that_refuses_the_key_behind_a_gateway_is_named_with_sshds_refusa
         f"{SPURCTL} node-inventory --hostname {node} "
         f"--proc-root {roots}/{node}/proc --cgroup-root {roots}/{node}/cgroup"
     )
-    run = run_cli(
+    run = run_process(
         "collect", "--nodes", "n2,refused", "--topology", str(topology),
         "--ssh", site.ssh(), "--remote-command", remote, "--timeout", str(TIMEOUT),
         env={"CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}, timeout=90,

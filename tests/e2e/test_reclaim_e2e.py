@@ -13,6 +13,7 @@ from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
 from spurctl.model import Holding
 from spurctl.releases import filters_for
+from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster, incident
 from spurctl.simcluster.releases import SPUR_RELEASES, SpurRelease
 from spurctl.sources import credentials as auth
@@ -153,7 +154,7 @@ def test_secrets_never_reach_output_or_journal(sim: SimCluster, tmp_path: Path) 
 def test_a_job_requeued_between_plan_and_send_is_skipped(sim: SimCluster, tmp_path: Path) -> None:
     f = files(sim, tmp_path)
     conn = connect_settings(controller=sim.controller_address, token=f["token"], timeout=5.0)
-    src = Sources("gpu[003,007]", [f["inventory"]], False, "", 1)
+    src = Sources(Scope.parse("gpu[003,007]"), [f["inventory"]], False, "", 1)
     report, inputs = run_audit(src, conn)
     entries = rc.plan(report, {"gpu003", "gpu007"}, None, sim.agent_map().__getitem__)
     assert [(e.node, e.job_id) for e in entries] == [("gpu003", 4711), ("gpu007", 4719)]

@@ -24,6 +24,7 @@ import pytest
 
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
+from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
@@ -177,7 +178,8 @@ def test_recheck_under_doubt_skips_a_not_found_instead_of_sending(
     f = _files(owner_only, tmp_path)
     # Planned with an admin's view: 4388 on gpu013 is truly untracked.
     admin = connect_settings(controller=owner_only.controller_address, token=f["token"])
-    report, inputs = run_audit(Sources("gpu013", [f["inventory"]], False, "", 1), admin)
+    src = Sources(Scope.parse("gpu013"), [f["inventory"]], False, "", 1)
+    report, inputs = run_audit(src, admin)
     entries = rc.plan(report, {"gpu013"}, None, owner_only.agent_map().__getitem__)
     assert [(e.node, e.job_id) for e in entries] == [("gpu013", 4388)]
     # Sent with frank's credential and no spur.conf: the re-check's NOT_FOUND is no proof.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spurctl.simcluster import SimCluster
-from tests.cli import WORKTREE, run_cli
+from tests.cli import WORKTREE, run_process
 from tests.tools import require
 
 UNITS = WORKTREE / "contrib" / "systemd"
@@ -80,7 +80,7 @@ def test_the_services_command_line_writes_the_metrics_for_node_exporter(
         else:
             expanded.append(word)
 
-    run = run_cli(*expanded)
+    run = run_process(*expanded)
 
     # Exit 1 (findings to act on) is a success for the unit: the file is written.
     assert run.returncode == 1, run.stderr

@@ -19,6 +19,7 @@ import pytest
 import spurctl.usecases.audit as use_case
 from spurctl import heap
 from spurctl.model import AuditReport
+from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster
 from spurctl.sources.inventories import Sources
 from tests.cli import clean_env
@@ -30,10 +31,11 @@ HEAVY = ("spurctl.", "grpc", "google.", "ClusterShell")
 ROUND_AFTER_IMPORTS = """
 import json, sys
 import spurctl.usecases.audit as use_case
+from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
 
-src = Sources(None, [sys.argv[2]], False, "", 1)
+src = Sources(Scope(), [sys.argv[2]], False, "", 1)
 use_case.round_imports(src)
 before = set(sys.modules)
 report, evidence = use_case._watch_round(
@@ -67,6 +69,7 @@ import os, sys
 from pathlib import Path
 import spurctl.sources.controller as controller
 import spurctl.usecases.audit as use_case
+from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
 
@@ -79,7 +82,7 @@ def recording(self, conn):  # which process opens the controller client
     opened(self, conn)
 
 controller.ControllerClient.__init__ = recording
-src = Sources(None, [sys.argv[2]], False, "", 1)
+src = Sources(Scope(), [sys.argv[2]], False, "", 1)
 conn = Connection(controllers=(sys.argv[1],), timeout=5.0)
 rounds = list(use_case.watch_rounds(src, conn, interval=0.01, rounds=3))
 assert [r.number for r in rounds] == [1, 2, 3], rounds
@@ -132,7 +135,7 @@ class StampedAudit:
         return [(int(p), float(t)) for p, t in (line.split() for line in self.log.open())]
 
 
-SRC = Sources(nodes=None, inventory=["inv.jsonl"], collect=False, command="", fanout=1)
+SRC = Sources(scope=Scope(), inventory=["inv.jsonl"], collect=False, command="", fanout=1)
 
 
 def test_behind_schedule_the_next_audit_runs_while_a_round_is_drawn(

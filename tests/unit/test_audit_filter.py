@@ -9,7 +9,6 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Action, Kind
-from spurctl.options import one_hostlist
 from spurctl.render.audit import (
     NO_FILTER,
     FindingFilter,
@@ -71,22 +70,6 @@ def test_csv_says_the_filter_on_stderr_instead() -> None:
         "spurctl: note: Filter --kind healthy: showing 1 of 9 findings, 8 hidden; "
         "the summary and the exit status count all 9."
     )
-
-
-def test_one_hostlist_refuses_two_and_names_their_union() -> None:
-    assert one_hostlist(["gpu[1-2]"]) == "gpu[1-2]"
-    with pytest.raises(SpurctlError, match=r"given 2 times .*give --node 'gpu\[3-5\]'$"):
-        one_hostlist(["gpu[3-4]", "gpu5"])
-    with pytest.raises(SpurctlError, match=r"give one hostlist$"):
-        one_hostlist(["gpu3", "gpu[9-"])
-
-
-def test_no_nodes_names_the_missing_option_and_both_ways_to_give_the_nodes() -> None:
-    with pytest.raises(SpurctlError) as refused:
-        one_hostlist([])
-    said = str(refused.value)
-    assert said.startswith("missing option --node: ")
-    assert "--plan FILE" in said and "spurctl reclaim --help" in said
 
 
 def test_a_failed_write_leaves_neither_a_changed_file_nor_a_temp_file(tmp_path: Path) -> None:

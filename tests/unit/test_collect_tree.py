@@ -21,6 +21,7 @@ from spurctl.options import (
     tree_of,
     view_flags,
 )
+from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND, _relayed
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree, root_name
 
@@ -109,7 +110,7 @@ def test_the_tree_options_need_topology_and_exclude_command(tmp_path: Path) -> N
     with pytest.raises(SpurctlError, match="use --remote-command"):
         tree_of(conf, DEFAULT_REMOTE_COMMAND, None, "ssh %h x")
     # The holdings of audit/reclaim/checklist carry the tree to the collect.
-    src = HoldingOptions(collect=True, topology=conf, ssh="/s").sources("n[1-4]")
+    src = HoldingOptions(collect=True, topology=conf, ssh="/s").sources(Scope.parse("n[1-4]"))
     assert src.tree == Tree(conf, DEFAULT_REMOTE_COMMAND, "/s")
 
 

@@ -96,11 +96,11 @@ def examples(page: list[str]) -> list[str]:
             continue
         if head.group(1):
             out.append(head.group(1))
-        out.extend(
-            rest.strip()
-            for rest in page[i + 1 :]
-            if rest.strip().startswith("spurctl") and rest.startswith(" ")
-        )
+        for rest in page[i + 1 :]:
+            if rest.strip().endswith(":") and not rest.startswith(" "):
+                break  # the next section (Options:): an option's help is no example
+            if rest.strip().startswith("spurctl") and rest.startswith(" "):
+                out.append(rest.strip())
         break
     return out
 

@@ -11,7 +11,8 @@ import pytest
 import typer
 
 from spurctl.model import AgentProcess, ControllerView, Inventory, JobState, NodeState
-from spurctl.options import since_time
+from spurctl.option_values import since_time
+from spurctl.scope import Scope
 from spurctl.usecases.journal_runs import JournalFilter, JournalRuns, filtered, summarize
 from spurctl.usecases.nodes import AgentStatus, listing
 from spurctl.usecases.scope import excluded_note, excluding
@@ -130,11 +131,11 @@ def _view() -> JournalRuns:
 
 
 def test_a_node_filter_keeps_the_runs_that_touched_it_counted_for_it_alone() -> None:
-    only = filtered(_view(), JournalFilter(nodes="gpu002"))
+    only = filtered(_view(), JournalFilter(Scope.parse("gpu002")))
     (run,) = only.runs
     assert (run.run, run.nodes, run.intents, run.failed) == ("r2", ["gpu002"], 1, 0)
     assert [u.node for u in run.no_outcome] == ["gpu002"] and only.in_journal == 2
-    both = filtered(_view(), JournalFilter(nodes="gpu[001-002]", exclude="gpu002"))
+    both = filtered(_view(), JournalFilter(Scope.parse("gpu[001-002]", "gpu002")))
     assert [(r.run, r.nodes, r.failed, r.interrupted) for r in both.runs] == [
         ("r2", ["gpu001"], 1, False),
         ("r1", ["gpu001"], 0, False),

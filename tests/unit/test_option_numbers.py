@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from spurctl import options
+from spurctl import option_values as options
 from spurctl.cli import app
 
 _PLAIN_NUMBER_TYPES = {"IntParamType", "FloatParamType", "IntRange", "FloatRange"}

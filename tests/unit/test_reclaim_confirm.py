@@ -27,6 +27,7 @@ from spurctl.render.reclaim import (
     run_document,
     unconfirmed_nodes,
 )
+from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
 from spurctl.usecases import reclaim as rc
 
@@ -200,7 +201,7 @@ class _Nodes:
 
 def _reverify(nodes: _Nodes, settle: float, tmp_path: Path) -> ReclaimRun:
     run = ReclaimRun(outcomes=[_outcome(n, 1) for n in sorted(nodes.frees)])
-    src = Sources(nodes=None, inventory=None, collect=True, command="true %h", fanout=4)
+    src = Sources(scope=Scope(), inventory=None, collect=True, command="true %h", fanout=4)
     with patch("spurctl.sources.collect.collect", nodes.collect):
         assert rc.reverify(
             run, tmp_path / "j.jsonl", sorted(nodes.frees), src, settle,

@@ -19,7 +19,7 @@ from spurctl.decide.plan import (
 )
 from spurctl.hostlist import named_nodes
 from spurctl.model import Action, Finding, Job, JobState, Kind
-from spurctl.options import parse_duration
+from spurctl.option_values import parse_duration
 from spurctl.sources.agent_endpoints import endpoints
 from spurctl.sources.settings import Connection
 from spurctl.usecases import reclaim as rc

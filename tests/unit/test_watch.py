@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
 from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
 from spurctl.render.watch import format_age, render_watch_round
+from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
 from spurctl.usecases.audit import every
 
@@ -307,7 +308,7 @@ def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
 
     clock = FakeClock()
     monkeypatch.setattr(use_case, "run_audit", SlowFirstAudit(clock))
-    src = Sources(nodes=None, inventory=["inv.jsonl"], collect=False, command="", fanout=1)
+    src = Sources(scope=Scope(), inventory=["inv.jsonl"], collect=False, command="", fanout=1)
 
     states = list(
         use_case.watch_rounds(

@@ -1,0 +1,272 @@
+"""spurctl audit: compare the controller's view with what agents hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from spurctl import options as opt
+from spurctl.errors import ExitStatus, SpurctlError
+from spurctl.model import Action, Kind
+from spurctl.option_values import DAY_S, number_option
+from spurctl.render.common import AuditFormat
+from spurctl.scope import Scope
+from spurctl.sources.inventories import Sources
+
+NAME = "audit"
+EPILOG = (
+    "\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
+    "  spurctl audit -w 'gpu[001-128]' --collect --kind active-elsewhere --action reclaim\n"
+    "  spurctl audit --collect --format prometheus -o /var/lib/node_exporter/spurctl.prom\n"
+    "  spurctl audit --collect --watch"
+)
+
+Choice = TypeVar("Choice", Kind, Action)
+
+
+def choice_option(choices: type[Choice], name: str, what: str, help_text: str) -> Any:
+    """A repeatable option taking one of `choices`: validated (one line naming them all)
+    and completed from the prefix typed."""
+    values = [c.value for c in choices]
+
+    def parse(value: str | Choice) -> Choice:
+        try:
+            return choices(str(value).strip().lower())
+        except ValueError:
+            raise typer.BadParameter(
+                f"unknown {what} {str(value)!r}; use one of {', '.join(values)}"
+            ) from None
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith((incomplete or "").lower())]
+
+    return typer.Option(
+        name,
+        help=help_text,
+        parser=parse,
+        autocompletion=complete,
+        metavar=what.split()[-1].upper(),
+        show_default=False,
+    )
+
+
+AuditKindOpt = Annotated[
+    list[Kind] | None,
+    choice_option(
+        Kind,
+        "--kind",
+        "finding kind",
+        "Show only findings of this kind (repeatable; the summary and the exit status "
+        "still count every finding). Kinds: " + ", ".join(k.value for k in Kind) + ".",
+    ),
+]
+AuditActionOpt = Annotated[
+    list[Action] | None,
+    choice_option(
+        Action,
+        "--action",
+        "action",
+        "Show only findings with this action (repeatable; with --kind, both must match). "
+        "Actions: " + ", ".join(a.value for a in Action) + ".",
+    ),
+]
+
+FormatOpt = Annotated[AuditFormat, opt.format_option(AuditFormat, "audit", "the findings")]
+OutputOpt = Annotated[
+    Path | None,
+    opt.output_option(
+        "Write the report here instead of stdout: to a temporary file beside it, "
+        "renamed over it once whole (as node_exporter's textfile collector expects), so "
+        "an error leaves the file as it was."
+    ),
+]
+WatermarkOpt = Annotated[int | None, opt.watermark_option("Override the estimated watermark.")]
+AuditShowAllOpt = Annotated[bool, typer.Option("--all", help="Also list healthy rows.")]
+AuditPerNodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--per-node",
+        "-N",
+        help="One row per node in the table and Markdown (as sinfo -N): by default findings "
+        "that differ only in their node are one row naming the hostlist. JSON and CSV always "
+        "keep one record per finding.",
+    ),
+]
+AuditWatchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--watch",
+        help="Re-audit every --interval and show how long each finding has lasted; "
+        "a reclaim finding that outlives two agent heartbeats (60 s) is STRANDED.",
+    ),
+]
+AuditIntervalOpt = Annotated[
+    float | None,
+    number_option(
+        "--interval",
+        kind=float,
+        low=0.001,
+        high=DAY_S,
+        help="With --watch: seconds between rounds.  [default: 30, one heartbeat]",
+        show_default=False,
+        metavar="SECONDS",
+    ),
+]
+AuditRoundsOpt = Annotated[
+    int | None,
+    number_option(
+        "--rounds",
+        kind=int,
+        low=1,
+        help="With --watch: stop after N rounds (for scripts and tests).",
+        metavar="N",
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """--watch: re-audit every `interval` seconds, `rounds` times (None: until stopped)."""
+
+    interval: float
+    rounds: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRequest:
+    """One audit as asked for, every mix of options that cannot mean anything refused."""
+
+    sources: Sources
+    fmt: AuditFormat
+    kinds: tuple[Kind, ...]
+    actions: tuple[Action, ...]
+    output: Path | None
+    watermark: int | None
+    show_all: bool
+    fold: bool
+    header: bool
+    watch: Watch | None
+    journal: Path
+    ack: str | None
+
+    def __post_init__(self) -> None:
+        src = self.sources
+        if self.watch is not None:
+            if self.fmt is not AuditFormat.TABLE:
+                raise SpurctlError(
+                    f"--watch draws a table; --format {self.fmt} is for one-shot audits "
+                    "(drop --watch)"
+                )
+            if src.snapshot is not None:
+                raise SpurctlError(
+                    "--watch follows the live controller; a saved --snapshot never changes"
+                )
+            if src.inventory and "-" in src.inventory:
+                raise SpurctlError(
+                    "--watch re-reads the inventories every round and standard input (-) can "
+                    "be read only once: write them to a file (spurctl collect -o FILE)"
+                )
+            if self.kinds or self.actions or self.output is not None:
+                raise SpurctlError(
+                    "--kind, --action and -o do not apply with --watch (it redraws the terminal)"
+                )
+        if not self.header and (self.watch is not None or self.fmt is not AuditFormat.TABLE):
+            raise SpurctlError(
+                "--no-header is for the table: drop --watch and --format (or drop --no-header)"
+            )
+
+
+@opt.scoped("Limit to these nodes.")
+@opt.connected()
+@opt.with_holdings()
+def command(
+    ctx: typer.Context,
+    snapshot: opt.SnapshotOpt = None,
+    watermark: WatermarkOpt = None,
+    show_all: AuditShowAllOpt = False,
+    per_node: AuditPerNodeOpt = False,
+    no_header: opt.NoHeaderOpt = False,
+    fmt: FormatOpt = AuditFormat.TABLE,
+    as_json: opt.JsonOpt = False,
+    watch: AuditWatchOpt = False,
+    interval: AuditIntervalOpt = None,
+    rounds: AuditRoundsOpt = None,
+    kind: AuditKindOpt = None,
+    action: AuditActionOpt = None,
+    output: OutputOpt = None,
+    journal_path: opt.HistoryJournalOpt = None,
+    ack_version: opt.AckVersionOpt = None,
+    scope: Scope = Scope(),
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> int:
+    """Compare the controller's view with what agents hold.
+
+    Prints every finding with the reason for it. Exit 0: nothing needs action;
+    1: findings need action (reclaim or investigate); 2: error.
+
+    --kind and --action choose the findings shown; the summary and the exit
+    status still count every finding, and the output says how many were hidden.
+    -o FILE replaces FILE only once the whole report is written.
+
+    With --watch, re-audits every --interval and shows how long each finding has
+    lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
+    STRANDED: the controller will not release it by itself.
+    """
+    from spurctl.act.journal import default_path
+    from spurctl.commands.environment import detect
+    from spurctl.usecases import audit as use_case
+
+    if not watch and (interval is not None or rounds is not None):
+        raise SpurctlError("--interval and --rounds only apply with --watch")
+    request = AuditRequest(
+        sources=holdings.sources(scope, snapshot),
+        fmt=opt.with_json(ctx, fmt, as_json),
+        kinds=tuple(dict.fromkeys(kind or ())),
+        actions=tuple(dict.fromkeys(action or ())),
+        output=output,
+        watermark=watermark,
+        show_all=show_all,
+        fold=not per_node,
+        header=not no_header,
+        watch=Watch(use_case.WATCH_INTERVAL if interval is None else interval, rounds)
+        if watch
+        else None,
+        journal=journal_path or default_path(),
+        ack=opt.ack_version(ctx, ack_version),
+    )
+    env = detect()
+    connection = None if snapshot is not None else conn.connect()
+    if request.watch is not None:
+        from functools import partial
+
+        from spurctl.render.audit_command import watch_on_screen
+
+        # A live view redrawn in place has no room for a progress bar under it.
+        src = replace(request.sources, progress=False) if env.tty else request.sources
+        rounds_of = partial(
+            use_case.watch_rounds, src, connection, watermark=request.watermark,
+            include_healthy=request.show_all, journal=request.journal,
+            interval=request.watch.interval, rounds=request.watch.rounds,
+        )  # fmt: skip
+        return watch_on_screen(
+            rounds_of, fold=request.fold, ack=request.ack,
+            reclaim_flags=opt.view_flags(holdings, conn),
+        )  # fmt: skip
+    from spurctl import heap
+    from spurctl.render.audit import FindingFilter
+    from spurctl.render.audit_command import show_audit
+
+    report, inputs = use_case.run_audit(
+        request.sources, connection, watermark=request.watermark,
+        include_healthy=request.show_all, journal=request.journal,
+    )  # fmt: skip
+    heap.keep_until_exit(report, inputs)
+    show_audit(
+        report, request.fmt, FindingFilter(request.kinds, request.actions), request.output,
+        fold=request.fold, ack=request.ack, header=request.header,
+    )  # fmt: skip
+    return ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK

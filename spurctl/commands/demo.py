@@ -1,0 +1,58 @@
+"""spurctl demo: audit and reclaim a simulated cluster, end to end."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import typer
+
+from spurctl.errors import ExitStatus
+
+NAME = "demo"
+EPILOG = None
+
+
+class DemoScenario(enum.StrEnum):
+    INCIDENT = "incident"
+    POST_WIPE = "post-wipe"
+
+
+ScenarioOpt = Annotated[
+    DemoScenario,
+    typer.Option(
+        "--scenario",
+        help="With --serve: the cluster to serve: the PR #623 incident, or a controller "
+        "whose state was wiped before the agents were recycled (for `checklist post-wipe`).",
+        case_sensitive=False,
+    ),
+]
+
+ServeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--serve",
+        help="Skip the walkthrough: keep the cluster up until Ctrl-C and print the "
+        "commands to try on it.",
+    ),
+]
+
+
+def command(serve: ServeOpt = False, scenario: ScenarioOpt = DemoScenario.INCIDENT) -> int:
+    """Audit and reclaim a simulated cluster, end to end.
+
+    Starts a simulated Spur cluster (spurctld plus one spurd per node) on
+    127.0.0.1, loaded with the PR #623 incident, and walks through audit,
+    reclaim --dry-run, reclaim and audit again with the real code. No setup,
+    no root; its files live in a temp dir removed on exit.
+
+    \b
+    Examples:
+      spurctl demo
+      spurctl demo --serve    # then point spurctl at it by hand
+      spurctl demo --serve --scenario post-wipe
+    """
+    from spurctl.demo import command as run_demo
+
+    run_demo(keep_up=serve, scenario=scenario.value)
+    return ExitStatus.OK

@@ -1,0 +1,135 @@
+"""Values typed on the command line, read once: numbers in their range, durations, times.
+
+Every numeric option of every command is parsed by one of these
+(tests/unit/test_option_numbers.py checks it), so each says what it takes in the
+same words, and no option takes a number any other way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import typer
+
+from spurctl.errors import SpurctlError
+from spurctl.model import MAX_JOB_ID
+
+# The parsers every numeric option uses; tests/unit/test_option_numbers.py checks that
+# no option of any command takes a number any other way.
+NUMBER_PARSERS: set[Callable[..., Any]] = set()
+
+# Upper bounds where nothing else bounds a number: a day for a wait, and Linux's own
+# limits for ports.
+DAY_S = 86_400.0
+
+
+def _plain(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _range_text(low: float, high: float | None) -> str:
+    return f"of at least {_plain(low)}" if high is None else f"from {_plain(low)} to {_plain(high)}"
+
+
+def number(kind: type[int] | type[float], low: float, high: float | None = None) -> Any:
+    """A parser for a numeric option: a finite `kind` from `low` to `high` (None: no
+    bound), else a usage error naming the option and the range (exit 2)."""
+    what = "whole number" if kind is int else "number"
+
+    def parse(value: str | int | float) -> int | float:
+        text = str(value).strip()
+        try:
+            parsed: int | float = int(text) if kind is int else float(text)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{text!r} is not a {what}; give a {what} {_range_text(low, high)}"
+            ) from None
+        if not math.isfinite(parsed):
+            raise typer.BadParameter(
+                f"{text!r} is not a finite number; give a {what} {_range_text(low, high)}"
+            )
+        if parsed < low or (high is not None and parsed > high):
+            raise typer.BadParameter(
+                f"{text} is out of range; give a {what} {_range_text(low, high)}"
+            )
+        return parsed
+
+    NUMBER_PARSERS.add(parse)
+    return parse
+
+
+def number_option(
+    *names: str, kind: type[int] | type[float], low: float, high: float | None = None, **kw: Any
+) -> Any:
+    """typer.Option for a number, parsed by `number` (its range shown in --help)."""
+    help_text = kw.pop("help", "")
+    shown = f"[{_range_text(low, high)}]"
+    return typer.Option(*names, parser=number(kind, low, high), help=f"{help_text}  {shown}", **kw)
+
+
+def job_id_parser() -> Any:
+    """A Spur job id: a uint32 (docs/spur-facts.md "Job ids")."""
+    return number(int, 0, MAX_JOB_ID)
+
+
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: str | float) -> float:
+    """'90s', '10m', '1h', '2d' or plain seconds -> seconds; a usage error otherwise."""
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = value.strip().lower()
+        unit = _DURATION_UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{value!r} is not a duration; write it like 90s, 10m or 1h"
+            ) from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise typer.BadParameter(f"{value!r} must be a positive duration, e.g. 10m")
+    return seconds
+
+
+NUMBER_PARSERS.add(parse_duration)
+
+
+def since_time(value: str | datetime) -> datetime:
+    """A time, or a span back from now: RFC 3339 / ISO 8601 (naive is UTC), or '2h',
+    '30m', '90s', '2d'; a usage error naming both forms otherwise."""
+    if isinstance(value, datetime):
+        return value
+    from spurctl.model import parse_time, utcnow
+
+    text = value.strip()
+    if text[-1:].lower() in _DURATION_UNITS:
+        return utcnow() - timedelta(seconds=parse_duration(text))
+    try:
+        when = parse_time(text)
+    except ValueError:
+        when = None
+    if when is None:
+        raise typer.BadParameter(
+            f"{value!r} is neither a time (ISO 8601, e.g. 2026-12-02T14:00:00Z) nor a span "
+            "back from now (e.g. 2h, 30m, 2d)"
+        )
+    return when
+
+
+def rfc3339(text: str, option: str) -> datetime:
+    """`option`'s value as a time, or the one line saying it is not one."""
+    from spurctl.model import parse_time
+
+    try:
+        when = parse_time(text)
+    except ValueError:
+        when = None
+    if when is None:
+        raise SpurctlError(f"{option} {text!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)")
+    return when

@@ -1,0 +1,167 @@
+"""The nodes a command is about: `-w/--nodes/--node` and `-x`, parsed once, as clush reads them.
+
+Every command that takes nodes builds one `Scope` from what was typed and hands it
+down; nothing below re-parses a hostlist the operator gave. The rules, the same
+everywhere:
+
+- `-w` may be repeated: the nodes are the union (`-w a -w b` is `-w a,b`), as in clush.
+- `@group` (or `@source:group`) is resolved through ClusterShell's own group
+  configuration (groups.conf, read when the scope is parsed); a group that names no
+  node is an error, never "every node".
+- `-x` (also repeatable) is applied once, with the audit's loose name match: case and
+  domain aside, so `-x gpu021` also leaves out the inventory of `gpu021.cluster.local`.
+- A scope that comes out empty is a usage error naming the option that emptied it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+from spurctl.errors import SpurctlError
+from spurctl.hostlist import fold, loose_key, parse_scope
+
+# A ClusterShell group as an operator types it: @name or @source:name.
+_GROUP = re.compile(r"@[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?")
+
+
+def _top_parts(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth <= 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _group_nodes(group: str, option: str) -> frozenset[str]:
+    """The nodes of one `@group`, through ClusterShell's groups.conf as it is now."""
+    from ClusterShell.Defaults import config_paths
+    from ClusterShell.NodeSet import ILLEGAL_GROUP_CHARS, NodeSet, NodeSetError
+    from ClusterShell.NodeUtils import GroupResolverConfig, GroupResolverError
+
+    # A resolver of its own: ClusterShell's default one read its paths at import time.
+    resolver = GroupResolverConfig(config_paths("groups.conf"), ILLEGAL_GROUP_CHARS)
+    try:
+        names = frozenset(NodeSet(group, resolver=resolver))
+    except (NodeSetError, GroupResolverError) as exc:
+        raise SpurctlError(
+            f"{option} {group}: ClusterShell cannot resolve the group ({exc}); check "
+            "groups.conf (`nodeset -LL` lists the groups it knows)"
+        ) from None
+    if not names:
+        raise SpurctlError(
+            f"{option} {group}: ClusterShell's groups name no node in it; check the group's "
+            "name (`nodeset -LL` lists the groups it knows)"
+        )
+    for name in sorted(names):
+        parse_scope(name)  # a group must still name node names spurctl can pass to ssh
+    return names
+
+
+def parse_nodes(text: str, option: str = "--nodes") -> frozenset[str]:
+    """The nodes one typed hostlist names, its `@group` parts resolved by ClusterShell;
+    a usage error (naming `option`) when it names none or is malformed."""
+    parts = _top_parts(text)
+    groups = [p for p in parts if p.startswith("@")]
+    if not groups:
+        try:
+            return parse_scope(text)
+        except SpurctlError as exc:
+            raise SpurctlError(f"{option}: {exc}") from None
+    names: set[str] = set()
+    for part in parts:
+        if part.startswith("@"):
+            if not _GROUP.fullmatch(part):
+                raise SpurctlError(
+                    f"{option}: {part!r} is not a group name; write @group or @source:group"
+                )
+            names |= _group_nodes(part, option)
+        elif part:
+            try:
+                names |= parse_scope(part)
+            except SpurctlError as exc:
+                raise SpurctlError(f"{option}: {exc}") from None
+        else:
+            raise SpurctlError(f"{option}: bad hostlist {text!r}: an empty name between commas")
+    return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The nodes named (None: every node the controller or an inventory knows) and
+    those left out, with what was typed for messages."""
+
+    named: frozenset[str] | None = None
+    excluded: frozenset[str] = frozenset()
+    nodes_typed: tuple[str, ...] = ()
+    exclude_typed: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(
+        cls,
+        nodes: Sequence[str] | str | None = None,
+        exclude: Sequence[str] | str | None = None,
+        *,
+        nodes_option: str = "-w/--nodes",
+    ) -> Scope:
+        """The scope from the typed options (each repeatable: the union); a malformed or
+        empty hostlist, an unknown group, or a -x that leaves out every named node is a
+        usage error."""
+        typed = (nodes,) if isinstance(nodes, str) else tuple(nodes or ())
+        left = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
+        named = None
+        if typed:
+            named = frozenset().union(*(parse_nodes(t, nodes_option) for t in typed))
+        excluded = frozenset().union(*(parse_nodes(t, "-x/--exclude") for t in left))
+        scope = cls(named, excluded, typed, left)
+        if named is not None and not scope.keep(named):
+            raise SpurctlError(
+                f"-x {scope.exclude_hostlist} leaves out every node of {nodes_option} "
+                f"{scope.hostlist}: nothing is left to act on"
+            )
+        return scope
+
+    @property
+    def everything(self) -> bool:
+        """No -w: every node (less -x)."""
+        return self.named is None
+
+    @property
+    def hostlist(self) -> str | None:
+        """The named nodes as one folded hostlist (None: every node), for printed commands."""
+        return None if self.named is None else fold(self.named)
+
+    @property
+    def exclude_hostlist(self) -> str | None:
+        return fold(self.excluded) if self.excluded else None
+
+    def _left_out_keys(self) -> frozenset[str]:
+        return frozenset(loose_key(n) for n in self.excluded)
+
+    def leaves_out(self, name: str) -> bool:
+        """Whether -x names `name`, by either of its names (case and domain aside)."""
+        return bool(self.excluded) and loose_key(name) in self._left_out_keys()
+
+    def keep(self, names: Iterable[str]) -> list[str]:
+        """Those of `names` -x does not leave out, in their order."""
+        if not self.excluded:
+            return list(names)
+        out = self._left_out_keys()
+        return [n for n in names if loose_key(n) not in out]
+
+    def targets(self, known: Collection[str]) -> list[str]:
+        """The nodes to read: the named ones, else every `known` node; less -x."""
+        return sorted(self.keep(self.named if self.named is not None else known))
+
+    def words(self) -> list[str]:
+        """The scope as options for a printed command (`--nodes HL`, `-x HL`)."""
+        out: list[str] = []
+        if self.hostlist is not None:
+            out += ["--nodes", self.hostlist]
+        if self.exclude_hostlist is not None:
+            out += ["-x", self.exclude_hostlist]
+        return out
