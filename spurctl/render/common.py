@@ -22,7 +22,7 @@ import msgspec
 
 from spurctl.errors import SpurctlError, redact, visible
 from spurctl.hostlist import fold, natural_key
-from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, format_time
+from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, Watermark, format_time
 
 # -- format choices ----------------------------------------------------------
 
@@ -476,3 +476,13 @@ def same_version(ack: str | None, version: str) -> bool:
     if ack is None or not version:
         return False
     return ack.strip().lstrip("vV") == version.strip().lstrip("vV")
+
+
+def command_line(step: NextStep) -> str:
+    """The step as a shell command line: each word quoted as the shell needs it (a
+    hostlist's brackets too, which bash would glob) and every control character written
+    out. Print it on a line of its own and never wrap it: a command broken over two
+    lines does not paste."""
+    import shlex
+
+    return visible(shlex.join(step.argv))
