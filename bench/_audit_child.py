@@ -75,11 +75,11 @@ def library(url: str, inventory: Path) -> dict[str, float]:
     """What `spurctl audit --inventory FILE --format json` does, phase by phase."""
     import io
 
+    from spurctl.audit_view import audit, gather
     from spurctl.render.audit import print_audit
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import read_view_and_inventories
     from spurctl.sources.settings import connect_settings
-    from spurctl.usecases.audit import audit, gather
 
     imported = time.perf_counter()
     conn = connect_settings(controller=url, timeout=60.0, home=Path("/nonexistent"))

@@ -28,12 +28,12 @@ from _harness import serve, verdict
 
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
+from spurctl.audit_view import run_audit
 from spurctl.scope import Scope
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
 from spurctl.usecases import reclaim as rc
-from spurctl.usecases.audit import run_audit
 
 TARGET_WALL = 5.0
 SWEEP = (8, 16, 32, 64, 128)

@@ -41,10 +41,10 @@ from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 from spurctl.render.common import write_output
 
 if TYPE_CHECKING:
+    from spurctl.audit_view import AuditInputs
     from spurctl.simcluster import SimCluster
     from spurctl.simcluster.server import AuthMode
     from spurctl.sources.settings import Connection
-    from spurctl.usecases.audit import AuditInputs
     from spurctl.usecases.reclaim import Prepared, ReclaimRun
 
 # Wide enough for the audit table's reason column when the output is not a
@@ -238,9 +238,9 @@ class _Narrator:
 def _audit(
     cluster: DemoCluster, conn: Connection, nodes: str | None
 ) -> tuple[AuditReport, AuditInputs]:
+    from spurctl.audit_view import run_audit
     from spurctl.scope import Scope
     from spurctl.sources.inventories import Sources
-    from spurctl.usecases.audit import run_audit
 
     return run_audit(Sources(Scope.parse(nodes), [str(cluster.inventory)], False, "", 1), conn)
 

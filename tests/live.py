@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spurctl.audit_view import run_audit
 from spurctl.model import AuditReport, Finding
 from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
-from spurctl.usecases.audit import run_audit
 
 KEY = "e2e-cluster-key-0123456789abcdef0123"
 

@@ -257,10 +257,11 @@ def command(
             reclaim_flags=opt.view_flags(holdings, conn),
         )  # fmt: skip
     from spurctl import heap
+    from spurctl.audit_view import run_audit
     from spurctl.render.audit import FindingFilter
     from spurctl.render.audit_command import show_audit
 
-    report, inputs = use_case.run_audit(
+    report, inputs = run_audit(
         request.sources, connection, watermark=request.watermark,
         include_healthy=request.show_all, journal=request.journal,
     )  # fmt: skip

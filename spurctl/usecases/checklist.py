@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from spurctl.audit_view import confirm_missing
 from spurctl.decide.post_wipe import Checklist, assess, build
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
 from spurctl.releases import spur_version_line, spur_version_note
 from spurctl.sources.inventories import Sources, gather_holdings
-from spurctl.usecases.audit import confirm_missing
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -98,7 +98,7 @@ def run_post_wipe(
         view = client.view(everything=True)  # the wipe's time is the earliest submission
         holdings = gather_holdings(src, view.nodes)
         if src.scope.excluded:
-            from spurctl.usecases.scope import excluding
+            from spurctl.scope import excluding
 
             kept = excluding(src.scope.excluded, view.nodes, holdings, scope)
             holdings, scope = kept.inventories, kept.scope

@@ -49,9 +49,9 @@ from spurctl.sources.inventory_extras import refusal_to_dict, session_to_dict
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from spurctl.audit_view import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
-    from spurctl.usecases.audit import AuditInputs
 
 SCHEMA = "spurctl.explain/v1"
 
@@ -465,7 +465,7 @@ def run_explain(
     run_audit's."""
     from dataclasses import replace
 
-    from spurctl.usecases.audit import run_audit
+    from spurctl.audit_view import run_audit
 
     if not name or any(c in name for c in "[], "):
         raise SpurctlError(f"explain takes one node name, not a hostlist: {name!r}")

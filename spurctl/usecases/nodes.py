@@ -19,9 +19,9 @@ from spurctl.errors import SpurctlError
 from spurctl.model import AuditReport, ControllerView, Inventory
 
 if TYPE_CHECKING:
+    from spurctl.audit_view import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
-    from spurctl.usecases.audit import AuditInputs
 
 
 class AgentStatus(enum.StrEnum):
@@ -189,7 +189,7 @@ def from_audit(report: AuditReport, inputs: AuditInputs) -> NodeListing:
 def run_nodes(src: Sources, conn: Connection | None) -> NodeListing:
     """`spurctl nodes`: read the controller (or a snapshot) and the inventories as an
     audit does, then list them."""
-    from spurctl.usecases.audit import run_audit
+    from spurctl.audit_view import run_audit
 
     report, inputs = run_audit(src, conn)
     return from_audit(report, inputs)

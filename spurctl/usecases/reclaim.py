@@ -62,9 +62,9 @@ from spurctl.model import (
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal, Unresolved
+    from spurctl.audit_view import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
-    from spurctl.usecases.audit import AuditInputs
 
 # Told, before the re-collect's wait, each (node, job) it waits to see freed and --settle.
 OnSettle = Callable[[Sequence[tuple[str, int]], float], None]
@@ -460,8 +460,8 @@ def prepare(
     the plan's cancels could reach the wrong agent (send_guards.check_endpoints).
     """
     from spurctl.act.journal import default_path, unresolved
+    from spurctl.audit_view import run_audit
     from spurctl.decide.plan import stale_reason
-    from spurctl.usecases.audit import run_audit
 
     # -x: an excluded node is never planned, whichever of its names --node gave (the
     # scope refused one that leaves out every node when it was parsed).

@@ -25,8 +25,8 @@ from spurctl.hostlist import loose_key, named_nodes
 from spurctl.sources.agent_endpoints import FORM, AddressError, Endpoint, endpoint, endpoints
 
 if TYPE_CHECKING:
+    from spurctl.audit_view import AuditInputs
     from spurctl.sources.settings import Connection
-    from spurctl.usecases.audit import AuditInputs
 
 
 def legit_nodes(entries: Iterable[Entry], inputs: AuditInputs) -> dict[int, set[str]]:

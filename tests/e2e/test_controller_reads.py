@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from spurctl.audit_view import audit, gather
 from spurctl.decide.classify import classify
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.model import (
@@ -35,7 +36,6 @@ from spurctl.sources.settings import Connection
 from spurctl.sources.wire import (
     job_from_pb,
 )
-from spurctl.usecases.audit import audit, gather
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from spurctl.audit_view import audit, gather
 from spurctl.model import Action, JobState, Kind
 from spurctl.simcluster import SimCluster, large
 from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
@@ -27,7 +28,6 @@ from spurctl.sources import controller
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
-from spurctl.usecases.audit import audit, gather
 from tests.cli import run_cli
 from tests.live import KEY
 

@@ -11,6 +11,7 @@ import pytest
 
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
+from spurctl.audit_view import run_audit
 from spurctl.model import Holding
 from spurctl.releases import filters_for
 from spurctl.scope import Scope
@@ -21,7 +22,6 @@ from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
 from spurctl.usecases import reclaim as rc
-from spurctl.usecases.audit import run_audit
 from tests.cli import run_cli
 from tests.live import KEY
 

@@ -24,6 +24,7 @@ import pytest
 
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
+from spurctl.audit_view import run_audit
 from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
@@ -31,7 +32,6 @@ from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
 from spurctl.usecases import reclaim as rc
-from spurctl.usecases.audit import run_audit
 from tests.cli import cli_process, one_line_error, run_cli
 from tests.live import KEY
 from tests.reclaim import cancelled, journal_records

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from spurctl.audit_view import AuditInputs, audit
 from spurctl.decide.classify import controller_decision
 from spurctl.errors import SpurctlError
 from spurctl.model import (
@@ -23,7 +24,6 @@ from spurctl.model import (
 )
 from spurctl.render.explain import render
 from spurctl.sources.settings import Connection
-from spurctl.usecases.audit import AuditInputs, audit
 from spurctl.usecases.explain import ARMS, explain
 
 NOW = datetime(2026, 12, 2, 14, 47, tzinfo=UTC)

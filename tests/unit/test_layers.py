@@ -24,7 +24,9 @@ PACKAGE = "spurctl"
 DECIDE_MAY_IMPORT = ("spurctl.model", "spurctl.hostlist", "spurctl.errors")
 USE_CASES = "spurctl.usecases"
 # Above the use cases: what parses options or narrates, and calls them.
-ENTRY_POINTS = ("spurctl.cli", "spurctl.demo")
+ENTRY_POINTS = ("spurctl.cli", "spurctl.demo", "spurctl.commands")
+# What every use case starts from (run_audit), below them all.
+SHARED_VIEW = "spurctl.audit_view"
 CLI_ENTRY_POINT = "spurctl.__main__"
 
 
@@ -152,6 +154,27 @@ def _use_cases_do_not_render(imp: Import) -> str | None:
     return None
 
 
+def _shared_view_is_below_the_use_cases(imp: Import) -> str | None:
+    if not _within(imp.importer, SHARED_VIEW):
+        return None
+    for banned in ("spurctl.render", USE_CASES, *ENTRY_POINTS):
+        if _within(imp.target, banned):
+            return (
+                f"{SHARED_VIEW} sits below the use cases: it never imports render/, a use "
+                f"case or a command; it imports {imp.target}"
+            )
+    return None
+
+
+def _only_cli_imports_commands(imp: Import) -> str | None:
+    # A command module is the edge: nothing below it may reach back up into one.
+    if not _within(imp.target, "spurctl.commands"):
+        return None
+    if imp.importer == "spurctl.cli" or _within(imp.importer, "spurctl.commands"):
+        return None
+    return f"only spurctl.cli imports spurctl/commands/; {imp.importer} does"
+
+
 def _nothing_imports_cli(imp: Import) -> str | None:
     # demo is the one most tempted (it narrates the commands); it is covered here too.
     if imp.target == "spurctl.cli" and imp.importer != CLI_ENTRY_POINT:
@@ -165,6 +188,8 @@ RULES: Mapping[str, Rule] = {
     "render-only-renders": _render_only_renders,
     "use-cases-do-not-render": _use_cases_do_not_render,
     "nothing-imports-cli": _nothing_imports_cli,
+    "shared-view-below-use-cases": _shared_view_is_below_the_use_cases,
+    "only-cli-imports-commands": _only_cli_imports_commands,
 }
 
 

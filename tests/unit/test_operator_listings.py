@@ -12,10 +12,9 @@ import typer
 
 from spurctl.model import AgentProcess, ControllerView, Inventory, JobState, NodeState
 from spurctl.option_values import since_time
-from spurctl.scope import Scope
+from spurctl.scope import Scope, excluded_note, excluding
 from spurctl.usecases.journal_runs import JournalFilter, JournalRuns, filtered, summarize
 from spurctl.usecases.nodes import AgentStatus, listing
-from spurctl.usecases.scope import excluded_note, excluding
 from tests.unit.test_classify import NOW, held, inv, job, node, view
 
 # -- -x -----------------------------------------------------------------------------
