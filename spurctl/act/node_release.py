@@ -45,6 +45,7 @@ from spurctl.sources.node_scan import (
     job_cgroup_dirs,
     process_stats,
     scan_for_release,
+    walk_dirs,
 )
 
 KIND = "agent-orphan"
@@ -337,12 +338,9 @@ def _wait_until(
 def _remove_tree(top: Path, clock: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """rmdir a job cgroup and its step cgroups, deepest first; a cgroup empties a moment
     after its last process exits, so each is retried until KILL_WAIT_S."""
-    try:
-        dirs = sorted(
-            (Path(root) for root, _, _ in os.walk(top)), key=lambda p: len(p.parts), reverse=True
-        )
-    except OSError:
-        return not top.exists()
+    # node_scan's walk, not os.walk: that recurses, and a cgroup nested deep enough would
+    # end the release in a RecursionError; past the scan's depth nothing is removed.
+    dirs = sorted(walk_dirs(top), key=lambda p: len(p.parts), reverse=True)
     deadline = clock() + KILL_WAIT_S
     for d in dirs:
         while True:

@@ -55,6 +55,7 @@ _JOB_DIR = re.compile(r"job_([0-9]+)(?:_([0-9]+))?")
 _STEP_DIR = re.compile(r"step_[0-9]+")
 _SPOOL_DIR = re.compile(r"job([0-9]+)")
 _MIB = 1024 * 1024
+MAX_CGROUP_DEPTH = 32  # below a job cgroup (spurd nests one level): deeper is cut, and said
 
 SkipHook = Callable[[Path, Exception], None]
 """Told about every entry skipped mid-scan (vanished, unreadable, garbage)."""
@@ -90,10 +91,6 @@ class _Job:
         )
 
 
-def _cgroup_rank(cgroup: _Cgroup) -> tuple[bool, int]:
-    return bool(cgroup.pids), -1 if cgroup.attempt is None else cgroup.attempt
-
-
 @dataclass(frozen=True, slots=True)
 class _ProcEnv:
     job_id: int | None
@@ -124,15 +121,9 @@ def scan(
     --proc-root); everything below it that misbehaves is skipped.
     """
     inventory, _ = _gather(
-        cgroup_root,
-        proc_root,
-        hostname,
-        now,
-        on_skip,
-        spool_root=spool_root,
-        host_name=host_name,
-        sys_root=sys_root,
-    )
+        cgroup_root, proc_root, hostname, now, on_skip,
+        spool_root=spool_root, host_name=host_name, sys_root=sys_root,
+    )  # fmt: skip
     return inventory
 
 
@@ -383,7 +374,7 @@ def _cgroup_pids(job_dir: Path, skip: SkipHook) -> set[int]:
     only reading the job directory's cgroup.procs would miss them.
     """
     pids: set[int] = set()
-    for directory in _walk_dirs(job_dir, skip):
+    for directory in walk_dirs(job_dir, skip):
         text = _read_text(directory / "cgroup.procs", skip)
         if text is None:
             continue
@@ -394,19 +385,33 @@ def _cgroup_pids(job_dir: Path, skip: SkipHook) -> set[int]:
     return pids
 
 
-def _walk_dirs(top: Path, skip: SkipHook) -> Iterator[Path]:
-    yield top
-    try:
-        entries = list(os.scandir(top))
-    except OSError as exc:
-        skip(top, exc)
-        return
-    for entry in entries:
+class CgroupTooDeep(OSError):
+    """A directory more than MAX_CGROUP_DEPTH levels below the job cgroup (its argument)."""
+
+
+def walk_dirs(top: Path, skip: SkipHook = _ignore) -> Iterator[Path]:
+    """`top` and the directories below it, MAX_CGROUP_DEPTH levels at most; one deeper is
+    told to `skip` (CgroupTooDeep). A stack, not recursion: no nesting can overflow it."""
+    todo = [(top, 0)]
+    while todo:
+        here, depth = todo.pop()
+        yield here
         try:
-            if entry.is_dir(follow_symlinks=False):
-                yield from _walk_dirs(Path(entry.path), skip)
+            entries = list(os.scandir(here))
         except OSError as exc:
-            skip(Path(entry.path), exc)
+            skip(here, exc)
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            except OSError as exc:
+                skip(Path(entry.path), exc)
+                continue
+            if depth < MAX_CGROUP_DEPTH:
+                todo.append((Path(entry.path), depth + 1))
+            else:
+                skip(Path(entry.path), CgroupTooDeep(top))
 
 
 def parse_cpu_list(text: str) -> int | None:
@@ -632,12 +637,6 @@ class _ProcTable:
             seen.add(here)
 
 
-def find_agent(proc_root: Path, boot: int | None, skip: SkipHook) -> AgentProcess | None:
-    """The node's spurd, when exactly one top-level spurd runs (see `find_agents`)."""
-    agents = find_agents(proc_root, boot, skip)
-    return agents[0] if len(agents) == 1 else None
-
-
 def find_agents(
     proc_root: Path, boot: int | None, skip: SkipHook, table: _ProcTable | None = None
 ) -> list[AgentProcess]:
@@ -772,7 +771,7 @@ def _memory_mb(job_dir: Path, skip: SkipHook) -> int | None:
 
 def _started_at(job: _Job, table: _ProcTable, boot: int | None, skip: SkipHook) -> datetime | None:
     if boot is not None and job.pids:
-        ticks = _present(_ticks(table.stat(pid)) for pid in job.pids)
+        ticks = [t for pid in job.pids if (t := _ticks(table.stat(pid))) is not None]
         if ticks:
             return _ticks_to_time(boot, min(ticks))
     # No readable process: when the cgroup (else the spool directory) was made.
@@ -786,10 +785,6 @@ def _started_at(job: _Job, table: _ProcTable, boot: int | None, skip: SkipHook) 
 
 def _ticks(fields: tuple[int, int] | None) -> int | None:
     return None if fields is None else fields[1]
-
-
-def _present(values: Iterable[int | None]) -> list[int]:
-    return [v for v in values if v is not None]
 
 
 def _read_text(path: Path, skip: SkipHook) -> str | None:
@@ -814,24 +809,31 @@ def scan_this_node(
     `cgroup_root` None: find the roots spurd may use (`find_cgroup_roots`).
     """
     import socket
+    import sys
 
     denied = 0
+    cut: dict[Path, Path] = {}  # a job cgroup too deep to read whole -> its first cut
 
     def on_skip(path: Path, exc: Exception) -> None:
         nonlocal denied
         if isinstance(exc, PermissionError) and path.name == "environ":
             denied += 1
+        elif isinstance(exc, CgroupTooDeep):
+            cut.setdefault(exc.args[0], path)
 
     # spurd registers under gethostname() unless started with --hostname.
     own_name = socket.gethostname()
     inventory = scan(
-        cgroup_root,
-        proc_root,
-        hostname or own_name,
-        on_skip=on_skip,
-        spool_root=spool_root,
-        host_name=own_name,
-    )
+        cgroup_root, proc_root, hostname or own_name,
+        on_skip=on_skip, spool_root=spool_root, host_name=own_name,
+    )  # fmt: skip
+    for top, first in cut.items():
+        job = top.name.split("_")[1]
+        print(
+            f"spurctl: warning: job {job}'s cgroup {top} nests more than {MAX_CGROUP_DEPTH} "
+            f"levels deep; below that ({first} and more) was not read: a process only there "
+            "is missing from its holding", file=sys.stderr,
+        )  # fmt: skip
     return inventory, denied
 
 
@@ -846,15 +848,9 @@ def scan_for_release(
     import socket
 
     inventory, ev = _gather(
-        cgroup_root,
-        proc_root,
-        socket.gethostname(),
-        None,
-        None,
-        spool_root=SPOOL_ROOT,
-        host_name=None,
-        sys_root=Path("/"),
-    )
+        cgroup_root, proc_root, socket.gethostname(), None, None,
+        spool_root=SPOOL_ROOT, host_name=None, sys_root=Path("/"),
+    )  # fmt: skip
     claimed = {p for p, j in ev.membership.items() if j == job_id}
     claimed |= {p for p, e in ev.envs.items() if e.job_id == job_id and not e.epilog}
     comms = ev.table.comms()
