@@ -40,6 +40,7 @@ from spurctl.decide.release import held_run, refusal
 from spurctl.decide.release import select as select_processes
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory, format_time
+from spurctl.sources import bounded
 from spurctl.sources.node_scan import (
     cgroup_pids,
     job_cgroup_dirs,
@@ -269,8 +270,8 @@ class _Process:
 
 def _zombie(proc_root: Path, pid: int) -> bool:
     try:
-        raw = (proc_root / str(pid) / "stat").read_bytes()
-    except OSError:
+        raw = bounded.read_bytes(proc_root / str(pid) / "stat", bounded.NODE_FILE)
+    except (OSError, bounded.TooLarge):
         return True
     return raw.rpartition(b")")[2].split()[:1] == [b"Z"]
 

@@ -38,6 +38,7 @@ from spurctl.model import (
     format_time,
     parse_time,
 )
+from spurctl.sources import bounded
 
 _InventorySchema = Literal["spurctl.inventory/v1"]
 INVENTORY_SCHEMA: Final[str] = get_args(_InventorySchema)[0]
@@ -789,11 +790,9 @@ def snapshot_from_dict(d: Any, *, where: str) -> tuple[ControllerView, Watermark
 
 def read_snapshot(path: Path) -> tuple[ControllerView, Watermark]:
     try:
-        text = path.read_text()
+        doc = json.loads(redact(bounded.read_text(path, bounded.SNAPSHOT, f"--snapshot {path}")))
     except OSError as exc:
         raise DocumentError(f"cannot read snapshot {path}: {exc.strerror}") from None
-    try:
-        doc = json.loads(redact(text))
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); "

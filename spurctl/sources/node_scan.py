@@ -23,6 +23,7 @@ entry that vanishes or cannot be read mid-scan is skipped, never fatal.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -56,6 +57,7 @@ _STEP_DIR = re.compile(r"step_[0-9]+")
 _SPOOL_DIR = re.compile(r"job([0-9]+)")
 _MIB = 1024 * 1024
 MAX_CGROUP_DEPTH = 32  # below a job cgroup (spurd nests one level): deeper is cut, and said
+MAX_FILE = 64 * _MIB  # a /proc or cgroup file: an environment is a few MiB at most
 
 SkipHook = Callable[[Path, Exception], None]
 """Told about every entry skipped mid-scan (vanished, unreadable, garbage)."""
@@ -215,12 +217,8 @@ def _gather(
         table.lineage(pid)[-1:] == (1,) for h in held for pid in h.pids
     )
     inventory = Inventory(
-        node=hostname,
-        collected_at=collected_at,
-        source="cgroup+proc" if any_root else "proc",
-        error=None,
-        held=held,
-        agent=agent,
+        node=hostname, collected_at=collected_at, source="cgroup+proc" if any_root else "proc",
+        error=None, held=held, agent=agent,
         hostname=host_name if host_name is not None else hostname,
         target_node=names[0] if len(names) == 1 else None,
         target_nodes=names,
@@ -228,7 +226,7 @@ def _gather(
         agents=tuple(agents) if len(agents) > 1 else (),
         agent_hostname=_hostname_option(proc_root, agent.pid, skip) if agent else None,
         ancestry_read=ancestry_read,
-    )
+    )  # fmt: skip
     return inventory, _Evidence(table, boot, envs, membership)
 
 
@@ -479,7 +477,7 @@ def _read_environments(proc_root: Path, skip: SkipHook) -> dict[int, _ProcEnv]:
             continue
         path = proc_root / name / "environ"
         try:
-            raw = path.read_bytes()
+            raw = _bytes(path)
         except OSError as exc:  # vanished (FileNotFoundError, ProcessLookupError) or not ours
             skip(path, exc)
             continue
@@ -568,7 +566,7 @@ def _stat_fields(proc_root: Path, pid: int, skip: SkipHook) -> tuple[int, int] |
     """(parent pid, start ticks) from /proc/<pid>/stat (fields 4 and 22)."""
     path = proc_root / str(pid) / "stat"
     try:
-        raw = path.read_bytes()
+        raw = _bytes(path)
     except OSError as exc:
         skip(path, exc)
         return None
@@ -610,7 +608,7 @@ class _ProcTable:
             for name in names:
                 path = self.proc_root / name / "comm"
                 try:
-                    self._comms[int(name)] = path.read_bytes().decode("ascii", "replace").strip()
+                    self._comms[int(name)] = _bytes(path).decode("ascii", "replace").strip()
                 except FileNotFoundError:
                     if (self.proc_root / name).exists():
                         self._comms[int(name)] = None
@@ -664,7 +662,7 @@ def find_agents(
 def _stat_names_spurd(proc_root: Path, pid: int) -> bool:
     """A process whose comm is unreadable still counts as spurd when its stat names it."""
     try:
-        raw = (proc_root / str(pid) / "stat").read_bytes()
+        raw = _bytes(proc_root / str(pid) / "stat")
     except OSError:
         return False
     return raw.partition(b" (")[2].rpartition(b")")[0] == AGENT_COMM.encode()
@@ -674,7 +672,7 @@ def _hostname_option(proc_root: Path, pid: int, skip: SkipHook) -> str | None:
     """The `--hostname`/`-N` value on spurd's command line (main.rs `Args::hostname`)."""
     path = proc_root / str(pid) / "cmdline"
     try:
-        raw = path.read_bytes()
+        raw = _bytes(path)
     except OSError as exc:
         if not isinstance(exc, FileNotFoundError):
             skip(path, exc)
@@ -742,14 +740,11 @@ def _holding(
         job_id=job.job_id,
         cpus=_cgroup_cpus(cgroup.path, skip) if cgroup else None,
         memory_mb=_memory_mb(cgroup.path, skip) if cgroup else None,
-        gpus=tuple(gpus),
-        pids=tuple(sorted(job.pids)),
+        gpus=tuple(gpus), pids=tuple(sorted(job.pids)),
         started_at=_started_at(job, table, boot, skip),
-        attempt=cgroup.attempt if cgroup else None,
-        traces=traces,
-        tracked_pids=tuple(tracked),
-        supervisors=tuple(sorted(supervised)),
-    )
+        attempt=cgroup.attempt if cgroup else None, traces=traces,
+        tracked_pids=tuple(tracked), supervisors=tuple(sorted(supervised)),
+    )  # fmt: skip
 
 
 def _cgroup_job(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
@@ -787,9 +782,20 @@ def _ticks(fields: tuple[int, int] | None) -> int | None:
     return None if fields is None else fields[1]
 
 
+def _bytes(path: Path) -> bytes:
+    """The file, refused (EFBIG) past MAX_FILE: --proc-root may name any tree, /dev/zero too."""
+    data = bytearray()
+    with open(path, "rb", buffering=0) as fh:
+        while len(data) <= MAX_FILE and (piece := fh.read(1 << 16)):
+            data += piece
+    if len(data) > MAX_FILE:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE // _MIB} MiB", str(path))
+    return bytes(data)
+
+
 def _read_text(path: Path, skip: SkipHook) -> str | None:
     try:
-        return path.read_bytes().decode("ascii")
+        return _bytes(path).decode("ascii")
     except (OSError, UnicodeDecodeError) as exc:
         if not isinstance(exc, FileNotFoundError):
             skip(path, exc)
@@ -859,14 +865,11 @@ def scan_for_release(
         fields = ev.table.stat(pid)
         env = ev.envs.get(pid)
         out[pid] = JobProcess(
-            pid=pid,
-            ticks=_ticks(fields),
+            pid=pid, ticks=_ticks(fields), lineage=ev.table.lineage(pid),
             started_at=None if fields is None else _ticks_to_time(ev.boot, fields[1]),
-            lineage=ev.table.lineage(pid),
-            env_job=None if env is None else env.job_id,
-            cgroup_job=ev.membership.get(pid),
+            env_job=None if env is None else env.job_id, cgroup_job=ev.membership.get(pid),
             comm=comms.get(pid),
-        )
+        )  # fmt: skip
     return inventory, out
 
 

@@ -14,6 +14,7 @@ import msgspec
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import parse_scope
 from spurctl.model import MAX_JOB_ID, PLAN_SCHEMA, Action, PlanDocument
+from spurctl.sources import bounded
 
 _SAVE_ONE = "save a fresh one with `spurctl reclaim --dry-run -o FILE`"
 
@@ -21,7 +22,7 @@ _SAVE_ONE = "save a fresh one with `spurctl reclaim --dry-run -o FILE`"
 def load_plan(path: Path) -> PlanDocument:
     """The plan document at `path`, decoded and validated whole (DocumentError)."""
     try:
-        raw = path.read_bytes()
+        raw = bounded.read_bytes(path, bounded.PLAN, f"--plan {path}")
     except OSError as exc:
         raise DocumentError(
             f"cannot read plan {path}: {exc.strerror or exc}; give the file "
