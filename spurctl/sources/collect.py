@@ -166,7 +166,8 @@ def _run(
     from ClusterShell.Event import EventHandler
     from ClusterShell.NodeSet import NodeSet
     from ClusterShell.Task import task_self
-    from ClusterShell.Worker.Exec import ExecWorker
+
+    from spurctl.sources.children import exec_worker
 
     outcomes = {node: _Outcome() for node in nodes}
 
@@ -193,7 +194,8 @@ def _run(
     task.set_default("stderr_msgtree", False)
 
     with _Progress(len(nodes), show_progress) as bar:
-        worker = ExecWorker(
+        # ClusterShell's ExecWorker, whose commands end with spurctl (sources/children.py).
+        worker = exec_worker()(
             NodeSet.fromlist(nodes),
             handler=Gather(bar.advance),
             timeout=timeout,
