@@ -8,6 +8,7 @@ into inventories (exactly one of files or a collect).
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import sys
@@ -121,8 +122,10 @@ def _load_inventories(sources: Sequence[str], warn: Callable[[str], None]) -> li
 
     for source in sources:
         if source == "-":
-            stdin = getattr(sys.stdin, "buffer", None)  # a test harness may swap in text
-            text = _read(stdin, "<stdin>") if stdin is not None else sys.stdin.read()
+            # A test harness may swap in text: read as much as the limit, then as bytes.
+            limit = bounded.INVENTORY.size + 1
+            stdin = getattr(sys.stdin, "buffer", None) or io.BytesIO(sys.stdin.read(limit).encode())
+            text = _read(stdin, "<stdin>")
             add(parse_inventory_records(text, name="<stdin>"))
             continue
         files = _files(Path(source), warn)

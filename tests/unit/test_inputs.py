@@ -321,3 +321,20 @@ def test_an_unrelated_json_file_in_an_inventory_directory_is_named_and_skipped(
     (tmp_path / "gpu002.json").write_text('{"schema": "spurctl.inventory/v1", "node": 7}')
     with pytest.raises(SpurctlError, match=r"gpu002\.json"):
         load_inventories([str(tmp_path)], warnings.append)
+
+
+def test_text_swapped_in_for_standard_input_is_read_with_the_same_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    from dataclasses import replace
+
+    from spurctl.sources import bounded
+    from spurctl.sources import inventories as inv_module
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(_inv("gpu001") + "\n"))
+    assert [i.node for i in inv_module.load_inventories(["-"])] == ["gpu001"]
+    monkeypatch.setattr(bounded, "INVENTORY", replace(bounded.INVENTORY, line=2**10))
+    monkeypatch.setattr("sys.stdin", io.StringIO("x" * 2**20))
+    with pytest.raises(SpurctlError, match=r"<stdin>: line 1 is longer than 1 KiB"):
+        inv_module.load_inventories(["-"])
