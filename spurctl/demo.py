@@ -39,6 +39,7 @@ from spurctl.decide.reasons import plural
 from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
 from spurctl.render.common import write_output
+from spurctl.sources.bounded import JOURNAL, read_text
 
 if TYPE_CHECKING:
     from spurctl.audit_view import AuditInputs
@@ -331,7 +332,8 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         accepted = sim.cancels[cancels_before:]
         subjects = [c.subject for c in accepted]
         refusals = [r for r in sim.refusals if r.endpoint != "controller"]
-        records = len(cluster.journal.read_text().splitlines()) if cluster.journal.exists() else 0
+        journal = cluster.journal
+        records = len(read_text(journal, JOURNAL).splitlines()) if journal.exists() else 0
         say.say(
             f"The agents accepted {plural(len(accepted), 'cancel')}, "
             f"{sum(1 for s in subjects if s == 'spurctld')} carrying a verified `spurctld` "

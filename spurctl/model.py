@@ -514,7 +514,10 @@ def parse_time(text: str | None) -> datetime | None:
         return value  # already UTC (the common case): skip the conversion
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the first UTC date there is
+        raise ValueError(f"{text!r} is outside the dates UTC can hold") from None
 
 
 class Kind(enum.StrEnum):

@@ -107,17 +107,17 @@ def since_time(value: str | datetime) -> datetime:
         return value
     from spurctl.model import parse_time, utcnow
 
-    text = value.strip()
-    if text[-1:].lower() in _DURATION_UNITS:
-        return utcnow() - timedelta(seconds=parse_duration(text))
-    try:
+    text, when = value.strip(), None
+    try:  # a span reaching back past the year 1 overflows: a usage error too
+        if text[-1:].lower() in _DURATION_UNITS:
+            return utcnow() - timedelta(seconds=parse_duration(text))
         when = parse_time(text)
-    except ValueError:
-        when = None
+    except (ValueError, OverflowError):
+        pass
     if when is None:
         raise typer.BadParameter(
             f"{value!r} is neither a time (ISO 8601, e.g. 2026-12-02T14:00:00Z) nor a span "
-            "back from now (e.g. 2h, 30m, 2d)"
+            "back from now (e.g. 2h, 30m, 2d), either no earlier than the year 1"
         )
     return when
 

@@ -514,7 +514,9 @@ def records(path: Path, warn: Callable[[str], None] = _warn) -> list[dict[str, A
         # A device or a pipe holds no run, and reading one may never end (/dev/full).
         raise SpurctlError(f"journal {path} is not a regular file; pass --journal PATH")
     try:
-        data = path.read_bytes()
+        from spurctl.sources import bounded
+
+        data = bounded.read_bytes(path, bounded.JOURNAL, f"journal {path}")
     except FileNotFoundError:
         raise
     except OSError as exc:  # a directory, no permission

@@ -40,11 +40,13 @@ from spurctl.decide.release import held_run, refusal
 from spurctl.decide.release import select as select_processes
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory, format_time
+from spurctl.sources import bounded
 from spurctl.sources.node_scan import (
     cgroup_pids,
     job_cgroup_dirs,
     process_stats,
     scan_for_release,
+    walk_dirs,
 )
 
 KIND = "agent-orphan"
@@ -268,8 +270,8 @@ class _Process:
 
 def _zombie(proc_root: Path, pid: int) -> bool:
     try:
-        raw = (proc_root / str(pid) / "stat").read_bytes()
-    except OSError:
+        raw = bounded.read_bytes(proc_root / str(pid) / "stat", bounded.NODE_FILE)
+    except (OSError, bounded.TooLarge):
         return True
     return raw.rpartition(b")")[2].split()[:1] == [b"Z"]
 
@@ -337,12 +339,9 @@ def _wait_until(
 def _remove_tree(top: Path, clock: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """rmdir a job cgroup and its step cgroups, deepest first; a cgroup empties a moment
     after its last process exits, so each is retried until KILL_WAIT_S."""
-    try:
-        dirs = sorted(
-            (Path(root) for root, _, _ in os.walk(top)), key=lambda p: len(p.parts), reverse=True
-        )
-    except OSError:
-        return not top.exists()
+    # node_scan's walk, not os.walk: that recurses, and a cgroup nested deep enough would
+    # end the release in a RecursionError; past the scan's depth nothing is removed.
+    dirs = sorted(walk_dirs(top), key=lambda p: len(p.parts), reverse=True)
     deadline = clock() + KILL_WAIT_S
     for d in dirs:
         while True:

@@ -38,7 +38,7 @@ def confirm(question: str) -> bool:
         sys.stdout.flush()
         while not select.select([sys.stdin], [], [], 0.1)[0]:
             pass
-        answer = sys.stdin.readline()
+        answer = sys.stdin.readline(4096)  # an answer is a word: no line without end
     except KeyboardInterrupt:
         sys.stdout.write("\n")
         raise Aborted("nothing sent") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -58,7 +58,8 @@ class PlanFacts:
     fallback_nodes: Sequence[str] = ()
     # --job ids that name no planned entry.
     unmatched_jobs: Sequence[int] = ()
-    # (node, job) -> why that entry will be skipped for an old inventory.
+    # (node, job) -> why that entry will be skipped: an old inventory, or (--plan) a saved
+    # entry the fresh audit no longer plans.
     stale: Mapping[tuple[str, int], str] = field(default_factory=dict)
     max_inventory_age_s: float | None = None
     # The one-line error when the journal could not be written mid-run.
@@ -200,11 +201,15 @@ class PlanTable:
     beside them; otherwise, as audit's FindingsTable does, each node's name, then each
     of its cancels on a line with its agent, what it stops and its reason under it."""
 
-    def __init__(self, entries: Sequence[Entry]) -> None:
+    def __init__(self, entries: Sequence[Entry], skipped: Collection[tuple[str, int]] = ()) -> None:
         self.entries = list(entries)
+        self.skipped = skipped  # a WILL SKIP entry stops nothing, whatever it was planned on
+
+    def _stops(self, e: Entry) -> str:
+        return "nothing: will skip" if (e.node, e.job_id) in self.skipped else _stops(e)
 
     def _cells(self, e: Entry) -> tuple[str, ...]:
-        return (e.node, str(e.job_id), e.finding.kind.value, _agent_text(e), _stops(e))
+        return (e.node, str(e.job_id), e.finding.kind.value, _agent_text(e), self._stops(e))
 
     def _fits(self, width: int) -> bool:
         widths = [len(h) for h in _PLAN_HEADERS]
@@ -235,7 +240,7 @@ class PlanTable:
             if e.node != node:
                 node = e.node
                 yield Text(e.node, style="bold")
-            yield Text(f"  {e.job_id:>6}  {e.finding.kind.value}  will stop: {_stops(e)}")
+            yield Text(f"  {e.job_id:>6}  {e.finding.kind.value}  will stop: {self._stops(e)}")
             yield Padding(Text(f"agent {_agent_text(e)}"), (0, 0, 0, _STACK_INDENT))
             yield Padding(Text(e.finding.reason), (0, 0, 0, _STACK_INDENT))
 
@@ -273,13 +278,15 @@ def print_plan(
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
-    console.print(PlanTable(entries))
+    console.print(PlanTable(entries, facts.stale))
     for (node, job_id), why in sorted(facts.stale.items()):
         console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
-    live = sum(1 for e in entries if e.finding.live)
+    going = [e for e in entries if (e.node, e.job_id) not in facts.stale]
+    skips = f" ({len(entries) - len(going)} will skip)" if len(going) < len(entries) else ""
+    live = sum(1 for e in going if e.finding.live)
     console.print(
         Text(
-            f"{plural(len(entries), 'cancel')} on "
+            f"{plural(len(entries), 'cancel')}{skips} on "
             f"{plural(len({e.node for e in entries}), 'node')}; "
             f"{plural(live, 'live run')} will be stopped (agent CancelJob, signal 0, that node "
             "only)."
@@ -490,7 +497,7 @@ def facts_of(prepared: Prepared, view_command: str | None = None) -> PlanFacts:
         view_command=view_command or PLAIN_AUDIT,
         fallback_nodes=prepared.fallback_nodes,
         unmatched_jobs=prepared.unmatched_jobs,
-        stale=prepared.stale,
+        stale={**prepared.stale, **prepared.spared},
         max_inventory_age_s=prepared.max_inventory_age_s,
         journal_path=str(prepared.journal_path),
         investigate=[
@@ -525,12 +532,16 @@ def show_plan(
 
 
 def question(prepared: Prepared) -> str:
-    """The prompt before a real run: how many cancels, nodes and live runs."""
-    entries = prepared.entries
+    """The prompt before a real run: how many cancels, nodes and live runs, of the entries
+    not already known to be skipped (an old inventory, a saved entry no longer planned)."""
+    skip = {**prepared.stale, **prepared.spared}
+    entries = [e for e in prepared.entries if (e.node, e.job_id) not in skip]
     live = sum(1 for e in entries if e.finding.live)
+    skips = f" ({len(skip)} more will skip)" if skip else ""
     return (
         f"Send {plural(len(entries), 'cancel')} to "
-        f"{plural(len({e.node for e in entries}), 'node')}, killing {plural(live, 'live run')}?"
+        f"{plural(len({e.node for e in entries}), 'node')}{skips}, killing "
+        f"{plural(live, 'live run')}?"
     )
 
 

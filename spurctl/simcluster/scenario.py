@@ -27,6 +27,7 @@ from spurctl.model import (
     format_time,
     parse_time,
 )
+from spurctl.sources import bounded
 from spurctl.sources.documents import (
     INVENTORY_SCHEMA,
     holding_to_dict,
@@ -261,7 +262,7 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
 def read_scenario(path: Path) -> Scenario:
     """Load a scenario file; DocumentError names the file and what is wrong."""
     try:
-        text = path.read_text()
+        text = bounded.read_text(path, bounded.SCENARIO)
     except OSError as exc:
         raise DocumentError(f"cannot read scenario {path}: {exc.strerror}") from None
     try:

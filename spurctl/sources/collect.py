@@ -199,6 +199,8 @@ def _run(
     task.set_default("stderr_msgtree", False)
 
     with _Progress(len(nodes), show_progress) as bar:
+        # ClusterShell's ExecWorker, its commands ending with spurctl (sources/children.py)
+        # and each node's output capped (sources/output_cap.py).
         worker = capped_exec_worker()(
             NodeSet.fromlist(nodes),
             handler=Gather(bar.advance),

@@ -38,6 +38,7 @@ from spurctl.model import (
     format_time,
     parse_time,
 )
+from spurctl.sources import bounded
 from spurctl.sources import inventory_extras as extras
 from spurctl.sources.inventory_extras import holding_extras_to_dict, inventory_extras_to_dict
 
@@ -761,11 +762,9 @@ def snapshot_from_dict(d: Any, *, where: str) -> tuple[ControllerView, Watermark
 
 def read_snapshot(path: Path) -> tuple[ControllerView, Watermark]:
     try:
-        text = path.read_text()
+        doc = json.loads(redact(bounded.read_text(path, bounded.SNAPSHOT, f"--snapshot {path}")))
     except OSError as exc:
         raise DocumentError(f"cannot read snapshot {path}: {exc.strerror}") from None
-    try:
-        doc = json.loads(redact(text))
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); "

@@ -8,6 +8,7 @@ into inventories (exactly one of files or a collect).
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import sys
@@ -22,6 +23,7 @@ from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
 from spurctl.model import ControllerView, Inventory, format_time, held_ids
 from spurctl.scope import Scope
+from spurctl.sources import bounded
 from spurctl.sources.documents import parse_inventory_records
 
 if TYPE_CHECKING:
@@ -30,9 +32,6 @@ if TYPE_CHECKING:
 
 INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
-# No inventory line comes near this (a node holding 1,000 jobs prints ~200 KB); a
-# longer one is refused by its size, never read into memory whole.
-MAX_LINE_BYTES = 64 * 2**20
 _MIB = 2**20
 
 
@@ -122,8 +121,10 @@ def _load_inventories(sources: Sequence[str], warn: Callable[[str], None]) -> li
 
     for source in sources:
         if source == "-":
-            stdin = getattr(sys.stdin, "buffer", None)  # a test harness may swap in text
-            text = _read(stdin, "<stdin>") if stdin is not None else sys.stdin.read()
+            # A test harness may swap in text: read as much as the limit, then as bytes.
+            limit = bounded.INVENTORY.size + 1
+            stdin = getattr(sys.stdin, "buffer", None) or io.BytesIO(sys.stdin.read(limit).encode())
+            text = _read(stdin, "<stdin>")
             add(parse_inventory_records(text, name="<stdin>"))
             continue
         files = _files(Path(source), warn)
@@ -240,28 +241,9 @@ def _kind(mode: int) -> str:
 
 
 def _read(stream: BinaryIO, name: str) -> str:
-    """The stream's text, UTF-8 strictly, refusing any line over MAX_LINE_BYTES by its size."""
-    chunks: list[bytes] = []
-    lineno = 0
-    while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            break
-        lineno += 1
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            size = len(line)
-            while True:  # measure the rest of the line without keeping it
-                more = stream.readline(_MIB)
-                size += len(more)
-                if not more or more.endswith(b"\n"):
-                    break
-            raise SpurctlError(
-                f"{name}: line {lineno} is {size / _MIB:,.0f} MiB, over the "
-                f"{MAX_LINE_BYTES // _MIB} MiB an inventory line may be: not an inventory "
-                "(`spurctl collect -o FILE` writes one line per node)"
-            )
-        chunks.append(line)
-    data = b"".join(chunks)
+    """The stream's text, UTF-8 strictly, within bounded.INVENTORY: a line over its limit
+    is refused as soon as it is (an endless one too), never read into memory whole."""
+    data = bounded.read_lines(stream, bounded.INVENTORY, name)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

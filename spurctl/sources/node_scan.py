@@ -23,6 +23,7 @@ entry that vanishes or cannot be read mid-scan is skipped, never fatal.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -56,6 +57,9 @@ AGENT_COMM = "spurd"
 _JOB_DIR = re.compile(r"job_([0-9]+)(?:_([0-9]+))?")
 _STEP_DIR = re.compile(r"step_[0-9]+")
 _SPOOL_DIR = re.compile(r"job([0-9]+)")
+_MIB = 1024 * 1024
+MAX_CGROUP_DEPTH = 32  # below a job cgroup (spurd nests one level): deeper is cut, and said
+MAX_FILE = 64 * _MIB  # a /proc or cgroup file: an environment is a few MiB at most
 
 
 @dataclass(slots=True)
@@ -86,10 +90,6 @@ class _Job:
         return max(
             self.cgroups, key=lambda c: (bool(c.pids), -1 if c.attempt is None else c.attempt)
         )
-
-
-def _cgroup_rank(cgroup: _Cgroup) -> tuple[bool, int]:
-    return bool(cgroup.pids), -1 if cgroup.attempt is None else cgroup.attempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,8 +388,8 @@ def _cgroup_pids(job_dir: Path, skip: SkipHook) -> set[int]:
     only reading the job directory's cgroup.procs would miss them.
     """
     pids: set[int] = set()
-    for directory in _walk_dirs(job_dir, skip):
-        text = read_text(directory / "cgroup.procs", skip)
+    for directory in walk_dirs(job_dir, skip):
+        text = read_text(directory / "cgroup.procs", skip, limit=MAX_FILE)
         if text is None:
             continue
         for token in text.split():
@@ -399,19 +399,33 @@ def _cgroup_pids(job_dir: Path, skip: SkipHook) -> set[int]:
     return pids
 
 
-def _walk_dirs(top: Path, skip: SkipHook) -> Iterator[Path]:
-    yield top
-    try:
-        entries = list(os.scandir(top))
-    except OSError as exc:
-        skip(top, exc)
-        return
-    for entry in entries:
+class CgroupTooDeep(OSError):
+    """A directory more than MAX_CGROUP_DEPTH levels below the job cgroup (its argument)."""
+
+
+def walk_dirs(top: Path, skip: SkipHook = _ignore) -> Iterator[Path]:
+    """`top` and the directories below it, MAX_CGROUP_DEPTH levels at most; one deeper is
+    told to `skip` (CgroupTooDeep). A stack, not recursion: no nesting can overflow it."""
+    todo = [(top, 0)]
+    while todo:
+        here, depth = todo.pop()
+        yield here
         try:
-            if entry.is_dir(follow_symlinks=False):
-                yield from _walk_dirs(Path(entry.path), skip)
+            entries = list(os.scandir(here))
         except OSError as exc:
-            skip(Path(entry.path), exc)
+            skip(here, exc)
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            except OSError as exc:
+                skip(Path(entry.path), exc)
+                continue
+            if depth < MAX_CGROUP_DEPTH:
+                todo.append((Path(entry.path), depth + 1))
+            else:
+                skip(Path(entry.path), CgroupTooDeep(top))
 
 
 # -- processes -----------------------------------------------------------------
@@ -436,7 +450,7 @@ def _read_environments(proc_root: Path, skip: SkipHook) -> dict[int, _ProcEnv]:
             continue
         path = proc_root / name / "environ"
         try:
-            raw = path.read_bytes()
+            raw = _bytes(path)
         except OSError as exc:  # vanished (FileNotFoundError, ProcessLookupError) or not ours
             skip(path, exc)
             continue
@@ -525,7 +539,7 @@ def _stat_fields(proc_root: Path, pid: int, skip: SkipHook) -> tuple[int, int] |
     """(parent pid, start ticks) from /proc/<pid>/stat (fields 4 and 22)."""
     path = proc_root / str(pid) / "stat"
     try:
-        raw = path.read_bytes()
+        raw = _bytes(path)
     except OSError as exc:
         skip(path, exc)
         return None
@@ -567,7 +581,7 @@ class _ProcTable:
             for name in names:
                 path = self.proc_root / name / "comm"
                 try:
-                    self._comms[int(name)] = path.read_bytes().decode("ascii", "replace").strip()
+                    self._comms[int(name)] = _bytes(path).decode("ascii", "replace").strip()
                 except FileNotFoundError:
                     if (self.proc_root / name).exists():
                         self._comms[int(name)] = None
@@ -592,12 +606,6 @@ class _ProcTable:
             here = fields[0]
             out.append(here)
             seen.add(here)
-
-
-def find_agent(proc_root: Path, boot: int | None, skip: SkipHook) -> AgentProcess | None:
-    """The node's spurd, when exactly one top-level spurd runs (see `find_agents`)."""
-    agents = find_agents(proc_root, boot, skip)
-    return agents[0] if len(agents) == 1 else None
 
 
 def find_agents(
@@ -627,7 +635,7 @@ def find_agents(
 def _stat_names_spurd(proc_root: Path, pid: int) -> bool:
     """A process whose comm is unreadable still counts as spurd when its stat names it."""
     try:
-        raw = (proc_root / str(pid) / "stat").read_bytes()
+        raw = _bytes(proc_root / str(pid) / "stat")
     except OSError:
         return False
     return raw.partition(b" (")[2].rpartition(b")")[0] == AGENT_COMM.encode()
@@ -637,7 +645,7 @@ def _hostname_option(proc_root: Path, pid: int, skip: SkipHook) -> str | None:
     """The `--hostname`/`-N` value on spurd's command line (main.rs `Args::hostname`)."""
     path = proc_root / str(pid) / "cmdline"
     try:
-        raw = path.read_bytes()
+        raw = _bytes(path)
     except OSError as exc:
         if not isinstance(exc, FileNotFoundError):
             skip(path, exc)
@@ -732,7 +740,7 @@ def _cgroup_job(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
 
 def _started_at(job: _Job, table: _ProcTable, boot: int | None, skip: SkipHook) -> datetime | None:
     if boot is not None and job.pids:
-        ticks = _present(_ticks(table.stat(pid)) for pid in job.pids)
+        ticks = [t for pid in job.pids if (t := _ticks(table.stat(pid))) is not None]
         if ticks:
             return _ticks_to_time(boot, min(ticks))
     # No readable process: when the cgroup (else the spool directory) was made.
@@ -756,6 +764,17 @@ def _present(values: Iterable[int | None]) -> list[int]:
     return [v for v in values if v is not None]
 
 
+def _bytes(path: Path) -> bytes:
+    """The file, refused (EFBIG) past MAX_FILE: --proc-root may name any tree, /dev/zero too."""
+    data = bytearray()
+    with open(path, "rb", buffering=0) as fh:
+        while len(data) <= MAX_FILE and (piece := fh.read(1 << 16)):
+            data += piece
+    if len(data) > MAX_FILE:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE // _MIB} MiB", str(path))
+    return bytes(data)
+
+
 def scan_this_node(
     cgroup_root: Path | None,
     proc_root: Path,
@@ -770,13 +789,17 @@ def scan_this_node(
     `cgroup_root` None: find the roots spurd may use (`find_cgroup_roots`).
     """
     import socket
+    import sys
 
     denied = 0
+    cut: dict[Path, Path] = {}  # a job cgroup too deep to read whole -> its first cut
 
     def on_skip(path: Path, exc: Exception) -> None:
         nonlocal denied
         if isinstance(exc, PermissionError) and path.name == "environ":
             denied += 1
+        elif isinstance(exc, CgroupTooDeep):
+            cut.setdefault(exc.args[0], path)
 
     # spurd registers under gethostname() unless started with --hostname.
     own_name = socket.gethostname()
@@ -789,6 +812,13 @@ def scan_this_node(
         host_name=own_name,
         state_dir=state_dir,
     )
+    for top, first in cut.items():
+        job = top.name.split("_")[1]
+        print(
+            f"spurctl: warning: job {job}'s cgroup {top} nests more than {MAX_CGROUP_DEPTH} "
+            f"levels deep; below that ({first} and more) was not read: a process only there "
+            "is missing from its holding", file=sys.stderr,
+        )  # fmt: skip
     return inventory, denied
 
 
@@ -821,14 +851,11 @@ def scan_for_release(
         fields = ev.table.stat(pid)
         env = ev.envs.get(pid)
         out[pid] = JobProcess(
-            pid=pid,
-            ticks=_ticks(fields),
+            pid=pid, ticks=_ticks(fields), lineage=ev.table.lineage(pid),
             started_at=None if fields is None else _ticks_to_time(ev.boot, fields[1]),
-            lineage=ev.table.lineage(pid),
-            env_job=None if env is None else env.job_id,
-            cgroup_job=ev.membership.get(pid),
+            env_job=None if env is None else env.job_id, cgroup_job=ev.membership.get(pid),
             comm=comms.get(pid),
-        )
+        )  # fmt: skip
     return inventory, out
 
 

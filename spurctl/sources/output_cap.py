@@ -33,13 +33,17 @@ _CLASS: list[type] = []
 
 
 def capped_exec_worker() -> type:
-    """ClusterShell's ExecWorker whose clients keep at most OUTPUT_CAP bytes of each
-    node's stdout (STDERR_CAP of its stderr) and count the rest in `printed`."""
+    """ClusterShell's ExecWorker whose commands end with spurctl (sources/children.py) and
+    whose clients keep at most OUTPUT_CAP bytes of each node's stdout (STDERR_CAP of its
+    stderr) and count the rest in `printed`."""
     if _CLASS:
         return _CLASS[0]
-    from ClusterShell.Worker.Exec import ExecClient, ExecWorker
+    from spurctl.sources.children import exec_worker
 
-    class CappedClient(ExecClient):
+    # On top of the worker whose commands end with spurctl (sources/children.py).
+    ExecWorker = exec_worker()
+
+    class CappedClient(ExecWorker.SHELL_CLASS):  # type: ignore[name-defined]
         def _readlines(self, sname: str) -> Iterator[bytes]:
             # ClusterShell's own line splitting, over at most the cap: past it a chunk
             # is counted and let go, and a partial line never grows beyond it.
@@ -60,7 +64,7 @@ def capped_exec_worker() -> type:
                 else:
                     stream.rbuf = line
 
-    class CappedExecWorker(ExecWorker):
+    class CappedExecWorker(ExecWorker):  # type: ignore[valid-type,misc]
         SHELL_CLASS = CappedClient
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

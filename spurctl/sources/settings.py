@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from spurctl.errors import SpurctlError, register_secret
+from spurctl.sources import bounded
 
 if TYPE_CHECKING:
     from spurctl.sources.cluster_binding import Binding
@@ -73,7 +74,7 @@ def load_conf(path: Path | None, warn: Callable[[str], None] | None = None) -> S
             return SpurConf()
         path = DEFAULT_CONF
     try:
-        raw = path.read_bytes()
+        raw = bounded.read_bytes(path, bounded.CONF, f"spur.conf {path}")
     except OSError as exc:
         raise SpurctlError(
             f"cannot read spur.conf {path}: {exc.strerror}; pass --conf PATH or unset SPUR_CONF"
@@ -193,9 +194,10 @@ def resolve_token(
         )
         return None
     try:
-        token = path.read_text().strip()
-    except OSError as exc:
-        warn(f"ignoring {path}: {exc.strerror}")
+        token = bounded.read_text(path, bounded.KEY).strip()
+    except (OSError, ValueError, bounded.TooLarge) as exc:  # ValueError: not UTF-8
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        warn(f"ignoring {path}: {why or type(exc).__name__}")
         return None
     return _checked_token(token, str(path)) if token else None
 
@@ -226,7 +228,7 @@ def resolve_jwt_key(
     """
     if flag is not None:
         try:
-            raw = flag.read_bytes()
+            raw = bounded.read_bytes(flag, bounded.KEY, f"--jwt-key-file {flag}")
         except OSError as exc:
             raise SpurctlError(
                 f"cannot read --jwt-key-file {flag}: {exc.strerror}; "
@@ -271,9 +273,10 @@ def read_agent_map(path: Path) -> tuple[dict[str, str], Binding]:
     from spurctl.sources.cluster_binding import Binding, cluster_name, controller_list
 
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpurctlError(f"cannot read --agent-map {path}: {exc.strerror}") from None
+        text = bounded.read_text(path, bounded.AGENT_MAP, f"--agent-map {path}")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise SpurctlError(f"cannot read --agent-map {path}: {why}") from None
     doc: Any
     try:
         doc = json.loads(text)
@@ -385,7 +388,7 @@ def connect_settings(
     ca: bytes | None = None
     if tls_ca is not None:
         try:
-            ca = tls_ca.read_bytes()
+            ca = bounded.read_bytes(tls_ca, bounded.TLS_CA, f"--tls-ca {tls_ca}")
         except OSError as exc:
             raise SpurctlError(f"cannot read --tls-ca {tls_ca}: {exc.strerror}") from None
     if timeout <= 0:

@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from spurctl.errors import SpurctlError
+from spurctl.sources import bounded
 
 
 class ConfigFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -170,7 +171,7 @@ def load(path: Path | None = None) -> UserConfig:
     if stamp in _loaded:
         return _loaded[stamp]
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, bounded.USER_CONFIG)
     except FileNotFoundError:
         if named:
             raise SpurctlError(

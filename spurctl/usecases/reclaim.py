@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -742,43 +742,22 @@ def reverify(
     return True
 
 
-def check_saved(saved: PlanDocument, max_age_s: float, now: datetime) -> None:
-    """Refuse (SpurctlError) a saved plan too old to apply."""
-    from spurctl.decide.plan import duration
-
-    age = (now - saved.taken_at).total_seconds()
-    if age > max_age_s:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
-            "`spurctl reclaim --dry-run -o FILE`"
-        )
-
-
-def only_saved(prepared: Prepared, saved: PlanDocument, max_age_s: float) -> Prepared:
-    """The fresh plan narrowed to the saved entries; a saved entry the fresh audit no
-    longer plans stays in, spared with the fresh finding as its reason."""
+def only_saved(
+    prepared: Prepared, saved: PlanDocument, max_age_s: float, excluded: Collection[str] = ()
+) -> Prepared:
+    """The fresh plan narrowed to the saved entries (decide.saved_plan); a saved entry the
+    fresh audit no longer plans stays in, spared with why (`excluded`: this run's -x)."""
     import dataclasses
 
-    check_saved(saved, max_age_s, utcnow())
-    here = prepared.report.controller_address
-    if here != saved.controller.address:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller.address}, this is {here}; make a fresh one with "
-            "`spurctl reclaim --dry-run -o FILE` against this controller"
-        )
-    fresh = {(e.node, e.job_id): e for e in prepared.entries}
-    now_reads = {(f.node, f.job_id): f for f in prepared.report.findings}
-    entries: list[Entry] = []
-    spared: dict[tuple[str, int], str] = {}
-    for p in saved.entries:
-        key = (p.finding.node, p.finding.job_id or 0)
-        if key in fresh:
-            entries.append(fresh[key])
-            continue
-        entries.append(Entry(p.finding, p.address, p.collected_at))
-        spared[key] = _why_spared(key, now_reads.get(key), prepared.inputs)
+    from spurctl.decide.saved_plan import check_saved, narrow_to_saved
+
+    check_saved(saved, prepared.report.controller_address, max_age_s, utcnow())
+    inputs = prepared.inputs
+    entries, spared = narrow_to_saved(
+        saved, prepared.entries, prepared.report.findings,
+        lambda job_id: inputs.view.jobs.get(job_id) or inputs.confirmed.get(job_id),
+        excluded=excluded,
+    )  # fmt: skip
     keys = {(e.node, e.job_id) for e in entries}
     return dataclasses.replace(
         prepared,
@@ -786,27 +765,6 @@ def only_saved(prepared: Prepared, saved: PlanDocument, max_age_s: float) -> Pre
         spared=spared,
         stale={k: v for k, v in prepared.stale.items() if k in keys and k not in spared},
         unmatched_jobs=[],
-    )
-
-
-def _why_spared(key: tuple[str, int], now: Finding | None, inputs: AuditInputs) -> str:
-    """Why a saved entry the fresh audit no longer plans is not sent."""
-    node, job_id = key
-    if now is not None:
-        return (
-            "not sent: no longer reclaimable, the fresh audit reads it as "
-            f"{now.kind.value}: {now.reason}"
-        )
-    job = inputs.view.jobs.get(job_id)
-    if job is not None:
-        where = f"on {job.nodelist}" if job.nodelist else "with no nodelist yet"
-        return (
-            f"not sent: no longer reclaimable, job {job_id} is now {job.state.name} {where}, "
-            f"and {node}'s holding of it is not a finding any more"
-        )
-    return (
-        "not sent: no longer reclaimable, the fresh audit finds no holding of job "
-        f"{job_id} on {node}"
     )
 
 
@@ -887,7 +845,7 @@ def reclaim(
         max_inventory_age_s=max_inventory_age_s, names_command=names_command,
     )  # fmt: skip
     if saved is not None:
-        prepared = only_saved(prepared, saved, max_inventory_age_s)
+        prepared = only_saved(prepared, saved, max_inventory_age_s, src.scope.excluded)
     show_plan(prepared)
     entries = prepared.entries
     unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK

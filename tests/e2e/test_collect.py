@@ -253,6 +253,39 @@ def test_node_inventory_prints_one_json_line_for_the_node(tmp_path: Path) -> Non
     )
 
 
+def test_node_inventory_cuts_a_cgroup_nested_past_its_depth_and_reports_every_other_holding(
+    tmp_path: Path,
+) -> None:
+    cg, proc = fixture_node(tmp_path)
+    job = cg / "job_30"
+    shallow = deepest = job / "step_0" / "d"
+    shallow.mkdir(parents=True)
+    for _ in range(1_200):  # far past any recursion limit (pathlib's mkdir recurses too)
+        deepest /= "d"
+        deepest.mkdir()
+    (shallow / "cgroup.procs").write_text("555\n")
+    (deepest / "cgroup.procs").write_text("999\n")
+    try:
+        run = run_cli(
+            "node-inventory", "--cgroup-root", str(cg), "--proc-root", str(proc),
+            "--hostname", "gpu017",
+        )  # fmt: skip
+    finally:  # bottom up: shutil.rmtree (pytest's clean-up) recurses, and would overflow
+        (deepest / "cgroup.procs").unlink()
+        while deepest != shallow:
+            deepest.rmdir()
+            deepest = deepest.parent
+
+    assert run.returncode == 0, run.stderr
+    (inv,) = parse_inventory_text(run.stdout, name="stdout")
+    held = {h.job_id: h for h in inv.held}
+    assert sorted(held) == [30, 4711] and held[4711].pids == (81234,)
+    assert held[30].pids == (555,)  # what lies within the depth is read; 999 is below it
+    (warning,) = [line for line in run.stderr.splitlines() if "cgroup" in line]
+    assert warning.startswith("spurctl: warning: job 30's cgroup ") and str(job) in warning
+    assert "levels deep" in warning and "not read" in warning
+
+
 def test_node_inventory_writes_the_document_to_a_file_and_defaults_to_the_host_name(
     tmp_path: Path,
 ) -> None:

@@ -333,6 +333,16 @@ def test_journal_since_that_is_no_time_is_one_line_and_exit_2(tmp_path: Path, ba
     one_line_error(run, "--since")
 
 
+@pytest.mark.parametrize(
+    "far", ["1000000000h", "99999999999999999999m", "0001-01-01T00:00:00+01:00"]
+)
+def test_journal_since_beyond_any_date_is_one_line_and_exit_2(tmp_path: Path, far: str) -> None:
+    # A span back past the year 1, or a time that is no UTC date: not an OverflowError.
+    run = run_cli("journal", "--journal", str(tmp_path / "j.jsonl"), "--since", far)
+    assert "internal error" not in run.stderr
+    one_line_error(run, "--since", far)
+
+
 def test_journal_node_that_is_no_hostlist_is_one_line_and_exit_2(tmp_path: Path) -> None:
     run = run_cli("journal", "--journal", str(tmp_path / "j.jsonl"), "--node", "gpu[1-")
     assert run.returncode == 2

@@ -4,11 +4,15 @@ entries are sent, each re-checked afresh; a stale, foreign or malformed plan sen
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from spurctl import __version__
 from spurctl.simcluster import SimCluster
+from tests.cli import answer_on_a_terminal
 from tests.e2e import test_reclaim_e2e as base
 from tests.e2e.test_reclaim_e2e import files, journal, reclaim_cli
 
@@ -117,3 +121,114 @@ def test_plan_options_given_wrongly_are_one_usage_line(sim: SimCluster, tmp_path
     line = refused(reclaim_cli(sim, f, "--plan", str(plan), "--node", "gpu003", "--yes"))
     assert "--plan names its own nodes" in line
     assert sim.cancels == [] and journal(f) == []
+
+
+def _entry_edits() -> dict[str, tuple[str, object]]:
+    # Each a schema-valid edit of the first entry that spurctl itself never writes.
+    return {
+        "null job id": ("job_id", None),
+        "negative job id": ("job_id", -1),
+        "job id past uint32": ("job_id", 2**32),
+        "no node": ("node", ""),
+        "not a cancel": ("action", "spare"),
+    }
+
+
+@pytest.mark.parametrize("edit", sorted(_entry_edits()))
+def test_a_saved_entry_spurctl_never_writes_is_one_line_exit_2_and_nothing_sent(
+    sim: SimCluster, tmp_path: Path, edit: str
+) -> None:
+    f = files(sim, tmp_path)
+    plan = save_plan(sim, f, tmp_path, "--node", "gpu[003,007]")
+    doc = json.loads(plan.read_text())
+    field, value = _entry_edits()[edit]
+    doc["entries"][0]["finding"][field] = value
+    plan.write_text(json.dumps(doc))
+    run = reclaim_cli(sim, f, "--plan", str(plan), "--yes")
+    line = refused(run)
+    assert "internal error" not in line and "entry 1" in line and str(plan) in line, line
+    assert sim.cancels == [] and journal(f) == []
+
+
+def test_a_saved_plan_without_an_agent_address_or_a_hostlist_is_refused(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    plan = save_plan(sim, f, tmp_path, "--node", "gpu003")
+    doc = json.loads(plan.read_text())
+    doc["entries"][0]["address"] = " "
+    plan.write_text(json.dumps(doc))
+    assert "no agent address" in refused(reclaim_cli(sim, f, "--plan", str(plan), "--yes"))
+    doc["entries"][0]["address"] = "127.0.0.1:1"
+    plan.write_text(json.dumps({**doc, "nodes": "gpu[1-"}))
+    assert "not a hostlist" in refused(reclaim_cli(sim, f, "--plan", str(plan), "--yes"))
+    assert sim.cancels == [] and journal(f) == []
+
+
+def test_a_cancel_repeated_in_a_saved_plan_is_refused_never_sent_twice(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    plan = save_plan(sim, f, tmp_path, "--node", "gpu[003,007]")
+    doc = json.loads(plan.read_text())
+    first, second = doc["entries"]
+    plan.write_text(json.dumps({**doc, "entries": [first, second, first, first]}))
+    line = refused(reclaim_cli(sim, f, "--plan", str(plan), "--yes"))
+    assert "entry 3" in line and "repeats entry 1" in line and "job 4711 on gpu003" in line
+    assert sim.cancels == [] and journal(f) == []
+
+
+def test_a_plan_dated_ahead_of_this_hosts_clock_is_refused_whatever_its_age_limit(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    plan = edited(save_plan(sim, f, tmp_path, "--node", "gpu003"), taken_at="2099-01-01T00:00:00Z")
+    run = reclaim_cli(sim, f, "--plan", str(plan), "--yes", "--max-inventory-age", "3650d")
+    line = refused(run)
+    assert "ahead of this host's clock" in line and "nothing sent" in line, line
+    assert sim.cancels == [] and journal(f) == []
+    # A plan saved a moment ago on a controller whose clock is a little ahead still applies.
+    soon = (datetime.now(UTC) + timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    plan = edited(plan, taken_at=soon)
+    assert reclaim_cli(sim, f, "--plan", str(plan), "--yes").returncode == 1  # sent, unconfirmed
+    assert [(c.node, c.job_id) for c in sim.cancels] == [("gpu003", 4711)]
+
+
+def test_after_a_requeue_the_screen_before_the_prompt_shows_the_fresh_verdict(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    plan = save_plan(sim, f, tmp_path, "--node", "gpu[003,007]")
+    sim.requeue(4711, "gpu003")  # the fresh audit no longer plans gpu003's 4711
+    args = [
+        "reclaim", "--plan", str(plan), "--inventory", f["inventory"],
+        "--agent-map", f["agents"], "--journal", f["journal"], "--jwt-key-file", f["key"],
+        "--controller", sim.controller_address, "--token", f["token"],
+    ]  # fmt: skip
+    status, seen = answer_on_a_terminal(args, tmp_path / "home", b"n\r")
+    screen = re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace"))  # colours
+    assert status == 1 and "nothing sent" in screen, screen
+    flat = " ".join(screen.split())
+    assert (
+        "WILL SKIP: job 4711 on gpu003: not sent: no longer reclaimable, job 4711 is now "
+        "RUNNING on gpu003"
+    ) in flat, flat
+    assert "nothing: will skip" in flat
+    # Two saved cancels, one of which the fresh audit spares: one live run, not two.
+    assert "2 cancels (1 will skip) on 2 nodes; 1 live run will be stopped" in flat, flat
+    assert "Send 1 cancel to 1 node (1 more will skip), killing 1 live run?" in flat, flat
+    assert sim.cancels == []
+
+
+def test_a_saved_entry_left_out_by_x_is_skipped_saying_x_left_it_out(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    f = files(sim, tmp_path)
+    plan = save_plan(sim, f, tmp_path, "--node", "gpu[003,007]")
+    run = reclaim_cli(sim, f, "--plan", str(plan), "-x", "gpu003", "--yes", "--format", "json")
+    assert run.returncode == 1, run.stderr
+    outcomes = {(o["node"], o["job_id"]): o for o in json.loads(run.stdout)["outcomes"]}
+    detail = outcomes[("gpu003", 4711)]["detail"]
+    assert outcomes[("gpu003", 4711)]["result"] == "skipped"
+    assert "-x leaves gpu003 out of this run" in detail and "finds no holding" not in detail
+    assert [(c.node, c.job_id) for c in sim.cancels] == [("gpu007", 4719)]

@@ -240,12 +240,15 @@ def test_anything_raised_reading_one_nodes_output_is_that_nodes_error(
 def test_a_line_over_the_limit_is_refused_by_its_size_without_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from dataclasses import replace
+
+    from spurctl.sources import bounded
     from spurctl.sources import inventories as inv_module
 
-    monkeypatch.setattr(inv_module, "MAX_LINE_BYTES", 2**20)
+    monkeypatch.setattr(bounded, "INVENTORY", replace(bounded.INVENTORY, line=2**20))
     path = tmp_path / "big.jsonl"
     path.write_bytes(_inv("gpu001").encode() + b"\n" + b"x" * (3 * 2**20) + b"\n" + b"tail\n")
-    with pytest.raises(SpurctlError, match=r"big.jsonl: line 2 is 3 MiB, over the 1 MiB"):
+    with pytest.raises(SpurctlError, match=r"big.jsonl: line 2 is longer than 1 MiB, more than"):
         inv_module.load_inventories([str(path)])
     # A line right at the limit is still read.
     path.write_bytes(_inv("gpu001", source="y" * (2**20 - 200)).encode() + b"\n")
@@ -318,3 +321,20 @@ def test_an_unrelated_json_file_in_an_inventory_directory_is_named_and_skipped(
     (tmp_path / "gpu002.json").write_text('{"schema": "spurctl.inventory/v1", "node": 7}')
     with pytest.raises(SpurctlError, match=r"gpu002\.json"):
         load_inventories([str(tmp_path)], warnings.append)
+
+
+def test_text_swapped_in_for_standard_input_is_read_with_the_same_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    from dataclasses import replace
+
+    from spurctl.sources import bounded
+    from spurctl.sources import inventories as inv_module
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(_inv("gpu001") + "\n"))
+    assert [i.node for i in inv_module.load_inventories(["-"])] == ["gpu001"]
+    monkeypatch.setattr(bounded, "INVENTORY", replace(bounded.INVENTORY, line=2**10))
+    monkeypatch.setattr("sys.stdin", io.StringIO("x" * 2**20))
+    with pytest.raises(SpurctlError, match=r"<stdin>: line 1 is longer than 1 KiB"):
+        inv_module.load_inventories(["-"])

@@ -208,14 +208,16 @@ def test_a_process_environment_that_is_not_ours_is_skipped(
     # Another user's process, as a scan that is not root meets it (root, as CI runs, reads
     # any file whatever its mode, so a chmod would prove nothing there).
     not_ours = proc / "70" / "environ"
-    read_bytes = Path.read_bytes
+    from spurctl.sources import node_scan
+
+    read_bytes = node_scan._bytes  # every file the scan reads goes through it
 
     def refusing(path: Path) -> bytes:
         if path == not_ours:
             raise PermissionError(13, "Permission denied", str(path))
         return read_bytes(path)
 
-    monkeypatch.setattr(Path, "read_bytes", refusing)
+    monkeypatch.setattr(node_scan, "_bytes", refusing)
     skipped: list[type[Exception]] = []
 
     inv = scan(tmp_path / "none", proc, "n1", on_skip=lambda p, e: skipped.append(type(e)))
@@ -385,3 +387,58 @@ def test_the_inventory_survives_its_json_document(tmp_path: Path) -> None:
 
 
 # -- the real /proc -------------------------------------------------------------------
+
+
+def _nest(top: Path, levels: int) -> Path:
+    """`top`/d/d/... `levels` deep, made one level at a time (pathlib's mkdir recurses)."""
+    deepest = top
+    deepest.mkdir(parents=True)
+    for _ in range(levels):
+        deepest /= "d"
+        deepest.mkdir()
+    return deepest
+
+
+def _unnest(deepest: Path, top: Path) -> None:
+    """Remove what `_nest` made, bottom up (shutil.rmtree, pytest's clean-up, recurses)."""
+    while True:
+        for f in deepest.iterdir():
+            f.unlink()
+        deepest.rmdir()
+        if deepest == top:
+            return
+        deepest = deepest.parent
+
+
+def test_a_cgroup_nested_past_any_recursion_limit_is_walked_to_the_depth_and_cut_there(
+    tmp_path: Path,
+) -> None:
+    from spurctl.sources.node_scan import MAX_CGROUP_DEPTH, CgroupTooDeep, walk_dirs
+
+    top = tmp_path / "spur" / "job_30"
+    deepest = _nest(top, 1_200)
+    skipped: list[tuple[Path, Exception]] = []
+    try:
+        seen = list(walk_dirs(top, lambda path, exc: skipped.append((path, exc))))
+        assert len(seen) == MAX_CGROUP_DEPTH + 1  # the job cgroup and 32 levels below it
+        ((path, exc),) = skipped
+        assert isinstance(exc, CgroupTooDeep) and exc.args == (top,)
+        assert len(path.relative_to(top).parts) == MAX_CGROUP_DEPTH + 1
+    finally:
+        _unnest(deepest, top)
+
+
+def test_node_release_of_a_cgroup_nested_past_any_recursion_limit_ends_with_it_kept(
+    tmp_path: Path,
+) -> None:
+    from spurctl.act import node_release
+
+    top = tmp_path / "spur" / "job_30"
+    deepest = _nest(top, 1_200)
+    clock = iter(range(0, 10_000, 5))  # each look 5 s later: the wait for it to empty ends
+    try:
+        removed = node_release._remove_tree(top, lambda: float(next(clock)), lambda _: None)
+        assert removed is False and top.exists()  # kept, said; never a RecursionError
+        assert deepest.exists()
+    finally:
+        _unnest(deepest, top)

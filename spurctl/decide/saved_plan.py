@@ -1,0 +1,99 @@
+"""`reclaim --plan FILE`: whether a saved plan may be applied now, and which of its
+entries the fresh audit still plans.
+
+A saved plan says what may be sent, never that it still should be: the nodes
+are audited afresh and only a saved entry the fresh audit plans again can go.
+Pure: the caller brings the saved document, the fresh plan and the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+
+from spurctl.decide.classify import CLOCK_AHEAD_S
+from spurctl.decide.plan import Entry, duration
+from spurctl.errors import SpurctlError
+from spurctl.hostlist import loose_key
+from spurctl.model import Finding, Job, PlanDocument, format_time
+
+_FRESH_ONE = "make a fresh one with `spurctl reclaim --dry-run -o FILE`"
+
+Key = tuple[str, int]
+
+
+def check_saved(saved: PlanDocument, here: str, max_age_s: float, now: datetime) -> None:
+    """Refuse (SpurctlError, nothing sent) a plan from another controller (`here` is the
+    one answering now), one whose view was taken longer ago than `max_age_s`, and one
+    dated ahead of this host's clock by more than a node's clock may be: its age then
+    proves nothing, and any --max-inventory-age would pass it."""
+    age = (now - saved.taken_at).total_seconds()
+    if age < -CLOCK_AHEAD_S:
+        raise SpurctlError(
+            f"refusing the saved plan, nothing sent: its view is dated "
+            f"{format_time(saved.taken_at)}, {duration(-age)} ahead of this host's clock "
+            f"(more than the {duration(CLOCK_AHEAD_S)} allowed), so how old it is cannot be "
+            f"told; {_FRESH_ONE}"
+        )
+    if age > max_age_s:
+        raise SpurctlError(
+            f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
+            f"longer than --max-inventory-age {duration(max_age_s)}; {_FRESH_ONE}"
+        )
+    if here != saved.controller.address:
+        raise SpurctlError(
+            f"refusing the saved plan, nothing sent: it was made from controller "
+            f"{saved.controller.address}, this is {here}; {_FRESH_ONE} against this controller"
+        )
+
+
+def narrow_to_saved(
+    saved: PlanDocument,
+    fresh: Sequence[Entry],
+    findings: Sequence[Finding],
+    job_of: Callable[[int], Job | None],
+    excluded: Collection[str] = (),
+) -> tuple[list[Entry], dict[Key, str]]:
+    """The saved entries in the plan's order: the fresh entry where the fresh audit plans
+    it again, else the saved one, spared (the second value: why each is not sent).
+
+    `findings` are the fresh audit's, `job_of` the fresh view's jobs, `excluded` the
+    nodes -x leaves out of this run (matched by name, case and domain aside).
+    """
+    planned: Mapping[Key, Entry] = {(e.node, e.job_id): e for e in fresh}
+    reads = {(f.node, f.job_id): f for f in findings if f.job_id is not None}
+    left_out = {loose_key(n) for n in excluded}
+    entries: list[Entry] = []
+    spared: dict[Key, str] = {}
+    for p in saved.entries:
+        saved_entry = Entry(p.finding, p.address, p.collected_at)
+        key = (saved_entry.node, saved_entry.job_id)
+        if key in planned:
+            entries.append(planned[key])
+            continue
+        entries.append(saved_entry)
+        if loose_key(key[0]) in left_out:
+            spared[key] = f"not sent: -x leaves {key[0]} out of this run, so it was not audited"
+        else:
+            spared[key] = _why_spared(key, reads.get(key), job_of(key[1]))
+    return entries, spared
+
+
+def _why_spared(key: Key, now: Finding | None, job: Job | None) -> str:
+    """Why a saved entry the fresh audit no longer plans is not sent."""
+    node, job_id = key
+    if now is not None:
+        return (
+            "not sent: no longer reclaimable, the fresh audit reads it as "
+            f"{now.kind.value}: {now.reason}"
+        )
+    if job is not None:
+        where = f"on {job.nodelist}" if job.nodelist else "with no nodelist yet"
+        return (
+            f"not sent: no longer reclaimable, job {job_id} is now {job.state.name} {where}, "
+            f"and {node}'s holding of it is not a finding any more"
+        )
+    return (
+        "not sent: no longer reclaimable, the fresh audit finds no holding of job "
+        f"{job_id} on {node}"
+    )
