@@ -13,7 +13,6 @@ steps whose outcome the controller and the inventories now show. Pure: no I/O.
 from __future__ import annotations
 
 import enum
-import shlex
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,6 +29,7 @@ from spurctl.model import (
     Inventory,
     Job,
     Kind,
+    NextStep,
     Node,
     NodeState,
     Watermark,
@@ -177,7 +177,7 @@ class Step:
     id: StepId
     title: str
     nodes: tuple[str, ...]
-    commands: tuple[str, ...]
+    commands: tuple[NextStep, ...]
     done: bool
     checkable: bool
     detail: str
@@ -199,6 +199,14 @@ class Checklist:
     # options (--command, --topology, ...) and the controller's (and --watermark).
     collect_flags: tuple[str, ...] = ()
     read_flags: tuple[str, ...] = ()
+
+    @property
+    def recollect(self) -> NextStep | None:
+        """The collect that would inventory the nodes no inventory speaks for."""
+        missing = self.assessment.nodes_not_inventoried
+        if not missing:
+            return None
+        return NextStep.spurctl("collect", "--nodes", _fold(missing), *self.collect_flags)
 
     @property
     def ok(self) -> bool:
@@ -463,14 +471,8 @@ def assess(
 # -- the steps -------------------------------------------------------------------------
 
 
-def _words(head: str, *words: str) -> str:
-    """`head` (already quoted) and `words`, each shell-quoted."""
-    return " ".join([head, *(_q(w) for w in words)])
-
-
-def _q(word: str) -> str:
-    """A hostlist as a shell word: brackets would glob (zsh refuses them unquoted)."""
-    return shlex.quote(word)
+def _scontrol(*words: str) -> NextStep:
+    return NextStep(("scontrol", "update", *words))
 
 
 def _fold(names: Iterable[str]) -> str:
@@ -529,22 +531,22 @@ def _stopped(a: NodeAssessment) -> tuple[bool, str]:
     return False, why + supervision.outlived(left)
 
 
-def _release_commands(a: NodeAssessment) -> list[str]:
+def _release_commands(a: NodeAssessment) -> list[NextStep]:
     """On-node commands that stop each pre-wipe run, checked against its id and start."""
     out = supervision.release_commands(a.node, [(h.job_id, h.adopted) for h in a.hazards])
     for h in a.hazards:
         if h.adopted is not None:
             continue
         if h.started_at is None:
-            out.append(
-                f"# {a.node}: job {h.job_id}'s start is unknown; read it with "
+            why = (
+                f"{a.node}: job {h.job_id}'s start is unknown; read it with "
                 "`spurctl node-inventory` there, then node-release it"
             )
+            out.append(NextStep((), why))
             continue
-        out.append(
-            f"ssh {_q(a.node)} spurctl node-release --job {h.job_id} "
-            f"--started-at {format_time(h.started_at)}"
-        )
+        when = format_time(h.started_at) or ""
+        release = ("node-release", "--job", str(h.job_id), "--started-at", when)
+        out.append(NextStep.spurctl(*release, where=a.node))
     return out
 
 
@@ -582,7 +584,7 @@ def build_steps(
     nodes = tuple(sorted(nodes))
     if not nodes:
         return []
-    hl = _q(_fold(nodes))
+    hl = _fold(nodes)
     judged = [assessment.nodes[n] for n in nodes]
 
     # Per node, why each checkable step is not done yet (absent: done).
@@ -617,8 +619,8 @@ def build_steps(
     )
     by_hand = "confirm by hand (Spur exposes no partition state over the RPCs spurctl uses)"
     if partitions:
-        stop_cmds = tuple(f"scontrol update PartitionName={_q(p)} State=DRAIN" for p in partitions)
-        resume_cmds = tuple(f"scontrol update PartitionName={_q(p)} State=UP" for p in partitions)
+        stop_cmds = tuple(_scontrol(f"PartitionName={p}", "State=DRAIN") for p in partitions)
+        resume_cmds = tuple(_scontrol(f"PartitionName={p}", "State=UP") for p in partitions)
         which = (
             f"drain every partition ({', '.join(partitions)}), not only those of the nodes to "
             f"recycle: {counter}"
@@ -678,7 +680,9 @@ def build_steps(
         else:
             resume = (True, "back in service with clean inventories")
 
-    def step(sid: StepId, title: str, commands: Iterable[str], state: tuple[bool, str]) -> Step:
+    def step(
+        sid: StepId, title: str, commands: Iterable[NextStep], state: tuple[bool, str]
+    ) -> Step:
         return Step(sid, title, nodes, tuple(commands), state[0], True, state[1])
 
     return [
@@ -694,7 +698,7 @@ def build_steps(
         step(
             StepId.DRAIN_NODES,
             "Drain the nodes to recycle",
-            [f'scontrol update NodeName={hl} State=DRAIN Reason="{DRAIN_REASON}"'],
+            [_scontrol(f"NodeName={hl}", "State=DRAIN", f"Reason={DRAIN_REASON}")],
             drain,
         ),
         step(
@@ -706,16 +710,20 @@ def build_steps(
         step(
             StepId.RESTART_AGENTS,
             "Restart spurd on them",
-            [f"clush -w {hl} systemctl restart spurd"],
+            [NextStep(("clush", "-w", hl, "systemctl", "restart", "spurd"))],
             restart,
         ),
         step(
             StepId.VERIFY_INVENTORIES,
             "Verify their inventories hold no hazard",
             [
-                _words(f"spurctl collect --nodes {hl}", *collect_flags, "-o", AFTER_FILE),
-                _words(
-                    f"spurctl checklist post-wipe --verify --nodes {hl}",
+                NextStep.spurctl("collect", "--nodes", hl, *collect_flags, "-o", AFTER_FILE),
+                NextStep.spurctl(
+                    "checklist",
+                    "post-wipe",
+                    "--verify",
+                    "--nodes",
+                    hl,
                     "--inventory",
                     AFTER_FILE,
                     *read_flags,
@@ -726,7 +734,7 @@ def build_steps(
         step(
             StepId.RESUME_NODES,
             "Resume the nodes",
-            [f"scontrol update NodeName={hl} State=RESUME"],
+            [_scontrol(f"NodeName={hl}", "State=RESUME")],
             resume,
         ),
         Step(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spurctl.model import Holding, SessionBinding
+from spurctl.model import Holding, NextStep, SessionBinding
 
 # crates/spur-core/src/step.rs: the reserved step ids, as Slurm names them.
 _STEP_NAMES = {0xFFFF_FFFE: "batch", 0xFFFF_FFFD: "extern", 0xFFFF_FFFC: "interactive"}
@@ -62,12 +62,16 @@ def not_an_orphan(holding: Holding, holder: str, agent_started: str) -> str:
     )
 
 
-def release_commands(node: str, runs: Iterable[tuple[int, str | None]]) -> list[str]:
-    """The post-wipe checklist's line for each adopted pre-wipe run (job id, why adopted):
-    node-release refuses it and a restarted spurd adopts it again, so it is waited out."""
+def release_commands(node: str, runs: Iterable[tuple[int, str | None]]) -> list[NextStep]:
+    """The post-wipe checklist's note for each adopted pre-wipe run (job id, why adopted):
+    node-release refuses it and a restarted spurd adopts it again, so it is waited out:
+    no command, only why."""
     return [
-        f"# {node}: job {j} is adopted across spurd restarts ({why}): node-release refuses "
-        "it and restarting spurd does not end it; wait it out"
+        NextStep(
+            (),
+            f"{node}: job {j} is adopted across spurd restarts ({why}): node-release refuses "
+            "it and restarting spurd does not end it; wait it out",
+        )
         for j, why in runs
         if why is not None
     ]

@@ -3,7 +3,6 @@ document, or the `spurctl.checklist/v1` JSON document for scripts."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -13,6 +12,7 @@ from spurctl.model import WatermarkSource, format_time
 from spurctl.render.common import (
     ChecklistFormat,
     choose,
+    command_line,
     dump_json,
     escaped,
     markdown_table,
@@ -84,7 +84,7 @@ def _step_to_dict(s: Step) -> dict[str, Any]:
         "nodes": list(s.nodes),
         "hostlist": hostlist.fold(s.nodes),
         # One line a shell runs as is; the commands of a step run in order.
-        "command": " && ".join(s.commands),
+        "command": " && ".join(command_line(c) for c in s.commands if c.argv),
         "detail": s.detail,
     }
 
@@ -150,7 +150,7 @@ def _step_lines(s: Step) -> list[str]:
     by_hand = "" if s.checkable else " *(by hand)*"
     lines = [f"- {box} **{s.title}**{by_hand}: {s.detail}"]
     if s.commands:
-        lines += ["", "  ```sh", *(f"  {c}" for c in s.commands), "  ```", ""]
+        lines += ["", "  ```sh", *(f"  {command_line(c)}" for c in s.commands), "  ```", ""]
     return lines
 
 
@@ -193,8 +193,8 @@ def render_markdown(cl: Checklist, *, screen: bool = False, ack: str | None = No
             lines += [f"> **Warning:** {note}", ""]
     lines += [_summary(cl), ""]
     if a.nodes_not_inventoried:
-        names = hostlist.fold(a.nodes_not_inventoried)
-        collect = shlex.join(["spurctl", "collect", "--nodes", names, *cl.collect_flags])
+        assert cl.recollect is not None
+        collect = command_line(cl.recollect)
         lines += [
             f"**Not inventoried ({len(a.nodes_not_inventoried)}):** what these hold is unknown; "
             f"inventory them ({_code(collect)}) and run the checklist again:",

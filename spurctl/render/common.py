@@ -481,8 +481,12 @@ def same_version(ack: str | None, version: str) -> bool:
 def command_line(step: NextStep) -> str:
     """The step as a shell command line: each word quoted as the shell needs it (a
     hostlist's brackets too, which bash would glob) and every control character written
-    out. Print it on a line of its own and never wrap it: a command broken over two
-    lines does not paste."""
+    out; a step run on another host as `ssh HOST 'COMMAND'`; a step with no command as
+    a `# why` comment. Print it on a line of its own and never wrap it: a command broken
+    over two lines does not paste."""
     import shlex
 
-    return visible(shlex.join(step.argv))
+    if not step.argv:
+        return visible(f"# {step.why}")
+    words = step.argv if step.where is None else ("ssh", step.where, shlex.join(step.argv))
+    return visible(shlex.join(words))

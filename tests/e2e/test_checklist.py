@@ -270,18 +270,18 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     assert len(boxes) == 7 and all(b.startswith("- [ ] ") for b in boxes)
     for command in (
         "scontrol update PartitionName=gpu State=DRAIN",
-        "scontrol update NodeName='gpu[001-007]' State=DRAIN Reason=\"post-wipe agent recycle\"",
+        "scontrol update 'NodeName=gpu[001-007]' State=DRAIN 'Reason=post-wipe agent recycle'",
         "clush -w 'gpu[001-007]' systemctl restart spurd",
         "spurctl collect --nodes 'gpu[001-007]' -o after.jsonl",
         # The verify reads the controller this run read (--controller was given).
         "spurctl checklist post-wipe --verify --nodes 'gpu[001-007]' --inventory after.jsonl "
         f"--controller {sim.controller_address}",
-        "scontrol update NodeName='gpu[001-007]' State=RESUME",
+        "scontrol update 'NodeName=gpu[001-007]' State=RESUME",
         "scontrol update PartitionName=gpu State=UP",
     ):
         assert f"  {command}\n" in md, command
     # Each pre-wipe run is stopped on its node, checked against its id and start time.
-    assert "  ssh gpu002 spurctl node-release --job 63 --started-at 20" in md
+    assert "  ssh gpu002 'spurctl node-release --job 63 --started-at 20" in md
     # Steps appear in the order an operator works through them.
     positions = [
         md.index(t)

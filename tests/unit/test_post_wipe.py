@@ -26,6 +26,7 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
 )
+from spurctl.render.common import command_line
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 WM = Watermark(41, WatermarkSource.ESTIMATED)
@@ -127,7 +128,7 @@ def test_stop_submissions_covers_every_partition_since_the_counter_is_cluster_wi
     steps = build_steps(a, ["a1"], verify=False)
     stop = steps[0]
     assert stop.id is StepId.STOP_SUBMISSIONS
-    assert stop.commands == (
+    assert tuple(map(command_line, stop.commands)) == (
         "scontrol update PartitionName=cpu State=DRAIN",
         "scontrol update PartitionName=debug State=DRAIN",
         "scontrol update PartitionName=gpu State=DRAIN",
@@ -139,7 +140,7 @@ def test_stop_submissions_covers_every_partition_since_the_counter_is_cluster_wi
         read_flags=["--controller", "http://ctl:6817", "--watermark", "40"],
     )  # fmt: skip
     verify = next(s for s in flagged if s.id is StepId.VERIFY_INVENTORIES)
-    assert verify.commands == (
+    assert tuple(map(command_line, verify.commands)) == (
         "spurctl collect --nodes a1 --command 'ssh -p 2 %h x' -o after.jsonl",
         "spurctl checklist post-wipe --verify --nodes a1 --inventory after.jsonl "
         "--controller http://ctl:6817 --watermark 40",
@@ -243,8 +244,9 @@ def test_a_pre_wipe_run_left_after_a_restart_keeps_the_stop_step_open() -> None:
     stop = _step(a, StepId.STOP_RUNS)
     assert stop.done is False
     assert "50 outlived spurd's restart" in stop.detail
-    assert stop.commands == (
-        "ssh a1 spurctl node-release --job 50 --started-at 2026-11-24T12:00:00Z",
+    # Run on the node: one ssh word for the whole command, which pastes as it reads.
+    assert tuple(map(command_line, stop.commands)) == (
+        "ssh a1 'spurctl node-release --job 50 --started-at 2026-11-24T12:00:00Z'",
     )
     steps = [s.id for s in build_steps(a, ["a1"], verify=True)]
     assert steps.index(StepId.STOP_RUNS) < steps.index(StepId.RESTART_AGENTS)
@@ -280,7 +282,9 @@ def test_a_pre_wipe_run_under_a_live_spurstepd_session_is_waited_out_not_release
     assert "50 runs under a live spurstepd supervisor" in stop.detail
     assert "restarted spurd adopts again" in stop.detail
     assert "outlived spurd's restart" not in stop.detail
-    (command,) = stop.commands
+    (step,) = stop.commands
+    command = command_line(step)
+    assert not step.argv  # advice, not a command
     assert command.startswith("# a1: job 50 is adopted across spurd restarts")
     assert "node-release refuses it" in command and "wait it out" in command
 
