@@ -10,7 +10,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from spurctl.audit_view import confirm_missing
-from spurctl.decide.post_wipe import Checklist, assess, build
+from spurctl.decide.post_wipe import Checklist, assess
+from spurctl.decide.recycle_steps import build
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for

@@ -14,8 +14,8 @@ from spurctl.decide.post_wipe import (
     Step,
     StepId,
     assess_holding,
-    build_steps,
 )
+from spurctl.decide.recycle_steps import build_steps
 from spurctl.model import (
     AgentProcess,
     Holding,
