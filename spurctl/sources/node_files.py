@@ -48,3 +48,21 @@ def read_text(path: Path, skip: SkipHook, limit: int = MAX_SMALL_FILE) -> str | 
     except UnicodeDecodeError as exc:
         skip(path, exc)
         return None
+
+
+_MIB = 1024 * 1024
+MAX_FILE = 64 * _MIB  # a /proc or cgroup file: an environment is a few MiB at most
+
+
+def read_whole(path: Path) -> bytes:
+    """The whole file, refused (EFBIG) past MAX_FILE: --proc-root may name any tree,
+    /dev/zero too. Raises OSError as open() and read() do."""
+    import errno
+
+    data = bytearray()
+    with open(path, "rb", buffering=0) as fh:
+        while len(data) <= MAX_FILE and (piece := fh.read(1 << 16)):
+            data += piece
+    if len(data) > MAX_FILE:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE // _MIB} MiB", str(path))
+    return bytes(data)

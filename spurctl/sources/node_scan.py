@@ -23,7 +23,6 @@ entry that vanishes or cannot be read mid-scan is skipped, never fatal.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -31,35 +30,33 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess, utcnow
 from spurctl.sources import stepd_sessions
 from spurctl.sources.cgroup_limits import cgroup_cpus, memory_mb
-from spurctl.sources.node_files import SkipHook, read_text
+from spurctl.sources.node_files import MAX_FILE, SkipHook, read_text
 from spurctl.sources.node_files import ignore as _ignore
+from spurctl.sources.node_procs import (
+    ProcEnv,
+    ProcTable,
+    agent_hostname_option,
+    boot_time,
+    find_agents,
+    is_live_proc,
+    read_environments,
+    stat_fields,
+    ticks_to_time,
+)
 from spurctl.sources.stepd_sessions import STATE_DIR, SUPERVISOR_COMM
-
-JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
-# The job's GPUs: SPUR_JOB_GPUS first, then the vendor variable spurd sets; never
-# HIP_VISIBLE_DEVICES (docs/spur-facts.md, "What a node shows": GPUs).
-JOB_GPUS_VAR = "SPUR_JOB_GPUS"
-GPU_VARS = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
-TARGET_NODE_VAR = "SPUR_TARGET_NODE"
-# spur-core hooks.rs run_hook: "prolog_slurmd", "epilog_slurmd", "epilog_task", ...
-SCRIPT_CONTEXT_VARS = ("SPUR_SCRIPT_CONTEXT", "SLURM_SCRIPT_CONTEXT")
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/spur")
 """Where Spur main's spurd creates job cgroups (executor.rs CGROUP_ROOT)."""
 SPOOL_ROOT = Path("/var/spool/spur")
 """spurd's node-local spool (executor.rs SPOOL_ROOT); a job's is `job<id>/`."""
-AGENT_COMM = "spurd"
 
 _JOB_DIR = re.compile(r"job_([0-9]+)(?:_([0-9]+))?")
 _STEP_DIR = re.compile(r"step_[0-9]+")
 _SPOOL_DIR = re.compile(r"job([0-9]+)")
-_MIB = 1024 * 1024
 MAX_CGROUP_DEPTH = 32  # below a job cgroup (spurd nests one level): deeper is cut, and said
-MAX_FILE = 64 * _MIB  # a /proc or cgroup file: an environment is a few MiB at most
 
 
 @dataclass(slots=True)
@@ -90,14 +87,6 @@ class _Job:
         return max(
             self.cgroups, key=lambda c: (bool(c.pids), -1 if c.attempt is None else c.attempt)
         )
-
-
-@dataclass(frozen=True, slots=True)
-class _ProcEnv:
-    job_id: int | None
-    gpus: tuple[int, ...]
-    target_node: str | None = None
-    epilog: bool = False
 
 
 def scan(
@@ -141,9 +130,9 @@ def scan(
 class _Evidence:
     """What the scan read beside the inventory, for `spurctl node-release`."""
 
-    table: _ProcTable
+    table: ProcTable
     boot: int | None
-    envs: dict[int, _ProcEnv]
+    envs: dict[int, ProcEnv]
     membership: dict[int, int]  # pid -> the job whose cgroup it sits in
 
 
@@ -164,9 +153,9 @@ def _gather(
     jobs: dict[int, _Job] = {}
 
     # Listing /proc first: a wrong --proc-root is the one fatal mistake.
-    envs = _read_environments(proc_root, skip)
-    boot = _boot_time(proc_root, skip)
-    table = _ProcTable(proc_root, skip)
+    envs = read_environments(proc_root, skip)
+    boot = boot_time(proc_root, skip)
+    table = ProcTable(proc_root, skip)
     agents = find_agents(proc_root, boot, skip, table)
     # Two top-level spurds: which one is the agent cannot be told (docs/node-evidence.md).
     agent = agents[0] if len(agents) == 1 else None
@@ -176,7 +165,7 @@ def _gather(
         else find_cgroup_roots(proc_root, agent.pid if agent else None, sys_root, skip)
     )
 
-    own = {os.getpid()} if _is_live_proc(proc_root) else set()
+    own = {os.getpid()} if is_live_proc(proc_root) else set()
     any_root = False
     membership: dict[int, int] = {}
     for root in roots:
@@ -243,7 +232,7 @@ def _gather(
         target_nodes=names,
         agent_checked=len(agents) <= 1,
         agents=tuple(agents) if len(agents) > 1 else (),
-        agent_hostname=_hostname_option(proc_root, agent.pid, skip) if agent else None,
+        agent_hostname=agent_hostname_option(proc_root, agent.pid, skip) if agent else None,
         ancestry_read=ancestry_read,
         session_refusals=tuple(sessions.refusals),
     )
@@ -428,266 +417,13 @@ def walk_dirs(top: Path, skip: SkipHook = _ignore) -> Iterator[Path]:
                 skip(Path(entry.path), CgroupTooDeep(top))
 
 
-# -- processes -----------------------------------------------------------------
-
-
-def _read_environments(proc_root: Path, skip: SkipHook) -> dict[int, _ProcEnv]:
-    """pid -> the job id and GPUs its environment names, for processes that name either."""
-    try:
-        names = os.listdir(proc_root)
-    except OSError as exc:
-        raise SpurctlError(
-            f"cannot list {proc_root}: {exc.strerror or exc}; point --proc-root at the node's /proc"
-        ) from None
-    own_pid = os.getpid() if _is_live_proc(proc_root) else None
-    envs: dict[int, _ProcEnv] = {}
-    for name in names:
-        if not (name.isascii() and name.isdigit()):
-            continue
-        pid = int(name)
-        # The scanner itself may run inside a job (srun spurctl ...); it is not the job's work.
-        if pid == own_pid:
-            continue
-        path = proc_root / name / "environ"
-        try:
-            raw = _bytes(path)
-        except OSError as exc:  # vanished (FileNotFoundError, ProcessLookupError) or not ours
-            skip(path, exc)
-            continue
-        env = parse_environ(raw)
-        if env.job_id is not None or env.gpus:
-            envs[pid] = env
-    return envs
-
-
-def _is_live_proc(proc_root: Path) -> bool:
-    try:
-        return proc_root.resolve() == Path("/proc").resolve()
-    except OSError:
-        return False
-
-
-def parse_environ(raw: bytes) -> _ProcEnv:
-    """What a NUL-separated environ says about a job; garbage entries are ignored."""
-    values: dict[str, str] = {}
-    wanted = {*JOB_ID_VARS, JOB_GPUS_VAR, *GPU_VARS, TARGET_NODE_VAR, *SCRIPT_CONTEXT_VARS}
-    for entry in raw.split(b"\0"):
-        key, sep, value = entry.partition(b"=")
-        if not sep:
-            continue
-        try:
-            name = key.decode("ascii")
-            text = value.decode("ascii")
-        except UnicodeDecodeError:
-            continue
-        if name in wanted:
-            values[name] = text
-    job_id = None
-    for var in JOB_ID_VARS:
-        job_id = _job_id(values.get(var))
-        if job_id is not None:
-            break
-    target = values.get(TARGET_NODE_VAR, "").strip() or None
-    context = next((values[v] for v in SCRIPT_CONTEXT_VARS if values.get(v)), "")
-    return _ProcEnv(job_id, process_gpus(values), target, context.strip().startswith("epilog"))
-
-
-def process_gpus(values: dict[str, str]) -> tuple[int, ...]:
-    """The device ids one process's environment names: SPUR_JOB_GPUS, else a vendor variable."""
-    for var in (JOB_GPUS_VAR, *GPU_VARS):
-        ids = _device_ids(values.get(var, ""))
-        if ids:
-            return ids
-    return ()
-
-
-def _job_id(text: str | None) -> int | None:
-    if text is None:
-        return None
-    text = text.strip()
-    if not (text.isascii() and text.isdigit()):
-        return None
-    value = int(text)
-    return value if value <= MAX_JOB_ID else None
-
-
-def _device_ids(text: str) -> tuple[int, ...]:
-    # Numeric ids only: GPU UUIDs ("GPU-8f3c...") cannot be mapped to the
-    # controller's device ids without asking the driver; "-1" is spurd's deny.
-    # ZE_AFFINITY_MASK names a tile as "<device>.<tile>": the device is the job's.
-    ids: set[int] = set()
-    for part in text.split(","):
-        token = part.strip().partition(".")[0]
-        if token.isascii() and token.isdigit():
-            ids.add(int(token))
-    return tuple(sorted(ids))
-
-
-def _boot_time(proc_root: Path, skip: SkipHook) -> int | None:
-    path = proc_root / "stat"
-    text = read_text(path, skip)
-    if text is None:
-        return None
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == "btime" and fields[1].isdigit():
-            return int(fields[1])
-    return None
-
-
-def _stat_fields(proc_root: Path, pid: int, skip: SkipHook) -> tuple[int, int] | None:
-    """(parent pid, start ticks) from /proc/<pid>/stat (fields 4 and 22)."""
-    path = proc_root / str(pid) / "stat"
-    try:
-        raw = _bytes(path)
-    except OSError as exc:
-        skip(path, exc)
-        return None
-    # comm (field 2) is in parentheses and may itself hold spaces and ")".
-    _, paren, rest = raw.rpartition(b")")
-    fields = rest.split()
-    if not paren or len(fields) < 20 or not (fields[1].isdigit() and fields[19].isdigit()):
-        skip(path, ValueError("unparsable stat line"))
-        return None
-    return int(fields[1]), int(fields[19])
-
-
-# -- the agent ------------------------------------------------------------------------
-
-
-class _ProcTable:
-    """/proc read on demand, each process's comm and stat at most once per scan."""
-
-    def __init__(self, proc_root: Path, skip: SkipHook) -> None:
-        self.proc_root = proc_root
-        self._skip = skip
-        self._stats: dict[int, tuple[int, int] | None] = {}
-        self._comms: dict[int, str | None] | None = None
-
-    def stat(self, pid: int) -> tuple[int, int] | None:
-        """(parent pid, start ticks), None when unreadable."""
-        if pid not in self._stats:
-            self._stats[pid] = _stat_fields(self.proc_root, pid, self._skip)
-        return self._stats[pid]
-
-    def comms(self) -> dict[int, str | None]:
-        """pid -> command name of every process (None: unreadable, but not vanished)."""
-        if self._comms is None:
-            self._comms = {}
-            try:
-                names = [n for n in os.listdir(self.proc_root) if n.isascii() and n.isdigit()]
-            except OSError:
-                names = []
-            for name in names:
-                path = self.proc_root / name / "comm"
-                try:
-                    self._comms[int(name)] = _bytes(path).decode("ascii", "replace").strip()
-                except FileNotFoundError:
-                    if (self.proc_root / name).exists():
-                        self._comms[int(name)] = None
-                except OSError as exc:  # a vanished process reads as ESRCH, not ENOENT
-                    if not isinstance(exc, ProcessLookupError):
-                        self._skip(path, exc)
-                        self._comms[int(name)] = None
-        return self._comms
-
-    def named(self, comm: str) -> set[int]:
-        return {pid for pid, c in self.comms().items() if c == comm}
-
-    def lineage(self, pid: int) -> tuple[int, ...]:
-        """Its parent, grandparent, ... up to pid 1 or the first unreadable one."""
-        out: list[int] = []
-        seen = {pid}
-        here = pid
-        while True:
-            fields = self.stat(here)
-            if fields is None or fields[0] <= 0 or fields[0] in seen:
-                return tuple(out)
-            here = fields[0]
-            out.append(here)
-            seen.add(here)
-
-
-def find_agents(
-    proc_root: Path, boot: int | None, skip: SkipHook, table: _ProcTable | None = None
-) -> list[AgentProcess]:
-    """Every top-level spurd: a process whose comm is `spurd` and whose parent is not one.
-
-    spurd forks before it execs a job, so a child named spurd is the agent's
-    fork, not another agent. One listens on the agent port; two means a restart
-    whose old agent lives on, and which one tracks a run cannot be told, so the
-    callers take none. A spurd whose stat cannot be read is listed without a
-    start time (its parent unknown, it may be the agent), oldest pid order.
-    """
-    table = table if table is not None else _ProcTable(proc_root, skip)
-    unreadable = {p for p, c in table.comms().items() if c is None}
-    named = table.named(AGENT_COMM) | {p for p in unreadable if _stat_names_spurd(proc_root, p)}
-    candidates = sorted(named)
-    found = {pid: table.stat(pid) for pid in candidates}
-    top = [pid for pid, fields in found.items() if fields is None or fields[0] not in found]
-    return [
-        AgentProcess(pid, None if fields is None else _ticks_to_time(boot, fields[1]))
-        for pid in top
-        for fields in [found[pid]]
-    ]
-
-
-def _stat_names_spurd(proc_root: Path, pid: int) -> bool:
-    """A process whose comm is unreadable still counts as spurd when its stat names it."""
-    try:
-        raw = _bytes(proc_root / str(pid) / "stat")
-    except OSError:
-        return False
-    return raw.partition(b" (")[2].rpartition(b")")[0] == AGENT_COMM.encode()
-
-
-def _hostname_option(proc_root: Path, pid: int, skip: SkipHook) -> str | None:
-    """The `--hostname`/`-N` value on spurd's command line (main.rs `Args::hostname`)."""
-    path = proc_root / str(pid) / "cmdline"
-    try:
-        raw = _bytes(path)
-    except OSError as exc:
-        if not isinstance(exc, FileNotFoundError):
-            skip(path, exc)
-        return None
-    return hostname_option([a.decode("utf-8", "replace") for a in raw.split(b"\0")[1:]])
-
-
-def hostname_option(args: list[str]) -> str | None:
-    """What clap takes as spurd's `-N/--hostname` from `args`: the last one given wins."""
-    value: str | None = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            break
-        nxt = args[i + 1] if i + 1 < len(args) else None
-        if arg in ("--hostname", "-N"):
-            if nxt is not None:
-                value = nxt
-            i += 2
-            continue
-        if arg.startswith("--hostname="):
-            value = arg.removeprefix("--hostname=")
-        elif arg.startswith("-N") and not arg.startswith("--"):
-            value = arg[2:].removeprefix("=")
-        i += 1
-    return value.strip() or None if value is not None else None
-
-
-def _ticks_to_time(boot: int | None, ticks: int) -> datetime | None:
-    if boot is None:
-        return None
-    return datetime.fromtimestamp(boot + ticks / os.sysconf("SC_CLK_TCK"), UTC)
-
-
 # -- putting a holding together --------------------------------------------------
 
 
 def _holding(
     job: _Job,
-    envs: dict[int, _ProcEnv],
-    table: _ProcTable,
+    envs: dict[int, ProcEnv],
+    table: ProcTable,
     boot: int | None,
     skip: SkipHook,
     agent: AgentProcess | None,
@@ -738,11 +474,11 @@ def _cgroup_job(proc_root: Path, pid: int, skip: SkipHook) -> int | None:
     return None
 
 
-def _started_at(job: _Job, table: _ProcTable, boot: int | None, skip: SkipHook) -> datetime | None:
+def _started_at(job: _Job, table: ProcTable, boot: int | None, skip: SkipHook) -> datetime | None:
     if boot is not None and job.pids:
         ticks = [t for pid in job.pids if (t := _ticks(table.stat(pid))) is not None]
         if ticks:
-            return _ticks_to_time(boot, min(ticks))
+            return ticks_to_time(boot, min(ticks))
     # No readable process: when the cgroup (else the spool directory) was made.
     for path in [*(c.path for c in job.cgroups), *([job.spool] if job.spool else [])]:
         try:
@@ -762,17 +498,6 @@ def _first(*values: int | None) -> int | None:
 
 def _present(values: Iterable[int | None]) -> list[int]:
     return [v for v in values if v is not None]
-
-
-def _bytes(path: Path) -> bytes:
-    """The file, refused (EFBIG) past MAX_FILE: --proc-root may name any tree, /dev/zero too."""
-    data = bytearray()
-    with open(path, "rb", buffering=0) as fh:
-        while len(data) <= MAX_FILE and (piece := fh.read(1 << 16)):
-            data += piece
-    if len(data) > MAX_FILE:
-        raise OSError(errno.EFBIG, f"larger than {MAX_FILE // _MIB} MiB", str(path))
-    return bytes(data)
 
 
 def scan_this_node(
@@ -852,7 +577,7 @@ def scan_for_release(
         env = ev.envs.get(pid)
         out[pid] = JobProcess(
             pid=pid, ticks=_ticks(fields), lineage=ev.table.lineage(pid),
-            started_at=None if fields is None else _ticks_to_time(ev.boot, fields[1]),
+            started_at=None if fields is None else ticks_to_time(ev.boot, fields[1]),
             env_job=None if env is None else env.job_id, cgroup_job=ev.membership.get(pid),
             comm=comms.get(pid),
         )  # fmt: skip
@@ -886,7 +611,7 @@ def process_stats(proc_root: Path, pids: Iterable[int]) -> dict[int, tuple[int, 
     name one process for the life of the boot."""
     out: dict[int, tuple[int, int]] = {}
     for pid in pids:
-        fields = _stat_fields(proc_root, pid, _ignore)
+        fields = stat_fields(proc_root, pid, _ignore)
         if fields is not None:
             out[pid] = fields
     return out

@@ -208,16 +208,16 @@ def test_a_process_environment_that_is_not_ours_is_skipped(
     # Another user's process, as a scan that is not root meets it (root, as CI runs, reads
     # any file whatever its mode, so a chmod would prove nothing there).
     not_ours = proc / "70" / "environ"
-    from spurctl.sources import node_scan
+    from spurctl.sources import node_procs
 
-    read_bytes = node_scan._bytes  # every file the scan reads goes through it
+    read_bytes = node_procs.read_whole  # every environment the scan reads goes through it
 
     def refusing(path: Path) -> bytes:
         if path == not_ours:
             raise PermissionError(13, "Permission denied", str(path))
         return read_bytes(path)
 
-    monkeypatch.setattr(node_scan, "_bytes", refusing)
+    monkeypatch.setattr(node_procs, "read_whole", refusing)
     skipped: list[type[Exception]] = []
 
     inv = scan(tmp_path / "none", proc, "n1", on_skip=lambda p, e: skipped.append(type(e)))
