@@ -33,9 +33,12 @@ def sigint_raises_keyboardinterrupt() -> Iterator[None]:
 
 
 @pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    """The incident cluster with every agent up, fresh for each test."""
-    with SimCluster(incident()) as cluster:
+def sim(request: pytest.FixtureRequest) -> Iterator[SimCluster]:
+    """A simulated cluster, fresh for each test (one starts in ~50 ms): the incident with
+    every agent up, or what the test module's `make_sim()` builds (another scenario,
+    auth, agents off), so a module says what it needs instead of defining its own."""
+    make = getattr(request.module, "make_sim", None)
+    with make() if make is not None else SimCluster(incident()) as cluster:
         yield cluster
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from spurctl.audit_view import run_audit
 from spurctl.model import AuditReport, Finding
 from spurctl.scope import Scope
-from spurctl.simcluster import SimCluster
+from spurctl.simcluster import SimCluster, incident
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
 
@@ -33,3 +33,8 @@ def audit_live(
 
 def by_key(findings: list[Finding]) -> dict[tuple[str, int | None], Finding]:
     return {(f.node, f.job_id): f for f in findings}
+
+
+def secured_incident() -> SimCluster:
+    """The incident cluster demanding a credential signed with KEY (agents too)."""
+    return SimCluster(incident(), auth="required", jwt_key=KEY)

@@ -11,12 +11,11 @@ and `explain gpu003 4711` must give the same verdict.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster import SimCluster
 from tests.cli import one_line_error, run_cli
 
 # gpu015's agent, written as gRPC would dial it and a plain comparison would not see.
@@ -26,12 +25,6 @@ FORMS = {
     "ipv4-mapped": "[::ffff:127.0.0.1]:{port}",
     "wildcard": "0.0.0.0:{port}",
 }
-
-
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident()) as cluster:
-        yield cluster
 
 
 def _run(sim: SimCluster, tmp_path: Path, command: str, *args: str, form: str) -> tuple:  # type: ignore[type-arg]

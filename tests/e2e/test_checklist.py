@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,10 +42,8 @@ RECYCLED_AT = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)  # after every run in the
 STEP_ORDER = [s.value for s in StepId]
 
 
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(post_wipe_scenario()) as s:
-        yield s
+def make_sim() -> SimCluster:
+    return SimCluster(post_wipe_scenario())  # the `sim` fixture (tests/conftest.py)
 
 
 def spurctl(*args: str) -> tuple[int, str, str]:

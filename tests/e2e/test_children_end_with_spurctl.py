@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,8 @@ STARTED_WITHIN_S = 30.0
 GONE_WITHIN_S = 15.0  # the keeper's grace is 2 s
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident(), agents=False) as cluster:
-        yield cluster
+def make_sim() -> SimCluster:
+    return SimCluster(incident(), agents=False)  # the `sim` fixture (tests/conftest.py)
 
 
 def hanging(tmp_path: Path) -> tuple[str, Path]:

@@ -51,10 +51,8 @@ def trapped_scenario() -> Scenario:
     return s
 
 
-@pytest.fixture(scope="module")
-def sim() -> object:
-    with SimCluster(trapped_scenario()) as cluster:
-        yield cluster
+def make_sim() -> SimCluster:
+    return SimCluster(trapped_scenario())  # the `sim` fixture (tests/conftest.py)
 
 
 def inventory_of(sim: SimCluster, path: Path) -> Path:

@@ -66,12 +66,9 @@ def assert_clean(*texts: str) -> None:
             assert secret not in text, f"{secret!r} leaked in:\n{text[:2000]}"
 
 
-@pytest.fixture(scope="module")
-def sim() -> object:
-    with SimCluster(
-        echoing_scenario(), auth="required", jwt_key=KEY, controller_echo=True
-    ) as cluster:
-        yield cluster
+def make_sim() -> SimCluster:
+    # the `sim` fixture (tests/conftest.py)
+    return SimCluster(echoing_scenario(), auth="required", jwt_key=KEY, controller_echo=True)
 
 
 def cli(*args: str, home: Path, token: bool = True) -> subprocess.CompletedProcess[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
 from spurctl.usecases import reclaim as rc
 from tests.cli import run_cli
-from tests.live import KEY
+from tests.live import KEY, secured_incident
 
 WHEN = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # after every submission
 
@@ -36,10 +35,7 @@ def mixed_node(sim: SimCluster) -> None:
         )
 
 
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident(), auth="required", jwt_key=KEY) as cluster:
-        yield cluster
+make_sim = secured_incident  # the `sim` fixture (tests/conftest.py)
 
 
 def files(sim: SimCluster, tmp_path: Path) -> dict[str, str]:

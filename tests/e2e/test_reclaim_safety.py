@@ -33,14 +33,10 @@ from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
 from spurctl.usecases import reclaim as rc
 from tests.cli import cli_process, one_line_error, run_cli
-from tests.live import KEY
+from tests.live import KEY, secured_incident
 from tests.reclaim import cancelled, journal_records
 
-
-@pytest.fixture
-def sim() -> Iterator[SimCluster]:
-    with SimCluster(incident(), auth="required", jwt_key=KEY) as cluster:
-        yield cluster
+make_sim = secured_incident  # the `sim` fixture (tests/conftest.py)
 
 
 def _files(sim: SimCluster, tmp_path: Path, agent_map: dict[str, str] | None = None) -> dict:  # type: ignore[type-arg]
