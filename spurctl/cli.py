@@ -15,6 +15,7 @@ import typer
 
 from spurctl import heap
 from spurctl import options as opt
+from spurctl.commands import drain, repair, resume
 from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
 from spurctl.errors import ExitStatus, fail
 from spurctl.render import sink
@@ -558,6 +559,10 @@ def collect_command(
     if any(inv.error is not None for inv in results):
         raise typer.Exit(ExitStatus.ACTION_NEEDED)
 
+
+app.command(repair.NAME, epilog=repair.EPILOG)(repair.command)
+app.command(drain.NAME, epilog=drain.EPILOG)(drain.command)
+app.command(resume.NAME, epilog=resume.EPILOG)(resume.command)
 
 # -- demo ------------------------------------------------------------------------
 

@@ -411,7 +411,7 @@ def configured(
     return out
 
 
-Command = TypeVar("Command", bound=Callable[..., None])
+Command = TypeVar("Command", bound=Callable[..., Any])
 _CTX = "ctx"
 Group = TypeVar("Group")
 
@@ -442,11 +442,11 @@ def _option_group(
             )
 
         @functools.wraps(command)
-        def wrapper(**kwargs: Any) -> None:
+        def wrapper(**kwargs: Any) -> Any:
             ctx = kwargs[_CTX] if passes_ctx else kwargs.pop(_CTX)
             given = {name: kwargs.pop(name) for name, _, _ in options}
             group = build(**configured(ctx, given, options))
-            command(**{param: group}, **kwargs)
+            return command(**{param: group}, **kwargs)  # a command's exit status, if it returns one
 
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
         wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
@@ -454,7 +454,7 @@ def _option_group(
             **{n: h for n, h in hints.items() if n not in (param, "return")},
             **{name: a for name, a, _ in options},
             _CTX: typer.Context,
-            "return": None,
+            "return": hints.get("return"),
         }
         del wrapper.__wrapped__  # Typer must read the signature above, not the command's
         return typing.cast(Command, wrapper)
