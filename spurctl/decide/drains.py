@@ -113,7 +113,7 @@ def drain_plan(
         held = [
             (f, how) for f in _on(name, findings) if (how := _unfreeable(f, cancels)) is not None
         ]
-        held.sort(key=lambda pair: order.get(pair[0].kind, len(order)))
+        held.sort(key=lambda pair: (order.get(pair[0].kind, len(order)), pair[0].live is not True))
         if not held:
             continue
         if node is None:
