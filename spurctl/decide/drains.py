@@ -14,7 +14,7 @@ journal's records.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,7 +23,16 @@ from spurctl.decide.health import is_health_check_drain
 from spurctl.decide.reasons import duration
 from spurctl.decide.repair import HOLDS, SPURCTL_PREFIX, is_repair_drain, is_spurctl_drain
 from spurctl.hostlist import loose_key
-from spurctl.model import Action, Finding, Inventory, Kind, Node, NodeState
+from spurctl.model import (
+    Action,
+    Finding,
+    Inventory,
+    Kind,
+    Node,
+    NodeAdminMetrics,
+    NodeState,
+    parse_time,
+)
 
 # Kinds reclaim sends an agent cancel for (act/journal.py AGENT_CANCEL_KINDS).
 _CANCELLED_KINDS = frozenset({"terminal-held", "active-elsewhere", "below-watermark-unknown"})
@@ -213,3 +222,61 @@ def resume_plan(
         kind = Kind.PHANTOM_ALLOC.value if is_repair_drain(node.state_reason) else kind
         resume.append(NodeChange(name, node.state_reason, kind))
     return resume, kept
+
+
+# A repair's end, by the step its run journaled last (usecases/repair.py).
+_REPAIR_ENDS = {
+    ("done", "sent"): "repaired",
+    ("return", "failed"): "not-back",
+    ("undrain", "sent"): "refused",
+    ("verify", "failed"): "failed",
+}
+
+
+def admin_metrics(
+    records: Iterable[Mapping[str, Any]], node: Callable[[str], Node | None]
+) -> NodeAdminMetrics:
+    """What spurctl's node administration did (counted over the journal, so the counts only
+    grow) and the nodes the journal says spurctl drained that are still held by a drain of
+    spurctl's (`node`: the view's record of a node, None outside it), each with the time
+    of the last drain the journal records under the reason the node carries."""
+    repairs: dict[str, int] = {}
+    drains: dict[str, int] = {}
+    resumes = 0
+    drained_at: dict[tuple[str, str], datetime] = {}
+    reason_of: dict[tuple[str, str], str] = {}
+    for rec in records:
+        action, step, event = rec.get("action"), rec.get("step"), rec.get("event")
+        if action not in ("repair", "drain", "resume"):
+            continue
+        key = (str(rec.get("node")), str(rec.get("run")))
+        if event == "intent" and step == "drain":
+            reason_of[key] = str(rec.get("reason") or "")
+            continue
+        if event != "outcome":
+            continue
+        result = str(rec.get("result"))
+        end = _REPAIR_ENDS.get((str(step), result)) if action == "repair" else None
+        if end is not None:
+            repairs[end] = repairs.get(end, 0) + 1
+        if step == "drain" and result == "sent":
+            drains[str(action)] = drains.get(str(action), 0) + 1
+            try:
+                at = parse_time(rec.get("at"))
+            except ValueError:
+                at = None
+            if at is not None:
+                drained_at[key] = at
+        if action == "resume" and result == "sent":
+            resumes += 1
+    when: dict[tuple[str, str], datetime] = {}  # (node, reason) -> the last drain
+    for (name, run), at in drained_at.items():
+        reason = reason_of.get((name, run), "")
+        if (name, reason) not in when or at > when[(name, reason)]:
+            when[(name, reason)] = at
+    held: dict[str, datetime | None] = {}
+    for name in sorted({name for name, _ in drained_at}):
+        now = node(name)
+        if now is not None and now.state in HOLDS and is_spurctl_drain(now.state_reason):
+            held[name] = when.get((name, now.state_reason))
+    return NodeAdminMetrics(repairs, drains, resumes, held)

@@ -165,7 +165,8 @@ def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool,
                 state = NodeState.DRAIN if drain else NodeState.IDLE
                 words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
                 step = Step(c.node, c.kind, plan.verb.value, plan.verb.value,
-                            f"UpdateNode({c.node}, {words})", job_id=c.job_id)  # fmt: skip
+                            f"UpdateNode({c.node}, {words})", {"reason": c.reason},
+                            job_id=c.job_id)  # fmt: skip
                 said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
 
                 def send(w: ControllerWriter, c: NodeChange = c, state: NodeState = state) -> None:

@@ -411,6 +411,8 @@ class _Run:
         words = [f"state={state.name}"] if state is not None else []
         words += [f"reason={reason!r}"] if state is not None else []
         words += [f"labels={dict(labels)}"] if labels else []
+        if state is not None:
+            extra["reason"] = reason or ""  # the reason the node will carry, for the metrics
         step_ = self._step(t, step, f"UpdateNode({t.node}, {', '.join(words)})", **extra)
         assert self.admin is not None
         try:

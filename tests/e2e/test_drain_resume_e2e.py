@@ -158,3 +158,35 @@ def test_resume_never_touches_someone_elses_drain(c: Cluster) -> None:
     )
     assert c.sim.node("gpu001").state_reason == "ops: reseat GPUs"
     assert not c.journal.exists()
+
+
+def test_the_audits_metrics_count_spurctls_drains_and_name_the_nodes_left_drained(
+    c: Cluster, tmp_path: Path
+) -> None:
+    prom = tmp_path / "spurctl.prom"
+
+    def metrics() -> dict[str, float]:
+        proc = run_cli(
+            "audit", "--controller", c.sim.controller_address, "--inventory", str(c.live),
+            "--journal", str(c.journal), "--format", "prometheus", "-o", str(prom), home=c.home,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        lines = [x for x in prom.read_text().splitlines() if x and not x.startswith("#")]
+        return {x.rpartition(" ")[0]: float(x.rpartition(" ")[2]) for x in lines}
+
+    before = metrics()
+    assert before['spurctl_drains_total{command="drain"}'] == 0
+    assert before["spurctl_nodes_left_drained"] == 0
+    assert "# TYPE spurctl_repairs_total counter" in prom.read_text()
+    assert command(c, "drain", "gpu012", "--yes").returncode == 0
+    [record] = [
+        r for r in journal_records(c.journal) if r["event"] == "outcome" and r["step"] == "drain"
+    ]
+    drained_at = datetime.fromisoformat(record["at"].replace("Z", "+00:00")).timestamp()
+
+    after = metrics()
+    assert after['spurctl_drains_total{command="drain"}'] == 1
+    assert after["spurctl_nodes_left_drained"] == 1
+    assert after['spurctl_node_drained_since_timestamp_seconds{node="gpu012"}'] == drained_at
+    update(c, name="gpu012", state=pb.NODE_IDLE)  # someone lifted it by hand
+    assert metrics()["spurctl_nodes_left_drained"] == 0
