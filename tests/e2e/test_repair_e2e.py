@@ -142,6 +142,13 @@ def test_repair_rebuilds_the_phantom_node_and_puts_back_the_admins_label(p: Phan
     drain = journal_records(p.journal)[0]
     assert drain["restore"]["labels"]["owner"] == "ml-infra"
     assert drain["call"] == f"UpdateNode(gpu009, state=DRAIN, reason='{OUR_DRAIN}')"
+    metrics = run_cli(
+        "audit", "--controller", p.sim.controller_address, "--inventory", str(p.live),
+        "--journal", str(p.journal), "--format", "prometheus", home=p.home,
+    ).stdout  # fmt: skip
+    assert 'spurctl_repairs_total{result="repaired"} 1\n' in metrics
+    assert 'spurctl_drains_total{command="repair"} 1\n' in metrics
+    assert "spurctl_nodes_left_drained 0\n" in metrics
 
 
 def test_the_audit_and_explain_name_repair_as_the_remedy(p: Phantom) -> None:
