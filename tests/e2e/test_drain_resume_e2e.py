@@ -190,3 +190,22 @@ def test_the_audits_metrics_count_spurctls_drains_and_name_the_nodes_left_draine
     assert after['spurctl_node_drained_since_timestamp_seconds{node="gpu012"}'] == drained_at
     update(c, name="gpu012", state=pb.NODE_IDLE)  # someone lifted it by hand
     assert metrics()["spurctl_nodes_left_drained"] == 0
+
+
+def test_a_follower_that_cannot_forward_the_drain_sends_spurctl_to_the_leader(
+    c: Cluster, tmp_path: Path
+) -> None:
+    leader = c.sim.controller_address.removeprefix("http://")
+    scenario = incident()
+    scenario.agent_started_at["gpu012"] = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
+    with SimCluster(scenario, agents=False, follower_of=leader) as follower:
+        proc = run_cli(
+            "drain", "--node", "gpu012", "--controller", follower.controller_address,
+            "--inventory", str(c.live), "--journal", str(c.journal), "--yes", home=c.home,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert [(r.method, r.detail) for r in follower.refusals] == [
+            ("UpdateNode", "not the Raft leader")
+        ]
+        assert follower.node("gpu012").state_reason == ""  # never written there
+    assert c.sim.node("gpu012").state_reason == ORPHAN_DRAIN  # the leader took it
