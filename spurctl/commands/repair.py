@@ -171,6 +171,11 @@ def command(
     else:
         hostlist = fold(sorted(set().union(*(parse_scope(h) for h in node))))
     opt.excluded(exclude)
+    if holdings.inventory and "-" in holdings.inventory:
+        raise SpurctlError(
+            "repair reads the inventories again after its drain, and standard input (-) can "
+            "be read only once: write them to a file (spurctl collect -o FILE), or --collect"
+        )
     request = RepairRequest(
         nodes=hostlist,
         src=holdings.sources(hostlist, exclude=exclude),

@@ -219,6 +219,20 @@ def test_without_a_terminal_and_without_yes_nothing_is_sent(p: Phantom) -> None:
     untouched(p, before)
 
 
+def test_inventories_on_standard_input_are_refused_as_they_cannot_be_read_again(
+    p: Phantom,
+) -> None:
+    before = p.sim.node("gpu009")
+    proc = run_cli(
+        "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", "-", "--conf", str(p.conf), "--yes", home=p.home,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert "standard input (-) can be read only once" in line
+    untouched(p, before)
+
+
 # -- refusals before anything is sent -----------------------------------------------------
 
 
