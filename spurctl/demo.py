@@ -537,8 +537,6 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
             f"  spurctl reclaim --node gpu003 --inventory {inv} --dry-run",
             f"  spurctl reclaim --node gpu003 --inventory {inv} --journal {cluster.journal}"
             "   # asks before it sends",
-            f"  spurctl repair --node gpu009 --inventory {inv} --journal {cluster.journal}"
-            "   # rebuilds the phantom node; asks first",
             f"  spurctl journal --journal {cluster.journal}",
             f"  spurctl snapshot -o {d / 'snapshot.json'}",
         ]
