@@ -24,6 +24,8 @@ from spurctl.model import (
     Inventory,
     Job,
     Kind,
+    Node,
+    NodeAdminMetrics,
     Watermark,
     held_ids,
     inventories_by_node,
@@ -331,4 +333,21 @@ def run_audit(
         from spurctl.act.journal import cancels_sent
 
         inputs = replace(inputs, cancelled=cancels_sent(journal))
-    return audit(inputs, include_healthy=include_healthy), inputs
+    report = audit(inputs, include_healthy=include_healthy)
+    if journal is not None:
+        report.node_admin = _node_admin(journal, inputs)
+    return report, inputs
+
+
+def _node_admin(journal: Path, inputs: AuditInputs) -> NodeAdminMetrics:
+    """What spurctl's drains, repairs and resumes left, from its journal and this view."""
+    from spurctl.act.journal import records
+    from spurctl.decide.drains import admin_metrics
+
+    found = records(journal, warn=lambda _: None) if journal.is_file() else []  # said once
+    scope = inputs.scope
+
+    def node(name: str) -> Node | None:
+        return inputs.view.nodes.get(name) if scope is None or name in scope else None
+
+    return admin_metrics(found, node)

@@ -21,12 +21,15 @@ from spurctl.commands import (
     checklist,
     collect,
     demo,
+    drain,
     explain,
     journal,
     node_inventory,
     node_release,
     nodes,
     reclaim,
+    repair,
+    resume,
     snapshot,
 )
 from spurctl.errors import ExitStatus
@@ -45,7 +48,7 @@ app = typer.Typer(
 )
 
 # In the order `spurctl --help` lists them.
-for module in (snapshot, audit, nodes, explain, reclaim, journal):
+for module in (snapshot, audit, nodes, explain, reclaim, repair, drain, resume, journal):
     app.command(module.NAME, epilog=module.EPILOG)(module.command)
 app.add_typer(checklist.app)
 for module in (node_inventory, collect, demo, node_release):

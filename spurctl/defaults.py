@@ -16,3 +16,11 @@ DEFAULT_SETTLE_S = 15.0
 # What an "unknown node" error tells the operator to run to see the controller's node
 # names; the command line gives it with the options that read this controller.
 NAMES_COMMAND = "spurctl nodes"
+# spurd heartbeats every 30 s (crates/spurd/src/reporter.rs `heartbeat_loop`); a node whose
+# record `repair` removed registers again at its next heartbeat: `--wait` allows two.
+HEARTBEAT_S = 30.0
+DEFAULT_REJOIN_WAIT_S = 2 * HEARTBEAT_S
+# `repair --tick`: after spurctl's drain, how long the scheduler (a 1 s loop by default,
+# `[scheduler] interval_secs`) gets to land a dispatch it had already decided, before the
+# node is read again.
+DEFAULT_TICK_S = 5.0

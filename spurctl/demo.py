@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
@@ -59,6 +60,11 @@ HEADINGS = (
     "3. Reclaim: re-check, journal, cancel on that node only",
     "4. Audit again: what is left, and why",
 )
+REPAIR_HEADING = "5. Repair: the phantom node rebuilt through Spur's one path"
+# The walkthrough's agents heartbeat this often, so the repaired node is back in a blink;
+# a real spurd heartbeats every 30 s.
+DEMO_HEARTBEAT_S = 0.2
+_REPAIRABLE_SPURD_START = datetime(2026, 11, 18, 7, 31, 10, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +129,12 @@ def _config_toml(command: str, agent_map: Path) -> str:
 
 
 @contextmanager
-def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iterator[DemoCluster]:
+def demo_cluster(
+    jwt_key: str | None = None, scenario: str = "incident", heartbeat_s: float = 30.0
+) -> Iterator[DemoCluster]:
     """A simulated cluster on loopback (the incident, or `post-wipe`), its files in a
-    private temp dir removed on exit.
+    private temp dir removed on exit; its agents heartbeat every `heartbeat_s` (a node a
+    repair removed registers again at its next one).
 
     The key is random unless given; it is written only to a mode-0600 file.
     """
@@ -136,7 +145,12 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
     with tempfile.TemporaryDirectory(prefix="spurctl-demo-") as tmp:
         directory = Path(tmp)
         chosen = post_wipe() if scenario == "post-wipe" else incident()
-        with SimCluster(chosen, auth=_CONTROLLER_AUTH, agent_auth=_AGENT_AUTH, jwt_key=key) as sim:
+        if scenario != "post-wipe":  # gpu009's inventory shows its spurd: it can be repaired
+            chosen.agent_started_at.setdefault("gpu009", _REPAIRABLE_SPURD_START)
+        with SimCluster(
+            chosen, auth=_CONTROLLER_AUTH, agent_auth=_AGENT_AUTH, jwt_key=key,
+            heartbeat_interval=heartbeat_s,
+        ) as sim:  # fmt: skip
             key_file = directory / "jwt.key"
             write_output(key + "\n", key_file)
             agent_map = directory / "agents.json"
@@ -177,6 +191,9 @@ class DemoResult:
     run: ReclaimRun
     agent_subjects: list[str | None] = field(default_factory=list)
     refusals: int = 0
+    # Step 5: the phantom nodes before the repair, and those the repair left charged.
+    phantom_before: list[str] = field(default_factory=list)
+    phantom_after: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -184,6 +201,8 @@ class DemoResult:
             self.run.ok
             and bool(_rows(self.before, Action.RECLAIM))
             and not _rows(self.after, Action.RECLAIM)
+            and bool(self.phantom_before)
+            and not self.phantom_after
         )
 
 
@@ -262,7 +281,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
     from spurctl.usecases import reclaim
 
     say = _Narrator(out or sys.stdout)
-    with demo_cluster(jwt_key) as cluster:
+    with demo_cluster(jwt_key, heartbeat_s=DEMO_HEARTBEAT_S) as cluster:
         sim = cluster.sim
         conn = cluster.connection()
         with sim.state.lock:
@@ -365,8 +384,71 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             f"({_by_kind(_rows(after, Action.INVESTIGATE))}), "
             f"spare {len(_rows(after, Action.SPARE))} ({_by_kind(_rows(after, Action.SPARE))})."
         )
+        result.phantom_before, result.phantom_after = _repair_step(say, cluster, conn, after)
         say.say("Try it by hand on a fresh copy of this cluster: spurctl demo --serve")
         return result
+
+
+def _phantoms(report: AuditReport) -> list[str]:
+    return sorted(f.node for f in report.findings if f.kind is Kind.PHANTOM_ALLOC)
+
+
+def _repair_step(
+    say: _Narrator, cluster: DemoCluster, conn: Connection, before: AuditReport
+) -> tuple[list[str], list[str]]:
+    """Step 5: `spurctl repair` rebuilds the phantom node; returns the phantom nodes before
+    and after."""
+    from spurctl.render.repair import plan_lines, result_lines
+    from spurctl.scope import Scope
+    from spurctl.sources.inventories import Sources
+    from spurctl.usecases.repair import RepairRequest, repair
+
+    phantoms = _phantoms(before)
+    if not phantoms:
+        return [], []
+    nodes = hostlist.fold(phantoms)
+    say.heading(REPAIR_HEADING)
+    say.say(
+        f"{nodes} stays charged with no job behind it, and no cancel can clear that: Spur "
+        "rebuilds a node's charge only when the node registers afresh. spurctl drains it, "
+        "gives the scheduler a tick, re-reads it (no active job lists it, its spurd runs and "
+        "holds nothing, the charge is unchanged), removes its record with "
+        "DeregisterNode(force=false), waits for its spurd's next heartbeat to register it "
+        "again, checks the charge is zero and puts back what the fresh record dropped. "
+        f"The simulated agents heartbeat every {DEMO_HEARTBEAT_S:g} s; a real spurd every 30 s."
+    )
+    say.command(
+        f"spurctl repair --node {nodes} --inventory inventory.jsonl --conf spur.conf "
+        "--journal journal.jsonl --tick 1 --yes"
+    )
+    cluster.refresh_inventory()
+    request = RepairRequest(
+        nodes=nodes,
+        src=Sources(Scope.parse(nodes), [str(cluster.inventory)], False, "", 1),
+        conn=conn,
+        journal_path=cluster.journal,
+        yes=True,
+        tick_s=1.0,
+        wait_s=10.0,
+    )
+    done = repair(request, show_plan=lambda plan: _lines(say, plan_lines(plan)), ask=None)
+    _lines(say, result_lines(done))
+    cluster.refresh_inventory()
+    again, _ = _audit(cluster, conn, nodes)
+    left = _phantoms(again)
+    say.say(
+        f"Phantom allocations: {len(phantoms)} before ({nodes}), {len(left)} after"
+        + (f" ({hostlist.fold(left)})." if left else ".")
+    )
+    return phantoms, left
+
+
+def _lines(say: _Narrator, lines: Sequence[str]) -> None:
+    from spurctl.errors import visible
+
+    say.out.flush()
+    say.out.write("".join(visible(line) + "\n" for line in lines))
+    say.out.flush()
 
 
 # -- serve ----------------------------------------------------------------------
@@ -397,7 +479,7 @@ def serve(out: TextIO | None = None, *, scenario: str = "incident") -> None:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with demo_cluster(scenario=scenario) as cluster:
+        with demo_cluster(scenario=scenario, heartbeat_s=heartbeat) as cluster:
             for line in _banner(cluster, scenario, heartbeat):
                 say.console.print(Text(line), overflow="ignore", crop=False)
             say.out.flush()

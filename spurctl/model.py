@@ -582,6 +582,18 @@ class Finding(msgspec.Struct, frozen=True, gc=False):
         return self.action in (Action.RECLAIM, Action.INVESTIGATE)
 
 
+@dataclass(frozen=True, slots=True)
+class NodeAdminMetrics:
+    """spurctl's repairs, drains and resumes as its journal records them (counts that only
+    grow), and the nodes in the view spurctl's drains still hold, each with when the
+    journal says spurctl drained it (None: not in this journal)."""
+
+    repairs: dict[str, int] = field(default_factory=dict)  # by result
+    drains: dict[str, int] = field(default_factory=dict)  # by command (drain, repair)
+    resumes: int = 0
+    drained: dict[str, datetime | None] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class AuditReport:
     """Everything `spurctl audit` concluded, ready for any renderer.
@@ -605,6 +617,9 @@ class AuditReport:
     # `version_line` in its place, once, unless the operator acknowledged the version.
     version_note: str | None = None
     version_line: str | None = None
+    # What spurctl's own node administration left (from its journal and this view);
+    # None when no journal was read.
+    node_admin: NodeAdminMetrics | None = None
 
     @property
     def by_kind(self) -> dict[str, int]:

@@ -39,7 +39,7 @@ import stat
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -330,9 +330,13 @@ class Journal:
             "kind": kind,
         }
 
-    def intent(self, node: str, job_id: int, kind: str) -> None:
+    def intent(
+        self, node: str, job_id: int, kind: str, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """An intent; `extra` adds fields of its own (a node administration's `action` and
+        `step`, what it will put back), never one of the fields every record carries."""
         self._closing.pop((node, job_id), None)  # this run's own from here on
-        self._append(self._record("intent", node, job_id, kind))
+        self._append(_with(self._record("intent", node, job_id, kind), extra))
 
     def outcome(
         self,
@@ -342,9 +346,11 @@ class Journal:
         result: str,
         detail: str,
         confirmed: bool | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """An outcome; `confirmed` (when given) says whether a re-collect showed the job gone."""
-        record = self._record("outcome", node, job_id, kind)
+        """An outcome; `confirmed` (when given) says whether a re-collect (or, for a node
+        administration, a read back) showed it done; `extra` as for `intent`."""
+        record = _with(self._record("outcome", node, job_id, kind), extra)
         key = (node, job_id)
         if key in self._closing:
             # Closing an intent an earlier, interrupted run left open: it belongs to that run.
@@ -416,6 +422,11 @@ def _check_start(data: bytes, path: Path) -> None:
             f"journal {path} is not a spurctl journal (its first line is not a journal "
             "record), and spurctl appends only to its own: pass --journal PATH"
         )
+
+
+def _with(record: dict[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`record` and the fields of `extra` it does not have (never overriding one of them)."""
+    return {**record, **{k: v for k, v in (extra or {}).items() if k not in record}}
 
 
 def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolved]:

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from spurctl import hostlist
 from spurctl.decide import causes, supervision
-from spurctl.decide.reasons import amount, duration, evidence, join, when
+from spurctl.decide.reasons import amount, duration, evidence, join, repair_remedy, when
 from spurctl.errors import SpurctlError
 from spurctl.model import (
     ACTIVE_STATES,
@@ -1125,7 +1125,7 @@ def _explain_allocation(
             name,
             Kind.PHANTOM_ALLOC,
             f"{name} has {what} allocated but no active job lists it, "
-            "so the scheduler sees it busy and nothing frees it",
+            f"so the scheduler sees it busy and nothing frees it{repair_remedy(name)}",
             age=age,
         )
     # Spur's own fallback splits a job's total evenly over its nodes; rounding each

@@ -62,3 +62,12 @@ def join(parts: Iterable[str]) -> str:
     """'a', 'b', 'c' -> 'a, b and c'."""
     items = list(parts)
     return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def repair_remedy(node: str) -> str:
+    """What clears a phantom charge (docs/spur-facts.md, "Phantom charges and node
+    administration"), as the end of a phantom-alloc reason."""
+    return (
+        f" but a fresh registration: `spurctl repair --node {node}` drains it, removes its "
+        "record (DeregisterNode) and lets its spurd register it again"
+    )

@@ -253,14 +253,25 @@ class CancelJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., signal: _Optional[int] = ..., user: _Optional[str] = ...) -> None: ...
 
 class UpdateNodeRequest(_message.Message):
-    __slots__ = ("name", "state", "reason")
+    __slots__ = ("name", "state", "reason", "labels", "remove_labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_LABELS_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: NodeState
     reason: str
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    remove_labels: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., reason: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., remove_labels: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DrainNodeRequest(_message.Message):
     __slots__ = ("name", "reason")
@@ -277,6 +288,22 @@ class DrainNodeResponse(_message.Message):
     actual_state: str
     running_jobs: int
     def __init__(self, actual_state: _Optional[str] = ..., running_jobs: _Optional[int] = ...) -> None: ...
+
+class DeregisterNodeRequest(_message.Message):
+    __slots__ = ("name", "force", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    force: bool
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., force: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeregisterNodeResponse(_message.Message):
+    __slots__ = ("evicted_jobs_count",)
+    EVICTED_JOBS_COUNT_FIELD_NUMBER: _ClassVar[int]
+    evicted_jobs_count: int
+    def __init__(self, evicted_jobs_count: _Optional[int] = ...) -> None: ...
 
 class PingResponse(_message.Message):
     __slots__ = ("hostname", "server_time", "version", "federation_peers")

@@ -70,6 +70,11 @@ class SlurmControllerStub:
                 request_serializer=slurm__pb2.DrainNodeRequest.SerializeToString,
                 response_deserializer=slurm__pb2.DrainNodeResponse.FromString,
                 _registered_method=True)
+        self.DeregisterNode = channel.unary_unary(
+                '/slurm.SlurmController/DeregisterNode',
+                request_serializer=slurm__pb2.DeregisterNodeRequest.SerializeToString,
+                response_deserializer=slurm__pb2.DeregisterNodeResponse.FromString,
+                _registered_method=True)
         self.Ping = channel.unary_unary(
                 '/slurm.SlurmController/Ping',
                 request_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
@@ -127,6 +132,12 @@ class SlurmControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeregisterNode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Ping(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -176,6 +187,11 @@ def add_SlurmControllerServicer_to_server(servicer, server):
                     servicer.DrainNode,
                     request_deserializer=slurm__pb2.DrainNodeRequest.FromString,
                     response_serializer=slurm__pb2.DrainNodeResponse.SerializeToString,
+            ),
+            'DeregisterNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeregisterNode,
+                    request_deserializer=slurm__pb2.DeregisterNodeRequest.FromString,
+                    response_serializer=slurm__pb2.DeregisterNodeResponse.SerializeToString,
             ),
             'Ping': grpc.unary_unary_rpc_method_handler(
                     servicer.Ping,
@@ -377,6 +393,33 @@ class SlurmController:
             '/slurm.SlurmController/DrainNode',
             slurm__pb2.DrainNodeRequest.SerializeToString,
             slurm__pb2.DrainNodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeregisterNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/slurm.SlurmController/DeregisterNode',
+            slurm__pb2.DeregisterNodeRequest.SerializeToString,
+            slurm__pb2.DeregisterNodeResponse.FromString,
             options,
             channel_credentials,
             insecure,

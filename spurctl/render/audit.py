@@ -13,6 +13,7 @@ import functools
 import io
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -46,6 +47,7 @@ from spurctl.render.common import (
     same_version,
     summary_line,
 )
+from spurctl.render.node_admin_metrics import node_admin_series
 from spurctl.render.sink import styled
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
@@ -699,10 +701,7 @@ def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> 
         lines.extend(f"spurctl_{name}{labels} {_number(v)}" for labels, v in samples)
 
     counts = report.by_kind
-    reclaimable: dict[str, int] = {}
-    for f in shown:
-        if f.action is Action.RECLAIM:
-            reclaimable[f.node] = reclaimable.get(f.node, 0) + 1
+    reclaimable = Counter(f.node for f in shown if f.action is Action.RECLAIM)
 
     # Every kind gets a series, 0 when absent, so alert rules never see one vanish.
     family(
@@ -744,7 +743,7 @@ def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> 
         "Unix time of the controller view the last spurctl audit used.",
         [("", report.taken_at.timestamp())],
     )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *node_admin_series(report)]) + "\n"  # repairs, drains
 
 
 # -- entry points ------------------------------------------------------------

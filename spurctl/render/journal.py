@@ -6,6 +6,7 @@ terminal as Text, never as rich markup.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -16,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spurctl.decide.reasons import plural
+from spurctl.decide.repair import stopped_sentence
 from spurctl.hostlist import fold
 from spurctl.model import format_time, parse_time
 from spurctl.render.common import ReclaimFormat, choose, dump_json, escaped, pipe_width
@@ -105,6 +107,10 @@ def document(view: JournalRuns, runs: list[Run], *, records: bool = False) -> di
             "runs_in_journal": view.in_journal,
         }
     doc["runs"] = [run_document(r, records=records) for r in runs]
+    doc["repairs_not_finished"] = [
+        {"node": p.node, "run": p.run, "stopped": stopped_sentence(p), "removed": p.removed}
+        for p in view.repairs
+    ]
     return doc
 
 
@@ -280,6 +286,10 @@ def print_runs(
         console.print(
             Text(f"{plural(len(view.runs) - len(runs), 'older run')} not shown: --last N")
         )
+    for p in view.repairs:  # on lines of their own, never folded: the command is pasted
+        console.print(Text(f"not finished: {stopped_sentence(p)}; take it up with:"))
+        resume = shlex.join(["spurctl", "repair", "--node", p.node, "--journal", str(view.path)])
+        console.print(Text(f"  {resume}"), soft_wrap=True)
 
 
 def print_one(

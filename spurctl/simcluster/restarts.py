@@ -9,10 +9,10 @@ docs/spur-facts.md, "spurd's restarts, names and supervisors":
   to NODE_FAIL, a SIGKILL cancel goes to each evicted job's nodes whose record is
   still there (the job's other nodes: the removed node has no address left), and
   the record goes; the new spurd then registers a fresh one (`Node::new`: idle,
-  nothing allocated, a new `slurmd_start_time`, an admin's drain and its reason
-  gone). After #784 the node is marked Down and its record kept (an admin's drain
-  keeps its reason); the jobs are evicted as before, and the node returns when its
-  heartbeat does, with the same `slurmd_start_time`.
+  nothing allocated, a new `slurmd_start_time`, an admin's drain, its reason and
+  labels gone: `registered_afresh`). After #784 the node is marked Down and its
+  record kept (an admin's drain keeps its reason); the jobs are evicted as before,
+  and the node returns when its heartbeat does, with the same `slurmd_start_time`.
 
 Either way the node's runs survive (their processes and cgroups outlive spurd) and
 the node shows a new spurd start time.
@@ -69,7 +69,8 @@ def restart_agent(
                 if other in state.held:
                     state.agent_cancel(other, job_id, 9)
         keeps = state.spur_release.deregister_keeps_node
-        after = _deregistered(state.nodes[node], at, keeps_node=keeps)
+        own = state.agent_labels.get(node, {})
+        after = _deregistered(state.nodes[node], at, keeps_node=keeps, agent_labels=own)
         # Node::new carries no allocation, so a phantom charge goes with the old record.
         state.nodes[node] = dataclasses.replace(after, state=busy_state(after, after.alloc))
         if requeue:
@@ -78,18 +79,29 @@ def restart_agent(
         return evicted
 
 
-def _deregistered(before: Node, at: datetime, *, keeps_node: bool) -> Node:
+def _deregistered(
+    before: Node, at: datetime, *, keeps_node: bool, agent_labels: dict[str, str]
+) -> Node:
     """The node's record once the new spurd heartbeats: kept (#784) or registered afresh."""
     if keeps_node:
         if before.state in _HELD_BY_ADMIN:
             return before  # an admin's hold keeps its state, reason and lock
         return dataclasses.replace(before, state=NodeState.IDLE, state_reason="")
+    return registered_afresh(before, at, agent_labels)
+
+
+def registered_afresh(before: Node, at: datetime, agent_labels: dict[str, str]) -> Node:
+    """The record spurd's registration makes when the controller has none for its node
+    (`Node::new`, cluster.rs `register_node`): IDLE, nothing allocated, no drain or reason,
+    the agent's own labels (an admin's are gone), and a new `slurmd_start_time`. The same
+    for a graceful restart before #784 and for a DeregisterNode (simcluster/node_admin.py)."""
     return dataclasses.replace(
         before,
         state=NodeState.IDLE,
         state_reason="",
         alloc=Allocation(),
         agent_start_time=at,
+        labels=dict(agent_labels),
     )
 
 

@@ -150,6 +150,12 @@ def add_allocations(a: Allocation, b: Allocation, *, sign: int = 1) -> Allocatio
     )
 
 
+def charged(alloc: Allocation) -> bool:
+    """Whether Spur counts a node as charged: CPUs or devices allocated (memory alone is not;
+    `update_node_state`, `deallocate_job_slices`)."""
+    return alloc.cpus > 0 or any(d.count for devs in alloc.devices.values() for d in devs)
+
+
 def busy_state(node: Node, alloc: Allocation) -> NodeState:
     """IDLE/MIXED/ALLOCATED from an allocation; a node out of service keeps its state."""
     if node.state not in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,8 +29,10 @@ from typing import Any, Literal, NamedTuple
 import grpc
 from google.protobuf import empty_pb2, timestamp_pb2
 
-from spurctl.model import Holding, Inventory, Job, JobState, Node, NodeState, utcnow
+from spurctl.model import Holding, Inventory, Job, JobState, Node, utcnow
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster import node_admin
+from spurctl.simcluster.node_admin import Refused as _Refused
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease, as_received
 from spurctl.simcluster.scenario import Scenario
 from spurctl.simcluster.state import ClusterState, HeartbeatDecision, framed
@@ -101,16 +103,6 @@ class Identity:
     user: str
     uid: int
     admin: bool
-
-
-class _Refused(Exception):
-    def __init__(
-        self, code: grpc.StatusCode, detail: str, trailing: Sequence[tuple[str, str]] = ()
-    ) -> None:
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
-        self.trailing = tuple(trailing)
 
 
 def _passthrough(body: bytes) -> bytes:
@@ -328,7 +320,7 @@ class SimCluster:
 
     def inventories(self) -> list[Inventory]:
         collected = utcnow()
-        return [self.state.inventory(node, collected) for node in self.state.nodes]
+        return [self.state.inventory(node, collected) for node in self.state.held]
 
     def write_inventories(self, path: Path) -> Path:
         """Every node's inventory as JSON Lines (`spurctl.inventory/v1`, one node a line)."""
@@ -393,10 +385,12 @@ class SimCluster:
     # -- the controller's heartbeat reclaim -------------------------------------------
 
     def heartbeat(self) -> list[HeartbeatDecision]:
-        """One heartbeat from every running agent, decided as spurctld would (its release's
-        arms: #580 or #623). Reclaimable holdings are released (the agent CancelJob, signal
-        0) and appended to `heartbeat_reclaims`. Returns every decision, spared ones
-        included; a controller without `heartbeat_reclaim` decides nothing."""
+        """One heartbeat from every running agent: one whose node record was removed registers
+        again (simcluster/node_admin.py), and the held ids are decided as spurctld would (its
+        release's arms: #580 or #623). Reclaimable holdings are released (the agent
+        CancelJob, signal 0) and appended to `heartbeat_reclaims`. Returns every decision,
+        spared ones included; a controller without `heartbeat_reclaim` decides nothing."""
+        node_admin.reregister(self.state, list(self._agents_up), utcnow())
         if not self.heartbeat_reclaim:
             return []
         with self.state.lock:
@@ -531,9 +525,23 @@ class SimCluster:
                     method("Ping", self._ping, empty_pb2.Empty, pb.PingResponse),
                     method("GetJobMetrics", self._metrics, empty_pb2.Empty, pb.JobMetrics),
                     method("CancelJob", self._cancel_job, pb.CancelJobRequest, empty_pb2.Empty),
-                    method("UpdateNode", self._update_node, pb.UpdateNodeRequest, empty_pb2.Empty),
                     method(
-                        "DrainNode", self._drain_node, pb.DrainNodeRequest, pb.DrainNodeResponse
+                        "UpdateNode",
+                        self._admin(node_admin.update_node_rpc, "update node"),
+                        pb.UpdateNodeRequest,
+                        empty_pb2.Empty,
+                    ),
+                    method(
+                        "DrainNode",
+                        self._admin(node_admin.drain_node_rpc),
+                        pb.DrainNodeRequest,
+                        pb.DrainNodeResponse,
+                    ),
+                    method(
+                        "DeregisterNode",
+                        self._admin(node_admin.deregister_node_rpc),
+                        pb.DeregisterNodeRequest,
+                        pb.DeregisterNodeResponse,
                     ),
                 ]
             ),
@@ -636,34 +644,20 @@ class SimCluster:
             )
         return empty_pb2.Empty()
 
-    def _update_node(self, req: pb.UpdateNodeRequest, identity: Identity | None) -> empty_pb2.Empty:
-        self._leader_only()
-        if identity is not None and not identity.admin:
-            raise _Refused(grpc.StatusCode.PERMISSION_DENIED, "update node requires cluster admin")
-        state = None
-        if req.HasField("state"):
-            try:
-                state = NodeState(req.state)
-            except ValueError:
-                raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "invalid node state") from None
-        try:
-            self.state.update_node(req.name, state, req.reason if req.HasField("reason") else None)
-        except KeyError:
-            raise _Refused(grpc.StatusCode.NOT_FOUND, f"node {req.name} not found") from None
-        return empty_pb2.Empty()
+    def _admin(self, rpc: Callable[[ClusterState, Any], Any], admin_only: str = "") -> Body:
+        """A node administration RPC (simcluster/node_admin.py) on the leader; `admin_only`
+        names an operation spurctld gates on a verified admin (at 4cc3da8 UpdateNode is;
+        DrainNode and DeregisterNode are not)."""
 
-    def _drain_node(
-        self, req: pb.DrainNodeRequest, identity: Identity | None
-    ) -> pb.DrainNodeResponse:
-        self._leader_only()
-        try:
-            state, running = self.state.drain_node(req.name, req.reason)
-        except KeyError:
-            raise _Refused(grpc.StatusCode.NOT_FOUND, f"node {req.name} not found") from None
-        return pb.DrainNodeResponse(
-            actual_state="draining" if state is NodeState.DRAINING else "drained",
-            running_jobs=running,
-        )
+        def body(req: Any, identity: Identity | None) -> Any:
+            self._leader_only()
+            if admin_only and identity is not None and not identity.admin:
+                raise _Refused(
+                    grpc.StatusCode.PERMISSION_DENIED, f"{admin_only} requires cluster admin"
+                )
+            return rpc(self.state, req)
+
+        return body
 
     # -- SlurmAgent ---------------------------------------------------------------------------
 

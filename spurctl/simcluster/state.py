@@ -35,7 +35,13 @@ from spurctl.model import (
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
 from spurctl.simcluster.restarts import restart_agent
-from spurctl.simcluster.scenario import Scenario, add_allocations, busy_state, node_share
+from spurctl.simcluster.scenario import (
+    Scenario,
+    add_allocations,
+    busy_state,
+    charged,
+    node_share,
+)
 from spurctl.sources.wire import job_to_pb
 
 TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
@@ -239,6 +245,13 @@ class ClusterState:
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: spur_release.played(j) for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
+        # DeregisterNode: removed records, until each node's spurd registers again
+        # (simcluster/node_admin.py), unless its registration is refused.
+        self.removed: dict[str, Node] = {}
+        self.registration_refused: dict[str, str] = {}
+        self.deregistrations: list[tuple[str, bool, str]] = []  # (node, force, reason)
+        # The labels each node's spurd registers with (an admin's UpdateNode adds others).
+        self.agent_labels = {n.name: dict(n.labels) for n in scenario.nodes}
         # Nodes GetNodes no longer lists while jobs still name them (`unlist_node`).
         self.unlisted: set[str] = set()
         self.held: dict[str, dict[int, Holding]] = {name: {} for name in self.nodes}
@@ -346,7 +359,7 @@ class ClusterState:
 
     def inventory(self, node: str, collected_at: datetime | None = None) -> Inventory:
         with self.lock:
-            if node not in self.nodes:
+            if node not in self.held:  # a node whose record was removed still runs its agent
                 raise KeyError(f"no node {node!r} in this cluster")
             held = tuple(sorted(self.held[node].values(), key=lambda h: h.job_id))
             agent_start = self.agent_started_at.get(node)
@@ -542,21 +555,6 @@ class ClusterState:
             ]
             return job, released
 
-    def update_node(self, name: str, state: NodeState | None, reason: str | None) -> Node:
-        with self.lock:
-            node = self._known_node(name)
-            if state is not None:
-                node = dataclasses.replace(node, state=state)
-                if state in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED):
-                    node = dataclasses.replace(node, state=busy_state(node, node.alloc))
-            if reason is not None:
-                node = dataclasses.replace(node, state_reason=reason)
-            self.nodes[name] = node
-            self.generation += 1
-            if state is NodeState.DOWN:
-                self.evict_for_down(name)
-            return self.nodes[name]
-
     def evict_for_down(self, name: str, at: datetime | None = None) -> list[int]:
         """What spurctld does with an admin's UpdateNode(state=DOWN) (cluster.rs
         `update_node_state`, the NodeStateChange to Down): every active job on `name` goes
@@ -576,18 +574,11 @@ class ClusterState:
                 )  # fmt: skip
             return evicted
 
-    def drain_node(self, name: str, reason: str) -> tuple[NodeState, int]:
+    def refuse_registration(self, node: str, why: str) -> None:
+        """`node`'s spurd can no longer register (its join token expired, say): once its
+        record is removed it never comes back."""
         with self.lock:
-            node = self._known_node(name)
-            running = sum(
-                1 for j in self.jobs.values() if j.state.active and name in expand(j.nodelist)
-            )
-            state = NodeState.DRAINING if running else NodeState.DRAIN
-            self.nodes[name] = dataclasses.replace(
-                node, state=state, state_reason=reason or node.state_reason
-            )
-            self.generation += 1
-            return state, running
+            self.registration_refused[node] = why
 
     # -- the controller's heartbeat reclaim --------------------------------------------
 
@@ -625,6 +616,11 @@ class ClusterState:
             return
         share = node_share(job)
         for name in nodes:
-            node = self.nodes[name]
+            node = self.nodes.get(name)
+            if node is None:  # removed (DeregisterNode): no record left to charge
+                continue
             alloc: Allocation = add_allocations(node.alloc, share, sign=sign)
-            self.nodes[name] = dataclasses.replace(node, alloc=alloc, state=busy_state(node, alloc))
+            state = busy_state(node, alloc)
+            if state is NodeState.DRAINING and not charged(alloc):
+                state = NodeState.DRAIN  # deallocate_job_slices: the only way DRAINING ends
+            self.nodes[name] = dataclasses.replace(node, alloc=alloc, state=state)

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from spurctl.decide.repair import RepairProgress, repair_progress
 from spurctl.errors import SpurctlError
 from spurctl.model import parse_time
 from spurctl.scope import Scope
@@ -104,6 +105,9 @@ class JournalRuns:
     unreadable: int = 0
     filter: JournalFilter | None = None
     in_journal: int | None = None
+    # Repairs a run began and no run finished (where each stopped): `spurctl repair` of
+    # the node takes each up.
+    repairs: list[RepairProgress] = field(default_factory=list)
 
 
 def _time(rec: Mapping[str, Any]) -> datetime | None:
@@ -281,7 +285,8 @@ def load(path: Path, warn: Callable[[str], None] = _stderr) -> JournalRuns:
         found = journal.records(path, report)
     except FileNotFoundError:
         return JournalRuns(path, False, [])
-    return JournalRuns(path, True, summarize(found), unreadable=len(warnings))
+    repairs = sorted(repair_progress(found).values(), key=lambda p: p.node)
+    return JournalRuns(path, True, summarize(found), unreadable=len(warnings), repairs=repairs)
 
 
 def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
@@ -316,4 +321,5 @@ def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
             if not times or max(times) < only.since:
                 continue
         runs.append(run)
-    return replace(view, runs=runs, filter=only, in_journal=len(view.runs))
+    repairs = [p for p in view.repairs if keep(p.node)]
+    return replace(view, runs=runs, filter=only, in_journal=len(view.runs), repairs=repairs)

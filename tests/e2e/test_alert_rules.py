@@ -27,7 +27,7 @@ def promtool(*args: str) -> subprocess.CompletedProcess[str]:
 def test_promtool_accepts_the_rules() -> None:
     check = promtool("check", "rules", RULES.name)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 4 rules found" in check.stdout
+    assert "SUCCESS: 5 rules found" in check.stdout
 
 
 def test_the_rules_unit_tests_pass_in_promtool() -> None:
@@ -44,6 +44,7 @@ def test_each_alert_the_issue_asks_for_is_shipped_and_unit_tested() -> None:
         "SpurctlAuditNotRunning",
         "SpurctlAgentsUnreachable",
         "SpurctlControllerViewIncomplete",
+        "SpurctlDrainLeftTooLong",
     }
     assert alerts["SpurctlStrandedNode"]["for"] == "15m"
     tested = {

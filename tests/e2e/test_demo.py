@@ -209,3 +209,15 @@ def test_serve_can_serve_the_post_wipe_scenario_for_the_checklist(tmp_path: Path
 def test_scenario_without_serve_is_one_clear_error(tmp_path: Path) -> None:
     run = run_cli("demo", "--scenario", "post-wipe", home=tmp_path)
     assert run.returncode == 2 and "--scenario is for --serve" in run.stderr
+
+
+def test_demo_rebuilds_the_phantom_node_through_spurs_one_path() -> None:
+    out = io.StringIO()
+    result = demo.run(out)  # a key of its own: one registered as a secret is written redacted
+    text = out.getvalue()
+    assert result.ok
+    assert (result.phantom_before, result.phantom_after) == (["gpu009"], [])
+    repair = text[text.index(demo.REPAIR_HEADING) :]
+    assert "DeregisterNode(force=false)" in repair
+    assert "Repair result: 1 repaired, 0 refused after the re-read, 0 failed, 0 not back." in repair
+    assert "Phantom allocations: 1 before (gpu009), 0 after." in repair

@@ -1,0 +1,98 @@
+"""`spurctl drain --node HOSTLIST`: drain the nodes holding what spurctl cannot free now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spurctl import options as opt
+from spurctl.errors import SpurctlError
+from spurctl.option_values import parse_duration
+from spurctl.render.common import ReclaimFormat
+from spurctl.scope import Scope
+
+NAME = "drain"
+EPILOG = (
+    "\b\nExamples:\n  spurctl drain --node 'gpu[001-128]' --collect --dry-run\n"
+    "  spurctl drain -w gpu017 --collect --yes"
+)
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
+JournalOpt = Annotated[
+    Path | None,
+    opt.journal_option(
+        "Journal file, shared with reclaim and repair (default "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl); also read for the cancels reclaim sent."
+    ),
+]
+MaxAgeOpt = Annotated[
+    float,
+    typer.Option(
+        "--max-inventory-age",
+        help="resume: a node whose inventory was collected longer ago than this (e.g. 90s, "
+        "10m) is not clean yet and stays drained.",
+        parser=parse_duration,
+        metavar="DURATION",
+        show_default="10m",
+    ),
+]
+FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "drain", "the result")]
+
+
+def hostlist_of(scope: Scope) -> str:
+    """The named nodes as one hostlist; a usage error when none were named."""
+    if scope.hostlist is None:
+        raise SpurctlError("missing option --node: name the nodes with --node HOSTLIST (or -w)")
+    return scope.hostlist
+
+
+@opt.scoped("Nodes to consider.")
+@opt.connected()
+@opt.with_holdings()
+def command(
+    ctx: typer.Context,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    journal_path: JournalOpt = None,
+    fmt: FormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
+    scope: Scope = Scope(),
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> int:
+    """Drain nodes holding what spurctl cannot free now.
+
+    A node holding a live run the audit can only investigate, a cancel that failed
+    or was never confirmed, or an agent orphan awaiting node-release keeps taking
+    jobs it then rejects. Each such node is drained with spurctl's reason, e.g.
+    `spurctl: agent-orphan job 4711 (spurctl explain gpu017)`; a node already
+    drained or DOWN for another reason is left alone. Journaled. `spurctl resume`
+    lifts these drains once the node is clean. Exit 0 when every such node is
+    drained, 1 when one could not be, 2 on errors.
+    """
+    from spurctl.act.journal import default_path
+    from spurctl.commands.environment import detect
+    from spurctl.render import drain as shown
+    from spurctl.usecases.drain import DrainRequest, Verb, change
+
+    fmt = opt.with_json(ctx, fmt, as_json)
+    hostlist = hostlist_of(scope)
+    request = DrainRequest(
+        verb=Verb.DRAIN,
+        nodes=hostlist,
+        src=holdings.sources(scope),
+        conn=conn.connect(),
+        journal_path=journal_path or default_path(),
+        dry_run=dry_run,
+        yes=yes,
+    )
+    done = change(
+        request,
+        show_plan=lambda plan: shown.show_plan(plan, fmt),
+        ask=shown.asker(detect().ask),
+    )
+    shown.show(done, fmt)
+    return int(done.exit_status)

@@ -1,0 +1,196 @@
+"""`spurctl repair --node HOSTLIST`: rebuild phantom charges through Spur's one path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spurctl import options as opt
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_REJOIN_WAIT_S, DEFAULT_TICK_S
+from spurctl.errors import SpurctlError
+from spurctl.option_values import parse_duration
+from spurctl.render.common import ReclaimFormat
+from spurctl.scope import Scope
+
+NAME = "repair"
+EPILOG = (
+    "\b\nExamples:\n  spurctl repair --node gpu009 --collect --dry-run\n"
+    "  spurctl repair --node gpu009 --collect --conf /etc/spur/spur.conf\n"
+    "  spurctl repair --node gpu009 --collect --dry-run -o plan.json\n"
+    "  spurctl repair --plan plan.json --collect --yes"
+)
+
+PlanOutputOpt = Annotated[
+    Path | None,
+    opt.output_option("With --dry-run: save the plan here, for `spurctl repair --plan FILE`."),
+]
+PlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        help="Repair only the nodes of this saved plan (repair --dry-run -o FILE), each "
+        "judged afresh and refused when its charge is no longer the saved one; the whole "
+        "plan is refused when older than --max-inventory-age or from another controller.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
+JournalOpt = Annotated[
+    Path | None,
+    opt.journal_option(
+        "Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl); "
+        "it keeps what a stopped repair must put back."
+    ),
+]
+MaxAgeOpt = Annotated[
+    float,
+    typer.Option(
+        "--max-inventory-age",
+        help="Refuse a node whose inventory was collected longer ago than this (e.g. 90s, "
+        "10m); it must show spurd running and holding nothing.",
+        parser=parse_duration,
+        metavar="DURATION",
+        show_default="10m",
+    ),
+]
+TickOpt = Annotated[
+    float,
+    opt.number_option(
+        "--tick",
+        kind=float,
+        low=0,
+        high=opt.DAY_S,
+        help="After spurctl's drain, seconds the scheduler gets to land a dispatch it had "
+        "already decided, before the node is read again.",
+        metavar="SECONDS",
+    ),
+]
+WaitOpt = Annotated[
+    float,
+    opt.number_option(
+        "--wait",
+        kind=float,
+        low=0,
+        high=opt.DAY_S,
+        help="After DeregisterNode, the longest to wait for the node's spurd to register it "
+        "again (it does at its next heartbeat, every 30 s).",
+        metavar="SECONDS",
+    ),
+]
+RejoinCheckedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rejoin-checked",
+        help="You checked that a removed node registers again here: needed when spur.conf "
+        "cannot tell (none read, or [admission] mode = token: a join token may have expired).",
+    ),
+]
+RestoreDrainOpt = Annotated[
+    bool,
+    typer.Option(
+        "--restore-drain",
+        help="Also repair a node someone else drained, and drain it again afterwards with "
+        "their reason (its fresh registration drops every drain); without it such a node "
+        "is refused.",
+    ),
+]
+FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "repair", "the result")]
+
+
+@opt.scoped("Nodes to repair.")
+@opt.connected()
+@opt.with_holdings()
+def command(
+    ctx: typer.Context,
+    dry_run: DryRunOpt = False,
+    output: PlanOutputOpt = None,
+    plan_file: PlanOpt = None,
+    yes: YesOpt = False,
+    journal_path: JournalOpt = None,
+    max_inventory_age: MaxAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
+    tick: TickOpt = DEFAULT_TICK_S,
+    wait: WaitOpt = DEFAULT_REJOIN_WAIT_S,
+    rejoin_checked: RejoinCheckedOpt = False,
+    restore_drain: RestoreDrainOpt = False,
+    fmt: FormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
+    scope: Scope = Scope(),
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> int:
+    """Rebuild phantom charges by re-registering nodes.
+
+    A charge no job owns (phantom-alloc) makes a node look busy for ever; Spur clears
+    it only when the node registers afresh. For each node: spurctl's drain, a tick,
+    a re-read (no active job, a fresh inventory showing spurd running and holding
+    nothing, the charge unchanged), DeregisterNode(force=false; never force), a
+    bounded wait for its spurd to register it again, GetNode showing no charge, then
+    the labels and someone else's drain put back. Every call is journaled; a repair
+    stopped part way is taken up by the next run on that node. Exit 0 when every node
+    was repaired (or had no charge), 1 when one was refused, failed or did not come
+    back, 2 on errors (nothing sent).
+    """
+    from spurctl.act.journal import default_path
+    from spurctl.commands.environment import detect
+    from spurctl.render import repair as shown
+    from spurctl.sources.repair_plan import load_repair_plan
+    from spurctl.usecases.repair import RepairRequest, repair
+
+    fmt = opt.with_json(ctx, fmt, as_json)
+    if output is not None and not dry_run:
+        raise SpurctlError(
+            "-o saves the plan of a dry run: add --dry-run (then repair with --plan FILE)"
+        )
+    saved = None
+    if plan_file is not None:
+        if not scope.everything:
+            raise SpurctlError("--plan names its own nodes: drop --node, or drop --plan")
+        if dry_run:
+            raise SpurctlError("--plan carries out a saved plan: drop --dry-run, or drop --plan")
+        saved = load_repair_plan(plan_file)
+        scope = Scope.parse(saved.nodes, scope.exclude_typed)
+        hostlist = saved.nodes
+    elif scope.hostlist is None:
+        raise SpurctlError(
+            "missing option --node: name the nodes to repair with --node HOSTLIST (or -w), "
+            "or carry out a saved plan with --plan FILE"
+        )
+    else:
+        hostlist = scope.hostlist
+    if holdings.inventory and "-" in holdings.inventory:
+        raise SpurctlError(
+            "repair reads the inventories again after its drain, and standard input (-) can "
+            "be read only once: write them to a file (spurctl collect -o FILE), or --collect"
+        )
+    request = RepairRequest(
+        nodes=hostlist,
+        src=holdings.sources(scope),
+        conn=conn.connect(),
+        journal_path=journal_path or default_path(),
+        dry_run=dry_run,
+        yes=yes,
+        saved=saved,
+        max_inventory_age_s=max_inventory_age,
+        tick_s=tick,
+        wait_s=wait,
+        rejoin_checked=rejoin_checked,
+        restore_drain=restore_drain,
+        view_flags=(
+            *opt.view_flags(holdings, conn),
+            *(["--journal", str(journal_path)] if journal_path else []),
+            *(["--rejoin-checked"] if rejoin_checked else []),
+            *(["--restore-drain"] if restore_drain else []),
+        ),
+        names_command=opt.next_command("nodes", flags=opt.controller_flags(conn)),
+    )
+    done = repair(
+        request,
+        show_plan=lambda plan: shown.show_plan(plan, fmt),
+        ask=shown.asker(detect().ask),
+    )
+    shown.show(done, fmt, output)
+    return int(done.exit_status)

@@ -1,0 +1,70 @@
+"""`spurctl resume --node HOSTLIST`: lift spurctl's own drains from nodes now clean."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from spurctl import options as opt
+from spurctl.commands.drain import DryRunOpt, JournalOpt, MaxAgeOpt, YesOpt, hostlist_of
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.render.common import ReclaimFormat
+from spurctl.scope import Scope
+
+NAME = "resume"
+EPILOG = (
+    "\b\nExamples:\n  spurctl resume --node 'gpu[001-128]' --collect --dry-run\n"
+    "  spurctl resume -w gpu017 --collect --yes"
+)
+FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "resume", "the result")]
+
+
+@opt.scoped("Nodes whose spurctl drains to lift.")
+@opt.connected()
+@opt.with_holdings()
+def command(
+    ctx: typer.Context,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    journal_path: JournalOpt = None,
+    max_inventory_age: MaxAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
+    fmt: FormatOpt = ReclaimFormat.TABLE,
+    as_json: opt.JsonOpt = False,
+    scope: Scope = Scope(),
+    holdings: opt.HoldingOptions = opt.HoldingOptions(),
+    conn: opt.ConnectionOptions = opt.ConnectionOptions(),
+) -> int:
+    """Lift spurctl's own drains from nodes now clean.
+
+    Only a drain whose reason starts `spurctl:` is ever lifted (UpdateNode to IDLE),
+    and only when the node's audit, on an inventory no older than
+    --max-inventory-age, finds nothing that needs action; anyone else's drain (an
+    admin's, a health check's) is never touched. Journaled. Exit 0 when every
+    spurctl drain in scope was lifted, 1 when one stays (the node is not clean) or
+    failed, 2 on errors.
+    """
+    from spurctl.act.journal import default_path
+    from spurctl.commands.environment import detect
+    from spurctl.render import drain as shown
+    from spurctl.usecases.drain import DrainRequest, Verb, change
+
+    fmt = opt.with_json(ctx, fmt, as_json)
+    hostlist = hostlist_of(scope)
+    request = DrainRequest(
+        verb=Verb.RESUME,
+        nodes=hostlist,
+        src=holdings.sources(scope),
+        conn=conn.connect(),
+        journal_path=journal_path or default_path(),
+        dry_run=dry_run,
+        yes=yes,
+        max_inventory_age_s=max_inventory_age,
+    )
+    done = change(
+        request,
+        show_plan=lambda plan: shown.show_plan(plan, fmt),
+        ask=shown.asker(detect().ask),
+    )
+    shown.show(done, fmt)
+    return int(done.exit_status)

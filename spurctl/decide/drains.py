@@ -1,0 +1,282 @@
+"""Which nodes `spurctl drain` drains, and which `spurctl resume` puts back in service.
+
+A node that holds what spurctl cannot free right now (a live run the audit can
+only investigate, a cancel that failed or was never confirmed, an agent orphan
+awaiting `spurctl node-release`) keeps taking dispatches the node then rejects:
+draining it stops the scheduler bouncing jobs off it (before Spur #584's cooldown,
+and where that cooldown is leader-local). The drain's reason says `spurctl:`, the
+finding and where to read it, e.g. `spurctl: agent-orphan job 4711 (spurctl
+explain gpu017)`. Only spurctl's own drains are ever lifted, and only from a node
+whose fresh audit is clean; a drain or DOWN for any other reason (an admin's, a
+health check's) is never touched. Pure: the use case brings the audit and the
+journal's records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from spurctl.decide.health import is_health_check_drain
+from spurctl.decide.reasons import duration
+from spurctl.decide.repair import HOLDS, SPURCTL_PREFIX, is_repair_drain, is_spurctl_drain
+from spurctl.hostlist import loose_key
+from spurctl.model import (
+    Action,
+    Finding,
+    Inventory,
+    Kind,
+    Node,
+    NodeAdminMetrics,
+    NodeState,
+    parse_time,
+)
+
+# Kinds reclaim sends an agent cancel for (act/journal.py AGENT_CANCEL_KINDS).
+_CANCELLED_KINDS = frozenset({"terminal-held", "active-elsewhere", "below-watermark-unknown"})
+# Waiting for `spurctl node-release` on the node: no agent cancel frees these.
+_NODE_RELEASE = (Kind.AGENT_ORPHAN, Kind.LEFTOVER)
+_OUT_OF_SERVICE = (*HOLDS, NodeState.DOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """One node to drain (with spurctl's reason) or resume (lifting spurctl's `reason`)."""
+
+    node: str
+    reason: str
+    kind: str
+    job_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Left:
+    """A node in scope left as it is, and why."""
+
+    node: str
+    why: str
+    # A spurctl drain that stays, the node not clean (resume): still needs action.
+    kept: bool = False
+
+
+def cancel_states(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], str]:
+    """For each (node, job) reclaim cancelled, whether its last outcome left it `failed` or
+    `unconfirmed` (sent, and no re-collect showed the job gone); confirmed ones are absent."""
+    out: dict[tuple[str, int], str] = {}
+    for rec in records:
+        if rec.get("event") != "outcome" or rec.get("kind") not in _CANCELLED_KINDS:
+            continue
+        key = (str(rec.get("node")), int(rec.get("job_id") or 0))
+        result = rec.get("result")
+        if result == "failed":
+            out[key] = "failed"
+        elif result == "unconfirmed" or (result == "sent" and rec.get("confirmed") is not True):
+            out[key] = "unconfirmed"
+        elif result == "sent":
+            out.pop(key, None)
+    return out
+
+
+def _on(name: str, findings: Iterable[Finding]) -> list[Finding]:
+    key = loose_key(name)
+    return [f for f in findings if f.node == name or loose_key(f.node) == key]
+
+
+def _unfreeable(f: Finding, cancels: Mapping[tuple[str, int], str]) -> str | None:
+    """How `f` holds what spurctl cannot free right now (a phrase for the reason), or None."""
+    if f.job_id is None:
+        return None
+    if f.kind in _NODE_RELEASE:
+        return ""
+    if f.action is Action.INVESTIGATE and f.live:
+        return ""
+    if f.action is Action.RECLAIM:
+        state = cancels.get((f.node, f.job_id))
+        if state is not None:
+            return f", cancel {state}"
+    return None
+
+
+def drain_reason(node: str, held: Sequence[tuple[Finding, str]]) -> str:
+    """`spurctl: agent-orphan job 4711 (spurctl explain gpu017)`, naming the first finding."""
+    first, how = held[0]
+    more = f" and {len(held) - 1} more" if len(held) > 1 else ""
+    what = f"{first.kind.value} job {first.job_id}{how}{more}"
+    return f"{SPURCTL_PREFIX} {what} (spurctl explain {node})"
+
+
+def drain_plan(
+    scope: Iterable[str],
+    nodes: Mapping[str, Node],
+    findings: Sequence[Finding],
+    cancels: Mapping[tuple[str, int], str],
+) -> tuple[list[NodeChange], list[Left]]:
+    """The nodes to drain, and those left as they are (with why)."""
+    drain: list[NodeChange] = []
+    left: list[Left] = []
+    order = {k: i for i, k in enumerate((Kind.AGENT_ORPHAN, Kind.LEFTOVER))}
+    for name in sorted(scope):
+        node = nodes.get(name)
+        held = [
+            (f, how) for f in _on(name, findings) if (how := _unfreeable(f, cancels)) is not None
+        ]
+        held.sort(key=lambda pair: (order.get(pair[0].kind, len(order)), pair[0].live is not True))
+        if not held:
+            continue
+        if node is None:
+            left.append(Left(name, f"{name} is not a node the controller has: nothing to drain"))
+        elif is_health_check_drain(node.state_reason):
+            left.append(
+                Left(
+                    name, f"{name} is held by a health check ({node.state_reason!r}): never touched"
+                )
+            )
+        elif node.state in _OUT_OF_SERVICE and is_spurctl_drain(node.state_reason):
+            left.append(
+                Left(
+                    name, f"{name} is already {node.state.name} by spurctl ({node.state_reason!r})"
+                )
+            )
+        elif node.state in _OUT_OF_SERVICE:
+            why = f" ({node.state_reason!r})" if node.state_reason else ""
+            left.append(
+                Left(
+                    name, f"{name} is already {node.state.name} for another reason{why}: left alone"
+                )
+            )
+        else:
+            first = held[0][0]
+            drain.append(
+                NodeChange(name, drain_reason(name, held), first.kind.value, first.job_id or 0)
+            )
+    return drain, left
+
+
+def resume_plan(
+    scope: Iterable[str],
+    nodes: Mapping[str, Node],
+    findings: Sequence[Finding],
+    inventories: Mapping[str, Inventory],
+    *,
+    now: datetime,
+    max_age_s: float,
+    repairing: Iterable[str] = (),
+) -> tuple[list[NodeChange], list[Left]]:
+    """The nodes whose spurctl drain may be lifted (a clean, fresh audit), and the others in
+    scope with why they stay as they are."""
+    resume: list[NodeChange] = []
+    kept: list[Left] = []
+    under_repair = set(repairing)
+    for name in sorted(scope):
+        node = nodes.get(name)
+        if node is None or node.state not in HOLDS:
+            continue
+        if not is_spurctl_drain(node.state_reason):
+            kept.append(
+                Left(
+                    name,
+                    f"{name} is {node.state.name} by someone else ({node.state_reason!r}): "
+                    "never touched",
+                )
+            )
+            continue
+        if is_repair_drain(node.state_reason) and name in under_repair:
+            kept.append(
+                Left(
+                    name,
+                    f"a repair of {name} is under way: finish it with "
+                    f"`spurctl repair --node {name}`",
+                    kept=True,
+                )
+            )
+            continue
+        needing = [f for f in _on(name, findings) if f.needs_action]
+        if needing:
+            f = needing[0]
+            job = f" job {f.job_id}" if f.job_id is not None else ""
+            kept.append(Left(name, f"still drained: {f.kind.value}{job}: {f.reason}", kept=True))
+            continue
+        inv = inventories.get(name)
+        age = (
+            None
+            if inv is None or inv.collected_at is None
+            else (now - inv.collected_at).total_seconds()
+        )
+        if age is None or age > max_age_s:
+            said = "no collection time" if age is None else f"collected {duration(age)} ago"
+            kept.append(
+                Left(
+                    name,
+                    f"still drained: its inventory is not fresh ({said}, --max-inventory-age "
+                    f"{duration(max_age_s)}): collect it again",
+                    kept=True,
+                )
+            )
+            continue
+        words = node.state_reason.split()
+        kind = (
+            words[1] if len(words) > 1 and words[1] in Kind._value2member_map_ else "spurctl-drain"
+        )
+        kind = Kind.PHANTOM_ALLOC.value if is_repair_drain(node.state_reason) else kind
+        resume.append(NodeChange(name, node.state_reason, kind))
+    return resume, kept
+
+
+# A repair's end, by the step its run journaled last (usecases/repair.py).
+_REPAIR_ENDS = {
+    ("done", "sent"): "repaired",
+    ("return", "failed"): "not-back",
+    ("undrain", "sent"): "refused",
+    ("verify", "failed"): "failed",
+}
+
+
+def admin_metrics(
+    records: Iterable[Mapping[str, Any]], node: Callable[[str], Node | None]
+) -> NodeAdminMetrics:
+    """What spurctl's node administration did (counted over the journal, so the counts only
+    grow) and the nodes the journal says spurctl drained that are still held by a drain of
+    spurctl's (`node`: the view's record of a node, None outside it), each with the time
+    of the last drain the journal records under the reason the node carries."""
+    repairs: dict[str, int] = {}
+    drains: dict[str, int] = {}
+    resumes = 0
+    drained_at: dict[tuple[str, str], datetime] = {}
+    reason_of: dict[tuple[str, str], str] = {}
+    for rec in records:
+        action, step, event = rec.get("action"), rec.get("step"), rec.get("event")
+        if action not in ("repair", "drain", "resume"):
+            continue
+        key = (str(rec.get("node")), str(rec.get("run")))
+        if event == "intent" and step == "drain":
+            reason_of[key] = str(rec.get("reason") or "")
+            continue
+        if event != "outcome":
+            continue
+        result = str(rec.get("result"))
+        end = _REPAIR_ENDS.get((str(step), result)) if action == "repair" else None
+        if end is not None:
+            repairs[end] = repairs.get(end, 0) + 1
+        if step == "drain" and result == "sent":
+            drains[str(action)] = drains.get(str(action), 0) + 1
+            try:
+                at = parse_time(rec.get("at"))
+            except ValueError:
+                at = None
+            if at is not None:
+                drained_at[key] = at
+        if action == "resume" and result == "sent":
+            resumes += 1
+    when: dict[tuple[str, str], datetime] = {}  # (node, reason) -> the last drain
+    for (name, run), at in drained_at.items():
+        reason = reason_of.get((name, run), "")
+        if (name, reason) not in when or at > when[(name, reason)]:
+            when[(name, reason)] = at
+    held: dict[str, datetime | None] = {}
+    for name in sorted({name for name, _ in drained_at}):
+        now = node(name)
+        if now is not None and now.state in HOLDS and is_spurctl_drain(now.state_reason):
+            held[name] = when.get((name, now.state_reason))
+    return NodeAdminMetrics(repairs, drains, resumes, held)

@@ -1,0 +1,104 @@
+"""`spurctl drain` and `spurctl resume` as text and JSON: the plan, the prompt, the result.
+
+One line per node, whole; text from the cluster has its control characters written out.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from spurctl.decide.reasons import plural
+from spurctl.errors import visible
+from spurctl.render.common import ReclaimFormat, dump_json
+from spurctl.usecases.drain import Changed, DrainPlan, Verb
+
+SCHEMA = "spurctl.node-changes/v1"
+NOTHING_SENT = "nothing sent"
+
+
+def _out(lines: list[str], file: TextIO | None) -> None:
+    stream = file or sys.stdout
+    stream.write("".join(visible(line) + "\n" for line in lines))
+    stream.flush()
+
+
+def plan_lines(plan: DrainPlan) -> list[str]:
+    verb = "Drain" if plan.verb is Verb.DRAIN else "Resume"
+    lines = [
+        f"{verb} plan: {plural(len(plan.changes), 'node')} of {plan.nodes} "
+        f"(controller {plan.controller})"
+    ]
+    for c in plan.changes:
+        if plan.verb is Verb.DRAIN:
+            lines.append(f"  {c.node}  UpdateNode(state=DRAIN, reason={c.reason!r})")
+        else:
+            lines.append(
+                f"  {c.node}  UpdateNode(state=IDLE): lifts {c.reason!r}, its audit is clean"
+            )
+    lines.extend(f"  {left.node}  {left.why}" for left in plan.left)
+    return lines
+
+
+def show_plan(plan: DrainPlan, fmt: str, file: TextIO | None = None) -> None:
+    if fmt == ReclaimFormat.TABLE:
+        _out(plan_lines(plan), file)
+
+
+def question(plan: DrainPlan) -> str:
+    names = ", ".join(c.node for c in plan.changes)
+    return f"{plan.verb.value.title()} {plural(len(plan.changes), 'node')} ({names})?"
+
+
+def asker(ask: Callable[[str], bool] | None) -> Callable[[DrainPlan], bool] | None:
+    """The question before a real run, put with `ask` (the terminal's prompt; None: there
+    is no terminal to ask on). A Ctrl-C at it ends the command, nothing sent."""
+    if ask is None:
+        return None
+    return lambda plan: ask(visible(question(plan)))
+
+
+def result_lines(done: Changed) -> list[str]:
+    if done.dry_run:
+        return ["DRY RUN: nothing sent"]
+    if done.declined:
+        return [f"Declined: {NOTHING_SENT}"]
+    if not done.plan.changes:
+        return [f"Nothing to {done.plan.verb.value}: nothing sent"]
+    ok = sum(1 for sent, _ in done.done.values() if sent)
+    past = "drained" if done.plan.verb is Verb.DRAIN else "resumed"
+    lines = [f"Result: {ok} {past}, {len(done.done) - ok} failed."]
+    lines.extend(
+        f"  {node}  {'sent' if sent else 'failed'}: {detail}"
+        for node, (sent, detail) in done.done.items()
+    )
+    return lines
+
+
+def document(done: Changed) -> dict[str, Any]:
+    plan = done.plan
+    return {
+        "schema": SCHEMA,
+        "command": plan.verb.value,
+        "controller": plan.controller,
+        "nodes": plan.nodes,
+        "dry_run": done.dry_run,
+        "plan": [{"node": c.node, "reason": c.reason, "kind": c.kind} for c in plan.changes],
+        "left": [{"node": left.node, "why": left.why, "kept": left.kept} for left in plan.left],
+        "results": [
+            {"node": node, "result": "sent" if sent else "failed", "detail": detail}
+            for node, (sent, detail) in done.done.items()
+        ],
+        "exit_status": int(done.exit_status),
+        "error": done.error,
+    }
+
+
+def show(done: Changed, fmt: str, file: TextIO | None = None) -> None:
+    if fmt == ReclaimFormat.JSON:
+        (file or sys.stdout).write(dump_json(document(done)) + "\n")
+        return
+    _out(result_lines(done), file)
+    if done.error is not None:
+        print(f"spurctl: {visible(done.error)}", file=sys.stderr)

@@ -1,0 +1,179 @@
+"""The controller's node administration on the simulated cluster, as spurctld does it.
+
+docs/spur-facts.md, "Phantom charges and node administration" (read at 4cc3da8):
+
+- UpdateNode (admin only) with a state: DRAIN on a node whose allocation holds CPUs
+  or devices becomes DRAINING (`update_node_state`), and only a job's deallocation
+  turns DRAINING into DRAIN (`deallocate_job_slices`), so a node charged by no job
+  stays DRAINING for ever; DOWN evicts the node's active jobs and subtracts only
+  their slices; IDLE changes the state alone. The reason given replaces the node's
+  (none clears it). Labels are set and removed by `labels` and `remove_labels`. An
+  unknown node is INTERNAL "node NAME not found".
+- DrainNode: DRAINING while an active job lists the node, else DRAIN ("drained" in
+  its answer), however much the node is charged.
+- DeregisterNode(force=false): FAILED_PRECONDITION "node 'NAME' has running jobs; use
+  --force to evict them" while a Running/Completing/Suspended job lists the node,
+  else the record goes (`remove_node`). The node's spurd is not told: its next
+  heartbeat meets NOT_FOUND and it registers again (spurd reporter.rs
+  `should_reregister`), a fresh record (`registered_afresh`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import grpc
+import msgspec
+from google.protobuf import empty_pb2
+
+from spurctl.model import JobState, Node, NodeState
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.restarts import registered_afresh
+from spurctl.simcluster.scenario import busy_state, charged
+
+if TYPE_CHECKING:
+    from spurctl.simcluster.state import ClusterState
+
+
+class Refused(Exception):
+    """An RPC answered with an error status (and, for a follower, the leader hint)."""
+
+    def __init__(
+        self, code: grpc.StatusCode, detail: str, trailing: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.trailing = tuple(trailing)
+
+
+def _active_on(state: ClusterState, name: str) -> list[int]:
+    from spurctl.simcluster.state import allocated
+
+    return sorted(j.job_id for j in state.jobs.values() if j.state.active and name in allocated(j))
+
+
+def update_node(
+    state: ClusterState,
+    name: str,
+    new_state: NodeState | None,
+    reason: str | None,
+    labels: dict[str, str] | None = None,
+    remove_labels: Iterable[str] = (),
+) -> Node:
+    """UpdateNode as `update_node_state` and `update_node_labels` apply it."""
+    with state.lock:
+        node = state.nodes.get(name)
+        if node is None:
+            raise Refused(grpc.StatusCode.INTERNAL, f"node {name} not found")
+        if new_state is not None:
+            if new_state is NodeState.DRAIN and charged(node.alloc):
+                new_state = NodeState.DRAINING
+            node = dataclasses.replace(node, state=new_state, state_reason=reason or "")
+            if new_state in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED):
+                node = dataclasses.replace(node, state=busy_state(node, node.alloc))
+        if labels or remove_labels:
+            kept = {k: v for k, v in node.labels.items() if k not in set(remove_labels)}
+            node = dataclasses.replace(node, labels={**kept, **(labels or {})})
+        state.nodes[name] = node
+        state.generation += 1
+        if new_state is NodeState.DOWN:
+            state.evict_for_down(name)
+        return state.nodes[name]
+
+
+def drain_node(state: ClusterState, name: str, reason: str) -> tuple[NodeState, int]:
+    """DrainNode: DRAINING while an active job lists the node, else DRAIN."""
+    with state.lock:
+        node = state.nodes.get(name)
+        if node is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, f"node {name} not found")
+        running = len(_active_on(state, name))
+        drained = NodeState.DRAINING if running else NodeState.DRAIN
+        state.nodes[name] = dataclasses.replace(node, state=drained, state_reason=reason)
+        state.generation += 1
+        return drained, running
+
+
+def deregister_node(state: ClusterState, name: str, *, force: bool, at: datetime) -> list[int]:
+    """DeregisterNode (`remove_node`): refused while an active job lists the node, unless
+    `force`, which evicts them to NODE_FAIL and SIGKILLs their runs on their other nodes;
+    then the record goes. Returns the evicted ids."""
+    from spurctl.simcluster.state import allocated
+
+    with state.lock:
+        node = state.nodes.get(name)
+        if node is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, f"node {name} not found")
+        evicted = _active_on(state, name)
+        if evicted and not force:
+            raise Refused(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"node '{name}' has running jobs; use --force to evict them",
+            )
+        for job_id in evicted:
+            job = state.jobs[job_id]
+            state.set_job(
+                msgspec.structs.replace(
+                    job, state=JobState.NODE_FAIL, end_time=at, state_reason="NodeFail"
+                )
+            )
+            for other in sorted(allocated(job) - {name}):
+                if other in state.nodes:  # spawn_cancel_for_evicted: nodes with an address
+                    state.agent_cancel(other, job_id, 9)
+        state.removed[name] = state.nodes.pop(name)
+        state.generation += 1
+        return evicted
+
+
+def reregister(state: ClusterState, agents: Iterable[str], at: datetime) -> list[str]:
+    """One heartbeat of each running agent in `agents`: an agent whose record is gone meets
+    NOT_FOUND and registers again (a fresh record), unless its registration is refused
+    (`ClusterState.refuse_registration`). Returns the nodes registered again."""
+    back = []
+    with state.lock:
+        for name in agents:
+            if name not in state.removed or name in state.registration_refused:
+                continue
+            state.nodes[name] = registered_afresh(
+                state.removed.pop(name), at, state.agent_labels.get(name, {})
+            )
+            back.append(name)
+        state.generation += bool(back)
+    return back
+
+
+# -- the RPCs ------------------------------------------------------------------------
+
+
+def update_node_rpc(state: ClusterState, req: pb.UpdateNodeRequest) -> empty_pb2.Empty:
+    new_state = None
+    if req.HasField("state"):
+        try:
+            new_state = NodeState(req.state)
+        except ValueError:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "invalid node state") from None
+    reason = req.reason if req.HasField("reason") else None
+    update_node(state, req.name, new_state, reason, dict(req.labels), list(req.remove_labels))
+    return empty_pb2.Empty()
+
+
+def drain_node_rpc(state: ClusterState, req: pb.DrainNodeRequest) -> pb.DrainNodeResponse:
+    drained, running = drain_node(state, req.name, req.reason)
+    return pb.DrainNodeResponse(
+        actual_state="draining" if drained is NodeState.DRAINING else "drained",
+        running_jobs=running,
+    )
+
+
+def deregister_node_rpc(
+    state: ClusterState, req: pb.DeregisterNodeRequest
+) -> pb.DeregisterNodeResponse:
+    from spurctl.model import utcnow
+
+    evicted = deregister_node(state, req.name, force=req.force, at=utcnow())
+    state.deregistrations.append((req.name, req.force, req.reason))
+    return pb.DeregisterNodeResponse(evicted_jobs_count=len(evicted))

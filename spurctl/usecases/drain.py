@@ -1,0 +1,177 @@
+"""`spurctl drain` and `spurctl resume`: spurctl's own drains, set and lifted, journaled.
+
+`drain` drains the nodes in scope that hold what spurctl cannot free right now, so
+the scheduler stops sending them work they reject; `resume` lifts spurctl's own
+drains from the nodes whose fresh audit is clean. Neither touches a node drained
+or DOWN for another reason (decide/drains.py). Each UpdateNode is journaled
+(intent before, outcome after) and read back with GetNode.
+
+Uses `audit_view.run_audit`: what a node holds, and whether its audit is clean,
+is the classifier's judgement over the same view and inventories as `audit` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spurctl.decide.drains import Left, NodeChange, cancel_states, drain_plan, resume_plan
+from spurctl.decide.repair import HOLDS, repair_progress
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.errors import ExitStatus, SpurctlError
+from spurctl.hostlist import fold
+from spurctl.model import NodeState, utcnow
+from spurctl.scope import Scope
+
+if TYPE_CHECKING:
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import Connection
+
+
+class Verb(enum.StrEnum):
+    DRAIN = "drain"
+    RESUME = "resume"
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRequest:
+    """What `spurctl drain` or `spurctl resume` was asked."""
+
+    verb: Verb
+    nodes: str
+    src: Sources
+    conn: Connection
+    journal_path: Path
+    dry_run: bool = False
+    yes: bool = False
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
+
+
+@dataclass(slots=True)
+class DrainPlan:
+    verb: Verb
+    controller: str
+    nodes: str
+    changes: list[NodeChange] = field(default_factory=list)
+    left: list[Left] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Changed:
+    """What one `spurctl drain`/`resume` did, and the exit status it earns."""
+
+    plan: DrainPlan
+    dry_run: bool
+    declined: bool
+    exit_status: ExitStatus
+    # node -> (sent, detail); a node absent was not attempted.
+    done: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    error: str | None = None
+
+
+def plan_changes(request: DrainRequest) -> DrainPlan:
+    from spurctl.act.journal import records
+    from spurctl.audit_view import run_audit
+    from spurctl.hostlist import parse_scope
+
+    # -x: an excluded node is never drained or resumed (checked when it was parsed).
+    scope = set(request.src.scope.keep(parse_scope(request.nodes)))
+    src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
+    report, inputs = run_audit(src, request.conn, journal=request.journal_path)
+    found = records(request.journal_path) if request.journal_path.is_file() else []
+    plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
+    nodes = inputs.view.nodes
+    if request.verb is Verb.DRAIN:
+        plan.changes, plan.left = drain_plan(scope, nodes, report.findings, cancel_states(found))
+    else:
+        plan.changes, plan.left = resume_plan(
+            scope, nodes, report.findings, inputs.inventories, now=utcnow(),
+            max_age_s=request.max_inventory_age_s, repairing=repair_progress(found),
+        )  # fmt: skip
+    return plan
+
+
+def change(
+    request: DrainRequest,
+    *,
+    show_plan: Callable[[DrainPlan], None],
+    ask: Callable[[DrainPlan], bool] | None,
+) -> Changed:
+    """Plan, show, ask unless --yes (`ask` None: no terminal, so refuse), send."""
+    plan = plan_changes(request)
+    show_plan(plan)
+    # resume: a spurctl drain kept (not clean) still needs action; drain: nothing does.
+    kept = any(left.kept for left in plan.left)
+    unmet = ExitStatus.ACTION_NEEDED if kept else ExitStatus.OK
+    if request.dry_run or not plan.changes:
+        return Changed(plan, request.dry_run, False, unmet)
+    if not request.yes:
+        if ask is None:
+            raise SpurctlError(
+                f"refusing to {request.verb.value} without --yes: standard input is not a terminal"
+            )
+        if not ask(plan):
+            return Changed(plan, False, True, ExitStatus.ACTION_NEEDED)
+    done, error = _send(plan, request)
+    failed = any(not sent for sent, _ in done.values())
+    status = (
+        ExitStatus.ERROR if error else ExitStatus.ACTION_NEEDED if failed or kept else ExitStatus.OK
+    )
+    return Changed(plan, False, False, status, done, error)
+
+
+def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool, str]], str | None]:
+    from spurctl.act.journal import Journal, journal_lock
+    from spurctl.act.node_admin import (
+        AdminCallFailed,
+        ControllerWriter,
+        JournalUnwritable,
+        NodeAdmin,
+        Step,
+    )
+    from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.node_records import read_node
+
+    done: dict[str, tuple[bool, str]] = {}
+    drain = plan.verb is Verb.DRAIN
+    try:
+        with (
+            journal_lock(request.journal_path),
+            Journal(request.journal_path) as journal,
+            ControllerWriter(request.conn) as writer,
+            ControllerClient(request.conn) as client,
+        ):
+            admin = NodeAdmin(writer, journal)
+            for c in plan.changes:
+
+                def shows(name: str = c.node, reason: str = c.reason) -> bool:
+                    node = read_node(client, name)
+                    if node is None:
+                        return False
+                    if drain:
+                        return node.state in HOLDS and node.state_reason == reason
+                    return node.state not in HOLDS
+
+                state = NodeState.DRAIN if drain else NodeState.IDLE
+                words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
+                step = Step(c.node, c.kind, plan.verb.value, plan.verb.value,
+                            f"UpdateNode({c.node}, {words})", {"reason": c.reason},
+                            job_id=c.job_id)  # fmt: skip
+                said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
+
+                def send(w: ControllerWriter, c: NodeChange = c, state: NodeState = state) -> None:
+                    w.update_node(c.node, state=state, reason=c.reason if drain else None)
+
+                try:
+                    admin.send(step, send, said, confirm=shows)
+                except AdminCallFailed as exc:
+                    done[c.node] = (False, exc.message)
+                    continue
+                done[c.node] = (True, said)
+    except JournalUnwritable as exc:
+        return done, str(exc)
+    return done, None

@@ -1,0 +1,529 @@
+"""`spurctl repair` against the simulated cluster, through the real CLI.
+
+In the incident gpu009 carries a phantom charge (64 CPUs, 512 GiB, GPUs 0-3, no job
+lists it); here its spurd runs and its inventory says so. Spur clears such a charge
+only by a fresh record: repair drains the node, re-reads it, removes it with
+DeregisterNode(force=false), waits for the node's spurd to register it again at its
+next heartbeat (0.1 s here), verifies the charge is zero and puts back what the
+fresh record dropped. Each refusal is one line naming what it saw.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+import msgspec
+import pytest
+
+from spurctl.model import Allocation, Holding, NodeState, utcnow
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.proto import slurm_pb2_grpc as rpc
+from spurctl.simcluster import SimCluster, incident
+from tests.cli import run_cli, wait_for
+from tests.e2e.test_reclaim_confirm import kept_fresh
+from tests.reclaim import journal_records
+
+AGENT = datetime(2026, 11, 18, 7, 31, 10, tzinfo=UTC)  # gpu009's spurd, as /proc shows it
+CONF = "[controller]\nhosts = []\n"
+CHARGE = "64 CPUs, 524288 MB of memory, GPUs 0-3"
+OUR_DRAIN = f"spurctl: phantom allocation {CHARGE}"
+
+
+@dataclass
+class Phantom:
+    sim: SimCluster
+    live: Path  # every node's inventory, rewritten whenever what the cluster holds changes
+    conf: Path
+    journal: Path
+    home: Path
+
+
+@pytest.fixture
+def p(tmp_path: Path) -> Iterator[Phantom]:
+    """The incident cluster with gpu009's spurd running and shown, heartbeating every 0.1 s."""
+    scenario = incident()
+    scenario.agent_started_at["gpu009"] = AGENT
+    with SimCluster(scenario, heartbeat_interval=0.1) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        conf = tmp_path / "spur.conf"
+        conf.write_text(CONF)
+        with kept_fresh(sim, live):
+            yield Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
+
+
+def repair(p: Phantom, *extra: str, node: str = "gpu009", conf: bool = True) -> Any:
+    return run_cli(
+        "repair", "--node", node, "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), *(["--conf", str(p.conf)] if conf else []),
+        "--journal", str(p.journal), "--tick", "0", "--wait", "5", *extra,
+        home=p.home,
+    )  # fmt: skip
+
+
+def update(p: Phantom, **fields: Any) -> None:
+    channel = grpc.insecure_channel(p.sim.controller_address.removeprefix("http://"))
+    with channel:
+        rpc.SlurmControllerStub(channel).UpdateNode(pb.UpdateNodeRequest(**fields), timeout=5)
+
+
+def steps(p: Phantom) -> list[tuple[str, str, str | None]]:
+    return [
+        (r["step"], r["event"], r.get("result"))
+        for r in journal_records(p.journal)
+        if r.get("action") == "repair"
+    ]
+
+
+def untouched(p: Phantom, before: Any) -> None:
+    """Nothing was sent: the node's record is as it was and nothing was removed."""
+    assert p.sim.state.deregistrations == []
+    assert p.sim.node("gpu009") == before
+
+
+def recharge(p: Phantom) -> None:
+    """The controller's charge of gpu009 becomes 8 CPUs (what a real one might have become)."""
+    with p.sim.state.lock:
+        node = p.sim.state.nodes["gpu009"]
+        p.sim.state.nodes["gpu009"] = dataclasses.replace(node, alloc=Allocation(cpus=8))
+        p.sim.state.generation += 1
+
+
+def when_drained(p: Phantom, act: Callable[[], None]) -> threading.Thread:
+    """Run `act` once spurctl's drain is on gpu009 (during the tick)."""
+
+    def watch() -> None:
+        wait_for(lambda: p.sim.node("gpu009").state_reason == OUR_DRAIN, timeout=30)
+        act()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+# -- the whole repair ------------------------------------------------------------------
+
+
+def test_repair_rebuilds_the_phantom_node_and_puts_back_the_admins_label(p: Phantom) -> None:
+    update(p, name="gpu009", labels={"owner": "ml-infra"})
+    before = p.sim.node("gpu009")
+    assert not before.alloc.empty
+
+    proc = repair(p, "--yes")
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"gpu009  phantom allocation {CHARGE}: drain ('{OUR_DRAIN}')" in proc.stdout
+    assert "Repair result: 1 repaired, 0 refused after the re-read, 0 failed, 0 not back." in (
+        proc.stdout
+    )
+    assert "put back labels owner=ml-infra" in proc.stdout
+    after = p.sim.node("gpu009")
+    assert after.alloc.empty and after.state is NodeState.IDLE and after.state_reason == ""
+    assert after.labels == {**before.labels, "owner": "ml-infra"}
+    assert after.agent_start_time != before.agent_start_time  # a fresh registration
+    assert [(n, force) for n, force, _ in p.sim.state.deregistrations] == [("gpu009", False)]
+    assert steps(p) == [
+        ("drain", "intent", None),
+        ("drain", "outcome", "sent"),
+        ("deregister", "intent", None),
+        ("deregister", "outcome", "sent"),
+        ("return", "outcome", "sent"),
+        ("labels", "intent", None),
+        ("labels", "outcome", "sent"),
+        ("done", "outcome", "sent"),
+    ]
+    drain = journal_records(p.journal)[0]
+    assert drain["restore"]["labels"]["owner"] == "ml-infra"
+    assert drain["call"] == f"UpdateNode(gpu009, state=DRAIN, reason='{OUR_DRAIN}')"
+    metrics = run_cli(
+        "audit", "--controller", p.sim.controller_address, "--inventory", str(p.live),
+        "--journal", str(p.journal), "--format", "prometheus", home=p.home,
+    ).stdout  # fmt: skip
+    assert 'spurctl_repairs_total{result="repaired"} 1\n' in metrics
+    assert 'spurctl_drains_total{command="repair"} 1\n' in metrics
+    assert "spurctl_nodes_left_drained 0\n" in metrics
+
+
+def test_the_audit_and_explain_name_repair_as_the_remedy(p: Phantom) -> None:
+    audit = run_cli(
+        "audit", "--controller", p.sim.controller_address, "--inventory", str(p.live),
+        "--nodes", "gpu009", "--format", "json", home=p.home,
+    )  # fmt: skip
+    [finding] = json.loads(audit.stdout)["findings"]
+    assert finding["kind"] == "phantom-alloc"
+    assert "spurctl repair --node gpu009" in finding["reason"]
+    explain = run_cli(
+        "explain", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), home=p.home,
+    )  # fmt: skip
+    assert explain.returncode == 0, explain.stderr
+    assert "spurctl repair --node gpu009" in explain.stdout
+
+
+def test_a_dry_run_sends_nothing_and_a_saved_plan_is_carried_out_later(
+    p: Phantom, tmp_path: Path
+) -> None:
+    before = p.sim.node("gpu009")
+    plan = tmp_path / "plan.json"
+    proc = repair(p, "--dry-run", "-o", str(plan))
+    assert proc.returncode == 0, proc.stderr
+    assert "DRY RUN: nothing sent" in proc.stdout
+    untouched(p, before)
+    saved = json.loads(plan.read_text())
+    assert saved["schema"] == "spurctl.repair-plan/v1"
+    assert [t["node"] for t in saved["targets"]] == ["gpu009"]
+
+    proc = run_cli(
+        "repair", "--plan", str(plan), "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--tick", "0", "--wait", "5", "--yes", home=p.home,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.sim.node("gpu009").alloc.empty
+
+
+def test_a_saved_plan_whose_charge_changed_is_refused_for_that_node(
+    p: Phantom, tmp_path: Path
+) -> None:
+    plan = tmp_path / "plan.json"
+    assert repair(p, "--dry-run", "-o", str(plan)).returncode == 0
+    recharge(p)
+    before = p.sim.node("gpu009")
+    proc = run_cli(
+        "repair", "--plan", str(plan), "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--yes", home=p.home,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert (
+        f"gpu009  REFUSED: the charge changed since the saved plan: it was {CHARGE}, it is 8 CPUs"
+        in proc.stdout
+    )
+    untouched(p, before)
+
+
+def test_without_a_terminal_and_without_yes_nothing_is_sent(p: Phantom) -> None:
+    before = p.sim.node("gpu009")
+    proc = repair(p)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "spurctl: error: refusing to repair without --yes: standard input is not a terminal"
+    )
+    untouched(p, before)
+
+
+def test_inventories_on_standard_input_are_refused_as_they_cannot_be_read_again(
+    p: Phantom,
+) -> None:
+    before = p.sim.node("gpu009")
+    proc = run_cli(
+        "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", "-", "--conf", str(p.conf), "--yes", home=p.home,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert "standard input (-) can be read only once" in line
+    untouched(p, before)
+
+
+# -- refusals before anything is sent -----------------------------------------------------
+
+
+def test_a_node_an_active_job_lists_is_refused_naming_the_job(p: Phantom) -> None:
+    job = p.sim.job(4960)
+    assert job is not None
+    p.sim.set_job(msgspec.structs.replace(job, job_id=5120, nodelist="gpu009"))
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes")
+    assert proc.returncode == 1
+    assert (
+        "gpu009  REFUSED: job 5120 RUNNING lists gpu009: the charge is real in substance "
+        "(removing the node would make a busy node a dispatch-reject loop); nothing to repair"
+    ) in proc.stdout
+    untouched(p, before)
+
+
+def test_a_node_that_holds_a_run_is_refused(p: Phantom) -> None:
+    p.sim.hold("gpu009", Holding(job_id=5200, pids=(7001,), started_at=utcnow()))
+    wait_for(lambda: '"job_id": 5200' in p.live.read_text())
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes")
+    assert proc.returncode == 1
+    assert "gpu009  REFUSED: gpu009 holds job 5200, 1 process: the charge may be real" in (
+        proc.stdout
+    )
+    untouched(p, before)
+
+
+def _inventory_line(p: Phantom, **changes: Any) -> Path:
+    """gpu009's inventory, changed, as the only file read."""
+    [line] = [json.loads(x) for x in p.live.read_text().splitlines() if '"gpu009"' in x]
+    line.update(changes)
+    path = p.live.with_name("gpu009.json")
+    path.write_text(json.dumps(line) + "\n")
+    return path
+
+
+def test_an_inventory_older_than_the_limit_is_refused(p: Phantom) -> None:
+    old = (utcnow() - timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    p.live = _inventory_line(p, collected_at=old)
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes")
+    assert proc.returncode == 1
+    assert (
+        "gpu009  REFUSED: gpu009's inventory was collected 20 min ago, longer than "
+        "--max-inventory-age 10 min: collect it again, then repair"
+    ) in proc.stdout
+    untouched(p, before)
+
+
+def test_a_node_whose_spurd_is_not_running_is_refused(p: Phantom) -> None:
+    p.live = _inventory_line(p, agent=None)
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes")
+    assert proc.returncode == 1
+    assert (
+        "gpu009  REFUSED: spurd is not running on gpu009 (its inventory found none): a removed "
+        "node comes back only through its spurd's next heartbeat; start spurd there first"
+    ) in proc.stdout
+    untouched(p, before)
+
+
+def test_a_node_in_a_health_check_drain_is_refused_and_untouched(p: Phantom) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="health-check(gpu-burn): failed")
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes", "--restore-drain")
+    assert proc.returncode == 1
+    assert (
+        "gpu009  REFUSED: gpu009 is DRAINING with reason 'health-check(gpu-burn): failed', the "
+        "health system's (Spur #836): spurctl never repairs a node a health check holds"
+    ) in proc.stdout
+    untouched(p, before)
+
+
+@pytest.mark.parametrize(
+    ("conf", "said"),
+    [
+        ("[network]\nwg_enabled = true\n", "says [network] wg_enabled = true; removing a node"),
+        ("[cluster]\nenabled = true\n", "says [cluster] enabled = true (k0s); removing a node"),
+        ('[admission]\nmode = "token"\n', 'says [admission] mode = "token": a removed node'),
+    ],
+    ids=["wireguard-mesh", "k0s", "token-admission"],
+)
+def test_a_cluster_where_a_removed_node_may_not_come_back_is_refused_whole(
+    p: Phantom, conf: str, said: str
+) -> None:
+    p.conf.write_text(CONF + conf)
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes")
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("spurctl: error: refusing to repair, nothing sent: ") and said in line
+    untouched(p, before)
+    assert not p.journal.exists()
+
+
+def test_without_a_spur_conf_the_operator_must_say_removed_nodes_rejoin(p: Phantom) -> None:
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes", conf=False)
+    assert proc.returncode == 2
+    assert "no spur.conf was read (pass --conf, or set SPUR_CONF)" in proc.stderr
+    assert "pass --rejoin-checked" in proc.stderr
+    untouched(p, before)
+    proc = repair(p, "--yes", "--rejoin-checked", conf=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Rejoin: the operator checked that a removed node registers again" in proc.stdout
+    assert p.sim.node("gpu009").alloc.empty
+
+
+def test_token_admission_is_repaired_once_the_operator_checked_the_join_tokens(
+    p: Phantom,
+) -> None:
+    p.conf.write_text(CONF + '[admission]\nmode = "token"\n')
+    proc = repair(p, "--yes", "--rejoin-checked")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.sim.node("gpu009").alloc.empty
+
+
+def test_someone_elses_drain_is_refused_unless_told_then_put_back_with_its_reason(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM, ticket 88")
+    before = p.sim.node("gpu009")
+    assert before.state is NodeState.DRAINING  # charged: DRAIN becomes DRAINING, for ever
+    proc = repair(p, "--yes")
+    assert proc.returncode == 1
+    assert (
+        "gpu009  REFUSED: gpu009 is DRAINING with reason 'ops: bad DIMM, ticket 88', someone "
+        "else's: its fresh registration would drop that drain; pass --restore-drain"
+    ) in proc.stdout
+    untouched(p, before)
+
+    proc = repair(p, "--yes", "--restore-drain")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = p.sim.node("gpu009")
+    assert after.alloc.empty
+    assert (after.state, after.state_reason) == (NodeState.DRAIN, "ops: bad DIMM, ticket 88")
+    assert ("redrain", "outcome", "sent") in steps(p)
+
+
+# -- refusals after spurctl's drain ----------------------------------------------------------
+
+
+def test_a_charge_that_changed_after_the_drain_is_refused_and_spurctls_drain_lifted(
+    p: Phantom,
+) -> None:
+    watcher = when_drained(p, lambda: recharge(p))
+    proc = repair(p, "--yes", "--tick", "3")
+    watcher.join(timeout=30)
+    assert proc.returncode == 1
+    assert (
+        f"gpu009  refused: not removed: the charge changed since the view: it was {CHARGE}, it "
+        "is 8 CPUs (spurctl's drain lifted)"
+    ) in proc.stdout
+    assert p.sim.state.deregistrations == []
+    assert p.sim.node("gpu009").state is not NodeState.DRAINING
+    assert steps(p)[-3:] == [
+        ("recheck", "outcome", "skipped"),
+        ("undrain", "intent", None),
+        ("undrain", "outcome", "sent"),
+    ]
+
+
+def test_a_dispatch_landing_during_the_tick_is_refused_at_the_re_read(p: Phantom) -> None:
+    job = p.sim.job(4960)
+    assert job is not None
+    watcher = when_drained(
+        p, lambda: p.sim.set_job(msgspec.structs.replace(job, job_id=5120, nodelist="gpu009"))
+    )
+    proc = repair(p, "--yes", "--tick", "3")
+    watcher.join(timeout=30)
+    assert proc.returncode == 1
+    assert "gpu009  refused: not removed: job 5120 RUNNING lists gpu009 since the plan" in (
+        proc.stdout
+    )
+    assert p.sim.state.deregistrations == []
+
+
+# -- a node that does not come back -----------------------------------------------------------
+
+
+def test_a_node_that_never_comes_back_is_named_with_what_to_run_and_taken_up_later(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", labels={"owner": "ml-infra"})
+    p.sim.state.refuse_registration("gpu009", "join token expired")
+    proc = repair(p, "--yes", "--wait", "1")
+    assert proc.returncode == 1
+    assert (
+        "gpu009  not-back: gpu009 did not register again within 1 s (--wait): its spurd is not "
+        "running, cannot reach the controller, or is refused (an expired join token)"
+    ) in proc.stdout
+    assert "    on gpu009: systemctl start spurd   # starts its spurd" in proc.stdout
+    assert f"    spurctl repair --node gpu009 --inventory {p.live}" in proc.stdout
+    assert steps(p)[-1] == ("return", "outcome", "failed")
+    assert "gpu009" not in p.sim.state.nodes
+
+    journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
+    assert journal.returncode == 0, journal.stderr
+    assert (
+        "not finished: the repair of gpu009 (run " in journal.stdout
+        and "stopped after DeregisterNode" in journal.stdout
+    )
+    assert f"spurctl repair --node gpu009 --journal {p.journal}" in journal.stdout
+
+    # Still gone: a second run waits again and says so, with nothing else sent.
+    proc = repair(p, "--yes", "--wait", "1")
+    assert proc.returncode == 1
+    assert "its record was removed by repair run" in proc.stdout
+    assert len(p.sim.state.deregistrations) == 1
+
+    del p.sim.state.registration_refused["gpu009"]
+    wait_for(lambda: "gpu009" in p.sim.state.nodes)
+    assert "owner" not in p.sim.node("gpu009").labels  # the fresh record dropped it
+    proc = repair(p, "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.sim.node("gpu009").labels.get("owner") == "ml-infra"  # from the journal
+    assert len(p.sim.state.deregistrations) == 1
+    assert (
+        run_cli("journal", "--journal", str(p.journal), home=p.home).stdout.count("not finished")
+        == 0
+    )
+
+
+def test_a_crash_after_the_drain_leaves_a_journal_the_next_run_takes_up(p: Phantom) -> None:
+    """Killed in its tick, after the drain went out: the journal holds someone else's drain,
+    which the node's reason no longer shows; the next run puts it back."""
+    from tests.cli import cli_process, kill_group
+
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    args = [
+        "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--tick", "60", "--yes", "--restore-drain",
+    ]  # fmt: skip
+    with cli_process(*args, home=p.home) as proc:
+        wait_for(lambda: p.sim.node("gpu009").state_reason == OUR_DRAIN, timeout=30)
+        wait_for(lambda: ("drain", "outcome", "sent") in steps(p), timeout=30)
+        kill_group(proc.pid)
+        proc.wait(timeout=10)
+    assert steps(p) == [("drain", "intent", None), ("drain", "outcome", "sent")]
+
+    proc2 = repair(p, "--yes")  # no --restore-drain: the journal says what to put back
+    assert proc2.returncode == 0, proc2.stdout + proc2.stderr
+    assert "[takes up run " in proc2.stdout
+    after = p.sim.node("gpu009")
+    assert after.alloc.empty
+    assert (after.state, after.state_reason) == (NodeState.DRAIN, "ops: bad DIMM")
+
+
+def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -> None:
+    """A job the re-read could not see (it landed between the re-read and the removal):
+    DeregisterNode(force=false) refuses, and spurctl's drain is lifted."""
+    from spurctl.sources import node_records
+    from spurctl.scope import Scope
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import connect_settings
+    from spurctl.usecases.repair import RepairRequest, Status
+    from spurctl.usecases.repair import repair as run_repair
+
+    job = p.sim.job(4960)
+    assert job is not None
+    conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
+    request = RepairRequest(
+        nodes="gpu009",
+        src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
+        conn=conn,
+        journal_path=p.journal,
+        yes=True,
+        tick_s=0,
+        wait_s=2,
+    )
+    real = node_records.active_jobs_on
+    calls: list[str] = []
+
+    def racing(client: Any, name: str, version: str) -> list[Any]:
+        calls.append(name)
+        seen = real(client, name, version)
+        if len(calls) == 2:  # the re-read: the job lands right after it
+            p.sim.set_job(msgspec.structs.replace(job, job_id=5120, nodelist="gpu009"))
+        return seen
+
+    node_records.active_jobs_on = racing  # type: ignore[assignment]
+    try:
+        done = run_repair(request, show_plan=lambda plan: None, ask=None)
+    finally:
+        node_records.active_jobs_on = real  # type: ignore[assignment]
+    [result] = done.results
+    assert result.status is Status.REFUSED
+    assert "node 'gpu009' has running jobs; use --force to evict them" in result.detail
+    assert [(n, force) for n, force, _ in p.sim.state.deregistrations] == []
+    assert p.sim.node("gpu009").state_reason == ""
+    assert ("deregister", "outcome", "failed") in steps(p)
