@@ -487,8 +487,8 @@ def test_a_crash_after_the_drain_leaves_a_journal_the_next_run_takes_up(p: Phant
 def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -> None:
     """A job the re-read could not see (it landed between the re-read and the removal):
     DeregisterNode(force=false) refuses, and spurctl's drain is lifted."""
-    from spurctl.sources import node_records
     from spurctl.scope import Scope
+    from spurctl.sources import node_records
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import connect_settings
     from spurctl.usecases.repair import RepairRequest, Status
