@@ -425,6 +425,7 @@ def explain(
         "controller_node": _node_doc(where.controller_name, where.node),
         "controller": {
             "address": report.controller_address,
+            "version": report.controller_version,
             "taken_at": format_time(report.taken_at),
             "view_complete": report.view_complete,
         },
