@@ -142,7 +142,7 @@ def demo_cluster(jwt_key: str | None = None, scenario: str = "incident") -> Iter
             agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
             conf = directory / "spur.conf"
             conf.write_text(_spur_conf(sim))
-            inventory = directory / "inventory.jsonl"
+            inventory = directory / "inventories.jsonl"
             command = node_line.command(inventory)
             config = directory / "config.toml"
             config.write_text(_config_toml(command, agent_map))
@@ -290,7 +290,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             "them over ssh), and judges each holding by the controller's own reclaim rules "
             "plus what the controller cannot see."
         )
-        say.command("spurctl audit --inventory inventory.jsonl")
+        say.command("spurctl audit --inventory inventories.jsonl")
         before, _ = _audit(cluster, conn, None)
         say.audit_table(before)
         reclaim_rows = _rows(before, Action.RECLAIM)
@@ -300,7 +300,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         )
 
         nodes = hostlist.fold(sorted({f.node for f in reclaim_rows}))
-        flags = f"--node '{nodes}' --inventory inventory.jsonl --agent-map agents.json"
+        flags = f"--node '{nodes}' --inventory inventories.jsonl --agent-map agents.json"
 
         say.heading(HEADINGS[1])
         say.say(
@@ -346,7 +346,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             "left is not spurctl's to cancel: investigate rows need a person (each reason "
             "says what to check), spare rows may be legitimate work in flight."
         )
-        say.command("spurctl audit --inventory inventory.jsonl")
+        say.command("spurctl audit --inventory inventories.jsonl")
         after, _ = _audit(cluster, conn, None)
         say.audit_table(after)
         result = DemoResult(
