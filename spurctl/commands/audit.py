@@ -20,8 +20,8 @@ NAME = "audit"
 EPILOG = (
     "\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inventories.jsonl\n"
     "  spurctl audit -w 'gpu[001-128]' --collect --kind active-elsewhere --action reclaim\n"
-    "  spurctl audit --collect --format prometheus \\\n"
-    "    -o /var/lib/prometheus/node-exporter/spurctl.prom\n"
+    "  spurctl audit --collect --format prometheus"
+    " -o /var/lib/prometheus/node-exporter/spurctl.prom\n"
     "  spurctl audit --collect --watch"
 )
 
