@@ -157,7 +157,7 @@ def demo_cluster(
             agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
             conf = directory / "spur.conf"
             conf.write_text(_spur_conf(sim))
-            inventory = directory / "inventory.jsonl"
+            inventory = directory / "inventories.jsonl"
             command = node_line.command(inventory)
             config = directory / "config.toml"
             config.write_text(_config_toml(command, agent_map))
@@ -310,7 +310,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             "them over ssh), and judges each holding by the controller's own reclaim rules "
             "plus what the controller cannot see."
         )
-        say.command("spurctl audit --inventory inventory.jsonl")
+        say.command("spurctl audit --inventory inventories.jsonl")
         before, _ = _audit(cluster, conn, None)
         say.audit_table(before)
         reclaim_rows = _rows(before, Action.RECLAIM)
@@ -320,7 +320,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         )
 
         nodes = hostlist.fold(sorted({f.node for f in reclaim_rows}))
-        flags = f"--node '{nodes}' --inventory inventory.jsonl --agent-map agents.json"
+        flags = f"--node '{nodes}' --inventory inventories.jsonl --agent-map agents.json"
 
         say.heading(HEADINGS[1])
         say.say(
@@ -367,7 +367,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
             "left is not spurctl's to cancel: investigate rows need a person (each reason "
             "says what to check), spare rows may be legitimate work in flight."
         )
-        say.command("spurctl audit --inventory inventory.jsonl")
+        say.command("spurctl audit --inventory inventories.jsonl")
         after, _ = _audit(cluster, conn, None)
         say.audit_table(after)
         result = DemoResult(
@@ -418,7 +418,7 @@ def _repair_step(
         f"The simulated agents heartbeat every {DEMO_HEARTBEAT_S:g} s; a real spurd every 30 s."
     )
     say.command(
-        f"spurctl repair --node {nodes} --inventory inventory.jsonl --conf spur.conf "
+        f"spurctl repair --node {nodes} --inventory inventories.jsonl --conf spur.conf "
         "--journal journal.jsonl --tick 1 --yes"
     )
     cluster.refresh_inventory()

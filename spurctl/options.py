@@ -252,9 +252,9 @@ AckVersionOpt = Annotated[
         "--ack-version",
         envvar="SPURCTL_ACK_VERSION",
         show_envvar=True,
-        help="The controller version whose note you have read (e.g. 0.8.0): the screen "
-        "drops its one line while the controller reports that version. explain and JSON "
-        "notes keep the whole note. Config file key: ack_version.",
+        help="The controller version whose note you have read (e.g. 0.8.0): screens "
+        "(explain's too) leave the note out while the controller reports that version. "
+        "JSON notes and Markdown documents keep it. Config file key: ack_version.",
         show_default=False,
         metavar="VERSION",
         rich_help_panel=OUTPUT,

@@ -110,11 +110,29 @@ def spur_version_note(version: str) -> str | None:
 
 
 def spur_version_line(version: str) -> str | None:
-    """spur_version_note in one screen line (80 columns for a version like 0.8.0): what
-    it means, where the whole note is, and how to acknowledge it."""
+    """spur_version_note as a screen shows it, one short paragraph in plain words: what
+    this controller reclaims by itself and what it leaves to spurctl, then how to hide
+    it (hide_hint)."""
     parsed = parse_version(version)
     if spur_version_note(version) is None or parsed is None:
         return None
-    old = parsed < LAST_VERSION_WITHOUT_RECLAIM
-    said = "predates its own reclaim" if old else "may leave reclaims to spurctl"
-    return f"Spur {version.strip()} {said}: see explain; hide: --ack-version"
+    shown = version.strip()
+    if parsed < LAST_VERSION_WITHOUT_RECLAIM:
+        said = (
+            f"Spur {shown} frees no holding by itself: every reclaim finding waits for "
+            "spurctl reclaim."
+        )
+    else:
+        # Release v0.8.0's #580, bounded by #583's retention (3600 s by default).
+        said = (
+            f"Spur {shown} may free by itself only terminal-held holdings of jobs that "
+            "ended in the last hour; the other reclaim findings wait for spurctl reclaim."
+        )
+    return f"{said} {hide_hint(version)}"
+
+
+def hide_hint(version: str) -> str:
+    """How to hide the version note: by acknowledging this version."""
+    return (
+        f"Hide this note with --ack-version {version.strip()} (or ack_version in the config file)."
+    )

@@ -18,9 +18,10 @@ from spurctl.sources.inventories import Sources
 
 NAME = "audit"
 EPILOG = (
-    "\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inv.jsonl\n"
+    "\b\nExamples:\n  spurctl audit --nodes 'gpu[001-128]' --inventory inventories.jsonl\n"
     "  spurctl audit -w 'gpu[001-128]' --collect --kind active-elsewhere --action reclaim\n"
-    "  spurctl audit --collect --format prometheus -o /var/lib/node_exporter/spurctl.prom\n"
+    "  spurctl audit --collect --format prometheus"
+    " -o /var/lib/prometheus/node-exporter/spurctl.prom\n"
     "  spurctl audit --collect --watch"
 )
 

@@ -40,6 +40,7 @@ def command(
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
     journal_path: opt.HistoryJournalOpt = None,
+    ack_version: opt.AckVersionOpt = None,
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
 ) -> int:
@@ -57,10 +58,11 @@ def command(
     from spurctl.usecases.explain import run_explain
 
     fmt = opt.with_json(ctx, fmt, as_json)
+    ack = opt.ack_version(ctx, ack_version)
     names = opt.next_command("nodes", flags=opt.view_flags(holdings, conn))
     doc = run_explain(
         node, job, holdings.sources(Scope()), conn.connect(),
         journal=journal_path or default_path(), names_command=names,
     )  # fmt: skip
-    show(doc, fmt, detect())
+    show(doc, fmt, detect(), ack=ack)
     return ExitStatus.OK

@@ -167,7 +167,9 @@ def command(
         hostlist,
         holdings.sources(scope),
         connection,
-        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack, view_command),
+        show_plan=lambda prepared: shown.show_plan(
+            prepared, fmt, ack, view_command, agent_map_given=bool(connection.agent_map)
+        ),
         ask=shown.asker(env.ask),
         jobs=job,
         journal_path=journal_path,

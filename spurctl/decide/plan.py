@@ -44,7 +44,7 @@ class Entry:
     address: str
     # When the node's inventory behind the finding was collected (None: unknown).
     collected_at: datetime | None = None
-    # True when the agent map lacks the node and `address` is the node:port default.
+    # True when `address` is the guess node:port: no agent map, or one without the node.
     fallback: bool = False
 
     @property

@@ -491,15 +491,14 @@ def other_notes(report: AuditReport) -> list[str]:
 
 
 def version_text(report: AuditReport, *, ack: str | None = None, tell: bool = True) -> list[Text]:
-    """The controller-version note as a screen shows it: one line cut to the width (its
-    whole text is in explain and JSON notes); none once told (`tell` false), or when
-    the operator acknowledged the version (`ack`)."""
+    """The controller-version note as a screen shows it: its short form, wrapped at words
+    (releases.spur_version_line: what it means, how to hide it; the whole note is in
+    explain and JSON notes); none once told (`tell` false), or acknowledged (`ack`)."""
     from rich.text import Text
 
     if not report.version_line or not tell or acknowledged(report, ack):
         return []
-    line = f"NOTE: {report.version_line}"
-    return [Text(line, style="yellow", no_wrap=True, overflow="ellipsis")]
+    return [Text(f"NOTE: {report.version_line}", style="yellow")]
 
 
 def screen_notes(

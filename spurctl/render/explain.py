@@ -10,7 +10,7 @@ from typing import Any
 from spurctl.decide.reasons import id_ranges
 from spurctl.decide.supervision import step_name
 from spurctl.model import parse_time
-from spurctl.render.common import escaped
+from spurctl.render.common import escaped, same_version
 from spurctl.render.environment import Environment
 
 _WATERMARK_FROM = {
@@ -233,15 +233,31 @@ def wrapped(text: str, width: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(doc: dict[str, Any], fmt: str, width: int | None = None) -> str:
+def render(doc: dict[str, Any], fmt: str, width: int | None = None, ack: str | None = None) -> str:
     """The document as `fmt`; the text wrapped at `width` (a terminal's), else one line
-    per fact, as long as it is (for a pipe, grep and a file)."""
+    per fact, as long as it is (for a pipe, grep and a file). `ack`: the acknowledged
+    controller version, whose note the text then leaves out (JSON keeps every note)."""
     if fmt == "json":
         return json.dumps(doc, indent=2) + "\n"
-    text = render_text(escaped(doc))
+    text = render_text(escaped({**doc, "notes": _screen_notes(doc, ack)}))
     return text if width is None else wrapped(text, width)
 
 
-def show(doc: dict[str, Any], fmt: str, env: Environment) -> None:
-    """The document on stdout as `fmt`, wrapped at the terminal's width when there is one."""
-    sys.stdout.write(render(doc, fmt, width=env.width))
+def _screen_notes(doc: dict[str, Any], ack: str | None) -> list[str]:
+    """The notes as the text shows them: the controller-version note whole, with how to
+    hide it, or left out once the operator acknowledged that version."""
+    from spurctl.releases import hide_hint, spur_version_note
+
+    version = doc["controller"].get("version") or ""
+    note = spur_version_note(version)
+    if note is None or note not in doc["notes"]:
+        return list(doc["notes"])
+    if same_version(ack, version):
+        return [n for n in doc["notes"] if n != note]
+    return [f"{n.rstrip('.')}. {hide_hint(version)}" if n == note else n for n in doc["notes"]]
+
+
+def show(doc: dict[str, Any], fmt: str, env: Environment, ack: str | None = None) -> None:
+    """The document on stdout as `fmt`, wrapped at the terminal's width when there is one;
+    `ack` as for render."""
+    sys.stdout.write(render(doc, fmt, width=env.width, ack=ack))

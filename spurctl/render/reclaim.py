@@ -54,8 +54,11 @@ PLAIN_AUDIT = "spurctl audit"
 class PlanFacts:
     """What the plan says beyond its entries: the use case's Prepared, as the renderer needs it."""
 
-    # Planned nodes the agent map lacks (their address is the node:port default).
+    # Planned nodes the agent map lacks, or every one without a map (the node:port guess).
     fallback_nodes: Sequence[str] = ()
+    # Whether an --agent-map was given: without one, the plan says once why every
+    # address is marked (guessed); with one, a warning names the nodes it lacks.
+    agent_map_given: bool = True
     # --job ids that name no planned entry.
     unmatched_jobs: Sequence[int] = ()
     # (node, job) -> why that entry will be skipped: an old inventory, or (--plan) a saved
@@ -150,12 +153,19 @@ def unmatched_sentence(jobs: Sequence[int], view_command: str) -> str:
     )
 
 
-def fallback_sentence(nodes: Sequence[str]) -> str:
+def fallback_sentence(nodes: Sequence[str], agent_map_given: bool = True) -> str:
+    """Why the plan's addresses marked `(guessed)` are guesses, and how to make them exact."""
     from spurctl.hostlist import fold
 
+    guess = "a guessed address, NODE:PORT (the node's name and --agent-port), marked in the plan"
+    if not agent_map_given:
+        return (
+            f"no --agent-map: every cancel goes to {guess}; pass --agent-map (node to the "
+            "host:port each spurd listens on) to send each where its spurd listens"
+        )
     return (
-        f"--agent-map lacks {fold(nodes)}: their cancels go to the default NODE:PORT "
-        "address shown in the plan; add them to the map if that is not their agent"
+        f"--agent-map lacks {fold(nodes)}: their cancels go to {guess}; add them to the "
+        "map if that is not where their spurd listens"
     )
 
 
@@ -192,7 +202,7 @@ _STACK_INDENT = 10  # the reason's indent in the stacked plan, as in audit's
 
 
 def _agent_text(entry: Entry) -> str:
-    return entry.address + (" (default: not in --agent-map)" if entry.fallback else "")
+    return entry.address + (" (guessed)" if entry.fallback else "")
 
 
 class PlanTable:
@@ -279,6 +289,9 @@ def print_plan(
             console.print(Text("Nothing to reclaim on these nodes."))
         return
     console.print(PlanTable(entries, facts.stale))
+    if not facts.agent_map_given and facts.fallback_nodes:
+        note = fallback_sentence(facts.fallback_nodes, agent_map_given=False)
+        console.print(_labelled("NOTE:", "bold yellow", note))
     for (node, job_id), why in sorted(facts.stale.items()):
         console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
     going = [e for e in entries if (e.node, e.job_id) not in facts.stale]
@@ -490,12 +503,15 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
 # -- the command's printing, around the use case's `reclaim` -------------------------
 
 
-def facts_of(prepared: Prepared, view_command: str | None = None) -> PlanFacts:
+def facts_of(
+    prepared: Prepared, view_command: str | None = None, agent_map_given: bool = True
+) -> PlanFacts:
     """What the plan shows beyond its entries, from the use case's Prepared;
     `view_command`: the audit of these nodes as this command read them."""
     return PlanFacts(
         view_command=view_command or PLAIN_AUDIT,
         fallback_nodes=prepared.fallback_nodes,
+        agent_map_given=agent_map_given,
         unmatched_jobs=prepared.unmatched_jobs,
         stale={**prepared.stale, **prepared.spared},
         max_inventory_age_s=prepared.max_inventory_age_s,
@@ -512,14 +528,17 @@ def show_plan(
     fmt: ReclaimFormat | str,
     ack: str | None = None,
     view_command: str | None = None,
+    agent_map_given: bool = True,
 ) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
     stdout is the document, printed at the end). `ack`: the acknowledged controller
     version (render.audit.version_text); `view_command`: the audit of these nodes as
-    this command read them, which the plan's notes point at."""
+    this command read them, which the plan's notes point at; `agent_map_given`: whether
+    an --agent-map was given (a map that lacks a planned node is warned about; without
+    one, every address is a guess, which the plan says once)."""
     entries, report = prepared.entries, prepared.report
-    facts = facts_of(prepared, view_command)
-    if prepared.fallback_nodes:
+    facts = facts_of(prepared, view_command, agent_map_given)
+    if prepared.fallback_nodes and agent_map_given:
         print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
     if fmt == "table":
         print_unresolved(prepared.unresolved)

@@ -59,6 +59,7 @@ from spurctl.sources.job_reads import (
 )
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
+from spurctl.sources.wrong_endpoint import CHECK_ADDRESS, NOT_A_CONTROLLER, not_a_controller
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -66,6 +67,8 @@ CHANNEL_OPTIONS = [
 ]
 # Retryable on another endpoint: the endpoint is down, unreachable or too slow.
 _ENDPOINT_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# Asked again through `read`, which tries every endpoint and names one that is no controller.
+_ELSEWHERE = (*_ENDPOINT_FAILURES, grpc.StatusCode.UNIMPLEMENTED)
 # spurctld refuses to encode an answer over this (spur-proto MAX_GRPC_MESSAGE_SIZE);
 # tonic reports it as OUT_OF_RANGE "Error, encoded message length too large".
 ANSWER_LIMIT = 32 * 1024 * 1024
@@ -100,33 +103,6 @@ def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
         return f"permission denied ({details}); an admin credential may be needed"
     name = code.name if code is not None else "error"
     return f"{name}: {details}" if details else name
-
-
-# grpc's connect failure when the peer's first bytes are not an HTTP/2 SETTINGS frame
-# ("HTTP/1.1 404 ..." from a web server is one).
-_NOT_HTTP2 = "Failed parsing HTTP/2"
-
-
-def http1_status(url: str, timeout: float) -> int | None:
-    """The status a plain http:// endpoint gives `GET /` over HTTP/1.1, or None when it
-    gives none (not HTTP/1, closed, too slow, or an https:// URL: not probed)."""
-    import re
-    import socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme != "http" or parts.hostname is None or parts.port is None:
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    request = f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
-    try:
-        with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as conn:
-            conn.sendall(request)
-            head = conn.recv(64)
-    except OSError:
-        return None
-    m = re.match(rb"HTTP/1\.[01] (\d{3})", head)
-    return int(m[1]) if m else None
 
 
 def _unavailable_reason(details: str) -> str:
@@ -281,7 +257,7 @@ class ControllerClient:
             except grpc.RpcError as err:
                 if missing_ok and _not_found(err):
                     return None
-                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+                if isinstance(err, grpc.Call) and err.code() in _ELSEWHERE:
                     return self.read(method, request, missing_ok=missing_ok)
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     raise self._too_large(url, method, err) from None
@@ -309,8 +285,9 @@ class ControllerClient:
                 if missing_ok and _not_found(err):
                     self.address = url
                     return None
-                if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                    failures.append(self._endpoint_failure(url, err))
+                failure = self._endpoint_failure(url, method, err)
+                if failure is not None:
+                    failures.append(failure)
                     continue
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     self.address = url
@@ -325,20 +302,15 @@ class ControllerClient:
             return answer
         raise SpurctlError(self._all_failed(method, failures))
 
-    def _endpoint_failure(self, url: str, err: grpc.RpcError) -> str:
-        """`url: why`; a port that answered HTTP/1 (a web server, a proxy's status page)
-        says what it answered: grpc only reports a frame it could not parse."""
-        call = err if isinstance(err, grpc.Call) else None
-        details = (call.details() if call is not None else "") or ""
-        if (
-            call is not None
-            and call.code() == grpc.StatusCode.UNAVAILABLE
-            and _NOT_HTTP2 in details
-        ):
-            status = http1_status(url, self._conn.timeout)
-            if status is not None:
-                return f"{url} is not a Spur controller: it answered HTTP {status}"
-        return f"{url}: {describe_rpc_error(err, self._conn.timeout)}"
+    def _endpoint_failure(self, url: str, method: str, err: grpc.RpcError) -> str | None:
+        """`url: why` when the endpoint failed rather than the call (down, too slow, not a
+        Spur controller at all: sources/wrong_endpoint.py), so another may serve; else None."""
+        wrong = not_a_controller(url, method, err, self._conn.timeout)
+        if wrong is not None:
+            return wrong
+        if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
+            return f"{url}: {describe_rpc_error(err, self._conn.timeout)}"
+        return None
 
     def _too_large(self, url: str, method: str, err: grpc.RpcError) -> AnswerTooLarge:
         return AnswerTooLarge(
@@ -352,6 +324,8 @@ class ControllerClient:
         )
 
     def _all_failed(self, method: str, failures: Sequence[str]) -> str:
+        if len(self._urls) == 1 and failures[0].startswith(f"{self._urls[0]} {NOT_A_CONTROLLER}"):
+            return f"{failures[0]}; {CHECK_ADDRESS}"
         which = "the controller" if len(self._urls) == 1 else "no controller endpoint"
         verb = "did not answer" if len(self._urls) == 1 else "answered"
         return (

@@ -334,8 +334,9 @@ class Connection:
         return self.agent_map.get(node) or f"{node}:{self.agent_port}"
 
     def agent_map_lacks(self, node: str) -> bool:
-        """Whether an --agent-map was given without `node`: its address is then node:port."""
-        return bool(self.agent_map) and not self.agent_map.get(node)
+        """Whether no --agent-map entry names `node`, so that its address is the guess
+        node:port; without a map at all, every address is one."""
+        return not self.agent_map.get(node)
 
     def not_found_doubt(self) -> str | None:
         """Why GetJob's NOT_FOUND might not prove an id untracked, or None when it does.

@@ -377,9 +377,12 @@ def would_send(
     doc: dict[str, Any] = {
         "send": True,
         "endpoint": entry.address,
-        "endpoint_from": "node:port default (not in the agent map)"
-        if entry.fallback or not conn.agent_map
-        else "agent map",
+        "endpoint_from": "agent map"
+        if not entry.fallback
+        else "guessed: node:port, not in --agent-map"
+        if conn.agent_map
+        else "guessed: node:port, no --agent-map",
+        "agent_fallback": entry.fallback,
         "request": f"AgentCancelJob(job_id={entry.job_id}, signal=0)",
         "recheck": (
             f"just before the send, a fresh GetJob must still read as {finding.kind.value}"
@@ -422,6 +425,7 @@ def explain(
         "controller_node": _node_doc(where.controller_name, where.node),
         "controller": {
             "address": report.controller_address,
+            "version": report.controller_version,
             "taken_at": format_time(report.taken_at),
             "view_complete": report.view_complete,
         },

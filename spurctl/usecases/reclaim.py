@@ -431,7 +431,7 @@ class Prepared:
     unresolved: list[Unresolved]
     # --job ids that no planned entry names.
     unmatched_jobs: list[int] = field(default_factory=list)
-    # Planned nodes the agent map lacks: their address is the node:port default.
+    # Planned nodes no agent map names (all, without a map): their address is a guess.
     fallback_nodes: list[str] = field(default_factory=list)
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
     # Why each entry will be skipped for an old inventory, judged when planned.

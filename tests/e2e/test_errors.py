@@ -466,7 +466,10 @@ def test_a_port_speaking_http_not_grpc_is_named_as_not_a_spur_controller(
 ) -> None:
     run = run_cli("snapshot", "-o", str(tmp_path / "s.json"), "--controller", web_server)
     line = one_line_error(run, "--controller")
-    assert f"{web_server} is not a Spur controller: it answered HTTP 404" in line
+    assert (
+        f"{web_server} answered, but not as a Spur controller (an agent's port? an HTTP "
+        "proxy?): HTTP status 404 over HTTP/1, not gRPC"
+    ) in line
     assert "HTTP/2" not in line  # grpc's frame-parsing words stay out of it
     # Beside a real controller it is skipped, and the failover note says why.
     both = f"{web_server},{lone_controller.controller_address}"
@@ -474,4 +477,5 @@ def test_a_port_speaking_http_not_grpc_is_named_as_not_a_spur_controller(
     run = run_cli("audit", "--json", "--inventory", str(inventory), "--controller", both)
     assert run.returncode == 1, run.stderr
     (note,) = [n for n in json.loads(run.stdout)["notes"] if "failover" in n]
-    assert f"{web_server} is not a Spur controller: it answered HTTP 404" in note
+    assert f"{web_server} answered, but not as a Spur controller" in note
+    assert "HTTP status 404 over HTTP/1" in note

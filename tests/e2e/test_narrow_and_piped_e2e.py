@@ -138,8 +138,8 @@ def test_checklist_is_rendered_text_on_a_terminal_and_markdown_when_piped_or_ask
     assert len(texts) > len(doc["steps"])
     assert_fits_and_keeps_words(lines, *(re.sub(r"[`*]", "", t) for t in texts))
     assert "above-watermark-unknown" in words(screen)
-    # The controller-version note is one line on the screen; the documents keep it whole.
-    assert "Spur 0.8.0 may leave reclaims to spurctl: see explain; hide:" in screen
+    # The controller-version note is its short form on the screen; documents keep it whole.
+    assert "Note: Spur 0.8.0 may free by itself" in screen
     assert "clears terminal-held" not in screen
     assert "release v0.8.0 clears terminal-held" in piped.stdout
 

@@ -118,7 +118,8 @@ def test_a_reclaim_goes_to_the_default_endpoint_without_an_agent_map() -> None:
     doc = doc_for(inputs([job], [Holding(7, started_at=NOW - timedelta(days=2))]), 7)
     r = doc["job"]["reclaim"]
     assert (r["endpoint"], r["send"]) == ("gpu001:6818", True)
-    assert "default" in r["endpoint_from"]
+    assert r["agent_fallback"] is True
+    assert r["endpoint_from"] == "guessed: node:port, no --agent-map"
     text = render(doc, "table")
     assert "Reclaim sends:  AgentCancelJob(job_id=7, signal=0) to gpu001:" in text
 

@@ -69,7 +69,10 @@ def test_endpoints_resolve_through_the_map_and_loose_names() -> None:
     fake = {"gpu015:6818": ep(("gpu015", 6818)), "10.0.0.15:6818": ep(("10.0.0.15", 6818))}
     got = endpoints(agent_addresses(["gpu015"], conn), resolve=fake.__getitem__)
     assert got["gpu015"] == ep(("gpu015", 6818), ("10.0.0.15", 6818))
-    assert conn.agent_map_lacks("gpu015") and not Connection(("x",)).agent_map_lacks("gpu015")
+    assert conn.agent_map_lacks("gpu015")
+    # Without a map every address is a guess; a map's own entry is not.
+    assert Connection(("x",)).agent_map_lacks("gpu015")
+    assert not conn.agent_map_lacks("GPU015.cluster")
 
 
 def test_nodelist_names_trim_parts_and_keep_bare_tokens() -> None:
