@@ -122,7 +122,7 @@ def _entry() -> Entry:
 def test_the_reclaim_plan_prints_brackets_as_written(terminal: bool) -> None:
     out = _Terminal() if terminal else io.StringIO()
     print_plan([_entry()], _report(), file=out)
-    _assert_verbatim(out.getvalue(), f"NOTE: {NOTE}", HOSTLIST_REASON)
+    _assert_verbatim(out.getvalue(), f"WARNING: {NOTE}", HOSTLIST_REASON)
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])

@@ -72,8 +72,8 @@ def command(
     not a check; exit 2 when it cannot be read or --run names no run.
     """
     from spurctl.act.journal import default_path
+    from spurctl.errors import warn
     from spurctl.render.journal import missing_sentence, print_one, print_runs
-    from spurctl.render.terminal import warning
     from spurctl.usecases import journal_runs
 
     fmt = opt.with_json(ctx, fmt, as_json)
@@ -85,6 +85,6 @@ def command(
         print_one(view, journal_runs.select(view.runs, run), fmt=fmt)
     else:
         if not view.exists and fmt == "json":
-            warning(missing_sentence(view))
+            warn(missing_sentence(view))
         print_runs(view, view.runs[:last], fmt=fmt)
     return ExitStatus.OK

@@ -22,11 +22,13 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from rich.style import Style
     from rich.text import Text
 
-from spurctl.errors import visible
+from spurctl.errors import NOTE_PREFIX, visible
 from spurctl.model import Action, AuditReport, Finding, Kind
 from spurctl.render.common import (
     ACTION_STYLE,
     NARROW,
+    NOTE_LABEL,
+    WARNING_LABEL,
     AuditFormat,
     choose,
     context_line,
@@ -41,6 +43,7 @@ from spurctl.render.common import (
     natural_key,
     no_discrepancies,
     node_cell,
+    note_label,
     pipe_width,
     report_header,
     same_version,
@@ -496,7 +499,7 @@ def version_text(report: AuditReport, *, ack: str | None = None, tell: bool = Tr
 
     if not report.version_line or not tell or acknowledged(report, ack):
         return []
-    line = f"NOTE: {report.version_line}"
+    line = f"{NOTE_LABEL} {report.version_line}"
     return [Text(line, style="yellow", no_wrap=True, overflow="ellipsis")]
 
 
@@ -506,7 +509,9 @@ def screen_notes(
     """The notes on a screen: each WARNING in full, then the version line."""
     from rich.text import Text
 
-    warnings = [Text(f"WARNING: {note}", style="bold yellow") for note in other_notes(report)]
+    warnings = [
+        Text(f"{WARNING_LABEL} {note}", style="bold yellow") for note in other_notes(report)
+    ]
     return warnings + version_text(report, ack=ack, tell=tell_version)
 
 
@@ -627,7 +632,8 @@ def _render_markdown(
     shown = only.shown(report.findings)
     for note in report.notes:
         note_lines = note.splitlines() or [""]
-        lines.append(f"> **Warning:** {note_lines[0]}")
+        label = note_label(note, report.version_note)
+        lines.append(f"> **{label}** {note_lines[0]}")
         lines.extend(f"> {extra}" for extra in note_lines[1:])
         lines.append("")
     lines += [f"**Summary:** {summary_line(report)}", ""]
@@ -802,7 +808,7 @@ def filter_notice(report: AuditReport, fmt: AuditFormat | str, only: FindingFilt
     if not only.active or choose(AuditFormat, fmt) is not AuditFormat.CSV:
         return None
     shown = len(only.shown(report.findings))
-    return f"spurctl: note: {only.sentence(len(report.findings), shown)}"
+    return f"{NOTE_PREFIX}{only.sentence(len(report.findings), shown)}"
 
 
 def print_audit(

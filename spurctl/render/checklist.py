@@ -11,12 +11,14 @@ from spurctl import hostlist
 from spurctl.decide.post_wipe import Checklist, Hazard, HeldId, NodeAssessment, Step
 from spurctl.model import WatermarkSource, format_time
 from spurctl.render.common import (
+    NOTE_LABEL,
     ChecklistFormat,
     choose,
     dump_json,
     escaped,
     markdown_table,
     md_cell,
+    note_label,
     report_header,
     same_version,
     spur_version,
@@ -188,9 +190,9 @@ def render_markdown(cl: Checklist, *, screen: bool = False, ack: str | None = No
     for note in a.notes:
         if note == a.version_note and screen:  # one line on a screen, as every screen's
             if not same_version(ack, a.controller_version):
-                lines += [f"> **Note:** {a.version_line or note}", ""]
+                lines += [f"> **{NOTE_LABEL}** {a.version_line or note}", ""]
         else:  # a document keeps it whole, as audit's Markdown and the JSON notes do
-            lines += [f"> **Warning:** {note}", ""]
+            lines += [f"> **{note_label(note, a.version_note)}** {note}", ""]
     lines += [_summary(cl), ""]
     if a.nodes_not_inventoried:
         names = hostlist.fold(a.nodes_not_inventoried)

@@ -66,6 +66,21 @@ def choose(choices: type[F], fmt: str, command: str | None = None) -> F:
         ) from None
 
 
+# -- severity ----------------------------------------------------------------
+
+# One label per severity wherever a screen or a document says it (stderr says
+# errors.WARNING_PREFIX and NOTE_PREFIX): what the operator must weigh (an incomplete
+# view, withheld findings), and what only informs (the controller-version note).
+WARNING_LABEL = "WARNING:"
+NOTE_LABEL = "NOTE:"
+
+
+def note_label(note: str, version_note: str | None) -> str:
+    """The label of one of a view's notes: NOTE for the controller-version note, WARNING
+    for every other."""
+    return NOTE_LABEL if note == version_note else WARNING_LABEL
+
+
 # -- findings, in the order and words an operator reads them ----------------
 
 # Most urgent first: what an operator acts on belongs at the top.

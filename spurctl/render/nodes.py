@@ -16,7 +16,15 @@ from spurctl.decide.reasons import duration
 from spurctl.errors import visible
 from spurctl.hostlist import fold, is_node_name, ranges
 from spurctl.model import format_time
-from spurctl.render.common import NodesFormat, choose, csv_safe, dump_json, same_version
+from spurctl.render.common import (
+    NOTE_LABEL,
+    WARNING_LABEL,
+    NodesFormat,
+    choose,
+    csv_safe,
+    dump_json,
+    same_version,
+)
 
 if TYPE_CHECKING:
     from spurctl.usecases.nodes import NodeListing, NodeRow
@@ -44,21 +52,22 @@ def render(
 def show(
     listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True, ack: str | None = None
 ) -> None:
-    """The listing on stdout as `fmt`; with `header` False its notes go to stderr."""
+    """The listing on stdout as `fmt`; with `header` False its warnings go to stderr
+    (as audit's: the version note is explain's and the JSON's)."""
     if not header:
         from spurctl.render.terminal import warn_lines
 
-        warn_lines(screen_notes(listing, ack))
+        warn_lines(n for n in listing.notes if n != listing.version_note)
     sys.stdout.write(render(listing, fmt, header=header, ack=ack))
 
 
 def screen_notes(listing: NodeListing, ack: str | None = None) -> list[str]:
-    """The notes as a screen shows them: each in full but the controller-version note,
-    which is one line (its whole text is in `explain` and the JSON `notes`), and none
-    once that version is acknowledged (--ack-version, as audit's)."""
-    out = [n for n in listing.notes if n != listing.version_note]
+    """The notes as a screen shows them, each with its label: each warning in full, then
+    the controller-version note in one line (its whole text is in `explain` and the JSON
+    `notes`), none once that version is acknowledged (--ack-version, as audit's)."""
+    out = [f"{WARNING_LABEL} {n}" for n in listing.notes if n != listing.version_note]
     if listing.version_line and not same_version(ack, listing.controller_version):
-        out.append(listing.version_line)
+        out.append(f"{NOTE_LABEL} {listing.version_line}")
     return out
 
 
@@ -127,7 +136,7 @@ def _table(listing: NodeListing, *, header: bool = True, ack: str | None = None)
             f"({view} view): {len(listing.rows)} node{'s' if len(listing.rows) != 1 else ''}"
         )
     ]
-    lines += [visible(f"Note: {n}") for n in screen_notes(listing, ack)]
+    lines += [visible(n) for n in screen_notes(listing, ack)]
     lines.append(_rows([HEADERS, *(_cells(r) for r in listing.rows)]).rstrip("\n"))
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))

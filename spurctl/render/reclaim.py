@@ -20,9 +20,12 @@ from rich.text import Text
 
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
+from spurctl.errors import warn
 from spurctl.model import AuditReport, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
+    NOTE_LABEL,
+    WARNING_LABEL,
     ReclaimFormat,
     choose,
     context_line,
@@ -129,7 +132,7 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
     console = _console(file)
     console.print(
         _labelled(
-            "WARNING:",
+            WARNING_LABEL,
             "bold yellow",
             f"the journal has {plural(len(items), 'cancel')} sent or about to be sent by an "
             "interrupted run, with no recorded outcome:",
@@ -251,13 +254,15 @@ def print_plan(
     console = _console(file)
     console.print(Text(context_line(report)))
     for note in other_notes(report):
-        console.print(_labelled("NOTE:", "bold yellow", note))
+        console.print(_labelled(WARNING_LABEL, "bold yellow", note))
     for line in version_text(report, ack=ack):
         console.print(line)
     if facts.unmatched_jobs:
         console.print(
             _labelled(
-                "NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs, facts.view_command)
+                NOTE_LABEL,
+                "bold yellow",
+                unmatched_sentence(facts.unmatched_jobs, facts.view_command),
             )
         )
     if not entries:
@@ -513,7 +518,7 @@ def show_plan(
     entries, report = prepared.entries, prepared.report
     facts = facts_of(prepared, view_command)
     if prepared.fallback_nodes:
-        print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
+        warn(fallback_sentence(prepared.fallback_nodes))
     if fmt == "table":
         print_unresolved(prepared.unresolved)
         print_plan(entries, report, facts=facts, ack=ack)
@@ -521,7 +526,7 @@ def show_plan(
         print_unresolved(prepared.unresolved, file=sys.stderr)
         if prepared.unmatched_jobs:
             sentence = unmatched_sentence(prepared.unmatched_jobs, facts.view_command)
-            print(f"spurctl: warning: {sentence}", file=sys.stderr)
+            warn(sentence)
 
 
 def question(prepared: Prepared) -> str:
@@ -576,7 +581,7 @@ def show_reclaimed(
     entries, report, facts = prepared.entries, prepared.report, facts_of(prepared)
     if done.stage is Stage.PLANNED:
         if done.key_warning is not None:
-            print(f"spurctl: warning: {done.key_warning}", file=sys.stderr)
+            warn(done.key_warning)
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
         else:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from spurctl.errors import SpurctlError
+from spurctl.errors import warn as _warn
 from spurctl.heap import gc_paused
 from spurctl.model import ControllerView, Inventory, format_time, held_ids
 from spurctl.scope import Scope
@@ -34,10 +35,6 @@ INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
 # longer one is refused by its size, never read into memory whole.
 MAX_LINE_BYTES = 64 * 2**20
 _MIB = 2**20
-
-
-def _warn(message: str) -> None:
-    print(f"spurctl: warning: {message}", file=sys.stderr)
 
 
 @dataclass

@@ -85,7 +85,7 @@ def test_nodes_lists_one_line_per_node_with_both_views_and_folds_each_agent_stat
     (version,) = [ln for ln in lines[:header] if "Spur 0.8.0" in ln]
     assert (
         version
-        == "Note: Spur 0.8.0 may leave reclaims to spurctl: see explain; hide: --ack-version"
+        == "NOTE: Spur 0.8.0 may leave reclaims to spurctl: see explain; hide: --ack-version"
     )
     acked = _nodes(sim, _edited(inventory, tmp_path), "--ack-version", "v0.8.0")
     assert "Spur 0.8.0" not in acked and acked.count("\n") == out.count("\n") - 1

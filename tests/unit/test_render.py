@@ -289,7 +289,7 @@ def test_markdown_puts_heading_notes_and_summary_before_the_table() -> None:
     text = render_audit(_report(), "markdown")
     lines = text.splitlines()
     assert lines[0].startswith("# ")
-    note_line = lines.index(f"> **Warning:** {INCOMPLETE_NOTE}")
+    note_line = lines.index(f"> **WARNING:** {INCOMPLETE_NOTE}")
     summary_line = next(i for i, line in enumerate(lines) if line.startswith("**Summary:**"))
     first_row = next(i for i, line in enumerate(lines) if line.startswith("|"))
     assert note_line < summary_line < first_row
