@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             completion_init()
         try:
-            code = app(args=args, standalone_mode=False)
+            code = app(args=args, prog_name="spurctl", standalone_mode=False)
         except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
             from spurctl.render.terminal import report
 

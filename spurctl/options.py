@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from spurctl.commands.output_words import is_format_word, refusal
 from spurctl.errors import SpurctlError
 from spurctl.option_values import DAY_S, number_option
 from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
@@ -163,17 +164,21 @@ class _BareName(type(Path())):  # type: ignore[misc]
 
 def _output_path(text: str | Path) -> Path:
     typed = str(text)
-    return _BareName(typed) if typed in FORMAT_NAMES else Path(typed)
+    bare = typed in FORMAT_NAMES or is_format_word(typed)
+    return _BareName(typed) if bare else Path(typed)
 
 
 def _output_file(ctx: typer.Context, value: Path | None) -> Path | None:
-    """-o FILE, refused when FILE is a format's bare name and no such file exists:
-    `-o json` would write the table to ./json. A path (`./json`) is a file."""
+    """-o FILE, refused when FILE is a format's bare name (spurctl's, kubectl's `wide`,
+    sinfo's `%N %T`) and no such file exists: `-o json` would write the table to ./json.
+    A path (`./json`) is a file."""
     if not isinstance(value, _BareName):
         return value
     name, value = str(value), Path(value)
     if value.exists():
         return value
+    if name not in FORMAT_NAMES:
+        raise SpurctlError(refusal(name, ctx.command_path, _formats_of(ctx)))
     if name in _formats_of(ctx):
         raise SpurctlError(f"`-o` takes a file; did you mean `--format {name}`?")
     raise SpurctlError(

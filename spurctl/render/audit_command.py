@@ -7,6 +7,7 @@ from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from pathlib import Path
 
+from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import WatchRound
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.model import AuditReport
@@ -17,7 +18,7 @@ from spurctl.render.audit import (
     render_audit,
     warn_notes,
 )
-from spurctl.render.common import PUBLIC_FILE_MODE, AuditFormat, choose, write_output
+from spurctl.render.common import PUBLIC_FILE_MODE, AuditFormat, choose, write_told
 
 
 def show_audit(
@@ -42,8 +43,12 @@ def show_audit(
         if not header:
             warn_notes(report)
         text = render_audit(report, fmt, only=only, fold=fold, ack=ack, whole=True, header=header)
-        public = choose(AuditFormat, fmt) is AuditFormat.PROMETHEUS
-        write_output(text, output, create_mode=PUBLIC_FILE_MODE if public else 0o600)
+        chosen = choose(AuditFormat, fmt)
+        public = chosen is AuditFormat.PROMETHEUS
+        shown = len(only.shown(report.findings))
+        what = f"the audit ({chosen}, {plural(shown, 'finding')}"
+        what += f" of {len(report.findings)})" if only.active else ")"
+        write_told(text, output, what, create_mode=PUBLIC_FILE_MODE if public else 0o600)
     if notice is not None:
         print(notice, file=sys.stderr)
 

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from spurctl import hostlist
 from spurctl.decide.post_wipe import Checklist, Hazard, HeldId, NodeAssessment, Step
+from spurctl.decide.reasons import plural
 from spurctl.model import WatermarkSource, format_time
 from spurctl.render.common import (
     NOTE_LABEL,
@@ -23,7 +24,7 @@ from spurctl.render.common import (
     same_version,
     spur_version,
     text_time,
-    write_output,
+    write_told,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -271,4 +272,7 @@ def show(
     if on_screen:
         print_on_terminal(cl, ack=ack)
     else:
-        write_output(render(cl, fmt), output)
+        chosen = choose(ChecklistFormat, fmt, "checklist")
+        recycle = plural(len(cl.assessment.nodes_to_recycle), "node")
+        what = f"the post-wipe checklist ({chosen}, {recycle} to recycle)"
+        write_told(render(cl, fmt), output, what)

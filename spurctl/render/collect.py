@@ -89,7 +89,7 @@ def show_collected(lines: str, results: Sequence[Inventory], output: Path | None
     stderr which nodes answered and why the others did not."""
     import sys
 
-    from spurctl.render.common import write_output
+    from spurctl.render.common import write_told
 
-    write_output(lines, output)
     print(summarize(results), file=sys.stderr)
+    write_told(lines, output, f"{plural(len(results), 'inventory', 'inventories')} (JSON Lines)")

@@ -485,6 +485,14 @@ def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) ->
         raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
+def write_told(text: str, output: Path | None, what: str, *, create_mode: int = 0o600) -> None:
+    """write_output, and when it went to a file, one stderr line saying what was written
+    where: `-o FILE` never leaves an empty screen that reads as "all clear"."""
+    write_output(text, output, create_mode=create_mode)
+    if output is not None and str(output) != "-":
+        print(f"wrote {what} to {output}", file=sys.stderr)
+
+
 def same_version(ack: str | None, version: str) -> bool:
     """Whether `ack` (--ack-version, SPURCTL_ACK_VERSION, config ack_version) names the
     controller `version`: `v0.8.0` and `0.8.0` are one version."""
