@@ -16,6 +16,7 @@ its own user's jobs; anonymous reads keep the demo's controller view complete.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shlex
 import signal
@@ -226,10 +227,13 @@ class _Narrator:
 
     def audit_table(self, report: AuditReport) -> None:
         from spurctl.render.audit import print_audit, render_audit
+        from spurctl.render.environment import Environment
 
         self.out.flush()
         if self.tty:
-            print_audit(report, "table", file=self.out)
+            colour = not os.environ.get("NO_COLOR")
+            env = Environment(tty=True, width=self.console.width, colour=colour)
+            print_audit(report, "table", env, file=self.out)
         else:
             self.out.write(render_audit(report, "table", console_width=self.console.width))
         self.out.flush()

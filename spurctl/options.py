@@ -726,8 +726,10 @@ def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str
 
 def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
     """The options that produced this command's view (holdings and controller, never
-    --token), for a printed next command that must read the same view when pasted."""
-    return _as_flags(holdings, _HOLDING_OPTIONS) + controller_flags(conn)
+    --token), for a printed next command that must read the same view when pasted: the
+    collect options only when it collected (without --collect they change nothing)."""
+    read = [o for o in _HOLDING_OPTIONS if holdings.collect or o[0] in _SOURCE_OPTIONS]
+    return _as_flags(holdings, read) + controller_flags(conn)
 
 
 def next_command(*words: str, flags: Sequence[str] = (), exclude: str | None = None) -> str:

@@ -26,6 +26,7 @@ from spurctl.render.common import (
     report_header,
     write_output,
 )
+from spurctl.render.environment import Environment
 from spurctl.render.reclaim import print_plan, print_run, print_unresolved, run_document
 from spurctl.render.watch import WatchScreen, render_watch_round
 from spurctl.usecases.reclaim import Entry, Outcome, ReclaimRun, Result
@@ -100,7 +101,7 @@ def test_the_audit_table_prints_brackets_as_written(width: int) -> None:
 
 def test_the_audit_table_on_a_terminal_prints_brackets_as_written() -> None:
     out = _Terminal()
-    print_audit(_report(), "table", file=out)
+    print_audit(_report(), "table", Environment(tty=True, width=120, colour=True), file=out)
     assert "\x1b[" in out.getvalue()  # coloured: the check sees a real terminal rendering
     _assert_verbatim(out.getvalue(), HOSTLIST_REASON, NOTE)
 

@@ -12,41 +12,18 @@ A screen is a pseudo-terminal set to 80x24, read as the operator would see it.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import struct
-import termios
 from pathlib import Path
 
 from spurctl.act.journal import Journal, journal_lock
 from spurctl.hostlist import fold
 from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
-from tests.cli import cli_process, read_terminal, run_cli
+from tests.cli import on_screen, run_cli
 from tests.reclaim import reclaim_args
 
 WIDTH = 80
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-
-
-def on_screen(*args: str, home: Path, width: int = WIDTH) -> tuple[int, list[str]]:
-    """spurctl with stdout on a `width`x24 pseudo-terminal: its exit status and the lines
-    the terminal showed (colour codes dropped, trailing blanks stripped)."""
-    controller_side, terminal_side = pty.openpty()
-    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, width, 0, 0))
-    size = {"COLUMNS": str(width), "LINES": "24", "TERM": "xterm-256color"}
-    with cli_process(*args, home=home, stdout=terminal_side, env=size) as proc:
-        os.close(terminal_side)
-        seen = read_terminal(controller_side, lambda _: False)  # to the end
-        proc.communicate(timeout=30)
-        os.close(controller_side)
-    text = _ANSI.sub(b"", seen).decode()
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
-    assert proc.returncode is not None
-    return proc.returncode, lines
 
 
 def words(text: str) -> set[str]:
