@@ -211,6 +211,11 @@ class _Narrator:
 
         width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
+        from spurctl.render.environment import Environment
+
+        # What the real renderers are told of the stream (the commands' Environment).
+        colour = self.tty and not os.environ.get("NO_COLOR")
+        self.env = Environment(tty=self.tty, width=self.console.width, colour=colour)
 
     def heading(self, title: str) -> None:
         self.console.print()
@@ -227,13 +232,10 @@ class _Narrator:
 
     def audit_table(self, report: AuditReport) -> None:
         from spurctl.render.audit import print_audit, render_audit
-        from spurctl.render.environment import Environment
 
         self.out.flush()
         if self.tty:
-            colour = not os.environ.get("NO_COLOR")
-            env = Environment(tty=True, width=self.console.width, colour=colour)
-            print_audit(report, "table", env, file=self.out)
+            print_audit(report, "table", self.env, file=self.out)
         else:
             self.out.write(render_audit(report, "table", console_width=self.console.width))
         self.out.flush()
@@ -315,7 +317,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         say.command(f"spurctl reclaim {flags} --dry-run")
         planned = _prepare(cluster, conn, nodes)
         say.out.flush()
-        print_plan(planned.entries, planned.report, file=say.out)
+        print_plan(planned.entries, planned.report, file=say.out, env=say.env)
 
         say.heading(HEADINGS[2])
         say.say(
@@ -331,7 +333,9 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         # AgentPool channels close inside the send, before the servers stop.
         reclaim_run = reclaim.carry_out(planned, conn)
         say.out.flush()
-        print_run(reclaim_run, planned.entries, planned.report, fmt="table", file=say.out)
+        print_run(
+            reclaim_run, planned.entries, planned.report, fmt="table", file=say.out, env=say.env
+        )
         accepted = sim.cancels[cancels_before:]
         subjects = [c.subject for c in accepted]
         refusals = [r for r in sim.refusals if r.endpoint != "controller"]

@@ -167,7 +167,7 @@ def command(
         hostlist,
         holdings.sources(scope),
         connection,
-        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack, view_command),
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack, view_command, env),
         ask=shown.asker(env.ask),
         jobs=job,
         journal_path=journal_path,
@@ -184,7 +184,7 @@ def command(
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
     shown.show_reclaimed(
-        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
+        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle, env=env
     )
     if done.error is not None:
         raise SpurctlError(done.error)

@@ -28,9 +28,11 @@ from spurctl.render.common import (
     ACTION_STYLE,
     NOTE_LABEL,
     WARNING_LABEL,
+    WHOLE,
     AuditFormat,
     choose,
     command_line,
+    console_for,
     context_line,
     csv_safe,
     dump_json,
@@ -386,10 +388,6 @@ def step_text(step: NextStep) -> list[RenderableType]:
     return [Text(f"{visible(step.why)}:"), OneLine(f"  {command_line(step)}")]
 
 
-# The width of whole lines: a pipe or a file gets every line whole, for grep.
-WHOLE = 1_000_000
-
-
 def plain_text(
     renderables: Iterable[RenderableType], console_width: int | None, *, whole: bool = False
 ) -> str:
@@ -420,24 +418,15 @@ def plain_text(
 
 
 def terminal_console(file: TextIO | None = None, env: Environment | None = None) -> Console:
-    """A console that takes every string as text, never as markup: for a terminal as
-    `env` describes it (its width, whether to colour), every line whole when `env` is no
-    terminal (FORCE_COLOR down a pipe); without `env`, as rich finds the file."""
+    """A console that takes every string as text, never as markup: as `env` describes
+    stdout (render.common.console_for), or without `env`, as rich finds `file`."""
     # rich decides the colours here, so TERM=dumb is honoured.
     from rich.console import Console
 
+    if env is not None:
+        return console_for(env, file)
     out = None if file is None else styled(file)  # the data is escaped before it is drawn
-    if env is None:
-        return Console(file=out, highlight=False, emoji=False, markup=False)
-    return Console(
-        file=out,
-        width=env.width if env.tty and env.width else WHOLE,
-        force_terminal=env.tty or env.colour,
-        no_color=not env.colour,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
+    return Console(file=out, highlight=False, emoji=False, markup=False)
 
 
 # -- csv ---------------------------------------------------------------------

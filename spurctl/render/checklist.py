@@ -158,7 +158,7 @@ def _step_lines(s: Step) -> list[str]:
 
 
 def _started(h: HeldId) -> str:
-    return format_time(h.started_at) or "unknown"
+    return text_time(h.started_at) if h.started_at is not None else "unknown"
 
 
 def _held_items(shown: list[NodeAssessment]) -> list[str]:

@@ -16,13 +16,18 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar, cast
 
 import msgspec
 
 from spurctl.errors import SpurctlError, redact, visible
 from spurctl.hostlist import fold, natural_key
 from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, Watermark, format_time
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from spurctl.render.environment import Environment
 
 # -- format choices ----------------------------------------------------------
 
@@ -381,6 +386,31 @@ def csv_safe(value: Any) -> Any:
 # finding's reason goes on its own indented line instead.
 NARROW = 110
 _PIPE_WIDTH = 120
+
+
+def console_for(env: Environment, file: TextIO | None = None) -> Console:
+    """A rich console that takes every string as text, never as markup, for what `env`
+    says stdout is: a terminal (its width, colour unless NO_COLOR), or else a pipe or a
+    file, where every line is whole however long (colour only under FORCE_COLOR)."""
+    from rich.console import Console
+
+    from spurctl.render.sink import styled
+
+    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
+    return Console(
+        file=out,
+        width=env.width if env.tty and env.width else WHOLE,
+        force_terminal=env.tty or env.colour,
+        no_color=not env.colour,
+        soft_wrap=False,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+# The width of whole lines: a pipe or a file gets every line whole, for grep.
+WHOLE = 1_000_000
 
 
 def pipe_width() -> int:

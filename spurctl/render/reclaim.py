@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.table import Table
 from rich.text import Text
 
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
@@ -28,12 +27,14 @@ from spurctl.render.common import (
     WARNING_LABEL,
     ReclaimFormat,
     choose,
+    console_for,
     context_line,
     escaped,
-    pipe_width,
+    text_time,
     watermark_document,
 )
-from spurctl.render.sink import styled
+from spurctl.render.environment import Environment
+from spurctl.render.table import Row, Table
 
 if TYPE_CHECKING:
     from spurctl.usecases.reclaim import Prepared, Reclaimed
@@ -98,12 +99,12 @@ class Unresolved(Protocol):
     def kind(self) -> str: ...
 
 
-def _console(file: TextIO | None) -> Console:
-    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
-    width = None if out.isatty() else pipe_width()
-    return Console(
-        file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
-    )
+# Where no Environment is given: not a terminal (every line whole).
+PIPE = Environment()
+
+
+def _console(file: TextIO | None, env: Environment) -> Console:
+    return console_for(env, file)  # the data is escaped before it is drawn
 
 
 def _stops(entry: Entry) -> str:
@@ -116,20 +117,17 @@ def _stops(entry: Entry) -> str:
     return ", ".join(parts) or "reservation only"
 
 
-def _styled(word: str, style: str) -> Text:
-    # The word alone coloured, not the cell's padding around it.
-    return Text.assemble((word, style))
-
-
 def _labelled(label: str, style: str, text: str) -> Text:
     return Text.assemble((label, style), " ", text)
 
 
-def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) -> None:
+def print_unresolved(
+    items: Sequence[Unresolved], file: TextIO | None = None, env: Environment = PIPE
+) -> None:
     if not items:
         return
     items = escaped(items)
-    console = _console(file)
+    console = _console(file, env)
     console.print(
         _labelled(
             WARNING_LABEL,
@@ -140,8 +138,19 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
     )
     for u in items:
         console.print(
-            Text(f"  unknown: check the node — job {u.job_id} on {u.node} ({u.kind}, {u.at})")
+            Text(f"  unknown: check the node — job {u.job_id} on {u.node} ({u.kind}, {_at(u.at)})")
         )
+
+
+def _at(at: str) -> str:
+    """A journal record's time as every screen says one; as written if it is not one."""
+    from spurctl.model import parse_time
+
+    try:
+        moment = parse_time(at)
+    except ValueError:
+        moment = None
+    return at if moment is None else text_time(moment)
 
 
 def unmatched_sentence(jobs: Sequence[int], view_command: str) -> str:
@@ -188,8 +197,6 @@ def plan_text(document: PlanDocument) -> str:
 
 
 _PLAN_HEADERS = ("node", "job", "kind", "agent", "will stop")
-# The narrowest the `why` column may be beside the others before the plan is stacked.
-_WHY_MIN = 30
 _STACK_INDENT = 10  # the reason's indent in the stacked plan, as in audit's
 
 
@@ -198,10 +205,11 @@ def _agent_text(entry: Entry) -> str:
 
 
 class PlanTable:
-    """The plan laid out for the width it is drawn at: a table whose node, job, kind,
-    agent and will-stop cells are never broken, when the reasons still have room
-    beside them; otherwise, as audit's FindingsTable does, each node's name, then each
-    of its cancels on a line with its agent, what it stops and its reason under it."""
+    """The plan laid out for the width it is drawn at: the one table style
+    (render/table.py), whose node, job, kind, agent and will-stop cells are never broken,
+    when they fit beside each other; otherwise, as audit's FindingsTable does, each
+    node's name, then each of its cancels on a line with its agent, what it stops and
+    its reason under it."""
 
     def __init__(self, entries: Sequence[Entry]) -> None:
         self.entries = list(entries)
@@ -209,30 +217,17 @@ class PlanTable:
     def _cells(self, e: Entry) -> tuple[str, ...]:
         return (e.node, str(e.job_id), e.finding.kind.value, _agent_text(e), _stops(e))
 
-    def _fits(self, width: int) -> bool:
-        widths = [len(h) for h in _PLAN_HEADERS]
-        for e in self.entries:
-            for k, cell in enumerate(self._cells(e)):
-                widths[k] = max(widths[k], Text(cell).cell_len)
-        # A heavy-edged rich table: one border and two cells of padding per column, plus
-        # the last border.
-        used = sum(widths) + 3 * (len(widths) + 1) + 1
-        return width - used >= _WHY_MIN
+    def table(self) -> Table:
+        rows = [Row(self._cells(e), e.finding.reason, cell_styles=("bold",)) for e in self.entries]
+        return Table(_PLAN_HEADERS, rows, "why")
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.padding import Padding
 
-        title = Text(f"Reclaim plan: {plural(len(self.entries), 'cancel')}")
-        if self._fits(options.max_width):
-            table = Table(title=title, title_justify="left")
-            for col in _PLAN_HEADERS:
-                table.add_column(col, no_wrap=True)
-            table.add_column("why", overflow="fold")
-            for e in self.entries:
-                table.add_row(*(Text(c) for c in self._cells(e)), Text(e.finding.reason))
+        table = self.table()
+        if table.fits(options.max_width):
             yield table
             return
-        yield title
         node = None
         for e in self.entries:
             if e.node != node:
@@ -249,9 +244,10 @@ def print_plan(
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
     ack: str | None = None,
+    env: Environment = PIPE,
 ) -> None:
     entries, report, facts = escaped((entries, report, facts or PlanFacts()))
-    console = _console(file)
+    console = _console(file, env)
     console.print(Text(context_line(report)))
     for note in other_notes(report):
         console.print(_labelled(WARNING_LABEL, "bold yellow", note))
@@ -278,6 +274,7 @@ def print_plan(
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
+    console.print(Text(f"Reclaim plan: {plural(len(entries), 'cancel')}"))
     console.print(PlanTable(entries))
     for (node, job_id), why in sorted(facts.stale.items()):
         console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
@@ -386,6 +383,7 @@ def print_run(
     dry_run: bool = False,
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
+    env: Environment = PIPE,
 ) -> None:
     if choose(ReclaimFormat, fmt, "reclaim") is ReclaimFormat.JSON:
         doc = run_document(run, entries, report, dry_run=dry_run, facts=facts)
@@ -395,32 +393,21 @@ def print_run(
     if run is None:
         return
     run, entries, report, facts = escaped((run, entries, report, facts or PlanFacts()))
-    console = _console(file)
-    table = Table(title="Reclaim result", title_justify="left")
-    for col in ("node", "job", "kind", "result", "detail"):
-        table.add_column(col, overflow="fold")
+    console = _console(file, env)
+    rows = []
     for o in run.outcomes:
-        table.add_row(
-            Text(o.entry.node),
-            Text(str(o.entry.job_id)),
-            Text(o.entry.finding.kind.value),
-            _styled(
-                _result_word(o.result, facts.verified),
-                RESULT_STYLE[o.result]
-                if o.result is not Result.SENT or facts.verified
-                else "yellow",
-            ),
-            Text(o.detail),
+        shown = _result_word(o.result, facts.verified)
+        colour = (
+            RESULT_STYLE[o.result] if o.result is not Result.SENT or facts.verified else "yellow"
         )
+        cells = (o.entry.node, str(o.entry.job_id), o.entry.finding.kind.value, shown)
+        rows.append(Row(cells, o.detail, cell_styles=("bold", None, None, colour)))
+    why = "journal unwritable" if facts.journal_error else "interrupted"
     for e in run.not_attempted:
-        table.add_row(
-            Text(e.node),
-            Text(str(e.job_id)),
-            Text(e.finding.kind.value),
-            _styled("not sent", "red"),
-            Text("journal unwritable" if facts.journal_error else "interrupted"),
-        )
-    console.print(table)
+        cells = (e.node, str(e.job_id), e.finding.kind.value, "not sent")
+        rows.append(Row(cells, why, cell_styles=("bold", None, None, "red")))
+    console.print(Text("Reclaim result"))
+    console.print(Table(("node", "job", "kind", "result"), rows, "detail"))
     console.print(Text(summary_sentence(run, entries, facts)))
     print_confirmation(run, facts, console)
     if facts.journal_path and not facts.journal_error:
@@ -510,18 +497,19 @@ def show_plan(
     fmt: ReclaimFormat | str,
     ack: str | None = None,
     view_command: str | None = None,
+    env: Environment = PIPE,
 ) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
     stdout is the document, printed at the end). `ack`: the acknowledged controller
     version (render.audit.version_text); `view_command`: the audit of these nodes as
-    this command read them, which the plan's notes point at."""
+    this command read them, which the plan's notes point at; `env`: stdout's terminal."""
     entries, report = prepared.entries, prepared.report
     facts = facts_of(prepared, view_command)
     if prepared.fallback_nodes:
         warn(fallback_sentence(prepared.fallback_nodes))
     if fmt == "table":
-        print_unresolved(prepared.unresolved)
-        print_plan(entries, report, facts=facts, ack=ack)
+        print_unresolved(prepared.unresolved, env=env)
+        print_plan(entries, report, facts=facts, ack=ack, env=env)
     else:
         print_unresolved(prepared.unresolved, file=sys.stderr)
         if prepared.unmatched_jobs:
@@ -572,7 +560,12 @@ def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
 
 
 def show_reclaimed(
-    done: Reclaimed, fmt: ReclaimFormat | str, *, confirm_flags: Sequence[str], settle_s: float
+    done: Reclaimed,
+    fmt: ReclaimFormat | str,
+    *,
+    confirm_flags: Sequence[str],
+    settle_s: float,
+    env: Environment = PIPE,
 ) -> None:
     """What the run did, after the plan: the outcome table or the JSON document."""
     from spurctl.usecases.reclaim import Stage
@@ -586,7 +579,7 @@ def show_reclaimed(
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
         else:
             # Last, so that the end of the output says it, whatever scrolled past.
-            _console(None).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
+            _console(None, env).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
     elif done.stage is Stage.NOTHING:
         if fmt == "json":
             print_run(done.run, entries, report, fmt="json", facts=facts)
@@ -595,7 +588,7 @@ def show_reclaimed(
     elif done.stage is Stage.JOURNAL_FAILED:
         # The summary so far; the error line naming the journal follows.
         stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)
-        print_run(done.run, entries, report, fmt=fmt, facts=stopped)
+        print_run(done.run, entries, report, fmt=fmt, facts=stopped, env=env)
     else:
         facts = replace(
             facts,
@@ -604,4 +597,4 @@ def show_reclaimed(
             waited_s=None if done.run is None else done.run.waited_s,
             settle_s=settle_s,
         )
-        print_run(done.run, entries, report, fmt=fmt, facts=facts)
+        print_run(done.run, entries, report, fmt=fmt, facts=facts, env=env)

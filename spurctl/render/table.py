@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -91,13 +91,12 @@ class Table:
         return [c + " " * (w - cell_len(c)) for c, w in zip(cells, self.widths, strict=True)]
 
     def _heading_line(self, width: int | None = None) -> str:
-        """The headings over their cells; the text's over its column when it fits `width`
-        (the text under the rows needs none)."""
+        """The headings over their cells, and the text's where the text starts beside
+        them (the text under the rows needs none)."""
         line = (" " * GAP).join(self._padded(self.headings))
-        if self.text_heading is not None:
-            with_text = line + " " * GAP + self.text_heading
-            if width is None or cell_len(with_text) <= width:
-                line = with_text
+        beside = width is None or width - self.cells_width >= MIN_BESIDE
+        if self.text_heading is not None and beside:
+            line += " " * GAP + self.text_heading
         return line.rstrip()
 
     def whole_lines(self, heading: bool = True) -> list[str]:
@@ -129,6 +128,9 @@ class Table:
         def style(name: str | None) -> Style | None:
             return None if console is None or not name else console.get_style(name)
 
+        if not self.fits(width):
+            yield from self._stacked(width, style)
+            return
         gap = " " * GAP
         yield [(self._heading_line(width), style(_HEADING_STYLE))]
         indent = " " * self.cells_width
@@ -150,6 +152,30 @@ class Table:
             lead = " " * HANG if hanging else indent
             for rest in texts[1:]:
                 yield [(lead + rest, row_style)]
+
+    def _stacked(
+        self, width: int, style: Callable[[str | None], Style | None]
+    ) -> Iterator[list[Piece]]:
+        """Where the cells alone are wider than the screen: each row's first cell on a line
+        of its own, its other cells (each whole) on the next, its text under them, as
+        audit's findings stack."""
+        for row in self.rows:
+            row_style = style(row.style)
+            own = [style(row.cell_styles[k]) if k < len(row.cell_styles) else None
+                   for k in range(len(row.cells))]  # fmt: skip
+            head = own[0] or row_style
+            yield [(row.cells[0], row_style + head if row_style and head else head)]
+            line: list[Piece] = [(" " * HANG, None)]
+            for k, cell in enumerate(row.cells[1:], start=1):
+                if not cell:
+                    continue
+                piece = own[k] or row_style
+                line.append((("  " if len(line) > 1 else "") + cell, piece))
+            if len(line) > 1:
+                yield line
+            if self.text_heading is not None and row.text:
+                for text in wrapped(row.text, width - 2 * HANG):
+                    yield [(" " * 2 * HANG + text, row_style)]
 
     def plain_lines(self, width: int) -> list[str]:
         return ["".join(text for text, _ in line).rstrip() for line in self.lines(width)]

@@ -24,6 +24,7 @@ from tests.cli import on_screen, run_cli
 from tests.reclaim import reclaim_args
 
 WIDTH = 80
+_PLAN_HEADINGS = ["node", "job", "kind", "agent", "will", "stop"]
 
 
 def words(text: str) -> set[str]:
@@ -58,10 +59,11 @@ def test_the_reclaim_plan_at_80_columns_breaks_no_address_kind_or_word(
         assert any(e["kind"] in line.split() for line in lines), e["kind"]
     assert [line for line in lines if line][-1] == "DRY RUN: nothing sent"
 
-    # Wide enough, it is the table it always was.
+    # Wide enough, the reasons stand in a column of their own beside the cells.
     status, wide = on_screen(*args, home=tmp_path / "home", width=220)
     assert status == 0
-    assert any(line.startswith("┃ node") for line in wide), "\n".join(wide)
+    assert any(line.split() == [*_PLAN_HEADINGS, "why"] for line in wide), "\n".join(wide)
+    assert all(any(e["reason"] in line for line in wide) for e in plan[:8]), "\n".join(wide)
 
 
 def test_explain_wraps_to_the_terminal_and_keeps_whole_lines_down_a_pipe(
