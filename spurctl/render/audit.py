@@ -52,7 +52,7 @@ from spurctl.render.common import (
     summary_line,
 )
 from spurctl.render.sink import styled
-from spurctl.render.table import wrapped
+from spurctl.render.table import OneLine, wrapped
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
 
@@ -382,8 +382,6 @@ def step_text(step: NextStep) -> list[RenderableType]:
     own, never wrapped (a command broken over two lines does not paste)."""
     from rich.text import Text
 
-    from spurctl.render.table import OneLine
-
     # Its words name nodes, as the cluster spells them: every control character shown.
     return [Text(f"{visible(step.why)}:"), OneLine(f"  {command_line(step)}")]
 
@@ -410,7 +408,7 @@ def plain_text(
         if isinstance(renderable, FindingsTable):
             lines = renderable.whole_lines() if whole else renderable.plain_lines(console.width)
         if lines is None:
-            console.print(renderable)
+            console.print(renderable, soft_wrap=isinstance(renderable, OneLine))
         else:  # a large table, drawn without rich (FindingsTable.plain_lines)
             buf.write("".join(f"{line}\n" for line in lines))
     # rich pads every line to the console width; strip it so the text diffs and greps cleanly.
@@ -683,7 +681,8 @@ def print_audit(
         console = terminal_console(out, env)
         view = audit_view(escaped(report), only=only, fold=fold, ack=ack, next_step=next_step)
         for renderable in view:
-            console.print(renderable)
+            # A command to paste goes out whole, however wide (never cropped or wrapped).
+            console.print(renderable, soft_wrap=isinstance(renderable, OneLine))
     else:
         whole = fmt is AuditFormat.TABLE
         out.write(

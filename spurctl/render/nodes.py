@@ -159,11 +159,22 @@ def _table(
         )
     ]
     lines += [visible(n) for n in screen_notes(listing, ack)]
+    lines = _at_width(lines, width)
     if listing.rows:
         lines += table.whole_lines() if width is None else table.plain_lines(width)
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))
     return "\n".join(lines) + "\n"
+
+
+def _at_width(lines: list[str], width: int | None) -> list[str]:
+    """Sentences wrapped at a terminal's `width`, at spaces only (None: whole)."""
+    if width is None:
+        return lines
+    import textwrap
+
+    wrap = textwrap.TextWrapper(width, break_on_hyphens=False, break_long_words=False)
+    return [part for line in lines for part in wrap.wrap(line) or [""]]
 
 
 def _csv(listing: NodeListing) -> str:
