@@ -10,7 +10,7 @@ argument is refused with the line saying what to type instead; written as a path
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 # kubectl's -o words (`kubectl get -o`); those taking a value are matched by their
 # prefix (`jsonpath={.items}`, `custom-columns=NAME:.metadata.name`).
@@ -36,9 +36,16 @@ def is_format_word(typed: str) -> bool:
     return "=" in typed and word.startswith(KUBECTL_PREFIXES)
 
 
-def refusal(typed: str, command: str, formats: Sequence[str]) -> str:
-    """The one line refusing `-o TYPED` on `command`, whose --format takes `formats`:
-    what TYPED means elsewhere and what to type here instead."""
+def refusal(typed: str, command: str, formats: Sequence[str], own: Collection[str] = ()) -> str:
+    """The one line refusing `-o TYPED` on `command`, whose --format takes `formats` (`own`:
+    every name spurctl's --format takes anywhere): what TYPED means and what to type."""
+    if typed in formats:
+        return f"`-o` takes a file; did you mean `--format {typed}`?"
+    if typed in own:
+        return (
+            f"`-o` takes a file, and {command} has no --format {typed}; "
+            f"to write a file named {typed}, give `-o ./{typed}`"
+        )
     if "%" in typed:
         what = "an sinfo/squeue format string"
     else:
