@@ -382,9 +382,6 @@ def csv_safe(value: Any) -> Any:
 
 # -- layout ------------------------------------------------------------------
 
-# Below this many columns the reason column would be squeezed to a sliver: each
-# finding's reason goes on its own indented line instead.
-NARROW = 110
 _PIPE_WIDTH = 120
 
 
