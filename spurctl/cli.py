@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,6 +32,7 @@ from spurctl.commands import (
     resume,
     snapshot,
 )
+from spurctl.commands.help import HELP_ONLY_LONG, HELP_OPTIONS, HelpCommand, HelpGroup
 from spurctl.errors import ExitStatus
 from spurctl.render import sink
 
@@ -45,14 +46,25 @@ app = typer.Typer(
     add_completion=False,  # one way to install: the scripts in completions/ (README)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=HelpGroup,  # options by group, every summary whole (commands/help.py)
+    context_settings=HELP_OPTIONS,  # -h is the help, but where it is --no-header
 )
+
+
+def _add(module: Any) -> None:
+    # audit and nodes take -h as --no-header, as sinfo and squeue do.
+    settings = HELP_ONLY_LONG if module in (audit, nodes) else None
+    app.command(module.NAME, epilog=module.EPILOG, cls=HelpCommand, context_settings=settings)(
+        module.command
+    )
+
 
 # In the order `spurctl --help` lists them.
 for module in (snapshot, audit, nodes, explain, reclaim, repair, drain, resume, journal):
-    app.command(module.NAME, epilog=module.EPILOG)(module.command)
+    _add(module)
 app.add_typer(checklist.app)
 for module in (node_inventory, collect, demo, node_release):
-    app.command(module.NAME, epilog=module.EPILOG)(module.command)
+    _add(module)
 
 _state = {"debug": False}
 
@@ -107,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             completion_init()
         try:
-            code = app(args=args, standalone_mode=False)
+            code = app(args=args, prog_name="spurctl", standalone_mode=False)
         except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
             from spurctl.render.terminal import report
 

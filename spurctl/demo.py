@@ -16,6 +16,7 @@ its own user's jobs; anonymous reads keep the demo's controller view complete.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shlex
 import signal
@@ -230,6 +231,11 @@ class _Narrator:
 
         width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
+        from spurctl.render.environment import Environment
+
+        # What the real renderers are told of the stream (the commands' Environment).
+        colour = self.tty and not os.environ.get("NO_COLOR")
+        self.env = Environment(tty=self.tty, width=self.console.width, colour=colour)
 
     def heading(self, title: str) -> None:
         self.console.print()
@@ -249,7 +255,7 @@ class _Narrator:
 
         self.out.flush()
         if self.tty:
-            print_audit(report, "table", file=self.out)
+            print_audit(report, "table", self.env, file=self.out)
         else:
             self.out.write(render_audit(report, "table", console_width=self.console.width))
         self.out.flush()
@@ -331,7 +337,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         say.command(f"spurctl reclaim {flags} --dry-run")
         planned = _prepare(cluster, conn, nodes)
         say.out.flush()
-        print_plan(planned.entries, planned.report, file=say.out)
+        print_plan(planned.entries, planned.report, file=say.out, env=say.env)
 
         say.heading(HEADINGS[2])
         say.say(
@@ -347,7 +353,9 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         # AgentPool channels close inside the send, before the servers stop.
         reclaim_run = reclaim.carry_out(planned, conn)
         say.out.flush()
-        print_run(reclaim_run, planned.entries, planned.report, fmt="table", file=say.out)
+        print_run(
+            reclaim_run, planned.entries, planned.report, fmt="table", file=say.out, env=say.env
+        )
         accepted = sim.cancels[cancels_before:]
         subjects = [c.subject for c in accepted]
         refusals = [r for r in sim.refusals if r.endpoint != "controller"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import re
+import sys
 import threading
 from typing import NoReturn
 
@@ -38,6 +39,23 @@ class Aborted(SpurctlError):
 def fail(message: str) -> NoReturn:
     """End the command: `message` says what is wrong and how to fix it."""
     raise SpurctlError(message)
+
+
+# What starts each stderr line by its severity: `spurctl: error:` (render/terminal.report,
+# for what ends the command), and these two for what it says on the way.
+WARNING_PREFIX = "spurctl: warning: "
+NOTE_PREFIX = "spurctl: note: "
+
+
+def warn(message: str) -> None:
+    """One stderr line an operator should act on, the command going on: the one warning
+    printer, for every layer (a layer that must stay quiet takes a `warn` callback)."""
+    print(f"{WARNING_PREFIX}{message}", file=sys.stderr)
+
+
+def note(message: str) -> None:
+    """One stderr line that informs and asks nothing (a filter's count, a file written)."""
+    print(f"{NOTE_PREFIX}{message}", file=sys.stderr)
 
 
 class DocumentError(SpurctlError):

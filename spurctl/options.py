@@ -25,6 +25,7 @@ import typer
 
 from spurctl.errors import SpurctlError
 from spurctl.option_values import DAY_S, number_option
+from spurctl.output_words import is_format_word, refusal
 from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
 from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND
@@ -163,23 +164,18 @@ class _BareName(type(Path())):  # type: ignore[misc]
 
 def _output_path(text: str | Path) -> Path:
     typed = str(text)
-    return _BareName(typed) if typed in FORMAT_NAMES else Path(typed)
+    return _BareName(typed) if typed in FORMAT_NAMES or is_format_word(typed) else Path(typed)
 
 
 def _output_file(ctx: typer.Context, value: Path | None) -> Path | None:
-    """-o FILE, refused when FILE is a format's bare name and no such file exists:
-    `-o json` would write the table to ./json. A path (`./json`) is a file."""
+    """-o FILE, refused when FILE is a format's bare name (spurctl's, kubectl's, sinfo's)
+    and no such file exists: `-o json` would write to ./json. A path (`./json`) is a file."""
     if not isinstance(value, _BareName):
         return value
     name, value = str(value), Path(value)
     if value.exists():
         return value
-    if name in _formats_of(ctx):
-        raise SpurctlError(f"`-o` takes a file; did you mean `--format {name}`?")
-    raise SpurctlError(
-        f"`-o` takes a file, and {ctx.command_path} has no --format {name}; "
-        f"to write a file named {name}, give `-o ./{name}`"
-    )
+    raise SpurctlError(refusal(name, ctx.command_path, _formats_of(ctx), FORMAT_NAMES))
 
 
 def output_option(help_text: str) -> Any:
@@ -402,7 +398,6 @@ class ConnectionOptions:
         )
 
 
-# (name, type, default) in the order --help lists them; the agent ones only for reclaim.
 # (name, type, default) in the order --help lists them; the agent ones only for reclaim.
 _CONTROLLER_OPTIONS: list[tuple[str, Any, Any]] = [
     ("controller", ControllerOpt, None),
@@ -720,9 +715,10 @@ def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str
 
 
 def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
-    """The options that produced this command's view (holdings and controller, never
-    --token), for a printed next command that must read the same view when pasted."""
-    return _as_flags(holdings, _HOLDING_OPTIONS) + controller_flags(conn)
+    """The options that produced this view (holdings, the collect ones only when it collected,
+    and controller; never --token), for a printed next command to read the same view."""
+    read = [o for o in _HOLDING_OPTIONS if holdings.collect or o[0] in _SOURCE_OPTIONS]
+    return _as_flags(holdings, read) + controller_flags(conn)
 
 
 def next_command(*words: str, flags: Sequence[str] = (), exclude: str | None = None) -> str:

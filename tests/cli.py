@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import queue
+import re
 import select
 import shlex
 import signal
@@ -341,3 +342,36 @@ def run_process(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """run_cli as a real subprocess: for tests where the process is the point (sshd,
     ClusterShell's gateways, node_exporter reading what it wrote, systemd units)."""
     return run_cli(*args, process=True, **kwargs)
+
+
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def on_screen(
+    *args: str,
+    home: Path,
+    width: int = 80,
+    height: int = 24,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[int, list[str]]:
+    """spurctl with stdout on a `width`x`height` pseudo-terminal (stdin none): its exit
+    status and the lines the terminal showed (colour codes dropped, trailing blanks
+    stripped; a line longer than `width` is as written, which the terminal folds)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    controller_side, terminal_side = pty.openpty()
+    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+    size = {"COLUMNS": str(width), "LINES": str(height), "TERM": "xterm-256color", **(env or {})}
+    with cli_process(*args, home=home, stdout=terminal_side, env=size, cwd=cwd) as proc:
+        os.close(terminal_side)
+        seen = read_terminal(controller_side, lambda _: False)  # to the end
+        proc.communicate(timeout=30)
+        os.close(controller_side)
+    text = _ANSI.sub(b"", seen).decode()
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    assert proc.returncode is not None
+    return proc.returncode, lines

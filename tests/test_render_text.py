@@ -26,6 +26,7 @@ from spurctl.render.common import (
     report_header,
     write_output,
 )
+from spurctl.render.environment import Environment
 from spurctl.render.reclaim import print_plan, print_run, print_unresolved, run_document
 from spurctl.render.watch import WatchScreen, render_watch_round
 from spurctl.usecases.reclaim import Entry, Outcome, ReclaimRun, Result
@@ -100,7 +101,7 @@ def test_the_audit_table_prints_brackets_as_written(width: int) -> None:
 
 def test_the_audit_table_on_a_terminal_prints_brackets_as_written() -> None:
     out = _Terminal()
-    print_audit(_report(), "table", file=out)
+    print_audit(_report(), "table", SCREEN, file=out)
     assert "\x1b[" in out.getvalue()  # coloured: the check sees a real terminal rendering
     _assert_verbatim(out.getvalue(), HOSTLIST_REASON, NOTE)
 
@@ -114,6 +115,9 @@ def test_the_watch_view_prints_brackets_as_written(width: int) -> None:
     _assert_verbatim(text, HOSTLIST_REASON, NOTE, f"Round 2 FAILED: {AUTH_ERROR}.")
 
 
+SCREEN = Environment(tty=True, width=120, colour=True)
+
+
 def _entry() -> Entry:
     return Entry(_finding(), "gpu10:6818")
 
@@ -121,16 +125,17 @@ def _entry() -> Entry:
 @pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
 def test_the_reclaim_plan_prints_brackets_as_written(terminal: bool) -> None:
     out = _Terminal() if terminal else io.StringIO()
-    print_plan([_entry()], _report(), file=out)
-    _assert_verbatim(out.getvalue(), f"NOTE: {NOTE}", HOSTLIST_REASON)
+    print_plan([_entry()], _report(), file=out, env=SCREEN if terminal else Environment())
+    _assert_verbatim(out.getvalue(), f"WARNING: {NOTE}", HOSTLIST_REASON)
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
 def test_the_reclaim_result_prints_brackets_as_written(terminal: bool) -> None:
     out = _Terminal() if terminal else io.StringIO()
     run = ReclaimRun(outcomes=[Outcome(_entry(), Result.FAILED, AUTH_ERROR)])
-    print_run(run, [_entry()], _report(), fmt="table", file=out)
-    _assert_verbatim(out.getvalue(), f"failed │ {AUTH_ERROR}", "1 planned: 0 sent, 0 skipped")
+    env = SCREEN if terminal else Environment()
+    print_run(run, [_entry()], _report(), fmt="table", file=out, env=env)
+    _assert_verbatim(out.getvalue(), f"failed {AUTH_ERROR}", "1 planned: 0 sent, 0 skipped")
 
 
 def test_unresolved_cancels_print_brackets_as_written() -> None:

@@ -36,7 +36,6 @@ import json
 import os
 import re
 import stat
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.errors import SpurctlError, redact
+from spurctl.errors import warn as _warn
 from spurctl.model import MAX_JOB_ID, format_time, parse_time, utcnow
 
 SCHEMA = "spurctl.journal/v1"
@@ -217,10 +217,6 @@ def journal_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         _release(path)
-
-
-def _warn(message: str) -> None:
-    print(f"spurctl: warning: {message}", file=sys.stderr)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -10,7 +11,7 @@ import typer
 
 from spurctl import options as opt
 from spurctl.errors import ExitStatus, SpurctlError
-from spurctl.model import Action, Kind
+from spurctl.model import Action, AuditReport, Kind, NextStep
 from spurctl.option_values import DAY_S, number_option
 from spurctl.render.common import AuditFormat
 from spurctl.scope import Scope
@@ -180,6 +181,24 @@ class AuditRequest:
             )
 
 
+def reclaim_step(report: AuditReport, flags: Sequence[str]) -> NextStep | None:
+    """The one command that would act on the audit's reclaim findings: `spurctl reclaim`
+    of their nodes, reading the view this audit read (`flags`: opt.view_flags); none when
+    nothing is reclaimable."""
+    from spurctl.decide.reasons import plural
+    from spurctl.hostlist import fold
+
+    held = [f for f in report.findings if f.action is Action.RECLAIM]
+    if not held:
+        return None
+    nodes = fold(sorted({f.node for f in held}))
+    return NextStep.spurctl(
+        "reclaim", "--node", nodes, *flags,
+        why=f"Reclaim {plural(len(held), 'holding')} on {nodes} with (it shows its plan and "
+        "asks before it sends)",
+    )  # fmt: skip
+
+
 @opt.scoped("Limit to these nodes.")
 @opt.connected()
 @opt.with_holdings()
@@ -267,8 +286,10 @@ def command(
         include_healthy=request.show_all, journal=request.journal,
     )  # fmt: skip
     heap.keep_until_exit(report, inputs)
+    live = snapshot is None  # a reclaim acts on the live cluster, never on a saved view
+    step = reclaim_step(report, opt.view_flags(holdings, conn)) if live else None
     show_audit(
-        report, request.fmt, FindingFilter(request.kinds, request.actions), request.output,
-        fold=request.fold, ack=request.ack, header=request.header,
+        report, request.fmt, FindingFilter(request.kinds, request.actions), request.output, env,
+        fold=request.fold, ack=request.ack, header=request.header, next_step=step,
     )  # fmt: skip
     return ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from spurctl import options as opt
+from spurctl.commands.help import HelpCommand, HelpGroup
 from spurctl.errors import ExitStatus
 from spurctl.render.common import ChecklistFormat
 from spurctl.scope import Scope
@@ -20,6 +21,7 @@ app = typer.Typer(
     epilog="\b\nExample:\n  spurctl checklist post-wipe --collect -o recycle.md",
     no_args_is_help=True,
     rich_markup_mode=None,
+    cls=HelpGroup,
 )
 
 WatermarkOpt = Annotated[
@@ -43,7 +45,7 @@ FormatOpt = Annotated[
 OutputOpt = Annotated[Path | None, opt.output_option("Write here instead of stdout.")]
 
 
-@app.command("post-wipe")
+@app.command("post-wipe", cls=HelpCommand)
 @opt.scoped(
     "Nodes to check. With --verify: the nodes the first run said to recycle, as its verify "
     "command lists them (required)."

@@ -61,9 +61,9 @@ def node_timeout(node_limit: float | None, old: float | None) -> float:
         raise SpurctlError(
             "collect's --timeout is the old name of --node-timeout; give --node-timeout only"
         )
-    from spurctl.render.terminal import warning
+    from spurctl.errors import warn
 
-    warning(
+    warn(
         "collect --timeout is the old name of --node-timeout (each node's limit; in every "
         "other command --timeout is the RPC deadline): use --node-timeout"
     )

@@ -18,7 +18,8 @@ def detect() -> Environment:
         tty=tty,
         width=shutil.get_terminal_size().columns if tty else None,
         stderr_tty=sys.stderr.isatty(),
-        colour=tty and "NO_COLOR" not in os.environ,
+        # FORCE_COLOR colours what goes down a pipe (`| less -R`); NO_COLOR wins over it.
+        colour=(tty or bool(os.environ.get("FORCE_COLOR"))) and not os.environ.get("NO_COLOR"),
         ask=confirm if sys.stdin.isatty() else None,
     )
 

@@ -72,8 +72,9 @@ def command(
     not a check; exit 2 when it cannot be read or --run names no run.
     """
     from spurctl.act.journal import default_path
+    from spurctl.commands.environment import detect
+    from spurctl.errors import warn
     from spurctl.render.journal import missing_sentence, print_one, print_runs
-    from spurctl.render.terminal import warning
     from spurctl.usecases import journal_runs
 
     fmt = opt.with_json(ctx, fmt, as_json)
@@ -82,9 +83,9 @@ def command(
     if run is not None:
         if not view.exists:
             raise SpurctlError(missing_sentence(view))
-        print_one(view, journal_runs.select(view.runs, run), fmt=fmt)
+        print_one(view, journal_runs.select(view.runs, run), fmt=fmt, env=detect())
     else:
         if not view.exists and fmt == "json":
-            warning(missing_sentence(view))
-        print_runs(view, view.runs[:last], fmt=fmt)
+            warn(missing_sentence(view))
+        print_runs(view, view.runs[:last], fmt=fmt, env=detect())
     return ExitStatus.OK

@@ -74,11 +74,13 @@ def command(
       spurctl node-inventory -o /tmp/inventory.json
     """
     from spurctl.render.collect import tell_scan
-    from spurctl.render.common import write_output
+    from spurctl.render.common import write_told
     from spurctl.sources.documents import dump_json, inventory_to_dict
     from spurctl.sources.node_scan import scan_this_node
 
     inventory, denied = scan_this_node(cgroup_root, proc_root, hostname, state_dir=state_dir)
     tell_scan(inventory, denied, proc_root=str(proc_root), as_root=os.geteuid() == 0)
-    write_output(dump_json(inventory_to_dict(inventory), indent=None) + "\n", output)
+    document = dump_json(inventory_to_dict(inventory), indent=None) + "\n"
+    held = len(inventory.held)
+    write_told(document, output, f"{inventory.node}'s inventory ({held} held)")
     return ExitStatus.OK

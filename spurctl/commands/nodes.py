@@ -44,6 +44,7 @@ def command(
     of each agent status as folded hostlists. Read as `audit` reads them (the
     same --inventory/--collect and controller options). Exit 0; 2 on errors.
     """
+    from spurctl.commands.environment import detect
     from spurctl.render.nodes import show
     from spurctl.usecases.nodes import run_nodes
 
@@ -52,5 +53,5 @@ def command(
         raise SpurctlError("--no-header is for the table: drop --format (or drop --no-header)")
     ack = opt.ack_version(ctx, ack_version)
     listing = run_nodes(holdings.sources(scope, snapshot), None if snapshot else conn.connect())
-    show(listing, fmt, header=not no_header, ack=ack)
+    show(listing, fmt, detect(), header=not no_header, ack=ack)
     return ExitStatus.OK

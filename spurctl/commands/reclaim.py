@@ -168,7 +168,7 @@ def command(
         holdings.sources(scope),
         connection,
         show_plan=lambda prepared: shown.show_plan(
-            prepared, fmt, ack, view_command, agent_map_given=bool(connection.agent_map)
+            prepared, fmt, ack, view_command, agent_map_given=bool(connection.agent_map), env=env
         ),
         ask=shown.asker(env.ask),
         jobs=job,
@@ -186,7 +186,7 @@ def command(
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
     shown.show_reclaimed(
-        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
+        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle, env=env
     )
     if done.error is not None:
         raise SpurctlError(done.error)

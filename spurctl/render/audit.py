@@ -9,27 +9,31 @@ the formats never disagree about what the audit found.
 from __future__ import annotations
 
 import csv
-import functools
 import io
-import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the rest need none
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-    from rich.style import Style
     from rich.text import Text
 
-from spurctl.errors import visible
-from spurctl.model import Action, AuditReport, Finding, Kind
+    from spurctl.render.environment import Environment
+    from spurctl.render.table import Table
+
+from spurctl.errors import NOTE_PREFIX, visible
+from spurctl.model import Action, AuditReport, Finding, Kind, NextStep
 from spurctl.render.common import (
     ACTION_STYLE,
-    NARROW,
+    NOTE_LABEL,
+    WARNING_LABEL,
+    WHOLE,
     AuditFormat,
     choose,
+    command_line,
+    console_for,
     context_line,
     csv_safe,
     dump_json,
@@ -42,6 +46,7 @@ from spurctl.render.common import (
     natural_key,
     no_discrepancies,
     node_cell,
+    note_label,
     pipe_width,
     report_header,
     same_version,
@@ -49,6 +54,7 @@ from spurctl.render.common import (
 )
 from spurctl.render.node_admin_metrics import node_admin_series
 from spurctl.render.sink import styled
+from spurctl.render.table import OneLine, wrapped
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
 
@@ -203,64 +209,42 @@ class FindingsTable:
     def _inline(self, column: Column, f: Finding) -> Text:
         return column.inline(self._stands_for.get(id(f), f))
 
-    def _rows(self) -> list[_Row]:
+    def table(self) -> Table:
+        """The rows in the one table style (render/table.py): every row names its node (a
+        folded row its hostlist), in bold, and takes its action's colour."""
+        from spurctl.render.table import Row, Table
+
         rows = []
-        for i, (node, group) in enumerate(self.groups):
+        for node, group in self.groups:
             shown = node_cell(node) if id(group[0]) in self._stands_for else node
-            for j, f in enumerate(group):
+            for f in group:
                 added = [self._cell(c, f) for c in self.columns]
                 cells = [
-                    shown if j == 0 else "",
+                    shown,
                     job_text(f.job_id),
                     f.kind.value,
                     f.action.value,
                     live_text(f.live),
                     *(t.plain for t in added),
                 ]
-                styles = [str(t.style) or None for t in added]
-                rows.append(_Row(f, cells, styles, i > 0 and j == 0))
-        return rows
+                styles = ["bold", None, None, None, None, *(str(t.style) or None for t in added)]
+                rows.append(Row(cells, f.reason, ACTION_STYLE[f.action], styles))
+        return Table(self._headers(), rows, "reason")
 
     def _headers(self) -> list[str]:
         return ["node", "job", "kind", "action", "live", *(c.name for c in self.columns)]
 
     def plain_lines(self, width: int) -> list[str] | None:
-        """The wide table as lines of plain text, as rich would draw it, without rich:
-        None when it is small (rich draws it) or the reasons have no room."""
-        if width < NARROW or self.count <= FAST_ROWS:
-            return None
-        rows = self._rows()
-        layout = _layout(width, self._headers(), rows)
-        if layout is None:
-            return None
-        widths, reason_width = layout
-        drawn = _drawn_lines(widths, reason_width, self._headers(), rows, None)
-        return ["".join(text for text, _ in line).rstrip() for line in drawn]
+        """The table as lines of plain text at `width`; None when its cells do not fit it
+        (then each finding is stacked, as rich draws it)."""
+        table = self.table()
+        return table.plain_lines(width) if table.fits(width) else None
 
     def whole_lines(self, header: bool = True) -> list[str]:
         """One line per finding, as a pipe wants them: every row names its node (a
         folded row its hostlist cell), the reason whole at the end of its line, never
-        wrapped onto a line of its own; `header`: the column heading and its rule first."""
-        rows = self._rows()
-        for i, row in enumerate(rows):
-            if not row.cells[0]:
-                rows[i] = _Row(
-                    row.finding, [rows[i - 1].cells[0], *row.cells[1:]], row.styles, False
-                )
-        headers = self._headers()
-        widths = [_cells(h) for h in headers]
-        for row in rows:
-            for k, cell in enumerate(row.cells):
-                widths[k] = max(widths[k], _cells(cell))
-        gap = " " * _GAP
-        out = []
-        if header:
-            head = gap.join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-            out += [f"{head}{gap}reason", "─" * (len(head) + _GAP + len("reason"))]
-        for row in rows:
-            cells = [c + " " * (w - _cells(c)) for c, w in zip(row.cells, widths, strict=True)]
-            out.append(f"{gap.join(cells)}{gap}{row.finding.reason}".rstrip())
-        return out
+        wrapped onto a line of its own; `header`: the column heading first."""
+        return self.table().whole_lines(heading=header)
 
     @property
     def count(self) -> int:
@@ -301,182 +285,26 @@ class FindingsTable:
                 yield from line.render(console)
                 yield newline
                 reason_style = console.get_style(style) if style else None
-                for text in _wrapped(f.reason, width - _STACK_INDENT):
+                for text in wrapped(f.reason, width - _STACK_INDENT):
                     yield indent
                     yield Segment(text, reason_style)
                     yield newline
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        from rich import box
-        from rich.segment import Segment
-        from rich.table import Table
-        from rich.text import Text
-
-        headers = self._headers()
-        table_rows = self._rows()
-        layout = _layout(options.max_width, headers, table_rows)
-        if options.max_width < NARROW or layout is None:
-            # Narrow, or columns too wide to leave the reasons room (a watch's history
-            # beside a folded hostlist): each finding's reason on its own lines, rather
-            # than rich cutting every cell short.
+        table = self.table()
+        if table.fits(options.max_width):
+            yield table
+        else:
+            # The cells alone are wider than the screen (a folded hostlist beside a watch's
+            # history): each finding stacked, rather than a cell cut short.
             yield from self._stacked(console, options.max_width)
-            return
-        if len(table_rows) > FAST_ROWS:
-            widths, reason_width = layout
-            newline = Segment.line()
-            for pieces in _drawn_lines(widths, reason_width, headers, table_rows, console):
-                for text, piece_style in pieces:
-                    yield Segment(text, piece_style)
-                yield newline
-            return
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for name in headers:
-            table.add_column(name, no_wrap=True)
-        table.add_column("reason", ratio=1, overflow="fold")
-        for row in table_rows:
-            if row.new_section:
-                table.add_section()
-            cells = [Text(row.cells[0], style="bold"), *(Text(c) for c in row.cells[1:5])]
-            cells += [
-                Text(c, style=st or "") for c, st in zip(row.cells[5:], row.styles, strict=True)
-            ]
-            table.add_row(*cells, Text(row.finding.reason), style=ACTION_STYLE[row.finding.action])
-        yield table
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """One row of the findings table: its finding, its cells' text before the reason,
-    the styles of its added columns' cells, and whether a new node's section starts."""
-
-    finding: Finding
-    cells: list[str]
-    styles: list[str | None]  # a Text's style, as text (rich parses it)
-    new_section: bool
-
-
-# Past this many rows the wide table is drawn by _drawn_lines, which lays out the
-# same text as rich's Table line by line: rich measures every cell of every row,
-# ~0.7 ms a row, 8 s for an 11,000-row audit (bench/audit_formats.py).
+# Past this many rows the stacked layout goes out as segments, the reasons wrapped as
+# rich wraps them: rich measures every line it draws, ~0.7 ms a row, 8 s for an
+# 11,000-row audit (bench/audit_formats.py).
 FAST_ROWS = 100
 _STACK_INDENT = 10  # a reason's indent in the stacked layout
-_GAP = 3  # between two columns: a cell's right padding, the (blank) rule, the next's left
-
-
-def _cells(text: str) -> int:
-    if text.isascii():
-        return len(text)
-    from rich.cells import cell_len
-
-    return cell_len(text)
-
-
-def _layout(
-    width: int, headers: Sequence[str], rows: Sequence[_Row]
-) -> tuple[list[int], int] | None:
-    """The no-wrap columns' widths and what is left for the reason, as rich's
-    Table(box=SIMPLE_HEAD, pad_edge=False, show_edge=False) lays them out; None when
-    the reason would have no room (rich then squeezes the columns)."""
-    widths = [_cells(h) for h in headers]
-    for row in rows:
-        for k, cell in enumerate(row.cells):
-            n = _cells(cell)
-            if n > widths[k]:
-                widths[k] = n
-    reason_width = width - sum(widths) - _GAP * len(widths)
-    if reason_width < 10:
-        return None
-    return widths, reason_width
-
-
-Piece = tuple[str, "Style | None"]
-
-
-def _drawn_lines(
-    widths: Sequence[int],
-    reason_width: int,
-    headers: Sequence[str],
-    rows: Sequence[_Row],
-    console: Console | None,
-) -> Iterator[list[Piece]]:
-    """Each line of the table as its pieces of text and their styles (no styles
-    without a console: plain text)."""
-    gap = " " * _GAP
-    width = sum(widths) + _GAP * len(widths) + reason_width
-
-    def style(name: str | None) -> Style | None:
-        return None if console is None or not name else console.get_style(name)
-
-    action_style = {a: style(name) for a, name in ACTION_STYLE.items()}
-    bold = style("bold")
-    head = gap.join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    yield [(f"{head}{gap}reason".ljust(width), style("table.header"))]
-    yield [("─" * width, None)]
-    indent = " " * (width - reason_width)
-    blank = " " * width
-    for row in rows:
-        if row.new_section:
-            yield [(blank, None)]
-        row_style = action_style[row.finding.action]
-        cells = [c + " " * (w - _cells(c)) for c, w in zip(row.cells, widths, strict=True)]
-        lines = _wrapped(row.finding.reason, reason_width)
-        if console is None:
-            yield [(gap.join(cells) + gap + lines[0], None)]
-        else:
-            node_style = row_style + bold if row_style and bold else row_style
-            line: list[Piece] = [(cells[0], node_style), (gap + gap.join(cells[1:5]), row_style)]
-            for cell, name in zip(cells[5:], row.styles, strict=True):
-                extra = style(name)
-                line.append((gap + cell, row_style + extra if row_style and extra else row_style))
-            yield [*line, (gap + lines[0], row_style)]
-        for rest in lines[1:]:
-            yield [(indent + rest, row_style)]
-
-
-def _wrapped(reason: str, width: int) -> list[str]:
-    """The reason's lines at `width`, as rich folds a Text (words, then long words)."""
-    if _cells(reason) <= width:
-        return [reason]
-    simple = reason.isascii() and reason.isprintable() and "  " not in reason
-    if simple and reason.strip(" ") == reason:
-        return _folded_words(reason, width)
-    from rich.text import Text
-
-    return [line.plain for line in Text(reason).wrap(_measuring(), width, overflow="fold")]
-
-
-def _folded_words(text: str, width: int) -> list[str]:
-    """Rich's Text.wrap(overflow="fold") for one-cell-per-character text with single
-    spaces (rich takes 0.6 ms a line; a reason naming 10,000 scattered nodes has 500).
-    As rich: a word carries its trailing space, fits if the line's length (spaces
-    included) plus the word without its space is at most `width`, and a word longer
-    than `width` starts a line and is cut into `width` pieces, its space included."""
-    words = [f"{w} " for w in text.split(" ")]
-    words[-1] = words[-1][:-1]
-    lines: list[str] = []
-    line = ""
-    for word in words:
-        size = len(word.rstrip(" "))
-        if width - len(line) >= size:
-            line += word
-        elif size > width:
-            if line:
-                lines.append(line)
-            pieces = [word[i : i + width] for i in range(0, len(word), width)]
-            lines += pieces[:-1]
-            line = pieces[-1]
-        else:
-            lines.append(line)
-            line = word
-    lines.append(line)
-    return [ln[:width] if len(ln) > width and not ln[width:].strip(" ") else ln for ln in lines]
-
-
-@functools.cache
-def _measuring() -> Console:
-    from rich.console import Console
-
-    return Console(file=io.StringIO(), color_system=None, width=10_000)
 
 
 def acknowledged(report: AuditReport, ack: str | None) -> bool:
@@ -498,7 +326,7 @@ def version_text(report: AuditReport, *, ack: str | None = None, tell: bool = Tr
 
     if not report.version_line or not tell or acknowledged(report, ack):
         return []
-    return [Text(f"NOTE: {report.version_line}", style="yellow")]
+    return [Text(f"{NOTE_LABEL} {report.version_line}", style="yellow")]
 
 
 def screen_notes(
@@ -507,7 +335,9 @@ def screen_notes(
     """The notes on a screen: each WARNING in full, then the version line."""
     from rich.text import Text
 
-    warnings = [Text(f"WARNING: {note}", style="bold yellow") for note in other_notes(report)]
+    warnings = [
+        Text(f"{WARNING_LABEL} {note}", style="bold yellow") for note in other_notes(report)
+    ]
     return warnings + version_text(report, ack=ack, tell=tell_version)
 
 
@@ -519,11 +349,13 @@ def audit_view(
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
     ack: str | None = None,
+    next_step: NextStep | None = None,
 ) -> list[RenderableType]:
     """The notes, the findings (default: the report's) `only` keeps or that there are
-    none, `after_findings`, the filter's line when one is on, then the summary and where
-    the view came from. `fold`: one row for findings that differ only in their node;
-    `ack`: the acknowledged controller version (screen_notes)."""
+    none, `after_findings`, the filter's line when one is on, then the summary, where
+    the view came from and `next_step` (why, then the command on a line of its own).
+    `fold`: one row for findings that differ only in their node; `ack`: the
+    acknowledged controller version (screen_notes)."""
     from rich.text import Text
 
     findings = report.findings if findings is None else findings
@@ -541,20 +373,31 @@ def audit_view(
         out.append(Text(only.sentence(total, len(findings)), style="yellow"))
     out.append(Text(summary_line(report), style="bold"))
     out.append(Text(context_line(report), style="dim"))
+    if next_step is not None:
+        out += step_text(next_step)
     return out
+
+
+def step_text(step: NextStep) -> list[RenderableType]:
+    """A next step as a screen shows it: why, then the command indented on a line of its
+    own, never wrapped (a command broken over two lines does not paste)."""
+    from rich.text import Text
+
+    # Its words name nodes, as the cluster spells them: every control character shown.
+    return [Text(f"{visible(step.why)}:"), OneLine(f"  {command_line(step)}")]
 
 
 def plain_text(
     renderables: Iterable[RenderableType], console_width: int | None, *, whole: bool = False
 ) -> str:
     """Renderables as text without colour, at `console_width` (default: pipe_width());
-    `whole`: the findings one to a line however wide (FindingsTable.whole_lines)."""
+    `whole`: every line whole however long, the findings one to a line."""
     from rich.console import Console
 
     buf = io.StringIO()
     console = Console(
         file=buf,
-        width=console_width or pipe_width(),
+        width=WHOLE if whole else console_width or pipe_width(),
         color_system=None,
         force_terminal=False,
         highlight=False,
@@ -566,18 +409,21 @@ def plain_text(
         if isinstance(renderable, FindingsTable):
             lines = renderable.whole_lines() if whole else renderable.plain_lines(console.width)
         if lines is None:
-            console.print(renderable)
+            console.print(renderable, soft_wrap=isinstance(renderable, OneLine))
         else:  # a large table, drawn without rich (FindingsTable.plain_lines)
             buf.write("".join(f"{line}\n" for line in lines))
     # rich pads every line to the console width; strip it so the text diffs and greps cleanly.
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
-def terminal_console(file: TextIO | None = None) -> Console:
-    """A console for a terminal that takes every string as text, never as markup."""
-    # rich decides colour here, so NO_COLOR, FORCE_COLOR and TERM=dumb are honoured.
+def terminal_console(file: TextIO | None = None, env: Environment | None = None) -> Console:
+    """A console that takes every string as text, never as markup: as `env` describes
+    stdout (render.common.console_for), or without `env`, as rich finds `file`."""
+    # rich decides the colours here, so TERM=dumb is honoured.
     from rich.console import Console
 
+    if env is not None:
+        return console_for(env, file)
     out = None if file is None else styled(file)  # the data is escaped before it is drawn
     return Console(file=out, highlight=False, emoji=False, markup=False)
 
@@ -628,7 +474,8 @@ def _render_markdown(
     shown = only.shown(report.findings)
     for note in report.notes:
         note_lines = note.splitlines() or [""]
-        lines.append(f"> **Warning:** {note_lines[0]}")
+        label = note_label(note, report.version_note)
+        lines.append(f"> **{label}** {note_lines[0]}")
         lines.extend(f"> {extra}" for extra in note_lines[1:])
         lines.append("")
     lines += [f"**Summary:** {summary_line(report)}", ""]
@@ -768,6 +615,7 @@ def render_audit(
     ack: str | None = None,
     whole: bool = False,
     header: bool = True,
+    next_step: NextStep | None = None,
 ) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
@@ -776,7 +624,8 @@ def render_audit(
     `fold`: the table and Markdown draw findings that differ only in their node as
     one row (JSON, CSV and Prometheus keep one record per finding). `whole`: the
     table as a pipe or a file gets it, one finding per line, its reason never wrapped;
-    `header` False (`--no-header`): those lines alone, no heading, notes or summary.
+    `header` False (`--no-header`): those lines alone, no heading, notes or summary;
+    `next_step`: the table's last lines (audit_view).
     """
     fmt = choose(AuditFormat, fmt)
     if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
@@ -787,7 +636,7 @@ def render_audit(
         lines = FindingsTable(shown, fold=fold).whole_lines(header=False) if shown else []
         return "".join(f"{line}\n" for line in lines)
     if fmt is AuditFormat.TABLE:
-        view = audit_view(report, only=only, fold=fold, ack=ack)
+        view = audit_view(report, only=only, fold=fold, ack=ack, next_step=next_step)
         return plain_text(view, console_width, whole=whole)
     if fmt is AuditFormat.MARKDOWN:
         return _render_markdown(report, only, fold)
@@ -800,39 +649,45 @@ def filter_notice(report: AuditReport, fmt: AuditFormat | str, only: FindingFilt
     if not only.active or choose(AuditFormat, fmt) is not AuditFormat.CSV:
         return None
     shown = len(only.shown(report.findings))
-    return f"spurctl: note: {only.sentence(len(report.findings), shown)}"
+    return f"{NOTE_PREFIX}{only.sentence(len(report.findings), shown)}"
 
 
 def print_audit(
     report: AuditReport,
     fmt: AuditFormat | str,
+    env: Environment,
     file: TextIO | None = None,
     *,
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
     ack: str | None = None,
     header: bool = True,
+    next_step: NextStep | None = None,
 ) -> None:
-    """Write the report to `file` (default stdout); the table is coloured on a terminal,
-    and one finding per line down a pipe. `header` False (`--no-header`): the findings'
-    lines alone, the notes on stderr."""
+    """Write the report to `file` (default stdout). The table on a terminal (`env`) is
+    laid out at its width, coloured, folded unless `fold` is off; anywhere else it is
+    one line per finding, unfolded and whole, for grep (coloured only under FORCE_COLOR).
+    `header` False (`--no-header`): the findings' lines alone, the notes on stderr;
+    `next_step`: the table's last lines."""
     fmt = choose(AuditFormat, fmt)
     out = sys.stdout if file is None else file
-    # FORCE_COLOR colours a table sent down a pipe (`| less -R`); NO_COLOR wins over it,
-    # as rich decides.
-    forced = bool(os.environ.get("FORCE_COLOR")) and not os.environ.get("NO_COLOR")
+    fold = fold and env.tty if fmt is AuditFormat.TABLE else fold
     if fmt is AuditFormat.TABLE and not header:
         warn_notes(report)
         out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, header=False))
-    elif fmt is AuditFormat.TABLE and (out.isatty() or forced):
-        console = terminal_console(out)
-        if not out.isatty():
-            console.width = pipe_width()
-        for renderable in audit_view(escaped(report), only=only, fold=fold, ack=ack):
-            console.print(renderable)
+    elif fmt is AuditFormat.TABLE and (env.tty or env.colour):
+        console = terminal_console(out, env)
+        view = audit_view(escaped(report), only=only, fold=fold, ack=ack, next_step=next_step)
+        for renderable in view:
+            # A command to paste goes out whole, however wide (never cropped or wrapped).
+            console.print(renderable, soft_wrap=isinstance(renderable, OneLine))
     else:
         whole = fmt is AuditFormat.TABLE
-        out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, whole=whole))
+        out.write(
+            render_audit(
+                report, fmt, only=only, fold=fold, ack=ack, whole=whole, next_step=next_step
+            )
+        )
     out.flush()
 
 

@@ -7,9 +7,10 @@ from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from pathlib import Path
 
+from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import WatchRound
 from spurctl.errors import ExitStatus, SpurctlError
-from spurctl.model import AuditReport
+from spurctl.model import AuditReport, NextStep
 from spurctl.render.audit import (
     FindingFilter,
     filter_notice,
@@ -17,7 +18,8 @@ from spurctl.render.audit import (
     render_audit,
     warn_notes,
 )
-from spurctl.render.common import PUBLIC_FILE_MODE, AuditFormat, choose, write_output
+from spurctl.render.common import PUBLIC_FILE_MODE, AuditFormat, choose, write_told
+from spurctl.render.environment import Environment
 
 
 def show_audit(
@@ -25,25 +27,38 @@ def show_audit(
     fmt: AuditFormat | str,
     only: FindingFilter,
     output: Path | None,
+    env: Environment,
     *,
     fold: bool = True,
     ack: str | None = None,
     header: bool = True,
+    next_step: NextStep | None = None,
 ) -> None:
     """The report as `fmt`, with the note a CSV's filter cannot carry on stderr;
-    `fold`: same-reason rows as one hostlist row (render.common.folded); `ack`: the
-    acknowledged controller version (render.audit.version_text); `header` False
-    (`--no-header`): the table's rows alone, its notes on stderr. A file gets the
-    table as a pipe does: one finding per line."""
+    `fold`: same-reason rows as one hostlist row (render.common.folded) where a person
+    reads them (a terminal, `env`; Markdown anywhere); `ack`: the acknowledged controller
+    version (render.audit.version_text); `header` False (`--no-header`): the table's
+    rows alone, its notes on stderr; `next_step`: the table's last lines. A file gets
+    the table as a pipe does: one finding per line, unfolded."""
     notice = filter_notice(report, fmt, only)
     if output is None:
-        print_audit(report, fmt, only=only, fold=fold, ack=ack, header=header)
+        print_audit(
+            report, fmt, env, only=only, fold=fold, ack=ack, header=header, next_step=next_step
+        )
     else:  # whole or not at all: a textfile collector must never read half a report
         if not header:
             warn_notes(report)
-        text = render_audit(report, fmt, only=only, fold=fold, ack=ack, whole=True, header=header)
-        public = choose(AuditFormat, fmt) is AuditFormat.PROMETHEUS
-        write_output(text, output, create_mode=PUBLIC_FILE_MODE if public else 0o600)
+        chosen = choose(AuditFormat, fmt)
+        fold = fold and chosen is not AuditFormat.TABLE
+        text = render_audit(
+            report, fmt, only=only, fold=fold, ack=ack, whole=True, header=header,
+            next_step=next_step,
+        )  # fmt: skip
+        public = chosen is AuditFormat.PROMETHEUS
+        shown = len(only.shown(report.findings))
+        what = f"the audit ({chosen}, {plural(shown, 'finding')}"
+        what += f" of {len(report.findings)})" if only.active else ")"
+        write_told(text, output, what, create_mode=PUBLIC_FILE_MODE if public else 0o600)
     if notice is not None:
         print(notice, file=sys.stderr)
 

@@ -8,8 +8,10 @@ from typing import Any, TextIO
 
 from spurctl import hostlist
 from spurctl.decide.post_wipe import Checklist, Hazard, HeldId, NodeAssessment, Step
+from spurctl.decide.reasons import plural
 from spurctl.model import WatermarkSource, format_time
 from spurctl.render.common import (
+    NOTE_LABEL,
     ChecklistFormat,
     choose,
     command_line,
@@ -17,11 +19,12 @@ from spurctl.render.common import (
     escaped,
     markdown_table,
     md_cell,
+    note_label,
     report_header,
     same_version,
     spur_version,
     text_time,
-    write_output,
+    write_told,
 )
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
@@ -155,7 +158,7 @@ def _step_lines(s: Step) -> list[str]:
 
 
 def _started(h: HeldId) -> str:
-    return format_time(h.started_at) or "unknown"
+    return text_time(h.started_at) if h.started_at is not None else "unknown"
 
 
 def _held_items(shown: list[NodeAssessment]) -> list[str]:
@@ -188,9 +191,9 @@ def render_markdown(cl: Checklist, *, screen: bool = False, ack: str | None = No
     for note in a.notes:
         if note == a.version_note and screen:  # one line on a screen, as every screen's
             if not same_version(ack, a.controller_version):
-                lines += [f"> **Note:** {a.version_line or note}", ""]
+                lines += [f"> **{NOTE_LABEL}** {a.version_line or note}", ""]
         else:  # a document keeps it whole, as audit's Markdown and the JSON notes do
-            lines += [f"> **Warning:** {note}", ""]
+            lines += [f"> **{note_label(note, a.version_note)}** {note}", ""]
     lines += [_summary(cl), ""]
     if a.nodes_not_inventoried:
         assert cl.recollect is not None
@@ -269,4 +272,7 @@ def show(
     if on_screen:
         print_on_terminal(cl, ack=ack)
     else:
-        write_output(render(cl, fmt), output)
+        chosen = choose(ChecklistFormat, fmt, "checklist")
+        recycle = plural(len(cl.assessment.nodes_to_recycle), "node")
+        what = f"the post-wipe checklist ({chosen}, {recycle} to recycle)"
+        write_told(render(cl, fmt), output, what)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spurctl.decide.reasons import plural
+from spurctl.errors import warn
 from spurctl.hostlist import fold, is_node_name
 from spurctl.model import Inventory
 
@@ -54,7 +55,7 @@ def unreadable_environments(count: int, *, as_root: bool) -> str:
         else "run it as root"
     )
     return (
-        f"spurctl: warning: the environment of {count} process{'es' if count != 1 else ''} "
+        f"the environment of {count} process{'es' if count != 1 else ''} "
         f"could not be read (permission denied), so jobs only they belong to are missing: "
         f"{remedy}."
     )
@@ -69,7 +70,7 @@ def no_agent_running(inv: Inventory, proc_root: str) -> str:
         else ""
     )
     return (
-        f"spurctl: warning: no spurd process is running on {inv.node}{host} (none in "
+        f"no spurd process is running on {inv.node}{host} (none in "
         f"{proc_root}): the inventory records agent: null, and an audit reports this node "
         "agent-not-running."
     )
@@ -77,12 +78,10 @@ def no_agent_running(inv: Inventory, proc_root: str) -> str:
 
 def tell_scan(inventory: Inventory, denied: int, *, proc_root: str, as_root: bool) -> None:
     """node-inventory's stderr: the processes it could not read, and a missing spurd."""
-    import sys
-
     if denied:
-        print(unreadable_environments(denied, as_root=as_root), file=sys.stderr)
+        warn(unreadable_environments(denied, as_root=as_root))
     if inventory.agent_checked and inventory.agent is None:
-        print(no_agent_running(inventory, proc_root), file=sys.stderr)
+        warn(no_agent_running(inventory, proc_root))
 
 
 def show_collected(lines: str, results: Sequence[Inventory], output: Path | None) -> None:
@@ -90,7 +89,7 @@ def show_collected(lines: str, results: Sequence[Inventory], output: Path | None
     stderr which nodes answered and why the others did not."""
     import sys
 
-    from spurctl.render.common import write_output
+    from spurctl.render.common import write_told
 
-    write_output(lines, output)
     print(summarize(results), file=sys.stderr)
+    write_told(lines, output, f"{plural(len(results), 'inventory', 'inventories')} (JSON Lines)")

@@ -16,13 +16,18 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar, cast
 
 import msgspec
 
 from spurctl.errors import SpurctlError, redact, visible
 from spurctl.hostlist import fold, natural_key
 from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, Watermark, format_time
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from spurctl.render.environment import Environment
 
 # -- format choices ----------------------------------------------------------
 
@@ -64,6 +69,21 @@ def choose(choices: type[F], fmt: str, command: str | None = None) -> F:
         raise SpurctlError(
             f"unknown format {fmt!r}{where}; use {', '.join(most)} or {last}"
         ) from None
+
+
+# -- severity ----------------------------------------------------------------
+
+# One label per severity wherever a screen or a document says it (stderr says
+# errors.WARNING_PREFIX and NOTE_PREFIX): what the operator must weigh (an incomplete
+# view, withheld findings), and what only informs (the controller-version note).
+WARNING_LABEL = "WARNING:"
+NOTE_LABEL = "NOTE:"
+
+
+def note_label(note: str, version_note: str | None) -> str:
+    """The label of one of a view's notes: NOTE for the controller-version note, WARNING
+    for every other."""
+    return NOTE_LABEL if note == version_note else WARNING_LABEL
 
 
 # -- findings, in the order and words an operator reads them ----------------
@@ -178,14 +198,10 @@ def text_time(moment: datetime) -> str:
 
 
 def context_line(report: AuditReport) -> str:
-    if report.view_complete and report.jobs_seen < report.jobs_total:
-        # An audit reads what can hold a node (and the held ids), not every ended job.
-        view = (
-            f"complete ({report.jobs_seen} of {_count(report.jobs_total, 'job')} read: every one "
-            "that can hold a node)"
-        )
-    elif report.view_complete:
-        view = f"complete ({_count(report.jobs_seen, 'job')})"
+    if report.view_complete:
+        # Every job that can hold a node (an audit reads those and the held ids, not every
+        # ended job: the JSON `view` counts them); one line at 120 columns.
+        view = "complete"
     else:
         view = f"INCOMPLETE ({report.jobs_seen} of {_count(report.jobs_total, 'job')} seen)"
     return (
@@ -366,10 +382,32 @@ def csv_safe(value: Any) -> Any:
 
 # -- layout ------------------------------------------------------------------
 
-# Below this many columns the reason column would be squeezed to a sliver: each
-# finding's reason goes on its own indented line instead.
-NARROW = 110
 _PIPE_WIDTH = 120
+
+
+def console_for(env: Environment, file: TextIO | None = None) -> Console:
+    """A rich console that takes every string as text, never as markup, for what `env`
+    says stdout is: a terminal (its width, colour unless NO_COLOR), or else a pipe or a
+    file, where every line is whole however long (colour only under FORCE_COLOR)."""
+    from rich.console import Console
+
+    from spurctl.render.sink import styled
+
+    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
+    return Console(
+        file=out,
+        width=env.width if env.tty and env.width else WHOLE,
+        force_terminal=env.tty or env.colour,
+        no_color=not env.colour,
+        soft_wrap=False,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+# The width of whole lines: a pipe or a file gets every line whole, for grep.
+WHOLE = 1_000_000
 
 
 def pipe_width() -> int:
@@ -468,6 +506,14 @@ def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) ->
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise SpurctlError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def write_told(text: str, output: Path | None, what: str, *, create_mode: int = 0o600) -> None:
+    """write_output, and when it went to a file, one stderr line saying what was written
+    where: `-o FILE` never leaves an empty screen that reads as "all clear"."""
+    write_output(text, output, create_mode=create_mode)
+    if output is not None and str(output) != "-":
+        print(f"wrote {what} to {output}", file=sys.stderr)
 
 
 def same_version(ack: str | None, version: str) -> bool:

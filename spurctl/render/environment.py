@@ -20,7 +20,7 @@ class Environment:
     width: int | None = None
     # Standard error is a terminal: a progress bar may be drawn there.
     stderr_tty: bool = False
-    # Colour may be used (a terminal, and NO_COLOR unset).
+    # Colour may be used (a terminal, or FORCE_COLOR set; and NO_COLOR unset).
     colour: bool = False
     # The [y/N] prompt on the operator's terminal, or None when stdin is no terminal
     # (then nothing may be asked, and an action needs --yes).

@@ -10,7 +10,7 @@ from typing import Any
 from spurctl.decide.reasons import id_ranges
 from spurctl.decide.supervision import step_name
 from spurctl.model import parse_time
-from spurctl.render.common import escaped, same_version
+from spurctl.render.common import escaped, same_version, text_time
 from spurctl.render.environment import Environment
 
 _WATERMARK_FROM = {
@@ -29,12 +29,13 @@ def _or(value: object, default: str = "-") -> object:
 
 
 def _t(value: str | None, default: str = "-") -> str:
-    """An RFC 3339 time from the document as text: `2026-12-02 14:47:05 UTC`."""
+    """An RFC 3339 time from the document as every screen says a time:
+    `2026-12-02 14:47 UTC` (render.common.text_time; the JSON keeps the second)."""
     if value is None:
         return default
     parsed = parse_time(value)
     assert parsed is not None
-    return parsed.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return text_time(parsed)
 
 
 def _job(job: dict[str, Any]) -> list[str]:

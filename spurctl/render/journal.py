@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from spurctl.decide.reasons import plural
 from spurctl.decide.repair import stopped_sentence
 from spurctl.hostlist import fold
 from spurctl.model import format_time, parse_time
-from spurctl.render.common import ReclaimFormat, choose, dump_json, escaped, pipe_width
-from spurctl.render.sink import styled
+from spurctl.render.common import (
+    ReclaimFormat,
+    choose,
+    console_for,
+    dump_json,
+    escaped,
+    text_time,
+)
+from spurctl.render.environment import Environment
+from spurctl.render.table import Row, Table
 
 if TYPE_CHECKING:
     from spurctl.usecases.journal_runs import JournalRuns, Run
@@ -29,23 +34,24 @@ if TYPE_CHECKING:
 SCHEMA = "spurctl.journal-runs/v1"
 
 
-def _console(file: TextIO | None) -> Console:
-    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
-    width = None if out.isatty() else pipe_width()
-    return Console(
-        file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
-    )
+# Where no Environment is given: not a terminal (every line whole).
+PIPE = Environment()
 
 
-def when(at: str | None, utc: bool = True) -> str:
-    """`2026-12-02 14:47 UTC` for a record's time; the text as written if it is not one."""
+def _console(file: TextIO | None, env: Environment) -> Console:
+    return console_for(env, file)  # the data is escaped before it is drawn
+
+
+def when(at: str | None) -> str:
+    """`2026-12-02 14:47 UTC` for a record's time (render.common.text_time, as every
+    screen says a time); the text as written if it is not one."""
     try:
         value = parse_time(at)
     except (ValueError, TypeError):
         value = None
     if value is None:
         return at or "?"
-    return value.strftime("%Y-%m-%d %H:%M UTC" if utc else "%Y-%m-%d %H:%M")
+    return text_time(value)
 
 
 def missing_sentence(view: JournalRuns) -> str:
@@ -155,6 +161,15 @@ def outcome_words(run: Run) -> list[tuple[str, str]]:
     return words or [("nothing recorded", "")]
 
 
+def _run_style(run: Run) -> str | None:
+    """A run's row colour: its most worrying outcome's (outcome_words)."""
+    styles = [style for _, style in outcome_words(run)]
+    for worst in ("bold red", "red", "bold yellow", "yellow", "green"):
+        if worst in styles:
+            return worst
+    return None
+
+
 def outcomes_text(run: Run) -> Text:
     parts: list[tuple[str, str] | str] = []
     for i, (word, style) in enumerate(outcome_words(run)):
@@ -194,17 +209,7 @@ def _stopped_line(run: Run) -> Text:
     )
 
 
-_HEADINGS = ("run", "when (UTC)", "operator", "nodes", "outcomes")
-
-
-def _fits(rows: Sequence[tuple[Text, ...]], width: int) -> bool:
-    """Whether the table draws every cell whole on one line at `width` (SIMPLE_HEAD,
-    no edge padding: its edges, rules and padding take at most three columns a cell)."""
-    widths = [len(h) for h in _HEADINGS]
-    for row in rows:
-        for k, cell in enumerate(row):
-            widths[k] = max(widths[k], cell.cell_len)
-    return sum(widths) + 3 * len(widths) + 1 <= width
+_HEADINGS = ("run", "when", "operator", "nodes")
 
 
 def print_runs(
@@ -213,14 +218,16 @@ def print_runs(
     *,
     fmt: ReclaimFormat | str,
     file: TextIO | None = None,
+    env: Environment = PIPE,
 ) -> None:
-    """The runs as a table (newest first) with every interrupted run spelled out, or JSON."""
+    """The runs as a table (newest first) with every interrupted run spelled out, or JSON;
+    `env`: stdout's terminal (down a pipe, each run is one line)."""
     out = file or sys.stdout
     if choose(ReclaimFormat, str(fmt), "journal") is ReclaimFormat.JSON:
         out.write(dump_json(document(view, runs)) + "\n")
         return
     view, runs = escaped((view, runs))
-    console = _console(out)
+    console = _console(out, env)
     if not view.exists:
         console.print(Text(missing_sentence(view)))
         return
@@ -243,26 +250,26 @@ def print_runs(
     cells = [
         (
             Text(r.run),
-            Text(when(r.started_at, utc=False)),
+            Text(when(r.started_at)),
             Text(", ".join(r.operators) or "?"),
             Text(fold(r.nodes)),
             outcomes_text(r),
         )
         for r in runs
     ]
-    if _fits(cells, console.width):
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for heading in _HEADINGS:
-            table.add_column(heading, no_wrap=True)
-        for row in cells:
-            table.add_row(*row)
+    rows = [
+        Row([c.plain for c in row[:4]], row[4].plain, _run_style(r), ("bold",))
+        for row, r in zip(cells, runs, strict=True)
+    ]
+    table = Table(_HEADINGS, rows, "outcomes")
+    if table.fits(console.width):
         console.print(table)
     else:
         # Too narrow for every cell whole on one line: each run on lines of its own, its
         # hostlist whole on one of them (a hostlist folded across lines no longer
         # reads, greps or pastes), as audit stacks its findings.
         for run_id, at, operators, nodes, outcomes in cells:
-            console.print(Text.assemble(run_id, "  ", at, " UTC  ", operators), soft_wrap=True)
+            console.print(Text.assemble(run_id, "  ", at, "  ", operators), soft_wrap=True)
             console.print(Text.assemble("    nodes:     ", nodes), soft_wrap=True)
             console.print(Text.assemble("    outcomes:  ", outcomes))
     for r in runs:
@@ -293,7 +300,12 @@ def print_runs(
 
 
 def print_one(
-    view: JournalRuns, run: Run, *, fmt: ReclaimFormat | str, file: TextIO | None = None
+    view: JournalRuns,
+    run: Run,
+    *,
+    fmt: ReclaimFormat | str,
+    file: TextIO | None = None,
+    env: Environment = PIPE,
 ) -> None:
     """One run in full: its summary, then every record it holds as written."""
     out = file or sys.stdout
@@ -302,7 +314,7 @@ def print_one(
         out.write(dump_json(doc) + "\n")
         return
     view, run = escaped((view, run))
-    console = _console(out)
+    console = _console(out, env)
     counts = ", ".join(word for word, _ in outcome_words(run))
     console.print(
         Text(
@@ -310,20 +322,16 @@ def print_one(
             f"{when(run.ended_at)}, on {fold(run.nodes) or 'no node'}: {counts}"
         )
     )
-    table = Table(title=f"{_plural(len(run.records), 'record')}", title_justify="left")
-    for col in ("at", "event", "node", "job", "kind", "result", "detail"):
-        table.add_column(col, overflow="fold")
-    for rec in run.records:
-        table.add_row(
-            Text(str(rec.get("at", ""))),
-            Text(str(rec.get("event", ""))),
-            Text(str(rec.get("node", ""))),
-            Text(str(rec.get("job_id", ""))),
-            Text(str(rec.get("kind", ""))),
-            Text(str(rec.get("result", ""))),
-            Text(str(rec.get("detail", ""))),
+    rows = [
+        Row(
+            [when(str(rec.get("at", "")))]
+            + [str(rec.get(key, "")) for key in ("event", "node", "job_id", "kind", "result")],
+            str(rec.get("detail", "")),
         )
-    console.print(table)
+        for rec in run.records
+    ]
+    console.print(Text(_plural(len(run.records), "record")))
+    console.print(Table(("at", "event", "node", "job", "kind", "result"), rows, "detail"))
     if run.stopped_by is not None:
         console.print(_stopped_line(run))
     if run.no_outcome:

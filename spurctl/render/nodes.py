@@ -16,49 +16,72 @@ from spurctl.decide.reasons import duration
 from spurctl.errors import visible
 from spurctl.hostlist import fold, is_node_name, ranges
 from spurctl.model import format_time
-from spurctl.render.common import NodesFormat, choose, csv_safe, dump_json, same_version
+from spurctl.render.common import (
+    NOTE_LABEL,
+    WARNING_LABEL,
+    NodesFormat,
+    choose,
+    csv_safe,
+    dump_json,
+    same_version,
+    text_time,
+)
+from spurctl.render.environment import Environment
 
 if TYPE_CHECKING:
     from spurctl.usecases.nodes import NodeListing, NodeRow
 
 SCHEMA = "spurctl.nodes/v1"
-HEADERS = ("NODE", "STATE", "JOBS", "HELD", "AGENT", "INV-AGE")
+HEADERS = ("node", "state", "jobs", "held", "agent", "inv-age")
 CSV_FIELDS = (
     "node", "state", "jobs", "held", "agent", "inventory_node", "inventory_age_s", "error",
 )  # fmt: skip
 
 
 def render(
-    listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True, ack: str | None = None
+    listing: NodeListing,
+    fmt: NodesFormat | str,
+    *,
+    header: bool = True,
+    ack: str | None = None,
+    width: int | None = None,
 ) -> str:
     """The listing as `fmt`; `header` False (`--no-header`): the table's node lines alone.
-    `ack`: the acknowledged controller version, whose note the table then leaves out."""
+    `ack`: the acknowledged controller version, whose note the table then leaves out;
+    `width`: the terminal's, where the table is for eyes (None: every line whole)."""
     chosen = choose(NodesFormat, str(fmt), "nodes")
     if chosen is NodesFormat.JSON:
         return dump_json(document(listing)) + "\n"
     if chosen is NodesFormat.CSV:
         return _csv(listing)
-    return _table(listing, header=header, ack=ack)
+    return _table(listing, header=header, ack=ack, width=width)
 
 
 def show(
-    listing: NodeListing, fmt: NodesFormat | str, *, header: bool = True, ack: str | None = None
+    listing: NodeListing,
+    fmt: NodesFormat | str,
+    env: Environment,
+    *,
+    header: bool = True,
+    ack: str | None = None,
 ) -> None:
-    """The listing on stdout as `fmt`; with `header` False its notes go to stderr."""
+    """The listing on stdout as `fmt` (the table laid out for `env`); with `header` False
+    its warnings go to stderr (as audit's: the version note is explain's and the JSON's)."""
     if not header:
         from spurctl.render.terminal import warn_lines
 
-        warn_lines(screen_notes(listing, ack))
-    sys.stdout.write(render(listing, fmt, header=header, ack=ack))
+        warn_lines(n for n in listing.notes if n != listing.version_note)
+    width = env.width if env.tty else None
+    sys.stdout.write(render(listing, fmt, header=header, ack=ack, width=width))
 
 
 def screen_notes(listing: NodeListing, ack: str | None = None) -> list[str]:
-    """The notes as a screen shows them: each in full but the controller-version note,
-    which is one line (its whole text is in `explain` and the JSON `notes`), and none
-    once that version is acknowledged (--ack-version, as audit's)."""
-    out = [n for n in listing.notes if n != listing.version_note]
+    """The notes as a screen shows them, each with its label: each warning in full, then
+    the controller-version note in one line (its whole text is in `explain` and the JSON
+    `notes`), none once that version is acknowledged (--ack-version, as audit's)."""
+    out = [f"{WARNING_LABEL} {n}" for n in listing.notes if n != listing.version_note]
     if listing.version_line and not same_version(ack, listing.controller_version):
-        out.append(listing.version_line)
+        out.append(f"{NOTE_LABEL} {listing.version_line}")
     return out
 
 
@@ -117,32 +140,41 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
     )
 
 
-def _table(listing: NodeListing, *, header: bool = True, ack: str | None = None) -> str:
+def _table(
+    listing: NodeListing, *, header: bool = True, ack: str | None = None, width: int | None = None
+) -> str:
+    """The one table style (render/table.py): a node per line, each cell whole; at a
+    terminal's `width` too narrow for a row, each node's cells stacked under its name."""
+    from spurctl.render.table import Row, Table
+
+    table = Table(HEADERS, [Row(_cells(r)) for r in listing.rows])
     if not header:
-        return _rows([_cells(r) for r in listing.rows])
+        rows = table.whole_lines(heading=False)
+        return "".join(f"{line}\n" for line in rows)
     view = "complete" if listing.view_complete else "INCOMPLETE"
     lines = [
         visible(
-            f"Controller {listing.controller_address} at {format_time(listing.taken_at)} "
+            f"Controller {listing.controller_address} at {text_time(listing.taken_at)} "
             f"({view} view): {len(listing.rows)} node{'s' if len(listing.rows) != 1 else ''}"
         )
     ]
-    lines += [visible(f"Note: {n}") for n in screen_notes(listing, ack)]
-    lines.append(_rows([HEADERS, *(_cells(r) for r in listing.rows)]).rstrip("\n"))
+    lines += [visible(n) for n in screen_notes(listing, ack)]
+    lines = _at_width(lines, width)
+    if listing.rows:
+        lines += table.whole_lines() if width is None else table.plain_lines(width)
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))
     return "\n".join(lines) + "\n"
 
 
-def _rows(rows: list[tuple[str, ...]]) -> str:
-    """The rows as aligned columns, one per line (nothing for no row)."""
-    if not rows:
-        return ""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-    return "".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
-        for row in rows
-    )
+def _at_width(lines: list[str], width: int | None) -> list[str]:
+    """Sentences wrapped at a terminal's `width`, at spaces only (None: whole)."""
+    if width is None:
+        return lines
+    import textwrap
+
+    wrap = textwrap.TextWrapper(width, break_on_hyphens=False, break_long_words=False)
+    return [part for line in lines for part in wrap.wrap(line) or [""]]
 
 
 def _csv(listing: NodeListing) -> str:

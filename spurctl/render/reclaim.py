@@ -15,22 +15,26 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.table import Table
 from rich.text import Text
 
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
+from spurctl.errors import warn
 from spurctl.model import AuditReport, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
+    NOTE_LABEL,
+    WARNING_LABEL,
     ReclaimFormat,
     choose,
+    console_for,
     context_line,
     escaped,
-    pipe_width,
+    text_time,
     watermark_document,
 )
-from spurctl.render.sink import styled
+from spurctl.render.environment import Environment
+from spurctl.render.table import Row, Table
 
 if TYPE_CHECKING:
     from spurctl.usecases.reclaim import Prepared, Reclaimed
@@ -99,12 +103,12 @@ class Unresolved(Protocol):
     def kind(self) -> str: ...
 
 
-def _console(file: TextIO | None) -> Console:
-    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
-    width = None if out.isatty() else pipe_width()
-    return Console(
-        file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
-    )
+# Where no Environment is given: not a terminal (every line whole).
+PIPE = Environment()
+
+
+def _console(file: TextIO | None, env: Environment) -> Console:
+    return console_for(env, file)  # the data is escaped before it is drawn
 
 
 def _stops(entry: Entry) -> str:
@@ -117,23 +121,20 @@ def _stops(entry: Entry) -> str:
     return ", ".join(parts) or "reservation only"
 
 
-def _styled(word: str, style: str) -> Text:
-    # The word alone coloured, not the cell's padding around it.
-    return Text.assemble((word, style))
-
-
 def _labelled(label: str, style: str, text: str) -> Text:
     return Text.assemble((label, style), " ", text)
 
 
-def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) -> None:
+def print_unresolved(
+    items: Sequence[Unresolved], file: TextIO | None = None, env: Environment = PIPE
+) -> None:
     if not items:
         return
     items = escaped(items)
-    console = _console(file)
+    console = _console(file, env)
     console.print(
         _labelled(
-            "WARNING:",
+            WARNING_LABEL,
             "bold yellow",
             f"the journal has {plural(len(items), 'cancel')} sent or about to be sent by an "
             "interrupted run, with no recorded outcome:",
@@ -141,8 +142,19 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
     )
     for u in items:
         console.print(
-            Text(f"  unknown: check the node — job {u.job_id} on {u.node} ({u.kind}, {u.at})")
+            Text(f"  unknown: check the node — job {u.job_id} on {u.node} ({u.kind}, {_at(u.at)})")
         )
+
+
+def _at(at: str) -> str:
+    """A journal record's time as every screen says one; as written if it is not one."""
+    from spurctl.model import parse_time
+
+    try:
+        moment = parse_time(at)
+    except ValueError:
+        moment = None
+    return at if moment is None else text_time(moment)
 
 
 def unmatched_sentence(jobs: Sequence[int], view_command: str) -> str:
@@ -196,8 +208,6 @@ def plan_text(document: PlanDocument) -> str:
 
 
 _PLAN_HEADERS = ("node", "job", "kind", "agent", "will stop")
-# The narrowest the `why` column may be beside the others before the plan is stacked.
-_WHY_MIN = 30
 _STACK_INDENT = 10  # the reason's indent in the stacked plan, as in audit's
 
 
@@ -206,10 +216,11 @@ def _agent_text(entry: Entry) -> str:
 
 
 class PlanTable:
-    """The plan laid out for the width it is drawn at: a table whose node, job, kind,
-    agent and will-stop cells are never broken, when the reasons still have room
-    beside them; otherwise, as audit's FindingsTable does, each node's name, then each
-    of its cancels on a line with its agent, what it stops and its reason under it."""
+    """The plan laid out for the width it is drawn at: the one table style
+    (render/table.py), whose node, job, kind, agent and will-stop cells are never broken,
+    when they fit beside each other; otherwise, as audit's FindingsTable does, each
+    node's name, then each of its cancels on a line with its agent, what it stops and
+    its reason under it."""
 
     def __init__(self, entries: Sequence[Entry], skipped: Collection[tuple[str, int]] = ()) -> None:
         self.entries = list(entries)
@@ -221,30 +232,17 @@ class PlanTable:
     def _cells(self, e: Entry) -> tuple[str, ...]:
         return (e.node, str(e.job_id), e.finding.kind.value, _agent_text(e), self._stops(e))
 
-    def _fits(self, width: int) -> bool:
-        widths = [len(h) for h in _PLAN_HEADERS]
-        for e in self.entries:
-            for k, cell in enumerate(self._cells(e)):
-                widths[k] = max(widths[k], Text(cell).cell_len)
-        # A heavy-edged rich table: one border and two cells of padding per column, plus
-        # the last border.
-        used = sum(widths) + 3 * (len(widths) + 1) + 1
-        return width - used >= _WHY_MIN
+    def table(self) -> Table:
+        rows = [Row(self._cells(e), e.finding.reason, cell_styles=("bold",)) for e in self.entries]
+        return Table(_PLAN_HEADERS, rows, "why")
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.padding import Padding
 
-        title = Text(f"Reclaim plan: {plural(len(self.entries), 'cancel')}")
-        if self._fits(options.max_width):
-            table = Table(title=title, title_justify="left")
-            for col in _PLAN_HEADERS:
-                table.add_column(col, no_wrap=True)
-            table.add_column("why", overflow="fold")
-            for e in self.entries:
-                table.add_row(*(Text(c) for c in self._cells(e)), Text(e.finding.reason))
+        table = self.table()
+        if table.fits(options.max_width):
             yield table
             return
-        yield title
         node = None
         for e in self.entries:
             if e.node != node:
@@ -261,18 +259,21 @@ def print_plan(
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
     ack: str | None = None,
+    env: Environment = PIPE,
 ) -> None:
     entries, report, facts = escaped((entries, report, facts or PlanFacts()))
-    console = _console(file)
+    console = _console(file, env)
     console.print(Text(context_line(report)))
     for note in other_notes(report):
-        console.print(_labelled("NOTE:", "bold yellow", note))
+        console.print(_labelled(WARNING_LABEL, "bold yellow", note))
     for line in version_text(report, ack=ack):
         console.print(line)
     if facts.unmatched_jobs:
         console.print(
             _labelled(
-                "NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs, facts.view_command)
+                NOTE_LABEL,
+                "bold yellow",
+                unmatched_sentence(facts.unmatched_jobs, facts.view_command),
             )
         )
     if not entries:
@@ -288,10 +289,11 @@ def print_plan(
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
+    console.print(Text(f"Reclaim plan: {plural(len(entries), 'cancel')}"))
     console.print(PlanTable(entries, facts.stale))
     if not facts.agent_map_given and facts.fallback_nodes:
         note = fallback_sentence(facts.fallback_nodes, agent_map_given=False)
-        console.print(_labelled("NOTE:", "bold yellow", note))
+        console.print(_labelled(NOTE_LABEL, "bold yellow", note))
     for (node, job_id), why in sorted(facts.stale.items()):
         console.print(_labelled("WILL SKIP:", "bold yellow", f"job {job_id} on {node}: {why}"))
     going = [e for e in entries if (e.node, e.job_id) not in facts.stale]
@@ -401,6 +403,7 @@ def print_run(
     dry_run: bool = False,
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
+    env: Environment = PIPE,
 ) -> None:
     if choose(ReclaimFormat, fmt, "reclaim") is ReclaimFormat.JSON:
         doc = run_document(run, entries, report, dry_run=dry_run, facts=facts)
@@ -410,32 +413,21 @@ def print_run(
     if run is None:
         return
     run, entries, report, facts = escaped((run, entries, report, facts or PlanFacts()))
-    console = _console(file)
-    table = Table(title="Reclaim result", title_justify="left")
-    for col in ("node", "job", "kind", "result", "detail"):
-        table.add_column(col, overflow="fold")
+    console = _console(file, env)
+    rows = []
     for o in run.outcomes:
-        table.add_row(
-            Text(o.entry.node),
-            Text(str(o.entry.job_id)),
-            Text(o.entry.finding.kind.value),
-            _styled(
-                _result_word(o.result, facts.verified),
-                RESULT_STYLE[o.result]
-                if o.result is not Result.SENT or facts.verified
-                else "yellow",
-            ),
-            Text(o.detail),
+        shown = _result_word(o.result, facts.verified)
+        colour = (
+            RESULT_STYLE[o.result] if o.result is not Result.SENT or facts.verified else "yellow"
         )
+        cells = (o.entry.node, str(o.entry.job_id), o.entry.finding.kind.value, shown)
+        rows.append(Row(cells, o.detail, cell_styles=("bold", None, None, colour)))
+    why = "journal unwritable" if facts.journal_error else "interrupted"
     for e in run.not_attempted:
-        table.add_row(
-            Text(e.node),
-            Text(str(e.job_id)),
-            Text(e.finding.kind.value),
-            _styled("not sent", "red"),
-            Text("journal unwritable" if facts.journal_error else "interrupted"),
-        )
-    console.print(table)
+        cells = (e.node, str(e.job_id), e.finding.kind.value, "not sent")
+        rows.append(Row(cells, why, cell_styles=("bold", None, None, "red")))
+    console.print(Text("Reclaim result"))
+    console.print(Table(("node", "job", "kind", "result"), rows, "detail"))
     console.print(Text(summary_sentence(run, entries, facts)))
     print_confirmation(run, facts, console)
     if facts.journal_path and not facts.journal_error:
@@ -529,25 +521,26 @@ def show_plan(
     ack: str | None = None,
     view_command: str | None = None,
     agent_map_given: bool = True,
+    env: Environment = PIPE,
 ) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
     stdout is the document, printed at the end). `ack`: the acknowledged controller
     version (render.audit.version_text); `view_command`: the audit of these nodes as
     this command read them, which the plan's notes point at; `agent_map_given`: whether
     an --agent-map was given (a map that lacks a planned node is warned about; without
-    one, every address is a guess, which the plan says once)."""
+    one, every address is a guess, which the plan says once); `env`: stdout's terminal."""
     entries, report = prepared.entries, prepared.report
     facts = facts_of(prepared, view_command, agent_map_given)
     if prepared.fallback_nodes and agent_map_given:
-        print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
+        warn(fallback_sentence(prepared.fallback_nodes))
     if fmt == "table":
-        print_unresolved(prepared.unresolved)
-        print_plan(entries, report, facts=facts, ack=ack)
+        print_unresolved(prepared.unresolved, env=env)
+        print_plan(entries, report, facts=facts, ack=ack, env=env)
     else:
         print_unresolved(prepared.unresolved, file=sys.stderr)
         if prepared.unmatched_jobs:
             sentence = unmatched_sentence(prepared.unmatched_jobs, facts.view_command)
-            print(f"spurctl: warning: {sentence}", file=sys.stderr)
+            warn(sentence)
 
 
 def question(prepared: Prepared) -> str:
@@ -597,7 +590,12 @@ def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
 
 
 def show_reclaimed(
-    done: Reclaimed, fmt: ReclaimFormat | str, *, confirm_flags: Sequence[str], settle_s: float
+    done: Reclaimed,
+    fmt: ReclaimFormat | str,
+    *,
+    confirm_flags: Sequence[str],
+    settle_s: float,
+    env: Environment = PIPE,
 ) -> None:
     """What the run did, after the plan: the outcome table or the JSON document."""
     from spurctl.usecases.reclaim import Stage
@@ -606,12 +604,12 @@ def show_reclaimed(
     entries, report, facts = prepared.entries, prepared.report, facts_of(prepared)
     if done.stage is Stage.PLANNED:
         if done.key_warning is not None:
-            print(f"spurctl: warning: {done.key_warning}", file=sys.stderr)
+            warn(done.key_warning)
         if fmt == "json":
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
         else:
             # Last, so that the end of the output says it, whatever scrolled past.
-            _console(None).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
+            _console(None, env).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
     elif done.stage is Stage.NOTHING:
         if fmt == "json":
             print_run(done.run, entries, report, fmt="json", facts=facts)
@@ -620,7 +618,7 @@ def show_reclaimed(
     elif done.stage is Stage.JOURNAL_FAILED:
         # The summary so far; the error line naming the journal follows.
         stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)
-        print_run(done.run, entries, report, fmt=fmt, facts=stopped)
+        print_run(done.run, entries, report, fmt=fmt, facts=stopped, env=env)
     else:
         facts = replace(
             facts,
@@ -629,4 +627,4 @@ def show_reclaimed(
             waited_s=None if done.run is None else done.run.waited_s,
             settle_s=settle_s,
         )
-        print_run(done.run, entries, report, fmt=fmt, facts=facts)
+        print_run(done.run, entries, report, fmt=fmt, facts=facts, env=env)

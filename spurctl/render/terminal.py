@@ -98,26 +98,11 @@ def debug_lines(lines: list[str]) -> None:
         print(f"spurctl: debug: {line}", file=sys.stderr)
 
 
-def warning(message: str) -> None:
-    """One stderr line an operator should act on, the command going on."""
-    print(f"spurctl: warning: {message}", file=sys.stderr)
-
-
 def warn_lines(notes: Iterable[str]) -> None:
     """Each note as one warning line, its line breaks spaces and any control character
     it quotes from the cluster written out: where stdout carries a table's rows alone
     (--no-header), what the view's notes say still reaches stderr."""
-    from spurctl.errors import visible
+    from spurctl.errors import visible, warn
 
     for note in notes:
-        warning(visible(" ".join(note.splitlines())))
-
-
-def terminal_width() -> int | None:
-    """The width of the terminal stdout is (COLUMNS first, as rich reads it), or None when
-    stdout is no terminal: a pipe or a file gets whole lines, for grep."""
-    import shutil
-
-    if not sys.stdout.isatty():
-        return None
-    return shutil.get_terminal_size().columns
+        warn(visible(" ".join(note.splitlines())))

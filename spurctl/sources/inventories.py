@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from spurctl.errors import SpurctlError
+from spurctl.errors import warn as _warn
 from spurctl.heap import gc_paused
 from spurctl.model import ControllerView, Inventory, format_time, held_ids
 from spurctl.scope import Scope
@@ -33,10 +34,6 @@ if TYPE_CHECKING:
 INVENTORY_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 _MIB = 2**20
-
-
-def _warn(message: str) -> None:
-    print(f"spurctl: warning: {message}", file=sys.stderr)
 
 
 @dataclass

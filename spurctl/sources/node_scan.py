@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from spurctl.errors import warn
 from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess, utcnow
 from spurctl.sources import stepd_sessions
 from spurctl.sources.cgroup_limits import cgroup_cpus, memory_mb
@@ -514,7 +515,6 @@ def scan_this_node(
     `cgroup_root` None: find the roots spurd may use (`find_cgroup_roots`).
     """
     import socket
-    import sys
 
     denied = 0
     cut: dict[Path, Path] = {}  # a job cgroup too deep to read whole -> its first cut
@@ -539,11 +539,11 @@ def scan_this_node(
     )
     for top, first in cut.items():
         job = top.name.split("_")[1]
-        print(
-            f"spurctl: warning: job {job}'s cgroup {top} nests more than {MAX_CGROUP_DEPTH} "
-            f"levels deep; below that ({first} and more) was not read: a process only there "
-            "is missing from its holding", file=sys.stderr,
-        )  # fmt: skip
+        warn(
+            f"job {job}'s cgroup {top} nests more than {MAX_CGROUP_DEPTH} levels deep; below "
+            f"that ({first} and more) was not read: a process only there is missing from its "
+            "holding"
+        )
     return inventory, denied
 
 

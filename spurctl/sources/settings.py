@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from spurctl.errors import SpurctlError, register_secret
+from spurctl.errors import warn as _warn
 from spurctl.sources import bounded
 
 if TYPE_CHECKING:
@@ -170,10 +170,6 @@ def controller_urls(flag: str | None, conf: SpurConf) -> list[str]:
     if conf.controller_hosts:
         return [normalize_url(h, conf.controller_port) for h in conf.controller_hosts]
     return [DEFAULT_CONTROLLER]
-
-
-def _warn(message: str) -> None:
-    print(f"spurctl: warning: {message}", file=sys.stderr)
 
 
 def resolve_token(

@@ -19,6 +19,7 @@ from typing import Any
 
 from spurctl.decide.repair import RepairProgress, repair_progress
 from spurctl.errors import SpurctlError
+from spurctl.errors import warn as _warn
 from spurctl.model import parse_time
 from spurctl.scope import Scope
 
@@ -261,13 +262,7 @@ def select(runs: list[Run], run_id: str) -> Run:
     raise SpurctlError(f"--run {run_id}: {len(found)} runs start with it; give more of the id")
 
 
-def _stderr(message: str) -> None:
-    import sys
-
-    print(f"spurctl: warning: {message}", file=sys.stderr)
-
-
-def load(path: Path, warn: Callable[[str], None] = _stderr) -> JournalRuns:
+def load(path: Path, warn: Callable[[str], None] = _warn) -> JournalRuns:
     """The journal at `path` as runs; a missing journal is no run (`exists` False).
 
     A torn or unreadable line goes to `warn` (stderr) with its line number and is

@@ -218,7 +218,9 @@ def test_output_replaces_the_file_whole_by_rename(sim: SimCluster, inventory: Pa
     run = audit(sim, inventory, "--format", "prometheus", "-o", str(prom))
 
     assert run.returncode == 1, run.stderr
-    assert run.stdout == "" and stderr_lines(run) == []
+    # Nothing on stdout, and on stderr only what was written where.
+    assert run.stdout == ""
+    assert stderr_lines(run) == [f"wrote the audit (prometheus, 14 findings) to {prom}"]
     text = prom.read_text()
     assert text.startswith("# HELP spurctl_findings ")
     assert 'spurctl_findings{kind="active-elsewhere"} 7' in text

@@ -261,7 +261,7 @@ def test_markdown_has_open_boxes_and_the_commands_with_folded_hostlists(
     md = out_file.read_text()
     assert "**7 nodes to recycle: gpu[001-007].**" in md
     # A document keeps the controller-version note whole, as audit's Markdown does.
-    assert "> **Warning:** Spur 0.8.0 is release v0.8.0 or a build of main from before 0.9.0" in md
+    assert "> **NOTE:** Spur 0.8.0 is release v0.8.0 or a build of main from before 0.9.0" in md
     boxes = [line for line in md.splitlines() if line.startswith("- [")]
     # A seventh box, stopping the pre-wipe runs before spurd restarts.
     assert len(boxes) == 7 and all(b.startswith("- [ ] ") for b in boxes)

@@ -163,7 +163,7 @@ def test_a_failover_to_the_next_controller_is_one_note(
     table = run_cli(*base, home=home, env={"COLUMNS": "300"})
     doc = run_cli(*base, "--format", "json", home=home)
     assert table.returncode == doc.returncode == 1, table.stderr + doc.stderr
-    said = [line for line in table.stdout.splitlines() if "failover" in line]
+    said = [line for line in table.stdout.splitlines() if "controller failover" in line]
     assert said == [
         f"WARNING: controller failover: {dead}: unreachable (connection refused); "
         f"{sim.controller_address} answered"

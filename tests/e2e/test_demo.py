@@ -130,7 +130,7 @@ def test_serve_answers_the_printed_commands_then_stops_cleanly_on_ctrl_c(tmp_pat
         audit = run_cli(*shlex.split(audit_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
         assert audit.returncode == 1, audit.stderr  # findings that need action
         assert ("active-elsewhere", "reclaim") in _rows(audit.stdout)
-        assert "complete (18 of 22 jobs read: every one that can hold a node)" in audit.stdout
+        assert "view taken " in audit.stdout and ": complete; watermark 5121" in audit.stdout
 
         dry_run = run_cli(*shlex.split(dry_run_cmd)[1:], home=tmp_path, env=exports, cwd=REPO)
         assert dry_run.returncode == 0, dry_run.stderr

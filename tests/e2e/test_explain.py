@@ -40,7 +40,7 @@ def test_an_active_elsewhere_holding_shows_the_record_the_arm_and_the_cancel(
     assert run.returncode == 0, run.stderr
     out = run.stdout
     assert "Controller (from GetJobs):" in out and "RUNNING" in out and "gpu015" in out
-    assert "Submitted:    2026-12-01 13:40:12 UTC" in out
+    assert "Submitted:    2026-12-01 13:40 UTC" in out
     assert "GPUs:         0-7" in out
     assert "arm 2: the job is active and allocated to other nodes: reclaim" in out
     assert "Finding:        active-elsewhere -> reclaim" in out

@@ -1,5 +1,6 @@
-"""Through the CLI: the table, Markdown and watch fold findings that differ only in
-their node into one hostlist row; `-N/--per-node` shows every node on its own row."""
+"""Through the CLI: the table on a terminal, Markdown and the watch fold findings that
+differ only in their node into one hostlist row; `-N/--per-node` shows every node on
+its own row, as the table down a pipe always does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from pathlib import Path
 
 from spurctl.simcluster import SimCluster
-from tests.cli import run_cli
+from tests.cli import on_screen, run_cli
 
 INVENTORIED = ("gpu012", "gpu013")  # every other node has no inventory
 
@@ -28,24 +29,30 @@ def test_not_inventoried_nodes_are_one_row_and_per_node_lists_each(
 ) -> None:
     inventory = _inventory(sim, tmp_path / "inventory.jsonl")
     base = ("audit", "--controller", sim.controller_address, "--inventory", str(inventory))
-    env = {"COLUMNS": "160"}
-    doc = json.loads(run_cli(*base, "--format", "json", env=env).stdout)
+    doc = json.loads(run_cli(*base, "--format", "json").stdout)
     silent = _silent_nodes(doc)
     assert len(silent) > 10  # one JSON record per finding, always
 
-    table = run_cli(*base, env=env)
-    assert table.returncode == 1, table.stderr
-    rows = [ln for ln in table.stdout.splitlines() if "not-inventoried  " in ln]
-    assert len(rows) == 1, table.stdout
-    assert f"({len(silent):,} nodes)" in table.stdout  # the reason may wrap onto a next line
+    # On a terminal the rows that differ only in their node are one hostlist row.
+    status, lines = on_screen(*base, home=tmp_path / "home", width=160, height=50)
+    assert status == 1, lines
+    rows = [ln for ln in lines if "not-inventoried  " in ln]
+    assert len(rows) == 1, "\n".join(lines)
+    assert f"({len(silent):,} nodes)" in " ".join(lines)  # the reason may go on under it
 
-    per_node = run_cli(*base, "-N", env=env)
-    rows = [ln for ln in per_node.stdout.splitlines() if "not-inventoried  " in ln]
-    assert len(rows) == len(silent) and "nodes)" not in per_node.stdout
+    _, per_node = on_screen(*base, "-N", home=tmp_path / "home", width=160, height=50)
+    rows = [ln for ln in per_node if "not-inventoried  " in ln]
+    assert len(rows) == len(silent) and "nodes)" not in " ".join(per_node)
 
-    markdown = run_cli(*base, "--format", "markdown", env=env).stdout
+    # Down a pipe (or into a file) every finding is a line of its own: grep finds each.
+    piped = run_cli(*base)
+    assert piped.returncode == 1, piped.stderr
+    rows = [ln for ln in piped.stdout.splitlines() if "not-inventoried  " in ln]
+    assert [r.split()[0] for r in rows] == silent and "nodes)" not in piped.stdout
+
+    markdown = run_cli(*base, "--format", "markdown").stdout
     assert len([ln for ln in markdown.splitlines() if "| not-inventoried" in ln]) == 1
-    long_md = run_cli(*base, "--format", "markdown", "--per-node", env=env).stdout
+    long_md = run_cli(*base, "--format", "markdown", "--per-node").stdout
     assert len([ln for ln in long_md.splitlines() if "| not-inventoried" in ln]) == len(silent)
 
 

@@ -151,7 +151,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def _normalized(text: str) -> list[str]:
     """The output with what differs between runs (ids, times, operator, path) made constant."""
     text = re.sub(r"\d{8}T\d{6}-[0-9a-f]{6}", "RUN", text)
-    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d", "WHEN", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d( UTC)?", "WHEN", text)
     text = re.sub(r"^Journal \S+: ", "Journal PATH: ", text, flags=re.M)
     lines = [" ".join(line.replace("─", "").split()) for line in text.splitlines()]
     return [re.sub(r"(?<=WHEN )\S+ ", "OPERATOR ", line) for line in lines if line]

@@ -12,41 +12,19 @@ A screen is a pseudo-terminal set to 80x24, read as the operator would see it.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import struct
-import termios
 from pathlib import Path
 
 from spurctl.act.journal import Journal, journal_lock
 from spurctl.hostlist import fold
 from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
-from tests.cli import cli_process, read_terminal, run_cli
+from tests.cli import on_screen, run_cli
 from tests.reclaim import reclaim_args
 
 WIDTH = 80
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-
-
-def on_screen(*args: str, home: Path, width: int = WIDTH) -> tuple[int, list[str]]:
-    """spurctl with stdout on a `width`x24 pseudo-terminal: its exit status and the lines
-    the terminal showed (colour codes dropped, trailing blanks stripped)."""
-    controller_side, terminal_side = pty.openpty()
-    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, width, 0, 0))
-    size = {"COLUMNS": str(width), "LINES": "24", "TERM": "xterm-256color"}
-    with cli_process(*args, home=home, stdout=terminal_side, env=size) as proc:
-        os.close(terminal_side)
-        seen = read_terminal(controller_side, lambda _: False)  # to the end
-        proc.communicate(timeout=30)
-        os.close(controller_side)
-    text = _ANSI.sub(b"", seen).decode()
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
-    assert proc.returncode is not None
-    return proc.returncode, lines
+_PLAN_HEADINGS = ["node", "job", "kind", "agent", "will", "stop"]
 
 
 def words(text: str) -> set[str]:
@@ -81,10 +59,11 @@ def test_the_reclaim_plan_at_80_columns_breaks_no_address_kind_or_word(
         assert any(e["kind"] in line.split() for line in lines), e["kind"]
     assert [line for line in lines if line][-1] == "DRY RUN: nothing sent"
 
-    # Wide enough, it is the table it always was.
+    # Wide enough, the reasons stand in a column of their own beside the cells.
     status, wide = on_screen(*args, home=tmp_path / "home", width=220)
     assert status == 0
-    assert any(line.startswith("┃ node") for line in wide), "\n".join(wide)
+    assert any(line.split() == [*_PLAN_HEADINGS, "why"] for line in wide), "\n".join(wide)
+    assert all(any(e["reason"] in line for line in wide) for e in plan[:8]), "\n".join(wide)
 
 
 def test_explain_wraps_to_the_terminal_and_keeps_whole_lines_down_a_pipe(

@@ -62,14 +62,15 @@ def test_nodes_lists_one_line_per_node_with_both_views_and_folds_each_agent_stat
     out = _nodes(sim, _edited(inventory, tmp_path))
 
     lines = out.splitlines()
-    header = next(i for i, ln in enumerate(lines) if ln.startswith("NODE "))
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("node "))
+    # The one table style, as audit's: lowercase headings over the cells.
     assert re.split(r"\s{2,}", lines[header]) == [
-        "NODE",
-        "STATE",
-        "JOBS",
-        "HELD",
-        "AGENT",
-        "INV-AGE",
+        "node",
+        "state",
+        "jobs",
+        "held",
+        "agent",
+        "inv-age",
     ]
     listed = [ln.split()[0] for ln in lines[header + 1 :] if ln.startswith("gpu")]
     assert listed == [f"gpu{i:03d}" for i in range(1, 25)]
@@ -83,7 +84,7 @@ def test_nodes_lists_one_line_per_node_with_both_views_and_folds_each_agent_stat
     assert "unreachable (1): gpu023" in lines and "not-inventoried (1): gpu024" in lines
     # The controller-version note is one line, its short form; acknowledged, none.
     (version,) = [ln for ln in lines[:header] if "Spur 0.8.0" in ln]
-    assert version.startswith("Note: Spur 0.8.0 may free by itself only terminal-held")
+    assert version.startswith("NOTE: Spur 0.8.0 may free by itself only terminal-held")
     assert version.endswith(
         "Hide this note with --ack-version 0.8.0 (or ack_version in the config file)."
     )

@@ -87,3 +87,75 @@ def test_json_beside_another_format_is_a_usage_error(tmp_path: Path) -> None:
     one_line_error(run, "--json is --format json", "--format csv")
     table = run_cli("journal", "--json", "--format", "table", home=tmp_path)
     one_line_error(table, "--json is --format json")
+
+
+# Other tools' -o words: kubectl's (`wide`, `yaml`, `name`, `jsonpath=...`,
+# `custom-columns=...`) and sinfo's/squeue's format strings (`%N %T`).
+FOREIGN = ["wide", "yaml", "name", "jsonpath={.items[*].node}", "custom-columns=N:.node", "%N %T"]
+
+
+@pytest.mark.parametrize("word", FOREIGN)
+@pytest.mark.parametrize(
+    "command",
+    [["audit"], ["checklist", "post-wipe"], ["snapshot"], ["collect", "-w", "gpu001"]],
+    ids=["audit", "checklist", "snapshot", "collect"],
+)
+def test_another_tools_output_format_given_to_o_is_refused_with_what_to_type(
+    command: list[str], word: str, tmp_path: Path
+) -> None:
+    run = run_cli(*command, "--controller", dead_url(), "-o", word, cwd=tmp_path)
+    line = one_line_error(run, "`-o` takes a file", "give `-o ")
+    assert f"`{word}` is " in line
+    assert list(tmp_path.iterdir()) == []  # nothing written: no ./wide to find later
+    if command == ["audit"] and word == "wide":
+        assert "spurctl audit prints its whole table without it" in line
+    if command == ["audit"] and word == "%N %T":
+        assert "--format csv" in line and "`-o './%N %T'`" in line
+
+
+def test_node_inventory_refuses_a_kubectl_word_too(tmp_path: Path) -> None:
+    run = run_cli("node-inventory", "--proc-root", str(tmp_path), "-o", "yaml", cwd=tmp_path)
+    one_line_error(run, "kubectl's -o yaml", "-o ./yaml")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_o_file_ends_with_one_stderr_line_saying_what_was_written_where(
+    incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
+) -> None:
+    from spurctl.simcluster import node_line
+
+    sim, inventory, _ = incident_cluster
+    env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}
+    inv = ("--inventory", str(inventory))
+    home = tmp_path / "home"
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    written = {
+        # A path spelled as a format word is a file: ./wide is written, and said.
+        "./wide": (["audit", *inv], "wrote the audit (table, 14 findings) to wide"),
+        "audit.json": (
+            ["audit", *inv, "--json", "--action", "reclaim"],
+            "wrote the audit (json, 9 findings of 14) to audit.json",
+        ),
+        "recycle.md": (
+            ["checklist", "post-wipe", *inv],
+            "wrote the post-wipe checklist (markdown, 2 nodes to recycle) to recycle.md",
+        ),
+        "inv.jsonl": (
+            ["collect", "-w", "gpu[001-003]", "--command", node_line.command(inventory)],
+            "wrote 3 inventories (JSON Lines) to inv.jsonl",
+        ),
+        "node.json": (
+            ["node-inventory", "--cgroup-root", str(fake), "--proc-root", str(fake),
+             "--hostname", "gpu017"],
+            "wrote gpu017's inventory (0 held) to node.json",
+        ),
+        "snap.json": (["snapshot"], " to snap.json"),
+    }  # fmt: skip
+    for name, (argv, said) in written.items():
+        run = run_cli(*argv, "-o", name, env=env, home=home, cwd=tmp_path)
+        assert run.returncode in (0, 1), (argv, run.stderr)
+        assert run.stdout == "", (argv, run.stdout)
+        assert (tmp_path / name).stat().st_size > 0
+        last = run.stderr.splitlines()[-1]
+        assert last.endswith(said) if name == "snap.json" else last == said, (argv, run.stderr)

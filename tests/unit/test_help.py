@@ -4,6 +4,7 @@ example names that very command and only options it has."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Iterator
@@ -12,14 +13,16 @@ from typing import Any
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from spurctl.cli import app
+from tests.cli import run_cli
 
 ROOT = typer.main.get_command(app)
 ROOT_DIR = Path(__file__).resolve().parents[2]
-# click never draws help wider than 80 columns; pin it so the terminal running
-# the tests cannot change what "one line" means.
+# click never draws help wider than 80 columns (78 of text); pin the terminal to 80 so
+# the one running the tests cannot change what "one line" means. The page is the one
+# spurctl prints (tests.cli.run_cli): Typer's CliRunner forces an 80-column formatter,
+# two columns more than any terminal gets, and hid a summary cut to "..." there.
 WIDTH = 80
 
 
@@ -37,9 +40,9 @@ GROUPS = [(p, c) for p, c in ALL if getattr(c, "commands", None)]
 
 
 def help_page(path: tuple[str, ...]) -> list[str]:
-    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=WIDTH)
-    assert result.exit_code == 0, result.output
-    return result.output.splitlines()
+    result = run_cli(*path, "--help", env={"COLUMNS": str(WIDTH)})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
 
 
 def summary_of(page: list[str]) -> str:
@@ -79,8 +82,10 @@ def test_a_group_lists_each_subcommand_with_its_whole_summary(
     for name, sub in cmd.commands.items():
         if sub.hidden:
             continue
-        (line,) = [line for line in listing if line.split()[:1] == [name]]
-        shown = line.strip()[len(name) :].strip()
+        (at,) = [i for i, line in enumerate(listing) if line.split()[:1] == [name]]
+        entry = [listing[at]]  # and the lines its summary wraps onto, indented deeper
+        entry += itertools.takewhile(lambda line: line.startswith(" " * 6), listing[at + 1 :])
+        shown = " ".join(" ".join(entry).split())[len(name) :].strip()
         assert shown == summary_of(help_page((*path, name))), (
             f"`{' '.join(('spurctl', *path))} --help` cuts the summary of {name} to {shown!r}: "
             "shorten its first sentence"

@@ -23,6 +23,7 @@ from spurctl.model import (
     WatermarkSource,
 )
 from spurctl.render.audit import FINDING_FIELDS, audit_document, print_audit, render_audit
+from spurctl.render.environment import Environment
 
 TAKEN_AT = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 INCOMPLETE_NOTE = (
@@ -289,7 +290,7 @@ def test_markdown_puts_heading_notes_and_summary_before_the_table() -> None:
     text = render_audit(_report(), "markdown")
     lines = text.splitlines()
     assert lines[0].startswith("# ")
-    note_line = lines.index(f"> **Warning:** {INCOMPLETE_NOTE}")
+    note_line = lines.index(f"> **WARNING:** {INCOMPLETE_NOTE}")
     summary_line = next(i for i, line in enumerate(lines) if line.startswith("**Summary:**"))
     first_row = next(i for i, line in enumerate(lines) if line.startswith("|"))
     assert note_line < summary_line < first_row
@@ -463,11 +464,11 @@ def test_table_groups_by_node_in_natural_order_with_reclaim_rows_first() -> None
     rows = _rows(_table(report))
     assert len(rows) == len(report.findings)
     nodes = [r[0] for r in rows]
-    # Node name once per group, groups in natural name order (gpu2 before gpu10), as
-    # the JSON, CSV and summary order them (urgency no longer
+    # Every row names its node (as sinfo -N), groups in natural name order (gpu2
+    # before gpu10), as the JSON, CSV and summary order them (urgency no longer
     # reorders the groups).
-    assert [n for n in nodes if n] == ["gpu1", "gpu2", "gpu10", "gpu30"]
-    assert nodes == ["gpu1", "", "gpu2", "", "", "gpu10", "", "gpu30"]
+    assert list(dict.fromkeys(nodes)) == ["gpu1", "gpu2", "gpu10", "gpu30"]
+    assert nodes == ["gpu1", "gpu1", "gpu2", "gpu2", "gpu2", "gpu10", "gpu10", "gpu30"]
     actions = [r[3] for r in rows]
     assert actions == [
         "investigate",
@@ -512,10 +513,13 @@ def test_table_wraps_long_reasons_within_the_width() -> None:
 
 
 def test_a_narrow_table_puts_each_reason_on_its_own_lines_in_full() -> None:
-    # At 80 columns a reason column would be a sliver; the stacked layout keeps it whole.
-    text = " ".join(" ".join(_table(_report(), width=80)).split())
+    # At 80 columns a reason column would be a sliver: each reason goes under its row.
+    lines = _table(_report(), width=80)
+    text = " ".join(" ".join(lines).split())
     assert "gpu10 still holds a stale run, pid 81234." in text
-    assert "4711 active-elsewhere reclaim live: yes" in text
+    row = next(i for i, line in enumerate(lines) if " 4711 " in line)
+    assert lines[row].split() == ["gpu10", "4711", "active-elsewhere", "reclaim", "yes"]
+    assert lines[row + 1].startswith("  ") and not lines[row + 1][2].isspace()
 
 
 def test_table_of_an_empty_audit_says_no_discrepancies_then_the_summary() -> None:
@@ -543,6 +547,10 @@ class _Terminal(io.StringIO):
         return True
 
 
+SCREEN = Environment(tty=True, width=120, colour=True)
+PIPE = Environment()
+
+
 @pytest.fixture
 def colour_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
@@ -554,7 +562,7 @@ def colour_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("colour_env")
 def test_print_audit_colours_a_terminal_by_action() -> None:
     out = _Terminal()
-    print_audit(_report(), "table", file=out)
+    print_audit(_report(), "table", SCREEN, file=out)
     text = out.getvalue()
     red = next(line for line in text.splitlines() if "3999" in line)
     assert "\x1b[" in red and "31" in red  # reclaim rows are red
@@ -567,7 +575,7 @@ def test_print_audit_colours_a_terminal_by_action() -> None:
 @pytest.mark.usefixtures("colour_env")
 def test_print_audit_is_plain_when_not_a_terminal() -> None:
     out = io.StringIO()
-    print_audit(_report(), "table", file=out)
+    print_audit(_report(), "table", PIPE, file=out)
     # Down a pipe, one finding per line, however long its reason.
     assert out.getvalue() == render_audit(_report(), "table", whole=True)
     assert "\x1b[" not in out.getvalue()
@@ -575,12 +583,12 @@ def test_print_audit_is_plain_when_not_a_terminal() -> None:
 
 def test_print_audit_writes_other_formats_verbatim() -> None:
     out = _Terminal()
-    print_audit(_report(), "csv", file=out)
+    print_audit(_report(), "csv", SCREEN, file=out)
     assert out.getvalue() == render_audit(_report(), "csv")
 
 
 def test_print_audit_defaults_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    print_audit(_report(), "json")
+    print_audit(_report(), "json", PIPE)
     assert json.loads(capsys.readouterr().out)["schema"] == "spurctl.audit/v1"
 
 
@@ -594,7 +602,7 @@ def test_unknown_format_is_an_operator_error_naming_the_choices(fmt: str) -> Non
         render_audit(_report(), fmt)
     assert str(exc.value) == expected
     with pytest.raises(SpurctlError):
-        print_audit(_report(), fmt, file=io.StringIO())
+        print_audit(_report(), fmt, PIPE, file=io.StringIO())
 
 
 def test_node_inventory_never_tells_root_to_run_as_root() -> None:
@@ -646,7 +654,7 @@ def test_table_csv_and_json_list_findings_in_one_order() -> None:
         key=lambda f: (natural_key(f.node), ["reclaim", "investigate", "spare", "none"].index(
             f.action.value), -1 if f.job_id is None else f.job_id),
     )  # fmt: skip
-    table_nodes = [r[0] for r in _rows(_table(report)) if r[0]]
+    table_nodes = list(dict.fromkeys(r[0] for r in _rows(_table(report))))
     doc = json.loads(render_audit(report, "json"))
     json_order = [(f["node"], f["job_id"]) for f in doc["findings"]]
     rows = list(csv_module.DictReader(io_module.StringIO(render_audit(report, "csv"))))
