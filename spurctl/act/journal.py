@@ -40,7 +40,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -127,6 +127,12 @@ def _open_lock(path: Path) -> int:
     if real.exists() and not real.is_file():
         # A device or a pipe is no journal, and its lock would land beside it (in /dev).
         raise SpurctlError(f"journal {path} is not a regular file; pass --journal PATH")
+    if real.is_file():
+        # Nor is a file whose first line is no journal record: no lock lands beside it.
+        with suppress(OSError):  # unreadable: opening the journal itself says why
+            with open(real, "rb") as fh:
+                start = fh.read(_FIRST_LINE_LIMIT)
+            _check_start(start, path)
     try:
         _make_parent(lock)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

@@ -481,14 +481,23 @@ def reclaim(
     Exit 0 only when everything planned was sent and a node showed it freed; a --job
     that matches nothing is a request not met (1), even with nothing to do. One
     controller client serves the whole run: the audit, and every re-check.
+
+    A real run holds the journal's lock from before the journal is read to its last
+    record, the prompt included: a second reclaim on this journal refuses at once,
+    naming this one's pid, instead of planning, asking and sending beside it; and
+    the plan is made from a journal no other run writes meanwhile. A dry run takes
+    no lock (it must not wait for a running reclaim).
     """
     import dataclasses
 
+    from spurctl.act.journal import default_path, journal_lock
     from spurctl.sources.controller import ControllerClient
 
-    with ControllerClient(conn) as client:
+    path = journal_path or default_path()
+    locked = nullcontext() if dry_run else journal_lock(path)
+    with locked, ControllerClient(conn) as client:
         prepared = prepare(
-            nodes, src, conn, jobs=jobs, journal_path=journal_path,
+            nodes, src, conn, jobs=jobs, journal_path=path,
             max_inventory_age_s=max_inventory_age_s, names_command=names_command,
             client=client,
         )  # fmt: skip
