@@ -132,7 +132,7 @@ def command(
     from spurctl.render import reclaim as shown
     from spurctl.render.common import write_output
     from spurctl.sources.plan_file import load_plan
-    from spurctl.usecases.reclaim import plan_document
+    from spurctl.usecases.reclaim import Given, plan_document
     from spurctl.usecases.reclaim import reclaim as use_case
 
     fmt = opt.with_json(ctx, fmt, as_json)
@@ -157,17 +157,17 @@ def command(
     assert hostlist is not None
     env = detect()
     connection = conn.connect()
-    # What the plan points at, for what these nodes hold and for the names the controller
-    # knows: commands that read this very view.
-    flags = opt.view_flags(holdings, conn)
-    view_command = opt.next_command(
-        "audit", "--nodes", hostlist, flags=flags, exclude=scope.exclude_hostlist
+    # What the commands it points at repeat, so that they read this very view.
+    given = Given(
+        view=tuple(opt.view_flags(holdings, conn)),
+        agents=tuple(opt.agent_flags(conn)),
+        exclude=scope.exclude_hostlist,
     )
     done = use_case(
         hostlist,
         holdings.sources(scope),
         connection,
-        show_plan=lambda prepared: shown.show_plan(prepared, fmt, ack, view_command),
+        show_plan=lambda prepared: shown.show_plan(prepared, fmt, env, ack),
         ask=shown.asker(env.ask),
         jobs=job,
         journal_path=journal_path,
@@ -178,13 +178,13 @@ def command(
         concurrency=concurrency,
         verify_inventory=verify_inventory,
         saved=saved,
-        names_command=opt.next_command("nodes", flags=flags),
+        given=given,
         on_settle=shown.settling,
     )
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
     shown.show_reclaimed(
-        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
+        done, fmt, env, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )
     if done.error is not None:
         raise SpurctlError(done.error)

@@ -8,7 +8,6 @@ inventories: every one reaches the terminal as Text, never as rich markup, so
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,18 +17,21 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from spurctl.decide.confirm import confirm_step, unconfirmed_nodes
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
-from spurctl.model import AuditReport, PlanDocument
+from spurctl.model import AuditReport, NextStep, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
     ReclaimFormat,
     choose,
+    command_line,
     context_line,
     escaped,
     pipe_width,
     watermark_document,
 )
+from spurctl.render.environment import Environment
 from spurctl.render.sink import styled
 
 if TYPE_CHECKING:
@@ -46,8 +48,8 @@ RESULT_STYLE = {
     Result.UNCONFIRMED: "red",
 }
 
-
-PLAIN_AUDIT = "spurctl audit"
+# What the plan's notes point at when no command says how these nodes were read.
+PLAIN_AUDIT = NextStep.spurctl("audit", why="what the nodes hold")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +79,9 @@ class PlanFacts:
     # The re-collect's wait after the sends (None: none ran), and --settle, its limit.
     waited_s: float | None = None
     settle_s: float | None = None
-    # `spurctl audit` of the planned nodes with the options that produced this view,
-    # shell-quoted: what the plan points at for what the nodes hold.
-    view_command: str = PLAIN_AUDIT
+    # `spurctl audit` of the planned nodes with the options that produced this view:
+    # what the plan points at for what the nodes hold.
+    view: NextStep = PLAIN_AUDIT
 
 
 class Unresolved(Protocol):
@@ -95,12 +97,21 @@ class Unresolved(Protocol):
     def kind(self) -> str: ...
 
 
-def _console(file: TextIO | None) -> Console:
-    out = styled(file or sys.stdout)  # the data is escaped before it is drawn
-    width = None if out.isatty() else pipe_width()
+def _console(env: Environment, file: TextIO | None = None, *, err: bool = False) -> Console:
+    """A console on `file` (else stdout, or stderr with `err`): the terminal's width when
+    the stream is the terminal `env` says it is, else a pipe's."""
+    out = styled(file or (sys.stderr if err else sys.stdout))  # the data is escaped first
+    tty = file is None and (env.stderr_tty if err else env.tty)
+    width = env.width if tty and env.width else pipe_width()
     return Console(
         file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
     )
+
+
+def _command(console: Console, step: NextStep) -> None:
+    """A command to run next, on a line of its own and never folded: it is meant to be
+    copied and run as printed."""
+    console.print(Text("  " + command_line(step)), soft_wrap=True)
 
 
 def _stops(entry: Entry) -> str:
@@ -122,11 +133,17 @@ def _labelled(label: str, style: str, text: str) -> Text:
     return Text.assemble((label, style), " ", text)
 
 
-def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) -> None:
+def print_unresolved(
+    items: Sequence[Unresolved],
+    file: TextIO | None = None,
+    *,
+    env: Environment = Environment(),
+    err: bool = False,
+) -> None:
     if not items:
         return
     items = escaped(items)
-    console = _console(file)
+    console = _console(env, file, err=err)
     console.print(
         _labelled(
             "WARNING:",
@@ -141,11 +158,12 @@ def print_unresolved(items: Sequence[Unresolved], file: TextIO | None = None) ->
         )
 
 
-def unmatched_sentence(jobs: Sequence[int], view_command: str) -> str:
+def unmatched_sentence(jobs: Sequence[int]) -> str:
+    """What a --job that names no planned entry says; the audit of the nodes follows it."""
     ids = ", ".join(str(j) for j in jobs)
     return (
         f"--job {ids}: no reclaimable finding names {'it' if len(jobs) == 1 else 'them'} "
-        f"on these nodes; see `{view_command}` for what the nodes hold"
+        "on these nodes; what the nodes hold:"
     )
 
 
@@ -158,16 +176,10 @@ def fallback_sentence(nodes: Sequence[str]) -> str:
     )
 
 
-def unconfirmed_nodes(run: ReclaimRun, verified: bool) -> list[str]:
-    """The nodes of every sent cancel that no re-collect has shown freed."""
-    return sorted({o.entry.node for o in run.outcomes if confirmed(o.result, verified) is False})
-
-
 def confirm_command(nodes: Sequence[str], flags: Sequence[str] = ()) -> str:
-    """The command that confirms from the nodes themselves that their cancels freed them."""
-    from spurctl.hostlist import fold
-
-    return shlex.join(["spurctl", "audit", "--nodes", fold(nodes), "--collect", *flags])
+    """The command that confirms from the nodes themselves that their cancels freed them
+    (decide.confirm.confirm_step), as one line."""
+    return command_line(confirm_step(nodes, flags))
 
 
 def _result_word(result: Result, verified: bool) -> str:
@@ -246,20 +258,19 @@ def print_plan(
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
     ack: str | None = None,
+    *,
+    env: Environment = Environment(),
 ) -> None:
     entries, report, facts = escaped((entries, report, facts or PlanFacts()))
-    console = _console(file)
+    console = _console(env, file)
     console.print(Text(context_line(report)))
     for note in other_notes(report):
         console.print(_labelled("NOTE:", "bold yellow", note))
     for line in version_text(report, ack=ack):
         console.print(line)
     if facts.unmatched_jobs:
-        console.print(
-            _labelled(
-                "NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs, facts.view_command)
-            )
-        )
+        console.print(_labelled("NOTE:", "bold yellow", unmatched_sentence(facts.unmatched_jobs)))
+        _command(console, facts.view)
     if not entries:
         if facts.investigate:
             n = len(facts.investigate)
@@ -267,9 +278,10 @@ def print_plan(
                 Text(
                     f"Nothing to reclaim on these nodes, but {plural(n, 'finding')} "
                     f"need{'s' if n == 1 else ''} investigating instead: "
-                    f"{'; '.join(facts.investigate)} (see `{facts.view_command}`)."
+                    f"{'; '.join(facts.investigate)}. What the nodes hold:"
                 )
             )
+            _command(console, facts.view)
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
@@ -381,6 +393,7 @@ def print_run(
     dry_run: bool = False,
     file: TextIO | None = None,
     facts: PlanFacts | None = None,
+    env: Environment = Environment(),
 ) -> None:
     if choose(ReclaimFormat, fmt, "reclaim") is ReclaimFormat.JSON:
         doc = run_document(run, entries, report, dry_run=dry_run, facts=facts)
@@ -390,7 +403,7 @@ def print_run(
     if run is None:
         return
     run, entries, report, facts = escaped((run, entries, report, facts or PlanFacts()))
-    console = _console(file)
+    console = _console(env, file)
     table = Table(title="Reclaim result", title_justify="left")
     for col in ("node", "job", "kind", "result", "detail"):
         table.add_column(col, overflow="fold")
@@ -465,8 +478,7 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
                 f"with Ok even for a job it does not track, so sent is not freed. {how}:",
             )
         )
-        # One line, never folded: it is meant to be copied and run as printed.
-        console.print(Text("  " + confirm_command(pending, facts.confirm_flags)), soft_wrap=True)
+        _command(console, confirm_step(pending, facts.confirm_flags))
     elif facts.verified and sent:
         nodes = len({o.entry.node for o in run.outcomes if o.result is Result.SENT})
         console.print(
@@ -483,11 +495,10 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
 # -- the command's printing, around the use case's `reclaim` -------------------------
 
 
-def facts_of(prepared: Prepared, view_command: str | None = None) -> PlanFacts:
-    """What the plan shows beyond its entries, from the use case's Prepared;
-    `view_command`: the audit of these nodes as this command read them."""
+def facts_of(prepared: Prepared) -> PlanFacts:
+    """What the plan shows beyond its entries, from the use case's Prepared."""
     return PlanFacts(
-        view_command=view_command or PLAIN_AUDIT,
+        view=prepared.view,
         fallback_nodes=prepared.fallback_nodes,
         unmatched_jobs=prepared.unmatched_jobs,
         stale=prepared.stale,
@@ -501,27 +512,24 @@ def facts_of(prepared: Prepared, view_command: str | None = None) -> PlanFacts:
 
 
 def show_plan(
-    prepared: Prepared,
-    fmt: ReclaimFormat | str,
-    ack: str | None = None,
-    view_command: str | None = None,
+    prepared: Prepared, fmt: ReclaimFormat | str, env: Environment, ack: str | None = None
 ) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
     stdout is the document, printed at the end). `ack`: the acknowledged controller
-    version (render.audit.version_text); `view_command`: the audit of these nodes as
-    this command read them, which the plan's notes point at."""
+    version (render.audit.version_text)."""
     entries, report = prepared.entries, prepared.report
-    facts = facts_of(prepared, view_command)
+    facts = facts_of(prepared)
     if prepared.fallback_nodes:
         print(f"spurctl: warning: {fallback_sentence(prepared.fallback_nodes)}", file=sys.stderr)
     if fmt == "table":
-        print_unresolved(prepared.unresolved)
-        print_plan(entries, report, facts=facts, ack=ack)
+        print_unresolved(prepared.unresolved, env=env)
+        print_plan(entries, report, facts=facts, ack=ack, env=env)
     else:
-        print_unresolved(prepared.unresolved, file=sys.stderr)
+        print_unresolved(prepared.unresolved, env=env, err=True)
         if prepared.unmatched_jobs:
-            sentence = unmatched_sentence(prepared.unmatched_jobs, facts.view_command)
+            sentence = escaped(unmatched_sentence(prepared.unmatched_jobs))
             print(f"spurctl: warning: {sentence}", file=sys.stderr)
+            _command(_console(env, err=True), prepared.view)
 
 
 def question(prepared: Prepared) -> str:
@@ -567,9 +575,15 @@ def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
 
 
 def show_reclaimed(
-    done: Reclaimed, fmt: ReclaimFormat | str, *, confirm_flags: Sequence[str], settle_s: float
+    done: Reclaimed,
+    fmt: ReclaimFormat | str,
+    env: Environment,
+    *,
+    confirm_flags: Sequence[str],
+    settle_s: float,
 ) -> None:
-    """What the run did, after the plan: the outcome table or the JSON document."""
+    """What the run did, after the plan: the outcome table or the JSON document.
+    `confirm_flags`: the options the command that confirms the sent cancels repeats."""
     from spurctl.usecases.reclaim import Stage
 
     prepared = done.prepared
@@ -581,7 +595,7 @@ def show_reclaimed(
             print_run(None, entries, report, fmt="json", dry_run=True, facts=facts)
         else:
             # Last, so that the end of the output says it, whatever scrolled past.
-            _console(None).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
+            _console(env).print(_labelled("DRY RUN:", "bold", NOTHING_SENT))
     elif done.stage is Stage.NOTHING:
         if fmt == "json":
             print_run(done.run, entries, report, fmt="json", facts=facts)
@@ -590,7 +604,7 @@ def show_reclaimed(
     elif done.stage is Stage.JOURNAL_FAILED:
         # The summary so far; the error line naming the journal follows.
         stopped = replace(facts, journal_path=None, investigate=(), journal_error=done.error)
-        print_run(done.run, entries, report, fmt=fmt, facts=stopped)
+        print_run(done.run, entries, report, fmt=fmt, facts=stopped, env=env)
     else:
         facts = replace(
             facts,
@@ -599,4 +613,4 @@ def show_reclaimed(
             waited_s=None if done.run is None else done.run.waited_s,
             settle_s=settle_s,
         )
-        print_run(done.run, entries, report, fmt=fmt, facts=facts)
+        print_run(done.run, entries, report, fmt=fmt, facts=facts, env=env)

@@ -63,7 +63,6 @@ from spurctl.defaults import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_SETTLE_S,
-    NAMES_COMMAND,
 )
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
@@ -72,6 +71,7 @@ from spurctl.model import (
     Action,
     AuditReport,
     Finding,
+    NextStep,
     PlanController,
     PlanDocument,
     PlannedCancel,
@@ -85,8 +85,27 @@ if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
     from spurctl.usecases.audit import AuditInputs
 
+# What a plan's notes point at when nothing says how its nodes were read.
+PLAIN_VIEW = NextStep.spurctl("audit", why="what the nodes hold")
+
 # Told, before the re-collect's wait, each (node, job) it waits to see freed and --settle.
 OnSettle = Callable[[Sequence[tuple[str, int]], float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """The options this run was given, as argv words: what each command it tells the
+    operator to run next repeats, so that it reads what this run read (never --token)."""
+
+    # What made the view: the holdings and controller options (options.view_flags).
+    view: tuple[str, ...] = ()
+    # What a send needs beyond the view: --agent-map, --agent-port, --jwt-key-file.
+    agents: tuple[str, ...] = ()
+    # -x, as one hostlist.
+    exclude: str | None = None
+
+    def excluding(self) -> tuple[str, ...]:
+        return ("-x", self.exclude) if self.exclude else ()
 
 
 @dataclass(slots=True)
@@ -119,6 +138,8 @@ class Prepared:
     investigate: list[Finding] = field(default_factory=list)
     # --plan: saved entries the fresh audit no longer plans, and why each is not sent.
     spared: dict[tuple[str, int], str] = field(default_factory=dict)
+    # The audit of these nodes as this run read them: what the plan's notes point at.
+    view: NextStep = PLAIN_VIEW
 
 
 def prepare(
@@ -130,7 +151,7 @@ def prepare(
     journal_path: Path | None = None,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     now: datetime | None = None,
-    names_command: str = NAMES_COMMAND,
+    given: Given = Given(),
     client: ControllerClient | None = None,
 ) -> Prepared:
     """Audit `nodes` afresh and plan the cancels for their reclaimable findings.
@@ -138,7 +159,8 @@ def prepare(
     Raises SpurctlError when a named node is one the controller does not know
     (a typo would otherwise plan nothing and look like a clean node), and when
     the plan's cancels could reach the wrong agent or what was read is not all
-    this cluster's (decide/send_guards.py). `client`: the run's controller client.
+    this cluster's (decide/send_guards.py). `client`: the run's controller client;
+    `given`: the options it was given, which the commands it points at repeat.
     """
     from spurctl.act.journal import default_path, history
     from spurctl.sources.send_targets import resolve_targets
@@ -164,7 +186,8 @@ def prepare(
     if unknown_nodes:
         raise SpurctlError(
             f"unknown node{'s' if len(unknown_nodes) > 1 else ''} {fold(unknown_nodes)}: the "
-            f"controller has no such node; check the names with `{names_command}`"
+            "controller has no such node; check the names with",
+            step=NextStep.spurctl("nodes", *given.view, why="the names the controller knows"),
         )
     selected = set(scope) | {name for name, target in speaks_for.items() if target in scope}
     # Resolve first: where each cancel would go, and which cluster the files name.
@@ -208,6 +231,9 @@ def prepare(
         investigate=[
             f for f in report.findings if f.node in selected and f.action is Action.INVESTIGATE
         ],
+        view=NextStep.spurctl(
+            "audit", "--nodes", nodes, *given.excluding(), *given.view, why="what the nodes hold"
+        ),
     )
 
 
@@ -471,7 +497,7 @@ def reclaim(
     concurrency: int = DEFAULT_CONCURRENCY,
     verify_inventory: bool = False,
     saved: PlanDocument | None = None,
-    names_command: str = NAMES_COMMAND,
+    given: Given = Given(),
     on_settle: OnSettle | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
@@ -498,7 +524,7 @@ def reclaim(
     with locked, ControllerClient(conn) as client:
         prepared = prepare(
             nodes, src, conn, jobs=jobs, journal_path=path,
-            max_inventory_age_s=max_inventory_age_s, names_command=names_command,
+            max_inventory_age_s=max_inventory_age_s, given=given,
             client=client,
         )  # fmt: skip
         if saved is not None:
