@@ -175,9 +175,12 @@ def execute(
     failure: BaseException | None = None
     try:
         # Submitting inside the try: a Ctrl-C between two submits still sets `stop`,
-        # and queued nodes then start only to record themselves as not attempted.
+        # and queued nodes then start only to record themselves as not attempted. Never
+        # inside one: submit starts a worker before it records it, and a worker the pool
+        # does not know is never waited for.
         for node_entries in by_node.values():
-            futures.append(pool.submit(guarded, node_entries))
+            with _stops_held():
+                futures.append(pool.submit(guarded, node_entries))
         for f in futures:
             # In short slices: a Ctrl-C is then seen within 0.1 s even where a blocked
             # wait is not woken by it, so no further send starts after it.
@@ -219,6 +222,21 @@ def execute(
 
 
 _STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def _stops_held() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP in this thread for a moment: one that comes meanwhile
+    is delivered as soon as it ends. Outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, *(getattr(signal, name) for name in _STOP_SIGNALS)}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextmanager
