@@ -467,6 +467,14 @@ def open_intents(found: Iterable[dict[str, Any]]) -> list[Unresolved]:
 
 
 @dataclass(frozen=True, slots=True)
+class WentOut:
+    """The last agent cancel the journal records as sent for one (node, job)."""
+
+    at: str  # its outcome's time, RFC 3339 UTC
+    run: str | None  # the run that sent it (None: a record from before run ids)
+
+
+@dataclass(frozen=True, slots=True)
 class History:
     """What a journal says of the runs before this one, from one read of it."""
 
@@ -474,6 +482,8 @@ class History:
     unresolved: list[Unresolved] = field(default_factory=list)
     # When an agent cancel was last sent, or may have been, per (node, job) (cancels_sent).
     cancelled: dict[tuple[str, int], datetime] = field(default_factory=dict)
+    # The last cancel recorded as sent (confirmed or not) per (node, job), and by which run.
+    went_out: dict[tuple[str, int], WentOut] = field(default_factory=dict)
 
 
 def history(path: Path, warn: Callable[[str], None] = _warn) -> History:
@@ -481,7 +491,22 @@ def history(path: Path, warn: Callable[[str], None] = _warn) -> History:
     empty History when there is none. Never takes the lock: a run that must not see
     the journal change under it takes the lock first (journal_lock)."""
     found = _readable(path, warn)
-    return History(open_intents(found), sent_at(found))
+    return History(open_intents(found), sent_at(found), went_out(found))
+
+
+def went_out(found: Iterable[dict[str, Any]]) -> dict[tuple[str, int], WentOut]:
+    """Of these records, the last agent cancel each (node, job) was sent, as its outcome
+    says (`sent`, or `unconfirmed`: sent, then no re-collect showed it freed)."""
+    out: dict[tuple[str, int], WentOut] = {}
+    for rec in found:
+        if rec.get("event") != "outcome" or rec.get("kind") not in AGENT_CANCEL_KINDS:
+            continue
+        if rec.get("result") in ("sent", "unconfirmed"):
+            run = rec.get("run")
+            out[(rec["node"], rec["job_id"])] = WentOut(
+                str(rec.get("at")), run if isinstance(run, str) and run else None
+            )
+    return out
 
 
 # The kinds reclaim sends an agent cancel for (node-release journals `agent-orphan`).

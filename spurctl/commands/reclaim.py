@@ -27,6 +27,14 @@ JobOpt = Annotated[
     ),
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+DetailedExitcodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--detailed-exitcode",
+        help="With --dry-run, as terraform plan's: exit 1 when the real run would send a "
+        "cancel, 0 when it would send none (2: an error, as always).",
+    ),
+]
 PlanOutputOpt = Annotated[
     Path | None,
     opt.output_option("With --dry-run: save the plan here, for `spurctl reclaim --plan FILE`."),
@@ -103,6 +111,7 @@ def command(
     ctx: typer.Context,
     job: JobOpt = None,
     dry_run: DryRunOpt = False,
+    detailed_exitcode: DetailedExitcodeOpt = False,
     output: PlanOutputOpt = None,
     plan_file: PlanOpt = None,
     yes: YesOpt = False,
@@ -141,6 +150,10 @@ def command(
         raise SpurctlError(
             "-o saves the plan of a dry run: add --dry-run (then apply it with --plan FILE)"
         )
+    if detailed_exitcode and not dry_run:
+        raise SpurctlError(
+            "--detailed-exitcode says whether a dry run would send anything: add --dry-run"
+        )
     saved = None
     if plan_file is not None:
         if not scope.everything or job:
@@ -162,6 +175,7 @@ def command(
         view=tuple(opt.view_flags(holdings, conn)),
         agents=tuple(opt.agent_flags(conn)),
         exclude=scope.exclude_hostlist,
+        journal=("--journal", str(journal_path)) if journal_path is not None else (),
     )
     done = use_case(
         hostlist,
@@ -178,6 +192,9 @@ def command(
         concurrency=concurrency,
         verify_inventory=verify_inventory,
         saved=saved,
+        plan_file=plan_file,
+        plan_output=output,
+        detailed_exitcode=detailed_exitcode,
         given=given,
         on_settle=shown.settling,
     )
@@ -186,6 +203,8 @@ def command(
     shown.show_reclaimed(
         done, fmt, env, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )
+    if output is not None and done.apply is not None:
+        shown.saved_plan(output, done.apply, env)
     if done.error is not None:
         raise SpurctlError(done.error)
     return done.exit_status

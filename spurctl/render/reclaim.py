@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -530,6 +531,14 @@ def show_plan(
             sentence = escaped(unmatched_sentence(prepared.unmatched_jobs))
             print(f"spurctl: warning: {sentence}", file=sys.stderr)
             _command(_console(env, err=True), prepared.view)
+
+
+def saved_plan(output: Path, apply: NextStep, env: Environment) -> None:
+    """On stderr, last, as terraform says it: where the dry run's plan went, and the
+    command that applies exactly it."""
+    console = _console(env, err=True)
+    console.print(Text(f"Saved the plan to {escaped(str(output))}; apply it with:"))
+    _command(console, apply)
 
 
 def question(prepared: Prepared) -> str:

@@ -32,7 +32,7 @@ journal:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,7 +79,7 @@ from spurctl.model import (
 )
 
 if TYPE_CHECKING:
-    from spurctl.act.journal import Journal, Unresolved
+    from spurctl.act.journal import Journal, Unresolved, WentOut
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
@@ -101,6 +101,8 @@ class Given:
     view: tuple[str, ...] = ()
     # What a send needs beyond the view: --agent-map, --agent-port, --jwt-key-file.
     agents: tuple[str, ...] = ()
+    # --journal, when one was given: its record of cancels sent is part of the view.
+    journal: tuple[str, ...] = ()
     # -x, as one hostlist.
     exclude: str | None = None
 
@@ -140,6 +142,9 @@ class Prepared:
     spared: dict[tuple[str, int], str] = field(default_factory=dict)
     # The audit of these nodes as this run read them: what the plan's notes point at.
     view: NextStep = PLAIN_VIEW
+    # The last cancel the journal records as sent, per (node, job): a saved entry whose
+    # holding is gone since says so.
+    went_out: Mapping[tuple[str, int], WentOut] = field(default_factory=dict)
 
 
 def prepare(
@@ -232,8 +237,15 @@ def prepare(
             f for f in report.findings if f.node in selected and f.action is Action.INVESTIGATE
         ],
         view=NextStep.spurctl(
-            "audit", "--nodes", nodes, *given.excluding(), *given.view, why="what the nodes hold"
+            "audit",
+            "--nodes",
+            nodes,
+            *given.excluding(),
+            *given.view,
+            *given.journal,
+            why="what the nodes hold",
         ),
+        went_out=earlier.went_out,
     )
 
 
@@ -369,31 +381,62 @@ def reverify(
     return True
 
 
-def check_saved(saved: PlanDocument, max_age_s: float, now: datetime) -> None:
-    """Refuse (SpurctlError) a saved plan too old to apply."""
+def would_send(prepared: Prepared) -> bool:
+    """Whether the real run would send a cancel: an entry planned and not already known
+    to be skipped (an old inventory, a saved entry no longer planned)."""
+    return any(
+        (e.node, e.job_id) not in prepared.stale and (e.node, e.job_id) not in prepared.spared
+        for e in prepared.entries
+    )
+
+
+def fresh_plan(saved: PlanDocument, path: Path, given: Given = Given()) -> NextStep:
+    """The dry run that saves a fresh plan of a saved plan's nodes and jobs over `path`,
+    reading them as this run does: what a refused saved plan points at."""
+    jobs = sorted({p.finding.job_id for p in saved.entries if p.finding.job_id is not None})
+    return NextStep.spurctl(
+        "reclaim", "--nodes", saved.nodes, *(w for j in jobs for w in ("--job", str(j))),
+        *given.excluding(), "--dry-run", "-o", str(path), *given.view, *given.agents,
+        *given.journal, why="make a fresh plan of the same nodes and jobs",
+    )  # fmt: skip
+
+
+def check_saved(
+    saved: PlanDocument, max_age_s: float, now: datetime, fresh: NextStep | None = None
+) -> None:
+    """Refuse (SpurctlError) a saved plan too old to apply; `fresh` makes a new one."""
     from spurctl.decide.plan import duration
 
     age = (now - saved.taken_at).total_seconds()
     if age > max_age_s:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
-            "`spurctl reclaim --dry-run -o FILE`"
+            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with",
+            step=fresh or _FRESH_PLAN,
         )
 
 
-def only_saved(prepared: Prepared, saved: PlanDocument, max_age_s: float) -> Prepared:
+# A fresh plan, for a caller that cannot say of which nodes.
+_FRESH_PLAN = NextStep.spurctl("reclaim", "--help", why="how to save a fresh plan")
+
+
+def only_saved(
+    prepared: Prepared, saved: PlanDocument, max_age_s: float, remake: NextStep | None = None
+) -> Prepared:
     """The fresh plan narrowed to the saved entries; a saved entry the fresh audit no
-    longer plans stays in, spared with the fresh finding as its reason."""
+    longer plans stays in, spared with the fresh finding (or the journal's record of
+    the cancel that freed it) as its reason. `remake`: the command that makes a new
+    plan, which a refusal ends with."""
     import dataclasses
 
-    check_saved(saved, max_age_s, utcnow())
+    check_saved(saved, max_age_s, utcnow(), remake)
     here = prepared.report.controller_address
     if here != saved.controller.address:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller.address}, this is {here}; make a fresh one with "
-            "`spurctl reclaim --dry-run -o FILE` against this controller"
+            f"{saved.controller.address}, this is {here}; make a fresh one against this "
+            "controller with",
+            step=remake or _FRESH_PLAN,
         )
     fresh = {(e.node, e.job_id): e for e in prepared.entries}
     now_reads = {(f.node, f.job_id): f for f in prepared.report.findings}
@@ -405,7 +448,9 @@ def only_saved(prepared: Prepared, saved: PlanDocument, max_age_s: float) -> Pre
             entries.append(fresh[key])
             continue
         entries.append(Entry(p.finding, p.address, p.collected_at))
-        spared[key] = _why_spared(key, now_reads.get(key), prepared.inputs)
+        spared[key] = _why_spared(
+            key, now_reads.get(key), prepared.inputs, prepared.went_out.get(key)
+        )
     keys = {(e.node, e.job_id) for e in entries}
     return dataclasses.replace(
         prepared,
@@ -416,14 +461,20 @@ def only_saved(prepared: Prepared, saved: PlanDocument, max_age_s: float) -> Pre
     )
 
 
-def _why_spared(key: tuple[str, int], now: Finding | None, inputs: AuditInputs) -> str:
-    """Why a saved entry the fresh audit no longer plans is not sent."""
+def _why_spared(
+    key: tuple[str, int], now: Finding | None, inputs: AuditInputs, sent: WentOut | None
+) -> str:
+    """Why a saved entry the fresh audit no longer plans is not sent. A holding gone since
+    a cancel the journal records (`sent`: a plan applied already) says so."""
     node, job_id = key
     if now is not None:
         return (
             "not sent: no longer reclaimable, the fresh audit reads it as "
             f"{now.kind.value}: {now.reason}"
         )
+    if sent is not None:
+        by = f"the run of {sent.at}, journal run {sent.run}" if sent.run else f"{sent.at}, journal"
+        return f"not sent: no longer held (cancelled by {by}): {node} no longer holds job {job_id}"
     job = inputs.view.jobs.get(job_id)
     if job is not None:
         where = f"on {job.nodelist}" if job.nodelist else "with no nodelist yet"
@@ -479,6 +530,8 @@ class Reclaimed:
     key_warning: str | None = None
     # The command's one error line (JOURNAL_FAILED), after the run so far is shown.
     error: str | None = None
+    # A dry run that saved its plan (-o): the command that applies it.
+    apply: NextStep | None = None
 
 
 def reclaim(
@@ -497,16 +550,24 @@ def reclaim(
     concurrency: int = DEFAULT_CONCURRENCY,
     verify_inventory: bool = False,
     saved: PlanDocument | None = None,
+    plan_file: Path | None = None,
+    plan_output: Path | None = None,
+    detailed_exitcode: bool = False,
     given: Given = Given(),
     on_settle: OnSettle | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
     None: there is no terminal to ask on, so refuse), then send and verify
     (`on_settle`: told what the re-collect waits for, and how long at most).
+    `saved`: the plan read from `plan_file` (--plan), the only entries that may be
+    sent; `plan_output`: where a dry run's plan is saved (-o), which its result then
+    says how to apply.
 
     Exit 0 only when everything planned was sent and a node showed it freed; a --job
-    that matches nothing is a request not met (1), even with nothing to do. One
-    controller client serves the whole run: the audit, and every re-check.
+    that matches nothing is a request not met (1), even with nothing to do. A dry run
+    exits 0, or with `detailed_exitcode` says whether the real run would send: 1 when
+    it would send a cancel, 0 when it would send none. One controller client serves
+    the whole run: the audit, and every re-check.
 
     A real run holds the journal's lock from before the journal is read to its last
     record, the prompt included: a second reclaim on this journal refuses at once,
@@ -528,14 +589,24 @@ def reclaim(
             client=client,
         )  # fmt: skip
         if saved is not None:
-            prepared = only_saved(prepared, saved, max_inventory_age_s)
+            remake = fresh_plan(saved, plan_file, given) if plan_file is not None else None
+            prepared = only_saved(prepared, saved, max_inventory_age_s, remake)
         show_plan(prepared)
         entries = prepared.entries
         unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
         has_key, auth_mode = conn.jwt_key is not None, conn.conf.auth_mode
         if dry_run:
             warning = key_warning(has_key, auth_mode) if entries else None
-            return Reclaimed(prepared, Stage.PLANNED, unmet, key_warning=warning)
+            if detailed_exitcode:
+                unmet = ExitStatus.ACTION_NEEDED if would_send(prepared) else ExitStatus.OK
+            apply = None
+            if plan_output is not None:
+                apply = NextStep.spurctl(
+                    "reclaim", "--plan", str(plan_output), *given.excluding(), *given.view,
+                    *given.agents, *given.journal,
+                    why="send exactly this plan's cancels, each re-checked",
+                )  # fmt: skip
+            return Reclaimed(prepared, Stage.PLANNED, unmet, key_warning=warning, apply=apply)
         if not entries:
             return Reclaimed(prepared, Stage.NOTHING, unmet, run=ReclaimRun())
         refused = key_refusal(has_key, auth_mode)
