@@ -719,12 +719,6 @@ def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str
     return collect_flags(holdings) + controller_flags(conn)
 
 
-def agent_flags(conn: ConnectionOptions) -> list[str]:
-    """The agent options given (--jwt-key-file, --agent-port, --agent-map: a key's path,
-    never a key), for a printed reclaim that must reach the agents as this one would."""
-    return _as_flags(conn, _AGENT_OPTIONS)
-
-
 def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
     """The options that produced this command's view (holdings and controller, never
     --token), for a printed next command that must read the same view when pasted."""

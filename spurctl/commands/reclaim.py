@@ -173,7 +173,7 @@ def command(
     # What the commands it points at repeat, so that they read this very view.
     given = Given(
         view=tuple(opt.view_flags(holdings, conn)),
-        agents=tuple(opt.agent_flags(conn)),
+        agents=_agent_flags(conn),
         exclude=scope.exclude_hostlist,
         journal=("--journal", str(journal_path)) if journal_path is not None else (),
     )
@@ -208,3 +208,14 @@ def command(
     if done.error is not None:
         raise SpurctlError(done.error)
     return done.exit_status
+
+
+def _agent_flags(conn: opt.ConnectionOptions) -> tuple[str, ...]:
+    """The agent options given (a key file's path, never a key), for a printed reclaim
+    that must reach the agents as this one would."""
+    given = [
+        ("--jwt-key-file", conn.jwt_key_file),
+        ("--agent-port", conn.agent_port),
+        ("--agent-map", conn.agent_map),
+    ]
+    return tuple(word for flag, value in given if value is not None for word in (flag, str(value)))

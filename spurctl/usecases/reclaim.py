@@ -49,16 +49,9 @@ from spurctl.act.cancels import (
     send,
 )
 from spurctl.decide.confirm import verify
-from spurctl.decide.plan import (
-    Entry,
-    ReclaimRun,
-    Result,
-    plan,
-    reclaimable,
-    stale_reason,
-    unmatched_jobs,
-)
-from spurctl.decide.send_guards import key_refusal, key_warning, legit_nodes, refusal
+from spurctl.decide.plan import Entry, ReclaimRun, Result, reclaimable
+from spurctl.decide.reclaim_plan import decide, selection, would_send
+from spurctl.decide.send_guards import key_refusal, key_warning, legit_nodes
 from spurctl.defaults import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_INVENTORY_AGE_S,
@@ -68,7 +61,6 @@ from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import (
     PLAN_SCHEMA,
-    Action,
     AuditReport,
     Finding,
     NextStep,
@@ -171,71 +163,46 @@ def prepare(
     from spurctl.sources.send_targets import resolve_targets
     from spurctl.usecases.audit import run_audit
 
-    # -x: an excluded node is never planned, whichever of its names --node gave (the
-    # scope refused one that leaves out every node when it was parsed).
-    scope = frozenset(src.scope.keep(src.scope.named or ()))
     path = journal_path or default_path()
-    # The journal of earlier runs, read once: its open intents, and the memory of cancels
-    # sent (a holding with no process gets one at most; then it is a leftover).
+    # Read: the journal of earlier runs, once (its open intents, and the memory of cancels
+    # sent: a holding with no process gets one at most, then it is a leftover); the nodes.
     earlier = history(path)
     report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
-    # An inventory whose job processes all name one controller node (SPUR_TARGET_NODE)
-    # speaks for that node: its findings sit under the name it reports, and either name
-    # selects them.
-    speaks_for = {
-        name: inv.target_node
-        for name, inv in inputs.inventories.items()
-        if inv.target_node is not None and inv.target_node in inputs.view.nodes
-    }
-    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes and n not in speaks_for)
-    if unknown_nodes:
+    # -x: an excluded node is never planned, whichever of its names --node gave (the
+    # scope refused one that leaves out every node when it was parsed).
+    named = src.scope.keep(src.scope.named or ())
+    selected, unknown = selection(named, inputs.view.nodes, inputs.inventories)
+    if unknown:
         raise SpurctlError(
-            f"unknown node{'s' if len(unknown_nodes) > 1 else ''} {fold(unknown_nodes)}: the "
-            "controller has no such node; check the names with",
+            f"unknown node{'s' if len(unknown) > 1 else ''} {fold(unknown)}: the controller "
+            "has no such node; check the names with",
             step=NextStep.spurctl("nodes", *given.view, why="the names the controller knows"),
         )
-    selected = set(scope) | {name for name, target in speaks_for.items() if target in scope}
-    # Resolve first: where each cancel would go, and which cluster the files name.
+    # Resolve: where each cancel would go, and which cluster the files name.
     wanted = reclaimable(report, selected, jobs)
     legit = legit_nodes(
         sorted({f.job_id for f in wanted if f.job_id is not None}),
         lambda j: inputs.view.jobs.get(j) or inputs.confirmed.get(j),
     )
     targets = resolve_targets({f.node for f in wanted}, legit, inputs.inventories, conn)
-    # Then decide, once: the plan, and whether it is refused whole.
-    collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
-    entries = plan(
-        report, selected, jobs, targets.address, collected_at=collected, fallback=targets.lacks
-    )
-    refused = refusal(
-        entries,
-        targets,
-        legit,
-        inputs.inventories.values(),
-        inputs.view.nodes,
-        inputs.watermark.value,
-    )
-    if refused is not None:
-        raise SpurctlError(refused)
-    when = now or utcnow()
-    stale = {
-        (e.node, e.job_id): why
-        for e in entries
-        if (why := stale_reason(e, when, max_inventory_age_s)) is not None
-    }
+    # Decide, once: the plan, and whether it is refused whole.
+    decided = decide(
+        report, selected, jobs, targets, legit, inputs.inventories, inputs.view.nodes,
+        inputs.watermark.value, now or utcnow(), max_inventory_age_s,
+    )  # fmt: skip
+    if decided.refusal is not None:
+        raise SpurctlError(decided.refusal)
     return Prepared(
         report,
         inputs,
-        entries,
+        decided.entries,
         path,
         earlier.unresolved,
-        unmatched_jobs=unmatched_jobs(entries, jobs),
-        fallback_nodes=sorted({e.node for e in entries if e.fallback}),
+        unmatched_jobs=decided.unmatched_jobs,
+        fallback_nodes=decided.fallback_nodes,
         max_inventory_age_s=max_inventory_age_s,
-        stale=stale,
-        investigate=[
-            f for f in report.findings if f.node in selected and f.action is Action.INVESTIGATE
-        ],
+        stale=decided.stale,
+        investigate=decided.investigate,
         view=NextStep.spurctl(
             "audit",
             "--nodes",
@@ -379,15 +346,6 @@ def reverify(
     if sent:
         journal_judged(journal, sent, run)
     return True
-
-
-def would_send(prepared: Prepared) -> bool:
-    """Whether the real run would send a cancel: an entry planned and not already known
-    to be skipped (an old inventory, a saved entry no longer planned)."""
-    return any(
-        (e.node, e.job_id) not in prepared.stale and (e.node, e.job_id) not in prepared.spared
-        for e in prepared.entries
-    )
 
 
 def fresh_plan(saved: PlanDocument, path: Path, given: Given = Given()) -> NextStep:
@@ -598,7 +556,8 @@ def reclaim(
         if dry_run:
             warning = key_warning(has_key, auth_mode) if entries else None
             if detailed_exitcode:
-                unmet = ExitStatus.ACTION_NEEDED if would_send(prepared) else ExitStatus.OK
+                sends = would_send(entries, prepared.stale, prepared.spared)
+                unmet = ExitStatus.ACTION_NEEDED if sends else ExitStatus.OK
             apply = None
             if plan_output is not None:
                 apply = NextStep.spurctl(
