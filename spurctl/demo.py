@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -207,6 +208,11 @@ class _Narrator:
         self.out = out
         self.tty = out.isatty()
         from spurctl.render.audit import pipe_width
+        from spurctl.render.environment import Environment
+
+        # What the reclaim renderers are told of this stream.
+        columns = shutil.get_terminal_size().columns if self.tty else None
+        self.env = Environment(tty=self.tty, width=columns, colour=self.tty)
 
         width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
@@ -311,7 +317,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         say.command(f"spurctl reclaim {flags} --dry-run")
         planned = _prepare(cluster, conn, nodes)
         say.out.flush()
-        print_plan(planned.entries, planned.report, file=say.out)
+        print_plan(planned.entries, planned.report, file=say.out, env=say.env)
 
         say.heading(HEADINGS[2])
         say.say(
@@ -327,7 +333,9 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         # AgentPool channels close inside the send, before the servers stop.
         reclaim_run = reclaim.carry_out(planned, conn)
         say.out.flush()
-        print_run(reclaim_run, planned.entries, planned.report, fmt="table", file=say.out)
+        print_run(
+            reclaim_run, planned.entries, planned.report, fmt="table", file=say.out, env=say.env
+        )
         accepted = sim.cancels[cancels_before:]
         subjects = [c.subject for c in accepted]
         refusals = [r for r in sim.refusals if r.endpoint != "controller"]

@@ -99,10 +99,10 @@ class Unresolved(Protocol):
 
 
 def _console(env: Environment, file: TextIO | None = None, *, err: bool = False) -> Console:
-    """A console on `file` (else stdout, or stderr with `err`): the terminal's width when
-    the stream is the terminal `env` says it is, else a pipe's."""
+    """A console on `file` (else stdout, or stderr with `err`), which `env` describes: the
+    terminal's width when it is one, else a pipe's."""
     out = styled(file or (sys.stderr if err else sys.stdout))  # the data is escaped first
-    tty = file is None and (env.stderr_tty if err else env.tty)
+    tty = env.stderr_tty if err else env.tty
     width = env.width if tty and env.width else pipe_width()
     return Console(
         file=out, width=width, soft_wrap=False, highlight=False, emoji=False, markup=False
