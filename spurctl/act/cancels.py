@@ -174,12 +174,13 @@ def execute(
     futures: list[Future[None]] = []
     failure: BaseException | None = None
     try:
-        # Submitting inside the try: a Ctrl-C between two submits still sets `stop`,
-        # and queued nodes then start only to record themselves as not attempted. Never
-        # inside one: submit starts a worker before it records it, and a worker the pool
-        # does not know is never waited for.
-        for node_entries in by_node.values():
-            with _stops_held():
+        # Every node handed to the pool before a Ctrl-C is acted on: one landing inside a
+        # submit (which starts a worker before it records it) would leave a worker the
+        # pool never waits for, and one between two submits nodes nobody records. Held
+        # until all are queued, it sets `stop`, and queued nodes then start only to
+        # record themselves as not attempted.
+        with _stops_held():
+            for node_entries in by_node.values():
                 futures.append(pool.submit(guarded, node_entries))
         for f in futures:
             # In short slices: a Ctrl-C is then seen within 0.1 s even where a blocked

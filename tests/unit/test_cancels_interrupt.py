@@ -1,11 +1,14 @@
-"""A Ctrl-C that lands while the send loop starts a worker never leaves that worker behind.
+"""A Ctrl-C that lands while the send loop hands out its nodes leaves no worker behind
+and no node unaccounted for.
 
 ThreadPoolExecutor.submit starts a worker thread and only then records it: a
 KeyboardInterrupt raised in between (the worker's first re-check may be under way by
 then) left a running worker the pool did not know and so never waited for. `execute`
 then returned while that worker went on to journal into a closed journal, and its
-intent stayed open. The loop now holds the stop signals while it hands a worker its
-nodes, so a Ctrl-C lands just after, with every worker accounted for.
+intent stayed open. One raised between two submits left the nodes not yet handed out
+in neither the outcomes nor the not-attempted list. The loop now holds the stop
+signals until every node is queued, so a Ctrl-C lands just after, every worker waited
+for and every node either attempted or listed as not attempted.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import json
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,4 +77,40 @@ def test_a_ctrl_c_while_the_first_worker_starts_waits_for_that_worker(
     assert [(o.entry.job_id, o.result) for o in run.outcomes] == [(1, Result.SKIPPED)]
     events = [json.loads(line)["event"] for line in path.read_text().splitlines()]
     assert events == ["intent", "outcome"]
+    assert unresolved(path) == []
+
+
+def test_a_ctrl_c_between_two_nodes_handed_out_lists_the_rest_as_not_attempted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    submit = ThreadPoolExecutor.submit
+    calls: list[int] = []
+
+    def slow_submit(self: ThreadPoolExecutor, *args: Any, **kwargs: Any) -> Any:
+        handed = submit(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(1.0)  # the first node's re-check, and its Ctrl-C, land before the next
+        return handed
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", slow_submit)
+    entries = [
+        Entry(Finding(n, i, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM, "untracked"), f"{n}:1")
+        for n, i in (("n1", 1), ("n2", 2), ("n3", 3))
+    ]
+    fakes = _CtrlCOnRecheck()
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        run = execute(
+            entries, jobs=fakes, agents=fakes, journal=journal, watermark=100, concurrency=1
+        )
+
+    assert run.interrupted and fakes.cancels == []
+    assert [(o.entry.job_id, o.result) for o in run.outcomes] == [(1, Result.SKIPPED)]
+    assert [e.job_id for e in run.not_attempted] == [2, 3]
+    events = [
+        (json.loads(line)["event"], json.loads(line)["job_id"])
+        for line in path.read_text().splitlines()
+    ]
+    assert events == [("intent", 1), ("outcome", 1)]
     assert unresolved(path) == []
