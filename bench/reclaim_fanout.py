@@ -26,14 +26,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import serve, verdict
 
+from spurctl.act import cancels
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
 from spurctl.audit_view import run_audit
+from spurctl.decide import plan as reclaim_plan
+from spurctl.defaults import DEFAULT_CONCURRENCY
 from spurctl.scope import Scope
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import Connection
-from spurctl.usecases import reclaim as rc
 
 TARGET_WALL = 5.0
 SWEEP = (8, 16, 32, 64, 128)
@@ -45,14 +47,14 @@ def one_run(ready: dict[str, Any], workdir: Path, concurrency: int) -> tuple[flo
     conn = Connection((ready["controller"],), agent_map=agent_map, timeout=30.0)
     journal_path = workdir / f"journal-{concurrency}-{time.monotonic_ns()}.jsonl"
     report, inputs = run_audit(Sources(Scope(), [ready["inventory"]], False, "", 1), conn)
-    entries = rc.plan(report, set(inputs.view.nodes), None, conn.agent_address)
+    entries = reclaim_plan.plan(report, set(inputs.view.nodes), None, conn.agent_address)
     with ControllerClient(conn) as client:
         if len(entries) != ready["nodes"]:
             raise RuntimeError(f"planned {len(entries)} cancels, expected {ready['nodes']}")
         agents = AgentPool(jwt_key=None, timeout=30.0)
         with Journal(journal_path) as journal:
             started = time.perf_counter()
-            run = rc.execute(
+            run = cancels.execute(
                 entries,
                 jobs=client,
                 agents=agents,
@@ -62,7 +64,7 @@ def one_run(ready: dict[str, Any], workdir: Path, concurrency: int) -> tuple[flo
             )
             wall = time.perf_counter() - started
         agents.close()
-    sent = sum(1 for o in run.outcomes if o.result is rc.Result.SENT)
+    sent = sum(1 for o in run.outcomes if o.result is reclaim_plan.Result.SENT)
     records = len(journal_path.read_text().splitlines())
     return wall, sent, records
 
@@ -73,7 +75,7 @@ def main() -> int:
     p.add_argument("--agent-latency", type=float, default=0.05)
     p.add_argument("--no-sweep", action="store_true", help="only the default concurrency")
     args = p.parse_args()
-    default = rc.DEFAULT_CONCURRENCY
+    default = DEFAULT_CONCURRENCY
     n, lat_ms = args.nodes, round(args.agent_latency * 1000)
     ok = True
     with tempfile.TemporaryDirectory(prefix="spurctl-bench-") as tmp:

@@ -10,6 +10,7 @@ here: it sits below the use cases (docs/layout.md), which never import one anoth
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -267,12 +268,17 @@ def run_audit(
     watermark: int | None = None,
     include_healthy: bool = False,
     journal: Path | None = None,
+    cancelled: Mapping[tuple[str, int], datetime] | None = None,
+    client: ControllerClient | None = None,
 ) -> tuple[AuditReport, AuditInputs]:
     """`spurctl audit` once: the view (live, or `src.snapshot`), the inventories, the findings.
 
     `conn` may be None only for a snapshot audit, which talks to no controller.
     `journal`: reclaim's journal, read for the agent cancels already sent (a holding
-    with no process gets one at most); None reads none.
+    with no process gets one at most); None reads none. `cancelled`: those cancels,
+    when the caller has read the journal already. `client`: the caller's open
+    controller client, used instead of a new one (a reclaim asks one client for its
+    plan and its re-checks).
     """
     scope = src.scope.named
     left_out: tuple[str, ...] = ()
@@ -307,17 +313,17 @@ def run_audit(
 
         if conn is None:
             raise SpurctlError("a live audit needs a controller connection")
-        with ControllerClient(conn) as client:
+        with nullcontext(client) if client is not None else ControllerClient(conn) as asked:
             if src.inventory and not src.collect:
-                view, holdings = read_view_and_inventories(client, src.inventory)
+                view, holdings = read_view_and_inventories(asked, src.inventory)
             else:
-                view = client.view()
+                view = asked.view()
                 holdings = gather_holdings(src, view.nodes)
             holdings = leave_out(view, holdings)
             inputs = gather(
                 view,
                 holdings,
-                client=client,
+                client=asked,
                 watermark_flag=watermark,
                 scope=scope,
                 not_found_doubt=conn.not_found_doubt(),
@@ -327,12 +333,14 @@ def run_audit(
         from dataclasses import replace
 
         inputs = replace(inputs, excluded=left_out)
-    if journal is not None:
-        from dataclasses import replace
-
+    if cancelled is None and journal is not None:
         from spurctl.act.journal import cancels_sent
 
-        inputs = replace(inputs, cancelled=cancels_sent(journal))
+        cancelled = cancels_sent(journal)
+    if cancelled is not None:
+        from dataclasses import replace
+
+        inputs = replace(inputs, cancelled=cancelled)
     report = audit(inputs, include_healthy=include_healthy)
     if journal is not None:
         report.node_admin = _node_admin(journal, inputs)

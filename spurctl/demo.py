@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -228,6 +229,11 @@ class _Narrator:
         self.out = out
         self.tty = out.isatty()
         from spurctl.render.audit import pipe_width
+        from spurctl.render.environment import Environment
+
+        # What the reclaim renderers are told of this stream.
+        columns = shutil.get_terminal_size().columns if self.tty else None
+        self.env = Environment(tty=self.tty, width=columns, colour=self.tty)
 
         width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)

@@ -12,7 +12,10 @@ import json
 import re
 import sys
 import threading
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from spurctl.model import NextStep
 
 
 class ExitStatus(enum.IntEnum):
@@ -25,9 +28,18 @@ class ExitStatus(enum.IntEnum):
 
 
 class SpurctlError(Exception):
-    """Bad usage, bad input, an unreachable controller: exit 2 with one line."""
+    """Bad usage, bad input, an unreachable controller: exit 2 with one line.
+
+    `step`: the command that fixes it, when there is one to paste. The message leads
+    into it ("...; check the names with"), and the line ends with the command, quoted
+    as render/ quotes every command (render.terminal.report).
+    """
 
     exit_code = ExitStatus.ERROR
+
+    def __init__(self, message: str = "", *, step: NextStep | None = None) -> None:
+        super().__init__(message)
+        self.step = step
 
 
 class Aborted(SpurctlError):

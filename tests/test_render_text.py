@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result
 from spurctl.decide.tracker import Tracker, WatchRound
 from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Inventory, Kind, Watermark, WatermarkSource
@@ -29,7 +30,6 @@ from spurctl.render.common import (
 from spurctl.render.environment import Environment
 from spurctl.render.reclaim import print_plan, print_run, print_unresolved, run_document
 from spurctl.render.watch import WatchScreen, render_watch_round
-from spurctl.usecases.reclaim import Entry, Outcome, ReclaimRun, Result
 
 TAKEN_AT = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 # Each is markup to rich: a tag it would swallow, a hostlist it could eat.

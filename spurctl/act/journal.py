@@ -39,8 +39,8 @@ import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,12 @@ def _open_lock(path: Path) -> int:
     if real.exists() and not real.is_file():
         # A device or a pipe is no journal, and its lock would land beside it (in /dev).
         raise SpurctlError(f"journal {path} is not a regular file; pass --journal PATH")
+    if real.is_file():
+        # Nor is a file whose first line is no journal record: no lock lands beside it.
+        with suppress(OSError):  # unreadable: opening the journal itself says why
+            with open(real, "rb") as fh:
+                start = fh.read(_FIRST_LINE_LIMIT)
+            _check_start(start, path)
     try:
         _make_parent(lock)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -433,20 +439,29 @@ def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolv
     no job id can be, not JSON) is reported through `warn` with its line number
     and skipped.
     """
+    return open_intents(_readable(path, warn))
+
+
+def _readable(path: Path, warn: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The journal's records, or none when there is no journal. Never takes the lock."""
     # A journal that is not a regular file (a device, a pipe) holds no earlier run,
     # and reading one may never end (/dev/full reads zeros forever).
     if not path.is_file():
         return []
     try:
-        found = records(path, warn)
+        return records(path, warn)
     except FileNotFoundError:
         return []
-    open_intents: dict[tuple[str, int], Unresolved] = {}
+
+
+def open_intents(found: Iterable[dict[str, Any]]) -> list[Unresolved]:
+    """Of these records, the intents with no outcome after them."""
+    still: dict[tuple[str, int], Unresolved] = {}
     for rec in found:
         key = (rec["node"], rec["job_id"])
         if rec.get("event") == "intent":
             run = rec.get("run")
-            open_intents[key] = Unresolved(
+            still[key] = Unresolved(
                 str(rec.get("at")),
                 key[0],
                 key[1],
@@ -454,8 +469,51 @@ def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolv
                 run if isinstance(run, str) and run else None,
             )
         elif rec.get("event") == "outcome":
-            open_intents.pop(key, None)
-    return sorted(open_intents.values(), key=lambda u: (u.at, u.node, u.job_id))
+            still.pop(key, None)
+    return sorted(still.values(), key=lambda u: (u.at, u.node, u.job_id))
+
+
+@dataclass(frozen=True, slots=True)
+class WentOut:
+    """The last agent cancel the journal records as sent for one (node, job)."""
+
+    at: str  # its outcome's time, RFC 3339 UTC
+    run: str | None  # the run that sent it (None: a record from before run ids)
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What a journal says of the runs before this one, from one read of it."""
+
+    # Intents no outcome closed (unresolved).
+    unresolved: list[Unresolved] = field(default_factory=list)
+    # When an agent cancel was last sent, or may have been, per (node, job) (cancels_sent).
+    cancelled: dict[tuple[str, int], datetime] = field(default_factory=dict)
+    # The last cancel recorded as sent (confirmed or not) per (node, job), and by which run.
+    went_out: dict[tuple[str, int], WentOut] = field(default_factory=dict)
+
+
+def history(path: Path, warn: Callable[[str], None] = _warn) -> History:
+    """The journal at `path` read once for what a reclaim needs of the earlier runs; an
+    empty History when there is none. Never takes the lock: a run that must not see
+    the journal change under it takes the lock first (journal_lock)."""
+    found = _readable(path, warn)
+    return History(open_intents(found), sent_at(found), went_out(found))
+
+
+def went_out(found: Iterable[dict[str, Any]]) -> dict[tuple[str, int], WentOut]:
+    """Of these records, the last agent cancel each (node, job) was sent, as its outcome
+    says (`sent`, or `unconfirmed`: sent, then no re-collect showed it freed)."""
+    out: dict[tuple[str, int], WentOut] = {}
+    for rec in found:
+        if rec.get("event") != "outcome" or rec.get("kind") not in AGENT_CANCEL_KINDS:
+            continue
+        if rec.get("result") in ("sent", "unconfirmed"):
+            run = rec.get("run")
+            out[(rec["node"], rec["job_id"])] = WentOut(
+                str(rec.get("at")), run if isinstance(run, str) and run else None
+            )
+    return out
 
 
 # The kinds reclaim sends an agent cancel for (node-release journals `agent-orphan`).
@@ -472,12 +530,12 @@ def cancels_sent(
     send may have gone out). A skip, or a failure the send itself reported, does not.
     No journal: nothing was sent. Never takes the lock.
     """
-    if not path.is_file():
-        return {}
-    try:
-        found = records(path, warn)
-    except FileNotFoundError:
-        return {}
+    return sent_at(_readable(path, warn))
+
+
+def sent_at(found: Iterable[dict[str, Any]]) -> dict[tuple[str, int], datetime]:
+    """Of these records, when an agent cancel was last sent, or may have been, for each
+    (node, job id) (cancels_sent)."""
     out: dict[tuple[str, int], datetime] = {}
     pending: dict[tuple[str, int], datetime] = {}
 

@@ -27,6 +27,14 @@ JobOpt = Annotated[
     ),
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+DetailedExitcodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--detailed-exitcode",
+        help="With --dry-run, as terraform plan's: exit 1 when the real run would send a "
+        "cancel, 0 when it would send none (2: an error, as always).",
+    ),
+]
 PlanOutputOpt = Annotated[
     Path | None,
     opt.output_option("With --dry-run: save the plan here, for `spurctl reclaim --plan FILE`."),
@@ -103,6 +111,7 @@ def command(
     ctx: typer.Context,
     job: JobOpt = None,
     dry_run: DryRunOpt = False,
+    detailed_exitcode: DetailedExitcodeOpt = False,
     output: PlanOutputOpt = None,
     plan_file: PlanOpt = None,
     yes: YesOpt = False,
@@ -132,7 +141,7 @@ def command(
     from spurctl.render import reclaim as shown
     from spurctl.render.common import write_output
     from spurctl.sources.plan_file import load_plan
-    from spurctl.usecases.reclaim import plan_document
+    from spurctl.usecases.reclaim import Given, plan_document
     from spurctl.usecases.reclaim import reclaim as use_case
 
     fmt = opt.with_json(ctx, fmt, as_json)
@@ -140,6 +149,10 @@ def command(
     if output is not None and not dry_run:
         raise SpurctlError(
             "-o saves the plan of a dry run: add --dry-run (then apply it with --plan FILE)"
+        )
+    if detailed_exitcode and not dry_run:
+        raise SpurctlError(
+            "--detailed-exitcode says whether a dry run would send anything: add --dry-run"
         )
     saved = None
     if plan_file is not None:
@@ -157,18 +170,19 @@ def command(
     assert hostlist is not None
     env = detect()
     connection = conn.connect()
-    # What the plan points at, for what these nodes hold and for the names the controller
-    # knows: commands that read this very view.
-    flags = opt.view_flags(holdings, conn)
-    view_command = opt.next_command(
-        "audit", "--nodes", hostlist, flags=flags, exclude=scope.exclude_hostlist
+    # What the commands it points at repeat, so that they read this very view.
+    given = Given(
+        view=tuple(opt.view_flags(holdings, conn)),
+        agents=_agent_flags(conn),
+        exclude=scope.exclude_hostlist,
+        journal=("--journal", str(journal_path)) if journal_path is not None else (),
     )
     done = use_case(
         hostlist,
         holdings.sources(scope),
         connection,
         show_plan=lambda prepared: shown.show_plan(
-            prepared, fmt, ack, view_command, agent_map_given=bool(connection.agent_map), env=env
+            prepared, fmt, env, ack, agent_map_given=bool(connection.agent_map)
         ),
         ask=shown.asker(env.ask),
         jobs=job,
@@ -180,14 +194,30 @@ def command(
         concurrency=concurrency,
         verify_inventory=verify_inventory,
         saved=saved,
-        names_command=opt.next_command("nodes", flags=flags),
+        plan_file=plan_file,
+        plan_output=output,
+        detailed_exitcode=detailed_exitcode,
+        given=given,
         on_settle=shown.settling,
     )
     if output is not None:
         write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
     shown.show_reclaimed(
-        done, fmt, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle, env=env
+        done, fmt, env, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )
+    if output is not None and done.apply is not None:
+        shown.saved_plan(output, done.apply, env)
     if done.error is not None:
         raise SpurctlError(done.error)
     return done.exit_status
+
+
+def _agent_flags(conn: opt.ConnectionOptions) -> tuple[str, ...]:
+    """The agent options given (a key file's path, never a key), for a printed reclaim
+    that must reach the agents as this one would."""
+    given = [
+        ("--jwt-key-file", conn.jwt_key_file),
+        ("--agent-port", conn.agent_port),
+        ("--agent-map", conn.agent_map),
+    ]
+    return tuple(word for flag, value in given if value is not None for word in (flag, str(value)))

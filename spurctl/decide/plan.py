@@ -95,8 +95,6 @@ def plan(
     fallback: Callable[[str], bool] | None = None,
 ) -> list[Entry]:
     """The reclaimable findings on these nodes (and jobs), in node then job order."""
-    node_set = set(nodes)
-    wanted = set(job_ids) if job_ids else None
     when = collected_at or {}
     return [
         Entry(
@@ -105,6 +103,19 @@ def plan(
             when.get(f.node),
             fallback(f.node) if fallback is not None else False,
         )
+        for f in reclaimable(report, nodes, job_ids)
+    ]
+
+
+def reclaimable(
+    report: AuditReport, nodes: Iterable[str], job_ids: Iterable[int] | None
+) -> list[Finding]:
+    """The findings a plan of these nodes (and jobs) cancels, in node then job order:
+    what the plan's addresses are resolved for before it is made."""
+    node_set = set(nodes)
+    wanted = set(job_ids) if job_ids else None
+    return [
+        f
         for f in sorted(report.findings, key=lambda f: (f.node, f.job_id or 0))
         if f.action is Action.RECLAIM
         and f.job_id is not None

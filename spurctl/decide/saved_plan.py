@@ -10,40 +10,60 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from spurctl.decide.classify import CLOCK_AHEAD_S
 from spurctl.decide.plan import Entry, duration
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import loose_key
-from spurctl.model import Finding, Job, PlanDocument, format_time
+from spurctl.model import Finding, Job, NextStep, PlanDocument, format_time
 
-_FRESH_ONE = "make a fresh one with `spurctl reclaim --dry-run -o FILE`"
+# A fresh plan, for a caller that cannot say of which nodes.
+FRESH_PLAN = NextStep.spurctl("reclaim", "--help", why="how to save a fresh plan")
 
 Key = tuple[str, int]
 
 
-def check_saved(saved: PlanDocument, here: str, max_age_s: float, now: datetime) -> None:
+class Sent(Protocol):
+    """The journal's record of the last cancel sent for one (node, job)."""
+
+    @property
+    def at(self) -> str: ...
+
+    @property
+    def run(self) -> str | None: ...
+
+
+def check_saved(
+    saved: PlanDocument, here: str, max_age_s: float, now: datetime, fresh: NextStep | None = None
+) -> None:
     """Refuse (SpurctlError, nothing sent) a plan from another controller (`here` is the
     one answering now), one whose view was taken longer ago than `max_age_s`, and one
     dated ahead of this host's clock by more than a node's clock may be: its age then
-    proves nothing, and any --max-inventory-age would pass it."""
+    proves nothing, and any --max-inventory-age would pass it. Each refusal ends with
+    `fresh`, the dry run that saves a new plan of the same nodes and jobs."""
+    remake = fresh or FRESH_PLAN
     age = (now - saved.taken_at).total_seconds()
     if age < -CLOCK_AHEAD_S:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: its view is dated "
             f"{format_time(saved.taken_at)}, {duration(-age)} ahead of this host's clock "
             f"(more than the {duration(CLOCK_AHEAD_S)} allowed), so how old it is cannot be "
-            f"told; {_FRESH_ONE}"
+            "told; make a fresh one with",
+            step=remake,
         )
     if age > max_age_s:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; {_FRESH_ONE}"
+            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with",
+            step=remake,
         )
     if here != saved.controller.address:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller.address}, this is {here}; {_FRESH_ONE} against this controller"
+            f"{saved.controller.address}, this is {here}; make a fresh one against this "
+            "controller with",
+            step=remake,
         )
 
 
@@ -53,12 +73,14 @@ def narrow_to_saved(
     findings: Sequence[Finding],
     job_of: Callable[[int], Job | None],
     excluded: Collection[str] = (),
+    went_out: Mapping[Key, Sent] | None = None,
 ) -> tuple[list[Entry], dict[Key, str]]:
     """The saved entries in the plan's order: the fresh entry where the fresh audit plans
     it again, else the saved one, spared (the second value: why each is not sent).
 
     `findings` are the fresh audit's, `job_of` the fresh view's jobs, `excluded` the
-    nodes -x leaves out of this run (matched by name, case and domain aside).
+    nodes -x leaves out of this run (matched by name, case and domain aside),
+    `went_out` the journal's cancels already sent (a plan applied before).
     """
     planned: Mapping[Key, Entry] = {(e.node, e.job_id): e for e in fresh}
     reads = {(f.node, f.job_id): f for f in findings if f.job_id is not None}
@@ -75,18 +97,23 @@ def narrow_to_saved(
         if loose_key(key[0]) in left_out:
             spared[key] = f"not sent: -x leaves {key[0]} out of this run, so it was not audited"
         else:
-            spared[key] = _why_spared(key, reads.get(key), job_of(key[1]))
+            sent = (went_out or {}).get(key)
+            spared[key] = _why_spared(key, reads.get(key), job_of(key[1]), sent)
     return entries, spared
 
 
-def _why_spared(key: Key, now: Finding | None, job: Job | None) -> str:
-    """Why a saved entry the fresh audit no longer plans is not sent."""
+def _why_spared(key: Key, now: Finding | None, job: Job | None, sent: Sent | None) -> str:
+    """Why a saved entry the fresh audit no longer plans is not sent. A holding gone since
+    a cancel the journal records (`sent`: a plan applied already) says so."""
     node, job_id = key
     if now is not None:
         return (
             "not sent: no longer reclaimable, the fresh audit reads it as "
             f"{now.kind.value}: {now.reason}"
         )
+    if sent is not None:
+        by = f"the run of {sent.at}, journal run {sent.run}" if sent.run else f"{sent.at}, journal"
+        return f"not sent: no longer held (cancelled by {by}): {node} no longer holds job {job_id}"
     if job is not None:
         where = f"on {job.nodelist}" if job.nodelist else "with no nodelist yet"
         return (

@@ -8,25 +8,27 @@ inventories: every one reaches the terminal as Text, never as rich markup, so
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
+from spurctl.decide.confirm import confirm_step, unconfirmed_nodes
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
 from spurctl.errors import warn
-from spurctl.model import AuditReport, PlanDocument
+from spurctl.model import AuditReport, NextStep, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
     NOTE_LABEL,
     WARNING_LABEL,
     ReclaimFormat,
     choose,
+    command_line,
     console_for,
     context_line,
     escaped,
@@ -51,7 +53,8 @@ RESULT_STYLE = {
 }
 
 
-PLAIN_AUDIT = "spurctl audit"
+# What the plan's notes point at when no command says how these nodes were read.
+PLAIN_AUDIT = NextStep.spurctl("audit", why="what the nodes hold")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +88,9 @@ class PlanFacts:
     # The re-collect's wait after the sends (None: none ran), and --settle, its limit.
     waited_s: float | None = None
     settle_s: float | None = None
-    # `spurctl audit` of the planned nodes with the options that produced this view,
-    # shell-quoted: what the plan points at for what the nodes hold.
-    view_command: str = PLAIN_AUDIT
+    # `spurctl audit` of the planned nodes with the options that produced this view:
+    # what the plan points at for what the nodes hold.
+    view: NextStep = PLAIN_AUDIT
 
 
 class Unresolved(Protocol):
@@ -107,8 +110,17 @@ class Unresolved(Protocol):
 PIPE = Environment()
 
 
-def _console(file: TextIO | None, env: Environment) -> Console:
+def _console(file: TextIO | None, env: Environment, *, err: bool = False) -> Console:
+    """A console on `file` (else stdout; stderr with `err`, a terminal when it is one)."""
+    if err:
+        return console_for(replace(env, tty=env.stderr_tty, colour=False), file or sys.stderr)
     return console_for(env, file)  # the data is escaped before it is drawn
+
+
+def _command(console: Console, step: NextStep) -> None:
+    """A command to run next, on a line of its own and never folded: it is meant to be
+    copied and run as printed."""
+    console.print(Text("  " + command_line(step)), soft_wrap=True)
 
 
 def _stops(entry: Entry) -> str:
@@ -126,12 +138,16 @@ def _labelled(label: str, style: str, text: str) -> Text:
 
 
 def print_unresolved(
-    items: Sequence[Unresolved], file: TextIO | None = None, env: Environment = PIPE
+    items: Sequence[Unresolved],
+    file: TextIO | None = None,
+    env: Environment = PIPE,
+    *,
+    err: bool = False,
 ) -> None:
     if not items:
         return
     items = escaped(items)
-    console = _console(file, env)
+    console = _console(file, env, err=err)
     console.print(
         _labelled(
             WARNING_LABEL,
@@ -157,11 +173,12 @@ def _at(at: str) -> str:
     return at if moment is None else text_time(moment)
 
 
-def unmatched_sentence(jobs: Sequence[int], view_command: str) -> str:
+def unmatched_sentence(jobs: Sequence[int]) -> str:
+    """What a --job that names no planned entry says; the audit of the nodes follows it."""
     ids = ", ".join(str(j) for j in jobs)
     return (
         f"--job {ids}: no reclaimable finding names {'it' if len(jobs) == 1 else 'them'} "
-        f"on these nodes; see `{view_command}` for what the nodes hold"
+        "on these nodes; what the nodes hold:"
     )
 
 
@@ -181,16 +198,10 @@ def fallback_sentence(nodes: Sequence[str], agent_map_given: bool = True) -> str
     )
 
 
-def unconfirmed_nodes(run: ReclaimRun, verified: bool) -> list[str]:
-    """The nodes of every sent cancel that no re-collect has shown freed."""
-    return sorted({o.entry.node for o in run.outcomes if confirmed(o.result, verified) is False})
-
-
 def confirm_command(nodes: Sequence[str], flags: Sequence[str] = ()) -> str:
-    """The command that confirms from the nodes themselves that their cancels freed them."""
-    from spurctl.hostlist import fold
-
-    return shlex.join(["spurctl", "audit", "--nodes", fold(nodes), "--collect", *flags])
+    """The command that confirms from the nodes themselves that their cancels freed them
+    (decide.confirm.confirm_step), as one line."""
+    return command_line(confirm_step(nodes, flags))
 
 
 def _result_word(result: Result, verified: bool) -> str:
@@ -269,13 +280,9 @@ def print_plan(
     for line in version_text(report, ack=ack):
         console.print(line)
     if facts.unmatched_jobs:
-        console.print(
-            _labelled(
-                NOTE_LABEL,
-                "bold yellow",
-                unmatched_sentence(facts.unmatched_jobs, facts.view_command),
-            )
-        )
+        unmatched = unmatched_sentence(facts.unmatched_jobs)
+        console.print(_labelled(NOTE_LABEL, "bold yellow", unmatched))
+        _command(console, facts.view)
     if not entries:
         if facts.investigate:
             n = len(facts.investigate)
@@ -283,9 +290,10 @@ def print_plan(
                 Text(
                     f"Nothing to reclaim on these nodes, but {plural(n, 'finding')} "
                     f"need{'s' if n == 1 else ''} investigating instead: "
-                    f"{'; '.join(facts.investigate)} (see `{facts.view_command}`)."
+                    f"{'; '.join(facts.investigate)}. What the nodes hold:"
                 )
             )
+            _command(console, facts.view)
         else:
             console.print(Text("Nothing to reclaim on these nodes."))
         return
@@ -478,7 +486,7 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
             )
         )
         # One line, never folded: it is meant to be copied and run as printed.
-        console.print(Text("  " + confirm_command(pending, facts.confirm_flags)), soft_wrap=True)
+        _command(console, confirm_step(pending, facts.confirm_flags))
     elif facts.verified and sent:
         nodes = len({o.entry.node for o in run.outcomes if o.result is Result.SENT})
         console.print(
@@ -495,13 +503,11 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
 # -- the command's printing, around the use case's `reclaim` -------------------------
 
 
-def facts_of(
-    prepared: Prepared, view_command: str | None = None, agent_map_given: bool = True
-) -> PlanFacts:
+def facts_of(prepared: Prepared, agent_map_given: bool = True) -> PlanFacts:
     """What the plan shows beyond its entries, from the use case's Prepared;
-    `view_command`: the audit of these nodes as this command read them."""
+    `agent_map_given`: whether an --agent-map was given."""
     return PlanFacts(
-        view_command=view_command or PLAIN_AUDIT,
+        view=prepared.view,
         fallback_nodes=prepared.fallback_nodes,
         agent_map_given=agent_map_given,
         unmatched_jobs=prepared.unmatched_jobs,
@@ -518,29 +524,35 @@ def facts_of(
 def show_plan(
     prepared: Prepared,
     fmt: ReclaimFormat | str,
+    env: Environment,
     ack: str | None = None,
-    view_command: str | None = None,
     agent_map_given: bool = True,
-    env: Environment = PIPE,
 ) -> None:
     """The plan before anything is sent; with --format json, only its warnings (on stderr:
     stdout is the document, printed at the end). `ack`: the acknowledged controller
-    version (render.audit.version_text); `view_command`: the audit of these nodes as
-    this command read them, which the plan's notes point at; `agent_map_given`: whether
-    an --agent-map was given (a map that lacks a planned node is warned about; without
-    one, every address is a guess, which the plan says once); `env`: stdout's terminal."""
+    version (render.audit.version_text); `agent_map_given`: whether an --agent-map was
+    given (a map that lacks a planned node is warned about; without one, every address
+    is a guess, which the plan says once); `env`: the terminal."""
     entries, report = prepared.entries, prepared.report
-    facts = facts_of(prepared, view_command, agent_map_given)
+    facts = facts_of(prepared, agent_map_given)
     if prepared.fallback_nodes and agent_map_given:
         warn(fallback_sentence(prepared.fallback_nodes))
     if fmt == "table":
         print_unresolved(prepared.unresolved, env=env)
         print_plan(entries, report, facts=facts, ack=ack, env=env)
     else:
-        print_unresolved(prepared.unresolved, file=sys.stderr)
+        print_unresolved(prepared.unresolved, env=env, err=True)
         if prepared.unmatched_jobs:
-            sentence = unmatched_sentence(prepared.unmatched_jobs, facts.view_command)
-            warn(sentence)
+            warn(escaped(unmatched_sentence(prepared.unmatched_jobs)))
+            _command(_console(None, env, err=True), prepared.view)
+
+
+def saved_plan(output: Path, apply: NextStep, env: Environment) -> None:
+    """On stderr, last, as terraform says it: where the dry run's plan went, and the
+    command that applies exactly it."""
+    console = _console(None, env, err=True)
+    console.print(Text(f"Saved the plan to {escaped(str(output))}; apply it with:"))
+    _command(console, apply)
 
 
 def question(prepared: Prepared) -> str:
@@ -592,12 +604,13 @@ def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
 def show_reclaimed(
     done: Reclaimed,
     fmt: ReclaimFormat | str,
+    env: Environment,
     *,
     confirm_flags: Sequence[str],
     settle_s: float,
-    env: Environment = PIPE,
 ) -> None:
-    """What the run did, after the plan: the outcome table or the JSON document."""
+    """What the run did, after the plan: the outcome table or the JSON document.
+    `confirm_flags`: the options the command that confirms the sent cancels repeats."""
     from spurctl.usecases.reclaim import Stage
 
     prepared = done.prepared

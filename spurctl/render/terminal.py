@@ -57,13 +57,15 @@ def report(exc: BaseException, *, debug: bool) -> int:
     """One line on stderr for what ended the command (with --debug, the traceback
     first, secrets still redacted), and the exit status it earns."""
     from spurctl.errors import Aborted, ExitStatus, SpurctlError
+    from spurctl.render.common import command_line
 
     if isinstance(exc, Aborted):
         print(f"spurctl: aborted: {exc}", file=sys.stderr)
         return exc.exit_code
     if isinstance(exc, SpurctlError):
         _traceback(debug)
-        print(f"spurctl: error: {exc}", file=sys.stderr)
+        step = f" `{command_line(exc.step)}`" if exc.step is not None else ""
+        print(f"spurctl: error: {exc}{step}", file=sys.stderr)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         print("spurctl: interrupted", file=sys.stderr)

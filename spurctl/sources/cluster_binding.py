@@ -4,7 +4,7 @@ An inventory document and an agent-map file may name the controller they were
 made for (`controller`: its URL, or URLs for HA, as --controller takes them) and
 the cluster (`cluster`: spur.conf's `cluster_name`). `spurctl collect` records
 the controller and cluster it was told. A reclaim reading files that name
-another cluster than the view's refuses (usecases/send_guards.py): with one
+another cluster than the view's refuses (decide/send_guards.py): with one
 cluster's inventories and agent map and another's controller (same node names,
 same job ids), the controller's verdicts would be acted on at the other
 cluster's agents (issue 39.9).

@@ -389,10 +389,18 @@ def would_send(
         ),
         "why": None,
     }
-    from spurctl.usecases.send_guards import cluster_refusal, endpoint_refusal
+    from spurctl.decide.send_guards import legit_nodes, refusal
+    from spurctl.sources.send_targets import resolve_targets
 
     # The very checks reclaim makes before it sends: a plan it refuses sends nothing.
-    refused = cluster_refusal(inputs, conn) or endpoint_refusal([entry], inputs, conn)
+    legit = legit_nodes(
+        [entry.job_id], lambda j: inputs.view.jobs.get(j) or inputs.confirmed.get(j)
+    )
+    targets = resolve_targets([entry.node], legit, inputs.inventories, conn)
+    refused = refusal(
+        [entry], targets, legit, inputs.inventories.values(), inputs.view.nodes,
+        inputs.watermark.value,
+    )  # fmt: skip
     stale = stale_reason(entry, now, max_inventory_age_s)
     if refused is not None or stale is not None:
         doc.update(send=False, why=refused or stale)

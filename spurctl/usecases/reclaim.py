@@ -14,46 +14,56 @@ endpoint, or the endpoint of a node where the job legitimately runs).
 while doing nothing (its running map does not survive a restart, Spur #803). A
 sent cancel is confirmed only by re-collecting its node (`--collect` or
 `--verify-inventory`); until then it is reported sent and unconfirmed.
+
+A run goes downhill, each step once, through one controller client and one
+journal:
+
+1. read: the journal of the earlier runs (act/journal.history), then a fresh audit
+   of the nodes;
+2. resolve: where each cancel would go and which cluster the files name
+   (sources/send_targets.py);
+3. decide: the plan and every refusal (decide/plan.py, decide/send_guards.py);
+4. act: re-check, journal, cancel (act/cancels.py);
+5. re-read: the touched nodes re-collected (sources/recollect.py);
+6. decide: each sent cancel judged by what its node shows (decide/confirm.py),
+   and journaled.
 """
 
 from __future__ import annotations
 
 import enum
-import signal
-import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
-from spurctl.decide.plan import (
-    Entry,
-    Outcome,
-    ReclaimRun,
-    Result,
-    confirmed,
-    plan,
-    recheck,
-    stale_reason,
-    unmatched_jobs,
+from spurctl.act.cancels import (
+    JobSource,
+    JournalFailed,
+    graceful_stop,
+    journal_judged,
+    journal_stop,
+    opened_journal,
+    send,
 )
+from spurctl.decide.confirm import verify
+from spurctl.decide.plan import Entry, ReclaimRun, Result, reclaimable
+from spurctl.decide.reclaim_plan import decide, selection, would_send
+from spurctl.decide.send_guards import key_refusal, key_warning, legit_nodes
 from spurctl.defaults import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_SETTLE_S,
-    NAMES_COMMAND,
 )
-from spurctl.errors import ExitStatus, SpurctlError, redact
+from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import (
     PLAN_SCHEMA,
-    Action,
     AuditReport,
     Finding,
-    Job,
+    NextStep,
     PlanController,
     PlanDocument,
     PlannedCancel,
@@ -61,298 +71,35 @@ from spurctl.model import (
 )
 
 if TYPE_CHECKING:
-    from spurctl.act.journal import Journal, Unresolved
+    from spurctl.act.journal import Journal, Unresolved, WentOut
     from spurctl.audit_view import AuditInputs
+    from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
+
+# What a plan's notes point at when nothing says how its nodes were read.
+PLAIN_VIEW = NextStep.spurctl("audit", why="what the nodes hold")
 
 # Told, before the re-collect's wait, each (node, job) it waits to see freed and --settle.
 OnSettle = Callable[[Sequence[tuple[str, int]], float], None]
 
 
-class JournalFailed(OSError):
-    """The journal could not be written mid-run: nothing more was sent.
+@dataclass(frozen=True, slots=True)
+class Given:
+    """The options this run was given, as argv words: what each command it tells the
+    operator to run next repeats, so that it reads what this run read (never --token)."""
 
-    `run` is the run so far (every outcome known, journaled or not), for the summary.
-    """
+    # What made the view: the holdings and controller options (options.view_flags).
+    view: tuple[str, ...] = ()
+    # What a send needs beyond the view: --agent-map, --agent-port, --jwt-key-file.
+    agents: tuple[str, ...] = ()
+    # --journal, when one was given: its record of cancels sent is part of the view.
+    journal: tuple[str, ...] = ()
+    # -x, as one hostlist.
+    exclude: str | None = None
 
-    def __init__(self, path: Path, cause: OSError, run: ReclaimRun | None = None) -> None:
-        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
-        self.path = path
-        self.run = run or ReclaimRun()
-
-    def sentence(self) -> str:
-        return (
-            f"journal {self.path}: {self.strerror}; stopped sending, the summary shows what "
-            "was sent (free space, or pass --journal PATH elsewhere, before the next reclaim)"
-        )
-
-
-class JobSource(Protocol):
-    def get_job(self, job_id: int) -> Job | None: ...
-
-
-class Canceller(Protocol):
-    def cancel(self, address: str, job_id: int) -> None: ...
-
-
-def execute(
-    entries: Sequence[Entry],
-    *,
-    jobs: JobSource,
-    agents: Canceller,
-    journal: Journal,
-    watermark: int,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    stop: threading.Event | None = None,
-    on_outcome: Callable[[Outcome], None] | None = None,
-    not_found_doubt: str | None = None,
-    max_inventory_age_s: float | None = None,
-    clock: Callable[[], datetime] = utcnow,
-    spared: Mapping[tuple[str, int], str] | None = None,
-) -> ReclaimRun:
-    """Re-check, journal and send each entry; parallel across nodes, ordered within one.
-
-    A journal that cannot be written stops every send and raises JournalFailed
-    carrying the run so far.
-    """
-    from spurctl.act.agents import AgentError
-
-    stop = stop or threading.Event()
-    run = ReclaimRun()
-    lock = threading.Lock()
-    by_node: dict[str, list[Entry]] = {}
-    for e in entries:
-        by_node.setdefault(e.node, []).append(e)
-
-    def record(outcome: Outcome) -> None:
-        # Details quote agents and the controller; none of them may carry a secret onward.
-        outcome.detail = redact(outcome.detail)
-        # In the run first: an outcome the journal then cannot take is still reported.
-        with lock:
-            run.outcomes.append(outcome)
-        try:
-            journal.outcome(
-                outcome.entry.node,
-                outcome.entry.job_id,
-                outcome.entry.finding.kind.value,
-                outcome.result.value,
-                outcome.detail,
-            )
-        except OSError as exc:
-            raise JournalFailed(journal.path, exc) from exc
-        if on_outcome is not None:
-            on_outcome(outcome)
-
-    def attempt(entry: Entry) -> Outcome:
-        if spared and (why := spared.get((entry.node, entry.job_id))) is not None:
-            return Outcome(entry, Result.SKIPPED, why)
-        if max_inventory_age_s is not None:
-            stale = stale_reason(entry, clock(), max_inventory_age_s)
-            if stale is not None:
-                return Outcome(entry, Result.SKIPPED, stale)
-        try:
-            reason = recheck(entry, jobs.get_job(entry.job_id), watermark, not_found_doubt)
-        except Exception as exc:  # controller gone, unreadable answer: never send unchecked
-            return Outcome(entry, Result.SKIPPED, f"re-check failed, not sent: {exc}")
-        if reason is not None:
-            return Outcome(entry, Result.SKIPPED, reason)
-        if stop.is_set():
-            # Ctrl-C landed during the re-check: its intent is journaled, so close it.
-            return Outcome(entry, Result.SKIPPED, "interrupted before the cancel was sent")
-        try:
-            agents.cancel(entry.address, entry.job_id)
-        except AgentError as exc:
-            return Outcome(entry, Result.FAILED, str(exc))
-        except Exception as exc:  # whatever broke, this node's outcome must be journaled
-            return Outcome(
-                entry,
-                Result.FAILED,
-                f"cancel not confirmed ({type(exc).__name__}: {exc}); check the node",
-            )
-        return Outcome(entry, Result.SENT, f"agent {entry.address} accepted CancelJob signal 0")
-
-    def one_node(node_entries: list[Entry]) -> None:
-        for i, entry in enumerate(node_entries):
-            if stop.is_set():
-                with lock:
-                    run.not_attempted.extend(node_entries[i:])
-                return
-            kind = entry.finding.kind.value
-            try:
-                journal.intent(entry.node, entry.job_id, kind)
-            except OSError as exc:
-                with lock:
-                    run.not_attempted.extend(node_entries[i:])
-                raise JournalFailed(journal.path, exc) from exc
-            try:
-                record(attempt(entry))
-            except JournalFailed:
-                with lock:
-                    run.not_attempted.extend(node_entries[i + 1 :])
-                raise
-
-    def guarded(node_entries: list[Entry]) -> None:
-        # A worker that dies (journal unwritable, say) stops every other worker's
-        # next send: nothing goes out that the journal could not record.
-        try:
-            one_node(node_entries)
-        except BaseException:
-            stop.set()
-            raise
-
-    workers = max(1, min(concurrency, len(by_node)))
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reclaim")
-    futures: list[Future[None]] = []
-    failure: BaseException | None = None
-    try:
-        # Submitting inside the try: a Ctrl-C between two submits still sets `stop`,
-        # and queued nodes then start only to record themselves as not attempted.
-        for node_entries in by_node.values():
-            futures.append(pool.submit(guarded, node_entries))
-        for f in futures:
-            # In short slices: a Ctrl-C is then seen within 0.1 s even where a blocked
-            # wait is not woken by it, so no further send starts after it.
-            while True:
-                try:
-                    f.result(timeout=0.1)
-                    break
-                except TimeoutError:
-                    continue
-    except KeyboardInterrupt:
-        # Ctrl-C (or SIGTERM/SIGHUP, which send() turns into one): no new send
-        # starts; sends in flight finish and are journaled.
-        stop.set()
-        run.interrupted = True
-        for f in futures:
-            try:
-                f.result()
-            except JournalFailed as exc:
-                failure = failure or exc
-    except JournalFailed as exc:
-        stop.set()
-        failure = exc
-        for f in futures:  # the others' outcomes belong in the summary too
-            with suppress(JournalFailed):
-                f.result()
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        # Never abandon a worker mid-send: its outcome still has to reach the journal.
-        pool.shutdown(wait=True)
-    order = {id(e): i for i, e in enumerate(entries)}
-    run.outcomes.sort(key=lambda o: order[id(o.entry)])
-    run.not_attempted.sort(key=lambda e: order[id(e)])
-    if isinstance(failure, JournalFailed):
-        failure.run = run
-        raise failure
-    return run
-
-
-@contextmanager
-def _opened(path: Path) -> Iterator[Journal]:
-    """The journal, closed at the end without letting a failed close hide why the run stopped.
-
-    Every record was flushed and fsynced when it was written, so a close can
-    only fail on a record whose write already failed (and was reported).
-    """
-    from spurctl.act.journal import Journal
-
-    journal = Journal(path)
-    try:
-        yield journal
-    finally:
-        with suppress(OSError):
-            journal.close()
-
-
-_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-
-
-@contextmanager
-def graceful_stop(run_box: dict[str, str]) -> Iterator[None]:
-    """SIGTERM and SIGHUP stop a send as Ctrl-C does: as a KeyboardInterrupt in the main thread.
-
-    The name of the signal that landed goes into `run_box["signal"]`. Outside
-    the main thread (signals cannot be caught there) nothing changes.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[int, Any] = {}
-
-    def handler(signum: int, _frame: object) -> None:
-        run_box.setdefault("signal", signal.Signals(signum).name)
-        raise KeyboardInterrupt
-
-    try:
-        for name in _STOP_SIGNALS:
-            number = getattr(signal, name, None)
-            if number is not None:
-                previous[number] = signal.signal(number, handler)
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
-
-
-def send(
-    entries: Sequence[Entry],
-    conn: Connection,
-    *,
-    journal_path: Path,
-    watermark: int,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    unresolved: Sequence[Unresolved] = (),
-    max_inventory_age_s: float | None = DEFAULT_MAX_INVENTORY_AGE_S,
-    spared: Mapping[tuple[str, int], str] | None = None,
-) -> ReclaimRun:
-    """`spurctl reclaim` after the plan is approved: journal, re-check, cancel.
-
-    Intents an earlier, interrupted run left open are closed first with an
-    outcome saying their fate is unknown, so the journal stays a faithful record.
-    SIGTERM and SIGHUP stop the run as Ctrl-C does.
-    """
-    from spurctl.act.agents import AgentPool
-    from spurctl.sources.controller import ControllerClient
-
-    agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
-    box: dict[str, str] = {}
-    try:
-        with (
-            graceful_stop(box),
-            _opened(journal_path) as journal,
-            ControllerClient(conn) as client,
-        ):
-            for u in journal.still_open(unresolved):
-                try:
-                    journal.outcome(
-                        u.node,
-                        u.job_id,
-                        u.kind,
-                        Result.FAILED.value,
-                        "unknown: an earlier run was interrupted before recording this "
-                        "outcome; check the node",
-                    )
-                except OSError as exc:
-                    not_sent = ReclaimRun(not_attempted=[*entries])
-                    raise JournalFailed(journal_path, exc, not_sent) from exc
-            run = execute(
-                entries,
-                jobs=client,
-                agents=agents,
-                journal=journal,
-                watermark=watermark,
-                concurrency=concurrency,
-                not_found_doubt=conn.not_found_doubt(),
-                max_inventory_age_s=max_inventory_age_s,
-                spared=spared,
-            )
-            run.stopped_by = box.get("signal", "SIGINT") if run.interrupted else None
-            return run
-    finally:
-        agents.close()
+    def excluding(self) -> tuple[str, ...]:
+        return ("-x", self.exclude) if self.exclude else ()
 
 
 @dataclass(slots=True)
@@ -362,61 +109,6 @@ class Carried(ReclaimRun):
     # Whether a re-collect judged each SENT outcome by what its node holds now; without
     # one, SENT only says the agent answered Ok (spurd does so for an unknown id too).
     verified: bool = False
-
-
-def verify(
-    run: ReclaimRun,
-    held_now: Mapping[str, set[int]],
-    settle: float,
-    failed: Mapping[str, str] | None = None,
-    waited: Mapping[tuple[str, int], float] | None = None,
-) -> list[Outcome]:
-    """Judge each SENT outcome by the node's re-collected inventory.
-
-    Still held: FAILED. No inventory (the node is in `failed`, with why, or
-    absent from `held_now`): UNCONFIRMED, since nothing shows the job gone.
-    Gone: stays SENT, its detail saying the node confirmed it. `waited` is how
-    long after the sends each (node, job) was last looked at (default `settle`),
-    kept in the outcome's `waited_s`. Returns the outcomes whose result it changed.
-    """
-    failed = failed or {}
-    waited = waited or {}
-    changed = []
-    for o in run.outcomes:
-        if o.result is not Result.SENT:
-            continue
-        node, j = o.entry.node, o.entry.job_id
-        after = waited.get((node, j), settle)
-        if node in failed or node not in held_now:
-            why = failed.get(node) or "no inventory came back"
-            o.result = Result.UNCONFIRMED
-            o.detail = (
-                f"sent, but the re-collect of {node} failed ({why}), so nothing shows job "
-                f"{j} gone; check the node"
-            )
-            changed.append(o)
-            continue
-        o.waited_s = after
-        if j in held_now[node]:
-            o.result = Result.FAILED
-            if o.entry.finding.live is False:
-                # spurd's CancelJob acts only on jobs in its running map; a job with no
-                # process is not in it (docs/spur-facts.md, "The agent's CancelJob").
-                o.detail = (
-                    f"sent, but {node} still holds job {j} {after:g} s later and no process "
-                    "of it runs: a leftover no further agent cancel removes (the next audit "
-                    f"calls it leftover); free it on the node with `spurctl node-release`, as "
-                    f"`spurctl explain {node} {j}` gives it"
-                )
-            else:
-                o.detail = f"sent, but {node} still holds job {j} {after:g} s later; check the node"
-            changed.append(o)
-        else:
-            o.detail = f"{o.detail}; confirmed: {node} no longer holds it {after:g} s later"
-    return changed
-
-
-# -- the command, callable without Typer ----------------------------------------
 
 
 @dataclass(slots=True)
@@ -440,6 +132,11 @@ class Prepared:
     investigate: list[Finding] = field(default_factory=list)
     # --plan: saved entries the fresh audit no longer plans, and why each is not sent.
     spared: dict[tuple[str, int], str] = field(default_factory=dict)
+    # The audit of these nodes as this run read them: what the plan's notes point at.
+    view: NextStep = PLAIN_VIEW
+    # The last cancel the journal records as sent, per (node, job): a saved entry whose
+    # holding is gone since says so.
+    went_out: Mapping[tuple[str, int], WentOut] = field(default_factory=dict)
 
 
 def prepare(
@@ -451,100 +148,72 @@ def prepare(
     journal_path: Path | None = None,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     now: datetime | None = None,
-    names_command: str = NAMES_COMMAND,
+    given: Given = Given(),
+    client: ControllerClient | None = None,
 ) -> Prepared:
     """Audit `nodes` afresh and plan the cancels for their reclaimable findings.
 
     Raises SpurctlError when a named node is one the controller does not know
     (a typo would otherwise plan nothing and look like a clean node), and when
-    the plan's cancels could reach the wrong agent (send_guards.check_endpoints).
+    the plan's cancels could reach the wrong agent or what was read is not all
+    this cluster's (decide/send_guards.py). `client`: the run's controller client;
+    `given`: the options it was given, which the commands it points at repeat.
     """
-    from spurctl.act.journal import default_path, unresolved
+    from spurctl.act.journal import default_path, history
     from spurctl.audit_view import run_audit
-    from spurctl.decide.plan import stale_reason
+    from spurctl.sources.send_targets import resolve_targets
 
+    path = journal_path or default_path()
+    # Read: the journal of earlier runs, once (its open intents, and the memory of cancels
+    # sent: a holding with no process gets one at most, then it is a leftover); the nodes.
+    earlier = history(path)
+    report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
     # -x: an excluded node is never planned, whichever of its names --node gave (the
     # scope refused one that leaves out every node when it was parsed).
-    scope = frozenset(src.scope.keep(src.scope.named or ()))
-    path = journal_path or default_path()
-    # The journal of earlier runs is the memory of cancels sent: a holding with no
-    # process gets one at most (then it is a leftover, for node-release).
-    report, inputs = run_audit(src, conn, journal=path)
-    # An inventory whose job processes all name one controller node (SPUR_TARGET_NODE)
-    # speaks for that node: its findings sit under the name it reports, and either name
-    # selects them.
-    speaks_for = {
-        name: inv.target_node
-        for name, inv in inputs.inventories.items()
-        if inv.target_node is not None and inv.target_node in inputs.view.nodes
-    }
-    unknown_nodes = sorted(n for n in scope if n not in inputs.view.nodes and n not in speaks_for)
-    if unknown_nodes:
+    named = src.scope.keep(src.scope.named or ())
+    selected, unknown = selection(named, inputs.view.nodes, inputs.inventories)
+    if unknown:
         raise SpurctlError(
-            f"unknown node{'s' if len(unknown_nodes) > 1 else ''} {fold(unknown_nodes)}: the "
-            f"controller has no such node; check the names with `{names_command}`"
+            f"unknown node{'s' if len(unknown) > 1 else ''} {fold(unknown)}: the controller "
+            "has no such node; check the names with",
+            step=NextStep.spurctl("nodes", *given.view, why="the names the controller knows"),
         )
-    collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
-    selected = set(scope) | {name for name, target in speaks_for.items() if target in scope}
-    entries = plan(
-        report,
-        selected,
-        jobs,
-        conn.agent_address,
-        collected_at=collected,
-        fallback=conn.agent_map_lacks,
+    # Resolve: where each cancel would go, and which cluster the files name.
+    wanted = reclaimable(report, selected, jobs)
+    legit = legit_nodes(
+        sorted({f.job_id for f in wanted if f.job_id is not None}),
+        lambda j: inputs.view.jobs.get(j) or inputs.confirmed.get(j),
     )
-    from spurctl.usecases.send_guards import check_cluster, check_endpoints
-
-    check_cluster(inputs, conn)
-    check_endpoints(entries, inputs, conn)
-    when = now or utcnow()
-    stale = {
-        (e.node, e.job_id): why
-        for e in entries
-        if (why := stale_reason(e, when, max_inventory_age_s)) is not None
-    }
-    earlier = unresolved(path)
+    targets = resolve_targets({f.node for f in wanted}, legit, inputs.inventories, conn)
+    # Decide, once: the plan, and whether it is refused whole.
+    decided = decide(
+        report, selected, jobs, targets, legit, inputs.inventories, inputs.view.nodes,
+        inputs.watermark.value, now or utcnow(), max_inventory_age_s,
+    )  # fmt: skip
+    if decided.refusal is not None:
+        raise SpurctlError(decided.refusal)
     return Prepared(
         report,
         inputs,
-        entries,
+        decided.entries,
         path,
-        earlier,
-        unmatched_jobs=unmatched_jobs(entries, jobs),
-        fallback_nodes=sorted({e.node for e in entries if e.fallback}),
+        earlier.unresolved,
+        unmatched_jobs=decided.unmatched_jobs,
+        fallback_nodes=decided.fallback_nodes,
         max_inventory_age_s=max_inventory_age_s,
-        stale=stale,
-        investigate=[
-            f for f in report.findings if f.node in selected and f.action is Action.INVESTIGATE
-        ],
+        stale=decided.stale,
+        investigate=decided.investigate,
+        view=NextStep.spurctl(
+            "audit",
+            "--nodes",
+            nodes,
+            *given.excluding(),
+            *given.view,
+            *given.journal,
+            why="what the nodes hold",
+        ),
+        went_out=earlier.went_out,
     )
-
-
-def send_warning(conn: Connection) -> str | None:
-    """What a dry run must say about the real run's credential: None when a key is set."""
-    if conn.jwt_key is not None:
-        return None
-    if (conn.conf.auth_mode or "").lower() == "required":
-        return (
-            "the real run would stop after this plan: spur.conf says [auth] mode = required "
-            "but no cluster key is configured (pass --jwt-key-file, set SPUR_JWT_KEY_FILE, or "
-            "set [auth] jwt_key)"
-        )
-    return (
-        "no cluster key is configured: the real run sends its cancels without a credential, "
-        "which an agent with authentication on refuses (pass --jwt-key-file, set "
-        "SPUR_JWT_KEY_FILE, or set [auth] jwt_key)"
-    )
-
-
-def check_can_send(conn: Connection) -> None:
-    """Refuse before any prompt a send that the agents would all reject for want of a key."""
-    if conn.jwt_key is None and (conn.conf.auth_mode or "").lower() == "required":
-        raise SpurctlError(
-            "spur.conf says [auth] mode = required but no cluster key is configured: pass "
-            "--jwt-key-file, set SPUR_JWT_KEY_FILE, or set [auth] jwt_key"
-        )
 
 
 def carry_out(
@@ -555,6 +224,7 @@ def carry_out(
     recollect: Sources | None = None,
     settle: float = DEFAULT_SETTLE_S,
     on_settle: OnSettle | None = None,
+    client: JobSource | None = None,
 ) -> Carried:
     """Send the approved plan: journal, re-check, cancel; then, with `recollect`, verify.
 
@@ -569,23 +239,35 @@ def carry_out(
     before the wait, which (node, job) it waits for and for how long at most.
     A run stopped by a signal journals that (`interrupted`, journal_stop). Raises
     JournalFailed, carrying the run so far, when the journal cannot be written.
+    Every record goes through one Journal, held from the first intent to the last
+    verified outcome; every re-check through `client` (the run's controller client).
     """
+    from spurctl.act.agents import AgentPool
     from spurctl.act.journal import journal_lock
 
-    check_can_send(conn)
+    refused = key_refusal(conn.jwt_key is not None, conn.conf.auth_mode)
+    if refused is not None:
+        raise SpurctlError(refused)
     # One lock from the first intent to the last verified outcome: a second run on
     # this journal in between would resend cancels and close our intents.
-    with journal_lock(prepared.journal_path):
-        run = send(
-            prepared.entries,
-            conn,
-            journal_path=prepared.journal_path,
-            watermark=prepared.inputs.watermark.value,
-            concurrency=concurrency,
-            unresolved=prepared.unresolved,
-            max_inventory_age_s=prepared.max_inventory_age_s,
-            spared=prepared.spared,
-        )
+    with journal_lock(prepared.journal_path), opened_journal(prepared.journal_path) as journal:
+        agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
+        try:
+            with _asking(conn, client) as jobs:
+                run = send(
+                    prepared.entries,
+                    jobs=jobs,
+                    agents=agents,
+                    journal=journal,
+                    watermark=prepared.inputs.watermark.value,
+                    concurrency=concurrency,
+                    unresolved=prepared.unresolved,
+                    not_found_doubt=conn.not_found_doubt(),
+                    max_inventory_age_s=prepared.max_inventory_age_s,
+                    spared=prepared.spared,
+                )
+        finally:
+            agents.close()
         carried = Carried(
             outcomes=run.outcomes,
             not_attempted=run.not_attempted,
@@ -596,55 +278,29 @@ def carry_out(
         will_verify = recollect is not None and recollect.collect and bool(touched)
         if recollect is not None and will_verify and not run.interrupted:
             carried.verified = reverify(
-                carried, prepared.journal_path, touched, recollect, settle, on_settle=on_settle
+                carried, journal, touched, recollect, settle, on_settle=on_settle
             )
         if carried.interrupted:
-            journal_stop(carried, prepared.journal_path, cut_short=will_verify)
+            journal_stop(carried, journal, cut_short=will_verify)
     return carried
 
 
-def journal_stop(run: ReclaimRun, journal_path: Path, *, cut_short: bool) -> None:
-    """Journal that a signal stopped the run: an `interrupted` record for each entry the
-    stop left undone, so `spurctl journal` reads the run as interrupted.
-
-    Those are the entries never sent, and the sent cancels the stop left unconfirmed
-    when a re-collect was to judge them (`cut_short`); a stop that cut nothing
-    short (it landed after the last send of a run without a re-collect) marks the
-    sent ones. Each record names the signal; `sent` says whether its cancel went out.
-    """
-    by = run.stopped_by or "SIGINT"
-    marks: list[tuple[Entry, bool, str]] = [
-        (e, False, f"not sent: the run was stopped by {by} before its cancel")
-        for e in run.not_attempted
-    ]
-    went_out = [o for o in run.outcomes if o.result in (Result.SENT, Result.UNCONFIRMED)]
-    if cut_short or not marks:
-        why = (
-            f"sent; stopped by {by} before a re-collect showed it freed"
-            if cut_short
-            else f"sent; the run was stopped by {by} after its cancel"
-        )
-        marks += [(o.entry, True, why) for o in went_out]
-    if not marks:
+@contextmanager
+def _asking(conn: Connection, client: JobSource | None) -> Iterator[JobSource]:
+    """The run's controller client, or one of its own for a caller that has none."""
+    if client is not None:
+        with nullcontext(client) as given:
+            yield given
         return
-    try:
-        with _opened(journal_path) as journal:
-            for entry, sent, why in marks:
-                journal.interrupted(
-                    entry.node, entry.job_id, entry.finding.kind.value, by, why, sent=sent
-                )
-    except OSError as exc:
-        raise JournalFailed(journal_path, exc, run) from exc
+    from spurctl.sources.controller import ControllerClient
 
-
-# Re-collect this often while waiting for the cancelled runs to go: spurd's monitor
-# notices an exit every 2 s (docs/spur-facts.md, "The agent's CancelJob").
-RECOLLECT_EVERY_S = 2.0
+    with ControllerClient(conn) as own:
+        yield own
 
 
 def reverify(
     run: ReclaimRun,
-    journal_path: Path,
+    journal: Journal,
     touched: list[str],
     recollect: Sources,
     settle: float,
@@ -654,63 +310,27 @@ def reverify(
     on_settle: OnSettle | None = None,
 ) -> bool:
     """Re-collect the touched nodes until every sent cancel's job is gone from its node,
-    or `settle` seconds have passed, and judge the sent cancels by what they showed.
+    or `settle` seconds have passed (sources/recollect.py), judge the sent cancels by
+    what they showed (decide/confirm.verify) and journal that.
 
-    spurd frees a run that ignores SIGTERM only after its 5 s SIGKILL grace and the
-    next 2 s monitor tick, so one look at 5 s would call it failed. A node is looked
-    at every RECOLLECT_EVERY_S (the first time at min(that, settle)) while one of its
-    jobs is still there. Each outcome says how long after the sends its node was
-    last looked at, and `run.waited_s` how long the whole wait took. A SIGTERM,
-    SIGHUP or Ctrl-C while waiting leaves the cancels unconfirmed. Returns whether a
-    re-collect ran, so that each sent cancel was judged. `on_settle(pairs, settle)` is
-    called once, before the first look, with each (node, job) it waits to see freed.
+    Each outcome says how long after the sends its node was last looked at, and
+    `run.waited_s` how long the whole wait took. A SIGTERM, SIGHUP or Ctrl-C while
+    waiting leaves the cancels unconfirmed. Returns whether a re-collect ran, so that
+    each sent cancel was judged. `on_settle(pairs, settle)` is called once, before the
+    first look, with each (node, job) it waits to see freed.
     """
-    import time
+    from spurctl.sources.recollect import until_freed
 
-    from spurctl.sources.collect import collect
-
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
     sent = [o for o in run.outcomes if o.result is Result.SENT]
-    held_now: dict[str, set[int]] = {}
-    errors: dict[str, str] = {}
-    seen_at: dict[str, float] = {}  # node -> when (after the sends) it was last looked at
+    pairs = [(o.entry.node, o.entry.job_id) for o in sent]
     box: dict[str, str] = {}
-    begun = clock()
-    check = min(RECOLLECT_EVERY_S, settle)
-    nodes = list(touched)
     try:
         with graceful_stop(box):
-            if on_settle is not None:  # inside: a Ctrl-C as soon as it is said is a stop too
-                on_settle([(o.entry.node, o.entry.job_id) for o in sent], settle)
-            while True:
-                sleep(max(0.0, begun + check - clock()))
-                at = round(clock() - begun, 1)
-                again = collect(
-                    nodes,
-                    command=recollect.command,
-                    fanout=recollect.fanout,
-                    timeout=recollect.node_timeout,
-                    tree=recollect.tree,
-                )
-                for inv in again:
-                    if inv.error:
-                        if inv.node not in held_now:  # an earlier look still stands
-                            errors[inv.node] = str(inv.error)
-                        continue
-                    held_now[inv.node] = {h.job_id for h in inv.held}
-                    errors.pop(inv.node, None)
-                    seen_at[inv.node] = at
-                nodes = sorted(
-                    {
-                        o.entry.node
-                        for o in sent
-                        if o.entry.node not in held_now or o.entry.job_id in held_now[o.entry.node]
-                    }
-                )
-                if not nodes or check >= settle:
-                    break
-                check = min(check + RECOLLECT_EVERY_S, settle)
+            # Told inside: a Ctrl-C as soon as it is said is a stop too.
+            said = None if on_settle is None else (lambda: on_settle(pairs, settle))
+            looked = until_freed(
+                pairs, touched, recollect, settle, clock=clock, sleep=sleep, on_look=said
+            )
     except KeyboardInterrupt:
         run.interrupted = True
         run.stopped_by = box.get("signal", "SIGINT")
@@ -720,43 +340,46 @@ def reverify(
         why = f"{type(exc).__name__}: {exc}"
         verify(run, {}, settle, dict.fromkeys(touched, why))
         return False
-    run.waited_s = round(clock() - begun, 1)
-    waited = {(o.entry.node, o.entry.job_id): seen_at.get(o.entry.node, settle) for o in sent}
-    verify(run, held_now, settle, errors, waited)
-    # What the node showed is journaled too: a later reader (`spurctl journal`) then
-    # tells a confirmed cancel from one only sent.
+    run.waited_s = looked.waited_s
+    waited = {(node, job): looked.seen_at.get(node, settle) for node, job in pairs}
+    verify(run, looked.held_now, settle, looked.errors, waited)
     if sent:
-        try:
-            with _opened(journal_path) as journal:
-                for o in sent:
-                    journal.outcome(
-                        o.entry.node,
-                        o.entry.job_id,
-                        o.entry.finding.kind.value,
-                        o.result.value,
-                        o.detail,
-                        confirmed=confirmed(o.result, verified=True),
-                    )
-        except OSError as exc:
-            raise JournalFailed(journal_path, exc, run) from exc
+        journal_judged(journal, sent, run)
     return True
 
 
+def fresh_plan(saved: PlanDocument, path: Path, given: Given = Given()) -> NextStep:
+    """The dry run that saves a fresh plan of a saved plan's nodes and jobs over `path`,
+    reading them as this run does: what a refused saved plan points at."""
+    jobs = sorted({p.finding.job_id for p in saved.entries if p.finding.job_id is not None})
+    return NextStep.spurctl(
+        "reclaim", "--nodes", saved.nodes, *(w for j in jobs for w in ("--job", str(j))),
+        *given.excluding(), "--dry-run", "-o", str(path), *given.view, *given.agents,
+        *given.journal, why="make a fresh plan of the same nodes and jobs",
+    )  # fmt: skip
+
+
 def only_saved(
-    prepared: Prepared, saved: PlanDocument, max_age_s: float, excluded: Collection[str] = ()
+    prepared: Prepared,
+    saved: PlanDocument,
+    max_age_s: float,
+    remake: NextStep | None = None,
+    excluded: Collection[str] = (),
 ) -> Prepared:
     """The fresh plan narrowed to the saved entries (decide.saved_plan); a saved entry the
-    fresh audit no longer plans stays in, spared with why (`excluded`: this run's -x)."""
+    fresh audit no longer plans stays in, spared with why: the fresh finding, the
+    journal's record of the cancel that freed it, or this run's -x (`excluded`).
+    `remake`: the command that makes a new plan, which a refusal ends with."""
     import dataclasses
 
     from spurctl.decide.saved_plan import check_saved, narrow_to_saved
 
-    check_saved(saved, prepared.report.controller_address, max_age_s, utcnow())
+    check_saved(saved, prepared.report.controller_address, max_age_s, utcnow(), fresh=remake)
     inputs = prepared.inputs
     entries, spared = narrow_to_saved(
         saved, prepared.entries, prepared.report.findings,
         lambda job_id: inputs.view.jobs.get(job_id) or inputs.confirmed.get(job_id),
-        excluded=excluded,
+        excluded=excluded, went_out=prepared.went_out,
     )  # fmt: skip
     keys = {(e.node, e.job_id) for e in entries}
     return dataclasses.replace(
@@ -810,6 +433,8 @@ class Reclaimed:
     key_warning: str | None = None
     # The command's one error line (JOURNAL_FAILED), after the run so far is shown.
     error: str | None = None
+    # A dry run that saved its plan (-o): the command that applies it.
+    apply: NextStep | None = None
 
 
 def reclaim(
@@ -828,56 +453,93 @@ def reclaim(
     concurrency: int = DEFAULT_CONCURRENCY,
     verify_inventory: bool = False,
     saved: PlanDocument | None = None,
-    names_command: str = NAMES_COMMAND,
+    plan_file: Path | None = None,
+    plan_output: Path | None = None,
+    detailed_exitcode: bool = False,
+    given: Given = Given(),
     on_settle: OnSettle | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
     None: there is no terminal to ask on, so refuse), then send and verify
     (`on_settle`: told what the re-collect waits for, and how long at most).
+    `saved`: the plan read from `plan_file` (--plan), the only entries that may be
+    sent; `plan_output`: where a dry run's plan is saved (-o), which its result then
+    says how to apply.
 
     Exit 0 only when everything planned was sent and a node showed it freed; a --job
-    that matches nothing is a request not met (1), even with nothing to do.
+    that matches nothing is a request not met (1), even with nothing to do. A dry run
+    exits 0, or with `detailed_exitcode` says whether the real run would send: 1 when
+    it would send a cancel, 0 when it would send none. One controller client serves
+    the whole run: the audit, and every re-check.
+
+    A real run holds the journal's lock from before the journal is read to its last
+    record, the prompt included: a second reclaim on this journal refuses at once,
+    naming this one's pid, instead of planning, asking and sending beside it; and
+    the plan is made from a journal no other run writes meanwhile. A dry run takes
+    no lock (it must not wait for a running reclaim).
     """
     import dataclasses
 
-    prepared = prepare(
-        nodes, src, conn, jobs=jobs, journal_path=journal_path,
-        max_inventory_age_s=max_inventory_age_s, names_command=names_command,
-    )  # fmt: skip
-    if saved is not None:
-        prepared = only_saved(prepared, saved, max_inventory_age_s, src.scope.excluded)
-    show_plan(prepared)
-    entries = prepared.entries
-    unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
-    if dry_run:
-        warning = send_warning(conn) if entries else None
-        return Reclaimed(prepared, Stage.PLANNED, unmet, key_warning=warning)
-    if not entries:
-        return Reclaimed(prepared, Stage.NOTHING, unmet, run=ReclaimRun())
-    check_can_send(conn)
-    if not yes:
-        if ask is None:
-            raise SpurctlError(
-                "refusing to reclaim without --yes: standard input is not a terminal"
+    from spurctl.act.journal import default_path, journal_lock
+    from spurctl.sources.controller import ControllerClient
+
+    path = journal_path or default_path()
+    locked = nullcontext() if dry_run else journal_lock(path)
+    with locked, ControllerClient(conn) as client:
+        prepared = prepare(
+            nodes, src, conn, jobs=jobs, journal_path=path,
+            max_inventory_age_s=max_inventory_age_s, given=given,
+            client=client,
+        )  # fmt: skip
+        if saved is not None:
+            remake = fresh_plan(saved, plan_file, given) if plan_file is not None else None
+            prepared = only_saved(prepared, saved, max_inventory_age_s, remake, src.scope.excluded)
+        show_plan(prepared)
+        entries = prepared.entries
+        unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
+        has_key, auth_mode = conn.jwt_key is not None, conn.conf.auth_mode
+        if dry_run:
+            warning = key_warning(has_key, auth_mode) if entries else None
+            if detailed_exitcode:
+                sends = would_send(entries, prepared.stale, prepared.spared)
+                unmet = ExitStatus.ACTION_NEEDED if sends else ExitStatus.OK
+            apply = None
+            if plan_output is not None:
+                apply = NextStep.spurctl(
+                    "reclaim", "--plan", str(plan_output), *given.excluding(), *given.view,
+                    *given.agents, *given.journal,
+                    why="send exactly this plan's cancels, each re-checked",
+                )  # fmt: skip
+            return Reclaimed(prepared, Stage.PLANNED, unmet, key_warning=warning, apply=apply)
+        if not entries:
+            return Reclaimed(prepared, Stage.NOTHING, unmet, run=ReclaimRun())
+        refused = key_refusal(has_key, auth_mode)
+        if refused is not None:  # before the prompt: every agent would reject the sends
+            raise SpurctlError(refused)
+        if not yes:
+            if ask is None:
+                raise SpurctlError(
+                    "refusing to reclaim without --yes: standard input is not a terminal"
+                )
+            if not ask(prepared):
+                return Reclaimed(prepared, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
+        # --verify-inventory: re-collect the touched nodes as --collect would, whatever the
+        # plan was read from.
+        recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
+        try:
+            run = carry_out(
+                prepared,
+                conn,
+                concurrency=concurrency,
+                recollect=recollect,
+                settle=settle,
+                on_settle=on_settle,
+                client=client,
             )
-        if not ask(prepared):
-            return Reclaimed(prepared, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
-    # --verify-inventory: re-collect the touched nodes as --collect would, whatever the plan
-    # was read from.
-    recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
-    try:
-        run = carry_out(
-            prepared,
-            conn,
-            concurrency=concurrency,
-            recollect=recollect,
-            settle=settle,
-            on_settle=on_settle,
-        )
-    except JournalFailed as exc:
-        return Reclaimed(
-            prepared, Stage.JOURNAL_FAILED, ExitStatus.ERROR, run=exc.run, error=exc.sentence()
-        )
+        except JournalFailed as exc:
+            return Reclaimed(
+                prepared, Stage.JOURNAL_FAILED, ExitStatus.ERROR, run=exc.run, error=exc.sentence()
+            )
     done = run.ok and run.verified and unmet is ExitStatus.OK
     status = ExitStatus.OK if done else ExitStatus.ACTION_NEEDED
     return Reclaimed(prepared, Stage.SENT, status, run=run, verified=run.verified)

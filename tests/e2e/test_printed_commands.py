@@ -2,7 +2,7 @@
 
 On the served demo cluster, as an operator would: the tour's commands, then each
 command their output tells the operator to run (reclaim's confirm, the journal's,
-the "see `spurctl audit ...`" of a --job that matched nothing, the names listing of
+the audit a --job that matched nothing points at, the names listing of
 an unknown node, the checklist's collect and verify), pasted into the same shell
 and run through the real CLI. "Works" is an answer, not an error: exit 0, or 1 when
 what it reports needs action, and no `spurctl: error:` line.
@@ -60,8 +60,11 @@ def _works(run: subprocess.CompletedProcess[str], command: str) -> None:
 
 
 def _quoted(text: str, containing: str) -> str:
-    """The one quoted command in `text` that contains `containing`."""
-    (command,) = [c for c in QUOTED.findall(text.replace("\n", " ")) if containing in c]
+    """The one command in `text` that contains `containing`: quoted in a sentence (an
+    error's one line), or on a line of its own (a next step)."""
+    quoted = QUOTED.findall(text.replace("\n", " "))
+    alone = [line.strip() for line in text.splitlines() if line.startswith("  spurctl ")]
+    (command,) = [c for c in quoted + alone if containing in c]
     return command
 
 
@@ -106,7 +109,7 @@ def test_the_incident_tour_and_every_command_it_prints_work_pasted(tmp_path: Pat
         assert "--nodes gpu003" in from_journal
         _works(_paste(from_journal, tmp_path, exports), from_journal)
 
-        # A --job that names nothing: its "see `spurctl audit ...`" reads these nodes.
+        # A --job that names nothing: the audit it points at reads these nodes.
         (dry_run,) = [c for c in tour if "--dry-run" in c]
         unmatched = _paste(dry_run, tmp_path, exports, "--job", "99999")
         assert unmatched.returncode == 1, unmatched.stderr

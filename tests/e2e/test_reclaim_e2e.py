@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from spurctl.act import cancels
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
 from spurctl.audit_view import run_audit
+from spurctl.decide import confirm
+from spurctl.decide import plan as rc
 from spurctl.model import Holding
 from spurctl.releases import filters_for
 from spurctl.scope import Scope
@@ -20,7 +23,6 @@ from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
-from spurctl.usecases import reclaim as rc
 from tests.cli import run_cli
 from tests.live import KEY, secured_incident
 
@@ -158,7 +160,7 @@ def test_a_job_requeued_between_plan_and_send_is_skipped(sim: SimCluster, tmp_pa
     sim.requeue(4711, "gpu003")
     agents = AgentPool(jwt_key=KEY, timeout=5.0)
     with Journal(Path(f["journal"])) as j, ControllerClient(conn) as client:
-        run = rc.execute(
+        run = cancels.execute(
             entries, jobs=client, agents=agents, journal=j, watermark=inputs.watermark.value
         )
     agents.close()
@@ -256,7 +258,7 @@ def test_verify_turns_a_sent_cancel_into_failed_when_the_node_still_holds_it() -
         return rc.Outcome(rc.Entry(finding, "gpu003:6818"), rc.Result.SENT, "accepted")
 
     run = rc.ReclaimRun(outcomes=[outcome(1), outcome(2)])
-    changed = rc.verify(run, {"gpu003": {2, 99}}, settle=5)
+    changed = confirm.verify(run, {"gpu003": {2, 99}}, settle=5)
     assert [o.entry.job_id for o in changed] == [2]
     assert [o.result for o in run.outcomes] == [rc.Result.SENT, rc.Result.FAILED]
     assert "still holds job 2 5 s later" in run.outcomes[1].detail

@@ -22,16 +22,17 @@ from pathlib import Path
 
 import pytest
 
+from spurctl.act import cancels
 from spurctl.act.agents import AgentPool
 from spurctl.act.journal import Journal
 from spurctl.audit_view import run_audit
+from spurctl.decide import plan as rc
 from spurctl.scope import Scope
 from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
-from spurctl.usecases import reclaim as rc
 from tests.cli import cli_process, one_line_error, run_cli
 from tests.live import KEY, secured_incident
 from tests.reclaim import cancelled, journal_records
@@ -188,7 +189,7 @@ def test_recheck_under_doubt_skips_a_not_found_instead_of_sending(
     agents = AgentPool(jwt_key=KEY, timeout=5.0)
     try:
         with Journal(Path(f["journal"])) as j, ControllerClient(frank) as client:
-            run = rc.execute(
+            run = cancels.execute(
                 entries,
                 jobs=client,
                 agents=agents,

@@ -16,7 +16,7 @@ from tests.cli import answer_on_a_terminal
 from tests.e2e import test_reclaim_e2e as base
 from tests.e2e.test_reclaim_e2e import files, journal, reclaim_cli
 
-sim = base.sim  # the same fixture: the incident cluster, auth required
+make_sim = base.make_sim  # the `sim` fixture builds the incident cluster, auth required
 
 
 def save_plan(sim: SimCluster, f: dict[str, str], tmp_path: Path, *args: str) -> Path:

@@ -7,6 +7,8 @@ import shlex
 from pathlib import Path
 from unittest.mock import patch
 
+from spurctl.act.journal import Journal
+from spurctl.decide import confirm
 from spurctl.decide.plan import Entry, Outcome, ReclaimRun, Result
 from spurctl.model import (
     Action,
@@ -86,7 +88,7 @@ def test_the_confirm_command_folds_the_nodes_and_quotes_every_word() -> None:
 
 def test_verify_confirms_what_the_node_no_longer_holds_and_fails_what_it_still_does() -> None:
     run = ReclaimRun(outcomes=[_outcome("gpu003", 1), _outcome("gpu003", 2), _outcome("gpu004", 3)])
-    changed = rc.verify(run, {"gpu003": {2}}, settle=5, failed={"gpu004": "ssh: refused"})
+    changed = confirm.verify(run, {"gpu003": {2}}, settle=5, failed={"gpu004": "ssh: refused"})
     assert [(o.entry.job_id, o.result) for o in changed] == [
         (2, Result.FAILED),
         (3, Result.UNCONFIRMED),
@@ -202,9 +204,10 @@ class _Nodes:
 def _reverify(nodes: _Nodes, settle: float, tmp_path: Path) -> ReclaimRun:
     run = ReclaimRun(outcomes=[_outcome(n, 1) for n in sorted(nodes.frees)])
     src = Sources(scope=Scope(), inventory=None, collect=True, command="true %h", fanout=4)
-    with patch("spurctl.sources.collect.collect", nodes.collect):
+    journal = Journal(tmp_path / "j.jsonl")
+    with patch("spurctl.sources.collect.collect", nodes.collect), journal as j:
         assert rc.reverify(
-            run, tmp_path / "j.jsonl", sorted(nodes.frees), src, settle,
+            run, j, sorted(nodes.frees), src, settle,
             clock=nodes.clock, sleep=nodes.sleep,
         )  # fmt: skip
     return run

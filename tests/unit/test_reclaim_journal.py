@@ -1,7 +1,7 @@
 """reclaim.execute keeps a faithful journal, whatever agents, the controller or Ctrl-C do.
 
 The property test drives execute() with random plans against a fake Canceller and
-JobSource (the Protocols in spurctl.usecases.reclaim) that fail, change their answers and
+JobSource (the Protocols in spurctl.act.cancels) that fail, change their answers and
 stop at random, and checks the journal against what was really sent:
 
 - every `sent` outcome is exactly one cancel call that returned, and back;
@@ -33,11 +33,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spurctl.act.agents import AgentError
+from spurctl.act.cancels import execute
 from spurctl.act.journal import Journal, unresolved
 from spurctl.decide.classify import ACTIONS, controller_decision
+from spurctl.decide.plan import Entry, Result, recheck
 from spurctl.errors import SpurctlError, register_secret
 from spurctl.model import Action, Finding, Job, JobState, Kind
-from spurctl.usecases.reclaim import Entry, Result, execute, recheck
 
 WATERMARK = 100
 NODES = ("n1", "n2", "n3", "n4")

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import typer
 
+from spurctl.decide import confirm
+from spurctl.decide import plan as rc
 from spurctl.decide.plan import (
     Endpoint,
     Entry,
@@ -21,9 +23,8 @@ from spurctl.hostlist import named_nodes
 from spurctl.model import Action, Finding, Job, JobState, Kind
 from spurctl.option_values import parse_duration
 from spurctl.sources.agent_endpoints import endpoints
+from spurctl.sources.send_targets import agent_addresses
 from spurctl.sources.settings import Connection
-from spurctl.usecases import reclaim as rc
-from spurctl.usecases.send_guards import agent_addresses
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 
@@ -135,7 +136,7 @@ def test_verify_calls_a_cancel_whose_node_could_not_be_re_collected_unconfirmed(
         return rc.Outcome(entry(node, job_id), rc.Result.SENT, "accepted")
 
     run = rc.ReclaimRun(outcomes=[sent("a", 1), sent("b", 2), sent("c", 3), sent("d", 4)])
-    changed = rc.verify(run, {"a": set(), "b": {2}}, 5, {"c": "ssh: refused"})
+    changed = confirm.verify(run, {"a": set(), "b": {2}}, 5, {"c": "ssh: refused"})
     assert [o.result for o in run.outcomes] == [
         rc.Result.SENT,
         rc.Result.FAILED,
