@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -15,6 +16,10 @@ from spurctl.option_values import DAY_S, number_option
 from spurctl.render.common import AuditFormat
 from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
+
+if TYPE_CHECKING:
+    from spurctl.decide.tracker import WatchRound
+    from spurctl.render.environment import Environment
 
 NAME = "audit"
 EPILOG = (
@@ -243,19 +248,15 @@ def command(
     if request.watch is not None:
         from functools import partial
 
-        from spurctl.render.audit_command import watch_on_screen
-
         # A live view redrawn in place has no room for a progress bar under it.
         src = replace(request.sources, progress=False) if env.tty else request.sources
         rounds_of = partial(
             use_case.watch_rounds, src, connection, watermark=request.watermark,
             include_healthy=request.show_all, journal=request.journal,
             interval=request.watch.interval, rounds=request.watch.rounds,
+            view_flags=tuple(opt.view_flags(holdings, conn)),
         )  # fmt: skip
-        return watch_on_screen(
-            rounds_of, fold=request.fold, ack=request.ack,
-            reclaim_flags=opt.view_flags(holdings, conn),
-        )  # fmt: skip
+        return _watch(rounds_of, request, env)
     from spurctl import heap
     from spurctl.render.audit import FindingFilter
     from spurctl.render.audit_command import show_audit
@@ -270,3 +271,20 @@ def command(
         fold=request.fold, ack=request.ack, header=request.header,
     )  # fmt: skip
     return ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK
+
+
+def _watch(
+    rounds_of: Callable[..., Generator[WatchRound, None, None]],
+    request: AuditRequest,
+    env: Environment,
+) -> int:
+    """--watch: each round on the terminal redrawn in place (resized at once on
+    SIGWINCH, Ctrl-C held while a drawing is written), or one block per round."""
+    import sys
+
+    from spurctl.commands.watch_loop import follow, interrupts_held, resizes
+    from spurctl.render.watch import WatchScreen
+
+    screen = WatchScreen(env, fold=request.fold, ack=request.ack, hold=interrupts_held)
+    signals = resizes(screen.resize, sys.stdout.fileno()) if env.tty else None
+    return follow(rounds_of, screen, signals=signals)

@@ -12,11 +12,14 @@ from spurctl.render.environment import Environment
 
 
 def detect() -> Environment:
-    """The standard streams as they are now (COLUMNS first for the width, as rich reads it)."""
+    """The standard streams as they are now (COLUMNS and LINES first for the size, as rich
+    reads them)."""
     tty = sys.stdout.isatty()
+    size = shutil.get_terminal_size() if tty else None
     return Environment(
         tty=tty,
-        width=shutil.get_terminal_size().columns if tty else None,
+        width=None if size is None else size.columns,
+        height=None if size is None else size.lines,
         stderr_tty=sys.stderr.isatty(),
         colour=tty and "NO_COLOR" not in os.environ,
         ask=confirm if sys.stdin.isatty() else None,

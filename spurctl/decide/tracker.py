@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from spurctl.model import Action, AuditReport, Finding, Kind
+from spurctl.hostlist import fold
+from spurctl.model import Action, AuditReport, Finding, Kind, NextStep
 
 HEARTBEAT = timedelta(seconds=30)
 # Two heartbeats, whatever the watch interval: the controller's pace, not ours.
@@ -139,6 +140,8 @@ class WatchRound:
 
     When the round's audit failed, `error` says why and `report`/`tracked`
     are still those of round `report_round`, the last one that succeeded.
+    `view_flags` are the options that produced the view (holdings and controller,
+    never a secret): the reclaim it suggests reads the same view when pasted.
     """
 
     number: int
@@ -148,6 +151,16 @@ class WatchRound:
     tracked: Sequence[TrackedFinding]
     report_round: int
     error: str | None = None
+    view_flags: tuple[str, ...] = ()
+
+    @property
+    def stranded(self) -> list[TrackedFinding]:
+        return [t for t in self.tracked if t.stranded]
+
+    @property
+    def reclaim_step(self) -> NextStep | None:
+        """The reclaim of every stranded holding's node, or None when none is stranded."""
+        return reclaim_step(self.stranded, self.view_flags)
 
     @property
     def exit_status(self) -> int:
@@ -155,3 +168,18 @@ class WatchRound:
         if self.error is not None:
             return 2
         return 1 if self.report.needs_action else 0
+
+
+def reclaim_step(stranded: Iterable[TrackedFinding], view_flags: Sequence[str]) -> NextStep | None:
+    """`spurctl reclaim --node NODES` for the nodes of `stranded`, with the options that
+    produced the view; None when there is nothing stranded."""
+    nodes = sorted({t.finding.node for t in stranded})
+    if not nodes:
+        return None
+    return NextStep.spurctl(
+        "reclaim",
+        "--node",
+        fold(nodes),
+        *view_flags,
+        why="the controller is not releasing these holdings: reclaim them",
+    )

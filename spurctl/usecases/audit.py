@@ -495,6 +495,7 @@ def watch_rounds(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     isolate: bool = True,
+    view_flags: tuple[str, ...] = (),
 ) -> Generator[WatchRound, None, None]:
     """Audit every `interval` seconds until `rounds` (None: forever); yield each round.
 
@@ -570,7 +571,9 @@ def watch_rounds(
             if found is not None:
                 report, evidence = found
                 tracked = tracker.update(report.findings, at, evidence_at=evidence)
-                state = WatchRound(number, at, interval, report, tracked, number)
+                state = WatchRound(
+                    number, at, interval, report, tracked, number, view_flags=view_flags
+                )
             assert state is not None
             yield state
     finally:

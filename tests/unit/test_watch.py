@@ -448,7 +448,7 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
     ]
     assert (
         "STRANDED: 1 reclaimable holding outlived two agent heartbeats (60 s): the "
-        "controller is not releasing them. Reclaim with: spurctl reclaim --node 'gpu017'"
+        "controller is not releasing them. Reclaim with:\nspurctl reclaim --node gpu017\n"
     ) in text
     assert "stale inv" not in text
 
@@ -535,7 +535,8 @@ ROW = re.compile(r"\b5\d{3}\s+terminal-held|-\s+phantom-alloc|4800\s+not-started
 VERDICT = (
     "128 nodes in scope, 128 inventoried;",
     "STRANDED: 12 reclaimable holdings",
-    "Reclaim with: spurctl reclaim --node 'gpu[001-012]'",
+    "Reclaim with:",
+    "spurctl reclaim --node 'gpu[001-012]'",
 )
 
 
@@ -589,10 +590,10 @@ def test_ctrl_c_while_a_round_is_drawn_waits_until_the_drawing_is_written() -> N
     import os
     import signal
 
-    from spurctl.render.watch import _drawing_whole
+    from spurctl.commands.watch_loop import interrupts_held
 
     written = []
-    with pytest.raises(KeyboardInterrupt), _drawing_whole():
+    with pytest.raises(KeyboardInterrupt), interrupts_held():
         os.kill(os.getpid(), signal.SIGINT)
         written.append("the whole drawing")  # not cut short by the interrupt
 
@@ -634,11 +635,74 @@ def test_the_stranded_reclaim_command_carries_the_views_options_shell_quoted() -
     tracker = Tracker()
     tracker.update([TERMINAL], at(0))
     tracked = tracker.update([TERMINAL], at(90))
-    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4)
-    flags = ["--inventory", "/srv/inv dir/inv.jsonl", "--controller", "http://ctl:6817"]
+    flags = ("--inventory", "/srv/inv dir/inv.jsonl", "--controller", "http://ctl:6817")
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
 
-    text = render_watch_round(state, console_width=400, reclaim_flags=flags)
+    text = render_watch_round(state, console_width=400)
 
-    (line,) = [t for t in text.splitlines() if "Reclaim with: " in t]
-    pasted = shlex.split(line.split("Reclaim with: ", 1)[1])
-    assert pasted == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    lines = text.splitlines()
+    command = lines[lines.index(next(t for t in lines if t.endswith("Reclaim with:"))) + 1]
+    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    assert state.reclaim_step is not None
+    assert state.reclaim_step.argv == ("spurctl", "reclaim", "--node", "gpu017", *flags)
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_the_reclaim_command_is_never_wrapped_however_narrow_the_log(width: int) -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL], at(90))
+    flags = ("--inventory", "/srv/inventories/rack-17/inv.jsonl", "--controller", "http://ctl:6817")
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
+
+    lines = render_watch_round(state, console_width=width).splitlines()
+
+    (command,) = [line for line in lines if line.startswith("spurctl reclaim ")]
+    assert len(command) > width  # whole on its line, wider than the log's width
+    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+
+
+def test_on_a_narrow_terminal_the_live_command_is_cut_visibly_and_printed_whole_at_the_end() -> (
+    None
+):
+    import io
+
+    from spurctl.render.environment import Environment
+    from spurctl.render.watch import WatchScreen
+
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL], at(90))
+    flags = ("--inventory", "/srv/inventories/rack-17/inv.jsonl", "--controller", "http://ctl:6817")
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
+    out = io.StringIO()
+    terminal = Environment(tty=True, width=60, height=40)
+
+    with WatchScreen(terminal, out) as screen:
+        screen.show(state)
+        live = _plain(out.getvalue())
+        assert "printed whole when the watch stops" in " ".join(live.split())
+        (cut,) = [line for line in live.splitlines() if line.startswith("spurctl reclaim")]
+        assert len(cut) == 60 and cut.endswith("…")
+        screen.resize(200, 40)  # wide enough now: whole, and nothing says it is cut
+        wide = _plain(out.getvalue())[len(live) :]
+        assert " ".join(["spurctl reclaim --node gpu017", *flags]) in wide.splitlines()
+        assert "printed whole" not in wide
+        screen.resize(60, 40)
+    final = _plain(out.getvalue()).rsplit("spurctl audit --watch:", 1)[1]
+    (command,) = [line for line in final.splitlines() if line.startswith("spurctl reclaim")]
+    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+
+
+def _plain(drawn: str) -> str:
+    return re.sub(r"\x1b\[[?0-9;]*[A-Za-z]", "", drawn).replace("\r", "")
+
+
+def test_the_watch_renderer_installs_no_signal_handler_and_never_probes_the_terminal() -> None:
+    from pathlib import Path
+
+    import spurctl.render.watch
+
+    source = Path(spurctl.render.watch.__file__).read_text()
+    for probe in ("import signal", "signal.signal", "isatty", "get_terminal_size", "os.environ"):
+        assert probe not in source, probe
