@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from rich.text import Text
 
 from spurctl.errors import visible
-from spurctl.model import Action, AuditReport, Finding, Kind
+from spurctl.model import Action, AuditReport, Finding, Kind, format_time
 from spurctl.render.common import (
     ACTION_STYLE,
     NARROW,
@@ -114,19 +114,11 @@ NO_FILTER = FindingFilter()
 
 
 def _finding_to_dict(f: Finding) -> dict[str, Any]:
-    return {
-        "node": f.node,
-        "job_id": f.job_id,
-        "kind": f.kind.value,
-        "action": f.action.value,
-        "live": f.live,
-        "reason": f.reason,
-        "controller_state": f.controller_state,
-        "allocated_nodes": f.allocated_nodes,
-        "inventory_age_s": f.inventory_age_s,
-        "gpus": list(f.gpus),
-        "pids": list(f.pids),
-    }
+    """The contract's fields in order, then gpus, pids and what dates it (decide/onset.py)."""
+    doc = {name: getattr(f, name) for name in FINDING_FIELDS}
+    doc.update(kind=f.kind.value, action=f.action.value, gpus=list(f.gpus), pids=list(f.pids))
+    evidence = None if f.since_evidence is None else f.since_evidence.value
+    return {**doc, "since": format_time(f.since), "since_evidence": evidence}
 
 
 def audit_document(report: AuditReport, only: FindingFilter = NO_FILTER) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from rich.text import Text
 from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound, blind
 from spurctl.hostlist import fold
-from spurctl.model import Action, Finding, NextStep, format_time
+from spurctl.model import Action, Finding, NextStep, SinceEvidence, format_time
 from spurctl.render.audit import Column, FindingsTable, screen_notes
 from spurctl.render.common import (
     ACTION_RANK,
@@ -39,6 +39,7 @@ from spurctl.render.common import (
     summary_line,
 )
 from spurctl.render.environment import Environment
+from spurctl.render.since import since_text
 from spurctl.render.sink import styled
 
 
@@ -57,14 +58,6 @@ def format_age(age: timedelta) -> str:
     return f"{days}d{hours:02d}h"
 
 
-def _clock(moment: datetime, today: datetime) -> str:
-    # The round header carries the date; a row repeats it only when it differs.
-    moment, today = moment.astimezone(UTC), today.astimezone(UTC)
-    if moment.date() == today.date():
-        return moment.strftime("%H:%M:%S")
-    return format_time(moment.replace(microsecond=0)) or ""
-
-
 def _status_word(t: TrackedFinding) -> str:
     return "STRANDED" if t.stranded else "stale inv" if t.evidence_stale else ""
 
@@ -77,36 +70,50 @@ def _status(t: TrackedFinding) -> Text:
     return Text(word, style=_STATUS_STYLE.get(word, ""))
 
 
+# The indent of a reason under its finding in the audit table's narrow layout
+# (render.audit.FindingsTable): the times line up with it.
+_STACK_INDENT = 10
+
+
 def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Column]:
-    """Since when each finding has been seen, its age, and whether it is stranded."""
+    """Two times, each labelled: since when the evidence says the finding's state has
+    held (the job's end, its move, the run's start, the inventory: decide/onset.py),
+    and how long this watch has seen it; then whether it is stranded."""
     # By identity: the classifier may emit two equal findings, each is a row.
-    history = {id(t.finding): t for t in tracked}
-    # Thousands of findings share a few first-seen times and ages (those seen since the
-    # first round): each is formatted once a round.
-    clocks: dict[datetime, str] = {}
+    history_of = {id(t.finding): t for t in tracked}
+    # Thousands of findings share a few times and ages (those seen since the first
+    # round, a job's end on many nodes): each is formatted once a round.
+    dates: dict[tuple[datetime | None, SinceEvidence | None], str] = {}
     ages: dict[timedelta, str] = {}
 
     def since(f: Finding) -> str:
-        first = history[id(f)].first_seen
-        text = clocks.get(first)
+        t = history_of[id(f)]
+        key = (t.since, t.since_evidence)
+        text = dates.get(key)
         if text is None:
-            clocks[first] = text = _clock(first, at)
+            dates[key] = text = since_text(t.since, t.since_evidence, at)
         return text
 
-    def age(f: Finding) -> str:
-        lasted = history[id(f)].age
+    def history(f: Finding) -> Text:
+        # Narrow: both times on a line of their own, indented as the reason under it.
+        text = since(f)
+        dated = "" if text == "-" else f"{text}  "
+        return Text(f"\n{' ' * _STACK_INDENT}{dated}watched {watched(f)}")
+
+    def watched(f: Finding) -> str:
+        lasted = history_of[id(f)].age
         text = ages.get(lasted)
         if text is None:
             ages[lasted] = text = format_age(lasted)
         return text
 
     def status(f: Finding) -> Text:
-        return _status(history[id(f)])
+        return _status(history_of[id(f)])
 
     return [
-        Column("since", lambda f: Text(since(f)), lambda f: Text(f"since {since(f)}"), since),
-        Column("age", lambda f: Text(age(f)), lambda f: Text(f"age {age(f)}"), age),
-        Column("status", status, status, lambda f: _status_word(history[id(f)])),
+        Column("since", lambda f: Text(since(f)), lambda f: Text(""), since),
+        Column("watched", lambda f: Text(watched(f)), history, watched),
+        Column("status", status, status, lambda f: _status_word(history_of[id(f)])),
     ]
 
 

@@ -144,6 +144,7 @@ def gather(
 
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.decide.classify import classify
+    from spurctl.decide.onset import dated
 
     view = inputs.view
     # Classifying converts the jobs the holdings name and the active ones.
@@ -192,7 +193,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
         view_complete=view.complete,
         jobs_seen=len(view.jobs),
         jobs_total=view.jobs_total,
-        findings=result.findings,
+        findings=dated(result.findings, view, inputs.inventories, inputs.confirmed),
         nodes_in_scope=result.nodes_in_scope,
         nodes_inventoried=result.nodes_inventoried,
         notes=notes,
@@ -442,6 +443,7 @@ def round_imports(src: Sources) -> None:
     import grpc._channel  # noqa: F401 - grpc imports it with the first channel
 
     import spurctl.decide.classify
+    import spurctl.decide.onset
     import spurctl.sources.controller
 
     if src.collect:

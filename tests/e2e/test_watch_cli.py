@@ -161,14 +161,15 @@ def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last
         err = finish(proc)
 
     assert first[0].startswith("spurctl audit --watch: round 1, ")
-    assert row(first, "gpu012", 4702)[:7] == [
+    assert row(first, "gpu012", 4702)[:8] == [
         "gpu012",
         "4702",
         "terminal-held",
         "reclaim",
         "no",
-        first[0].split("T")[1][:8],  # first seen at the round's own time
-        "0s",
+        "ended",  # since the job's end (tests/e2e/test_watch_evidence_times.py)
+        "2026-12-01T23:40:51Z",
+        "0s",  # watched since this round
     ]
     assert second[0].startswith("spurctl audit --watch: round 2, ")
     assert "No discrepancies: 1 node, 1 inventoried." in second
@@ -195,9 +196,9 @@ def test_a_failed_round_is_shown_and_the_watch_goes_on_keeping_each_findings_age
     (failed,) = [line for line in second if "FAILED" in line]
     assert failed.startswith("Round 2 FAILED: ") and "inv.jsonl" in failed
     assert failed.endswith("Showing round 1; a failed round clears no finding.")
-    assert row(second, "gpu012", 4702)[5:7] == row(first, "gpu012", 4702)[5:7]
-    since, age = row(third, "gpu012", 4702)[5:7]
-    assert since == row(first, "gpu012", 4702)[5] and age != "0s"
+    assert row(second, "gpu012", 4702)[5:8] == row(first, "gpu012", 4702)[5:8]
+    *since, age = row(third, "gpu012", 4702)[5:8]
+    assert since == row(first, "gpu012", 4702)[5:7] and age != "0s"
     # Rounds are timed by their schedule: round 3 of a 1 s watch is 2 s after round 1,
     # never 1.9 s shown as "1s" because round 1's controller read was the slowest.
     assert age.endswith("s") and int(age[:-1]) >= 2, age

@@ -188,7 +188,7 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
         "needs_action": 7,
     }
     for f in doc["findings"]:
-        assert list(f) == [*FINDING_FIELDS, "gpus", "pids"]
+        assert list(f) == [*FINDING_FIELDS, "gpus", "pids", "since", "since_evidence"]
     # Report order is kept: scripts may rely on the classifier's order.
     assert [(f["node"], f["job_id"]) for f in doc["findings"]] == [
         (f.node, f.job_id) for f in report.findings
@@ -205,6 +205,8 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
         "inventory_age_s": 42.5,
         "gpus": [0, 1],
         "pids": [81234],
+        "since": None,
+        "since_evidence": None,
     }
     unreachable = doc["findings"][-1]
     assert unreachable["job_id"] is None and unreachable["live"] is None

@@ -14,7 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
-from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
+from spurctl.model import (
+    Action,
+    AuditReport,
+    Finding,
+    Kind,
+    SinceEvidence,
+    Watermark,
+    WatermarkSource,
+)
 from spurctl.render.watch import format_age, render_watch_round
 from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
@@ -27,6 +35,8 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+# The job ended two days before the watch started: its holding is that old, not the watch's.
+ENDED = datetime(2026, 11, 30, 8, 12, 40, tzinfo=UTC)
 TERMINAL = Finding(
     "gpu017",
     4711,
@@ -36,12 +46,20 @@ TERMINAL = Finding(
     live=True,
     controller_state="COMPLETED",
     pids=(81234,),
+    since=ENDED,
+    since_evidence=SinceEvidence.JOB_END,
 )
 PHANTOM = Finding(
     "gpu020", None, Kind.PHANTOM_ALLOC, Action.INVESTIGATE, "gpu020 has 4 GPUs allocated."
 )
 NOT_STARTED = Finding(
-    "gpu021", 4800, Kind.NOT_STARTED, Action.SPARE, "job 4800 is PENDING; spared."
+    "gpu021",
+    4800,
+    Kind.NOT_STARTED,
+    Action.SPARE,
+    "job 4800 is PENDING; spared.",
+    since=T0 + timedelta(seconds=50),
+    since_evidence=SinceEvidence.RUN_START,
 )
 
 
@@ -326,7 +344,7 @@ def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
     (line,) = [
         line for line in render_watch_round(third, console_width=200).splitlines() if "4711" in line
     ]
-    assert line.split()[6:8] == ["1m00s", "STRANDED"]
+    assert line.split()[5:9] == ["ended", "2026-11-30T08:12:40Z", "1m00s", "STRANDED"]
 
 
 # -- the schedule ------------------------------------------------------------------
@@ -402,7 +420,9 @@ def test_age_reads_in_the_largest_sensible_units() -> None:
     ] == ["0s", "45s", "1m00s", "2m05s", "3h07m", "2d01h"]
 
 
-def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
+def test_the_view_shows_since_when_the_evidence_dates_it_how_long_it_was_watched_and_stranded() -> (
+    None
+):
     tracker = Tracker()
     tracker.update([TERMINAL, PHANTOM], at(0))
     tracked = tracker.update([TERMINAL, PHANTOM, NOT_STARTED], at(90))
@@ -415,13 +435,18 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
         "spurctl audit --watch: round 4, 2026-12-02T10:01:30Z (times UTC), every 30 s."
     )
     (row,) = [line for line in lines if "4711" in line and "terminal-held" in line]
-    assert row.split()[:9] == [
+    (head,) = [line for line in lines if line.startswith("node ")]
+    assert head.split()[:9] == [
+        "node", "job", "kind", "action", "live", "since", "watched", "status", "reason"
+    ]  # fmt: skip
+    assert row.split()[:10] == [
         "gpu017",
         "4711",
         "terminal-held",
         "reclaim",
         "yes",
-        "10:00:00",
+        "ended",
+        "2026-11-30T08:12:40Z",  # another day than the round's: the date too
         "1m30s",
         "STRANDED",
         "gpu017",
@@ -432,17 +457,18 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
         "-",
         "phantom-alloc",
         "investigate",
-        "10:00:00",
+        "-",  # nothing but the view dates a phantom allocation
         "1m30s",
         "gpu020",
     ]
     (pending,) = [line for line in lines if line.startswith("gpu021")]
-    assert pending.split()[:7] == [
+    assert pending.split()[:8] == [
         "gpu021",
         "4800",
         "not-started",
         "spare",
-        "10:01:30",
+        "started",
+        "10:00:50",  # the round's day: the clock alone
         "0s",
         "job",
     ]
@@ -463,12 +489,14 @@ def test_a_narrow_view_stacks_each_reason_under_its_finding_as_the_audit_table_d
     first = lines.index("gpu017")  # under the verdict (see the test on the verdict first)
 
     assert all(len(line) <= 80 for line in lines)
-    assert lines[first : first + 6] == [
+    assert lines[first : first + 8] == [
         "gpu017",
-        "    4711  terminal-held  reclaim  live: yes  since 10:00:00  age 1m15s  STRANDED",
+        "    4711  terminal-held  reclaim  live: yes",
+        "          ended 2026-11-30T08:12:40Z  watched 1m15s  STRANDED",
         "          gpu017 holds job 4711, which the controller finished (COMPLETED).",
         "gpu020",
-        "       -  phantom-alloc  investigate  since 10:01:15  age 0s",
+        "       -  phantom-alloc  investigate",
+        "          watched 0s",
         "          gpu020 has 4 GPUs allocated.",
     ]
 
@@ -552,31 +580,25 @@ def test_the_verdict_comes_first_and_the_findings_fold_to_fit_the_terminal(
     assert all(words in top for words in VERDICT), lines[:8]
     (more,) = [line for line in lines if line.startswith("... and ")]
     hidden = int(more.split()[2])
-    shown = [line for line in lines if ROW.search(line)]
+    rows = [i for i, line in enumerate(lines) if ROW.search(line)]
+    shown = [lines[i] for i in rows]
     assert 0 < hidden < 32 and len(shown) + hidden == 32
     assert more.endswith("; spurctl audit lists all.")
     assert lines[-1].startswith("Controller ") or lines[-2].startswith("Controller ")
-    # The most urgent first: the stranded reclaims are the rows still shown.
-    assert "5001" in shown[0] and all("STRANDED" in line for line in shown[: min(len(shown), 12)])
+    # The most urgent first: the stranded reclaims are the rows still shown (narrow: the
+    # status on the line of times under the row).
+    status = [lines[i] if width > 80 else lines[i + 1] for i in rows]
+    assert "5001" in shown[0] and all("STRANDED" in line for line in status[:12])
 
 
 def test_at_80_columns_each_folded_reason_reads_on_its_own_indented_lines() -> None:
     lines = render_watch_round(big_round(), console_width=80, height=24).splitlines()
     first = lines.index("gpu001")
 
-    assert lines[first + 1].split() == [
-        "5001",
-        "terminal-held",
-        "reclaim",
-        "live:",
-        "no",
-        "since",
-        "10:00:00",
-        "age",
-        "1m30s",
-        "STRANDED",
-    ]
-    assert lines[first + 2].startswith(" " * 10 + "gpu001 holds job 5001, which the controller")
+    assert lines[first + 1].split() == ["5001", "terminal-held", "reclaim", "live:", "no"]
+    # Both times on a line of their own, each labelled: no evidence dates these findings.
+    assert lines[first + 2] == " " * 10 + "watched 1m30s  STRANDED"
+    assert lines[first + 3].startswith(" " * 10 + "gpu001 holds job 5001, which the controller")
 
 
 def test_without_a_height_every_finding_is_listed_and_nothing_folds() -> None:
