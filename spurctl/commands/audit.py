@@ -160,10 +160,10 @@ class AuditRequest:
     def __post_init__(self) -> None:
         src = self.sources
         if self.watch is not None:
-            if self.fmt is not AuditFormat.TABLE:
+            if self.fmt not in (AuditFormat.TABLE, AuditFormat.JSON):
                 raise SpurctlError(
-                    f"--watch draws a table; --format {self.fmt} is for one-shot audits "
-                    "(drop --watch)"
+                    f"--watch draws a table or writes JSON Lines (--format json); "
+                    f"--format {self.fmt} is for one-shot audits (drop --watch)"
                 )
             if src.snapshot is not None:
                 raise SpurctlError(
@@ -176,7 +176,8 @@ class AuditRequest:
                 )
             if self.kinds or self.actions or self.output is not None:
                 raise SpurctlError(
-                    "--kind, --action and -o do not apply with --watch (it redraws the terminal)"
+                    "--kind, --action and -o do not apply with --watch (every round shows "
+                    "every finding, on stdout: redirect it to keep it)"
                 )
         if not self.header and (self.watch is not None or self.fmt is not AuditFormat.TABLE):
             raise SpurctlError(
@@ -279,10 +280,16 @@ def _watch(
     env: Environment,
 ) -> int:
     """--watch: each round on the terminal redrawn in place (resized at once on
-    SIGWINCH, Ctrl-C held while a drawing is written), or one block per round."""
+    SIGWINCH, Ctrl-C held while a drawing is written), or one block per round, or
+    with --format json one line of JSON per round."""
     import sys
 
     from spurctl.commands.watch_loop import follow, interrupts_held, resizes
+
+    if request.fmt is AuditFormat.JSON:  # JSON Lines: one document a round
+        from spurctl.render.watch_json import JsonLines
+
+        return follow(rounds_of, JsonLines(hold=interrupts_held))
     from spurctl.render.watch import WatchScreen
 
     screen = WatchScreen(env, fold=request.fold, ack=request.ack, hold=interrupts_held)

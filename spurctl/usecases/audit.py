@@ -351,42 +351,6 @@ def take_snapshot(conn: Connection) -> tuple[ControllerView, Watermark]:
 WATCH_INTERVAL = 30.0  # one agent heartbeat: a round sooner rarely shows anything new
 
 
-def check_watch(src: Sources, fmt: str) -> None:
-    """Refuse a --watch that could not work, before anything is read."""
-    if fmt != "table":
-        raise SpurctlError(
-            f"--watch draws a table; --format {fmt} is for one-shot audits (drop --watch)"
-        )
-    if src.snapshot is not None:
-        raise SpurctlError("--watch follows the live controller; a saved --snapshot never changes")
-    if src.inventory and "-" in src.inventory:
-        raise SpurctlError(
-            "--watch re-reads the inventories every round and standard input (-) can be "
-            "read only once: write them to a file (spurctl collect -o FILE)"
-        )
-
-
-def check_flags(
-    src: Sources,
-    fmt: str,
-    *,
-    watch: bool,
-    filtered: bool,
-    output: Path | None,
-    interval: float | None,
-    rounds: int | None,
-) -> None:
-    """Refuse a mix of audit options that cannot mean anything, before anything is read."""
-    if watch:
-        check_watch(src, fmt)
-        if filtered or output is not None:
-            raise SpurctlError(
-                "--kind, --action and -o do not apply with --watch (it redraws the terminal)"
-            )
-    elif interval is not None or rounds is not None:
-        raise SpurctlError("--interval and --rounds only apply with --watch")
-
-
 class FirstRoundInterrupted(KeyboardInterrupt):
     """Ctrl-C before the first round could be shown; `doing` says what it stopped."""
 

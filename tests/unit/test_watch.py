@@ -728,3 +728,36 @@ def test_the_watch_renderer_installs_no_signal_handler_and_never_probes_the_term
     source = Path(spurctl.render.watch.__file__).read_text()
     for probe in ("import signal", "signal.signal", "isatty", "get_terminal_size", "os.environ"):
         assert probe not in source, probe
+
+
+def test_a_json_round_carries_the_stranded_reclaim_as_argv_and_a_failed_round_its_error() -> None:
+    import io
+    import json
+
+    from spurctl.render.watch_json import JsonLines
+
+    tracker = Tracker()
+    tracker.update([TERMINAL, PHANTOM], at(0))
+    tracked = tracker.update([TERMINAL, PHANTOM], at(60))
+    flags = ("--inventory", "/srv/inv dir/inv.jsonl")
+    good = WatchRound(3, at(60), 30.0, report([TERMINAL, PHANTOM]), tracked, 3, view_flags=flags)
+    failed = replace(good, number=4, at=at(90), error="controller unreachable")
+    out = io.StringIO()
+
+    with JsonLines(out) as lines:
+        last = lines.follow(iter([good, failed]))
+
+    assert last is failed
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["watch"]["stranded"] == 1
+    assert first["watch"]["reclaim"]["argv"] == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    terminal = first["findings"][0]
+    assert (terminal["since"], terminal["since_evidence"]) == ("2026-11-30T08:12:40Z", "job-end")
+    assert (terminal["first_seen"], terminal["watched_s"], terminal["stranded"]) == (
+        "2026-12-02T10:00:00Z",
+        60.0,
+        True,
+    )
+    assert (second["watch"]["round"], second["watch"]["report_round"]) == (4, 3)
+    assert second["watch"]["error"] == "controller unreachable"
+    assert second["findings"] == first["findings"]  # the last good round's, as the table shows
