@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from rich.style import Style
     from rich.text import Text
 
-from spurctl.errors import visible
 from spurctl.model import Action, AuditReport, Finding, Kind, format_time
 from spurctl.render.common import (
     ACTION_STYLE,
@@ -38,7 +37,6 @@ from spurctl.render.common import (
     job_text,
     live_text,
     markdown_table,
-    natural_key,
     no_discrepancies,
     node_cell,
     pipe_width,
@@ -662,84 +660,14 @@ def _render_markdown(
     return "\n".join(lines) + "\n"
 
 
-# -- prometheus --------------------------------------------------------------
-
-
-def _label_value(value: str) -> str:
-    """Escape a label value per the Prometheus text exposition format; a control
-    character other than the newline (which the format escapes) is written out."""
-    value = visible(value, keep_newlines=True)
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+# -- entry points ------------------------------------------------------------
 
 
 def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
-    """The gauges; a filter narrows only the per-node series (the counts are the
-    whole audit's) and is said in a comment line, which the exposition format ignores."""
-    lines: list[str] = []
-    shown = only.shown(report.findings)
-    if only.active:
-        lines.append(f"# spurctl: {only.sentence(len(report.findings), len(shown))}")
+    from spurctl.render.prometheus import render_prometheus
 
-    def family(name: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-        # HELP and TYPE even without samples, so the family is always documented.
-        lines.append(f"# HELP spurctl_{name} {help_text}")
-        lines.append(f"# TYPE spurctl_{name} gauge")
-        lines.extend(f"spurctl_{name}{labels} {_number(v)}" for labels, v in samples)
+    return render_prometheus(report, only)
 
-    counts = report.by_kind
-    reclaimable: dict[str, int] = {}
-    for f in shown:
-        if f.action is Action.RECLAIM:
-            reclaimable[f.node] = reclaimable.get(f.node, 0) + 1
-
-    # Every kind gets a series, 0 when absent, so alert rules never see one vanish.
-    family(
-        "findings",
-        "Findings of the last spurctl audit, by kind.",
-        [(f'{{kind="{_label_value(k.value)}"}}', counts.get(k.value, 0)) for k in Kind],
-    )
-    family(
-        "node_reclaimable_holdings",
-        "Holdings on the node that the last spurctl audit found reclaimable.",
-        [
-            (f'{{node="{_label_value(node)}"}}', reclaimable[node])
-            for node in sorted(reclaimable, key=natural_key)
-        ],
-    )
-    family(
-        "findings_needing_action",
-        "Findings of the last spurctl audit whose action is reclaim or investigate.",
-        [("", report.needs_action)],
-    )
-    family("nodes_in_scope", "Nodes the last spurctl audit covered.", [("", report.nodes_in_scope)])
-    family(
-        "nodes_inventoried",
-        "Nodes whose holdings the last spurctl audit could read.",
-        [("", report.nodes_inventoried)],
-    )
-    family(
-        "controller_view_complete",
-        "1 when the controller returned every job it tracks, 0 when its answer was partial.",
-        [("", 1 if report.view_complete else 0)],
-    )
-    family(
-        "watermark",
-        "Lowest job id the controller had not issued, as the last spurctl audit took it.",
-        [("", report.watermark.value)],
-    )
-    family(
-        "audit_timestamp_seconds",
-        "Unix time of the controller view the last spurctl audit used.",
-        [("", report.taken_at.timestamp())],
-    )
-    return "\n".join(lines) + "\n"
-
-
-# -- entry points ------------------------------------------------------------
 
 _RENDERERS: dict[AuditFormat, Callable[[AuditReport, FindingFilter], str]] = {
     AuditFormat.JSON: lambda r, only: dump_json(audit_document(r, only)) + "\n",
