@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from spurctl.usecases.nodes import NodeListing, NodeRow
 
 SCHEMA = "spurctl.nodes/v1"
-HEADERS = ("NODE", "STATE", "JOBS", "HELD", "AGENT", "INV-AGE")
+HEADERS = ("NODE", "STATE", "JOBS", "HELD", "AGENT", "INV-AGE", "FINDINGS")
 CSV_FIELDS = (
     "node", "state", "jobs", "held", "agent", "inventory_node", "inventory_age_s", "error",
+    "findings",
 )  # fmt: skip
 
 
@@ -79,7 +80,32 @@ def _row_document(r: NodeRow) -> dict[str, Any]:
         "inventory_node": r.inventory_node,
         "inventory_age_s": r.inventory_age_s,
         "error": r.error,
+        "findings": {kind.value: n for kind, n in r.findings},
     }
+
+
+def _filter(listing: NodeListing) -> dict[str, Any]:
+    """The `filter` key when --state chose the rows (none otherwise)."""
+    if not listing.states:
+        return {}
+    shown = len(listing.rows)
+    hidden = (listing.total or shown) - shown
+    states = [s.name.lower() for s in listing.states]
+    return {"filter": {"states": states, "shown": shown, "hidden": hidden}}
+
+
+def filter_line(listing: NodeListing) -> str | None:
+    """The table's line saying --state chose the rows, or None."""
+    if not listing.states:
+        return None
+    shown, total = len(listing.rows), listing.total or len(listing.rows)
+    states = ",".join(s.name.lower() for s in listing.states)
+    return f"Filter --state {states}: showing {shown} of {total} nodes."
+
+
+def findings_cell(r: NodeRow) -> str:
+    """The node's findings as one word: each kind, with its count when more than one."""
+    return ",".join(k.value + (f"({n})" if n > 1 else "") for k, n in r.findings) or "-"
 
 
 def document(listing: NodeListing) -> dict[str, Any]:
@@ -91,6 +117,7 @@ def document(listing: NodeListing) -> dict[str, Any]:
             "view_complete": listing.view_complete,
         },
         "notes": list(listing.notes),
+        **_filter(listing),
         "nodes": [_row_document(r) for r in listing.rows],
         "summary": {
             "nodes": len(listing.rows),
@@ -113,6 +140,7 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
             "?" if r.held is None else ranges(r.held) or "-",
             agent,
             age,
+            findings_cell(r),
         )
     )
 
@@ -128,6 +156,9 @@ def _table(listing: NodeListing, *, header: bool = True, ack: str | None = None)
         )
     ]
     lines += [visible(f"Note: {n}") for n in screen_notes(listing, ack)]
+    chosen = filter_line(listing)
+    if chosen is not None:
+        lines.append(chosen)
     lines.append(_rows([HEADERS, *(_cells(r) for r in listing.rows)]).rstrip("\n"))
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))
@@ -159,6 +190,7 @@ def _csv(listing: NodeListing) -> str:
             r.inventory_node,
             r.inventory_age_s,
             r.error,
+            " ".join(f"{k.value}={n}" for k, n in r.findings),
         )
         writer.writerow(["" if v is None else csv_safe(v) for v in values])
     return buf.getvalue()
