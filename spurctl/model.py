@@ -617,6 +617,8 @@ class AuditReport:
     # `version_line` in its place, once, unless the operator acknowledged the version.
     version_note: str | None = None
     version_line: str | None = None
+    # The cluster's name (spur.conf's cluster_name, else the config file's), for headers.
+    cluster: str | None = None
 
     @property
     def by_kind(self) -> dict[str, int]:

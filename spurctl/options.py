@@ -388,8 +388,10 @@ class ConnectionOptions:
     agent_map: Path | None = None
 
     def connect(self) -> Connection:
+        from spurctl.sources import user_config
         from spurctl.sources.settings import connect_settings
 
+        config = user_config.load()
         return connect_settings(
             controller=self.controller,
             conf_path=self.conf,
@@ -399,6 +401,8 @@ class ConnectionOptions:
             agent_map=self.agent_map,
             timeout=self.timeout,
             tls_ca=self.tls_ca,
+            # The config's name for the cluster, only while its controller is the one read.
+            cluster=config.cluster_name if self.controller == config.controller else None,
         )
 
 
@@ -424,6 +428,7 @@ _TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
 # Option name -> the config.toml key (sources/user_config.py) that may set it.
 CONFIG_KEYS = {
     "controller": "controller",
+    "conf": "conf",
     "agent_map": "agent_map",
     "inventory": "inventory",
     "collect": "collect",

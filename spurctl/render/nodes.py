@@ -112,6 +112,7 @@ def document(listing: NodeListing) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "controller": {
+            "cluster": listing.cluster,
             "address": listing.controller_address,
             "taken_at": format_time(listing.taken_at),
             "view_complete": listing.view_complete,
@@ -149,9 +150,10 @@ def _table(listing: NodeListing, *, header: bool = True, ack: str | None = None)
     if not header:
         return _rows([_cells(r) for r in listing.rows])
     view = "complete" if listing.view_complete else "INCOMPLETE"
+    cluster = f"Cluster {listing.cluster}: controller" if listing.cluster else "Controller"
     lines = [
         visible(
-            f"Controller {listing.controller_address} at {format_time(listing.taken_at)} "
+            f"{cluster} {listing.controller_address} at {format_time(listing.taken_at)} "
             f"({view} view): {len(listing.rows)} node{'s' if len(listing.rows) != 1 else ''}"
         )
     ]

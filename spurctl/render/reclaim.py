@@ -20,6 +20,7 @@ from rich.text import Text
 
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
+from spurctl.errors import visible
 from spurctl.model import AuditReport, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
@@ -528,9 +529,12 @@ def question(prepared: Prepared) -> str:
     """The prompt before a real run: how many cancels, nodes and live runs."""
     entries = prepared.entries
     live = sum(1 for e in entries if e.finding.live)
+    cluster = prepared.report.cluster
+    of = f" of cluster {visible(cluster)}" if cluster else ""
     return (
         f"Send {plural(len(entries), 'cancel')} to "
-        f"{plural(len({e.node for e in entries}), 'node')}, killing {plural(live, 'live run')}?"
+        f"{plural(len({e.node for e in entries}), 'node')}{of}, killing "
+        f"{plural(live, 'live run')}?"
     )
 
 

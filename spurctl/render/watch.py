@@ -210,9 +210,10 @@ class WatchView:
     def _head(self, width: int) -> list[RenderableType]:
         state = self.state
         at = state.at.astimezone(UTC).replace(microsecond=0)
+        cluster = f"cluster {state.report.cluster}, " if state.report.cluster else ""
         header = (
-            f"spurctl audit --watch: round {state.number}, {format_time(at)} (times UTC), "
-            f"every {state.interval:g} s"
+            f"spurctl audit --watch: {cluster}round {state.number}, {format_time(at)} "
+            f"(times UTC), every {state.interval:g} s"
         )
         if self.running:
             header += f"; round {state.number + 1} running"

@@ -334,7 +334,9 @@ def run_audit(
         from spurctl.act.journal import cancels_sent
 
         inputs = replace(inputs, cancelled=cancels_sent(journal))
-    return audit(inputs, include_healthy=include_healthy), inputs
+    report = audit(inputs, include_healthy=include_healthy)
+    report.cluster = None if conn is None else conn.cluster
+    return report, inputs
 
 
 def take_snapshot(conn: Connection) -> tuple[ControllerView, Watermark]:

@@ -68,6 +68,8 @@ class NodeListing:
     # and how many rows there were before.
     states: tuple[NodeState, ...] = ()
     total: int | None = None
+    # The cluster's name (spur.conf's cluster_name, else the config file's).
+    cluster: str | None = None
 
     def by_agent(self) -> dict[AgentStatus, list[str]]:
         """The nodes of each agent status (in AgentStatus order, only those that occur)."""
@@ -227,6 +229,7 @@ def from_audit(report: AuditReport, inputs: AuditInputs) -> NodeListing:
         controller_version=report.controller_version,
         version_note=report.version_note,
         version_line=report.version_line,
+        cluster=report.cluster,
     )
 
 

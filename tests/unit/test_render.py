@@ -167,6 +167,7 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
     ]
     assert doc["schema"] == "spurctl.audit/v1"
     assert doc["controller"] == {
+        "cluster": None,  # neither spur.conf nor the config file names it
         "address": "http://ctl:6817",
         "version": "0.3.1",
         "taken_at": "2026-12-02T10:00:00Z",
