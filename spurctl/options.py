@@ -388,10 +388,8 @@ class ConnectionOptions:
     agent_map: Path | None = None
 
     def connect(self) -> Connection:
-        from spurctl.sources import user_config
-        from spurctl.sources.settings import connect_settings
+        from spurctl.sources.settings import cluster_for, connect_settings
 
-        config = user_config.load()
         return connect_settings(
             controller=self.controller,
             conf_path=self.conf,
@@ -401,12 +399,10 @@ class ConnectionOptions:
             agent_map=self.agent_map,
             timeout=self.timeout,
             tls_ca=self.tls_ca,
-            # The config's name for the cluster, only while its controller is the one read.
-            cluster=config.cluster_name if self.controller == config.controller else None,
+            cluster=cluster_for(self.controller),
         )
 
 
-# (name, type, default) in the order --help lists them; the agent ones only for reclaim.
 # (name, type, default) in the order --help lists them; the agent ones only for reclaim.
 _CONTROLLER_OPTIONS: list[tuple[str, Any, Any]] = [
     ("controller", ControllerOpt, None),
@@ -598,8 +594,7 @@ ShipScannerOpt = Annotated[
         "--ship-scanner",
         help="Send the node scanner to each node's `python3 -` on ssh's standard input, "
         "so nodes need only Python 3.11+, not spurctl (default command: "
-        "ssh -o BatchMode=yes %h python3 -; with --topology the gateways need only "
-        "python3 too).",
+        "ssh -o BatchMode=yes %h python3 -; with --topology the gateways need only python3 too).",
         rich_help_panel=HOLDINGS,
     ),
 ]

@@ -372,6 +372,16 @@ class Connection:
         return [s for s in (self.token, self.jwt_key) if s]
 
 
+def cluster_for(controller: str | None) -> str | None:
+    """What the config file (sources/user_config.py) calls the cluster, when `controller`
+    (the one this command reads) is the config's: a --controller naming another cluster
+    must not be reported under the context's name."""
+    from spurctl.sources import user_config
+
+    config = user_config.load()
+    return config.cluster_name if controller == config.controller else None
+
+
 def connect_settings(
     *,
     controller: str | None = None,
