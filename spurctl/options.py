@@ -30,6 +30,7 @@ from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
+from spurctl.sources.user_config import context_flags
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -706,11 +707,10 @@ def collect_flags(holdings: HoldingOptions) -> list[str]:
 
 
 def controller_flags(conn: ConnectionOptions) -> list[str]:
-    """The controller and transport options given (--controller, --conf, --timeout,
-    --tls-ca; never --token: no secret), for a printed command that must read the
-    controller this command read."""
+    """The context, controller and transport options in use (never --token: no secret),
+    for a printed command that must read the controller this command read."""
     options = [*_CONTROLLER_OPTIONS, *_TRANSPORT_OPTIONS]
-    return _as_flags(conn, [o for o in options if o[0] != "token"])
+    return context_flags() + _as_flags(conn, [o for o in options if o[0] != "token"])
 
 
 def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:

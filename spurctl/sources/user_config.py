@@ -274,6 +274,14 @@ def use_context(name: str | None) -> None:
         load()
 
 
+def context_flags() -> list[str]:
+    """`--context NAME` for the context this command uses, for a command printed to run
+    next: pasted later, it must read the same cluster whatever the file's current_context
+    or the shell's SPURCTL_CONTEXT is by then (none when no context is in use)."""
+    name = load().context
+    return [] if name is None else ["--context", name]
+
+
 def load(path: Path | None = None) -> UserConfig:
     """config.toml (default config_path()) as the context in use sees it; none is no
     defaults."""

@@ -157,3 +157,24 @@ def test_reclaims_prompt_names_the_cluster_it_would_send_to(
     assert status == 1, seen
     assert b"Send 1 cancel to 1 node of cluster prod, killing 0 live runs? [y/N]" in seen, seen
     assert prod.cancels == []
+
+
+def test_a_command_printed_to_run_next_names_the_context_it_read(
+    clusters: dict[str, SimCluster], tmp_path: Path
+) -> None:
+    import re
+    import shlex
+
+    home = tmp_path / "home"
+    config(home, clusters)
+    run = run_cli(
+        "reclaim", "--node", "gpu[003-004]", "--job", "99999", "--dry-run", "--context", "lab",
+        home=home,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    (printed,) = set(re.findall(r"see `(spurctl audit [^`]+)` for", run.stdout))
+    words = shlex.split(printed)
+    assert words[words.index("--context") + 1] == "lab"
+    # Pasted where the file's current_context is prod, it still reads lab.
+    pasted = run_cli(*words[1:], "--json", home=home)
+    assert json.loads(pasted.stdout)["controller"]["cluster"] == "lab"
