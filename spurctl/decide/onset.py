@@ -8,13 +8,13 @@ is dated by the best evidence the audit read for it:
 - terminal-held: the job's end time, from the controller;
 - active-elsewhere: the start of the job's current run, on the nodes it moved to;
 - any other holding: the held run's start on the node (its inventory), else when
-  that inventory was collected (the holding was there at least since then);
-- a finding about the node itself (name-mismatch, agent-unreachable, ...): when its
-  inventory was collected.
+  that inventory was collected (the holding was there at least since then).
 
-A phantom or excess allocation, and a node no inventory speaks for, are dated by
-nothing but the view itself, so they carry no time. Neither does anything on a node
-whose clock runs ahead (clock-ahead): its times cannot be trusted.
+A finding about the node itself (a phantom or excess allocation, a name mismatch, an
+agent that did not answer, a node no inventory speaks for) and a job the node lost
+carry no time: the evidence says when it was seen, never since when it has been so,
+and a collect's attempt time would only restate when the audit looked. Neither does
+anything on a node whose clock runs ahead (clock-ahead): its times cannot be trusted.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from datetime import datetime
 
 from spurctl.model import ControllerView, Finding, Inventory, Job, Kind, SinceEvidence
 
-# Findings the controller's view alone makes: no inventory dates them.
-_UNDATED = frozenset({Kind.PHANTOM_ALLOC, Kind.EXCESS_ALLOC, Kind.NOT_INVENTORIED})
 # Dated by the controller's record of the job, when it has the time.
 _BY_JOB = {
     Kind.TERMINAL_HELD: SinceEvidence.JOB_END,
@@ -59,20 +57,21 @@ def onset(
     confirmed: Mapping[int, Job | None],
 ) -> tuple[datetime, SinceEvidence] | None:
     """When the evidence says `f`'s state began, and which evidence; None when none does."""
-    if f.kind in _UNDATED:
+    if f.job_id is None:  # about the node itself
         return None
-    if f.job_id is not None and f.kind in _BY_JOB:
+    if f.kind in _BY_JOB:
         job = view.jobs.get(f.job_id) or confirmed.get(f.job_id)
         if job is not None:
             moment = job.end_time if f.kind is Kind.TERMINAL_HELD else job.start_time
             if moment is not None:
                 return moment, _BY_JOB[f.kind]
-    if inv is None:
+    held = [h for h in inv.held if h.job_id == f.job_id] if inv is not None else []
+    if not held:  # the node does not hold it (lost-on-node): nothing dates the loss
         return None
-    if f.job_id is not None:
-        for holding in inv.held:
-            if holding.job_id == f.job_id and holding.started_at is not None:
-                return holding.started_at, SinceEvidence.RUN_START
+    started = [h.started_at for h in held if h.started_at is not None]
+    if started:
+        return min(started), SinceEvidence.RUN_START
+    assert inv is not None
     if inv.collected_at is None:
         return None
     return inv.collected_at, SinceEvidence.INVENTORY

@@ -10,8 +10,9 @@ name the node and say how long.
 One audit is one moment: a "first seen" across audits is Prometheus's to keep
 (`for:`, or the series' own history). What one audit can say honestly is the time
 its evidence gives: a job's end, its move, a run's start, an inventory's collection.
-A finding nothing dates (a phantom allocation, a node without inventory) has no
-`since` sample.
+A finding nothing dates (one about the node itself: a phantom allocation, a name
+mismatch, an agent that did not answer) has no `since` sample; its alert counts
+`for:`.
 """
 
 from __future__ import annotations

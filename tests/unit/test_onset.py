@@ -93,21 +93,28 @@ def test_an_untracked_holding_is_dated_by_its_runs_start() -> None:
     assert since_of(f, inv) == (RUN, SinceEvidence.RUN_START)
 
 
-def test_a_finding_about_the_node_is_dated_by_its_inventory() -> None:
-    inv = {"gpu021.cluster.local": inventory("gpu021.cluster.local")}
-    f = finding("gpu021.cluster.local", None, Kind.NAME_MISMATCH)
-    assert since_of(f, inv) == (COLLECTED, SinceEvidence.INVENTORY)
-
-
-def test_nothing_dates_what_only_the_view_shows_or_a_node_without_inventory_time() -> None:
-    inv = {"gpu009": inventory("gpu009"), "gpu022": inventory("gpu022", collected=None)}
+def test_nothing_dates_a_finding_about_the_node_or_a_job_it_lost() -> None:
+    inv = {
+        "gpu009": inventory("gpu009"),
+        "gpu021.cluster.local": inventory("gpu021.cluster.local"),
+        "gpu022": inventory("gpu022", collected=None),
+        "gpu015": inventory("gpu015"),
+    }
     for f in (
         finding("gpu009", None, Kind.PHANTOM_ALLOC),
         finding("gpu009", None, Kind.EXCESS_ALLOC),
         finding("gpu030", None, Kind.NOT_INVENTORIED),
         finding("gpu022", None, Kind.AGENT_UNREACHABLE),
+        finding("gpu021.cluster.local", None, Kind.NAME_MISMATCH),
+        finding("gpu015", 4711, Kind.LOST_ON_NODE),  # it holds nothing of 4711
     ):
         assert since_of(f, inv) == (None, None), f.kind
+
+
+def test_a_held_run_without_a_start_time_is_dated_by_the_inventory_that_shows_it() -> None:
+    inv = {"gpu010": inventory("gpu010", Holding(5118))}
+    f = finding("gpu010", 5118, Kind.NOT_STARTED)
+    assert since_of(f, inv) == (COLLECTED, SinceEvidence.INVENTORY)
 
 
 def test_nothing_on_a_node_whose_clock_runs_ahead_is_dated() -> None:
