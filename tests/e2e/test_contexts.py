@@ -92,6 +92,9 @@ def test_every_header_names_the_cluster(clusters: dict[str, SimCluster], tmp_pat
     assert f"Cluster prod: controller {prod}" in markdown.stdout
     watch = run_cli("audit", "--watch", "--rounds", "1", home=home)
     assert watch.stdout.startswith("spurctl audit --watch: cluster prod, round 1, ")
+    explained = run_cli("explain", "gpu012", home=home)
+    assert f"Controller view:  cluster prod, {prod} at " in explained.stdout
+    assert audited(home, "explain", "gpu012", "--json")["controller"]["cluster"] == "prod"
     plan = run_cli("--context", "lab", "reclaim", "--node", "gpu003", "--dry-run", home=home)
     assert f"Cluster lab: controller {clusters['lab'].controller_address}" in plan.stdout
 
