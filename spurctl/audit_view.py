@@ -145,6 +145,7 @@ def gather(
 
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
     from spurctl.decide.classify import classify
+    from spurctl.decide.onset import dated
 
     view = inputs.view
     # Classifying converts the jobs the holdings name and the active ones.
@@ -193,7 +194,7 @@ def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
         view_complete=view.complete,
         jobs_seen=len(view.jobs),
         jobs_total=view.jobs_total,
-        findings=result.findings,
+        findings=dated(result.findings, view, inputs.inventories, inputs.confirmed),
         nodes_in_scope=result.nodes_in_scope,
         nodes_inventoried=result.nodes_inventoried,
         notes=notes,
@@ -342,6 +343,7 @@ def run_audit(
 
         inputs = replace(inputs, cancelled=cancelled)
     report = audit(inputs, include_healthy=include_healthy)
+    report.cluster = None if conn is None else conn.cluster
     if journal is not None:
         report.node_admin = _node_admin(journal, inputs)
     return report, inputs

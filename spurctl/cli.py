@@ -35,6 +35,7 @@ from spurctl.commands import (
 from spurctl.commands.help import HELP_ONLY_LONG, HELP_OPTIONS, HelpCommand, HelpGroup
 from spurctl.errors import ExitStatus
 from spurctl.render import sink
+from spurctl.sources import user_config
 
 app = typer.Typer(
     name="spurctl",
@@ -93,8 +94,21 @@ def _root(
             "default came from: option, environment, config file or built-in.",
         ),
     ] = False,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            envvar="SPURCTL_CONTEXT",
+            show_envvar=True,
+            help="The config file's cluster to use ([contexts.NAME], as kubectl's contexts; "
+            "default: its current_context). Before or after the command.",
+            metavar="NAME",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     _state["debug"] = debug
+    user_config.use_context(context)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,14 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     end = args.index("--") if "--" in args else len(args)
     debug = "--debug" in args[:end]
+    # `spurctl audit --context lab` means what `spurctl --context lab audit` does.
+    args = _context_first(args[:end]) + args[end:]
     if debug:
         # `spurctl audit --debug` means what `spurctl --debug audit` does.
+        end = args.index("--") if "--" in args else len(args)
         args = ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
     else:
         # grpc's C core logs handshake and connection trouble to stderr itself; the
         # error line says it in the operator's words (set before grpc is imported).
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     _state["debug"] = False
+    user_config.use_context(None)  # the root option sets it again for this command
     with sink.installed():  # every line spurctl writes, redacted (render/sink.py)
         if "_SPURCTL_COMPLETE" in os.environ:
             # The scripts in completions/ call back here; Typer registers its shells only
@@ -126,6 +144,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report(exc, debug=_state["debug"])
         # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
         return code if isinstance(code, int) else ExitStatus.OK
+
+
+def _context_first(args: list[str]) -> list[str]:
+    """`--context NAME` (or `--context=NAME`) moved to the front, wherever it was typed;
+    a trailing one without its name is left for the parser to report."""
+    for i, arg in enumerate(args):
+        if arg.startswith("--context="):
+            return [arg, *args[:i], *args[i + 1 :]]
+        if arg == "--context" and i + 1 < len(args):
+            return [arg, args[i + 1], *args[:i], *args[i + 2 :]]
+    return args
 
 
 def entry() -> None:

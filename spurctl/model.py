@@ -551,6 +551,15 @@ class Action(enum.StrEnum):
     NONE = "none"
 
 
+class SinceEvidence(enum.StrEnum):
+    """What dates a finding's `since` (decide/onset.py)."""
+
+    JOB_END = "job-end"  # the controller's end time of the job: terminal-held
+    JOB_START = "job-start"  # its current run's start, on other nodes: active-elsewhere
+    RUN_START = "run-start"  # the held run's start on the node, from its inventory
+    INVENTORY = "inventory"  # when the inventory that shows it was collected
+
+
 # A frozen msgspec Struct rather than a frozen dataclass: as immutable and hashable, but
 # built in C; an audit of 20,000 nodes makes ~11,000 (callgrind: ~216 M instructions
 # fewer per audit). gc=False: it holds no container a cycle could run through.
@@ -562,7 +571,8 @@ class Finding(msgspec.Struct, frozen=True, gc=False):
     `inventory_age_s` is how long before the controller view the node's inventory
     was collected (the view's taken_at minus the inventory's collected_at, negative
     when collected after it); None when no inventory, or no collection time, stands
-    behind the finding.
+    behind the finding. `since` is when the evidence says the state it describes began,
+    `since_evidence` which evidence that is (decide/onset.py); None when nothing dates it.
     """
 
     node: str
@@ -576,10 +586,15 @@ class Finding(msgspec.Struct, frozen=True, gc=False):
     gpus: tuple[int, ...] = ()
     pids: tuple[int, ...] = ()
     inventory_age_s: float | None = None
+    since: datetime | None = None
+    since_evidence: SinceEvidence | None = None
 
     @property
     def needs_action(self) -> bool:
         return self.action in (Action.RECLAIM, Action.INVESTIGATE)
+
+    def dated(self, since: datetime, evidence: SinceEvidence) -> Finding:
+        return msgspec.structs.replace(self, since=since, since_evidence=evidence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -620,6 +635,8 @@ class AuditReport:
     # What spurctl's own node administration left (from its journal and this view);
     # None when no journal was read.
     node_admin: NodeAdminMetrics | None = None
+    # The cluster's name (spur.conf's cluster_name, else the config file's), for headers.
+    cluster: str | None = None
 
     @property
     def by_kind(self) -> dict[str, int]:

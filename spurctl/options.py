@@ -31,6 +31,7 @@ from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
+from spurctl.sources.user_config import context_flags
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
@@ -384,7 +385,7 @@ class ConnectionOptions:
     agent_map: Path | None = None
 
     def connect(self) -> Connection:
-        from spurctl.sources.settings import connect_settings
+        from spurctl.sources.settings import cluster_for, connect_settings
 
         return connect_settings(
             controller=self.controller,
@@ -395,6 +396,7 @@ class ConnectionOptions:
             agent_map=self.agent_map,
             timeout=self.timeout,
             tls_ca=self.tls_ca,
+            cluster=cluster_for(self.controller),
         )
 
 
@@ -419,6 +421,7 @@ _TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
 # Option name -> the config.toml key (sources/user_config.py) that may set it.
 CONFIG_KEYS = {
     "controller": "controller",
+    "conf": "conf",
     "agent_map": "agent_map",
     "inventory": "inventory",
     "collect": "collect",
@@ -588,8 +591,7 @@ ShipScannerOpt = Annotated[
         "--ship-scanner",
         help="Send the node scanner to each node's `python3 -` on ssh's standard input, "
         "so nodes need only Python 3.11+, not spurctl (default command: "
-        "ssh -o BatchMode=yes %h python3 -; with --topology the gateways need only "
-        "python3 too).",
+        "ssh -o BatchMode=yes %h python3 -; with --topology the gateways need only python3 too).",
         rich_help_panel=HOLDINGS,
     ),
 ]
@@ -701,11 +703,10 @@ def collect_flags(holdings: HoldingOptions) -> list[str]:
 
 
 def controller_flags(conn: ConnectionOptions) -> list[str]:
-    """The controller and transport options given (--controller, --conf, --timeout,
-    --tls-ca; never --token: no secret), for a printed command that must read the
-    controller this command read."""
+    """The context, controller and transport options in use (never --token: no secret),
+    for a printed command that must read the controller this command read."""
     options = [*_CONTROLLER_OPTIONS, *_TRANSPORT_OPTIONS]
-    return _as_flags(conn, [o for o in options if o[0] != "token"])
+    return context_flags() + _as_flags(conn, [o for o in options if o[0] != "token"])
 
 
 def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:

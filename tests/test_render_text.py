@@ -222,7 +222,7 @@ def _rounds() -> list[WatchRound]:
 def test_the_watch_screen_writes_one_plain_block_per_round_off_a_terminal() -> None:
     out = io.StringIO()
     first, second = _rounds()
-    with WatchScreen(out) as screen:
+    with WatchScreen(Environment(), out) as screen:
         screen.show(first)
         screen.running()  # nothing to redraw in a log
         screen.show(second)
@@ -232,7 +232,8 @@ def test_the_watch_screen_writes_one_plain_block_per_round_off_a_terminal() -> N
 def test_the_watch_screen_leaves_the_last_round_on_a_terminal_when_stopped() -> None:
     out = _Terminal()
     first, second = _rounds()
-    with pytest.raises(KeyboardInterrupt), WatchScreen(out) as screen:
+    terminal = Environment(tty=True, width=120, height=40, colour=True)
+    with pytest.raises(KeyboardInterrupt), WatchScreen(terminal, out) as screen:
         screen.show(first)
         screen.running()
         assert "round 2 running" in _plain(out.getvalue())

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -16,6 +16,10 @@ from spurctl.option_values import DAY_S, number_option
 from spurctl.render.common import AuditFormat
 from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
+
+if TYPE_CHECKING:
+    from spurctl.decide.tracker import WatchRound
+    from spurctl.render.environment import Environment
 
 NAME = "audit"
 EPILOG = (
@@ -30,53 +34,103 @@ Choice = TypeVar("Choice", Kind, Action)
 
 
 def choice_option(choices: type[Choice], name: str, what: str, help_text: str) -> Any:
-    """A repeatable option taking one of `choices`: validated (one line naming them all)
-    and completed from the prefix typed."""
+    """A repeatable option taking one of `choices`, or a comma list of them (as sinfo -t
+    takes states): validated (one line naming them all) and completed from the prefix
+    typed, after the last comma. Each value comes as typed, lower-cased; `chosen` turns
+    them into `choices`."""
     values = [c.value for c in choices]
 
-    def parse(value: str | Choice) -> Choice:
-        try:
-            return choices(str(value).strip().lower())
-        except ValueError:
-            raise typer.BadParameter(
-                f"unknown {what} {str(value)!r}; use one of {', '.join(values)}"
-            ) from None
+    def parse(value: str) -> str:
+        words = [w.strip().lower() for w in str(value).split(",")]
+        for word in words:
+            if word not in values:
+                raise typer.BadParameter(
+                    f"unknown {what} {word!r}; use one of {', '.join(values)} "
+                    "(several: repeat the option, or separate them with commas)"
+                )
+        return ",".join(words)
 
     def complete(incomplete: str) -> list[str]:
-        return [v for v in values if v.startswith((incomplete or "").lower())]
+        done, _, typed = (incomplete or "").rpartition(",")
+        head = f"{done}," if done else ""
+        return [head + v for v in values if v.startswith(typed.lower())]
 
     return typer.Option(
         name,
         help=help_text,
         parser=parse,
         autocompletion=complete,
-        metavar=what.split()[-1].upper(),
+        metavar=what.split()[-1].upper() + "[,...]",
         show_default=False,
     )
 
 
+def chosen(choices: type[Choice], given: list[str] | None) -> tuple[Choice, ...]:
+    """A choice_option's values (repeats and comma lists), each once, in the order given."""
+    return tuple(dict.fromkeys(choices(w) for v in given or () for w in v.split(",")))
+
+
 AuditKindOpt = Annotated[
-    list[Kind] | None,
+    list[str] | None,
     choice_option(
         Kind,
         "--kind",
         "finding kind",
-        "Show only findings of this kind (repeatable; the summary and the exit status "
-        "still count every finding). Kinds: " + ", ".join(k.value for k in Kind) + ".",
+        "Show only findings of this kind (repeatable, or a comma list; the summary and "
+        "the exit status still count every finding). Kinds: "
+        + ", ".join(k.value for k in Kind)
+        + ".",
     ),
 ]
 AuditActionOpt = Annotated[
-    list[Action] | None,
+    list[str] | None,
     choice_option(
         Action,
         "--action",
         "action",
-        "Show only findings with this action (repeatable; with --kind, both must match). "
-        "Actions: " + ", ".join(a.value for a in Action) + ".",
+        "Show only findings with this action (repeatable, or a comma list; with --kind, "
+        "both must match). Actions: " + ", ".join(a.value for a in Action) + ".",
     ),
 ]
 
 FormatOpt = Annotated[AuditFormat, opt.format_option(AuditFormat, "audit", "the findings")]
+
+
+def _columns(value: str) -> str:
+    from spurctl.render.audit_columns import COLUMN_NAMES, column_name
+
+    names = [column_name(word) for word in str(value).split(",")]
+    for word, name in zip(str(value).split(","), names, strict=True):
+        if name is None:
+            raise typer.BadParameter(
+                f"unknown column {word.strip()!r}; the columns are {', '.join(COLUMN_NAMES)}"
+            )
+    return ",".join(n for n in names if n)
+
+
+def _complete_columns(incomplete: str) -> list[str]:
+    from spurctl.render.audit_columns import COLUMN_NAMES
+
+    done, _, typed = (incomplete or "").rpartition(",")
+    head = f"{done}," if done else ""
+    return [head + name for name in COLUMN_NAMES if name.startswith(typed.lower())]
+
+
+ColumnsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--columns",
+        "-O",
+        help="The table's columns, in this order (a comma list, or repeated; as sinfo -O): "
+        "node, job, kind, action, live, since, controller-state, allocated-nodes, gpus, "
+        "pids, inventory-age, reason. One finding per line, each cell whole.",
+        parser=_columns,
+        autocompletion=_complete_columns,
+        metavar="COLUMN[,...]",
+        show_default=False,
+        rich_help_panel=opt.OUTPUT,
+    ),
+]
 OutputOpt = Annotated[
     Path | None,
     opt.output_option(
@@ -153,14 +207,15 @@ class AuditRequest:
     watch: Watch | None
     journal: Path
     ack: str | None
+    columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         src = self.sources
         if self.watch is not None:
-            if self.fmt is not AuditFormat.TABLE:
+            if self.fmt not in (AuditFormat.TABLE, AuditFormat.JSON):
                 raise SpurctlError(
-                    f"--watch draws a table; --format {self.fmt} is for one-shot audits "
-                    "(drop --watch)"
+                    f"--watch draws a table or writes JSON Lines (--format json); "
+                    f"--format {self.fmt} is for one-shot audits (drop --watch)"
                 )
             if src.snapshot is not None:
                 raise SpurctlError(
@@ -173,8 +228,16 @@ class AuditRequest:
                 )
             if self.kinds or self.actions or self.output is not None:
                 raise SpurctlError(
-                    "--kind, --action and -o do not apply with --watch (it redraws the terminal)"
+                    "--kind, --action and -o do not apply with --watch (every round shows "
+                    "every finding, on stdout: redirect it to keep it)"
                 )
+        if self.columns and self.watch is not None:
+            raise SpurctlError("--columns is for a one-shot table: drop --watch or --columns")
+        if self.columns and self.fmt is not AuditFormat.TABLE:
+            raise SpurctlError(
+                f"--columns chooses the table's columns, and --format {self.fmt} carries "
+                "every field: drop one of them"
+            )
         if not self.header and (self.watch is not None or self.fmt is not AuditFormat.TABLE):
             raise SpurctlError(
                 "--no-header is for the table: drop --watch and --format (or drop --no-header)"
@@ -211,6 +274,7 @@ def command(
     no_header: opt.NoHeaderOpt = False,
     fmt: FormatOpt = AuditFormat.TABLE,
     as_json: opt.JsonOpt = False,
+    columns: ColumnsOpt = None,
     watch: AuditWatchOpt = False,
     interval: AuditIntervalOpt = None,
     rounds: AuditRoundsOpt = None,
@@ -245,8 +309,8 @@ def command(
     request = AuditRequest(
         sources=holdings.sources(scope, snapshot),
         fmt=opt.with_json(ctx, fmt, as_json),
-        kinds=tuple(dict.fromkeys(kind or ())),
-        actions=tuple(dict.fromkeys(action or ())),
+        kinds=chosen(Kind, kind),
+        actions=chosen(Action, action),
         output=output,
         watermark=watermark,
         show_all=show_all,
@@ -257,13 +321,12 @@ def command(
         else None,
         journal=journal_path or default_path(),
         ack=opt.ack_version(ctx, ack_version),
+        columns=tuple(dict.fromkeys(c for v in columns or () for c in v.split(","))),
     )
     env = detect()
     connection = None if snapshot is not None else conn.connect()
     if request.watch is not None:
         from functools import partial
-
-        from spurctl.render.audit_command import watch_on_screen
 
         # A live view redrawn in place has no room for a progress bar under it.
         src = replace(request.sources, progress=False) if env.tty else request.sources
@@ -271,11 +334,9 @@ def command(
             use_case.watch_rounds, src, connection, watermark=request.watermark,
             include_healthy=request.show_all, journal=request.journal,
             interval=request.watch.interval, rounds=request.watch.rounds,
+            view_flags=tuple(opt.view_flags(holdings, conn)),
         )  # fmt: skip
-        return watch_on_screen(
-            rounds_of, fold=request.fold, ack=request.ack,
-            reclaim_flags=opt.view_flags(holdings, conn),
-        )  # fmt: skip
+        return _watch(rounds_of, request, env)
     from spurctl import heap
     from spurctl.audit_view import run_audit
     from spurctl.render.audit import FindingFilter
@@ -286,10 +347,44 @@ def command(
         include_healthy=request.show_all, journal=request.journal,
     )  # fmt: skip
     heap.keep_until_exit(report, inputs)
-    live = snapshot is None  # a reclaim acts on the live cluster, never on a saved view
-    step = reclaim_step(report, opt.view_flags(holdings, conn)) if live else None
-    show_audit(
-        report, request.fmt, FindingFilter(request.kinds, request.actions), request.output, env,
-        fold=request.fold, ack=request.ack, header=request.header, next_step=step,
-    )  # fmt: skip
+    only = FindingFilter(request.kinds, request.actions)
+    if request.columns:
+        from spurctl.render.audit_columns import show_columns
+
+        # Folded only on a terminal: down a pipe or into a file, one line per finding.
+        fold = request.fold and env.tty and request.output is None
+        show_columns(
+            report, request.columns, only, request.output, fold=fold, ack=request.ack,
+            header=request.header,
+        )  # fmt: skip
+    else:
+        live = snapshot is None  # a reclaim acts on the live cluster, never on a saved view
+        step = reclaim_step(report, opt.view_flags(holdings, conn)) if live else None
+        show_audit(
+            report, request.fmt, only, request.output, env,
+            fold=request.fold, ack=request.ack, header=request.header, next_step=step,
+        )  # fmt: skip
     return ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK
+
+
+def _watch(
+    rounds_of: Callable[..., Generator[WatchRound, None, None]],
+    request: AuditRequest,
+    env: Environment,
+) -> int:
+    """--watch: each round on the terminal redrawn in place (resized at once on
+    SIGWINCH, Ctrl-C held while a drawing is written), or one block per round, or
+    with --format json one line of JSON per round."""
+    import sys
+
+    from spurctl.commands.watch_loop import follow, interrupts_held, resizes
+
+    if request.fmt is AuditFormat.JSON:  # JSON Lines: one document a round
+        from spurctl.render.watch_json import JsonLines
+
+        return follow(rounds_of, JsonLines(hold=interrupts_held))
+    from spurctl.render.watch import WatchScreen
+
+    screen = WatchScreen(env, fold=request.fold, ack=request.ack, hold=interrupts_held)
+    signals = resizes(screen.resize, sys.stdout.fileno()) if env.tty else None
+    return follow(rounds_of, screen, signals=signals)

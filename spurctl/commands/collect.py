@@ -125,9 +125,11 @@ def command(
     )  # fmt: skip
     src = holdings.sources(scope)
     named = opt.configured(
-        ctx, {"controller": controller}, [("controller", opt.ControllerOpt, None)]
-    )
-    binding = told(named["controller"], conf)  # recorded: a reclaim elsewhere refuses these
+        ctx, {"controller": controller, "conf": conf},
+        [("controller", opt.ControllerOpt, None), ("conf", opt.ConfOpt, None)],
+    )  # fmt: skip
+    # Recorded: a reclaim elsewhere refuses these.
+    binding = told(named["controller"], named["conf"])
     results = collect(
         scope.targets(()), command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,

@@ -12,11 +12,14 @@ from spurctl.render.environment import Environment
 
 
 def detect() -> Environment:
-    """The standard streams as they are now (COLUMNS first for the width, as rich reads it)."""
+    """The standard streams as they are now (COLUMNS and LINES first for the size, as rich
+    reads them)."""
     tty = sys.stdout.isatty()
+    size = shutil.get_terminal_size() if tty else None
     return Environment(
         tty=tty,
-        width=shutil.get_terminal_size().columns if tty else None,
+        width=None if size is None else size.columns,
+        height=None if size is None else size.lines,
         stderr_tty=sys.stderr.isatty(),
         # FORCE_COLOR colours what goes down a pipe (`| less -R`); NO_COLOR wins over it.
         colour=(tty or bool(os.environ.get("FORCE_COLOR"))) and not os.environ.get("NO_COLOR"),

@@ -21,6 +21,50 @@ FormatOpt = Annotated[
     NodesFormat, opt.format_option(NodesFormat, "nodes", "the nodes (json: spurctl.nodes/v1)")
 ]
 
+# sinfo -t's short names, beside the states' own.
+_STATE_ALIASES = {"alloc": "allocated", "mix": "mixed", "drng": "draining"}
+
+
+def _state_names() -> list[str]:
+    from spurctl.model import NodeState
+
+    return [s.name.lower() for s in NodeState]
+
+
+def _states(value: str) -> str:
+    names = _state_names()
+    words = [w.strip().lower() for w in str(value).split(",")]
+    for word in words:
+        if _STATE_ALIASES.get(word, word) not in names:
+            raise typer.BadParameter(
+                f"unknown node state {word!r}; use one of {', '.join(names)} (several: "
+                "repeat the option, or separate them with commas)"
+            )
+    return ",".join(_STATE_ALIASES.get(w, w) for w in words)
+
+
+def _complete_states(incomplete: str) -> list[str]:
+    done, _, typed = (incomplete or "").rpartition(",")
+    head = f"{done}," if done else ""
+    return [head + name for name in _state_names() if name.startswith(typed.lower())]
+
+
+StateOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--state",
+        "-t",
+        help="Only nodes the controller has in this state (repeatable, or a comma list; as "
+        "sinfo -t): idle, allocated (alloc), mixed (mix), down, drain, draining, error, "
+        "unknown, suspended. A node the controller does not know has none.",
+        parser=_states,
+        autocompletion=_complete_states,
+        metavar="STATE[,...]",
+        show_default=False,
+        rich_help_panel=opt.SCOPE,
+    ),
+]
+
 
 @opt.scoped("Limit to these nodes.")
 @opt.connected()
@@ -28,6 +72,7 @@ FormatOpt = Annotated[
 def command(
     ctx: typer.Context,
     snapshot: opt.SnapshotOpt = None,
+    state: StateOpt = None,
     fmt: FormatOpt = NodesFormat.TABLE,
     as_json: opt.JsonOpt = False,
     no_header: opt.NoHeaderOpt = False,
@@ -40,11 +85,14 @@ def command(
 
     Per node: the controller's state, the active jobs the controller places
     there, the job ids its inventory holds, its agent (answered, no-spurd,
-    unreachable, not-inventoried) and how old its inventory is; then the nodes
-    of each agent status as folded hostlists. Read as `audit` reads them (the
-    same --inventory/--collect and controller options). Exit 0; 2 on errors.
+    unreachable, not-inventoried), how old its inventory is and the audit's
+    findings on it; then the nodes of each agent status as folded hostlists.
+    Read as `audit` reads them (the same --inventory/--collect and controller
+    options). --state chooses the nodes by the controller's state. Exit 0; 2 on
+    errors.
     """
     from spurctl.commands.environment import detect
+    from spurctl.model import NodeState
     from spurctl.render.nodes import show
     from spurctl.usecases.nodes import run_nodes
 
@@ -52,6 +100,9 @@ def command(
     if no_header and fmt != NodesFormat.TABLE:
         raise SpurctlError("--no-header is for the table: drop --format (or drop --no-header)")
     ack = opt.ack_version(ctx, ack_version)
-    listing = run_nodes(holdings.sources(scope, snapshot), None if snapshot else conn.connect())
+    states = [NodeState[w.upper()] for v in state or () for w in v.split(",")]
+    listing = run_nodes(
+        holdings.sources(scope, snapshot), None if snapshot else conn.connect(), states=states
+    )
     show(listing, fmt, detect(), header=not no_header, ack=ack)
     return ExitStatus.OK

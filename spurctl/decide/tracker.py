@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from spurctl.model import Action, AuditReport, Finding, Kind
+from spurctl.hostlist import fold
+from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, SinceEvidence
 
 HEARTBEAT = timedelta(seconds=30)
 # Two heartbeats, whatever the watch interval: the controller's pace, not ours.
@@ -48,6 +49,11 @@ class TrackedFinding:
     second sooner after its round's start than round 1's did;
     `evidence_stale` for one old enough to be stranded whose node's inventory
     has not been re-collected since it was first seen.
+    `since` is when the evidence says its state began (the finding's own `since`, the
+    earliest any round gave: an inventory collected anew each round must not move it
+    later), `since_evidence` which evidence dated it; None when nothing did. Two
+    different things: `age` is how long this watch has seen it, `since` how long the
+    cluster has had it.
     """
 
     finding: Finding
@@ -56,12 +62,21 @@ class TrackedFinding:
     persisted: timedelta
     stranded: bool
     evidence_stale: bool = False
+    since: datetime | None = None
+    since_evidence: SinceEvidence | None = None
 
 
 @dataclass(slots=True)
 class _Sighting:
     first_seen: datetime
     first_evidence: datetime
+    since: datetime | None = None
+    since_evidence: SinceEvidence | None = None
+
+    def dated(self, f: Finding) -> None:
+        """Keep the earliest time the evidence gave for the finding."""
+        if f.since is not None and (self.since is None or f.since < self.since):
+            self.since, self.since_evidence = f.since, f.since_evidence
 
 
 class Tracker:
@@ -94,6 +109,7 @@ class Tracker:
             observed = evidence.get(f.node) or now
             sighting = seen.get(key) or self._seen.get(key) or _Sighting(now, observed)
             seen[key] = sighting
+            sighting.dated(f)
             age = now - sighting.first_seen
             # Evidence times are the node's clock and only ever compared with each
             # other; one that went back (a clock stepped back) proves nothing.
@@ -113,6 +129,8 @@ class Tracker:
                     persisted=persisted,
                     stranded=stranded,
                     evidence_stale=reclaim and not stranded and age >= self.stranded_after,
+                    since=sighting.since,
+                    since_evidence=sighting.since_evidence,
                 )
             )
         dark = blind(t.finding for t in out)
@@ -139,6 +157,8 @@ class WatchRound:
 
     When the round's audit failed, `error` says why and `report`/`tracked`
     are still those of round `report_round`, the last one that succeeded.
+    `view_flags` are the options that produced the view (holdings and controller,
+    never a secret): the reclaim it suggests reads the same view when pasted.
     """
 
     number: int
@@ -148,6 +168,16 @@ class WatchRound:
     tracked: Sequence[TrackedFinding]
     report_round: int
     error: str | None = None
+    view_flags: tuple[str, ...] = ()
+
+    @property
+    def stranded(self) -> list[TrackedFinding]:
+        return [t for t in self.tracked if t.stranded]
+
+    @property
+    def reclaim_step(self) -> NextStep | None:
+        """The reclaim of every stranded holding's node, or None when none is stranded."""
+        return reclaim_step(self.stranded, self.view_flags)
 
     @property
     def exit_status(self) -> int:
@@ -155,3 +185,18 @@ class WatchRound:
         if self.error is not None:
             return 2
         return 1 if self.report.needs_action else 0
+
+
+def reclaim_step(stranded: Iterable[TrackedFinding], view_flags: Sequence[str]) -> NextStep | None:
+    """`spurctl reclaim --node NODES` for the nodes of `stranded`, with the options that
+    produced the view; None when there is nothing stranded."""
+    nodes = sorted({t.finding.node for t in stranded})
+    if not nodes:
+        return None
+    return NextStep.spurctl(
+        "reclaim",
+        "--node",
+        fold(nodes),
+        *view_flags,
+        why="the controller is not releasing these holdings: reclaim them",
+    )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -24,7 +23,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from spurctl.render.table import Table
 
 from spurctl.errors import NOTE_PREFIX, visible
-from spurctl.model import Action, AuditReport, Finding, Kind, NextStep
+from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, format_time
 from spurctl.render.common import (
     ACTION_STYLE,
     NOTE_LABEL,
@@ -43,7 +42,6 @@ from spurctl.render.common import (
     job_text,
     live_text,
     markdown_table,
-    natural_key,
     no_discrepancies,
     node_cell,
     note_label,
@@ -52,7 +50,6 @@ from spurctl.render.common import (
     same_version,
     summary_line,
 )
-from spurctl.render.node_admin_metrics import node_admin_series
 from spurctl.render.sink import styled
 from spurctl.render.table import OneLine, wrapped
 
@@ -122,19 +119,11 @@ NO_FILTER = FindingFilter()
 
 
 def _finding_to_dict(f: Finding) -> dict[str, Any]:
-    return {
-        "node": f.node,
-        "job_id": f.job_id,
-        "kind": f.kind.value,
-        "action": f.action.value,
-        "live": f.live,
-        "reason": f.reason,
-        "controller_state": f.controller_state,
-        "allocated_nodes": f.allocated_nodes,
-        "inventory_age_s": f.inventory_age_s,
-        "gpus": list(f.gpus),
-        "pids": list(f.pids),
-    }
+    """The contract's fields in order, then gpus, pids and what dates it (decide/onset.py)."""
+    doc = {name: getattr(f, name) for name in FINDING_FIELDS}
+    doc.update(kind=f.kind.value, action=f.action.value, gpus=list(f.gpus), pids=list(f.pids))
+    evidence = None if f.since_evidence is None else f.since_evidence.value
+    return {**doc, "since": format_time(f.since), "since_evidence": evidence}
 
 
 def audit_document(report: AuditReport, only: FindingFilter = NO_FILTER) -> dict[str, Any]:
@@ -518,78 +507,10 @@ def _render_markdown(
     return "\n".join(lines) + "\n"
 
 
-# -- prometheus --------------------------------------------------------------
-
-
-def _label_value(value: str) -> str:
-    """Escape a label value per the Prometheus text exposition format; a control
-    character other than the newline (which the format escapes) is written out."""
-    value = visible(value, keep_newlines=True)
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
 def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
-    """The gauges; a filter narrows only the per-node series (the counts are the
-    whole audit's) and is said in a comment line, which the exposition format ignores."""
-    lines: list[str] = []
-    shown = only.shown(report.findings)
-    if only.active:
-        lines.append(f"# spurctl: {only.sentence(len(report.findings), len(shown))}")
+    from spurctl.render.prometheus import render_prometheus
 
-    def family(name: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-        # HELP and TYPE even without samples, so the family is always documented.
-        lines.append(f"# HELP spurctl_{name} {help_text}")
-        lines.append(f"# TYPE spurctl_{name} gauge")
-        lines.extend(f"spurctl_{name}{labels} {_number(v)}" for labels, v in samples)
-
-    counts = report.by_kind
-    reclaimable = Counter(f.node for f in shown if f.action is Action.RECLAIM)
-
-    # Every kind gets a series, 0 when absent, so alert rules never see one vanish.
-    family(
-        "findings",
-        "Findings of the last spurctl audit, by kind.",
-        [(f'{{kind="{_label_value(k.value)}"}}', counts.get(k.value, 0)) for k in Kind],
-    )
-    family(
-        "node_reclaimable_holdings",
-        "Holdings on the node that the last spurctl audit found reclaimable.",
-        [
-            (f'{{node="{_label_value(node)}"}}', reclaimable[node])
-            for node in sorted(reclaimable, key=natural_key)
-        ],
-    )
-    family(
-        "findings_needing_action",
-        "Findings of the last spurctl audit whose action is reclaim or investigate.",
-        [("", report.needs_action)],
-    )
-    family("nodes_in_scope", "Nodes the last spurctl audit covered.", [("", report.nodes_in_scope)])
-    family(
-        "nodes_inventoried",
-        "Nodes whose holdings the last spurctl audit could read.",
-        [("", report.nodes_inventoried)],
-    )
-    family(
-        "controller_view_complete",
-        "1 when the controller returned every job it tracks, 0 when its answer was partial.",
-        [("", 1 if report.view_complete else 0)],
-    )
-    family(
-        "watermark",
-        "Lowest job id the controller had not issued, as the last spurctl audit took it.",
-        [("", report.watermark.value)],
-    )
-    family(
-        "audit_timestamp_seconds",
-        "Unix time of the controller view the last spurctl audit used.",
-        [("", report.taken_at.timestamp())],
-    )
-    return "\n".join([*lines, *node_admin_series(report)]) + "\n"  # repairs, drains
+    return render_prometheus(report, only)
 
 
 # -- entry points ------------------------------------------------------------

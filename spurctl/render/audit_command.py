@@ -1,15 +1,11 @@
-"""What `spurctl audit` prints: one report (to stdout or -o), or --watch's screen."""
+"""What `spurctl audit` prints: one report, to stdout or -o (--watch: render/watch.py)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Generator, Sequence
-from contextlib import closing
 from pathlib import Path
 
 from spurctl.decide.reasons import plural
-from spurctl.decide.tracker import WatchRound
-from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.model import AuditReport, NextStep
 from spurctl.render.audit import (
     FindingFilter,
@@ -61,31 +57,3 @@ def show_audit(
         write_told(text, output, what, create_mode=PUBLIC_FILE_MODE if public else 0o600)
     if notice is not None:
         print(notice, file=sys.stderr)
-
-
-def watch_on_screen(
-    rounds: Callable[..., Generator[WatchRound, None, None]],
-    *,
-    fold: bool = True,
-    ack: str | None = None,
-    reclaim_flags: Sequence[str] = (),
-) -> int:
-    """Follow `rounds(before_round=hook)` (the hook each round calls as it starts) on a
-    screen redrawn in place; the exit status the last round earns. `reclaim_flags`: the
-    options behind the view, carried by its `Reclaim with:` command."""
-    from spurctl.render.watch import WatchScreen
-    from spurctl.usecases.audit import FirstRoundInterrupted
-
-    try:
-        # The rounds are closed on the way out: a round started ahead stops with them.
-        with (
-            WatchScreen(fold=fold, ack=ack, reclaim_flags=reclaim_flags) as screen,
-            closing(rounds(before_round=lambda _: screen.running())) as each,
-        ):
-            last = screen.follow(each)
-    except FirstRoundInterrupted as stopped:
-        print(f"spurctl: interrupted during the first round: {stopped.doing}", file=sys.stderr)
-        return ExitStatus.INTERRUPTED
-    if last.error is not None:
-        raise SpurctlError(f"the last round failed: {last.error}")
-    return last.exit_status

@@ -204,8 +204,10 @@ def context_line(report: AuditReport) -> str:
         view = "complete"
     else:
         view = f"INCOMPLETE ({report.jobs_seen} of {_count(report.jobs_total, 'job')} seen)"
+    cluster = getattr(report, "cluster", None)
     return (
-        f"Controller {report.controller_address} ({spur_version(report.controller_version)}), "
+        (f"Cluster {cluster}: controller " if cluster else "Controller ")
+        + f"{report.controller_address} ({spur_version(report.controller_version)}), "
         "view taken "
         f"{text_time(report.taken_at)}: {view}; watermark {report.watermark.value} "
         f"({report.watermark.source})."
@@ -259,6 +261,9 @@ def report_header(report: ViewedReport) -> dict[str, Any]:
     """The controller, watermark, view and notes keys every report document carries."""
     return {
         "controller": {
+            # The cluster's name (spur.conf's cluster_name, else the config file's); null
+            # when neither names it.
+            "cluster": getattr(report, "cluster", None),
             "address": report.controller_address,
             "version": report.controller_version,
             # Seconds: no reader needs more of a report's moment (a snapshot keeps the

@@ -18,6 +18,8 @@ class Environment:
     # Its width in columns; None when stdout is no terminal (a pipe or a file gets
     # whole lines, one record each, for grep).
     width: int | None = None
+    # Its height in lines (None: no terminal): a view redrawn in place fits in it.
+    height: int | None = None
     # Standard error is a terminal: a progress bar may be drawn there.
     stderr_tty: bool = False
     # Colour may be used (a terminal, or FORCE_COLOR set; and NO_COLOR unset).

@@ -93,7 +93,8 @@ def render_text(doc: dict[str, Any]) -> str:
             lines.append(_kv("Cause", node["cause"]))
     c = doc["controller"]
     view = "complete" if c["view_complete"] else "INCOMPLETE"
-    lines.append(f"Controller view:  {c['address']} at {_t(c['taken_at'])} ({view})")
+    cluster = f"cluster {c['cluster']}, " if c.get("cluster") else ""
+    lines.append(f"Controller view:  {cluster}{c['address']} at {_t(c['taken_at'])} ({view})")
     wm = doc["watermark"]
     lines.append(
         f"Watermark:        {wm['value']} ({_WATERMARK_FROM.get(wm['source'], wm['source'])})"

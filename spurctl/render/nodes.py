@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     from spurctl.usecases.nodes import NodeListing, NodeRow
 
 SCHEMA = "spurctl.nodes/v1"
-HEADERS = ("node", "state", "jobs", "held", "agent", "inv-age")
+HEADERS = ("node", "state", "jobs", "held", "agent", "inv-age", "findings")
 CSV_FIELDS = (
     "node", "state", "jobs", "held", "agent", "inventory_node", "inventory_age_s", "error",
+    "findings",
 )  # fmt: skip
 
 
@@ -102,18 +103,45 @@ def _row_document(r: NodeRow) -> dict[str, Any]:
         "inventory_node": r.inventory_node,
         "inventory_age_s": r.inventory_age_s,
         "error": r.error,
+        "findings": {kind.value: n for kind, n in r.findings},
     }
+
+
+def _filter(listing: NodeListing) -> dict[str, Any]:
+    """The `filter` key when --state chose the rows (none otherwise)."""
+    if not listing.states:
+        return {}
+    shown = len(listing.rows)
+    hidden = (listing.total or shown) - shown
+    states = [s.name.lower() for s in listing.states]
+    return {"filter": {"states": states, "shown": shown, "hidden": hidden}}
+
+
+def filter_line(listing: NodeListing) -> str | None:
+    """The table's line saying --state chose the rows, or None."""
+    if not listing.states:
+        return None
+    shown, total = len(listing.rows), listing.total or len(listing.rows)
+    states = ",".join(s.name.lower() for s in listing.states)
+    return f"Filter --state {states}: showing {shown} of {total} nodes."
+
+
+def findings_cell(r: NodeRow) -> str:
+    """The node's findings as one word: each kind, with its count when more than one."""
+    return ",".join(k.value + (f"({n})" if n > 1 else "") for k, n in r.findings) or "-"
 
 
 def document(listing: NodeListing) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "controller": {
+            "cluster": listing.cluster,
             "address": listing.controller_address,
             "taken_at": format_time(listing.taken_at),
             "view_complete": listing.view_complete,
         },
         "notes": list(listing.notes),
+        **_filter(listing),
         "nodes": [_row_document(r) for r in listing.rows],
         "summary": {
             "nodes": len(listing.rows),
@@ -136,6 +164,7 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
             "?" if r.held is None else ranges(r.held) or "-",
             agent,
             age,
+            findings_cell(r),
         )
     )
 
@@ -152,13 +181,17 @@ def _table(
         rows = table.whole_lines(heading=False)
         return "".join(f"{line}\n" for line in rows)
     view = "complete" if listing.view_complete else "INCOMPLETE"
+    cluster = f"Cluster {listing.cluster}: controller" if listing.cluster else "Controller"
     lines = [
         visible(
-            f"Controller {listing.controller_address} at {text_time(listing.taken_at)} "
+            f"{cluster} {listing.controller_address} at {text_time(listing.taken_at)} "
             f"({view} view): {len(listing.rows)} node{'s' if len(listing.rows) != 1 else ''}"
         )
     ]
     lines += [visible(n) for n in screen_notes(listing, ack)]
+    chosen = filter_line(listing)
+    if chosen is not None:
+        lines.append(chosen)
     lines = _at_width(lines, width)
     if listing.rows:
         lines += table.whole_lines() if width is None else table.plain_lines(width)
@@ -191,6 +224,7 @@ def _csv(listing: NodeListing) -> str:
             r.inventory_node,
             r.inventory_age_s,
             r.error,
+            " ".join(f"{k.value}={n}" for k, n in r.findings),
         )
         writer.writerow(["" if v is None else csv_safe(v) for v in values])
     return buf.getvalue()

@@ -20,7 +20,7 @@ from rich.text import Text
 from spurctl.decide.confirm import confirm_step, unconfirmed_nodes
 from spurctl.decide.plan import Entry, ReclaimRun, Result, confirmed
 from spurctl.decide.reasons import id_ranges, plural
-from spurctl.errors import warn
+from spurctl.errors import visible, warn
 from spurctl.model import AuditReport, NextStep, PlanDocument
 from spurctl.render.audit import other_notes, version_text
 from spurctl.render.common import (
@@ -562,9 +562,11 @@ def question(prepared: Prepared) -> str:
     entries = [e for e in prepared.entries if (e.node, e.job_id) not in skip]
     live = sum(1 for e in entries if e.finding.live)
     skips = f" ({len(skip)} more will skip)" if skip else ""
+    cluster = prepared.report.cluster
+    of = f" of cluster {visible(cluster)}" if cluster else ""
     return (
         f"Send {plural(len(entries), 'cancel')} to "
-        f"{plural(len({e.node for e in entries}), 'node')}{skips}, killing "
+        f"{plural(len({e.node for e in entries}), 'node')}{of}{skips}, killing "
         f"{plural(live, 'live run')}?"
     )
 

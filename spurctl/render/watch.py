@@ -2,23 +2,22 @@
 lasted, and which reclaimable holdings the controller is leaving stranded.
 
 A terminal gets one view redrawn in place; anything else (a log, a pipe) gets
-one plain block per round.
+one plain block per round. What the terminal is comes in an Environment; the
+signals a live view needs (Ctrl-C held while drawing, SIGWINCH) are the command
+layer's (commands/watch_loop.py), which hands the screen its new size and the
+way to hold an interrupt.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shlex
-import signal
+import io
 import sys
-import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
@@ -27,22 +26,21 @@ from rich.text import Text
 from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound, blind
 from spurctl.hostlist import fold
-from spurctl.model import Action, Finding, format_time
-from spurctl.render.audit import (
-    Column,
-    FindingsTable,
-    plain_text,
-    screen_notes,
-    terminal_console,
-)
+from spurctl.model import Action, Finding, NextStep, SinceEvidence, format_time
+from spurctl.render.audit import Column, FindingsTable, screen_notes
 from spurctl.render.common import (
     ACTION_RANK,
+    command_line,
     context_line,
     escaped,
     grouped,
     no_discrepancies,
+    pipe_width,
     summary_line,
 )
+from spurctl.render.environment import Environment
+from spurctl.render.since import since_text
+from spurctl.render.sink import styled
 
 
 def format_age(age: timedelta) -> str:
@@ -60,14 +58,6 @@ def format_age(age: timedelta) -> str:
     return f"{days}d{hours:02d}h"
 
 
-def _clock(moment: datetime, today: datetime) -> str:
-    # The round header carries the date; a row repeats it only when it differs.
-    moment, today = moment.astimezone(UTC), today.astimezone(UTC)
-    if moment.date() == today.date():
-        return moment.strftime("%H:%M:%S")
-    return format_time(moment.replace(microsecond=0)) or ""
-
-
 def _status_word(t: TrackedFinding) -> str:
     return "STRANDED" if t.stranded else "stale inv" if t.evidence_stale else ""
 
@@ -80,36 +70,50 @@ def _status(t: TrackedFinding) -> Text:
     return Text(word, style=_STATUS_STYLE.get(word, ""))
 
 
+# The indent of a reason under its finding in the audit table's narrow layout
+# (render.audit.FindingsTable): the times line up with it.
+_STACK_INDENT = 10
+
+
 def _history_columns(tracked: Sequence[TrackedFinding], at: datetime) -> list[Column]:
-    """Since when each finding has been seen, its age, and whether it is stranded."""
+    """Two times, each labelled: since when the evidence says the finding's state has
+    held (the job's end, its move, the run's start, the inventory: decide/onset.py),
+    and how long this watch has seen it; then whether it is stranded."""
     # By identity: the classifier may emit two equal findings, each is a row.
-    history = {id(t.finding): t for t in tracked}
-    # Thousands of findings share a few first-seen times and ages (those seen since the
-    # first round): each is formatted once a round.
-    clocks: dict[datetime, str] = {}
+    history_of = {id(t.finding): t for t in tracked}
+    # Thousands of findings share a few times and ages (those seen since the first
+    # round, a job's end on many nodes): each is formatted once a round.
+    dates: dict[tuple[datetime | None, SinceEvidence | None], str] = {}
     ages: dict[timedelta, str] = {}
 
     def since(f: Finding) -> str:
-        first = history[id(f)].first_seen
-        text = clocks.get(first)
+        t = history_of[id(f)]
+        key = (t.since, t.since_evidence)
+        text = dates.get(key)
         if text is None:
-            clocks[first] = text = _clock(first, at)
+            dates[key] = text = since_text(t.since, t.since_evidence, at)
         return text
 
-    def age(f: Finding) -> str:
-        lasted = history[id(f)].age
+    def history(f: Finding) -> Text:
+        # Narrow: both times on a line of their own, indented as the reason under it.
+        text = since(f)
+        dated = "" if text == "-" else f"{text}  "
+        return Text(f"\n{' ' * _STACK_INDENT}{dated}watched {watched(f)}")
+
+    def watched(f: Finding) -> str:
+        lasted = history_of[id(f)].age
         text = ages.get(lasted)
         if text is None:
             ages[lasted] = text = format_age(lasted)
         return text
 
     def status(f: Finding) -> Text:
-        return _status(history[id(f)])
+        return _status(history_of[id(f)])
 
     return [
-        Column("since", lambda f: Text(since(f)), lambda f: Text(f"since {since(f)}"), since),
-        Column("age", lambda f: Text(age(f)), lambda f: Text(f"age {age(f)}"), age),
-        Column("status", status, status, lambda f: _status_word(history[id(f)])),
+        Column("since", lambda f: Text(since(f)), lambda f: Text(""), since),
+        Column("watched", lambda f: Text(watched(f)), history, watched),
+        Column("status", status, status, lambda f: _status_word(history_of[id(f)])),
     ]
 
 
@@ -118,25 +122,17 @@ def _verdict(
     *,
     ack: str | None = None,
     tell_version: bool = True,
-    reclaim_flags: Sequence[str] = (),
+    width: int | None = None,
 ) -> list[RenderableType]:
-    """The round's verdict: the totals, then what is stranded and how to reclaim it
-    (`reclaim_flags`: the options that produced this view, so the command works pasted)."""
+    """The round's verdict: the totals, then what is stranded and the command that
+    reclaims it, on a line of its own (`width`: the live view's, where a command wider
+    than the terminal is cut, visibly, until the watch stops and prints it whole)."""
     report = state.report
     heartbeats = int(STRANDED_AFTER.total_seconds())
     out: list[RenderableType] = [Text(summary_line(report), style="bold")]
-    stranded = [t for t in state.tracked if t.stranded]
+    stranded = state.stranded
     if stranded:
-        nodes = fold(sorted({t.finding.node for t in stranded}))
-        out.append(
-            Text(
-                f"STRANDED: {plural(len(stranded), 'reclaimable holding')} outlived two agent "
-                f"heartbeats ({heartbeats} s): the controller is not releasing them. "
-                f"Reclaim with: spurctl reclaim --node '{nodes}'"
-                + "".join(" " + shlex.quote(w) for w in reclaim_flags),
-                style="bold red",
-            )
-        )
+        out += _stranded(len(stranded), heartbeats, state.reclaim_step, width)
     stale = [t for t in state.tracked if t.evidence_stale]
     if stale:
         nodes = fold(sorted({t.finding.node for t in stale}))
@@ -153,6 +149,26 @@ def _verdict(
     return out
 
 
+def _stranded(
+    count: int, heartbeats: int, step: NextStep | None, width: int | None
+) -> list[RenderableType]:
+    said = (
+        f"STRANDED: {plural(count, 'reclaimable holding')} outlived two agent heartbeats "
+        f"({heartbeats} s): the controller is not releasing them."
+    )
+    if step is None:
+        return [Text(said, style="bold red")]
+    command = command_line(step)
+    cut = width is not None and len(command) > width
+    if cut:
+        said += " Reclaim with (cut to this terminal's width; printed whole when the watch stops):"
+    else:
+        said += " Reclaim with:"
+    # Never wrapped: a command broken over two lines does not paste.
+    shown = Text(command, style="bold", no_wrap=True, overflow="ellipsis" if cut else "ignore")
+    return [Text(said, style="bold red"), shown]
+
+
 def _more(hidden: Sequence[Finding]) -> Text:
     """The line standing for the findings a short terminal has no room for."""
     counts = Counter(f.action for f in hidden)
@@ -164,8 +180,8 @@ def _more(hidden: Sequence[Finding]) -> Text:
 
 
 class WatchView:
-    """One round, verdict first: the header, the totals, the STRANDED line with its
-    `Reclaim with:` hint and the warnings, then the findings, most urgent first,
+    """One round, verdict first: the header, the totals, the STRANDED line with the
+    command that reclaims it and the warnings, then the findings, most urgent first,
     folded into "... and N more" where the height runs out, then where the view came
     from. `height` is the most lines it may take (None: as many as it needs;
     `fit_terminal`: the console's height, re-read at every drawing)."""
@@ -181,9 +197,7 @@ class WatchView:
         fold: bool = True,
         ack: str | None = None,
         tell_version: bool = True,
-        reclaim_flags: Sequence[str] = (),
     ) -> None:
-        self.reclaim_flags = reclaim_flags
         self.state = escaped(state)  # as drawn: the cluster's control characters written out
         self.fold = fold
         self.ack = ack
@@ -193,12 +207,13 @@ class WatchView:
         self.height = height
         self.fit_terminal = fit_terminal
 
-    def _head(self) -> list[RenderableType]:
+    def _head(self, width: int) -> list[RenderableType]:
         state = self.state
         at = state.at.astimezone(UTC).replace(microsecond=0)
+        cluster = f"cluster {state.report.cluster}, " if state.report.cluster else ""
         header = (
-            f"spurctl audit --watch: round {state.number}, {format_time(at)} (times UTC), "
-            f"every {state.interval:g} s"
+            f"spurctl audit --watch: {cluster}round {state.number}, {format_time(at)} "
+            f"(times UTC), every {state.interval:g} s"
         )
         if self.running:
             header += f"; round {state.number + 1} running"
@@ -224,7 +239,7 @@ class WatchView:
                 )
             )
         return out + _verdict(
-            state, ack=self.ack, tell_version=self.tell_version, reclaim_flags=self.reclaim_flags
+            state, ack=self.ack, tell_version=self.tell_version, width=width if self.live else None
         )
 
     def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
@@ -246,7 +261,7 @@ class WatchView:
         groups = grouped(t.finding for t in self.state.tracked)
         groups.sort(key=lambda g: ACTION_RANK[g[1][0].action])
         findings = [f for _, rows in groups for f in rows]
-        head = Group(*self._head())
+        head = Group(*self._head(options.max_width))
         tail = Text(context_line(self.state.report), style="dim")
         height = self.height
         if self.fit_terminal:
@@ -290,7 +305,6 @@ def watch_renderable(
     fold: bool = True,
     ack: str | None = None,
     tell_version: bool = True,
-    reclaim_flags: Sequence[str] = (),
 ) -> RenderableType:
     """The whole view of one round (see WatchView).
 
@@ -303,7 +317,7 @@ def watch_renderable(
     fit = live if fit_terminal is None else fit_terminal
     return WatchView(
         state, live=live, running=running, height=height, fit_terminal=fit, fold=fold,
-        ack=ack, tell_version=tell_version, reclaim_flags=reclaim_flags,
+        ack=ack, tell_version=tell_version,
     )  # fmt: skip
 
 
@@ -315,100 +329,102 @@ def render_watch_round(
     fold: bool = True,
     ack: str | None = None,
     tell_version: bool = True,
-    reclaim_flags: Sequence[str] = (),
 ) -> str:
     """One round as plain text (no colour, no trailing blanks), for logs and pipes:
-    every finding unless `height` limits the lines.
+    every finding unless `height` limits the lines; a command to run next whole on
+    its line, however wide.
 
     `console_width` defaults to what `audit` uses when not on a terminal.
     """
-    view = watch_renderable(
-        state, height=height, fold=fold, ack=ack, tell_version=tell_version,
-        reclaim_flags=reclaim_flags,
+    view = watch_renderable(state, height=height, fold=fold, ack=ack, tell_version=tell_version)
+    buf = io.StringIO()
+    console = Console(
+        file=buf, width=console_width or pipe_width(), color_system=None, force_terminal=False,
+        highlight=False, emoji=False, markup=False,
     )  # fmt: skip
-    return plain_text([view], console_width)
+    console.print(view, crop=False)
+    # rich pads every line to the console width; strip it so the text diffs and greps cleanly.
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
-@contextmanager
-def _drawing_whole() -> Iterator[None]:
-    """Hold Ctrl-C until the drawing in hand is written, then raise it.
+def first_round_interrupted(doing: str) -> None:
+    """The one line for a watch stopped before it could show anything."""
+    print(f"spurctl: interrupted during the first round: {doing}", file=sys.stderr)
 
-    A KeyboardInterrupt landing inside rich's write leaves the drawing in rich's
-    buffer, and the next write repeats it without moving the cursor back: a stale
-    copy of the round stays above the final view.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if held:
-            if callable(previous):
-                previous(signal.SIGINT, None)
-            else:
-                raise KeyboardInterrupt
+
+Hold = Callable[[], AbstractContextManager[None]]
 
 
 class WatchScreen:
-    """Where the rounds go: on a terminal one view redrawn in place, which keeps
-    the last round on screen when the watch ends; elsewhere one plain block per round."""
+    """Where the rounds go: on a terminal (`env.tty`) one view redrawn in place, which
+    keeps the last round on screen when the watch ends; elsewhere one plain block per
+    round. `hold()`: a context in which Ctrl-C waits for the drawing in hand to be
+    written (commands/watch_loop.interrupts_held); `resize(columns, lines)` redraws
+    the view at a new terminal size at once."""
 
     def __init__(
         self,
+        env: Environment,
         file: TextIO | None = None,
         *,
         fold: bool = True,
         ack: str | None = None,
-        reclaim_flags: Sequence[str] = (),
+        hold: Hold = nullcontext,
     ) -> None:
         self.out = sys.stdout if file is None else file
+        self.env = env
         self.fold = fold
         self.ack = ack
-        self.reclaim_flags = reclaim_flags
+        self.hold = hold
         self.shown: WatchRound | None = None
         # The controller-version line is news once a session: the version it was told
         # for, and the round that told it (its redraws keep it).
         self._told: tuple[str, int] | None = None
-        self._live = Live(console=terminal_console(self.out), auto_refresh=False)
-        self._on_terminal = self.out.isatty()
+        self._on_terminal = env.tty
+        self._live = Live(console=self._console(), auto_refresh=False)
         # What is drawn now (running or not), for a redraw at the terminal's new size.
         self._running = False
         self._drawing = False
-        self._resized = False
-        self._previous_winch: Any = None
+        self._resized: tuple[int, int] | None = None
+
+    def _console(self) -> Console:
+        """A console of the terminal's size as the Environment says it: rich is never left
+        to probe the terminal. The data is escaped before it is drawn."""
+        env = self.env
+        console = Console(
+            file=styled(self.out), highlight=False, emoji=False, markup=False,
+            force_terminal=env.tty, no_color=not env.colour or None,
+        )  # fmt: skip
+        if env.tty and env.width and env.height:
+            console.size = (env.width, env.height)
+        return console
 
     def __enter__(self) -> WatchScreen:
         if self._on_terminal:
             self._live.__enter__()
-            if threading.current_thread() is threading.main_thread():
-                # A resized terminal gets the view redrawn at once, not at the next round.
-                self._previous_winch = signal.signal(signal.SIGWINCH, self._on_resize)
         return self
 
-    def _on_resize(self, _signum: int, _frame: object) -> None:
-        self._resized = True
-        if not self._drawing:  # else the drawing in hand redraws when it is done
+    def resize(self, columns: int, lines: int) -> None:
+        """The terminal now has this size: redraw the view at it (after the drawing in
+        hand, if one is being written)."""
+        self._resized = (columns, lines)
+        if not self._drawing:
             self._redraw_resized()
 
     def _redraw_resized(self) -> None:
-        while self._resized and self.shown is not None:
-            self._resized = False
-            with contextlib.suppress(OSError):  # size the console anew, COLUMNS or not
-                self._live.console.size = os.get_terminal_size(self.out.fileno())
+        while self._resized is not None and self.shown is not None:
+            size, self._resized = self._resized, None
+            self._live.console.size = size
             self._draw(self._view(self.shown, live=True, running=self._running))
 
     def _draw(self, view: RenderableType) -> None:
         self._drawing = True
         try:
-            with _drawing_whole():
+            with self.hold():
                 self._live.update(view, refresh=True)
         finally:
             self._drawing = False
-        if self._resized:
+        if self._resized is not None:
             self._redraw_resized()
 
     def _tell_version(self, state: WatchRound) -> bool:
@@ -419,25 +435,19 @@ class WatchScreen:
 
     def _view(self, state: WatchRound, **how: bool) -> RenderableType:
         tell = self._tell_version(state)
-        return watch_renderable(
-            state, fold=self.fold, ack=self.ack, tell_version=tell,
-            reclaim_flags=self.reclaim_flags, **how,
-        )  # fmt: skip
+        return watch_renderable(state, fold=self.fold, ack=self.ack, tell_version=tell, **how)
 
     def show(self, state: WatchRound) -> None:
-        if self._on_terminal:
-            self.shown, self._running = state, False
-            self._draw(self._view(state, live=True))
+        if not self._on_terminal:
+            with self.hold():  # a log or a pipe: one plain block per round
+                self.shown = state
+                tell = self._tell_version(state)
+                block = render_watch_round(state, fold=self.fold, ack=self.ack, tell_version=tell)
+                self.out.write(("\n" if state.number > 1 else "") + block)
+                self.out.flush()
             return
-        with _drawing_whole():  # a log or a pipe: one plain block per round
-            self.shown = state
-            tell = self._tell_version(state)
-            block = render_watch_round(
-                state, fold=self.fold, ack=self.ack, tell_version=tell,
-                reclaim_flags=self.reclaim_flags,
-            )  # fmt: skip
-            self.out.write(("\n" if state.number > 1 else "") + block)
-            self.out.flush()
+        self.shown, self._running = state, False
+        self._draw(self._view(state, live=True))
 
     def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
         """Show every round until they end or Ctrl-C; return the last one shown.
@@ -467,15 +477,13 @@ class WatchScreen:
     ) -> None:
         if not self._on_terminal:
             return
-        if self._previous_winch is not None:
-            signal.signal(signal.SIGWINCH, self._previous_winch)
-            self._previous_winch = None
         # Clear the view redrawn in place, then print the last round once, as it
         # ended: nothing of a "round N running" or "Ctrl-C to stop" drawing stays
-        # above it, however the interrupt cut the drawing short.
-        with _drawing_whole():
+        # above it, however the interrupt cut the drawing short. Printed, not drawn in
+        # place: a command wider than the terminal is written whole (not cropped).
+        with self.hold():
             self._live.transient = True
             self._live.update(Text(""), refresh=False)
             self._live.__exit__(exc_type, exc, tb)
             if self.shown is not None:
-                self._live.console.print(self._view(self.shown, fit_terminal=True))
+                self._live.console.print(self._view(self.shown, fit_terminal=True), crop=False)

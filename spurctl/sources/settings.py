@@ -325,6 +325,9 @@ class Connection:
     timeout: float = 10.0
     tls_ca: bytes | None = field(default=None, repr=False)
     conf: SpurConf = field(default_factory=SpurConf)
+    # The cluster's name, for report headers and prompts: spur.conf's cluster_name, else
+    # what the config file calls it (sources/user_config.py); None when neither does.
+    cluster: str | None = None
 
     def agent_address(self, node: str) -> str:
         return self.agent_map.get(node) or f"{node}:{self.agent_port}"
@@ -369,6 +372,16 @@ class Connection:
         return [s for s in (self.token, self.jwt_key) if s]
 
 
+def cluster_for(controller: str | None) -> str | None:
+    """What the config file (sources/user_config.py) calls the cluster, when `controller`
+    (the one this command reads) is the config's: a --controller naming another cluster
+    must not be reported under the context's name."""
+    from spurctl.sources import user_config
+
+    config = user_config.load()
+    return config.cluster_name if controller == config.controller else None
+
+
 def connect_settings(
     *,
     controller: str | None = None,
@@ -380,8 +393,17 @@ def connect_settings(
     timeout: float = 10.0,
     tls_ca: Path | None = None,
     home: Path | None = None,
+    cluster: str | None = None,
 ) -> Connection:
+    """The cluster as the options, spur.conf and the environment name it. `cluster`:
+    what the config file calls it; spur.conf's cluster_name must agree when it has one."""
     conf = load_conf(conf_path if conf_path is not None else _env_path("SPUR_CONF"))
+    if cluster is not None and conf.cluster_name is not None and cluster != conf.cluster_name:
+        raise SpurctlError(
+            f"the config file calls this cluster {cluster!r}, but spur.conf "
+            f"({conf.path or 'the default'}) says cluster_name = {conf.cluster_name!r}: set "
+            "the context's conf (or --conf) to that cluster's spur.conf"
+        )
     ca: bytes | None = None
     if tls_ca is not None:
         try:
@@ -406,6 +428,7 @@ def connect_settings(
         timeout=timeout,
         tls_ca=ca,
         conf=conf,
+        cluster=conf.cluster_name or cluster,
     )
 
 

@@ -85,6 +85,7 @@ def round_imports(src: Sources) -> None:
     import grpc._channel  # noqa: F401 - grpc imports it with the first channel
 
     import spurctl.decide.classify
+    import spurctl.decide.onset
     import spurctl.sources.controller
 
     if src.collect:
@@ -138,6 +139,7 @@ def watch_rounds(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     isolate: bool = True,
+    view_flags: tuple[str, ...] = (),
 ) -> Generator[WatchRound, None, None]:
     """Audit every `interval` seconds until `rounds` (None: forever); yield each round.
 
@@ -213,7 +215,9 @@ def watch_rounds(
             if found is not None:
                 report, evidence = found
                 tracked = tracker.update(report.findings, at, evidence_at=evidence)
-                state = WatchRound(number, at, interval, report, tracked, number)
+                state = WatchRound(
+                    number, at, interval, report, tracked, number, view_flags=view_flags
+                )
             assert state is not None
             yield state
     finally:

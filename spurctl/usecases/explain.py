@@ -432,6 +432,7 @@ def explain(
         "node": name,
         "controller_node": _node_doc(where.controller_name, where.node),
         "controller": {
+            "cluster": report.cluster,
             "address": report.controller_address,
             "version": report.controller_version,
             "taken_at": format_time(report.taken_at),

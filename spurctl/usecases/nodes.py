@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
-from spurctl.model import AuditReport, ControllerView, Inventory
+from spurctl.model import AuditReport, ControllerView, Finding, Inventory, Kind, NodeState
 
 if TYPE_CHECKING:
     from spurctl.audit_view import AuditInputs
@@ -48,6 +48,9 @@ class NodeRow:
     # Seconds from the inventory's collection to when the inventories were in hand.
     inventory_age_s: float | None
     error: str | None
+    # The audit's findings on the node (under either of its names): how many of each
+    # kind, in the contract's order of kinds.
+    findings: tuple[tuple[Kind, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,12 @@ class NodeListing:
     controller_version: str = ""
     version_note: str | None = None
     version_line: str | None = None
+    # `nodes --state`: the controller states the rows were chosen by (empty: every row),
+    # and how many rows there were before.
+    states: tuple[NodeState, ...] = ()
+    total: int | None = None
+    # The cluster's name (spur.conf's cluster_name, else the config file's).
+    cluster: str | None = None
 
     def by_agent(self) -> dict[AgentStatus, list[str]]:
         """The nodes of each agent status (in AgentStatus order, only those that occur)."""
@@ -170,26 +179,66 @@ def listing(
     return NodeListing(view.address, view.taken_at, view.complete, rows, list(notes))
 
 
+def _findings_by_node(findings: Iterable[Finding]) -> dict[str, dict[Kind, int]]:
+    out: dict[str, dict[Kind, int]] = {}
+    for f in findings:
+        kinds = out.setdefault(f.node, {})
+        kinds[f.kind] = kinds.get(f.kind, 0) + 1
+    return out
+
+
+def with_findings(listed: NodeListing, findings: Iterable[Finding]) -> NodeListing:
+    """Each row with the findings on its node, under the controller's name or the name
+    its inventory reports (a finding names the inventory's node)."""
+    from dataclasses import replace
+
+    found = _findings_by_node(findings)
+    rows = []
+    for row in listed.rows:
+        counts: dict[Kind, int] = {}
+        for name in {row.node, row.inventory_node or row.node}:
+            for kind, n in found.get(name, {}).items():
+                counts[kind] = counts.get(kind, 0) + n
+        rows.append(replace(row, findings=tuple((k, counts[k]) for k in Kind if k in counts)))
+    return replace(listed, rows=rows)
+
+
+def with_states(listed: NodeListing, states: Iterable[NodeState]) -> NodeListing:
+    """Only the rows whose controller state is one of `states` (as sinfo -t); none
+    given: every row. A node the controller does not know has no state: never chosen."""
+    from dataclasses import replace
+
+    wanted = tuple(dict.fromkeys(states))
+    if not wanted:
+        return listed
+    names = {s.name for s in wanted}
+    rows = [r for r in listed.rows if r.state in names]
+    return replace(listed, rows=rows, states=wanted, total=len(listed.rows))
+
+
 def from_audit(report: AuditReport, inputs: AuditInputs) -> NodeListing:
     """The listing of an audit's inputs, with the audit's notes (an incomplete view,
-    nodes -x left out, nodes no inventory speaks for)."""
+    nodes -x left out, nodes no inventory speaks for) and each node's findings."""
     from dataclasses import replace
 
     listed = listing(
         inputs.view, inputs.inventories, scope=inputs.scope, now=inputs.now, notes=report.notes
     )
     return replace(
-        listed,
+        with_findings(listed, report.findings),
         controller_version=report.controller_version,
         version_note=report.version_note,
         version_line=report.version_line,
+        cluster=report.cluster,
     )
 
 
-def run_nodes(src: Sources, conn: Connection | None) -> NodeListing:
+def run_nodes(
+    src: Sources, conn: Connection | None, *, states: Iterable[NodeState] = ()
+) -> NodeListing:
     """`spurctl nodes`: read the controller (or a snapshot) and the inventories as an
-    audit does, then list them."""
+    audit does, then list them (only those in `states`, when given)."""
     from spurctl.audit_view import run_audit
 
     report, inputs = run_audit(src, conn)
-    return from_audit(report, inputs)
+    return with_states(from_audit(report, inputs), states)

@@ -166,12 +166,17 @@ def test_prometheus_counts_stay_whole_and_the_node_series_follow_the_filter(
     run = audit(sim, inventory, "--format", "prometheus", "--kind", "terminal-held")
     shown = samples(run.stdout)
 
+    def per_node(key: str) -> bool:
+        return "node=" in key
+
     assert run.returncode == 1
-    assert {k: v for k, v in shown.items() if "node_reclaimable" not in k} == {
-        k: v for k, v in everything.items() if "node_reclaimable" not in k
+    assert {k: v for k, v in shown.items() if not per_node(k)} == {
+        k: v for k, v in everything.items() if not per_node(k)
     }
-    assert [k for k in shown if "node_reclaimable" in k] == [
-        'spurctl_node_reclaimable_holdings{node="gpu012"}'
+    assert [k for k in shown if per_node(k)] == [
+        'spurctl_node_reclaimable_holdings{node="gpu012"}',
+        'spurctl_finding{node="gpu012",kind="terminal-held",action="reclaim"}',
+        'spurctl_finding_since_seconds{node="gpu012",kind="terminal-held",action="reclaim"}',
     ]
     assert run.stdout.splitlines()[0].startswith("# spurctl: Filter --kind terminal-held: ")
 

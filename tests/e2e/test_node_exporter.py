@@ -34,12 +34,18 @@ from tests.tools import require
 _SAMPLE = re.compile(r"^(spurctl_[a-z_]+(?:\{[^}]*\})?) (\S+)$")
 
 
+_LABEL = re.compile(r'[a-z_]+="(?:[^"\\]|\\.)*"')
+
+
 def spurctl_samples(text: str) -> dict[str, float]:
-    """spurctl's series in exposition text, `name{labels}` -> value."""
+    """spurctl's series in exposition text, `name{labels}` -> value, the labels in name
+    order (node_exporter serves them so; their order means nothing)."""
     out: dict[str, float] = {}
     for line in text.splitlines():
         if m := _SAMPLE.match(line):
-            out[m[1]] = float(m[2])
+            name, _, labels = m[1].partition("{")
+            pairs = sorted(_LABEL.findall(labels))
+            out[f"{name}{{{','.join(pairs)}}}" if pairs else name] = float(m[2])
     return out
 
 

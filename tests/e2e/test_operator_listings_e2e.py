@@ -71,6 +71,7 @@ def test_nodes_lists_one_line_per_node_with_both_views_and_folds_each_agent_stat
         "held",
         "agent",
         "inv-age",
+        "findings",
     ]
     listed = [ln.split()[0] for ln in lines[header + 1 :] if ln.startswith("gpu")]
     assert listed == [f"gpu{i:03d}" for i in range(1, 25)]
@@ -78,8 +79,10 @@ def test_nodes_lists_one_line_per_node_with_both_views_and_folds_each_agent_stat
     assert _row(out, "gpu003")[:5] == ["gpu003", "down", "-", "4711", "answered"]
     assert _row(out, "gpu012")[:5] == ["gpu012", "mixed", "4950", "4702,4950", "answered"]
     assert _row(out, "gpu021")[4] == "answered as gpu021.cluster.local"
-    assert _row(out, "gpu023")[3:] == ["?", "unreachable", _row(out, "gpu023")[5]]
-    assert _row(out, "gpu024")[3:] == ["?", "not-inventoried", "-"]
+    assert _row(out, "gpu023")[3:] == [
+        "?", "unreachable", _row(out, "gpu023")[5], "agent-unreachable"
+    ]  # fmt: skip
+    assert _row(out, "gpu024")[3:] == ["?", "not-inventoried", "-", "not-inventoried"]
     assert "answered (22): gpu[001-022]" in lines
     assert "unreachable (1): gpu023" in lines and "not-inventoried (1): gpu024" in lines
     # The controller-version note is one line, its short form; acknowledged, none.
@@ -135,6 +138,59 @@ def test_nodes_json_and_csv_carry_every_field_and_take_w_and_x(
         ("gpu006", "4715 4716", "answered", ""),
         ("gpu021", "4960", "answered", "gpu021.cluster.local"),
     ]
+
+
+def test_nodes_names_the_findings_on_each_node_under_either_of_its_names(
+    incident_cluster: INCIDENT, tmp_path: Path
+) -> None:
+    sim, inventory, _ = incident_cluster
+    out = _nodes(sim, inventory)
+
+    assert _row(out, "gpu006")[-1] == "active-elsewhere(2)"  # 4715 and 4716
+    assert _row(out, "gpu009")[-1] == "phantom-alloc"
+    assert _row(out, "gpu012")[-1] == "terminal-held"
+    assert _row(out, "gpu021")[-1] == "name-mismatch"  # reported as gpu021.cluster.local
+    assert _row(out, "gpu001")[-1] == "-"  # a healthy job: nothing to say
+    doc = json.loads(_nodes(sim, inventory, "-w", "gpu[006,009]", "--json"))
+    assert [n["findings"] for n in doc["nodes"]] == [
+        {"active-elsewhere": 2},
+        {"phantom-alloc": 1},
+    ]
+    rows = list(
+        csv.DictReader(io.StringIO(_nodes(sim, inventory, "-w", "gpu006", "--format", "csv")))
+    )
+    assert rows[0]["findings"] == "active-elsewhere=2"
+
+
+def test_nodes_state_chooses_nodes_by_the_controllers_state_as_sinfo_t(
+    incident_cluster: INCIDENT, tmp_path: Path
+) -> None:
+    sim, inventory, _ = incident_cluster
+    out = _nodes(sim, inventory, "--state", "down")
+    listed = [ln.split()[0] for ln in out.splitlines() if ln.startswith("gpu")]
+    assert listed == ["gpu003", "gpu004", "gpu005"]  # the incident's DOWN nodes
+    assert "Filter --state down: showing 3 of 24 nodes." in out.splitlines()
+
+    both = json.loads(_nodes(sim, inventory, "-t", "down,mix", "--json"))
+    repeated = json.loads(_nodes(sim, inventory, "-t", "down", "-t", "mixed", "--json"))
+
+    def names(doc: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(n["node"], n["state"]) for n in doc["nodes"]]
+
+    assert names(both) == names(repeated)
+    assert {n["state"] for n in both["nodes"]} == {"DOWN", "MIXED"}
+    assert both["filter"] == {
+        "states": ["down", "mixed"],
+        "shown": len(both["nodes"]),
+        "hidden": 24 - len(both["nodes"]),
+    }
+    assert both["summary"]["nodes"] == len(both["nodes"])
+
+    bad = run_cli(
+        "nodes", "--controller", sim.controller_address, "--inventory", str(inventory),
+        "--state", "down,sleepy",
+    )  # fmt: skip
+    one_line_error(bad, "unknown node state 'sleepy'", "idle, allocated, mixed, down")
 
 
 def test_nodes_refuses_a_bad_exclude_hostlist_with_one_line(incident_cluster: INCIDENT) -> None:

@@ -161,14 +161,15 @@ def test_watch_drops_a_finding_once_the_node_releases_it_and_exits_with_the_last
         err = finish(proc)
 
     assert first[0].startswith("spurctl audit --watch: round 1, ")
-    assert row(first, "gpu012", 4702)[:7] == [
+    assert row(first, "gpu012", 4702)[:8] == [
         "gpu012",
         "4702",
         "terminal-held",
         "reclaim",
         "no",
-        first[0].split("T")[1][:8],  # first seen at the round's own time
-        "0s",
+        "ended",  # since the job's end (tests/e2e/test_watch_evidence_times.py)
+        "2026-12-01T23:40:51Z",
+        "0s",  # watched since this round
     ]
     assert second[0].startswith("spurctl audit --watch: round 2, ")
     assert "No discrepancies: 1 node, 1 inventoried." in second
@@ -195,9 +196,9 @@ def test_a_failed_round_is_shown_and_the_watch_goes_on_keeping_each_findings_age
     (failed,) = [line for line in second if "FAILED" in line]
     assert failed.startswith("Round 2 FAILED: ") and "inv.jsonl" in failed
     assert failed.endswith("Showing round 1; a failed round clears no finding.")
-    assert row(second, "gpu012", 4702)[5:7] == row(first, "gpu012", 4702)[5:7]
-    since, age = row(third, "gpu012", 4702)[5:7]
-    assert since == row(first, "gpu012", 4702)[5] and age != "0s"
+    assert row(second, "gpu012", 4702)[5:8] == row(first, "gpu012", 4702)[5:8]
+    *since, age = row(third, "gpu012", 4702)[5:8]
+    assert since == row(first, "gpu012", 4702)[5:7] and age != "0s"
     # Rounds are timed by their schedule: round 3 of a 1 s watch is 2 s after round 1,
     # never 1.9 s shown as "1s" because round 1's controller read was the slowest.
     assert age.endswith("s") and int(age[:-1]) >= 2, age
@@ -365,8 +366,14 @@ def test_on_a_terminal_the_verdict_is_on_screen_and_ctrl_c_leaves_one_view_that_
     ("args", "message"),
     [
         (
-            ["--watch", "--format", "json"],
-            "--watch draws a table; --format json is for one-shot audits (drop --watch)",
+            ["--watch", "--format", "csv"],
+            "--watch draws a table or writes JSON Lines (--format json); --format csv is "
+            "for one-shot audits (drop --watch)",
+        ),
+        (
+            ["--watch", "--format", "json", "-o", "rounds.jsonl"],
+            "--kind, --action and -o do not apply with --watch (every round shows every "
+            "finding, on stdout: redirect it to keep it)",
         ),
         (["--interval", "5"], "--interval and --rounds only apply with --watch"),
         (["--rounds", "2"], "--interval and --rounds only apply with --watch"),
@@ -388,3 +395,35 @@ def test_watch_refuses_what_it_cannot_do_with_one_line_and_status_2(
 
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr.splitlines() == [f"spurctl: error: {message}"]
+
+
+def test_watch_as_json_lines_writes_one_audit_document_per_round_with_each_findings_history(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    import json
+
+    inventory = sim.write_inventories(tmp_path / "inv.jsonl")
+    cmd = ("--nodes", "gpu[009,012]", "--rounds", "2", "--interval", "1", "--format", "json")
+    run = run_cli(*watch(sim, inventory, *cmd), home=tmp_path / "home", env=WIDE)
+
+    assert (run.returncode, run.stderr) == (1, "")
+    lines = run.stdout.splitlines()
+    assert len(lines) == 2  # one line per round, nothing else on stdout
+    first, second = (json.loads(line) for line in lines)
+    for number, doc in enumerate((first, second), 1):
+        assert doc["schema"] == "spurctl.audit/v1"
+        assert doc["controller"]["address"] == sim.controller_address
+        assert doc["summary"]["nodes"] == 2
+        watch_key = doc["watch"]
+        assert (watch_key["round"], watch_key["report_round"], watch_key["error"]) == (
+            number, number, None
+        )  # fmt: skip
+        assert watch_key["interval_s"] == 1 and watch_key["stranded"] == 0
+        assert watch_key["reclaim"] is None  # nothing outlived two heartbeats yet
+    by_key = {(f["node"], f["job_id"], f["kind"]): f for f in second["findings"]}
+    held = by_key[("gpu012", 4702, "terminal-held")]
+    assert (held["since"], held["since_evidence"]) == ("2026-12-01T23:40:51Z", "job-end")
+    assert held["first_seen"] == first["watch"]["at"]
+    assert held["watched_s"] >= 1 and held["stranded"] is False
+    phantom = by_key[("gpu009", None, "phantom-alloc")]
+    assert (phantom["since"], phantom["since_evidence"]) == (None, None)

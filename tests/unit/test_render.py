@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from spurctl.errors import SpurctlError
 from spurctl.model import (
@@ -19,6 +20,7 @@ from spurctl.model import (
     AuditReport,
     Finding,
     Kind,
+    SinceEvidence,
     Watermark,
     WatermarkSource,
 )
@@ -166,6 +168,7 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
     ]
     assert doc["schema"] == "spurctl.audit/v1"
     assert doc["controller"] == {
+        "cluster": None,  # neither spur.conf nor the config file names it
         "address": "http://ctl:6817",
         "version": "0.3.1",
         "taken_at": "2026-12-02T10:00:00Z",
@@ -189,7 +192,7 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
         "needs_action": 7,
     }
     for f in doc["findings"]:
-        assert list(f) == [*FINDING_FIELDS, "gpus", "pids"]
+        assert list(f) == [*FINDING_FIELDS, "gpus", "pids", "since", "since_evidence"]
     # Report order is kept: scripts may rely on the classifier's order.
     assert [(f["node"], f["job_id"]) for f in doc["findings"]] == [
         (f.node, f.job_id) for f in report.findings
@@ -206,6 +209,8 @@ def test_json_document_has_exactly_the_contract_keys_and_values() -> None:
         "inventory_age_s": 42.5,
         "gpus": [0, 1],
         "pids": [81234],
+        "since": None,
+        "since_evidence": None,
     }
     unreachable = doc["findings"][-1]
     assert unreachable["job_id"] is None and unreachable["live"] is None
@@ -387,6 +392,8 @@ def test_the_exposition_checker_rejects_what_the_collector_would() -> None:
 EXPECTED_METRICS = {
     "spurctl_findings",
     "spurctl_node_reclaimable_holdings",
+    "spurctl_finding",
+    "spurctl_finding_since_seconds",
     "spurctl_findings_needing_action",
     "spurctl_nodes_in_scope",
     "spurctl_nodes_inventoried",
@@ -432,6 +439,44 @@ def test_prometheus_counts_reclaimable_holdings_per_node_with_escaped_labels() -
         (("node", "gpu10"),): 1.0,
         (("node", WEIRD_NODE),): 1.0,
     }
+
+
+def test_prometheus_names_each_node_with_each_kind_of_finding_and_when_evidence_dates_it() -> None:
+    ended = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    findings = _findings()
+    # gpu2's two reclaim findings of different kinds; 4000's job ended on Nov 30.
+    findings[3] = replace(findings[3], since=ended, since_evidence=SinceEvidence.JOB_END)
+    # A second terminal holding on gpu2, dated later: the series says the earliest.
+    later = replace(findings[3], job_id=4001, since=ended + timedelta(hours=5))
+    families = parse_exposition(render_audit(_report([*findings, later]), "prometheus"))
+
+    per_node = families["spurctl_finding"]["samples"]
+    key = lambda node, kind, action: (("node", node), ("kind", kind), ("action", action))  # noqa: E731
+    assert per_node == {
+        key("gpu1", "above-watermark-unknown", "investigate"): 1.0,
+        key("gpu2", "below-watermark-unknown", "reclaim"): 1.0,
+        key("gpu2", "phantom-alloc", "investigate"): 1.0,
+        key("gpu2", "terminal-held", "reclaim"): 2.0,
+        key("gpu10", "not-started", "spare"): 1.0,
+        key("gpu10", "active-elsewhere", "reclaim"): 1.0,
+        key("gpu30", "agent-unreachable", "investigate"): 1.0,
+        key(WEIRD_NODE, "terminal-held", "reclaim"): 1.0,
+    }  # only nodes with findings; gpu1's healthy row (--all) is none
+    since = families["spurctl_finding_since_seconds"]["samples"]
+    assert since == {key("gpu2", "terminal-held", "reclaim"): ended.timestamp()}
+
+
+def test_prometheus_per_node_series_follow_the_filter() -> None:
+    from spurctl.render.audit import FindingFilter
+
+    only = FindingFilter(kinds=(Kind.PHANTOM_ALLOC,))
+    text = render_audit(_report(), "prometheus", only=only)
+    assert text.startswith("# spurctl: Filter --kind phantom-alloc: showing 1 of 9 findings")
+    families = parse_exposition(text.split("\n", 1)[1])  # the filter's comment line aside
+    assert set(families["spurctl_finding"]["samples"]) == {
+        (("node", "gpu2"), ("kind", "phantom-alloc"), ("action", "investigate"))
+    }
+    assert families["spurctl_findings"]["samples"][(("kind", "terminal-held"),)] == 2.0
 
 
 # -- table -------------------------------------------------------------------

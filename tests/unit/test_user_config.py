@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spurctl.errors import SpurctlError
-from spurctl.sources.user_config import config_path, load, parse
+from spurctl.sources.user_config import config_path, in_context, load, parse
 
 CONFIG = Path("/etc/xdg/spurctl/config.toml")
 
@@ -88,3 +88,71 @@ def test_no_file_is_no_defaults_and_an_unreadable_one_is_an_error(tmp_path: Path
     not_text.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(SpurctlError, match=r"binary\.toml: it is not UTF-8 text"):
         load(not_text)
+
+
+# -- contexts: several clusters in one file ----------------------------------------
+
+CONTEXTS = (
+    "collect = true\n"
+    'ack_version = "0.9.1"\n'
+    'current_context = "prod"\n'
+    "[contexts.prod]\n"
+    'controller = "http://ctl-prod:6817"\n'
+    'conf = "prod/spur.conf"\n'
+    "[contexts.lab]\n"
+    'controller = "http://ctl-lab:6817"\n'
+    'cluster = "lab-east"\n'
+    'inventory = "lab.jsonl"\n'
+)
+
+
+def test_a_context_takes_its_own_keys_over_the_files_and_its_name_is_the_clusters() -> None:
+    config = parse(CONTEXTS, CONFIG)
+    assert config.contexts == ("prod", "lab")
+
+    prod = in_context(config, None)  # the file's current_context
+    assert (prod.context, prod.controller, prod.cluster_name) == (
+        "prod",
+        "http://ctl-prod:6817",
+        "prod",
+    )
+    assert prod.conf == Path("/etc/xdg/spurctl/prod/spur.conf")
+    assert (prod.collect, prod.ack_version) == (True, "0.9.1")  # the file's, for every context
+
+    lab = in_context(config, "lab")
+    assert (lab.controller, lab.cluster_name) == ("http://ctl-lab:6817", "lab-east")
+    # Where holdings come from is one choice: the context's inventory replaces collect.
+    assert (lab.inventory, lab.collect) == (["/etc/xdg/spurctl/lab.jsonl"], None)
+
+
+def test_without_a_current_context_the_files_own_keys_apply() -> None:
+    config = in_context(parse(CONTEXTS.replace('current_context = "prod"\n', ""), CONFIG), None)
+    assert (config.context, config.controller, config.collect) == (None, None, True)
+
+
+def test_an_unknown_context_is_one_line_listing_the_known_ones() -> None:
+    with pytest.raises(SpurctlError) as caught:
+        in_context(parse(CONTEXTS, CONFIG), "staging")
+    assert str(caught.value) == (
+        f"--context staging: no such context in {CONFIG}; its contexts: prod, lab"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('current_context = "dev"\n[contexts.prod]\n', [":1:", "'dev'", "(prod)"]),
+        ("[contexts.prod]\ncontroler = 1\n", [":2:", "unknown key 'controler'", "a context's"]),
+        ('[contexts.prod]\ninventory = "i"\ncollect = true\n', [":3:", "not both"]),
+        ('[contexts.prod]\ncluster = " prod"\n', [":1:", "cluster must be the cluster's name"]),
+    ],
+)
+def test_a_mistake_in_a_context_is_one_line_naming_the_file_and_its_line(
+    text: str, words: list[str]
+) -> None:
+    with pytest.raises(SpurctlError) as caught:
+        parse(text, CONFIG)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{CONFIG}:"), message
+    for word in words:
+        assert word in message, (word, message)

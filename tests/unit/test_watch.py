@@ -14,7 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, Tracker, WatchRound
-from spurctl.model import Action, AuditReport, Finding, Kind, Watermark, WatermarkSource
+from spurctl.model import (
+    Action,
+    AuditReport,
+    Finding,
+    Kind,
+    SinceEvidence,
+    Watermark,
+    WatermarkSource,
+)
 from spurctl.render.watch import format_age, render_watch_round
 from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
@@ -27,6 +35,8 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+# The job ended two days before the watch started: its holding is that old, not the watch's.
+ENDED = datetime(2026, 11, 30, 8, 12, 40, tzinfo=UTC)
 TERMINAL = Finding(
     "gpu017",
     4711,
@@ -36,12 +46,20 @@ TERMINAL = Finding(
     live=True,
     controller_state="COMPLETED",
     pids=(81234,),
+    since=ENDED,
+    since_evidence=SinceEvidence.JOB_END,
 )
 PHANTOM = Finding(
     "gpu020", None, Kind.PHANTOM_ALLOC, Action.INVESTIGATE, "gpu020 has 4 GPUs allocated."
 )
 NOT_STARTED = Finding(
-    "gpu021", 4800, Kind.NOT_STARTED, Action.SPARE, "job 4800 is PENDING; spared."
+    "gpu021",
+    4800,
+    Kind.NOT_STARTED,
+    Action.SPARE,
+    "job 4800 is PENDING; spared.",
+    since=T0 + timedelta(seconds=50),
+    since_evidence=SinceEvidence.RUN_START,
 )
 
 
@@ -326,7 +344,7 @@ def test_a_watch_round_is_timed_by_its_schedule_so_round_3_is_60_s_and_stranded(
     (line,) = [
         line for line in render_watch_round(third, console_width=200).splitlines() if "4711" in line
     ]
-    assert line.split()[6:8] == ["1m00s", "STRANDED"]
+    assert line.split()[5:9] == ["ended", "2026-11-30T08:12:40Z", "1m00s", "STRANDED"]
 
 
 # -- the schedule ------------------------------------------------------------------
@@ -402,7 +420,9 @@ def test_age_reads_in_the_largest_sensible_units() -> None:
     ] == ["0s", "45s", "1m00s", "2m05s", "3h07m", "2d01h"]
 
 
-def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
+def test_the_view_shows_since_when_the_evidence_dates_it_how_long_it_was_watched_and_stranded() -> (
+    None
+):
     tracker = Tracker()
     tracker.update([TERMINAL, PHANTOM], at(0))
     tracked = tracker.update([TERMINAL, PHANTOM, NOT_STARTED], at(90))
@@ -415,13 +435,18 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
         "spurctl audit --watch: round 4, 2026-12-02T10:01:30Z (times UTC), every 30 s."
     )
     (row,) = [line for line in lines if "4711" in line and "terminal-held" in line]
-    assert row.split()[:9] == [
+    (head,) = [line for line in lines if line.startswith("node ")]
+    assert head.split()[:9] == [
+        "node", "job", "kind", "action", "live", "since", "watched", "status", "reason"
+    ]  # fmt: skip
+    assert row.split()[:10] == [
         "gpu017",
         "4711",
         "terminal-held",
         "reclaim",
         "yes",
-        "10:00:00",
+        "ended",
+        "2026-11-30T08:12:40Z",  # another day than the round's: the date too
         "1m30s",
         "STRANDED",
         "gpu017",
@@ -432,23 +457,24 @@ def test_the_view_shows_first_seen_age_and_marks_the_stranded_row() -> None:
         "-",
         "phantom-alloc",
         "investigate",
-        "10:00:00",
+        "-",  # nothing but the view dates a phantom allocation
         "1m30s",
         "gpu020",
     ]
     (pending,) = [line for line in lines if line.startswith("gpu021")]
-    assert pending.split()[:7] == [
+    assert pending.split()[:8] == [
         "gpu021",
         "4800",
         "not-started",
         "spare",
-        "10:01:30",
+        "started",
+        "10:00:50",  # the round's day: the clock alone
         "0s",
         "job",
     ]
     assert (
         "STRANDED: 1 reclaimable holding outlived two agent heartbeats (60 s): the "
-        "controller is not releasing them. Reclaim with: spurctl reclaim --node 'gpu017'"
+        "controller is not releasing them. Reclaim with:\nspurctl reclaim --node gpu017\n"
     ) in text
     assert "stale inv" not in text
 
@@ -462,24 +488,18 @@ def test_a_narrow_view_stacks_each_reason_under_its_finding_as_the_audit_table_d
     lines = render_watch_round(state, console_width=80).splitlines()
     # Under the verdict (see the test on the verdict first); every cell whole, and
     # each reason under its row (render/table.py).
-    first = next(i for i, line in enumerate(lines) if line.startswith("gpu017 "))
+    first = lines.index("gpu017")  # too wide for one row: its cells stack under its name
 
     assert all(len(line) <= 80 for line in lines)
-    assert lines[first - 1].split() == [
-        "node",
-        "job",
-        "kind",
-        "action",
-        "live",
-        "since",
-        "age",
-        "status",
-    ]  # fmt: skip (the reasons' heading has no room: they are under the rows)
-    assert lines[first : first + 4] == [
-        "gpu017  4711  terminal-held  reclaim      yes   10:00:00  1m15s  STRANDED",
-        "  gpu017 holds job 4711, which the controller finished (COMPLETED).",
-        "gpu020  -     phantom-alloc  investigate        10:01:15  0s",
-        "  gpu020 has 4 GPUs allocated.",
+    assert lines[first : first + 8] == [
+        "gpu017",
+        "    4711  terminal-held  reclaim  live: yes",
+        "          ended 2026-11-30T08:12:40Z  watched 1m15s  STRANDED",
+        "          gpu017 holds job 4711, which the controller finished (COMPLETED).",
+        "gpu020",
+        "       -  phantom-alloc  investigate",
+        "          watched 0s",
+        "          gpu020 has 4 GPUs allocated.",
     ]
 
 
@@ -545,7 +565,8 @@ ROW = re.compile(r"\b5\d{3}\s+terminal-held|-\s+phantom-alloc|4800\s+not-started
 VERDICT = (
     "128 nodes in scope, 128 inventoried;",
     "STRANDED: 12 reclaimable holdings",
-    "Reclaim with: spurctl reclaim --node 'gpu[001-012]'",
+    "Reclaim with:",
+    "spurctl reclaim --node 'gpu[001-012]'",
 )
 
 
@@ -561,29 +582,29 @@ def test_the_verdict_comes_first_and_the_findings_fold_to_fit_the_terminal(
     assert all(words in top for words in VERDICT), lines[:8]
     (more,) = [line for line in lines if line.startswith("... and ")]
     hidden = int(more.split()[2])
-    shown = [line for line in lines if ROW.search(line)]
+    rows = [i for i, line in enumerate(lines) if ROW.search(line)]
+    shown = [lines[i] for i in rows]
     assert 0 < hidden < 32 and len(shown) + hidden == 32
     assert more.endswith("; spurctl audit lists all.")
     assert lines[-1].startswith("Controller ") or lines[-2].startswith("Controller ")
-    # The most urgent first: the stranded reclaims are the rows still shown.
-    assert "5001" in shown[0] and all("STRANDED" in line for line in shown[: min(len(shown), 12)])
+    # The most urgent first: the stranded reclaims are the rows still shown (narrow: the
+    # status on the line of times under the row).
+    status = [lines[i] + lines[i + 1] for i in rows]
+    assert "5001" in shown[0] and all("STRANDED" in line for line in status[:12])
 
 
 def test_at_80_columns_each_folded_reason_reads_on_its_own_indented_lines() -> None:
     lines = render_watch_round(big_round(), console_width=80, height=24).splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("gpu001 "))
 
+    # Every cell whole on the row (no evidence dates these findings: since is "-"), the
+    # reason under it, two columns in, carried on at the same indent.
     assert lines[first].split() == [
-        "gpu001",
-        "5001",
-        "terminal-held",
-        "reclaim",
-        "no",
-        "10:00:00",
-        "1m30s",
-        "STRANDED",
-    ]
+        "gpu001", "5001", "terminal-held", "reclaim", "no", "-", "1m30s", "STRANDED",
+    ]  # fmt: skip
     assert lines[first + 1].startswith("  gpu001 holds job 5001, which the controller")
+    assert lines[first + 2].startswith("  cgroup and 2 processes")
+    assert all(len(line) <= 80 for line in lines)
 
 
 def test_without_a_height_every_finding_is_listed_and_nothing_folds() -> None:
@@ -597,10 +618,10 @@ def test_ctrl_c_while_a_round_is_drawn_waits_until_the_drawing_is_written() -> N
     import os
     import signal
 
-    from spurctl.render.watch import _drawing_whole
+    from spurctl.commands.watch_loop import interrupts_held
 
     written = []
-    with pytest.raises(KeyboardInterrupt), _drawing_whole():
+    with pytest.raises(KeyboardInterrupt), interrupts_held():
         os.kill(os.getpid(), signal.SIGINT)
         written.append("the whole drawing")  # not cut short by the interrupt
 
@@ -642,11 +663,107 @@ def test_the_stranded_reclaim_command_carries_the_views_options_shell_quoted() -
     tracker = Tracker()
     tracker.update([TERMINAL], at(0))
     tracked = tracker.update([TERMINAL], at(90))
-    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4)
-    flags = ["--inventory", "/srv/inv dir/inv.jsonl", "--controller", "http://ctl:6817"]
+    flags = ("--inventory", "/srv/inv dir/inv.jsonl", "--controller", "http://ctl:6817")
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
 
-    text = render_watch_round(state, console_width=400, reclaim_flags=flags)
+    text = render_watch_round(state, console_width=400)
 
-    (line,) = [t for t in text.splitlines() if "Reclaim with: " in t]
-    pasted = shlex.split(line.split("Reclaim with: ", 1)[1])
-    assert pasted == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    lines = text.splitlines()
+    command = lines[lines.index(next(t for t in lines if t.endswith("Reclaim with:"))) + 1]
+    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    assert state.reclaim_step is not None
+    assert state.reclaim_step.argv == ("spurctl", "reclaim", "--node", "gpu017", *flags)
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_the_reclaim_command_is_never_wrapped_however_narrow_the_log(width: int) -> None:
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL], at(90))
+    flags = ("--inventory", "/srv/inventories/rack-17/inv.jsonl", "--controller", "http://ctl:6817")
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
+
+    lines = render_watch_round(state, console_width=width).splitlines()
+
+    (command,) = [line for line in lines if line.startswith("spurctl reclaim ")]
+    assert len(command) > width  # whole on its line, wider than the log's width
+    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+
+
+def test_on_a_narrow_terminal_the_live_command_is_cut_visibly_and_printed_whole_at_the_end() -> (
+    None
+):
+    import io
+
+    from spurctl.render.environment import Environment
+    from spurctl.render.watch import WatchScreen
+
+    tracker = Tracker()
+    tracker.update([TERMINAL], at(0))
+    tracked = tracker.update([TERMINAL], at(90))
+    flags = ("--inventory", "/srv/inventories/rack-17/inv.jsonl", "--controller", "http://ctl:6817")
+    state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
+    out = io.StringIO()
+    terminal = Environment(tty=True, width=60, height=40)
+
+    with WatchScreen(terminal, out) as screen:
+        screen.show(state)
+        live = _plain(out.getvalue())
+        assert "printed whole when the watch stops" in " ".join(live.split())
+        (cut,) = [line for line in live.splitlines() if line.startswith("spurctl reclaim")]
+        assert len(cut) == 60 and cut.endswith("…")
+        screen.resize(200, 40)  # wide enough now: whole, and nothing says it is cut
+        wide = _plain(out.getvalue())[len(live) :]
+        assert " ".join(["spurctl reclaim --node gpu017", *flags]) in wide.splitlines()
+        assert "printed whole" not in wide
+        screen.resize(60, 40)
+    final = _plain(out.getvalue()).rsplit("spurctl audit --watch:", 1)[1]
+    (command,) = [line for line in final.splitlines() if line.startswith("spurctl reclaim")]
+    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+
+
+def _plain(drawn: str) -> str:
+    return re.sub(r"\x1b\[[?0-9;]*[A-Za-z]", "", drawn).replace("\r", "")
+
+
+def test_the_watch_renderer_installs_no_signal_handler_and_never_probes_the_terminal() -> None:
+    from pathlib import Path
+
+    import spurctl.render.watch
+
+    source = Path(spurctl.render.watch.__file__).read_text()
+    for probe in ("import signal", "signal.signal", "isatty", "get_terminal_size", "os.environ"):
+        assert probe not in source, probe
+
+
+def test_a_json_round_carries_the_stranded_reclaim_as_argv_and_a_failed_round_its_error() -> None:
+    import io
+    import json
+
+    from spurctl.render.watch_json import JsonLines
+
+    tracker = Tracker()
+    tracker.update([TERMINAL, PHANTOM], at(0))
+    tracked = tracker.update([TERMINAL, PHANTOM], at(60))
+    flags = ("--inventory", "/srv/inv dir/inv.jsonl")
+    good = WatchRound(3, at(60), 30.0, report([TERMINAL, PHANTOM]), tracked, 3, view_flags=flags)
+    failed = replace(good, number=4, at=at(90), error="controller unreachable")
+    out = io.StringIO()
+
+    with JsonLines(out) as lines:
+        last = lines.follow(iter([good, failed]))
+
+    assert last is failed
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["watch"]["stranded"] == 1
+    assert first["watch"]["reclaim"]["argv"] == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    terminal = first["findings"][0]
+    assert (terminal["since"], terminal["since_evidence"]) == ("2026-11-30T08:12:40Z", "job-end")
+    assert (terminal["first_seen"], terminal["watched_s"], terminal["stranded"]) == (
+        "2026-12-02T10:00:00Z",
+        60.0,
+        True,
+    )
+    assert (second["watch"]["round"], second["watch"]["report_round"]) == (4, 3)
+    assert second["watch"]["error"] == "controller unreachable"
+    assert second["findings"] == first["findings"]  # the last good round's, as the table shows
