@@ -63,7 +63,7 @@ from spurctl.simcluster import large
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
 from spurctl.simcluster.server import ANSWER_LIMIT, too_large
 from spurctl.simcluster.state import ClusterState, expand, framed
-from spurctl.sources.documents import inventory_to_dict
+from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.wire import allocation_to_pb, node_to_pb, time_to_pb
 
 MAX_GRPC_MESSAGE_SIZE = ANSWER_LIMIT  # spur-proto crates/spur-proto/src/lib.rs

@@ -37,7 +37,7 @@ from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease, as_received
 from spurctl.simcluster.scenario import Scenario
 from spurctl.simcluster.state import ClusterState, HeartbeatDecision, framed
 from spurctl.sources import credentials as auth
-from spurctl.sources.documents import inventory_to_dict
+from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.wire import job_to_pb, node_to_pb, resource_set_to_pb
 
 AuthMode = Literal["disabled", "permissive", "required"]
