@@ -28,7 +28,7 @@ from pathlib import Path
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
 from spurctl.simcluster import Scenario, SimCluster, large
-from spurctl.simcluster.scenarios import NODE_TOTAL
+from spurctl.simcluster.scenario_parts import NODE_TOTAL
 
 
 def reclaim_scenario(nodes: int) -> Scenario:

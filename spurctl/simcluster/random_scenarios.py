@@ -21,7 +21,7 @@ from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetParseError
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
 from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenarios import NODE_TOTAL, SPUR_VERSION
+from spurctl.simcluster.scenario_parts import NODE_TOTAL, SPUR_VERSION
 from spurctl.simcluster.server import Visibility
 
 # When a holding's run began, relative to its job: the job's current run, an

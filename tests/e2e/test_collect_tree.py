@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from spurctl.simcluster import SimCluster, node_line
-from spurctl.simcluster.scenarios import incident
+from spurctl.simcluster.incident_scenario import incident
 from spurctl.sources.collect import collect
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_to_dict

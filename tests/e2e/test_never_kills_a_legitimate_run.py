@@ -59,7 +59,7 @@ from spurctl.simcluster.random_scenarios import (
     spur_conf_text,
     spur_nodes,
 )
-from spurctl.simcluster.scenarios import hostlist
+from spurctl.simcluster.scenario_parts import hostlist
 from spurctl.simcluster.server import VISIBILITIES
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
