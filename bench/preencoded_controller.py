@@ -60,8 +60,8 @@ from google.protobuf import timestamp_pb2
 from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import large
+from spurctl.simcluster.controller_service import ANSWER_LIMIT, too_large
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
-from spurctl.simcluster.server import ANSWER_LIMIT, too_large
 from spurctl.simcluster.state import ClusterState, expand, framed
 from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.wire import allocation_to_pb, node_to_pb, time_to_pb
