@@ -4,7 +4,7 @@
     python bench/audit_scale.py --sizes 1000,5000,10000,20000 [--library]
 
 Each size gets N nodes, 10*N jobs with real-sized JobInfo records (400-700
-bytes) and inventories for half the nodes (`simcluster.scenarios.large`),
+bytes) and inventories for half the nodes (`simcluster.large`),
 served by bench/preencoded_controller.py in its own process, from bytes
 encoded once at its start, on two ports: one refusing answers over spurctld's
 32 MiB, one without a cap. Measured side by side in the same run, each in a

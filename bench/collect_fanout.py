@@ -27,7 +27,8 @@ from _harness import PYTHON, run, verdict
 
 from spurctl.model import Holding, Inventory, parse_time
 from spurctl.sources.collect import collect
-from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.documents import dump_json
+from spurctl.sources.inventory_document import inventory_to_dict
 
 TARGET_WALL = 6.0
 

@@ -3,7 +3,7 @@
     python bench/preencoded_controller.py --dir DIR [--nodes 20000 --jobs 200000 --held 100000]
         [--release v0.8.0|main-4cc3da8|0.9-0.11|newest]
 
-The data is the simulated cluster's (`spurctl.simcluster.scenarios.large` and
+The data is the simulated cluster's (`spurctl.simcluster.large` and
 `ClusterState.encoded`, so each JobInfo carries the upstream fields a real
 spurctld sends: 400-700 bytes), with inventories written for only a fraction
 of the nodes (`--inventoried`, half by default). At start every JobInfo and
@@ -60,10 +60,10 @@ from google.protobuf import timestamp_pb2
 from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import large
+from spurctl.simcluster.controller_service import ANSWER_LIMIT, too_large
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
-from spurctl.simcluster.server import ANSWER_LIMIT, too_large
 from spurctl.simcluster.state import ClusterState, expand, framed
-from spurctl.sources.documents import inventory_to_dict
+from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.wire import allocation_to_pb, node_to_pb, time_to_pb
 
 MAX_GRPC_MESSAGE_SIZE = ANSWER_LIMIT  # spur-proto crates/spur-proto/src/lib.rs

@@ -296,7 +296,7 @@ def run_audit(
         return kept.inventories
 
     if src.snapshot is not None:
-        from spurctl.sources.documents import read_snapshot
+        from spurctl.sources.snapshot_document import read_snapshot
 
         view, saved_watermark = read_snapshot(src.snapshot)
         holdings = leave_out(view, gather_holdings(src, view.nodes))

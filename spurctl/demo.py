@@ -47,7 +47,7 @@ from spurctl.sources.bounded import JOURNAL, read_text
 if TYPE_CHECKING:
     from spurctl.audit_view import AuditInputs
     from spurctl.simcluster import SimCluster
-    from spurctl.simcluster.server import AuthMode
+    from spurctl.simcluster.identity import AuthMode
     from spurctl.sources.settings import Connection
     from spurctl.usecases.reclaim import Prepared, ReclaimRun
 

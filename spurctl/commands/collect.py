@@ -113,7 +113,7 @@ def command(
     from spurctl.render.collect import show_collected
     from spurctl.sources.cluster_binding import stamped, told
     from spurctl.sources.collect import collect
-    from spurctl.sources.documents import inventory_lines
+    from spurctl.sources.inventory_document import inventory_lines
 
     if scope.everything:
         raise SpurctlError("missing option --nodes: name the nodes to collect with -w HOSTLIST")

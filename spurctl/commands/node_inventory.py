@@ -75,7 +75,8 @@ def command(
     """
     from spurctl.render.collect import tell_scan
     from spurctl.render.common import write_told
-    from spurctl.sources.documents import dump_json, inventory_to_dict
+    from spurctl.sources.documents import dump_json
+    from spurctl.sources.inventory_document import inventory_to_dict
     from spurctl.sources.node_scan import scan_this_node
 
     inventory, denied = scan_this_node(cgroup_root, proc_root, hostname, state_dir=state_dir)

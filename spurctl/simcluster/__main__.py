@@ -18,9 +18,11 @@ from types import FrameType
 
 from spurctl.errors import SpurctlError
 from spurctl.render.common import write_output
+from spurctl.simcluster.identity import AUTH_MODES
+from spurctl.simcluster.incident_scenario import incident
+from spurctl.simcluster.post_wipe_scenario import post_wipe
 from spurctl.simcluster.scenario import Scenario, read_scenario
-from spurctl.simcluster.scenarios import incident, post_wipe
-from spurctl.simcluster.server import AUTH_MODES, SimCluster
+from spurctl.simcluster.server import SimCluster
 
 NAMED = {"incident": incident, "post_wipe": post_wipe}
 

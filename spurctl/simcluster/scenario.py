@@ -30,13 +30,12 @@ from spurctl.model import (
 from spurctl.sources import bounded
 from spurctl.sources.documents import (
     INVENTORY_SCHEMA,
-    holding_to_dict,
-    inventory_from_dict,
     job_from_dict,
     job_to_dict,
     node_from_dict,
     node_to_dict,
 )
+from spurctl.sources.inventory_document import holding_to_dict, inventory_from_dict
 
 SCENARIO_SCHEMA = "spurctl.scenario/v1"
 

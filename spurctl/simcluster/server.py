@@ -12,6 +12,9 @@ Every server runs on one asyncio event loop in one background thread: a gRPC
 handler cannot tell which local port a call came in on, so each node needs its
 own server, and grpc.aio servers cost a listening socket each rather than a
 thread pool each (1,000 agents start in well under a second).
+
+The services are controller_service.py (SlurmController) and agent_service.py
+(SlurmAgent); identity.py rules on who a call comes from.
 """
 
 from __future__ import annotations
@@ -20,46 +23,31 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import grpc
-from google.protobuf import empty_pb2, timestamp_pb2
 
-from spurctl.model import Holding, Inventory, Job, JobState, Node, utcnow
+from spurctl.model import Holding, Inventory, Job, Node, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import node_admin
+from spurctl.simcluster.agent_service import AgentCancel, agent_handler
+from spurctl.simcluster.controller_service import (
+    ANSWER_LIMIT,
+    VISIBILITIES,
+    ControllerCancel,
+    ControllerService,
+    Visibility,
+)
+from spurctl.simcluster.identity import AUTH_MODES, AuthMode, Body, authenticate
 from spurctl.simcluster.node_admin import Refused as _Refused
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease, as_received
+from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
 from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.state import ClusterState, HeartbeatDecision, framed
-from spurctl.sources import credentials as auth
-from spurctl.sources.documents import inventory_to_dict
-from spurctl.sources.wire import job_to_pb, node_to_pb, resource_set_to_pb
+from spurctl.simcluster.state import ClusterState, HeartbeatDecision
+from spurctl.sources.inventory_document import inventory_to_dict
 
-AuthMode = Literal["disabled", "permissive", "required"]
-AUTH_MODES: tuple[AuthMode, ...] = ("disabled", "permissive", "required")
-# spur.conf `[controller] job_info_visibility`: what GetJob shows a non-admin caller
-# of another user's job (redacted: the job without nodelist and resources).
-Visibility = Literal["redacted", "owner_only", "full"]
-VISIBILITIES: tuple[Visibility, ...] = ("redacted", "owner_only", "full")
-LEADER_HEADER = "x-spur-leader"
-# spur-proto MAX_GRPC_MESSAGE_SIZE: spurctld's encoder refuses a larger answer.
-ANSWER_LIMIT = 32 * 1024 * 1024
-
-
-def too_large(size: int, limit: int) -> str:
-    """tonic 0.14's refusal of an answer over its encoding limit (codec/encode.rs)."""
-    return (
-        f"Error, encoded message length too large: found {size} bytes, the limit is: {limit} bytes"
-    )
-
-
-# spurctld's jsonwebtoken validation tolerates 60 s of clock skew on exp.
-TOKEN_LEEWAY_S = 60
 # Stopping with a grace period sends clients a clean GOAWAY; without one, every
 # open client channel in the process logs a "Got goaway ... Cancelling all calls".
 _STOP_GRACE_S = 0.2
@@ -71,24 +59,6 @@ _SERVER_OPTIONS = [
 ]
 
 
-class AgentCancel(NamedTuple):
-    """An agent CancelJob the agent accepted (it may have been a no-op for an unknown id)."""
-
-    node: str
-    job_id: int
-    signal: int
-    subject: str | None
-
-
-class ControllerCancel(NamedTuple):
-    """A controller CancelJob that cancelled the job cluster-wide."""
-
-    job_id: int
-    signal: int
-    user: str
-    subject: str | None
-
-
 class Refusal(NamedTuple):
     """A call answered with an error status; `endpoint` is "controller" or the node name."""
 
@@ -96,20 +66,6 @@ class Refusal(NamedTuple):
     method: str
     code: grpc.StatusCode
     detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    user: str
-    uid: int
-    admin: bool
-
-
-def _passthrough(body: bytes) -> bytes:
-    return body
-
-
-Body = Callable[[Any, Identity | None], Any]
 
 
 def _echo(context: grpc.aio.ServicerContext[Any, Any]) -> str:
@@ -267,12 +223,12 @@ class SimCluster:
 
     async def _start_servers(self) -> None:
         self._controller = grpc.aio.server(
-            handlers=[self._controller_handler()], options=_SERVER_OPTIONS
+            handlers=[ControllerService(self).handler()], options=_SERVER_OPTIONS
         )
         self._controller_port = self._controller.add_insecure_port("127.0.0.1:0")
         await self._controller.start()
         for node in self._agents_up:
-            server = grpc.aio.server(handlers=[self._agent_handler(node)], options=_SERVER_OPTIONS)
+            server = grpc.aio.server(handlers=[agent_handler(self, node)], options=_SERVER_OPTIONS)
             self._agent_ports[node] = server.add_insecure_port("127.0.0.1:0")
             await server.start()
             self._agent_servers[node] = server
@@ -400,50 +356,9 @@ class SimCluster:
                     self.heartbeat_reclaims.append(d)
         return decisions
 
-    # -- authentication ------------------------------------------------------------------
+    # -- one call, as both daemons serve it -------------------------------------------
 
-    def _authenticate(
-        self, metadata: Any, *, mode: AuthMode, missing_hint: str, endpoint: str = "controller"
-    ) -> Identity | None:
-        """spurctld/spurd's bearer ruling: an identity, None (anonymous), or a refusal."""
-        header = next((str(v) for k, v in metadata or () if k == "authorization"), None)
-        if header is None:
-            if mode == "required":
-                raise _Refused(
-                    grpc.StatusCode.UNAUTHENTICATED, f"authentication required: {missing_hint}"
-                )
-            return None
-        # As in Spur, a header that is not "Bearer <token>" is refused in every mode.
-        try:
-            token = auth.bearer_token(header)
-        except auth.CredentialError as exc:
-            raise _Refused(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
-        if mode == "disabled":
-            return None
-        if endpoint in self.keyless:
-            # spur-core auth.rs authenticate_bearer: no key, so no token can be verified.
-            raise _Refused(
-                grpc.StatusCode.UNAUTHENTICATED,
-                "a token was presented but no auth.jwt_key is configured",
-            )
-        try:
-            claims = auth.verify(token, self._jwt_key, leeway_s=TOKEN_LEEWAY_S)
-        except auth.CredentialError as exc:
-            raise _Refused(grpc.StatusCode.UNAUTHENTICATED, f"invalid credential: {exc}") from None
-        admin = claims.admin or claims.sub == "root" or claims.sub in self.state.admins
-        return Identity(claims.sub, claims.uid, admin)
-
-    def _leader_only(self) -> None:
-        if self.follower_of:
-            raise _Refused(
-                grpc.StatusCode.UNAVAILABLE,
-                "not the Raft leader",
-                trailing=((LEADER_HEADER, self.follower_of),),
-            )
-
-    # -- plumbing ------------------------------------------------------------------------
-
-    def _method(
+    def method_handler(
         self,
         endpoint: str,
         method: str,
@@ -455,6 +370,10 @@ class SimCluster:
         missing_hint: str,
         offload: bool = False,
     ) -> grpc.RpcMethodHandler:
+        """One call of `method` on `endpoint` ("controller" or a node name), as both daemons
+        serve it (controller_service.py and agent_service.py build theirs here): the latency,
+        the bearer ruling (identity.py), the echo faults, then `body`; a refusal is recorded
+        in `refusals` and answered with its status."""
         mode = self.auth_mode if endpoint == "controller" else self.agent_auth_mode
 
         async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -462,11 +381,14 @@ class SimCluster:
             if delay > 0:
                 await asyncio.sleep(delay)
             try:
-                identity = self._authenticate(
+                identity = authenticate(
                     context.invocation_metadata(),
                     mode=mode,
                     missing_hint=missing_hint,
                     endpoint=endpoint,
+                    keyless=self.keyless,
+                    jwt_key=self._jwt_key,
+                    admins=self.state.admins,
                 )
                 if endpoint != "controller" and self.agent_echo:
                     raise _Refused(
@@ -486,224 +408,4 @@ class SimCluster:
 
         return grpc.unary_unary_rpc_method_handler(
             handle, request_deserializer=request_type.FromString, response_serializer=serialize
-        )
-
-    # -- SlurmController -------------------------------------------------------------------
-
-    def _controller_handler(self) -> grpc.GenericRpcHandler:
-        hint = "pass a token (see `spur token user`)"
-
-        def method(
-            name: str, body: Body, req: Any, resp: Any = None, *, offload: bool = False
-        ) -> tuple[str, grpc.RpcMethodHandler]:
-            serialize = resp.SerializeToString if resp is not None else _passthrough
-            return name, self._method(
-                "controller",
-                name,
-                body,
-                req,
-                serialize,
-                latency=lambda: self.controller_latency,
-                missing_hint=hint,
-                offload=offload,
-            )
-
-        return grpc.method_handlers_generic_handler(
-            "slurm.SlurmController",
-            dict(
-                [
-                    method("GetJobs", self._get_jobs, pb.GetJobsRequest, offload=True),
-                    method("GetJob", self._get_job, pb.GetJobRequest, pb.JobInfo),
-                    method(
-                        "GetNodes",
-                        self._get_nodes,
-                        pb.GetNodesRequest,
-                        pb.GetNodesResponse,
-                        offload=True,
-                    ),
-                    method("GetNode", self._get_node, pb.GetNodeRequest, pb.NodeInfo),
-                    method("Ping", self._ping, empty_pb2.Empty, pb.PingResponse),
-                    method("GetJobMetrics", self._metrics, empty_pb2.Empty, pb.JobMetrics),
-                    method("CancelJob", self._cancel_job, pb.CancelJobRequest, empty_pb2.Empty),
-                    method(
-                        "UpdateNode",
-                        self._admin(node_admin.update_node_rpc, "update node"),
-                        pb.UpdateNodeRequest,
-                        empty_pb2.Empty,
-                    ),
-                    method(
-                        "DrainNode",
-                        self._admin(node_admin.drain_node_rpc),
-                        pb.DrainNodeRequest,
-                        pb.DrainNodeResponse,
-                    ),
-                    method(
-                        "DeregisterNode",
-                        self._admin(node_admin.deregister_node_rpc),
-                        pb.DeregisterNodeRequest,
-                        pb.DeregisterNodeResponse,
-                    ),
-                ]
-            ),
-        )
-
-    def _get_jobs(self, req: pb.GetJobsRequest, identity: Identity | None) -> bytes:
-        self.job_requests.append(pb.GetJobsRequest.FromString(req.SerializeToString()))
-        req = as_received(self.spur_release, req)
-        # spurctld overwrites the asserted user with the credential's subject, admins too.
-        if identity is not None:
-            req.user = identity.user
-        # GetJobsResponse is `repeated JobInfo jobs = 1`: concatenate cached encodings.
-        parts = []
-        for job in self.state.select_jobs(req):
-            body = self.state.encoded(job)
-            parts.append(framed(body))
-        answer = b"".join(parts)
-        self._check_size(len(answer), self.answer_limit)
-        self.answer_sizes.append(len(answer))
-        return answer
-
-    @staticmethod
-    def _check_size(size: int, limit: int | None) -> None:
-        """spurctld's encoder refuses an answer over MAX_GRPC_MESSAGE_SIZE (tonic's words)."""
-        if limit is not None and size > limit:
-            raise _Refused(grpc.StatusCode.OUT_OF_RANGE, too_large(size, limit))
-
-    def _get_job(self, req: pb.GetJobRequest, identity: Identity | None) -> pb.JobInfo:
-        job = self.job(req.job_id)
-        if job is None:
-            raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
-        if identity is not None and not identity.admin and identity.user != job.user:
-            if self.job_info_visibility == "owner_only":
-                # Indistinguishable from an untracked id, on purpose.
-                raise _Refused(grpc.StatusCode.NOT_FOUND, f"job {req.job_id} not found")
-            if self.job_info_visibility == "redacted":
-                # Upstream blanks the paths, command and comment too: the lean record.
-                msg = job_to_pb(job)
-                msg.nodelist = ""
-                msg.ClearField("resources")
-                return msg
-        # The whole real-sized record, as GetJobs sends it (unknown fields kept).
-        return pb.JobInfo.FromString(self.state.encoded(job))
-
-    def _get_nodes(self, req: pb.GetNodesRequest, identity: Identity | None) -> pb.GetNodesResponse:
-        try:
-            nodes = self.state.select_nodes(req)
-        except ValueError as exc:
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
-        answer = pb.GetNodesResponse(nodes=[node_to_pb(n) for n in nodes])
-        self._check_size(answer.ByteSize(), self.nodes_answer_limit)
-        return answer
-
-    def _get_node(self, req: pb.GetNodeRequest, identity: Identity | None) -> pb.NodeInfo:
-        with self.state.lock:
-            node = self.state.nodes.get(req.name)
-        if node is None:
-            raise _Refused(grpc.StatusCode.NOT_FOUND, f"node {req.name} not found")
-        return node_to_pb(node)
-
-    def _ping(self, req: empty_pb2.Empty, identity: Identity | None) -> pb.PingResponse:
-        now = timestamp_pb2.Timestamp()
-        now.GetCurrentTime()
-        return pb.PingResponse(
-            hostname=self.state.hostname, server_time=now, version=self.state.version
-        )
-
-    def _metrics(self, req: empty_pb2.Empty, identity: Identity | None) -> pb.JobMetrics:
-        total, by_state = self.state.metrics()
-        return pb.JobMetrics(
-            total=total,
-            by_state=[
-                pb.JobStateCount(state=int(s), count=by_state.get(s, 0))  # type: ignore[arg-type]
-                for s in JobState
-                if self.spur_release.knows(s)
-            ],
-        )
-
-    def _cancel_job(self, req: pb.CancelJobRequest, identity: Identity | None) -> empty_pb2.Empty:
-        self._leader_only()
-        user = identity.user if identity is not None else req.user
-        with self.state.lock:
-            job = self.state.jobs.get(req.job_id)
-            if job is None:
-                raise _Refused(grpc.StatusCode.INTERNAL, f"job {req.job_id} not found")
-            if job.state.terminal:
-                raise _Refused(
-                    grpc.StatusCode.INTERNAL,
-                    f"job {req.job_id} is already {job.state.name.title().replace('_', '')}",
-                )
-            # spurctld: only the owner, root or an internal (empty) user may cancel.
-            if user not in ("", "root", job.user):
-                raise _Refused(
-                    grpc.StatusCode.PERMISSION_DENIED,
-                    f"user {user} cannot cancel job owned by {job.user}",
-                )
-            self.state.cancel_job(req.job_id)
-            self.controller_cancels.append(
-                ControllerCancel(req.job_id, req.signal, user, identity.user if identity else None)
-            )
-        return empty_pb2.Empty()
-
-    def _admin(self, rpc: Callable[[ClusterState, Any], Any], admin_only: str = "") -> Body:
-        """A node administration RPC (simcluster/node_admin.py) on the leader; `admin_only`
-        names an operation spurctld gates on a verified admin (at 4cc3da8 UpdateNode is;
-        DrainNode and DeregisterNode are not)."""
-
-        def body(req: Any, identity: Identity | None) -> Any:
-            self._leader_only()
-            if admin_only and identity is not None and not identity.admin:
-                raise _Refused(
-                    grpc.StatusCode.PERMISSION_DENIED, f"{admin_only} requires cluster admin"
-                )
-            return rpc(self.state, req)
-
-        return body
-
-    # -- SlurmAgent ---------------------------------------------------------------------------
-
-    def _agent_handler(self, node: str) -> grpc.GenericRpcHandler:
-        hint = "this agent only accepts calls carrying the cluster credential"
-
-        def cancel(req: pb.AgentCancelJobRequest, identity: Identity | None) -> empty_pb2.Empty:
-            # A valid user token verifies like the controller's; only the subject tells them apart.
-            if identity is not None and identity.user != auth.CONTROLLER_SUBJECT:
-                raise _Refused(
-                    grpc.StatusCode.PERMISSION_DENIED,
-                    "this RPC is reachable only by the cluster controller; caller "
-                    f"'{identity.user}' is not the controller — route the request through spurctld",
-                )
-            self.state.agent_cancel(node, req.job_id, req.signal)
-            self.cancels.append(
-                AgentCancel(node, req.job_id, req.signal, identity.user if identity else None)
-            )
-            return empty_pb2.Empty()
-
-        def resources(req: empty_pb2.Empty, identity: Identity | None) -> pb.NodeResourcesResponse:
-            # The real agent reports its total and leaves `used` empty.
-            msg = pb.NodeResourcesResponse()
-            resource_set_to_pb(self.node(node).total, msg.total)
-            msg.used.SetInParent()
-            return msg
-
-        def method(name: str, body: Body, req: Any, resp: Any) -> tuple[str, grpc.RpcMethodHandler]:
-            return name, self._method(
-                node,
-                name,
-                body,
-                req,
-                resp.SerializeToString,
-                latency=lambda: self.agent_latency,
-                missing_hint=hint,
-            )
-
-        return grpc.method_handlers_generic_handler(
-            "slurm.SlurmAgent",
-            dict(
-                [
-                    method("CancelJob", cancel, pb.AgentCancelJobRequest, empty_pb2.Empty),
-                    method(
-                        "GetNodeResources", resources, empty_pb2.Empty, pb.NodeResourcesResponse
-                    ),
-                ]
-            ),
         )

@@ -33,7 +33,7 @@ from spurctl import hostlist
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
-from spurctl.sources.documents import parse_inventory_text
+from spurctl.sources.inventory_document import parse_inventory_text
 from spurctl.sources.output_cap import cut_error
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree
 

@@ -25,7 +25,7 @@ from spurctl.heap import gc_paused
 from spurctl.model import ControllerView, Inventory, format_time, held_ids
 from spurctl.scope import Scope
 from spurctl.sources import bounded
-from spurctl.sources.documents import parse_inventory_records
+from spurctl.sources.inventory_document import parse_inventory_records
 
 if TYPE_CHECKING:
     from spurctl.sources.controller import ControllerClient

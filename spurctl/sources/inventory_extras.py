@@ -1,7 +1,8 @@
 """The optional parts of an inventory document: what `spurctl node-inventory` adds.
 
 Written only when known, so an older document reads back unchanged and a document
-from an older scan lacks them; documents.py reads them (and names what is wrong).
+from an older scan lacks them; inventory_document.py reads them (and inventory_refusals.py
+names what is wrong).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
     return out
 
 
-# -- reading them back (documents.py's strict decode) ------------------------------------
+# -- reading them back (inventory_document.py's strict decode) ---------------------------
 
 
 class SessionDoc(msgspec.Struct, gc=False):

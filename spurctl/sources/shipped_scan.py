@@ -149,7 +149,8 @@ def scanner_program() -> bytes:
 
 def read_scan(text: str, *, name: str) -> list[Inventory]:
     """The inventory a shipped scanner printed, validated as a node-inventory document."""
-    from spurctl.sources.documents import dump_json, inventory_to_dict, parse_inventory_text
+    from spurctl.sources.documents import dump_json
+    from spurctl.sources.inventory_document import inventory_to_dict, parse_inventory_text
 
     try:
         doc = json.loads(text)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from spurctl.simcluster import SimCluster
-from spurctl.sources.documents import inventory_to_dict
+from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.shipped_scan import read_scan, scanner_program
 from spurctl.sources.tree import Tree, root_name, run_tree
 from tests.cli import run_process

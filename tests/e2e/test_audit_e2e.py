@@ -88,7 +88,8 @@ def test_a_node_in_scope_without_inventory_is_counted_not_inventoried(
     sim: SimCluster, tmp_path: Path
 ) -> None:
     one = tmp_path / "one.jsonl"
-    from spurctl.sources.documents import dump_json, inventory_to_dict
+    from spurctl.sources.documents import dump_json
+    from spurctl.sources.inventory_document import inventory_to_dict
 
     one.write_text(dump_json(inventory_to_dict(sim.inventory("gpu003")), indent=None) + "\n")
     report = audit_live(sim, one, nodes="gpu[003-004]")
@@ -203,7 +204,8 @@ def test_a_healthy_cluster_exits_zero(tmp_path: Path) -> None:
 def test_an_inventory_dated_in_2031_is_clock_ahead_and_its_holding_is_never_reclaimed(
     sim: SimCluster, tmp_path: Path
 ) -> None:
-    from spurctl.sources.documents import dump_json, inventory_to_dict
+    from spurctl.sources.documents import dump_json
+    from spurctl.sources.inventory_document import inventory_to_dict
 
     lines = []
     for inv in sim.inventories():
@@ -269,7 +271,8 @@ def test_audit_collect_never_tells_the_operator_to_use_collect(
 
     from spurctl.model import format_time, utcnow
     from spurctl.simcluster import node_line
-    from spurctl.sources.documents import dump_json, inventory_to_dict
+    from spurctl.sources.documents import dump_json
+    from spurctl.sources.inventory_document import inventory_to_dict
 
     # gpu003's command prints an inventory dated ten minutes back: its clock is behind.
     lines = []

@@ -32,7 +32,8 @@ from spurctl.simcluster import SimCluster
 from spurctl.simcluster import post_wipe as post_wipe_scenario
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease
 from spurctl.sources import credentials as auth
-from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.documents import dump_json
+from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.usecases.checklist import post_wipe
 from tests.cli import run_cli
 

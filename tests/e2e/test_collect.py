@@ -14,7 +14,7 @@ from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
 from spurctl.simcluster import SimCluster, node_line
 from spurctl.sources.collect import check_command, collect
-from spurctl.sources.documents import parse_inventory_text
+from spurctl.sources.inventory_document import parse_inventory_text
 from tests.cli import one_line_error, run_cli
 
 OK_SLEEP = 0.3

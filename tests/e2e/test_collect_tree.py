@@ -28,9 +28,10 @@ from typing import Any
 import pytest
 
 from spurctl.simcluster import SimCluster, node_line
-from spurctl.simcluster.scenarios import incident
+from spurctl.simcluster.incident_scenario import incident
 from spurctl.sources.collect import collect
-from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.documents import dump_json
+from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.tree import Tree, root_name, run_tree
 from tests.cli import one_line_error, run_process
 from tests.sshd import SshSite, ssh_site

@@ -27,12 +27,9 @@ from spurctl.model import (
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import SimCluster, large
 from spurctl.sources.controller import ControllerClient
-from spurctl.sources.documents import (
-    snapshot_from_dict,
-    snapshot_to_dict,
-)
 from spurctl.sources.inventories import load_inventories, read_view_and_inventories
 from spurctl.sources.settings import Connection
+from spurctl.sources.snapshot_document import snapshot_from_dict, snapshot_to_dict
 from spurctl.sources.wire import (
     job_from_pb,
 )

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from spurctl.simcluster import SimCluster
-from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.documents import dump_json
+from spurctl.sources.inventory_document import inventory_to_dict
 from tests.cli import one_line_error, run_cli
 
 

@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 
 from spurctl.model import Job, JobState, utcnow
 from spurctl.simcluster import SimCluster
+from spurctl.simcluster.controller_service import VISIBILITIES
 from spurctl.simcluster.random_scenarios import (
     USERS,
     ClusterSpec,
@@ -59,8 +60,7 @@ from spurctl.simcluster.random_scenarios import (
     spur_conf_text,
     spur_nodes,
 )
-from spurctl.simcluster.scenarios import hostlist
-from spurctl.simcluster.server import VISIBILITIES
+from spurctl.simcluster.scenario_parts import hostlist
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection

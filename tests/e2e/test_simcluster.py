@@ -28,7 +28,7 @@ from spurctl.simcluster import (
     post_wipe,
 )
 from spurctl.sources import credentials as auth
-from spurctl.sources.documents import parse_inventory_text
+from spurctl.sources.inventory_document import parse_inventory_text
 from tests.cli import clean_env, lines_of, running
 
 KEY = "simulated-cluster-secret-0123456789abcdef"

@@ -23,7 +23,8 @@ import pytest
 from spurctl.model import Inventory, utcnow
 from spurctl.simcluster import Scenario, SimCluster, incident, post_wipe
 from spurctl.sources import credentials as auth
-from spurctl.sources.documents import dump_json, inventory_to_dict
+from spurctl.sources.documents import dump_json
+from spurctl.sources.inventory_document import inventory_to_dict
 from tests.cli import run_cli
 from tests.live import KEY
 

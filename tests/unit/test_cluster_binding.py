@@ -14,7 +14,7 @@ from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory
 from spurctl.sources.agent_endpoints import endpoint
 from spurctl.sources.cluster_binding import Binding, mismatch, same_controller, stamped
-from spurctl.sources.documents import inventory_to_dict, parse_inventory_text
+from spurctl.sources.inventory_document import inventory_to_dict, parse_inventory_text
 from spurctl.sources.settings import read_agent_map
 
 AT = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)

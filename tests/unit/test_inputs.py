@@ -21,13 +21,10 @@ from hypothesis import strategies as st
 
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import MAX_NODES, parse_scope
-from spurctl.sources.documents import (
-    INVENTORY_SCHEMA,
-    SNAPSHOT_SCHEMA,
-    parse_inventory_text,
-    snapshot_from_dict,
-)
+from spurctl.sources.documents import INVENTORY_SCHEMA, SNAPSHOT_SCHEMA
+from spurctl.sources.inventory_document import parse_inventory_text
 from spurctl.sources.settings import load_agent_map, load_conf
+from spurctl.sources.snapshot_document import snapshot_from_dict
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from spurctl.errors import DocumentError
 from spurctl.model import HOLDING_TRACES, MAX_JOB_ID, AgentProcess, Holding, Inventory
-from spurctl.sources.documents import (
-    INVENTORY_SCHEMA,
-    dump_json,
+from spurctl.sources.documents import INVENTORY_SCHEMA, dump_json
+from spurctl.sources.inventory_document import (
     inventory_from_dict,
     inventory_to_dict,
     parse_inventory_records,

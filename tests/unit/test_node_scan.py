@@ -11,7 +11,7 @@ import pytest
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory
 from spurctl.sources.cgroup_limits import parse_cpu_list, parse_memory_max
-from spurctl.sources.documents import inventory_from_dict, inventory_to_dict
+from spurctl.sources.inventory_document import inventory_from_dict, inventory_to_dict
 from spurctl.sources.node_scan import scan
 
 BTIME = 1_780_000_000  # boot time of the fixture node, seconds since the epoch

@@ -34,7 +34,7 @@ import pytest
 
 from spurctl.errors import DocumentError
 from spurctl.model import AgentProcess, Holding, Inventory
-from spurctl.sources.documents import inventory_from_dict, inventory_to_dict
+from spurctl.sources.inventory_document import inventory_from_dict, inventory_to_dict
 from spurctl.sources.node_scan import find_cgroup_roots, scan
 
 BTIME = 1_780_000_000

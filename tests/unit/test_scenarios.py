@@ -21,7 +21,7 @@ from spurctl.simcluster import (
     scenario_to_dict,
     write_scenario,
 )
-from spurctl.simcluster.scenarios import hostlist
+from spurctl.simcluster.scenario_parts import hostlist
 
 
 def test_scenario_round_trips_through_its_json_file(tmp_path: Path) -> None:

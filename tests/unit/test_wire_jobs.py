@@ -32,10 +32,8 @@ from spurctl.model import (
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import wire
-from spurctl.sources.documents import (
-    dump_json,
-    inventory_from_dict,
-)
+from spurctl.sources.documents import dump_json
+from spurctl.sources.inventory_document import inventory_from_dict
 from spurctl.sources.wire import (
     JobsFromPb,
     NodesFromPb,
@@ -363,7 +361,7 @@ def test_a_valid_holding_reads_the_same_from_json_text_and_from_a_dict(
 ) -> None:
     # One declaration reads both (msgspec), in place of a fast and a slow path.
     from spurctl.model import parse_time
-    from spurctl.sources.documents import parse_inventory_text
+    from spurctl.sources.inventory_document import parse_inventory_text
 
     doc = holding_doc(**fields)
     (from_text,) = parse_inventory_text(json.dumps(doc), name="w")
