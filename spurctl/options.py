@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from spurctl.errors import SpurctlError
+from spurctl.option_defaults import SOURCE_OPTIONS, configured
 from spurctl.option_values import DAY_S, number_option
-from spurctl.output_words import is_format_word, refusal
-from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat, choose
+from spurctl.output_words import output_file, output_path
+from spurctl.render.common import choose
 from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
@@ -144,40 +145,6 @@ def scoped(help_text: str = "Only these nodes.") -> Callable[[Command], Command]
 
 # -- output: -o, --format/--json, --no-header, --ack-version -----------------------------
 
-# Every name --format takes anywhere: `-o json` is the kubectl/squeue reflex for it.
-FORMAT_NAMES = frozenset(
-    c.value for choices in (AuditFormat, ReclaimFormat, ChecklistFormat) for c in choices
-)
-
-
-def _formats_of(ctx: typer.Context) -> list[str]:
-    """The names this command's --format takes (its metavar, "[a|b]"), or none."""
-    for param in ctx.command.params:
-        if param.name == "fmt" and param.metavar:
-            return param.metavar.strip("[]").split("|")
-    return []
-
-
-class _BareName(type(Path())):  # type: ignore[misc]
-    """-o's argument as typed was a bare format name (`json`, not `./json`): pathlib
-    forgets the `./`, so the parser marks it for the check that knows the command."""
-
-
-def _output_path(text: str | Path) -> Path:
-    typed = str(text)
-    return _BareName(typed) if typed in FORMAT_NAMES or is_format_word(typed) else Path(typed)
-
-
-def _output_file(ctx: typer.Context, value: Path | None) -> Path | None:
-    """-o FILE, refused when FILE is a format's bare name (spurctl's, kubectl's, sinfo's)
-    and no such file exists: `-o json` would write to ./json. A path (`./json`) is a file."""
-    if not isinstance(value, _BareName):
-        return value
-    name, value = str(value), Path(value)
-    if value.exists():
-        return value
-    raise SpurctlError(refusal(name, ctx.command_path, _formats_of(ctx), FORMAT_NAMES))
-
 
 def output_option(help_text: str) -> Any:
     return typer.Option(
@@ -185,8 +152,8 @@ def output_option(help_text: str) -> Any:
         "--output",
         help=help_text,
         metavar="FILE",
-        parser=_output_path,
-        callback=_output_file,
+        parser=output_path,
+        callback=output_file,
         rich_help_panel=OUTPUT,
     )
 
@@ -416,82 +383,6 @@ _TRANSPORT_OPTIONS: list[tuple[str, Any, Any]] = [
     ("tls_ca", TlsCaOpt, None),
 ]
 
-# -- the operator's defaults: option > environment variable > config file > built-in -----
-
-# Option name -> the config.toml key (sources/user_config.py) that may set it.
-CONFIG_KEYS = {
-    "controller": "controller",
-    "conf": "conf",
-    "agent_map": "agent_map",
-    "inventory": "inventory",
-    "collect": "collect",
-    "command": "collect_command",
-    "ack_version": "ack_version",
-}
-
-# Where holdings come from is one choice: either option on the command line
-# overrides both of the file's.
-_SOURCE_OPTIONS = ("inventory", "collect")
-
-
-def _declared(annotated: Any) -> tuple[str, str | None]:
-    info = typing.get_args(annotated)[1]
-    flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
-    envvar = info.envvar if isinstance(info.envvar, str) else None
-    return str(flag), envvar
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "(none)"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return ", ".join(map(str, value)) or "(none)"
-    return str(value)
-
-
-def configured(
-    ctx: typer.Context, given: dict[str, Any], options: list[tuple[str, Any, Any]]
-) -> dict[str, Any]:
-    """`given` with each option the operator left unset taken from config.toml when the
-    file sets it; under --debug, one stderr line per such option saying where its
-    value came from."""
-    from spurctl.sources import user_config
-
-    keyed = [(name, annotated) for name, annotated, _ in options if name in CONFIG_KEYS]
-    if not keyed:
-        return given
-    config = user_config.load()
-    source = {name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") for name, _ in keyed}
-    source_given = any(source.get(n, "DEFAULT") != "DEFAULT" for n in _SOURCE_OPTIONS)
-    out = dict(given)
-    told: list[str] = []
-    for name, annotated in keyed:
-        flag, envvar = _declared(annotated)
-        from_file = getattr(config, CONFIG_KEYS[name])
-        if source[name] == "COMMANDLINE":
-            origin = "command line"
-        elif source[name] == "ENVIRONMENT":
-            origin = f"environment variable {envvar}"
-        elif name == "command" and given.get("topology") is not None:
-            origin = "built-in default (--topology runs --remote-command instead)"
-        elif from_file is not None and not (name in _SOURCE_OPTIONS and source_given):
-            out[name] = from_file
-            origin = f"config file {config.path}"
-        elif name in _SOURCE_OPTIONS and source_given and from_file is not None:
-            origin = f"built-in default (the command line chose the source over {config.path})"
-        else:
-            origin = "built-in default"
-        if name == "controller" and out[name] is None:
-            origin += " (spur.conf [controller] hosts if it lists any, else http://localhost:6817)"
-        told.append(f"{flag} = {_shown(out[name])} (from {origin})")
-    if ctx.find_root().params.get("debug"):
-        from spurctl.render.terminal import debug_lines
-
-        debug_lines(told)
-    return out
-
 
 def connected(*, agents: bool = False) -> Callable[[Command], Command]:
     """The connection options, declared once; the command takes `conn: ConnectionOptions`."""
@@ -699,7 +590,7 @@ def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
 def collect_flags(holdings: HoldingOptions) -> list[str]:
     """The collect options given (--command, --fanout, --topology, ...), as `spurctl
     collect` takes them: for a printed collect that must reach the nodes as this did."""
-    return _as_flags(holdings, [o for o in _HOLDING_OPTIONS if o[0] not in _SOURCE_OPTIONS])
+    return _as_flags(holdings, [o for o in _HOLDING_OPTIONS if o[0] not in SOURCE_OPTIONS])
 
 
 def controller_flags(conn: ConnectionOptions) -> list[str]:
@@ -718,7 +609,7 @@ def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str
 def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
     """The options that produced this view (holdings, the collect ones only when it collected,
     and controller; never --token), for a printed next command to read the same view."""
-    read = [o for o in _HOLDING_OPTIONS if holdings.collect or o[0] in _SOURCE_OPTIONS]
+    read = [o for o in _HOLDING_OPTIONS if holdings.collect or o[0] in SOURCE_OPTIONS]
     return _as_flags(holdings, read) + controller_flags(conn)
 
 

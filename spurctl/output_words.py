@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import typer
+
+from spurctl.errors import SpurctlError
+from spurctl.render.common import AuditFormat, ChecklistFormat, ReclaimFormat
 
 # kubectl's -o words (`kubectl get -o`); those taking a value are matched by their
 # prefix (`jsonpath={.items}`, `custom-columns=NAME:.metadata.name`).
@@ -65,3 +71,41 @@ def refusal(typed: str, command: str, formats: Sequence[str], own: Collection[st
         f"`-o` takes a file, and `{typed}` is {what}: {instead}; to write a file of "
         f"that name, give `-o {as_file}`"
     )
+
+
+# -- -o as every command parses it ----------------------------------------------------
+
+# Every name --format takes anywhere: `-o json` is the kubectl/squeue reflex for it.
+FORMAT_NAMES = frozenset(
+    c.value for choices in (AuditFormat, ReclaimFormat, ChecklistFormat) for c in choices
+)
+
+
+def _formats_of(ctx: typer.Context) -> list[str]:
+    """The names this command's --format takes (its metavar, "[a|b]"), or none."""
+    for param in ctx.command.params:
+        if param.name == "fmt" and param.metavar:
+            return param.metavar.strip("[]").split("|")
+    return []
+
+
+class _BareName(type(Path())):  # type: ignore[misc]
+    """-o's argument as typed was a bare format name (`json`, not `./json`): pathlib
+    forgets the `./`, so the parser marks it for the check that knows the command."""
+
+
+def output_path(text: str | Path) -> Path:
+    """-o's parser: the path, marked when it is a format's bare name."""
+    typed = str(text)
+    return _BareName(typed) if typed in FORMAT_NAMES or is_format_word(typed) else Path(typed)
+
+
+def output_file(ctx: typer.Context, value: Path | None) -> Path | None:
+    """-o FILE, refused when FILE is a format's bare name (spurctl's, kubectl's, sinfo's)
+    and no such file exists: `-o json` would write to ./json. A path (`./json`) is a file."""
+    if not isinstance(value, _BareName):
+        return value
+    name, value = str(value), Path(value)
+    if value.exists():
+        return value
+    raise SpurctlError(refusal(name, ctx.command_path, _formats_of(ctx), FORMAT_NAMES))

@@ -10,6 +10,7 @@ import typer
 
 from spurctl import options as opt
 from spurctl.errors import ExitStatus, SpurctlError
+from spurctl.option_defaults import configured
 from spurctl.scope import Scope
 from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND
@@ -72,7 +73,7 @@ def node_timeout(node_limit: float | None, old: float | None) -> float:
 
 def configured_command(ctx: typer.Context, given: str, topology: Path | None) -> str:
     """--command, else config.toml's collect_command (as for --collect)."""
-    chosen = opt.configured(
+    chosen = configured(
         ctx, {"command": given, "topology": topology}, [("command", CommandOpt, DEFAULT_COMMAND)]
     )
     return typing.cast(str, chosen["command"])
@@ -124,7 +125,7 @@ def command(
         remote_command, ssh, ship_scanner, limit,
     )  # fmt: skip
     src = holdings.sources(scope)
-    named = opt.configured(
+    named = configured(
         ctx, {"controller": controller, "conf": conf},
         [("controller", opt.ControllerOpt, None), ("conf", opt.ConfOpt, None)],
     )  # fmt: skip
