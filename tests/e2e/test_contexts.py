@@ -175,7 +175,8 @@ def test_a_command_printed_to_run_next_names_the_context_it_read(
         home=home,
     )  # fmt: skip
     assert run.returncode == 1, run.stderr
-    (printed,) = set(re.findall(r"see `(spurctl audit [^`]+)` for", run.stdout))
+    # The audit of the nodes, on a line of its own under the note (reclaim's NextStep).
+    (printed,) = set(re.findall(r"^\s+(spurctl audit .+)$", run.stdout, re.M))
     words = shlex.split(printed)
     assert words[words.index("--context") + 1] == "lab"
     # Pasted where the file's current_context is prod, it still reads lab.
