@@ -3,9 +3,10 @@
 On the served demo cluster, as an operator would: the tour's commands, then each
 command their output tells the operator to run (reclaim's confirm, the journal's,
 the audit a --job that matched nothing points at, the names listing of
-an unknown node, the checklist's collect and verify), pasted into the same shell
-and run through the real CLI. "Works" is an answer, not an error: exit 0, or 1 when
-what it reports needs action, and no `spurctl: error:` line.
+an unknown node, the checklist's collect and verify, a plain audit's reclaim, a saved
+plan's apply, the alert rules' runbook commands), pasted into bash as printed (bash
+parses the quoting) and run through the real CLI from PATH. "Works" is an answer, not an
+error: exit 0, or 1 when what it reports needs action, and no `spurctl: error:` line.
 
 The watch's `Reclaim with:` only appears once a holding outlived two heartbeats (60 s);
 tests/unit/test_watch.py pastes it from a drawn round instead.
@@ -17,12 +18,13 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.cli import cli_process, run_cli
+from tests.cli import clean_env, cli_process, home_for
 from tests.e2e.test_demo import _banner
 
 # A command quoted in a sentence: "... with `spurctl audit --nodes gpu003 ...`".
@@ -48,10 +50,22 @@ def _served(tmp_path: Path, *scenario: str) -> Iterator[tuple[dict[str, str], li
 def _paste(
     command: str, tmp_path: Path, exports: dict[str, str], *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    words = shlex.split(command)
-    assert words[0] == "spurctl", command
-    # Every paste from one operator's shell: one HOME, one working directory.
-    return run_cli(*words[1:], *extra, home=tmp_path / "operator", env=exports, cwd=tmp_path)
+    """`command` (and `extra` words) pasted into bash as printed: bash parses it (its
+    quoting, a hostlist's brackets it would glob) and runs `spurctl` from PATH. Every
+    paste from one operator's shell: one HOME, one working directory."""
+    assert shlex.split(command)[0] == "spurctl", command
+    shim = tmp_path / "bin"
+    if not shim.is_dir():  # `spurctl` on PATH runs this checkout, as the installed one would
+        shim.mkdir()
+        (shim / "spurctl").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m spurctl "$@"\n')
+        (shim / "spurctl").chmod(0o755)
+    env = clean_env(home_for(tmp_path / "operator"), **exports)
+    env["PATH"] = f"{shim}:{env['PATH']}"
+    line = command + "".join(" " + shlex.quote(word) for word in extra)
+    return subprocess.run(
+        ["bash", "-c", line], capture_output=True, text=True, env=env, cwd=tmp_path,
+        stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
 
 
 def _works(run: subprocess.CompletedProcess[str], command: str) -> None:
@@ -79,10 +93,24 @@ def test_the_incident_tour_and_every_command_it_prints_work_pasted(tmp_path: Pat
                 run = _paste(command, tmp_path, exports)
             _works(run, command)
 
-        # Reclaim from the inventory file: the confirm command it prints collects the way
-        # this shell does (the demo's collect command, from its SPURCTL_CONFIG).
+        # A plain audit ends with the one command that acts on its reclaim hostlist.
+        (audit,) = [c for c in tour if c.startswith("spurctl audit --inventory")]
+        audited = _paste(audit, tmp_path, exports)
+        reclaim_all = _quoted(audited.stdout, "spurctl reclaim --node")
+        _works(_paste(reclaim_all, tmp_path, exports, "--dry-run"), reclaim_all)
+
+        # The alert rules' runbook commands, for a node the incident strands (gpu003).
+        for command in _runbook_commands("gpu003"):
+            _works(_paste(command, tmp_path, exports), command)
+
+        # Reclaim as terraform applies: a dry run saves the plan and prints the command
+        # that applies exactly it; that send's confirm command collects the way this
+        # shell does (the demo's collect command, from its SPURCTL_CONFIG).
         (send,) = [c for c in tour if c.startswith("spurctl reclaim") and "--dry-run" not in c]
-        sent = _paste(send, tmp_path, exports, "--yes")
+        saved = _paste(send, tmp_path, exports, "--dry-run", "-o", "plan.json")
+        _works(saved, send)
+        apply = _quoted(saved.stderr, "spurctl reclaim --plan")
+        sent = _paste(apply, tmp_path, exports, "--yes")
         assert sent.returncode == 1, sent.stderr  # sent, unconfirmed: nothing re-collected
         (confirm,) = [
             line.strip()
@@ -127,6 +155,18 @@ def test_the_incident_tour_and_every_command_it_prints_work_pasted(tmp_path: Pat
             listing = _paste(names, tmp_path, exports)
             assert listing.returncode == 0, (names, listing.stderr)
             assert "gpu003" in listing.stdout and "gpu099" not in listing.stdout
+
+
+def _runbook_commands(node: str) -> list[str]:
+    """Every `spurctl ...` the shipped alert rules' annotations quote, for `node`."""
+    rules = (
+        Path(__file__).resolve().parents[2] / "contrib/prometheus/spurctl.rules.yml"
+    ).read_text()
+    annotations = [part.split("- alert:", 1)[0] for part in rules.split("annotations:")[1:]]
+    folded = " ".join(" ".join(annotations).replace("{{ $labels.node }}", node).split())
+    found = list(dict.fromkeys(QUOTED.findall(folded)))  # as YAML's >- folds the lines
+    assert any(c.startswith("spurctl reclaim") for c in found), found
+    return found
 
 
 def _explain(tour: list[str]) -> str:
