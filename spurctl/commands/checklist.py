@@ -101,5 +101,5 @@ def post_wipe(
         holdings.sources(scope), conn.connect(), watermark=watermark, verify=verify,
         collect_flags=opt.collect_flags(holdings), read_flags=read,
     )  # fmt: skip
-    show(result, fmt, output, on_screen=on_screen, ack=ack)
+    show(result, fmt, output, env, on_screen=on_screen, ack=ack)
     return ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED

@@ -26,6 +26,7 @@ from spurctl.render.common import (
     text_time,
     write_told,
 )
+from spurctl.render.environment import Environment
 
 CHECKLIST_SCHEMA = "spurctl.checklist/v1"
 
@@ -248,21 +249,43 @@ def render(cl: Checklist, fmt: ChecklistFormat | str) -> str:
     return render_markdown(escaped(cl))
 
 
-def print_on_terminal(cl: Checklist, file: TextIO | None = None, ack: str | None = None) -> None:
-    """The checklist's Markdown rendered for a terminal, wrapped at its width (rich)."""
+def print_on_terminal(
+    cl: Checklist, env: Environment, file: TextIO | None = None, ack: str | None = None
+) -> None:
+    """The checklist's Markdown rendered for the terminal `env` describes, wrapped at its
+    width (rich)."""
     from rich.markdown import Markdown
+    from rich.text import Text
 
     from spurctl.render.audit import terminal_console
 
-    console = terminal_console(file)
+    console = terminal_console(file, env)
     text = render_markdown(escaped(cl), screen=True, ack=ack)
-    console.print(Markdown(text, hyperlinks=False))
+    # The prose wraps at the terminal's width; a step's commands never do (a command
+    # broken over two lines does not paste): each is one line, soft-wrapped at most.
+    prose: list[str] = []
+    commands: list[str] | None = None
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            if commands is None:  # a block opens: the prose so far goes first
+                console.print(Markdown("\n".join(prose), hyperlinks=False))
+                prose, commands = [], []
+            else:
+                for command in commands:
+                    console.print(Text("    " + command), soft_wrap=True)
+                commands = None
+        elif commands is not None:
+            commands.append(line.strip())
+        else:
+            prose.append(line)
+    console.print(Markdown("\n".join(prose), hyperlinks=False))
 
 
 def show(
     cl: Checklist,
     fmt: ChecklistFormat | str,
     output: Path | None,
+    env: Environment,
     *,
     on_screen: bool,
     ack: str | None = None,
@@ -270,7 +293,7 @@ def show(
     """For eyes (`on_screen`), the rendered text; else the document as `fmt` to `output`
     (stdout when None)."""
     if on_screen:
-        print_on_terminal(cl, ack=ack)
+        print_on_terminal(cl, env, ack=ack)
     else:
         chosen = choose(ChecklistFormat, fmt, "checklist")
         recycle = plural(len(cl.assessment.nodes_to_recycle), "node")

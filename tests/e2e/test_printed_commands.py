@@ -24,7 +24,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.cli import clean_env, cli_process, home_for
+from tests.cli import (
+    clean_env,
+    cli_process,
+    home_for,
+    on_a_terminal,
+    read_terminal,
+    spurctl_argv,
+)
 from tests.e2e.test_demo import _banner
 
 # A command quoted in a sentence: "... with `spurctl audit --nodes gpu003 ...`".
@@ -157,6 +164,15 @@ def test_the_incident_tour_and_every_command_it_prints_work_pasted(tmp_path: Pat
             assert "gpu003" in listing.stdout and "gpu099" not in listing.stdout
 
 
+def _on_a_terminal(command: str, tmp_path: Path, exports: dict[str, str]) -> str:
+    """What `command` shows on an 80x24 pseudo-terminal, control sequences taken out."""
+    env = clean_env(home_for(tmp_path / "operator"), **exports, COLUMNS="80", LINES="24")
+    argv = spurctl_argv(*shlex.split(command)[1:])
+    status, seen = on_a_terminal(argv, env, lambda fd: read_terminal(fd, lambda _: False))
+    assert status in (0, 1), seen
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace").replace("\r", ""))
+
+
 def _runbook_commands(node: str) -> list[str]:
     """Every `spurctl ...` the shipped alert rules' annotations quote, for `node`."""
     rules = (
@@ -191,5 +207,13 @@ def test_the_post_wipe_checklist_prints_a_verify_for_the_nodes_it_plans(tmp_path
         assert collected.returncode == 0 and (tmp_path / "after.jsonl").is_file()
         verified = _paste(verify, tmp_path, exports)
         _works(verified, verify)
+
+        # On an 80-column terminal the checklist is rendered text: its commands stay whole.
+        screen = _on_a_terminal(checklist, tmp_path, exports)
+        shown = [line.strip() for line in screen.splitlines() if line.startswith("    spurctl ")]
+        expected = [["spurctl", "collect"], ["spurctl", "checklist"]]
+        assert [shlex.split(c)[:2] for c in shown] == expected, screen
+        for command in shown:
+            _works(_paste(command, tmp_path, exports), command)
         assert "# Post-wipe agent recycle checklist" in verified.stdout
         assert "[x] **Verify" not in verified.stdout  # the pre-wipe runs are still there
