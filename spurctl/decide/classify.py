@@ -804,10 +804,9 @@ class _NameMatcher:
         return (
             target,
             None,
-            f"{inv.node}'s agent reports the name {inv.node!r}, but its job processes carry "
-            f"SPUR_TARGET_NODE {target!r}, the controller's own name for it, so its holdings "
-            f"are judged as {target}; Spur's own reclaim compares the reported name exactly "
-            "and misjudges this node's runs until the names agree",
+            f"{inv.node}'s job processes carry SPUR_TARGET_NODE {target!r}, the controller's "
+            f"own name for it, so its holdings are judged as {target}; Spur's own reclaim "
+            "compares the reported name exactly and misjudges this node's runs until they agree",
         )
 
     def match(self, name: str) -> tuple[str | None, str | None]:

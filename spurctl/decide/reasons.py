@@ -67,7 +67,4 @@ def join(parts: Iterable[str]) -> str:
 def repair_remedy(node: str) -> str:
     """What clears a phantom charge (docs/spur-facts.md, "Phantom charges and node
     administration"), as the end of a phantom-alloc reason."""
-    return (
-        f" but a fresh registration: `spurctl repair --node {node}` drains it, removes its "
-        "record (DeregisterNode) and lets its spurd register it again"
-    )
+    return f" but a fresh registration (DeregisterNode): `spurctl repair --node {node}`"

@@ -456,9 +456,8 @@ def test_node_allocation_reasons_name_the_amounts() -> None:
     assert [f.reason for f in result.findings] == [
         "gpu017 has 8 GPUs allocated, but its active job 40 accounts for 4 GPUs",
         "gpu020 has 16 CPUs, 65536 MB of memory and 1 GPU allocated but no active job lists "
-        "it, so the scheduler sees it busy and nothing frees it but a fresh registration: "
-        "`spurctl repair --node gpu020` drains it, removes its record (DeregisterNode) and "
-        "lets its spurd register it again",
+        "it, so the scheduler sees it busy and nothing frees it but a fresh registration "
+        "(DeregisterNode): `spurctl repair --node gpu020`",
     ]
 
 
