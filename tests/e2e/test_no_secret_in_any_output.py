@@ -60,6 +60,16 @@ def pieces(secret: str) -> list[str]:
 SECRETS = [*pieces(TOKEN), *pieces(FORGED), KEY]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def fresh_token() -> None:
+    """The token minted again as this module's tests start: a credential lives five
+    minutes at most, and the import was at collection, maybe longer ago on a slow run."""
+    global TOKEN, ECHO_NODE, HOLDER, SECRETS
+    TOKEN = auth.mint(KEY, "root", admin=True)
+    ECHO_NODE, HOLDER = f"gpu099-{TOKEN}", f"gpu098-{TOKEN}"
+    SECRETS = [*pieces(TOKEN), *pieces(FORGED), KEY]
+
+
 def assert_clean(*texts: str) -> None:
     for text in texts:
         for secret in SECRETS:

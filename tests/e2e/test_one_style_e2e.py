@@ -20,7 +20,7 @@ from tests.cli import on_screen, run_cli
 from tests.reclaim import reclaim_args
 
 NOT_AUDITED = "1 node in scope has no inventory and was not audited: gpu024"
-VERSION = "Spur 0.8.0 may leave reclaims to spurctl"
+VERSION = "Spur 0.8.0 may free by itself only terminal-held"
 SCREEN_TIME = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d UTC\b")
 RFC3339 = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d")
 BOX = re.compile("[┃━│┏┡┗┌└─]")
@@ -81,7 +81,7 @@ def test_one_table_style_and_one_time_format_on_every_screen(  # type: ignore[no
         assert not BOX.search(text), (name, text)
     headings = {
         "audit": ["node", "job", "kind", "action", "live", "reason"],
-        "nodes": ["node", "state", "jobs", "held", "agent", "inv-age"],
+        "nodes": ["node", "state", "jobs", "held", "agent", "inv-age", "findings"],
         "journal": ["run", "when", "operator", "nodes", "outcomes"],
         "reclaim": ["node", "job", "kind", "agent", "will", "stop", "why"],
         "journal --run": ["at", "event", "node", "job", "kind", "result", "detail"],

@@ -36,7 +36,8 @@ def test_on_an_80x24_terminal_the_watch_tells_the_version_whole_in_its_first_rou
     argv = watch(sim, inventory, "--interval", "0.5", "--rounds", "3")
     with cli_process(*argv, home=tmp_path / "home", stdout=terminal_side, env=size) as proc:
         os.close(terminal_side)
-        seen = read_terminal(controller_side, lambda shown: b"Ctrl-C to stop" in shown)
+        # Up to the end of the first drawing's note (the drawing is written in pieces).
+        seen = read_terminal(controller_side, lambda shown: b"config file)." in shown)
         first = Screen(80, 24)
         first.feed(seen)
         seen = read_terminal(controller_side, lambda _: False, seen=seen)  # to the end
