@@ -154,6 +154,16 @@ def _use_cases_do_not_render(imp: Import) -> str | None:
     return None
 
 
+def _use_cases_stand_alone(imp: Import) -> str | None:
+    # Each use case is one command's whole job; what several share lives below them.
+    if not (_within(imp.importer, USE_CASES) and _within(imp.target, USE_CASES)):
+        return None
+    parts = imp.importer.split("."), imp.target.split(".")
+    if len(parts[0]) < 3 or len(parts[1]) < 3 or parts[0][2] == parts[1][2]:
+        return None
+    return f"a use case imports no other use case; {imp.importer} imports {imp.target}"
+
+
 def _shared_view_is_below_the_use_cases(imp: Import) -> str | None:
     if not _within(imp.importer, SHARED_VIEW):
         return None
@@ -190,6 +200,7 @@ RULES: Mapping[str, Rule] = {
     "nothing-imports-cli": _nothing_imports_cli,
     "shared-view-below-use-cases": _shared_view_is_below_the_use_cases,
     "only-cli-imports-commands": _only_cli_imports_commands,
+    "use-cases-stand-alone": _use_cases_stand_alone,
 }
 
 
@@ -320,6 +331,29 @@ def test_layer_rule_holds(name: str, spurctl_imports: list[Import]) -> None:
     assert not broken, f"rule {name} broken:\n" + "\n".join(broken)
 
 
+# What render/ never does (docs/layout.md, "One exit"): it only writes. The terminal's
+# facts come in one Environment, the prompt is the command's, and so are the exit status
+# and the signals.
+RENDER_NEVER = {
+    "probes the terminal": (".isatty(", "get_terminal_size("),
+    "reads standard input": ("sys.stdin",),
+    "installs a signal handler": ("signal.signal(",),
+    "ends the process": ("sys.exit(", "os._exit(", "typer.Exit(", "raise SystemExit"),
+}
+
+
+def test_render_only_writes() -> None:
+    broken = []
+    for module in package_modules():
+        if not _within(module.name, "spurctl.render"):
+            continue
+        for what, needles in RENDER_NEVER.items():
+            for number, line in enumerate(module.source.splitlines(), 1):
+                if any(n in line for n in needles) and not line.lstrip().startswith("#"):
+                    broken.append(f"{module.path}:{number}: render/ never {what}: {line.strip()}")
+    assert not broken, "\n".join(broken)
+
+
 def test_no_import_cycles(spurctl_imports: list[Import]) -> None:
     found = cycles(spurctl_imports)
     assert not found, "\n".join(found)
@@ -417,6 +451,20 @@ def test_checker_catches_a_use_case_that_renders() -> None:
     assert violations(imports, RULES["use-cases-do-not-render"]) == [
         "spurctl/usecases/reclaim.py:2: usecases/ never imports render/, cli or demo; "
         "it imports spurctl.render.reclaim"
+    ]
+
+
+def test_checker_catches_a_use_case_importing_another() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/usecases/__init__.py": "",
+            "spurctl/usecases/explain.py": "from spurctl.usecases.audit import run_audit\n",
+            "spurctl/usecases/audit.py": "from spurctl.usecases import audit\n",
+        }
+    )
+    assert violations(imports, RULES["use-cases-stand-alone"]) == [
+        "spurctl/usecases/explain.py:1: a use case imports no other use case; "
+        "spurctl.usecases.explain imports spurctl.usecases.audit"
     ]
 
 
