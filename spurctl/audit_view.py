@@ -335,7 +335,7 @@ def run_audit(
 
         inputs = replace(inputs, excluded=left_out)
     if cancelled is None and journal is not None:
-        from spurctl.act.journal import cancels_sent
+        from spurctl.sources.journal_records import cancels_sent
 
         cancelled = cancels_sent(journal)
     if cancelled is not None:
@@ -351,8 +351,8 @@ def run_audit(
 
 def _node_admin(journal: Path, inputs: AuditInputs) -> NodeAdminMetrics:
     """What spurctl's drains, repairs and resumes left, from its journal and this view."""
-    from spurctl.act.journal import records
     from spurctl.decide.drains import admin_metrics
+    from spurctl.sources.journal_records import records
 
     found = records(journal, warn=lambda _: None) if journal.is_file() else []  # said once
     scope = inputs.scope

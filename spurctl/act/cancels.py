@@ -35,7 +35,8 @@ from spurctl.errors import redact
 from spurctl.model import Job, utcnow
 
 if TYPE_CHECKING:
-    from spurctl.act.journal import Journal, Unresolved
+    from spurctl.act.journal import Journal
+    from spurctl.sources.journal_records import Unresolved
 
 
 class JournalFailed(OSError):

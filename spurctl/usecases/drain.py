@@ -74,9 +74,9 @@ class Changed:
 
 
 def plan_changes(request: DrainRequest) -> DrainPlan:
-    from spurctl.act.journal import records
     from spurctl.audit_view import run_audit
     from spurctl.hostlist import parse_scope
+    from spurctl.sources.journal_records import records
 
     # -x: an excluded node is never drained or resumed (checked when it was parsed).
     scope = set(request.src.scope.keep(parse_scope(request.nodes)))

@@ -268,7 +268,7 @@ def load(path: Path, warn: Callable[[str], None] = _warn) -> JournalRuns:
     A torn or unreadable line goes to `warn` (stderr) with its line number and is
     skipped. SpurctlError when the journal cannot be read or is not a file.
     """
-    from spurctl.act import journal
+    from spurctl.sources.journal_records import records
 
     warnings: list[str] = []
 
@@ -277,7 +277,7 @@ def load(path: Path, warn: Callable[[str], None] = _warn) -> JournalRuns:
         warn(message)
 
     try:
-        found = journal.records(path, report)
+        found = records(path, report)
     except FileNotFoundError:
         return JournalRuns(path, False, [])
     repairs = sorted(repair_progress(found).values(), key=lambda p: p.node)

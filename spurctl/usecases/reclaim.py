@@ -18,7 +18,7 @@ sent cancel is confirmed only by re-collecting its node (`--collect` or
 A run goes downhill, each step once, through one controller client and one
 journal:
 
-1. read: the journal of the earlier runs (act/journal.history), then a fresh audit
+1. read: the journal of the earlier runs (sources/journal_records.history), then a fresh audit
    of the nodes;
 2. resolve: where each cancel would go and which cluster the files name
    (sources/send_targets.py);
@@ -71,10 +71,11 @@ from spurctl.model import (
 )
 
 if TYPE_CHECKING:
-    from spurctl.act.journal import Journal, Unresolved, WentOut
+    from spurctl.act.journal import Journal
     from spurctl.audit_view import AuditInputs
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
+    from spurctl.sources.journal_records import Unresolved, WentOut
     from spurctl.sources.settings import Connection
 
 # What a plan's notes point at when nothing says how its nodes were read.
@@ -159,8 +160,9 @@ def prepare(
     this cluster's (decide/send_guards.py). `client`: the run's controller client;
     `given`: the options it was given, which the commands it points at repeat.
     """
-    from spurctl.act.journal import default_path, history
+    from spurctl.act.journal import default_path
     from spurctl.audit_view import run_audit
+    from spurctl.sources.journal_records import history
     from spurctl.sources.send_targets import resolve_targets
 
     path = journal_path or default_path()

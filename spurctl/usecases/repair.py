@@ -172,7 +172,7 @@ def _rejoin(conn: Connection, checked: bool) -> str:
 
 
 def _progress(path: Path) -> dict[str, RepairProgress]:
-    from spurctl.act.journal import records
+    from spurctl.sources.journal_records import records
 
     if not path.is_file():
         return {}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.act.journal import unresolved
 from spurctl.simcluster import SimCluster, incident
+from spurctl.sources.journal_records import unresolved
 from tests.cli import (
     cli_process,
     run_cli,

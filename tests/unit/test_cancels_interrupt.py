@@ -24,9 +24,10 @@ from typing import Any
 import pytest
 
 from spurctl.act.cancels import execute
-from spurctl.act.journal import Journal, unresolved
+from spurctl.act.journal import Journal
 from spurctl.decide.plan import Entry, Result
 from spurctl.model import Action, Finding, Job, Kind
+from spurctl.sources.journal_records import unresolved
 
 
 class _CtrlCOnRecheck:

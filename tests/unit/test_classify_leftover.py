@@ -15,10 +15,11 @@ from pathlib import Path
 
 import msgspec
 
-from spurctl.act.journal import Journal, cancels_sent
+from spurctl.act.journal import Journal
 from spurctl.decide import classify as classify_module
 from spurctl.decide.classify import Classification
 from spurctl.model import Action, Holding, JobState, Kind
+from spurctl.sources.journal_records import cancels_sent
 from tests.unit.test_classify import NOW, T0, WM, held, inv, invs, job, view
 
 TRACE = msgspec.structs.replace(held(40), traces=("cgroup",))  # an empty job_40 cgroup

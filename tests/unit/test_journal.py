@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from spurctl.act import journal as journal_module
-from spurctl.act.journal import Journal, unresolved
+from spurctl.act.journal import Journal
 from spurctl.errors import register_secret
+from spurctl.sources.journal_records import unresolved
 
 
 def test_intent_and_outcome_are_appended_in_order(tmp_path: Path) -> None:

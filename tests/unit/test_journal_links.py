@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from spurctl.act import journal as journal_module
-from spurctl.act.journal import Journal, journal_lock, records, unresolved
+from spurctl.act.journal import Journal, journal_lock
 from spurctl.errors import SpurctlError
+from spurctl.sources.journal_records import records, unresolved
 
 PASSWD = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
 

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from spurctl.act.journal import SCHEMA, Journal, journal_lock, unresolved
+from spurctl.act.journal import Journal, journal_lock
 from spurctl.errors import SpurctlError
 from spurctl.render.journal import document, print_one, print_runs
+from spurctl.sources.journal_records import SCHEMA, unresolved
 from spurctl.usecases.journal_runs import LEGACY_GAP_S, load, select, summarize
 
 
@@ -239,7 +240,7 @@ def test_the_table_names_every_interrupted_intent_and_json_is_the_runs_document(
 def test_a_run_a_signal_stopped_reads_interrupted_and_its_stop_records_pair_with_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spurctl.act.journal import cancels_sent
+    from spurctl.sources.journal_records import cancels_sent
 
     path = tmp_path / "j.jsonl"
     with journal_lock(path), Journal(path) as j:

@@ -167,11 +167,11 @@ def _use_cases_stand_alone(imp: Import) -> str | None:
 def _shared_view_is_below_the_use_cases(imp: Import) -> str | None:
     if not _within(imp.importer, SHARED_VIEW):
         return None
-    for banned in ("spurctl.render", USE_CASES, *ENTRY_POINTS):
+    for banned in ("spurctl.render", "spurctl.act", USE_CASES, *ENTRY_POINTS):
         if _within(imp.target, banned):
             return (
-                f"{SHARED_VIEW} sits below the use cases: it never imports render/, a use "
-                f"case or a command; it imports {imp.target}"
+                f"{SHARED_VIEW} sits below the use cases and only reads: it never imports "
+                f"render/, act/, a use case or a command; it imports {imp.target}"
             )
     return None
 

@@ -34,11 +34,12 @@ from hypothesis import strategies as st
 
 from spurctl.act.agents import AgentError
 from spurctl.act.cancels import execute
-from spurctl.act.journal import Journal, unresolved
+from spurctl.act.journal import Journal
 from spurctl.decide.classify import ACTIONS, controller_decision
 from spurctl.decide.plan import Entry, Result, recheck
 from spurctl.errors import SpurctlError, register_secret
 from spurctl.model import Action, Finding, Job, JobState, Kind
+from spurctl.sources.journal_records import unresolved
 
 WATERMARK = 100
 NODES = ("n1", "n2", "n3", "n4")
