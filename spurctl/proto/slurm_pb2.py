@@ -26,7 +26,7 @@ from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bslurm.proto\x12\x05slurm\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"3\n\x0f\x41llocatedDevice\x12\x11\n\tdevice_id\x18\x01 \x01(\r\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"<\n\x11\x44\x65viceAllocations\x12\'\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x16.slurm.AllocatedDevice\"\xba\x01\n\x13ResourceAllocations\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x11\n\tmemory_mb\x18\x02 \x01(\x04\x12\x38\n\x07\x64\x65vices\x18\x03 \x03(\x0b\x32\'.slurm.ResourceAllocations.DevicesEntry\x1aH\n\x0c\x44\x65vicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.slurm.DeviceAllocations:\x02\x38\x01\"E\n\x0bGpuResource\x12\x11\n\tdevice_id\x18\x01 \x01(\r\x12\x10\n\x08gpu_type\x18\x02 \x01(\t\x12\x11\n\tmemory_mb\x18\x03 \x01(\x04\"\xb2\x01\n\x0bResourceSet\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x11\n\tmemory_mb\x18\x02 \x01(\x04\x12 \n\x04gpus\x18\x03 \x03(\x0b\x32\x12.slurm.GpuResource\x12\x30\n\x07generic\x18\x04 \x03(\x0b\x32\x1f.slurm.ResourceSet.GenericEntry\x1a.\n\x0cGenericEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\xbf\x03\n\x07JobInfo\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\r\x12\x11\n\tpartition\x18\x05 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x06 \x01(\t\x12\x1e\n\x05state\x18\x07 \x01(\x0e\x32\x0f.slurm.JobState\x12\x14\n\x0cstate_reason\x18\x08 \x01(\t\x12/\n\x0bsubmit_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tnum_nodes\x18\x14 \x01(\r\x12\x11\n\tnum_tasks\x18\x15 \x01(\r\x12\x10\n\x08nodelist\x18\x17 \x01(\t\x12-\n\tresources\x18( \x01(\x0b\x32\x1a.slurm.ResourceAllocations\x12\x14\n\x0c\x61rray_job_id\x18\x32 \x01(\r\x12\x15\n\rarray_task_id\x18\x33 \x01(\r\"\xb6\x03\n\x08NodeInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1f\n\x05state\x18\x02 \x01(\x0e\x32\x10.slurm.NodeState\x12\x14\n\x0cstate_reason\x18\x03 \x01(\t\x12\x12\n\npartitions\x18\x04 \x03(\t\x12+\n\x0ftotal_resources\x18\n \x01(\x0b\x32\x12.slurm.ResourceSet\x12\x33\n\x0f\x61lloc_resources\x18\x0b \x01(\x0b\x32\x1a.slurm.ResourceAllocations\x12-\n\tboot_time\x18\x1e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tlast_busy\x18\x1f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11slurmd_start_time\x18  \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06labels\x18\x33 \x03(\x0b\x32\x1b.slurm.NodeInfo.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x91\x01\n\x0eGetJobsRequest\x12\x1f\n\x06states\x18\x01 \x03(\x0e\x32\x0f.slurm.JobState\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x04 \x01(\t\x12\x0f\n\x07job_ids\x18\x05 \x03(\r\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\r\n\x05nodes\x18\x07 \x03(\t\"/\n\x0fGetJobsResponse\x12\x1c\n\x04jobs\x18\x01 \x03(\x0b\x32\x0e.slurm.JobInfo\"\x1f\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\"X\n\x0fGetNodesRequest\x12 \n\x06states\x18\x01 \x03(\x0e\x32\x10.slurm.NodeState\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x10\n\x08nodelist\x18\x03 \x01(\t\"2\n\x10GetNodesResponse\x12\x1e\n\x05nodes\x18\x01 \x03(\x0b\x32\x0f.slurm.NodeInfo\"\x1e\n\x0eGetNodeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"@\n\x10\x43\x61ncelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x0c\n\x04user\x18\x03 \x01(\t\"q\n\x11UpdateNodeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x10.slurm.NodeStateH\x00\x88\x01\x01\x12\x13\n\x06reason\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x08\n\x06_stateB\t\n\x07_reason\"0\n\x10\x44rainNodeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"?\n\x11\x44rainNodeResponse\x12\x14\n\x0c\x61\x63tual_state\x18\x01 \x01(\t\x12\x14\n\x0crunning_jobs\x18\x02 \x01(\r\"|\n\x0cPingResponse\x12\x10\n\x08hostname\x18\x01 \x01(\t\x12/\n\x0bserver_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x18\n\x10\x66\x65\x64\x65ration_peers\x18\x04 \x03(\t\">\n\rJobStateCount\x12\x1e\n\x05state\x18\x01 \x01(\x0e\x32\x0f.slurm.JobState\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"C\n\nJobMetrics\x12\r\n\x05total\x18\x01 \x01(\x04\x12&\n\x08\x62y_state\x18\x02 \x03(\x0b\x32\x14.slurm.JobStateCount\"7\n\x15\x41gentCancelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0e\n\x06signal\x18\x02 \x01(\x05\"d\n\x15NodeResourcesResponse\x12!\n\x05total\x18\x01 \x01(\x0b\x32\x12.slurm.ResourceSet\x12(\n\x04used\x18\x02 \x01(\x0b\x32\x1a.slurm.ResourceAllocations*\xfb\x01\n\x08JobState\x12\x0f\n\x0bJOB_PENDING\x10\x00\x12\x0f\n\x0bJOB_RUNNING\x10\x01\x12\x12\n\x0eJOB_COMPLETING\x10\x02\x12\x11\n\rJOB_COMPLETED\x10\x03\x12\x0e\n\nJOB_FAILED\x10\x04\x12\x11\n\rJOB_CANCELLED\x10\x05\x12\x0f\n\x0bJOB_TIMEOUT\x10\x06\x12\x11\n\rJOB_NODE_FAIL\x10\x07\x12\x11\n\rJOB_PREEMPTED\x10\x08\x12\x11\n\rJOB_SUSPENDED\x10\t\x12\x10\n\x0cJOB_DEADLINE\x10\n\x12\x15\n\x11JOB_OUT_OF_MEMORY\x10\x0b\x12\x10\n\x0cJOB_REQUEUED\x10\x0c*\xa6\x01\n\tNodeState\x12\r\n\tNODE_IDLE\x10\x00\x12\x12\n\x0eNODE_ALLOCATED\x10\x01\x12\x0e\n\nNODE_MIXED\x10\x02\x12\r\n\tNODE_DOWN\x10\x03\x12\x0e\n\nNODE_DRAIN\x10\x04\x12\x11\n\rNODE_DRAINING\x10\x05\x12\x0e\n\nNODE_ERROR\x10\x06\x12\x10\n\x0cNODE_UNKNOWN\x10\x07\x12\x12\n\x0eNODE_SUSPENDED\x10\x08\x32\x9a\x04\n\x0fSlurmController\x12\x38\n\x07GetJobs\x12\x15.slurm.GetJobsRequest\x1a\x16.slurm.GetJobsResponse\x12.\n\x06GetJob\x12\x14.slurm.GetJobRequest\x1a\x0e.slurm.JobInfo\x12<\n\tCancelJob\x12\x17.slurm.CancelJobRequest\x1a\x16.google.protobuf.Empty\x12;\n\x08GetNodes\x12\x16.slurm.GetNodesRequest\x1a\x17.slurm.GetNodesResponse\x12\x31\n\x07GetNode\x12\x15.slurm.GetNodeRequest\x1a\x0f.slurm.NodeInfo\x12>\n\nUpdateNode\x12\x18.slurm.UpdateNodeRequest\x1a\x16.google.protobuf.Empty\x12>\n\tDrainNode\x12\x17.slurm.DrainNodeRequest\x1a\x18.slurm.DrainNodeResponse\x12\x33\n\x04Ping\x12\x16.google.protobuf.Empty\x1a\x13.slurm.PingResponse\x12:\n\rGetJobMetrics\x12\x16.google.protobuf.Empty\x1a\x11.slurm.JobMetrics2\x99\x01\n\nSlurmAgent\x12\x41\n\tCancelJob\x12\x1c.slurm.AgentCancelJobRequest\x1a\x16.google.protobuf.Empty\x12H\n\x10GetNodeResources\x12\x16.google.protobuf.Empty\x1a\x1c.slurm.NodeResourcesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bslurm.proto\x12\x05slurm\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"3\n\x0f\x41llocatedDevice\x12\x11\n\tdevice_id\x18\x01 \x01(\r\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"<\n\x11\x44\x65viceAllocations\x12\'\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x16.slurm.AllocatedDevice\"\xba\x01\n\x13ResourceAllocations\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x11\n\tmemory_mb\x18\x02 \x01(\x04\x12\x38\n\x07\x64\x65vices\x18\x03 \x03(\x0b\x32\'.slurm.ResourceAllocations.DevicesEntry\x1aH\n\x0c\x44\x65vicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.slurm.DeviceAllocations:\x02\x38\x01\"E\n\x0bGpuResource\x12\x11\n\tdevice_id\x18\x01 \x01(\r\x12\x10\n\x08gpu_type\x18\x02 \x01(\t\x12\x11\n\tmemory_mb\x18\x03 \x01(\x04\"\xb2\x01\n\x0bResourceSet\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x11\n\tmemory_mb\x18\x02 \x01(\x04\x12 \n\x04gpus\x18\x03 \x03(\x0b\x32\x12.slurm.GpuResource\x12\x30\n\x07generic\x18\x04 \x03(\x0b\x32\x1f.slurm.ResourceSet.GenericEntry\x1a.\n\x0cGenericEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\xbf\x03\n\x07JobInfo\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\r\x12\x11\n\tpartition\x18\x05 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x06 \x01(\t\x12\x1e\n\x05state\x18\x07 \x01(\x0e\x32\x0f.slurm.JobState\x12\x14\n\x0cstate_reason\x18\x08 \x01(\t\x12/\n\x0bsubmit_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tnum_nodes\x18\x14 \x01(\r\x12\x11\n\tnum_tasks\x18\x15 \x01(\r\x12\x10\n\x08nodelist\x18\x17 \x01(\t\x12-\n\tresources\x18( \x01(\x0b\x32\x1a.slurm.ResourceAllocations\x12\x14\n\x0c\x61rray_job_id\x18\x32 \x01(\r\x12\x15\n\rarray_task_id\x18\x33 \x01(\r\"\xb6\x03\n\x08NodeInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1f\n\x05state\x18\x02 \x01(\x0e\x32\x10.slurm.NodeState\x12\x14\n\x0cstate_reason\x18\x03 \x01(\t\x12\x12\n\npartitions\x18\x04 \x03(\t\x12+\n\x0ftotal_resources\x18\n \x01(\x0b\x32\x12.slurm.ResourceSet\x12\x33\n\x0f\x61lloc_resources\x18\x0b \x01(\x0b\x32\x1a.slurm.ResourceAllocations\x12-\n\tboot_time\x18\x1e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tlast_busy\x18\x1f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11slurmd_start_time\x18  \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x06labels\x18\x33 \x03(\x0b\x32\x1b.slurm.NodeInfo.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x91\x01\n\x0eGetJobsRequest\x12\x1f\n\x06states\x18\x01 \x03(\x0e\x32\x0f.slurm.JobState\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x63\x63ount\x18\x04 \x01(\t\x12\x0f\n\x07job_ids\x18\x05 \x03(\r\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\r\n\x05nodes\x18\x07 \x03(\t\"/\n\x0fGetJobsResponse\x12\x1c\n\x04jobs\x18\x01 \x03(\x0b\x32\x0e.slurm.JobInfo\"\x1e\n\x0eGetJobsRecords\x12\x0c\n\x04jobs\x18\x01 \x03(\x0c\"2\n\x0fGetJobsGlimpses\x12\x1f\n\x04jobs\x18\x01 \x03(\x0b\x32\x11.slurm.JobGlimpse\"\x92\x01\n\nJobGlimpse\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x1e\n\x05state\x18\x07 \x01(\x0e\x32\x0f.slurm.JobState\x12/\n\x0bsubmit_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08nodelist\x18\x17 \x01(\t\x12\x11\n\tresources\x18( \x01(\x0c\"\x1f\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\"X\n\x0fGetNodesRequest\x12 \n\x06states\x18\x01 \x03(\x0e\x32\x10.slurm.NodeState\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x10\n\x08nodelist\x18\x03 \x01(\t\"2\n\x10GetNodesResponse\x12\x1e\n\x05nodes\x18\x01 \x03(\x0b\x32\x0f.slurm.NodeInfo\"\x1e\n\x0eGetNodeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"@\n\x10\x43\x61ncelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0e\n\x06signal\x18\x02 \x01(\x05\x12\x0c\n\x04user\x18\x03 \x01(\t\"q\n\x11UpdateNodeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x10.slurm.NodeStateH\x00\x88\x01\x01\x12\x13\n\x06reason\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x08\n\x06_stateB\t\n\x07_reason\"0\n\x10\x44rainNodeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"?\n\x11\x44rainNodeResponse\x12\x14\n\x0c\x61\x63tual_state\x18\x01 \x01(\t\x12\x14\n\x0crunning_jobs\x18\x02 \x01(\r\"|\n\x0cPingResponse\x12\x10\n\x08hostname\x18\x01 \x01(\t\x12/\n\x0bserver_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x18\n\x10\x66\x65\x64\x65ration_peers\x18\x04 \x03(\t\">\n\rJobStateCount\x12\x1e\n\x05state\x18\x01 \x01(\x0e\x32\x0f.slurm.JobState\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"C\n\nJobMetrics\x12\r\n\x05total\x18\x01 \x01(\x04\x12&\n\x08\x62y_state\x18\x02 \x03(\x0b\x32\x14.slurm.JobStateCount\"7\n\x15\x41gentCancelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0e\n\x06signal\x18\x02 \x01(\x05\"d\n\x15NodeResourcesResponse\x12!\n\x05total\x18\x01 \x01(\x0b\x32\x12.slurm.ResourceSet\x12(\n\x04used\x18\x02 \x01(\x0b\x32\x1a.slurm.ResourceAllocations*\xfb\x01\n\x08JobState\x12\x0f\n\x0bJOB_PENDING\x10\x00\x12\x0f\n\x0bJOB_RUNNING\x10\x01\x12\x12\n\x0eJOB_COMPLETING\x10\x02\x12\x11\n\rJOB_COMPLETED\x10\x03\x12\x0e\n\nJOB_FAILED\x10\x04\x12\x11\n\rJOB_CANCELLED\x10\x05\x12\x0f\n\x0bJOB_TIMEOUT\x10\x06\x12\x11\n\rJOB_NODE_FAIL\x10\x07\x12\x11\n\rJOB_PREEMPTED\x10\x08\x12\x11\n\rJOB_SUSPENDED\x10\t\x12\x10\n\x0cJOB_DEADLINE\x10\n\x12\x15\n\x11JOB_OUT_OF_MEMORY\x10\x0b\x12\x10\n\x0cJOB_REQUEUED\x10\x0c*\xa6\x01\n\tNodeState\x12\r\n\tNODE_IDLE\x10\x00\x12\x12\n\x0eNODE_ALLOCATED\x10\x01\x12\x0e\n\nNODE_MIXED\x10\x02\x12\r\n\tNODE_DOWN\x10\x03\x12\x0e\n\nNODE_DRAIN\x10\x04\x12\x11\n\rNODE_DRAINING\x10\x05\x12\x0e\n\nNODE_ERROR\x10\x06\x12\x10\n\x0cNODE_UNKNOWN\x10\x07\x12\x12\n\x0eNODE_SUSPENDED\x10\x08\x32\x9a\x04\n\x0fSlurmController\x12\x38\n\x07GetJobs\x12\x15.slurm.GetJobsRequest\x1a\x16.slurm.GetJobsResponse\x12.\n\x06GetJob\x12\x14.slurm.GetJobRequest\x1a\x0e.slurm.JobInfo\x12<\n\tCancelJob\x12\x17.slurm.CancelJobRequest\x1a\x16.google.protobuf.Empty\x12;\n\x08GetNodes\x12\x16.slurm.GetNodesRequest\x1a\x17.slurm.GetNodesResponse\x12\x31\n\x07GetNode\x12\x15.slurm.GetNodeRequest\x1a\x0f.slurm.NodeInfo\x12>\n\nUpdateNode\x12\x18.slurm.UpdateNodeRequest\x1a\x16.google.protobuf.Empty\x12>\n\tDrainNode\x12\x17.slurm.DrainNodeRequest\x1a\x18.slurm.DrainNodeResponse\x12\x33\n\x04Ping\x12\x16.google.protobuf.Empty\x1a\x13.slurm.PingResponse\x12:\n\rGetJobMetrics\x12\x16.google.protobuf.Empty\x1a\x11.slurm.JobMetrics2\x99\x01\n\nSlurmAgent\x12\x41\n\tCancelJob\x12\x1c.slurm.AgentCancelJobRequest\x1a\x16.google.protobuf.Empty\x12H\n\x10GetNodeResources\x12\x16.google.protobuf.Empty\x1a\x1c.slurm.NodeResourcesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,10 +39,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESOURCESET_GENERICENTRY']._serialized_options = b'8\001'
   _globals['_NODEINFO_LABELSENTRY']._loaded_options = None
   _globals['_NODEINFO_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_JOBSTATE']._serialized_start=2650
-  _globals['_JOBSTATE']._serialized_end=2901
-  _globals['_NODESTATE']._serialized_start=2904
-  _globals['_NODESTATE']._serialized_end=3070
+  _globals['_JOBSTATE']._serialized_start=2883
+  _globals['_JOBSTATE']._serialized_end=3134
+  _globals['_NODESTATE']._serialized_start=3137
+  _globals['_NODESTATE']._serialized_end=3303
   _globals['_ALLOCATEDDEVICE']._serialized_start=84
   _globals['_ALLOCATEDDEVICE']._serialized_end=135
   _globals['_DEVICEALLOCATIONS']._serialized_start=137
@@ -67,34 +67,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETJOBSREQUEST']._serialized_end=1677
   _globals['_GETJOBSRESPONSE']._serialized_start=1679
   _globals['_GETJOBSRESPONSE']._serialized_end=1726
-  _globals['_GETJOBREQUEST']._serialized_start=1728
-  _globals['_GETJOBREQUEST']._serialized_end=1759
-  _globals['_GETNODESREQUEST']._serialized_start=1761
-  _globals['_GETNODESREQUEST']._serialized_end=1849
-  _globals['_GETNODESRESPONSE']._serialized_start=1851
-  _globals['_GETNODESRESPONSE']._serialized_end=1901
-  _globals['_GETNODEREQUEST']._serialized_start=1903
-  _globals['_GETNODEREQUEST']._serialized_end=1933
-  _globals['_CANCELJOBREQUEST']._serialized_start=1935
-  _globals['_CANCELJOBREQUEST']._serialized_end=1999
-  _globals['_UPDATENODEREQUEST']._serialized_start=2001
-  _globals['_UPDATENODEREQUEST']._serialized_end=2114
-  _globals['_DRAINNODEREQUEST']._serialized_start=2116
-  _globals['_DRAINNODEREQUEST']._serialized_end=2164
-  _globals['_DRAINNODERESPONSE']._serialized_start=2166
-  _globals['_DRAINNODERESPONSE']._serialized_end=2229
-  _globals['_PINGRESPONSE']._serialized_start=2231
-  _globals['_PINGRESPONSE']._serialized_end=2355
-  _globals['_JOBSTATECOUNT']._serialized_start=2357
-  _globals['_JOBSTATECOUNT']._serialized_end=2419
-  _globals['_JOBMETRICS']._serialized_start=2421
-  _globals['_JOBMETRICS']._serialized_end=2488
-  _globals['_AGENTCANCELJOBREQUEST']._serialized_start=2490
-  _globals['_AGENTCANCELJOBREQUEST']._serialized_end=2545
-  _globals['_NODERESOURCESRESPONSE']._serialized_start=2547
-  _globals['_NODERESOURCESRESPONSE']._serialized_end=2647
-  _globals['_SLURMCONTROLLER']._serialized_start=3073
-  _globals['_SLURMCONTROLLER']._serialized_end=3611
-  _globals['_SLURMAGENT']._serialized_start=3614
-  _globals['_SLURMAGENT']._serialized_end=3767
+  _globals['_GETJOBSRECORDS']._serialized_start=1728
+  _globals['_GETJOBSRECORDS']._serialized_end=1758
+  _globals['_GETJOBSGLIMPSES']._serialized_start=1760
+  _globals['_GETJOBSGLIMPSES']._serialized_end=1810
+  _globals['_JOBGLIMPSE']._serialized_start=1813
+  _globals['_JOBGLIMPSE']._serialized_end=1959
+  _globals['_GETJOBREQUEST']._serialized_start=1961
+  _globals['_GETJOBREQUEST']._serialized_end=1992
+  _globals['_GETNODESREQUEST']._serialized_start=1994
+  _globals['_GETNODESREQUEST']._serialized_end=2082
+  _globals['_GETNODESRESPONSE']._serialized_start=2084
+  _globals['_GETNODESRESPONSE']._serialized_end=2134
+  _globals['_GETNODEREQUEST']._serialized_start=2136
+  _globals['_GETNODEREQUEST']._serialized_end=2166
+  _globals['_CANCELJOBREQUEST']._serialized_start=2168
+  _globals['_CANCELJOBREQUEST']._serialized_end=2232
+  _globals['_UPDATENODEREQUEST']._serialized_start=2234
+  _globals['_UPDATENODEREQUEST']._serialized_end=2347
+  _globals['_DRAINNODEREQUEST']._serialized_start=2349
+  _globals['_DRAINNODEREQUEST']._serialized_end=2397
+  _globals['_DRAINNODERESPONSE']._serialized_start=2399
+  _globals['_DRAINNODERESPONSE']._serialized_end=2462
+  _globals['_PINGRESPONSE']._serialized_start=2464
+  _globals['_PINGRESPONSE']._serialized_end=2588
+  _globals['_JOBSTATECOUNT']._serialized_start=2590
+  _globals['_JOBSTATECOUNT']._serialized_end=2652
+  _globals['_JOBMETRICS']._serialized_start=2654
+  _globals['_JOBMETRICS']._serialized_end=2721
+  _globals['_AGENTCANCELJOBREQUEST']._serialized_start=2723
+  _globals['_AGENTCANCELJOBREQUEST']._serialized_end=2778
+  _globals['_NODERESOURCESRESPONSE']._serialized_start=2780
+  _globals['_NODERESOURCESRESPONSE']._serialized_end=2880
+  _globals['_SLURMCONTROLLER']._serialized_start=3306
+  _globals['_SLURMCONTROLLER']._serialized_end=3844
+  _globals['_SLURMAGENT']._serialized_start=3847
+  _globals['_SLURMAGENT']._serialized_end=4000
 # @@protoc_insertion_point(module_scope)

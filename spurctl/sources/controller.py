@@ -58,7 +58,13 @@ from spurctl.sources.job_reads import (
     unread_note,
 )
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
+from spurctl.sources.wire import (
+    JobRecords,
+    JobsFromPb,
+    NodesFromPb,
+    counts_from_pb,
+    job_from_pb,
+)
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -252,12 +258,26 @@ class ControllerClient:
         """The endpoint that last answered first, then the rest in configured order."""
         return [self.address] + [u for u in self._urls if u != self.address]
 
-    def _invoke(self, url: str, method: str, request: Any) -> Any:
-        return getattr(self._stub(url), method)(
+    def _invoke(
+        self, url: str, method: str, request: Any, decode: Callable[[bytes], Any] | None = None
+    ) -> Any:
+        if decode is None:
+            return getattr(self._stub(url), method)(
+                request, timeout=self._conn.timeout, metadata=self._metadata
+            )
+        answer = getattr(self._stub(url, encoded=True), method)(
             request, timeout=self._conn.timeout, metadata=self._metadata
         )
+        return _decoded(url, method, decode, answer)
 
-    def read_later(self, method: str, request: Any, *, missing_ok: bool = False) -> Later:
+    def read_later(
+        self,
+        method: str,
+        request: Any,
+        *,
+        missing_ok: bool = False,
+        decode: Callable[[bytes], Any] | None = None,
+    ) -> Later:
         """Send a read now, collect its answer by calling the result (or cancel it).
 
         The endpoint that answered last serves it; if that endpoint fails as an
@@ -268,12 +288,15 @@ class ControllerClient:
         flight together, hold their bytes rather than their decoded messages, which
         grpc would build as each arrives (a 20,000-node audit's peak was 338-378 MiB,
         now 303-340: bench/README.md, "A watch that runs for days").
+
+        `decode` turns the answer's bytes into what the caller collects (default: the
+        method's message, scrubbed); it must scrub as scrub.reader does.
         """
         url = self.address
         future = getattr(self._stub(url, encoded=True), method).future(
             request, timeout=self._conn.timeout, metadata=self._metadata
         )
-        decode = scrub.reader("SlurmController", method)
+        read = decode or scrub.reader("SlurmController", method)
 
         def collect() -> Any:
             try:
@@ -282,29 +305,31 @@ class ControllerClient:
                 if missing_ok and _not_found(err):
                     return None
                 if isinstance(err, grpc.Call) and err.code() in _ENDPOINT_FAILURES:
-                    return self.read(method, request, missing_ok=missing_ok)
+                    return self.read(method, request, missing_ok=missing_ok, decode=decode)
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
-            try:
-                return decode(encoded)
-            except DecodeError as exc:
-                raise SpurctlError(
-                    f"controller {url} failed {method}: its answer is not Spur's "
-                    f"({redact(str(exc))}); check that {url} is spurctld's address"
-                ) from None
+            return _decoded(url, method, read, encoded)
 
         return Later(collect, future.cancel)
 
-    def read(self, method: str, request: Any, *, missing_ok: bool = False) -> Any:
+    def read(
+        self,
+        method: str,
+        request: Any,
+        *,
+        missing_ok: bool = False,
+        decode: Callable[[bytes], Any] | None = None,
+    ) -> Any:
         """A read: the first endpoint that answers serves it.
 
-        With `missing_ok`, NOT_FOUND is an answer (None), not a failure.
+        With `missing_ok`, NOT_FOUND is an answer (None), not a failure. `decode` as
+        for `read_later`.
         """
         failures: list[str] = []
         for url in self._order():
             try:
-                answer = self._invoke(url, method, request)
+                answer = self._invoke(url, method, request, decode)
             except grpc.RpcError as err:
                 if missing_ok and _not_found(err):
                     self.address = url
@@ -417,10 +442,14 @@ class ControllerClient:
         return self._answer(states=list(states), job_ids=list(job_ids))
 
     def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
-        """`answer`, sent now and collected by calling the result (id_ranges.Jobs)."""
+        """GetJobs by state and id, sent now; calling the result collects the answer as a
+        split read keeps it (JobRecords; id_ranges.Jobs)."""
         request = self._request(states=list(states), job_ids=list(job_ids))
-        later = self.read_later("GetJobs", request)
-        return Later(lambda: list(later().jobs), later.cancel)
+        return self.read_later("GetJobs", request, decode=scrub.job_records)
+
+    def _records(self, **filters: Any) -> JobRecords:
+        """GetJobs, its answer as a split read keeps it."""
+        return self.read("GetJobs", self._request(**filters), decode=scrub.job_records)
 
     def _jobs_in(
         self,
@@ -464,17 +493,17 @@ class ControllerClient:
                 self._request(len(chunks), states=[int(state)], nodes=chunk) for chunk in chunks
             ]
             pending = [
-                (chunk, self.read_later("GetJobs", request))
+                (chunk, self.read_later("GetJobs", request, decode=scrub.job_records))
                 for chunk, request in zip(chunks, requests, strict=True)
             ]
             meanwhile()  # this process's own work, while the answers are on their way
             found: set[int] = set()
             for chunk, collect in pending:
                 try:
-                    part = collect().jobs
+                    part = collect()
                 except AnswerTooLarge:
                     part = self._split(state, chunk, into.notes)
-                off = off_the_nodes(part, chunk) if not found else None
+                off = off_the_nodes(part.glimpses(), chunk) if not found else None
                 if off is not None:
                     for _, later in pending:
                         later.cancel()
@@ -483,7 +512,7 @@ class ControllerClient:
                 del part
             into.unread[state] = max(0, counts[state] - len(found))
 
-    def _split(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> list[pb.JobInfo]:
+    def _split(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
         """The jobs in `state` on `nodes`, whose answer was refused for its size, asked for
         half the nodes at a time; the first refusal of a view checks the filter first."""
         if not self._filter_checked:
@@ -499,17 +528,15 @@ class ControllerClient:
                 f"the {state.name} jobs on {nodes[0]} are over spurctld's 32 MiB answer "
                 "limit by themselves and were not read"
             )
-            return []
+            return JobRecords()
         half = len(nodes) // 2
         return self._by_nodes(state, nodes[:half], notes) + self._by_nodes(
             state, nodes[half:], notes
         )
 
-    def _by_nodes(
-        self, state: JobState, nodes: Sequence[str], notes: list[str]
-    ) -> list[pb.JobInfo]:
+    def _by_nodes(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
         try:
-            return self._answer(states=[int(state)], nodes=list(nodes))
+            return self._records(states=[int(state)], nodes=list(nodes))
         except AnswerTooLarge:
             return self._split(state, nodes, notes)
 
@@ -750,6 +777,16 @@ class ControllerClient:
         read.messages += self.probe_above(read.highest())
         if not self.scoped:  # a scoped answer by id proves nothing more
             self._find_unreached(read)
+
+
+def _decoded(url: str, method: str, decode: Callable[[bytes], Any], answer: bytes) -> Any:
+    try:
+        return decode(answer)
+    except DecodeError as exc:
+        raise SpurctlError(
+            f"controller {url} failed {method}: its answer is not Spur's "
+            f"({redact(str(exc))}); check that {url} is spurctld's address"
+        ) from None
 
 
 def _not_found(err: grpc.RpcError) -> bool:

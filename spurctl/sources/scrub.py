@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 
 from spurctl.errors import carries_secret, redact
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.sources.wire import JobRecords
 
 
 def scrubbed(message: Message) -> Message:
@@ -92,6 +93,14 @@ def stub(channel: grpc.Channel, service: str, *, encoded: bool = False) -> Any:
             **_REGISTERED,
         )
     return SimpleNamespace(**methods)
+
+
+def job_records(answer: bytes) -> JobRecords:
+    """A GetJobs answer as a split read keeps it (wire.JobRecords), scrubbed: one that
+    carries a secret is decoded, scrubbed and encoded again first."""
+    if carries_secret(answer):
+        answer = scrubbed(pb.GetJobsResponse.FromString(answer)).SerializeToString()
+    return JobRecords(answer)
 
 
 def reader(service: str, method: str) -> Callable[[bytes], Message]:

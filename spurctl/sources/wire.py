@@ -105,6 +105,14 @@ class Shapes:
             found = self._allocations[key] = allocation_from_pb(msg)
         return found
 
+    def allocation_of(self, encoding: bytes) -> Allocation:
+        """`allocation` of a ResourceAllocations still encoded (a glimpse's `resources`)."""
+        found = self._allocations.get(encoding)
+        if found is None:
+            msg = pb.ResourceAllocations.FromString(encoding)
+            found = self._allocations[encoding] = allocation_from_pb(msg)
+        return found
+
     def resource_set(self, msg: pb.ResourceSet) -> ResourceSet:
         key = msg.SerializeToString()
         found = self._resource_sets.get(key)
@@ -190,6 +198,47 @@ def glance_from_pb(msg: pb.JobInfo) -> JobGlance:
     )
 
 
+class JobRecords:
+    """One GetJobs answer as it came, read as a split read keeps it.
+
+    Its bytes are decoded, in C, as each job's encoding (`records`) and as a glimpse
+    of each (`glimpses`: the fields kept beside the encoding), both readings of the
+    same JobInfo list (slurm.proto, GetJobsRecords and GetJobsGlimpses): no job is
+    converted and none is encoded again, where decoding the answer whole and keeping
+    each job took a conversion of four fields and an encoding per job. `jobs` decodes
+    it whole, for a read that converts every job. Two answers' bytes joined are one
+    answer holding both's jobs, as protobuf concatenates a repeated field.
+    """
+
+    __slots__ = ("_glimpses", "_records", "answer")
+
+    def __init__(self, answer: bytes = b"") -> None:
+        self.answer = answer
+        self._records: list[bytes] | None = None
+        self._glimpses: Sequence[pb.JobGlimpse] | None = None
+
+    def records(self) -> list[bytes]:
+        """Each job's encoding, in the answer's order."""
+        if self._records is None:
+            self._records = list(pb.GetJobsRecords.FromString(self.answer).jobs)
+        return self._records
+
+    def glimpses(self) -> Sequence[pb.JobGlimpse]:
+        """Each job's id, state, nodelist, submit time and resources' encoding, in order."""
+        if self._glimpses is None:
+            self._glimpses = pb.GetJobsGlimpses.FromString(self.answer).jobs
+        return self._glimpses
+
+    def jobs(self) -> Sequence[pb.JobInfo]:
+        return pb.GetJobsResponse.FromString(self.answer).jobs
+
+    def __len__(self) -> int:
+        return len(self.glimpses())
+
+    def __add__(self, other: JobRecords) -> JobRecords:
+        return JobRecords(self.answer + other.answer)
+
+
 class Encoded(msgspec.Struct, frozen=True, gc=False):
     """A job kept as its wire encoding until something reads it, with its placement
     when it is active (the node checks read every active job's placement, and only
@@ -201,15 +250,27 @@ class Encoded(msgspec.Struct, frozen=True, gc=False):
     glance: JobGlance | None = None
 
 
-def encoded(msg: pb.JobInfo, shapes: Shapes, *, glance: bool = False) -> Encoded:
-    """`msg` kept compact: its encoding (a third of a converted Job's cost), placement and,
-    with `glance`, its glance."""
+def encoded(
+    record: bytes, glimpse: pb.JobGlimpse, shapes: Shapes, *, glance: bool = False
+) -> Encoded:
+    """A job of a JobRecords kept compact: its encoding, its placement and, with `glance`,
+    its glance, read from its glimpse."""
+    job_id, state, nodelist = glimpse.job_id, glimpse.state, glimpse.nodelist
     placement = (
-        Placement(msg.job_id, msg.nodelist, shapes.allocation(msg.resources))
-        if msg.state in _ACTIVE_VALUES
+        Placement(job_id, nodelist, shapes.allocation_of(glimpse.resources))
+        if state in _ACTIVE_VALUES
         else None
     )
-    return Encoded(msg.SerializeToString(), placement, glance_from_pb(msg) if glance else None)
+    if not glance:
+        return Encoded(record, placement)
+    known = _JOB_STATES.get(state)
+    seen = JobGlance(
+        job_id,
+        _job_state(state) if known is None else known,
+        nodelist,
+        time_from_pb(glimpse.submit_time),
+    )
+    return Encoded(record, placement, seen)
 
 
 class JobsFromPb(JobTable):
