@@ -24,7 +24,6 @@ from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2
-from google.protobuf.message import DecodeError
 
 from spurctl.errors import SpurctlError, redact
 from spurctl.heap import gc_paused
@@ -58,13 +57,7 @@ from spurctl.sources.job_reads import (
     unread_note,
 )
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import (
-    JobRecords,
-    JobsFromPb,
-    NodesFromPb,
-    counts_from_pb,
-    job_from_pb,
-)
+from spurctl.sources.wire import JobRecords, JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -89,6 +82,8 @@ REQUEST_BUDGET = 1024
 # times, for the watermark (the newest jobs may all have ended already).
 _PROBE_BATCH = 64
 _PROBE_ROUNDS = 16
+# Turns an answer's bytes into what a read collects, scrubbed (scrub.reader, scrub.job_records).
+Decode = Callable[[bytes], Any]
 
 
 def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
@@ -258,25 +253,13 @@ class ControllerClient:
         """The endpoint that last answered first, then the rest in configured order."""
         return [self.address] + [u for u in self._urls if u != self.address]
 
-    def _invoke(
-        self, url: str, method: str, request: Any, decode: Callable[[bytes], Any] | None = None
-    ) -> Any:
-        if decode is None:
-            return getattr(self._stub(url), method)(
-                request, timeout=self._conn.timeout, metadata=self._metadata
-            )
-        answer = getattr(self._stub(url, encoded=True), method)(
-            request, timeout=self._conn.timeout, metadata=self._metadata
-        )
-        return _decoded(url, method, decode, answer)
+    def _invoke(self, url: str, method: str, request: Any, decode: Decode | None = None) -> Any:
+        call = getattr(self._stub(url, encoded=decode is not None), method)
+        answer = call(request, timeout=self._conn.timeout, metadata=self._metadata)
+        return answer if decode is None else scrub.decoded(url, method, decode, answer)
 
     def read_later(
-        self,
-        method: str,
-        request: Any,
-        *,
-        missing_ok: bool = False,
-        decode: Callable[[bytes], Any] | None = None,
+        self, method: str, request: Any, *, missing_ok: bool = False, decode: Decode | None = None
     ) -> Later:
         """Send a read now, collect its answer by calling the result (or cancel it).
 
@@ -287,10 +270,7 @@ class ControllerClient:
         The answer stays encoded until it is collected: a split read's parts, in
         flight together, hold their bytes rather than their decoded messages, which
         grpc would build as each arrives (a 20,000-node audit's peak was 338-378 MiB,
-        now 303-340: bench/README.md, "A watch that runs for days").
-
-        `decode` turns the answer's bytes into what the caller collects (default: the
-        method's message, scrubbed); it must scrub as scrub.reader does.
+        now 303-340: bench/README.md, "A watch that runs for days"). `decode`: as scrub.reader.
         """
         url = self.address
         future = getattr(self._stub(url, encoded=True), method).future(
@@ -309,22 +289,16 @@ class ControllerClient:
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
-            return _decoded(url, method, read, encoded)
+            return scrub.decoded(url, method, read, encoded)
 
         return Later(collect, future.cancel)
 
     def read(
-        self,
-        method: str,
-        request: Any,
-        *,
-        missing_ok: bool = False,
-        decode: Callable[[bytes], Any] | None = None,
+        self, method: str, request: Any, *, missing_ok: bool = False, decode: Decode | None = None
     ) -> Any:
         """A read: the first endpoint that answers serves it.
 
-        With `missing_ok`, NOT_FOUND is an answer (None), not a failure. `decode` as
-        for `read_later`.
+        With `missing_ok`, NOT_FOUND is an answer (None), not a failure.
         """
         failures: list[str] = []
         for url in self._order():
@@ -442,14 +416,9 @@ class ControllerClient:
         return self._answer(states=list(states), job_ids=list(job_ids))
 
     def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
-        """GetJobs by state and id, sent now; calling the result collects the answer as a
-        split read keeps it (JobRecords; id_ranges.Jobs)."""
+        """GetJobs by state and id, sent now, collected (as JobRecords) by calling the result."""
         request = self._request(states=list(states), job_ids=list(job_ids))
         return self.read_later("GetJobs", request, decode=scrub.job_records)
-
-    def _records(self, **filters: Any) -> JobRecords:
-        """GetJobs, its answer as a split read keeps it."""
-        return self.read("GetJobs", self._request(**filters), decode=scrub.job_records)
 
     def _jobs_in(
         self,
@@ -536,7 +505,8 @@ class ControllerClient:
 
     def _by_nodes(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
         try:
-            return self._records(states=[int(state)], nodes=list(nodes))
+            request = self._request(states=[int(state)], nodes=list(nodes))
+            return self.read("GetJobs", request, decode=scrub.job_records)
         except AnswerTooLarge:
             return self._split(state, nodes, notes)
 
@@ -777,16 +747,6 @@ class ControllerClient:
         read.messages += self.probe_above(read.highest())
         if not self.scoped:  # a scoped answer by id proves nothing more
             self._find_unreached(read)
-
-
-def _decoded(url: str, method: str, decode: Callable[[bytes], Any], answer: bytes) -> Any:
-    try:
-        return decode(answer)
-    except DecodeError as exc:
-        raise SpurctlError(
-            f"controller {url} failed {method}: its answer is not Spur's "
-            f"({redact(str(exc))}); check that {url} is spurctld's address"
-        ) from None
 
 
 def _not_found(err: grpc.RpcError) -> bool:
