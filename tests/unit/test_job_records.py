@@ -10,7 +10,7 @@ from spurctl.errors import register_secret
 from spurctl.model import Allocation, Device, Job, JobGlance, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
-from spurctl.sources.job_reads import JobRead
+from spurctl.sources.job_reads import JobRead, off_list
 from spurctl.sources.wire import JobRecords, Shapes, encoded, job_from_pb, job_to_pb
 
 GPUS = Allocation(16, 2048, {"gpu": (Device(3), Device(4))})
@@ -84,3 +84,20 @@ def test_an_answer_carrying_a_secret_is_kept_scrubbed() -> None:
     assert secret not in f"{job.name}{job.user}{job.nodelist}" and "redacted" in job.name
     assert secret not in part.glimpses()[0].nodelist
     assert job_from_pb(pb.JobInfo.FromString(part.records()[1])) == JOBS[0]
+
+
+def test_the_jobs_on_nodes_getnodes_does_not_list_are_named_each_with_those_nodes() -> None:
+    none = Allocation()
+    placed = [
+        Placement(9, "gpu001", none),
+        Placement(3, " gpu404 ", none),  # trimmed as Spur trims it
+        Placement(5, "gpu[001-003]", none),
+        Placement(4, "gpu404", none),
+        Placement(6, "", none),  # no nodelist yet: nothing to check
+        Placement(7, "gpu[", none),  # unreadable: the classifier reports it
+        Placement(8, "gpu001,gpu002", none),
+    ]
+    listed = {"gpu001", "gpu002"}
+    assert off_list(placed, listed) == [(3, "gpu404"), (4, "gpu404"), (5, "gpu003")]
+    assert off_list(placed, listed | {"gpu003", "gpu404"}) == []
+    assert off_list([], listed) == []
