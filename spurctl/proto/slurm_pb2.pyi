@@ -262,6 +262,20 @@ class GetNodesResponse(_message.Message):
     nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
     def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...
 
+class GetNodesGlimpses(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeGlimpse]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeGlimpse, _Mapping]]] = ...) -> None: ...
+
+class NodeGlimpse(_message.Message):
+    __slots__ = ("name", "alloc_resources")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    alloc_resources: bytes
+    def __init__(self, name: _Optional[str] = ..., alloc_resources: _Optional[bytes] = ...) -> None: ...
+
 class GetNodeRequest(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -642,12 +642,12 @@ class ControllerClient:
         self._filter_checked = False
         filters = filters_for(version)
         _, planning = self.job_counts()
-        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
+        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest(), decode=scrub.node_table)
         nodes_read: list[NodesFromPb] = []
 
         def node_table() -> NodesFromPb:
             if not nodes_read:
-                nodes_read.append(NodesFromPb(nodes_answer().nodes))
+                nodes_read.append(nodes_answer())
             return nodes_read[0]
 
         def node_names() -> list[str]:  # only a split by node waits for them

@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError, Message
 
 from spurctl.errors import SpurctlError, carries_secret, redact
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.sources.wire import JobRecords
+from spurctl.sources.wire import JobRecords, NodesFromPb
 
 
 def scrubbed(message: Message) -> Message:
@@ -101,6 +101,14 @@ def job_records(answer: bytes) -> JobRecords:
     if carries_secret(answer):
         answer = scrubbed(pb.GetJobsResponse.FromString(answer)).SerializeToString()
     return JobRecords(answer)
+
+
+def node_table(answer: bytes) -> NodesFromPb:
+    """A GetNodes answer as a view keeps it (wire.NodesFromPb.decode), scrubbed as
+    `reader` scrubs."""
+    if carries_secret(answer):
+        answer = scrubbed(pb.GetNodesResponse.FromString(answer)).SerializeToString()
+    return NodesFromPb.decode(answer)
 
 
 def decoded(url: str, method: str, decode: Callable[[bytes], Any], answer: bytes) -> Any:

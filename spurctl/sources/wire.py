@@ -478,14 +478,28 @@ class NodesFromPb(NodeTable):
     twice).
     """
 
-    __slots__ = ("_allocations", "_messages", "_nodes", "_position", "_shapes")
+    __slots__ = ("_allocations", "_glimpses", "_messages", "_nodes", "_position", "_shapes")
 
-    def __init__(self, messages: Sequence[pb.NodeInfo], shapes: Shapes | None = None) -> None:
+    def __init__(
+        self,
+        messages: Sequence[pb.NodeInfo],
+        shapes: Shapes | None = None,
+        glimpses: Sequence[pb.NodeGlimpse] | None = None,
+    ) -> None:
         self._messages = messages
-        self._position = {m.name: i for i, m in enumerate(messages)}
+        named: Iterable[pb.NodeInfo | pb.NodeGlimpse] = messages if glimpses is None else glimpses
+        self._position = {m.name: i for i, m in enumerate(named)}
         self._nodes: dict[str, Node] = {}
         self._shapes = shapes or Shapes()
         self._allocations: dict[str, Allocation] | None = None
+        # The same answer's nodes, each its name and its allocation's encoding.
+        self._glimpses = glimpses
+
+    @classmethod
+    def decode(cls, answer: bytes) -> NodesFromPb:
+        """A GetNodes answer's bytes, read as its nodes and, in C too, as their glimpses."""
+        glimpses = pb.GetNodesGlimpses.FromString(answer).nodes
+        return cls(pb.GetNodesResponse.FromString(answer).nodes, glimpses=glimpses)
 
     def __getitem__(self, name: str) -> Node:
         node = self._nodes.get(name)
@@ -509,10 +523,17 @@ class NodesFromPb(NodeTable):
     def allocations(self) -> Mapping[str, Allocation]:
         """Each node's allocation, read from its record alone; once."""
         if self._allocations is None:
-            allocation, messages = self._shapes.allocation, self._messages
-            self._allocations = {
-                name: allocation(messages[i].alloc_resources) for name, i in self._position.items()
-            }
+            if self._glimpses is not None:  # a name that repeats: its last record wins
+                allocation_of = self._shapes.allocation_of
+                self._allocations = {
+                    g.name: allocation_of(g.alloc_resources) for g in self._glimpses
+                }
+            else:
+                allocation, messages = self._shapes.allocation, self._messages
+                self._allocations = {
+                    name: allocation(messages[i].alloc_resources)
+                    for name, i in self._position.items()
+                }
         return self._allocations
 
     def __repr__(self) -> str:

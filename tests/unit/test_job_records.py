@@ -7,11 +7,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from spurctl.errors import register_secret
-from spurctl.model import Allocation, Device, Job, JobGlance, JobState, Placement
+from spurctl.model import (
+    Allocation,
+    Device,
+    Job,
+    JobGlance,
+    JobState,
+    Node,
+    NodeState,
+    Placement,
+)
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
 from spurctl.sources.job_reads import JobRead, off_list
-from spurctl.sources.wire import JobRecords, Shapes, encoded, job_from_pb, job_to_pb
+from spurctl.sources.wire import JobRecords, Shapes, encoded, job_from_pb, job_to_pb, node_to_pb
 
 GPUS = Allocation(16, 2048, {"gpu": (Device(3), Device(4))})
 SUBMITTED = datetime(2026, 12, 1, 9, 0, 0, 250000, tzinfo=UTC)
@@ -101,3 +110,16 @@ def test_the_jobs_on_nodes_getnodes_does_not_list_are_named_each_with_those_node
     assert off_list(placed, listed) == [(3, "gpu404"), (4, "gpu404"), (5, "gpu003")]
     assert off_list(placed, listed | {"gpu003", "gpu404"}) == []
     assert off_list([], listed) == []
+
+
+def test_a_getnodes_answer_carrying_a_secret_is_kept_scrubbed() -> None:
+    secret = "node-table-secret-51d0"
+    register_secret(secret)
+    busy = Allocation(8, 512, {"gpu": (Device(0),)})
+    answer = pb.GetNodesResponse(
+        nodes=[node_to_pb(Node(f"gpu-{secret}", NodeState.IDLE, f"why {secret}", alloc=busy))]
+    ).SerializeToString()
+    nodes = scrub.node_table(answer)
+    (name,) = list(nodes)
+    assert secret not in name and secret not in nodes[name].state_reason
+    assert nodes.allocations() == {name: busy}

@@ -230,13 +230,16 @@ def test_nodes_are_converted_when_read_and_their_allocations_without_converting(
         Node("gpu002", NodeState.IDLE),
         Node("gpu001", NodeState.DRAIN, alloc=busy),  # a repeated name: the last record wins
     ]
-    nodes = NodesFromPb(pb.GetNodesResponse(nodes=[node_to_pb(n) for n in every]).nodes)
-    assert list(nodes) == ["gpu001", "gpu002"] and len(nodes) == 2
-    assert "gpu002" in nodes and "gpu003" not in nodes and nodes.get("gpu003") is None
-    assert nodes.allocations() == {"gpu001": busy, "gpu002": Allocation()}
-    assert converted == [], "allocations are read without converting a node"
-    assert nodes["gpu001"] == every[2] and nodes.get("gpu002") == every[1]
-    assert nodes["gpu001"] is nodes["gpu001"] and converted == ["gpu001", "gpu002"]
+    answer = pb.GetNodesResponse(nodes=[node_to_pb(n) for n in every])
+    # From decoded messages, or from the answer's bytes as a view reads it (with glimpses).
+    for nodes in (NodesFromPb(answer.nodes), NodesFromPb.decode(answer.SerializeToString())):
+        converted.clear()
+        assert list(nodes) == ["gpu001", "gpu002"] and len(nodes) == 2
+        assert "gpu002" in nodes and "gpu003" not in nodes and nodes.get("gpu003") is None
+        assert nodes.allocations() == {"gpu001": busy, "gpu002": Allocation()}
+        assert converted == [], "allocations are read without converting a node"
+        assert nodes["gpu001"] == every[2] and nodes.get("gpu002") == every[1]
+        assert nodes["gpu001"] is nodes["gpu001"] and converted == ["gpu001", "gpu002"]
     view = ControllerView("http://c", "v", datetime.now(UTC), {}, {"a": every[0]}, 0)
     assert view.node_allocations() == {"a": busy}
 
