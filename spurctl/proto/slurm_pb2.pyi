@@ -262,6 +262,12 @@ class GetNodesResponse(_message.Message):
     nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
     def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...
 
+class GetNodesRecords(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, nodes: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class GetNodesGlimpses(_message.Message):
     __slots__ = ("nodes",)
     NODES_FIELD_NUMBER: _ClassVar[int]
