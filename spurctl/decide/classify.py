@@ -163,9 +163,7 @@ def classify(
         if node != inv.node:
             scoped.discard(inv.node)  # one node, named twice: count it once
         scoped.add(node)
-        spoken_for.add(hostlist.loose_key(node))
-        if node != inv.node:
-            spoken_for.add(hostlist.loose_key(inv.node))
+        spoken_for.update((hostlist.loose_key(node), hostlist.loose_key(inv.node)))
         if inv.target_node is not None:
             spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)
@@ -1130,8 +1128,7 @@ def _explain_allocation(
             "so the scheduler sees it busy and nothing frees it",
             age=age,
         )
-    # Spur's own fallback splits a job's total evenly over its nodes; rounding each
-    # share up keeps an uneven remainder from reading as excess.
+    # Spur's fallback splits a job evenly over its nodes; each share rounded up reads no excess.
     cpus = memory_mb = gpus = 0
     for placed, width in on_node:
         r = placed.resources
