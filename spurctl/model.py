@@ -338,9 +338,10 @@ class ControllerView:
     def glance(self, job_id: int) -> Job | JobGlance | None:
         """`job_id`'s state, nodelist and submit time, from the same record `jobs` holds
         (None: not in `jobs`); a live view reads them without converting the job."""
-        if isinstance(self.jobs, JobTable):
-            return self.jobs.glance(job_id)
-        return self.jobs.get(job_id)
+        # Not isinstance: JobTable is an ABC, whose check costs a Python call, and the
+        # classifier asks once per holding. Only a JobTable has `glance`.
+        glance = getattr(self.jobs, "glance", None)
+        return self.jobs.get(job_id) if glance is None else glance(job_id)
 
     def active_placements(self) -> Sequence[Placement]:
         """Where each RUNNING, COMPLETING and SUSPENDED job runs, without converting any

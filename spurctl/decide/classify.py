@@ -1127,21 +1127,21 @@ def _explain_allocation(
             f"so the scheduler sees it busy and nothing frees it{repair_remedy(name)}",
             age=age,
         )
-    # Spur's own fallback splits a job's total evenly over its nodes; rounding each
-    # share up keeps an uneven remainder from reading as excess.
-    explained = [0, 0, 0]
+    # Spur's fallback splits a job evenly over its nodes; each share rounded up reads no excess.
+    cpus = memory_mb = gpus = 0
     for placed, width in on_node:
         r = placed.resources
         if width == 1:
-            explained[0] += r.cpus
-            explained[1] += r.memory_mb
-            explained[2] += r.gpus
+            cpus += r.cpus
+            memory_mb += r.memory_mb
+            gpus += r.gpus
         else:
-            explained[0] += -(-r.cpus // width)
-            explained[1] += -(-r.memory_mb // width)
-            explained[2] += -(-r.gpus // width)
-    if have[0] <= explained[0] and have[1] <= explained[1] and have[2] <= explained[2]:
+            cpus += -(-r.cpus // width)
+            memory_mb += -(-r.memory_mb // width)
+            gpus += -(-r.gpus // width)
+    if have[0] <= cpus and have[1] <= memory_mb and have[2] <= gpus:
         return None  # most nodes: their jobs account for all of it
+    explained = (cpus, memory_mb, gpus)
     over = [dim for dim in range(3) if have[dim] > explained[dim]]
     ids = ", ".join(str(i) for i in sorted(j.job_id for j, _ in on_node))
     jobs = f"active jobs {ids} account" if len(on_node) > 1 else f"active job {ids} accounts"

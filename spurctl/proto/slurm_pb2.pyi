@@ -214,6 +214,32 @@ class GetJobsResponse(_message.Message):
     jobs: _containers.RepeatedCompositeFieldContainer[JobInfo]
     def __init__(self, jobs: _Optional[_Iterable[_Union[JobInfo, _Mapping]]] = ...) -> None: ...
 
+class GetJobsRecords(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, jobs: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class GetJobsGlimpses(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[JobGlimpse]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[JobGlimpse, _Mapping]]] = ...) -> None: ...
+
+class JobGlimpse(_message.Message):
+    __slots__ = ("job_id", "state", "submit_time", "nodelist", "resources")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    state: JobState
+    submit_time: _timestamp_pb2.Timestamp
+    nodelist: str
+    resources: bytes
+    def __init__(self, job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., nodelist: _Optional[str] = ..., resources: _Optional[bytes] = ...) -> None: ...
+
 class GetJobRequest(_message.Message):
     __slots__ = ("job_id",)
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
@@ -235,6 +261,26 @@ class GetNodesResponse(_message.Message):
     NODES_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
     def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...
+
+class GetNodesRecords(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, nodes: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class GetNodesGlimpses(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeGlimpse]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeGlimpse, _Mapping]]] = ...) -> None: ...
+
+class NodeGlimpse(_message.Message):
+    __slots__ = ("name", "alloc_resources")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    alloc_resources: bytes
+    def __init__(self, name: _Optional[str] = ..., alloc_resources: _Optional[bytes] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("name",)

@@ -24,7 +24,6 @@ from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2
-from google.protobuf.message import DecodeError
 
 from spurctl.errors import SpurctlError, redact
 from spurctl.heap import gc_paused
@@ -58,7 +57,7 @@ from spurctl.sources.job_reads import (
     unread_note,
 )
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
+from spurctl.sources.wire import JobRecords, JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
 from spurctl.sources.wrong_endpoint import CHECK_ADDRESS, NOT_A_CONTROLLER, not_a_controller
 
 CHANNEL_OPTIONS = [
@@ -86,6 +85,8 @@ REQUEST_BUDGET = 1024
 # times, for the watermark (the newest jobs may all have ended already).
 _PROBE_BATCH = 64
 _PROBE_ROUNDS = 16
+# Turns an answer's bytes into what a read collects, scrubbed (scrub.reader, scrub.job_records).
+Decode = Callable[[bytes], Any]
 
 
 def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
@@ -228,12 +229,14 @@ class ControllerClient:
         """The endpoint that last answered first, then the rest in configured order."""
         return [self.address] + [u for u in self._urls if u != self.address]
 
-    def _invoke(self, url: str, method: str, request: Any) -> Any:
-        return getattr(self._stub(url), method)(
-            request, timeout=self._conn.timeout, metadata=self._metadata
-        )
+    def _invoke(self, url: str, method: str, request: Any, decode: Decode | None = None) -> Any:
+        call = getattr(self._stub(url, encoded=decode is not None), method)
+        answer = call(request, timeout=self._conn.timeout, metadata=self._metadata)
+        return answer if decode is None else scrub.decoded(url, method, decode, answer)
 
-    def read_later(self, method: str, request: Any, *, missing_ok: bool = False) -> Later:
+    def read_later(
+        self, method: str, request: Any, *, missing_ok: bool = False, decode: Decode | None = None
+    ) -> Later:
         """Send a read now, collect its answer by calling the result (or cancel it).
 
         The endpoint that answered last serves it; if that endpoint fails as an
@@ -243,13 +246,13 @@ class ControllerClient:
         The answer stays encoded until it is collected: a split read's parts, in
         flight together, hold their bytes rather than their decoded messages, which
         grpc would build as each arrives (a 20,000-node audit's peak was 338-378 MiB,
-        now 303-340: bench/README.md, "A watch that runs for days").
+        now 303-340: bench/README.md, "A watch that runs for days"). `decode`: as scrub.reader.
         """
         url = self.address
         future = getattr(self._stub(url, encoded=True), method).future(
             request, timeout=self._conn.timeout, metadata=self._metadata
         )
-        decode = scrub.reader("SlurmController", method)
+        read = decode or scrub.reader("SlurmController", method)
 
         def collect() -> Any:
             try:
@@ -258,21 +261,17 @@ class ControllerClient:
                 if missing_ok and _not_found(err):
                     return None
                 if isinstance(err, grpc.Call) and err.code() in _ELSEWHERE:
-                    return self.read(method, request, missing_ok=missing_ok)
+                    return self.read(method, request, missing_ok=missing_ok, decode=decode)
                 if isinstance(err, grpc.Call) and err.code() in _TOO_LARGE:
                     raise self._too_large(url, method, err) from None
                 raise self._failure(url, method, err) from None
-            try:
-                return decode(encoded)
-            except DecodeError as exc:
-                raise SpurctlError(
-                    f"controller {url} failed {method}: its answer is not Spur's "
-                    f"({redact(str(exc))}); check that {url} is spurctld's address"
-                ) from None
+            return scrub.decoded(url, method, read, encoded)
 
         return Later(collect, future.cancel)
 
-    def read(self, method: str, request: Any, *, missing_ok: bool = False) -> Any:
+    def read(
+        self, method: str, request: Any, *, missing_ok: bool = False, decode: Decode | None = None
+    ) -> Any:
         """A read: the first endpoint that answers serves it.
 
         With `missing_ok`, NOT_FOUND is an answer (None), not a failure.
@@ -280,7 +279,7 @@ class ControllerClient:
         failures: list[str] = []
         for url in self._order():
             try:
-                answer = self._invoke(url, method, request)
+                answer = self._invoke(url, method, request, decode)
             except grpc.RpcError as err:
                 if missing_ok and _not_found(err):
                     self.address = url
@@ -391,10 +390,9 @@ class ControllerClient:
         return self._answer(states=list(states), job_ids=list(job_ids))
 
     def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
-        """`answer`, sent now and collected by calling the result (id_ranges.Jobs)."""
+        """GetJobs by state and id, sent now, collected (as JobRecords) by calling the result."""
         request = self._request(states=list(states), job_ids=list(job_ids))
-        later = self.read_later("GetJobs", request)
-        return Later(lambda: list(later().jobs), later.cancel)
+        return self.read_later("GetJobs", request, decode=scrub.job_records)
 
     def _jobs_in(
         self,
@@ -438,17 +436,17 @@ class ControllerClient:
                 self._request(len(chunks), states=[int(state)], nodes=chunk) for chunk in chunks
             ]
             pending = [
-                (chunk, self.read_later("GetJobs", request))
+                (chunk, self.read_later("GetJobs", request, decode=scrub.job_records))
                 for chunk, request in zip(chunks, requests, strict=True)
             ]
             meanwhile()  # this process's own work, while the answers are on their way
             found: set[int] = set()
             for chunk, collect in pending:
                 try:
-                    part = collect().jobs
+                    part = collect()
                 except AnswerTooLarge:
                     part = self._split(state, chunk, into.notes)
-                off = off_the_nodes(part, chunk) if not found else None
+                off = off_the_nodes(part.glimpses(), chunk) if not found else None
                 if off is not None:
                     for _, later in pending:
                         later.cancel()
@@ -457,7 +455,7 @@ class ControllerClient:
                 del part
             into.unread[state] = max(0, counts[state] - len(found))
 
-    def _split(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> list[pb.JobInfo]:
+    def _split(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
         """The jobs in `state` on `nodes`, whose answer was refused for its size, asked for
         half the nodes at a time; the first refusal of a view checks the filter first."""
         if not self._filter_checked:
@@ -473,17 +471,16 @@ class ControllerClient:
                 f"the {state.name} jobs on {nodes[0]} are over spurctld's 32 MiB answer "
                 "limit by themselves and were not read"
             )
-            return []
+            return JobRecords()
         half = len(nodes) // 2
         return self._by_nodes(state, nodes[:half], notes) + self._by_nodes(
             state, nodes[half:], notes
         )
 
-    def _by_nodes(
-        self, state: JobState, nodes: Sequence[str], notes: list[str]
-    ) -> list[pb.JobInfo]:
+    def _by_nodes(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
         try:
-            return self._answer(states=[int(state)], nodes=list(nodes))
+            request = self._request(states=[int(state)], nodes=list(nodes))
+            return self.read("GetJobs", request, decode=scrub.job_records)
         except AnswerTooLarge:
             return self._split(state, nodes, notes)
 
@@ -619,12 +616,12 @@ class ControllerClient:
         self._filter_checked = False
         filters = filters_for(version)
         _, planning = self.job_counts()
-        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest())
+        nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest(), decode=scrub.node_table)
         nodes_read: list[NodesFromPb] = []
 
         def node_table() -> NodesFromPb:
             if not nodes_read:
-                nodes_read.append(NodesFromPb(nodes_answer().nodes))
+                nodes_read.append(nodes_answer())
             return nodes_read[0]
 
         def node_names() -> list[str]:  # only a split by node waits for them

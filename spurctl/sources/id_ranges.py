@@ -26,6 +26,7 @@ from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources.job_reads import LOOKUP_BATCH, BudgetSpent, JobRead, state_units
+from spurctl.sources.wire import JobRecords
 
 # Bytes per JobInfo assumed before any record is seen (real ones are 400-700 bytes).
 DEFAULT_RECORD = 1024
@@ -43,9 +44,10 @@ class AnswerTooLarge(SpurctlError):
 
 
 class Pending(Protocol):
-    """A GetJobs answer on its way: call for its jobs, or cancel it."""
+    """A GetJobs answer on its way: call for its jobs (as a split read keeps them), or
+    cancel it."""
 
-    def __call__(self) -> list[pb.JobInfo]: ...
+    def __call__(self) -> JobRecords: ...
 
     def cancel(self) -> object: ...
 

@@ -142,7 +142,7 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
                     h.traces or (),
                     h.tracked_pids or (),
                     h.supervisors or (),
-                    extras.sessions(h.sessions),
+                    extras.sessions(h.sessions) if h.sessions else (),
                 )
                 for h in doc.held
             ]

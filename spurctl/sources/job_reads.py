@@ -10,7 +10,7 @@ controller that ignored a node filter, and the notes a read leaves behind.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from spurctl import hostlist
@@ -18,7 +18,7 @@ from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
 from spurctl.model import ACTIVE_STATES, Job, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.sources.wire import Encoded, Shapes, encoded, job_from_pb
+from spurctl.sources.wire import Encoded, JobRecords, Shapes, encoded, job_from_pb
 
 # Held ids asked for by id per GetJobs: spurctld scans its job map once per
 # requested id, so batches stay small.
@@ -37,17 +37,19 @@ def gaps(seen: Collection[int], low: int | None = None) -> list[int] | None:
     return [i for i in range(low, high) if i not in seen]
 
 
-def off_list(placements: Iterable[Placement], nodes: Collection[str]) -> list[tuple[int, str]]:
+def off_list(placements: Sequence[Placement], nodes: Collection[str]) -> list[tuple[int, str]]:
     """(job id, the nodes GetNodes does not list) for each active job whose nodelist
-    names such a node; a nodelist that cannot be read is the classifier's to report."""
-    out: list[tuple[int, str]] = []
-    for placed in placements:
-        nodelist = placed.nodelist
+    names such a node; a nodelist that cannot be read is the classifier's to report.
+    Each distinct nodelist is read once: most jobs run on one node, so a cluster's
+    ~100,000 jobs name about as many lists as it has nodes."""
+    unlisted: dict[str, str] = {}
+    for nodelist in {placed.nodelist for placed in placements}:
         if not nodelist:
             continue
-        if "[" not in nodelist and "," not in nodelist:
-            if nodelist.strip() not in nodes:
-                out.append((placed.job_id, nodelist.strip()))
+        name = hostlist.plain_name(nodelist)
+        if name is not None:
+            if name not in nodes:
+                unlisted[nodelist] = name
             continue
         try:
             named = hostlist.expand(nodelist)
@@ -55,8 +57,10 @@ def off_list(placements: Iterable[Placement], nodes: Collection[str]) -> list[tu
             continue
         missing = [n for n in named if n not in nodes]
         if missing:
-            out.append((placed.job_id, hostlist.fold(sorted(missing))))
-    return sorted(out)
+            unlisted[nodelist] = hostlist.fold(sorted(missing))
+    if not unlisted:
+        return []
+    return sorted((p.job_id, unlisted[p.nodelist]) for p in placements if p.nodelist in unlisted)
 
 
 def unread_note(state: JobState, n: int, everything: bool) -> str:
@@ -113,27 +117,34 @@ class JobRead:
     # The largest JobInfo encoding seen (a sample of each answer): sizes id ranges.
     largest: int = 0
 
-    def keep(self, part: Iterable[pb.JobInfo]) -> set[int]:
-        """Keep a split read's answer past its message: every job encoded, the wanted ones
-        with their glance (or, when none are named, every job converted); a later record
-        of an id replaces an earlier one. Returns the ids."""
+    def keep(self, part: JobRecords) -> set[int]:
+        """Keep a split read's answer past its bytes: every job's encoding, with its
+        placement and, for the wanted ones, its glance (or, when none are named, every job
+        converted); a later record of an id replaces an earlier one. Returns the ids."""
         if not self.chosen:
             self.chosen.append(self.wanted())
         wanted, shapes, converted, kept = self.chosen[0], self.shapes, self.converted, self.encoded
         ids: set[int] = set()
         with gc_paused():
-            for m in part:
-                i = m.job_id
-                ids.add(i)
-                if wanted is None:
+            if wanted is None:
+                for m in part.jobs():
+                    i = m.job_id
+                    ids.add(i)
                     converted[i] = job_from_pb(m, shapes)
-                else:
-                    kept[i] = encoded(m, shapes, glance=i in wanted)
+                return ids
+            for record, glimpse in zip(part.records(), part.glimpses(), strict=True):
+                i = glimpse.job_id
+                ids.add(i)
+                kept[i] = encoded(record, glimpse, shapes, glance=i in wanted)
         return ids
 
-    def measure(self, part: Sequence[pb.JobInfo]) -> None:
-        """Note the largest record among the first of `part` (ByteSize walks the message)."""
-        self.largest = max(self.largest, max((m.ByteSize() for m in part[:64]), default=0))
+    def measure(self, part: Sequence[pb.JobInfo] | JobRecords) -> None:
+        """Note the largest record among the first of `part`."""
+        if isinstance(part, JobRecords):
+            sizes = [len(r) for r in part.records()[:64]]
+        else:
+            sizes = [m.ByteSize() for m in part[:64]]  # ByteSize walks the message
+        self.largest = max(self.largest, *sizes, 0)
 
     def ids(self) -> set[int]:
         return {m.job_id for m in self.messages} | self.converted.keys() | self.encoded.keys()
@@ -187,7 +198,9 @@ class FilterIgnored(Exception):
     """The controller answered a node-filtered GetJobs as if unfiltered."""
 
 
-def off_the_nodes(jobs: Sequence[pb.JobInfo], nodes: Collection[str]) -> int | None:
+def off_the_nodes(
+    jobs: Sequence[pb.JobInfo] | Sequence[pb.JobGlimpse], nodes: Collection[str]
+) -> int | None:
     """The id of a job in `jobs` (a node-filtered answer) allocated on none of `nodes`, or
     None. spurctld's `nodes` filter keeps a job only when one of its allocated nodes is
     asked for (so never one without a nodelist): such a job means the filter was

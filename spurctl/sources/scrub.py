@@ -17,10 +17,11 @@ from typing import Any
 import grpc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
-from spurctl.errors import carries_secret, redact
+from spurctl.errors import SpurctlError, carries_secret, redact
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.sources.wire import JobRecords, NodesFromPb
 
 
 def scrubbed(message: Message) -> Message:
@@ -92,6 +93,33 @@ def stub(channel: grpc.Channel, service: str, *, encoded: bool = False) -> Any:
             **_REGISTERED,
         )
     return SimpleNamespace(**methods)
+
+
+def job_records(answer: bytes) -> JobRecords:
+    """A GetJobs answer as a split read keeps it (wire.JobRecords), scrubbed: one that
+    carries a secret is decoded, scrubbed and encoded again first."""
+    if carries_secret(answer):
+        answer = scrubbed(pb.GetJobsResponse.FromString(answer)).SerializeToString()
+    return JobRecords(answer)
+
+
+def node_table(answer: bytes) -> NodesFromPb:
+    """A GetNodes answer as a view keeps it (wire.NodesFromPb.decode), scrubbed as
+    `reader` scrubs."""
+    if carries_secret(answer):
+        answer = scrubbed(pb.GetNodesResponse.FromString(answer)).SerializeToString()
+    return NodesFromPb.decode(answer)
+
+
+def decoded(url: str, method: str, decode: Callable[[bytes], Any], answer: bytes) -> Any:
+    """`decode(answer)`, one line naming the controller when it is not Spur's answer."""
+    try:
+        return decode(answer)
+    except DecodeError as exc:
+        raise SpurctlError(
+            f"controller {url} failed {method}: its answer is not Spur's "
+            f"({redact(str(exc))}); check that {url} is spurctld's address"
+        ) from None
 
 
 def reader(service: str, method: str) -> Callable[[bytes], Message]:

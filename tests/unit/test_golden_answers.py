@@ -31,6 +31,7 @@ from spurctl.model import (
     Placement,
     ResourceSet,
 )
+from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
 from spurctl.sources.wire import (
     JobsFromPb,
@@ -144,10 +145,14 @@ def test_getjobs_answers_decode_to_upstreams_jobs_in_every_state(
         Placement(j.job_id, j.nodelist, j.resources) for j in wanted if j.state in ACTIVE_STATES
     )
     shapes = Shapes()
-    for msg, j in zip(answer.jobs, wanted, strict=True):
-        kept = encoded(msg, shapes, glance=True)  # as a split read keeps it
+    part = scrub.job_records((where / "GetJobsResponse.bin").read_bytes())  # a split read's
+    assert len(part) == len(wanted)
+    for record, glimpse, j in zip(part.records(), part.glimpses(), wanted, strict=True):
+        kept = encoded(record, glimpse, shapes, glance=True)  # as a split read keeps it
         assert kept.glance == JobGlance(j.job_id, j.state, j.nodelist, j.submit_time)
-        assert job_from_pb(type(msg).FromString(kept.data)) == j
+        placed = Placement(j.job_id, j.nodelist, j.resources)
+        assert kept.placement == (placed if j.state in ACTIVE_STATES else None)
+        assert job_from_pb(pb.JobInfo.FromString(kept.data)) == j
         # Real-sized: upstream's fields spurctl does not declare came along, and were skipped.
         assert len(kept.data) > len(job_to_pb(j).SerializeToString()) + 150
 

@@ -27,6 +27,7 @@ from spurctl.sources.job_reads import (
     off_the_nodes,
     state_units,
 )
+from spurctl.sources.wire import JobRecords
 
 R, PD, PR, RQ, CD = (
     JobState.RUNNING,
@@ -67,8 +68,9 @@ class Controller:
         self.budget.take()  # counted when sent, answered when collected
         self.budget.used -= 1
 
-        def collect() -> list[pb.JobInfo]:
-            return self.answer(states, job_ids)
+        def collect() -> JobRecords:  # as ControllerClient collects it: the answer's bytes
+            answer = pb.GetJobsResponse(jobs=self.answer(states, job_ids))
+            return JobRecords(answer.SerializeToString())
 
         return Later(collect, lambda: self.cancelled.append(tuple(job_ids)))
 

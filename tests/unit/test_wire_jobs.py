@@ -49,6 +49,12 @@ def answer_of(jobs: list[Job]) -> pb.GetJobsResponse:
     return pb.GetJobsResponse(jobs=[job_to_pb(j) for j in jobs])
 
 
+def kept_encoded(msg: pb.JobInfo, shapes: wire.Shapes) -> wire.Encoded:
+    """`msg` kept as a split read keeps it: read from its answer's bytes."""
+    part = wire.JobRecords(pb.GetJobsResponse(jobs=[msg]).SerializeToString())
+    return wire.encoded(part.records()[0], part.glimpses()[0], shapes)
+
+
 def counting(
     monkeypatch: pytest.MonkeyPatch, function: str, key: Callable[[Any], Any]
 ) -> list[Any]:
@@ -143,7 +149,7 @@ def test_an_encoded_job_reads_back_whole_and_is_converted_only_when_read(
     )  # fmt: skip
     ended = Job(42, JobState.COMPLETED, "gpu003")
     shapes = Shapes()
-    kept = {j.job_id: wire.encoded(job_to_pb(j), shapes) for j in (run, ended)}
+    kept = {j.job_id: kept_encoded(job_to_pb(j), shapes) for j in (run, ended)}
     converted = counting_conversions(monkeypatch)
     jobs = JobsFromPb(answer_of([Job(7, JobState.PENDING)]).jobs, shapes=shapes, encoded=kept)
     assert sorted(jobs) == [7, 41, 42] and len(jobs) == 3 and 41 in jobs and 43 not in jobs
@@ -177,7 +183,7 @@ def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted()
     later = JobsFromPb(
         answer_of([ended]).jobs,
         shapes=shapes,
-        encoded={5: wire.encoded(job_to_pb(running), shapes)},
+        encoded={5: kept_encoded(job_to_pb(running), shapes)},
     )
     assert later[5] == ended and len(later) == 1 and later.placements() == []
     other = Job(6, JobState.SUSPENDED, "gpu002")
@@ -185,7 +191,7 @@ def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted()
         [],
         converted={6: other},
         shapes=shapes,
-        encoded={6: wire.encoded(job_to_pb(Job(6, JobState.RUNNING, "gpu009")), shapes)},
+        encoded={6: kept_encoded(job_to_pb(Job(6, JobState.RUNNING, "gpu009")), shapes)},
     )
     assert both[6] == other and len(both) == 1, "an id is kept one way only"
     assert both.placements() == [Placement(6, "gpu002", Allocation())]
@@ -199,7 +205,7 @@ def test_the_ids_a_table_lacks_count_every_way_a_job_is_kept_and_convert_none(
         answer_of([Job(1, JobState.PENDING)]).jobs,
         converted={2: Job(2, JobState.RUNNING, "gpu001")},
         shapes=shapes,
-        encoded={3: wire.encoded(job_to_pb(Job(3, JobState.RUNNING, "gpu002")), shapes)},
+        encoded={3: kept_encoded(job_to_pb(Job(3, JobState.RUNNING, "gpu002")), shapes)},
     )
     converted = counting_conversions(monkeypatch)
     asked = [1, 2, 3, 4, 5, 4]
@@ -222,13 +228,16 @@ def test_nodes_are_converted_when_read_and_their_allocations_without_converting(
         Node("gpu002", NodeState.IDLE),
         Node("gpu001", NodeState.DRAIN, alloc=busy),  # a repeated name: the last record wins
     ]
-    nodes = NodesFromPb(pb.GetNodesResponse(nodes=[node_to_pb(n) for n in every]).nodes)
-    assert list(nodes) == ["gpu001", "gpu002"] and len(nodes) == 2
-    assert "gpu002" in nodes and "gpu003" not in nodes and nodes.get("gpu003") is None
-    assert nodes.allocations() == {"gpu001": busy, "gpu002": Allocation()}
-    assert converted == [], "allocations are read without converting a node"
-    assert nodes["gpu001"] == every[2] and nodes.get("gpu002") == every[1]
-    assert nodes["gpu001"] is nodes["gpu001"] and converted == ["gpu001", "gpu002"]
+    answer = pb.GetNodesResponse(nodes=[node_to_pb(n) for n in every])
+    # From decoded messages, or from the answer's bytes as a view reads it (with glimpses).
+    for nodes in (NodesFromPb(answer.nodes), NodesFromPb.decode(answer.SerializeToString())):
+        converted.clear()
+        assert list(nodes) == ["gpu001", "gpu002"] and len(nodes) == 2
+        assert "gpu002" in nodes and "gpu003" not in nodes and nodes.get("gpu003") is None
+        assert nodes.allocations() == {"gpu001": busy, "gpu002": Allocation()}
+        assert converted == [], "allocations are read without converting a node"
+        assert nodes["gpu001"] == every[2] and nodes.get("gpu002") == every[1]
+        assert nodes["gpu001"] is nodes["gpu001"] and converted == ["gpu001", "gpu002"]
     view = ControllerView("http://c", "v", datetime.now(UTC), {}, {"a": every[0]}, 0)
     assert view.node_allocations() == {"a": busy}
 
