@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -30,12 +30,12 @@ from spurctl.commands import (
     reclaim,
     repair,
     resume,
+    root,
     snapshot,
 )
 from spurctl.commands.help import HELP_ONLY_LONG, HELP_OPTIONS, HelpCommand, HelpGroup
 from spurctl.errors import ExitStatus
 from spurctl.render import sink
-from spurctl.sources import user_config
 
 app = typer.Typer(
     name="spurctl",
@@ -67,68 +67,24 @@ app.add_typer(checklist.app)
 for module in (node_inventory, collect, demo, node_release):
     _add(module)
 
-_state = {"debug": False}
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from spurctl import __version__
-
-        print(f"spurctl {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_print_version, is_eager=True, help="Print the version."
-        ),
-    ] = False,
-    debug: Annotated[
-        bool,
-        typer.Option(
-            "--debug",
-            help="Show a traceback on errors (secrets stay redacted), and on stderr where each "
-            "default came from: option, environment, config file or built-in.",
-        ),
-    ] = False,
-    context: Annotated[
-        str | None,
-        typer.Option(
-            "--context",
-            envvar="SPURCTL_CONTEXT",
-            show_envvar=True,
-            help="The config file's cluster to use ([contexts.NAME], as kubectl's contexts; "
-            "default: its current_context). Before or after the command.",
-            metavar="NAME",
-            show_default=False,
-        ),
-    ] = None,
-) -> None:
-    _state["debug"] = debug
-    user_config.use_context(context)
+# The root's options (--version, --debug, --context): commands/root.py.
+app.callback()(root.options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one spurctl command; its exit status. Every operator error is one clear line
     and exit 2; nothing here exits the process, so a test can call it in-process."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    end = args.index("--") if "--" in args else len(args)
-    debug = "--debug" in args[:end]
-    # `spurctl audit --context lab` means what `spurctl --context lab audit` does.
-    args = _context_first(args[:end]) + args[end:]
-    if debug:
-        # `spurctl audit --debug` means what `spurctl --debug audit` does.
-        end = args.index("--") if "--" in args else len(args)
-        args = ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
-    else:
+    args, debug = root.hoisted(list(sys.argv[1:] if argv is None else argv))
+    if not debug:
         # grpc's C core logs handshake and connection trouble to stderr itself; the
         # error line says it in the operator's words (set before grpc is imported).
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    _state["debug"] = False
-    user_config.use_context(None)  # the root option sets it again for this command
+    # Every child spurctl forks execs at once (a collect's commands) or starts gRPC only
+    # after the fork (a watch's round, heap.Child): gRPC's own fork handlers have nothing
+    # to save, and a fork landing while another thread is in gRPC (the demo's simulated
+    # cluster serving while it collects) could abort in them. Set before grpc is imported.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    root.reset()  # the root's options set it again for this command
     with sink.installed():  # every line spurctl writes, redacted (render/sink.py)
         if "_SPURCTL_COMPLETE" in os.environ:
             # The scripts in completions/ call back here; Typer registers its shells only
@@ -141,20 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
             from spurctl.render.terminal import report
 
-            return report(exc, debug=_state["debug"])
+            return report(exc, debug=root.state.debug)
         # Without standalone mode Typer returns typer.Exit's code, or what the command returned.
         return code if isinstance(code, int) else ExitStatus.OK
-
-
-def _context_first(args: list[str]) -> list[str]:
-    """`--context NAME` (or `--context=NAME`) moved to the front, wherever it was typed;
-    a trailing one without its name is left for the parser to report."""
-    for i, arg in enumerate(args):
-        if arg.startswith("--context="):
-            return [arg, *args[:i], *args[i + 1 :]]
-        if arg == "--context" and i + 1 < len(args):
-            return [arg, args[i + 1], *args[:i], *args[i + 2 :]]
-    return args
 
 
 def entry() -> None:
