@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from spurctl import options as opt
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import SpurctlError
 from spurctl.option_values import parse_duration
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
+
+if TYPE_CHECKING:
+    from spurctl.usecases.drain import Verb
 
 NAME = "drain"
 EPILOG = (
@@ -73,21 +77,42 @@ def command(
     lifts these drains once the node is clean. Exit 0 when every such node is
     drained, 1 when one could not be, 2 on errors.
     """
+    from spurctl.usecases.drain import Verb
+
+    return run_change(
+        Verb.DRAIN, opt.with_json(ctx, fmt, as_json), scope, holdings, conn,
+        journal_path=journal_path, dry_run=dry_run, yes=yes,
+    )  # fmt: skip
+
+
+def run_change(
+    verb: Verb,
+    fmt: ReclaimFormat,
+    scope: Scope,
+    holdings: opt.HoldingOptions,
+    conn: opt.ConnectionOptions,
+    *,
+    journal_path: Path | None,
+    dry_run: bool,
+    yes: bool,
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
+) -> int:
+    """drain's or resume's one request, use-case call and render call (they differ only
+    in the verb and resume's inventory age)."""
     from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import drain as shown
-    from spurctl.usecases.drain import DrainRequest, Verb, change
+    from spurctl.usecases.drain import DrainRequest, change
 
-    fmt = opt.with_json(ctx, fmt, as_json)
-    hostlist = hostlist_of(scope)
     request = DrainRequest(
-        verb=Verb.DRAIN,
-        nodes=hostlist,
+        verb=verb,
+        nodes=hostlist_of(scope),
         src=holdings.sources(scope),
         conn=conn.connect(),
         journal_path=journal_path or default_path(),
         dry_run=dry_run,
         yes=yes,
+        max_inventory_age_s=max_inventory_age_s,
     )
     done = change(
         request,

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from spurctl import options as opt
-from spurctl.commands.drain import DryRunOpt, JournalOpt, MaxAgeOpt, YesOpt, hostlist_of
+from spurctl.commands.drain import DryRunOpt, JournalOpt, MaxAgeOpt, YesOpt, run_change
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
@@ -44,27 +44,10 @@ def command(
     spurctl drain in scope was lifted, 1 when one stays (the node is not clean) or
     failed, 2 on errors.
     """
-    from spurctl.act.journal import default_path
-    from spurctl.commands.environment import detect
-    from spurctl.render import drain as shown
-    from spurctl.usecases.drain import DrainRequest, Verb, change
+    from spurctl.usecases.drain import Verb
 
-    fmt = opt.with_json(ctx, fmt, as_json)
-    hostlist = hostlist_of(scope)
-    request = DrainRequest(
-        verb=Verb.RESUME,
-        nodes=hostlist,
-        src=holdings.sources(scope),
-        conn=conn.connect(),
-        journal_path=journal_path or default_path(),
-        dry_run=dry_run,
-        yes=yes,
+    return run_change(
+        Verb.RESUME, opt.with_json(ctx, fmt, as_json), scope, holdings, conn,
+        journal_path=journal_path, dry_run=dry_run, yes=yes,
         max_inventory_age_s=max_inventory_age,
-    )
-    done = change(
-        request,
-        show_plan=lambda plan: shown.show_plan(plan, fmt),
-        ask=shown.asker(detect().ask),
-    )
-    shown.show(done, fmt)
-    return int(done.exit_status)
+    )  # fmt: skip
