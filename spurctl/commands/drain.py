@@ -102,6 +102,7 @@ def run_change(
     from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import drain as shown
+    from spurctl.render.common import asker
     from spurctl.usecases.drain import DrainRequest, change
 
     request = DrainRequest(
@@ -117,7 +118,7 @@ def run_change(
     done = change(
         request,
         show_plan=lambda plan: shown.show_plan(plan, fmt),
-        ask=shown.asker(detect().ask),
+        ask=asker(detect().ask, shown.question),
     )
     shown.show(done, fmt)
     return int(done.exit_status)

@@ -139,7 +139,7 @@ def command(
     """
     from spurctl.commands.environment import detect
     from spurctl.render import reclaim as shown
-    from spurctl.render.common import write_output
+    from spurctl.render.common import asker, write_output
     from spurctl.sources.plan_file import load_plan
     from spurctl.usecases.reclaim import Given, plan_document
     from spurctl.usecases.reclaim import reclaim as use_case
@@ -184,7 +184,7 @@ def command(
         show_plan=lambda prepared: shown.show_plan(
             prepared, fmt, env, ack, agent_map_given=bool(connection.agent_map)
         ),
-        ask=shown.asker(env.ask),
+        ask=asker(env.ask, shown.question),
         jobs=job,
         journal_path=journal_path,
         max_inventory_age_s=max_inventory_age,

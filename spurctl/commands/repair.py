@@ -137,6 +137,7 @@ def command(
     from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import repair as shown
+    from spurctl.render.common import asker
     from spurctl.sources.repair_plan import load_repair_plan
     from spurctl.usecases.repair import RepairRequest, repair
 
@@ -190,7 +191,7 @@ def command(
     done = repair(
         request,
         show_plan=lambda plan: shown.show_plan(plan, fmt),
-        ask=shown.asker(detect().ask),
+        ask=asker(detect().ask, shown.question),
     )
     shown.show(done, fmt, output)
     return int(done.exit_status)

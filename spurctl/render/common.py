@@ -541,3 +541,17 @@ def command_line(step: NextStep) -> str:
         return visible(f"# {step.why}")
     words = step.argv if step.where is None else ("ssh", step.where, shlex.join(step.argv))
     return visible(shlex.join(words))
+
+
+Asked = TypeVar("Asked")
+
+
+def asker(
+    ask: Callable[[str], bool] | None, question: Callable[[Asked], str]
+) -> Callable[[Asked], bool] | None:
+    """The question before a real run (`question` of what is about to be sent), put with
+    `ask` (the terminal's prompt; None: there is no terminal to ask on, so nothing may
+    be asked). A Ctrl-C at it ends the command, nothing sent (errors.Aborted)."""
+    if ask is None:
+        return None
+    return lambda subject: ask(visible(question(subject)))

@@ -6,7 +6,6 @@ One line per node, whole; text from the cluster has its control characters writt
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any, TextIO
 
 from spurctl.decide.reasons import plural
@@ -49,14 +48,6 @@ def show_plan(plan: DrainPlan, fmt: str, file: TextIO | None = None) -> None:
 def question(plan: DrainPlan) -> str:
     names = ", ".join(c.node for c in plan.changes)
     return f"{plan.verb.value.title()} {plural(len(plan.changes), 'node')} ({names})?"
-
-
-def asker(ask: Callable[[str], bool] | None) -> Callable[[DrainPlan], bool] | None:
-    """The question before a real run, put with `ask` (the terminal's prompt; None: there
-    is no terminal to ask on). A Ctrl-C at it ends the command, nothing sent."""
-    if ask is None:
-        return None
-    return lambda plan: ask(visible(question(plan)))
 
 
 def result_lines(done: Changed) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
@@ -569,14 +569,6 @@ def question(prepared: Prepared) -> str:
         f"{plural(len({e.node for e in entries}), 'node')}{of}{skips}, killing "
         f"{plural(live, 'live run')}?"
     )
-
-
-def asker(ask: Callable[[str], bool] | None) -> Callable[[Prepared], bool] | None:
-    """The question before a real run, put with `ask` (the terminal's prompt; None:
-    there is no terminal to ask on)."""
-    if ask is None:
-        return None
-    return lambda prepared: ask(question(prepared))
 
 
 def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:

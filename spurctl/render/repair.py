@@ -7,18 +7,17 @@ written out. The commands it prints are argv lists from the use case, quoted her
 
 from __future__ import annotations
 
-import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from spurctl.decide.reasons import duration, plural
 from spurctl.decide.repair import Target, charge_text
 from spurctl.errors import visible
-from spurctl.model import format_time
-from spurctl.render.common import ReclaimFormat, dump_json, text_time, write_output
-from spurctl.usecases.repair import NextStep, Repaired, RepairPlan, Stage, Status
+from spurctl.model import NextStep, format_time
+from spurctl.render.common import ReclaimFormat, command_line, dump_json, text_time, write_output
+from spurctl.usecases.repair import Repaired, RepairPlan, Stage, Status
 
 SCHEMA = "spurctl.repair/v1"
 NOTHING_SENT = "nothing sent"
@@ -82,18 +81,9 @@ def question(plan: RepairPlan) -> str:
     return f"Drain, remove and wait for {plural(len(plan.targets), 'node')} ({names})?"
 
 
-def asker(ask: Callable[[str], bool] | None) -> Callable[[RepairPlan], bool] | None:
-    """The question before a real run, put with `ask` (the terminal's prompt; None: there
-    is no terminal to ask on). A Ctrl-C at it ends the command, nothing sent."""
-    if ask is None:
-        return None
-    return lambda plan: ask(visible(question(plan)))
-
-
 def step_text(step: NextStep) -> str:
-    command = shlex.join(step.argv)
-    where = f"on {step.where}: " if step.where else ""
-    return f"{where}{command}   # {step.why}"
+    """The step as a line to paste (render.common.command_line), and why after it."""
+    return f"{command_line(step)}   # {step.why}" if step.why else command_line(step)
 
 
 def result_lines(done: Repaired) -> list[str]:

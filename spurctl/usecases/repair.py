@@ -47,7 +47,16 @@ from spurctl.defaults import (
 )
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
-from spurctl.model import Allocation, Inventory, Kind, Node, NodeState, format_time, utcnow
+from spurctl.model import (
+    Allocation,
+    Inventory,
+    Kind,
+    NextStep,
+    Node,
+    NodeState,
+    format_time,
+    utcnow,
+)
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
@@ -116,15 +125,6 @@ class Status(enum.StrEnum):
     FAILED = "failed"
     NOT_BACK = "not-back"  # removed, and not registered again within --wait
     INTERRUPTED = "interrupted"
-
-
-@dataclass(frozen=True, slots=True)
-class NextStep:
-    """A command for the operator: `argv`, run on `where` (None: here), and why."""
-
-    argv: tuple[str, ...]
-    why: str
-    where: str | None = None
 
 
 @dataclass(slots=True)

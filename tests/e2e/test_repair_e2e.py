@@ -426,7 +426,7 @@ def test_a_node_that_never_comes_back_is_named_with_what_to_run_and_taken_up_lat
         "gpu009  not-back: gpu009 did not register again within 1 s (--wait): its spurd is not "
         "running, cannot reach the controller, or is refused (an expired join token)"
     ) in proc.stdout
-    assert "    on gpu009: systemctl start spurd   # starts its spurd" in proc.stdout
+    assert "    ssh gpu009 'systemctl start spurd'   # starts its spurd" in proc.stdout
     assert f"    spurctl repair --node gpu009 --inventory {p.live}" in proc.stdout
     assert steps(p)[-1] == ("return", "outcome", "failed")
     assert "gpu009" not in p.sim.state.nodes
