@@ -14,6 +14,7 @@ import pytest
 from spurctl.act import journal as journal_module
 from spurctl.simcluster import SimCluster
 from spurctl.sources import controller
+from spurctl.sources import journal_records as journal_reading
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import NODES, SENT, files, kept_fresh, node_command
 from tests.reclaim import cancelled, journal_records
@@ -46,7 +47,7 @@ def test_one_controller_client_and_one_journal_serve_a_whole_verified_run(
     seen: Counter[str] = Counter()
     _counting(monkeypatch, controller.ControllerClient, "__init__", seen, "controller clients")
     _counting(monkeypatch, journal_module.Journal, "__init__", seen, "journals opened")
-    _counting(monkeypatch, journal_module, "records", seen, "journal reads")
+    _counting(monkeypatch, journal_reading, "records", seen, "journal reads")
     with kept_fresh(sim, live):
         run = run_cli(
             "reclaim", "--controller", sim.controller_address, "--node", NODES,
