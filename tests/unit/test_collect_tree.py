@@ -159,15 +159,6 @@ def test_a_line_from_a_gateway_past_the_limit_is_skipped_whole_and_the_next_read
     assert list(lines(stream, 20)) == [b"short\n", b"next\n"]
 
 
-def test_the_relay_keeps_the_first_cap_bytes_and_counts_the_rest() -> None:
-    import io
-
-    from spurctl.sources.gateway_relay import _head
-
-    kept, printed = _head(io.BufferedReader(io.BytesIO(b"a" * 300_000)), 1000)
-    assert kept == b"a" * 1000 and printed == 300_000
-
-
 def _taken(doc: object, cap: int = 100) -> Relayed:
     from spurctl.sources.tree import _take
 
