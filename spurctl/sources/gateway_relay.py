@@ -9,7 +9,7 @@ It prints one JSON line per node of its plan, and nothing else but a first
 `hello` line, so that the side above can tell a gateway that never started.
 One thread runs all of its own nodes' commands (a selector over their pipes, so
 a node costs its ssh process and no thread); each sub-gateway has a thread that
-reads its lines and passes its nodes' on.
+reads its lines and passes its nodes' on as they came.
 A node is only ever reported by the relay its plan sends it to: a line a
 gateway below sends for any other node is dropped here. Nothing read from a
 gateway or a node is run or unpickled; lines are parsed with `json.loads` only.
@@ -101,15 +101,19 @@ class _Out:
         self.lock = threading.Lock()
         self.sent: set[str] = set()
 
-    def line(self, doc: dict[str, Any]) -> None:
+    def line(self, doc: dict[str, Any], raw: bytes | None = None) -> None:
+        """Print `doc`; or, given `raw`, the line `doc` was read from (a gateway's line is
+        passed on as it came: the side above parses the same bytes the same way)."""
         with self.lock:
             node = doc.get("node")
             if node is not None:
                 if node in self.sent:
                     return
                 self.sent.add(node)
+            if raw is None:
+                raw = json.dumps(doc).encode()
             try:
-                sys.stdout.write(json.dumps(doc) + "\n")
+                sys.stdout.buffer.write(raw if raw.endswith(b"\n") else raw + b"\n")
                 sys.stdout.flush()
             except (BrokenPipeError, OSError):  # the side above is gone: stop
                 _kill_children()
@@ -388,14 +392,14 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
     for raw in lines(child.stdout, line_limit(data["cap"])):
         try:
             doc = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             continue
         if not isinstance(doc, dict):
             continue
         if doc.get("hello") == gateway:
             hello.set()
         elif isinstance(doc.get("node"), str) and doc["node"] in mine:
-            out.line(doc)  # a gateway speaks only for its own nodes
+            out.line(doc, raw)  # a gateway speaks only for its own nodes
     eof.set()
     threads[0].join()
     try:
