@@ -48,10 +48,21 @@ class TreeRun:
     gateway_cpu: float
     node_cpu: float
     load: float  # the 1-minute load average just before the run
+    # CPU seconds the whole machine was busy during the run beyond the run's own: what
+    # other work took from it (the load average counts the run's own processes too)
+    others_cpu: float
 
     @property
     def other_cpu(self) -> float:
         return max(0.0, self.total_cpu - self.admin_cpu - self.gateway_cpu - self.node_cpu)
+
+
+def _busy() -> float:
+    """CPU seconds the machine has been busy since boot, all cores (/proc/stat)."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is inside user)
+    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
 
 
 def become_subreaper() -> None:
@@ -153,6 +164,7 @@ class _Sampler(threading.Thread):
 def run_tree(cmd: Sequence[str], env: dict[str, str], *, stdout: str, deadline: float) -> TreeRun:
     """Run `cmd` (stdout to the file `stdout`, stderr kept), killed past `deadline` s."""
     load = os.getloadavg()[0]
+    busy = _busy()
     with open(stdout, "wb") as out, open(stdout + ".err", "wb") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env)
@@ -166,10 +178,12 @@ def run_tree(cmd: Sequence[str], env: dict[str, str], *, stdout: str, deadline: 
             timer.cancel()
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
+        busy = _busy() - busy
         total = usage.ru_utime + usage.ru_stime + _reap_orphans(sampler, deadline=30.0)
         sampler.stop.set()
         sampler.join()
-    return TreeRun(wall, proc.returncode, total, *sampler.parts(), load)
+    # This process's own CPU (the sampler) is the bench's, counted with the others'.
+    return TreeRun(wall, proc.returncode, total, *sampler.parts(), load, max(0.0, busy - total))
 
 
 def _reap_orphans(sampler: _Sampler, deadline: float) -> float:

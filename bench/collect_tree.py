@@ -24,8 +24,10 @@ stand-in's PATH and CLUSTERSHELL_GW_PYTHON_EXECUTABLE are this venv's python).
 Ideal: ceil(N / F) x DELAY direct, ceil(N / (G x F)) x DELAY through a tree.
 Each run's CPU is split (bench/_proctree.py) into the admin host's processes,
 the gateways' own and the node side (what the gateways' children used: the
-stand-in shells and each node's command), per node; the 1-minute load average
-before each run is printed with it. Target: spurctl's tree within 1.2x clush's
+stand-in shells and each node's command), per node; printed with it, the
+1-minute load average before the run and the CPU the machine spent on other work
+during it (others_cpu, with its share of the machine's cores: the load average
+also counts the bench's own processes). Target: spurctl's tree within 1.2x clush's
 wall at the same size. On one machine the gateways and every node's command
 share its two cores, so a tree's wall time here is its CPU, not the speed-up of
 gateways on hosts of their own (bench/README.md models that).
@@ -163,7 +165,7 @@ def main() -> int:
                 print(
                     f"collect_run: mode={mode} round={round_no + 1} nodes={n} "
                     f"wall={run.wall:.2f}s answered={good} rc={run.rc} "
-                    f"{_cpu(run, n)} load={run.load:.2f}",
+                    f"{_cpu(run, n)} {_others(run)}",
                     flush=True,
                 )
                 if good != n:
@@ -176,7 +178,7 @@ def main() -> int:
             f"collect_{mode}_{n}_nodes: best={run.wall:.2f}s median={median(walls):.2f}s "
             f"ideal={ideal[mode]:.2f}s "
             f"per_node_overhead={(run.wall - ideal[mode]) / n * 1e3:.2f}ms "
-            f"{_cpu(run, n)} load={run.load:.2f} gateways={gws if mode != 'direct' else 0} "
+            f"{_cpu(run, n)} {_others(run)} gateways={gws if mode != 'direct' else 0} "
             f"fanout={fanout} delay={args.delay * 1000:.0f}ms runs={len(walls)}"
         )
     if "tree" in best and "clush" in best:
@@ -189,6 +191,13 @@ def main() -> int:
         )
         return 0 if ok else 1
     return 1 if failed else 0
+
+
+def _others(run: TreeRun) -> str:
+    """What else the machine did: the load before the run, and the CPU other work took
+    during it, as a share of this machine's cores."""
+    share = run.others_cpu / (run.wall * (os.cpu_count() or 1))
+    return f"load={run.load:.2f} others_cpu={run.others_cpu:.1f}s ({share:.0%})"
 
 
 def _cpu(run: TreeRun, n: int) -> str:
