@@ -167,8 +167,8 @@ def _last_line(raw: bytes) -> str:
 class _Command:
     """One node's command as the loop runs it: what its pipes gave, and when it must end."""
 
-    __slots__ = ("child", "deadline", "err", "exited_at", "fed", "kept", "node", "open", "printed",
-                 "timed_out")  # fmt: skip
+    __slots__ = ("child", "closed_at", "deadline", "err", "exited_at", "fed", "kept", "node",
+                 "open", "printed", "timed_out")  # fmt: skip
 
     def __init__(self, node: str, child: subprocess.Popen[bytes], deadline: float) -> None:
         self.node = node
@@ -181,6 +181,7 @@ class _Command:
         self.open = 2  # its stdout and stderr, until each is at its end
         self.timed_out = False
         self.exited_at: float | None = None  # seen exited while a pipe is still open
+        self.closed_at = 0.0  # when both its pipes were at their end
 
 
 class _Nodes:
@@ -224,8 +225,9 @@ class _Nodes:
                 if not cmd.timed_out:
                     cmd.timed_out = True
                     _kill(cmd.child)
-            if self.closed:
-                wait = min(wait, 0.002)  # its exit status is due any moment
+            if self.closed:  # its exit status is due any moment, unless it closed them early
+                recent = any(now - cmd.closed_at < 0.05 for cmd in self.closed)
+                wait = min(wait, 0.002 if recent else 0.05)
             for key, _ in self.sel.select(max(0.0, wait)):
                 cmd, stream = key.data
                 if stream == "stdin":
@@ -282,6 +284,7 @@ class _Nodes:
         if not chunk:
             self._close(cmd, pipe)
             if not cmd.open:
+                cmd.closed_at = time.monotonic()
                 self.closed.append(cmd)
         elif stream == "stdout":
             cmd.printed += len(chunk)

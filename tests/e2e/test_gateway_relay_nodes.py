@@ -189,3 +189,15 @@ def test_a_command_past_its_timeout_is_killed_and_the_next_ones_run(
     for node in nodes[1:]:
         assert got[node]["rc"] == 0 and got[node]["stdout"] == f"{node}\n"
         assert got[node]["timed_out"] is False
+
+
+def test_a_command_that_closes_its_output_and_runs_on_is_killed_at_its_timeout(
+    tmp_path: Path,
+) -> None:
+    # Both its pipes end at once, but it has not exited: it is still the node's
+    # command, and its timeout still holds.
+    remote = 'if [ "$STANDIN_HOST" = quiet ]; then exec sleep 60 >&- 2>&-; else echo hi; fi'
+    with relay(tmp_path, ["quiet", "n1"], remote, timeout=2.0) as proc:
+        got = {d["node"]: d for d in records(proc)}
+    assert got["quiet"]["timed_out"] is True and got["quiet"]["rc"] == -signal.SIGKILL
+    assert got["n1"]["rc"] == 0 and got["n1"]["stdout"] == "hi\n"
