@@ -7,6 +7,9 @@ node scanner. The relay runs `ssh NODE python3 -` for each of its nodes, at most
 one that outlives `timeout`; it sends itself to each sub-gateway the same way.
 It prints one JSON line per node of its plan, and nothing else but a first
 `hello` line, so that the side above can tell a gateway that never started.
+One thread runs all of its own nodes' commands (a selector over their pipes, so
+a node costs its ssh process and no thread); each sub-gateway has a thread that
+reads its lines and passes its nodes' on as they came.
 A node is only ever reported by the relay its plan sends it to: a line a
 gateway below sends for any other node is dropped here. Nothing read from a
 gateway or a node is run or unpickled; lines are parsed with `json.loads` only.
@@ -25,13 +28,14 @@ import contextlib
 import json
 import math
 import os
+import selectors
 import shlex
 import signal
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from typing import Any
 
 # How the relay is started on a gateway: a clean interpreter, only the standard library.
@@ -60,17 +64,6 @@ def lines(stream: Any, limit: int) -> Any:
             continue
         while line and not line.endswith(b"\n"):  # the rest of the overlong line
             line = stream.readline(limit + 1)
-
-
-def _head(stream: Any, cap: int) -> tuple[bytes, int]:
-    """The first `cap` bytes of `stream`, and how many it gave in all (read to its end)."""
-    kept = bytearray()
-    total = 0
-    while chunk := stream.read1(_CHUNK):
-        total += len(chunk)
-        if len(kept) < cap:
-            kept += chunk[: cap - len(kept)]
-    return bytes(kept), total
 
 
 def tail_of(stream: Any, keep: int = 4 * _STDERR_TAIL) -> bytes:
@@ -108,15 +101,19 @@ class _Out:
         self.lock = threading.Lock()
         self.sent: set[str] = set()
 
-    def line(self, doc: dict[str, Any]) -> None:
+    def line(self, doc: dict[str, Any], raw: bytes | None = None) -> None:
+        """Print `doc`; or, given `raw`, the line `doc` was read from (a gateway's line is
+        passed on as it came: the side above parses the same bytes the same way)."""
         with self.lock:
             node = doc.get("node")
             if node is not None:
                 if node in self.sent:
                     return
                 self.sent.add(node)
+            if raw is None:
+                raw = json.dumps(doc).encode()
             try:
-                sys.stdout.write(json.dumps(doc) + "\n")
+                sys.stdout.buffer.write(raw if raw.endswith(b"\n") else raw + b"\n")
                 sys.stdout.flush()
             except (BrokenPipeError, OSError):  # the side above is gone: stop
                 _kill_children()
@@ -167,58 +164,187 @@ def _last_line(raw: bytes) -> str:
     return lines[-1] if lines else ""
 
 
-def _scan(node: str, data: dict[str, Any], out: _Out) -> None:
-    argv = [*shlex.split(data["ssh"]), "-o", "BatchMode=yes", node, data["remote"]]
-    try:
-        child = _start(argv)
-    except OSError as exc:
-        out.line({"node": node, "rc": 127, "stdout": "", "stderr": str(exc), "timed_out": False})
-        return
-    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
-    stdin, stdout, stderr = child.stdin, child.stdout, child.stderr
-    got: dict[str, Any] = {}
+class _Command:
+    """One node's command as the loop runs it: what its pipes gave, and when it must end."""
 
-    def feed() -> None:
-        # The scanner with --ship-scanner; otherwise the node's stdin is empty.
-        with contextlib.suppress(OSError):
-            stdin.write(data["scanner"].encode())
-        with contextlib.suppress(OSError):
-            stdin.close()
+    __slots__ = ("child", "closed_at", "deadline", "err", "exited_at", "fed", "kept", "node",
+                 "open", "printed", "timed_out")  # fmt: skip
 
-    jobs = {
-        "feed": feed,
-        "out": lambda: got.__setitem__("out", _head(stdout, data["cap"])),
-        "err": lambda: got.__setitem__("err", tail_of(stderr)),
-    }
-    threads = [threading.Thread(target=job, daemon=True) for job in jobs.values()]
-    for thread in threads:
-        thread.start()
-    try:
-        child.wait(timeout=data["timeout"])
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        _kill(child)
-        child.wait()
-        timed_out = True
-    finally:
+    def __init__(self, node: str, child: subprocess.Popen[bytes], deadline: float) -> None:
+        self.node = node
+        self.child = child
+        self.deadline = deadline
+        self.kept = bytearray()  # the first `cap` bytes of its stdout
+        self.printed = 0  # all the bytes of its stdout
+        self.err = b""  # the last bytes of its stderr
+        self.fed = 0  # bytes of the scanner written to its stdin
+        self.open = 2  # its stdout and stderr, until each is at its end
+        self.timed_out = False
+        self.exited_at: float | None = None  # seen exited while a pipe is still open
+        self.closed_at = 0.0  # when both its pipes were at their end
+
+
+class _Nodes:
+    """The relay's own nodes: each one's command, `fanout` at once, all in one thread.
+
+    One selector watches every running command's pipes, so a node costs its ssh
+    process and no thread. A command still running at `timeout` is killed with its
+    process group. A command is reported once it has exited and both its pipes are
+    at their end; one that exited while a process it left holds a pipe open is
+    reported _DRAIN_S later with what it gave.
+    """
+
+    # How often every running command is asked whether it exited with a pipe still open
+    # (rare, and then given _DRAIN_S anyway).
+    _SWEEP_S = 0.5
+
+    def __init__(self, data: dict[str, Any], out: _Out) -> None:
+        self.data, self.out = data, out
+        self.argv = [*shlex.split(data["ssh"]), "-o", "BatchMode=yes"]
+        self.cap: int = data["cap"]
+        self.scanner = memoryview(data["scanner"].encode())
+        self.sel = selectors.DefaultSelector()
+        # In start order, so in deadline order: each has the same timeout. (By command,
+        # not pid: a reaped command's pid may be a new one's while it drains.)
+        self.running: dict[_Command, None] = {}
+        self.closed: list[_Command] = []  # both pipes at their end, not yet reaped
+
+    def run(self, nodes: list[str]) -> None:
+        todo = deque(nodes)
+        fanout = max(1, self.data["fanout"])
+        next_sweep = time.monotonic() + self._SWEEP_S
+        while todo or self.running:
+            while todo and len(self.running) < fanout:
+                self._launch(todo.popleft())
+            wait = self._SWEEP_S
+            now = time.monotonic()
+            for cmd in self.running:  # the oldest first: the next to time out
+                if cmd.deadline > now:
+                    wait = min(wait, cmd.deadline - now)
+                    break
+                if not cmd.timed_out:
+                    cmd.timed_out = True
+                    _kill(cmd.child)
+            if self.closed:  # its exit status is due any moment, unless it closed them early
+                recent = any(now - cmd.closed_at < 0.05 for cmd in self.closed)
+                wait = min(wait, 0.002 if recent else 0.05)
+            for key, _ in self.sel.select(max(0.0, wait)):
+                cmd, stream = key.data
+                if stream == "stdin":
+                    self._feed(cmd, key.fileobj)
+                else:
+                    self._read(cmd, stream, key.fileobj)
+            closed, self.closed = self.closed, []
+            for cmd in closed:
+                self._reap(cmd)
+            now = time.monotonic()
+            if now >= next_sweep:
+                next_sweep = now + self._SWEEP_S
+                self._sweep(now)
+
+    def _launch(self, node: str) -> None:
+        try:
+            child = _start([*self.argv, node, self.data["remote"]])
+        except OSError as exc:
+            self.out.line(
+                {"node": node, "rc": 127, "stdout": "", "stderr": str(exc), "timed_out": False}
+            )
+            return
+        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+        cmd = _Command(node, child, time.monotonic() + self.data["timeout"])
+        self.running[cmd] = None
+        for stream, pipe in (("stdout", child.stdout), ("stderr", child.stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            self.sel.register(pipe, selectors.EVENT_READ, (cmd, stream))
+        if self.scanner:  # --ship-scanner; otherwise the node's stdin is empty
+            os.set_blocking(child.stdin.fileno(), False)
+            self.sel.register(child.stdin, selectors.EVENT_WRITE, (cmd, "stdin"))
+        else:
+            child.stdin.close()
+
+    def _feed(self, cmd: _Command, pipe: Any) -> None:
+        try:
+            cmd.fed += os.write(pipe.fileno(), self.scanner[cmd.fed : cmd.fed + _CHUNK])
+        except BlockingIOError:
+            return
+        except OSError:  # it stopped reading: what it does without the rest is its answer
+            cmd.fed = len(self.scanner)
+        if cmd.fed >= len(self.scanner):
+            self.sel.unregister(pipe)
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+    def _read(self, cmd: _Command, stream: str, pipe: Any) -> None:
+        try:
+            chunk = os.read(pipe.fileno(), _CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._close(cmd, pipe)
+            if not cmd.open:
+                cmd.closed_at = time.monotonic()
+                self.closed.append(cmd)
+        elif stream == "stdout":
+            cmd.printed += len(chunk)
+            if len(cmd.kept) < self.cap:
+                cmd.kept += chunk[: self.cap - len(cmd.kept)]
+        else:
+            cmd.err = (cmd.err + chunk)[-4 * _STDERR_TAIL :]
+
+    def _close(self, cmd: _Command, pipe: Any) -> None:
+        self.sel.unregister(pipe)
+        pipe.close()
+        cmd.open -= 1
+
+    def _reap(self, cmd: _Command) -> None:
+        if cmd.child.poll() is None:
+            self.closed.append(cmd)  # asked again in a moment
+        else:
+            self._report(cmd)
+
+    def _sweep(self, now: float) -> None:
+        """Commands that exited while a pipe is still open: given _DRAIN_S, then reported."""
+        for cmd in list(self.running):
+            if not cmd.open:
+                continue
+            if cmd.exited_at is None:
+                if cmd.child.poll() is not None:
+                    cmd.exited_at = now
+            elif now - cmd.exited_at > _DRAIN_S:
+                child = cmd.child
+                for pipe in (child.stdin, child.stdout, child.stderr):
+                    if pipe is not None and not pipe.closed:
+                        with contextlib.suppress(KeyError):
+                            self.sel.unregister(pipe)
+                        pipe.close()
+                cmd.open = 0
+                self._report(cmd)
+
+    def _report(self, cmd: _Command) -> None:
+        child = cmd.child
+        del self.running[cmd]
         _done(child)
-    for thread in threads:
-        thread.join(timeout=_DRAIN_S)  # a pipe a leftover process holds open is let go
-    kept, printed = got.get("out", (b"", 0))
-    cut = max(0, printed - data["cap"])
-    out.line(
-        {
-            "node": node,
-            "rc": child.returncode,
-            # Cut output is no inventory: none of it is sent, only how much there was.
-            "stdout": "" if cut else kept.decode("utf-8", errors="replace"),
-            "stderr": _tail(got.get("err", b"")),
-            "timed_out": timed_out,
-            "via": data["name"],
-            "printed": printed,
-            "cut": cut,
-        }
-    )
+        if child.stdin is not None and not child.stdin.closed:  # still being fed
+            with contextlib.suppress(KeyError):
+                self.sel.unregister(child.stdin)
+            with contextlib.suppress(OSError):
+                child.stdin.close()
+        cut = max(0, cmd.printed - self.cap)
+        self.out.line(
+            {
+                "node": cmd.node,
+                "rc": child.returncode,
+                # Cut output is no inventory: none of it is sent, only how much there was.
+                "stdout": "" if cut else bytes(cmd.kept).decode("utf-8", errors="replace"),
+                "stderr": _tail(cmd.err),
+                "timed_out": cmd.timed_out,
+                "via": self.data["name"],
+                "printed": cmd.printed,
+                "cut": cut,
+            }
+        )
 
 
 def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out) -> None:
@@ -269,14 +395,14 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
     for raw in lines(child.stdout, line_limit(data["cap"])):
         try:
             doc = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             continue
         if not isinstance(doc, dict):
             continue
         if doc.get("hello") == gateway:
             hello.set()
         elif isinstance(doc.get("node"), str) and doc["node"] in mine:
-            out.line(doc)  # a gateway speaks only for its own nodes
+            out.line(doc, raw)  # a gateway speaks only for its own nodes
     eof.set()
     threads[0].join()
     try:
@@ -307,8 +433,6 @@ def main(data: dict[str, Any]) -> None:
     ]
     for thread in threads:
         thread.start()
-    with ThreadPoolExecutor(max_workers=max(1, data["fanout"])) as pool:
-        for node in plan["nodes"]:
-            pool.submit(_scan, node, data, out)
+    _Nodes(data, out).run(plan["nodes"])
     for thread in threads:
         thread.join()

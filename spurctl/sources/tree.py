@@ -128,21 +128,52 @@ def _last_line(lines: list[bytes]) -> str:
 def shipped_plan(nodes: Sequence[str], topology: Any, root: str) -> dict[str, Any]:
     """Which nodes each relay reaches itself and which sub-gateways it sends on, from
     `root` down, as ClusterShell's router spreads them over a route's gateways."""
-    from ClusterShell.NodeSet import NodeSet
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
     from ClusterShell.Propagation import PropagationTreeRouter
 
+    from spurctl import hostlist
+
     router = PropagationTreeRouter(root, topology)
-    direct: list[str] = []
-    behind: dict[str, list[str]] = {}
-    for hop, targets in router.dispatch(NodeSet.fromlist(nodes)):
-        if str(hop) == str(targets):
-            direct += list(NodeSet(targets))
-        else:
-            behind.setdefault(str(hop), []).extend(NodeSet(targets))
+    # Folded first: NodeSet reads one hostlist far faster than 10,000 names one by one.
+    targets = NodeSet(hostlist.fold(nodes), resolver=RESOLVER_NOGROUP)
+    direct, behind = _spread(router.table, targets)
     return {
         "nodes": sorted(direct),
         "gateways": {gw: shipped_plan(sub, topology, gw) for gw, sub in sorted(behind.items())},
     }
+
+
+def _spread(table: Any, targets: Any) -> tuple[list[str], dict[str, list[str]]]:
+    """ClusterShell's `PropagationTreeRouter.dispatch` over its routing `table`, route by
+    route rather than node by node (its `next_hop` searches the table for each node:
+    1.4 s for 10,000 nodes). The same answer (tests/unit/test_collect_tree.py compares
+    them): each route, in the table's order, takes the targets its network holds; of
+    those, a node that is a gateway of an earlier route is reached directly, and each
+    other goes to the route gateway that has been given the fewest nodes so far (the
+    first such, in NodeSet order). Targets no route holds are reached directly.
+    Returns (nodes reached directly, {gateway: its nodes, in order})."""
+    from ClusterShell.NodeSet import NodeSet
+
+    left = targets.copy()
+    direct: list[str] = []
+    behind: dict[str, list[str]] = {}
+    given: dict[str, int] = {}
+    earlier = NodeSet()  # the gateways of the routes before this one
+    for network, gateways in table:
+        mine = network & left
+        left.difference_update(mine)
+        reachable = set(mine & earlier)
+        candidates = list(gateways)
+        for node in mine:
+            if node in reachable:
+                direct.append(node)
+                continue
+            best = min(candidates, key=lambda gw: given.get(gw, 0))
+            given[best] = given.get(best, 0) + 1
+            behind.setdefault(best, []).append(node)
+        earlier.update(gateways)
+    direct += list(left)
+    return direct, behind
 
 
 def run_tree(

@@ -8,6 +8,9 @@ only n3. Before doing its work the gateway prints what a hostile one would:
   unpickles every gateway message: spurctl must never read gateway output that way);
 - a JSON line in the relay's own form claiming n1 holds job 666.
 
+And a gateway that prints a line nested deeper than json's parser goes (it raises
+RecursionError, not ValueError) has that line skipped, its nodes' answers kept.
+
 Every host is this machine: `ssh` is a stand-in that takes the host and runs the
 command here (as bench/collect_tree.py's), with the host in $STANDIN_HOST. The
 marker directory must not exist afterwards, n1's record must be n1's own answer
@@ -111,4 +114,47 @@ def test_a_gateway_cannot_run_code_in_spurctl_nor_answer_for_a_node_it_does_not_
     got = {d["node"]: d for d in map(json.loads, run.stdout.splitlines())}
     assert run.returncode == 0, run.stderr
     assert [h["job_id"] for h in got["n1"]["held"]] == [101]  # its own answer, not evilgw's
+    assert [h["job_id"] for h in got["n3"]["held"]] == [103]
+
+
+def test_a_gateway_line_nested_past_the_parsers_depth_is_skipped_and_its_nodes_answer(
+    tmp_path: Path,
+) -> None:
+    # json.loads raises RecursionError, not ValueError, on 100,000 nested lists: the
+    # relay reading evilgw ended there, and n3 failed as if the tree had stopped.
+    injected = tmp_path / "injected"
+    injected.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    ssh = tmp_path / "ssh"
+    ssh.write_text(
+        textwrap.dedent(
+            f"""\
+            #!/bin/sh
+            while [ $# -gt 0 ]; do
+              case "$1" in
+                -l|-p|-i|-F|-o) shift 2 ;;
+                -*) shift ;;
+                *) break ;;
+              esac
+            done
+            STANDIN_HOST=$1; export STANDIN_HOST; shift
+            if [ "$STANDIN_HOST" = evilgw ]; then cat {injected}; fi
+            exec /bin/sh -c "$*"
+            """
+        )
+    )
+    ssh.chmod(0o755)
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    (answers / "n3.out").write_text(inventory("n3", 103) + "\n")
+    remote = node_line.answers_command(answers).replace("%h", '"$STANDIN_HOST"')
+    topology = tmp_path / "topology.conf"
+    topology.write_text(f"[routes]\n{root_name()}: evilgw\nevilgw: n3\n")
+
+    run = run_cli(
+        "collect", "--nodes", "n3", "--topology", str(topology), "--ssh", str(ssh),
+        "--remote-command", remote, "--node-timeout", "20", timeout=90,
+    )  # fmt: skip
+
+    got = {d["node"]: d for d in map(json.loads, run.stdout.splitlines())}
+    assert run.returncode == 0, run.stdout + run.stderr
     assert [h["job_id"] for h in got["n3"]["held"]] == [103]
