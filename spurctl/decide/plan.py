@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from spurctl.decide.classify import CLOCK_AHEAD_S, controller_decision
+from spurctl.decide.classify import controller_decision
+from spurctl.decide.freshness import CLOCK_AHEAD_S
 from spurctl.decide.health import refused_send
 from spurctl.hostlist import names_token
 from spurctl.model import Action, AuditReport, Finding, Job, Kind

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from spurctl.decide.classify import CLOCK_AHEAD_S
+from spurctl.decide.freshness import CLOCK_AHEAD_S
 from spurctl.decide.plan import Entry, duration
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import loose_key

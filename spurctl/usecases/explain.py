@@ -18,16 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from spurctl import hostlist
 from spurctl.decide.causes import admin_down
-from spurctl.decide.classify import (
-    CLOCK_AHEAD_S,
-    STALE_INVENTORY_S,
-    controller_decision,
-    controller_job,
-    given_hostname,
-    inventory_age,
-    judged_as,
-)
+from spurctl.decide.classify import controller_decision
+from spurctl.decide.freshness import CLOCK_AHEAD_S, STALE_INVENTORY_S, inventory_age
+from spurctl.decide.glance import controller_job
 from spurctl.decide.health import spare_reason
+from spurctl.decide.node_names import given_hostname, judged_as
 from spurctl.decide.plan import plan, stale_reason
 from spurctl.defaults import NAMES_COMMAND
 from spurctl.errors import SpurctlError

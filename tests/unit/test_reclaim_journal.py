@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 from spurctl.act.agents import AgentError
 from spurctl.act.cancels import execute
 from spurctl.act.journal import Journal
-from spurctl.decide.classify import ACTIONS, controller_decision
+from spurctl.decide.actions import ACTIONS
+from spurctl.decide.classify import controller_decision
 from spurctl.decide.plan import Entry, Result, recheck
 from spurctl.errors import SpurctlError, register_secret
 from spurctl.model import Action, Finding, Job, JobState, Kind

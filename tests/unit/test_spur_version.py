@@ -60,7 +60,7 @@ def test_the_note_says_which_findings_this_controller_reclaims_by_itself(
 
 
 def test_the_kinds_the_notes_name_are_the_reclaim_kinds() -> None:
-    from spurctl.decide.classify import ACTIONS
+    from spurctl.decide.actions import ACTIONS
     from spurctl.model import Action
     from spurctl.releases import RECLAIMED_BY_580, RECLAIMED_BY_623
 

@@ -1,0 +1,248 @@
+"""Findings about a node as a whole, rather than one of its holdings.
+
+What one inventory says of its node (agent-unreachable, agent-not-running),
+the nodes in scope no inventory speaks for (not-inventoried), and what only the
+full job list can tell: the controller's active jobs a node lost
+(lost-on-node) and allocations no active job explains (phantom-alloc,
+excess-alloc).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+
+from spurctl import hostlist
+from spurctl.decide.actions import node_finding
+from spurctl.decide.node_names import given_hostname
+from spurctl.decide.reasons import amount, join, repair_remedy, when
+from spurctl.errors import SpurctlError
+from spurctl.model import (
+    Allocation,
+    ControllerView,
+    Finding,
+    Inventory,
+    Kind,
+    Placement,
+    format_time,
+)
+
+
+def unreachable(inv: Inventory) -> str:
+    return f"{inv.node} could not be inventoried ({inv.error}); what it holds is unknown"
+
+
+def agent_not_running(inv: Inventory) -> str:
+    """agent-not-running: the node answered, but its scan found no spurd process."""
+    taken = f" at {format_time(inv.collected_at)}" if inv.collected_at else ""
+    ids = [h.job_id for h in inv.held]
+    what = (
+        f"it holds job{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} and no agent "
+        f"is there to cancel {'them' if len(ids) > 1 else 'it'}, so nothing on it is reclaimed"
+        if ids
+        else "it holds nothing, but it can neither run nor free a job until spurd runs"
+    )
+    return (
+        f"no spurd process was running on {inv.node} when its inventory was taken{taken}"
+        f"{given_hostname(inv)}: {what}; start spurd on it and re-collect"
+    )
+
+
+def not_inventoried(
+    view: ControllerView,
+    scoped: Collection[str],
+    spoken_for: Collection[str],
+    *,
+    collected: bool = False,
+) -> list[Finding]:
+    """A finding for each node in scope that no inventory speaks for (by exact or loose name).
+
+    What such a node holds is unknown, so the audit cannot call it clean; and a name the
+    controller does not know either is most likely a typo in --nodes (gpu[01-24] for
+    gpu[001-024]), which must not pass for a clean audit of nothing.
+
+    The controller's nodes come in the controller's order, usually the operator's
+    (gpu2 before gpu10): the findings are sorted by node afterwards, and an ordered
+    run of ten thousand of them sorts in one pass.
+    """
+    known = [name for name in view.nodes if name in scoped]
+    unknown = (
+        [name for name in scoped if name not in view.nodes] if len(known) < len(scoped) else []
+    )
+    fix = (
+        "this audit's --collect brought no inventory naming it; run "
+        "`spurctl collect --nodes {name}`, with this audit's --command or --topology if it "
+        "had one, to see what its command printed"
+        if collected
+        else "collect it (spurctl collect --nodes {name}) or use --collect"
+    )
+    out = [
+        node_finding(
+            name,
+            Kind.NOT_INVENTORIED,
+            f"no inventory speaks for {name}, so what its agent holds is unknown and it "
+            f"was not audited; " + fix.format(name=name),
+        )
+        for name in known
+        if hostlist.loose_key(name) not in spoken_for
+    ]
+    out.extend(
+        node_finding(
+            name,
+            Kind.NOT_INVENTORIED,
+            f"the controller has no node {name} and no inventory speaks for it, so "
+            "nothing was audited there; check the --nodes hostlist for a typo "
+            "(e.g. gpu[01-24] for gpu[001-024])",
+        )
+        for name in unknown
+        if hostlist.loose_key(name) not in spoken_for
+    )
+    return out
+
+
+def full_view_findings(
+    view: ControllerView,
+    wanted: frozenset[str] | None,
+    held_by_exact_name: Mapping[str, Inventory],
+    ages: Mapping[str, float | None],
+) -> tuple[list[Finding], dict[int, str]]:
+    """lost-on-node, phantom-alloc and excess-alloc, and the active jobs whose nodelist
+    cannot be read; only sound on a complete view.
+
+    They run on the active jobs' placements; only a job a lost-on-node candidate
+    names is read whole (for its start time, state and the finding)."""
+    allocated = {
+        name: alloc
+        for name, alloc in view.node_allocations().items()
+        if not alloc.empty and (wanted is None or name in wanted)
+    }
+    relevant = allocated.keys() | held_by_exact_name.keys()
+    if not relevant:
+        return [], {}
+    jobs_on, unreadable = _active_jobs_by_node(view.active_placements(), relevant)
+    out: list[Finding] = []
+    for name, inv in held_by_exact_name.items():
+        out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view, age=ages[name]))
+    for name, alloc in allocated.items():
+        finding = _explain_allocation(name, alloc, jobs_on.get(name, []), age=ages.get(name))
+        if finding is not None:
+            out.append(finding)
+    return out, unreadable
+
+
+def _lost_on_node(
+    name: str,
+    inv: Inventory,
+    on_node: list[tuple[Placement, int]],
+    *,
+    view: ControllerView,
+    age: float | None,
+) -> list[Finding]:
+    """The active jobs the controller places on `name` that its inventory (of age `age`)
+    does not hold."""
+    held = {h.job_id for h in inv.held}
+    now = view.taken_at
+    out: list[Finding] = []
+    for placed, _ in on_node:
+        if placed.job_id in held:
+            continue
+        job = view.jobs[placed.job_id]
+        started = job.start_time
+        # A run that began after the inventory was taken cannot be in it.
+        if started and inv.collected_at and started >= inv.collected_at:
+            continue
+        since = f" since {when(started, now)}" if started else ""
+        taken = f" taken at {when(inv.collected_at, now)}" if inv.collected_at else ""
+        reason = (
+            f"the controller has job {job.job_id} {job.state.name} on {name}{since}, "
+            f"but {name}'s inventory{taken} does not hold it"
+        ) + _two_names(inv)
+        out.append(node_finding(name, Kind.LOST_ON_NODE, reason, job, age=age))
+    return out
+
+
+def _two_names(inv: Inventory) -> str:
+    """Why a node may lose jobs: spurd registers under `--hostname` but reports
+    completions under the OS name, which the controller rejects (Spur #684)."""
+    own, os_name = inv.agent_hostname, inv.hostname
+    if own is None or os_name is None or own == os_name:
+        return ""
+    return (
+        f"; its spurd runs with --hostname {own} while the host's name is {os_name}, and "
+        "spurd reports completions under the host's name, which the controller rejects "
+        "(Spur #684), so jobs that ended there stay active"
+    )
+
+
+def _active_jobs_by_node(
+    placements: Iterable[Placement], relevant: set[str]
+) -> tuple[dict[str, list[tuple[Placement, int]]], dict[int, str]]:
+    """Active jobs listing each relevant node, each with the width of its nodelist, and
+    the active jobs whose nodelist cannot be read.
+
+    Only jobs with a nodelist are expanded, and a plain one-node list never is.
+    """
+    out: dict[str, list[tuple[Placement, int]]] = {}
+    unreadable: dict[int, str] = {}
+    for placed in placements:
+        nodelist = placed.nodelist
+        if not nodelist:
+            continue
+        name = hostlist.plain_name(nodelist)
+        if name is not None:  # most jobs: one node, no set to build
+            if name in relevant:
+                on_node = out.get(name)
+                if on_node is None:
+                    out[name] = [(placed, 1)]
+                else:
+                    on_node.append((placed, 1))
+            continue
+        try:
+            nodes = hostlist.expand(nodelist)
+        except SpurctlError:
+            unreadable[placed.job_id] = nodelist
+            continue
+        for name in nodes & relevant:
+            out.setdefault(name, []).append((placed, len(nodes)))
+    return out, unreadable
+
+
+def _explain_allocation(
+    name: str, alloc: Allocation, on_node: list[tuple[Placement, int]], *, age: float | None
+) -> Finding | None:
+    """phantom-alloc or excess-alloc: the active jobs on node `name` do not account for its
+    allocation `alloc`."""
+    have = (alloc.cpus, alloc.memory_mb, alloc.gpus)
+    if not on_node:
+        what = join(amount(v, dim) for dim, v in enumerate(have) if v) or "devices"
+        return node_finding(
+            name,
+            Kind.PHANTOM_ALLOC,
+            f"{name} has {what} allocated but no active job lists it, "
+            f"so the scheduler sees it busy and nothing frees it{repair_remedy(name)}",
+            age=age,
+        )
+    # Spur's fallback splits a job evenly over its nodes; each share rounded up reads no excess.
+    cpus = memory_mb = gpus = 0
+    for placed, width in on_node:
+        r = placed.resources
+        if width == 1:
+            cpus += r.cpus
+            memory_mb += r.memory_mb
+            gpus += r.gpus
+        else:
+            cpus += -(-r.cpus // width)
+            memory_mb += -(-r.memory_mb // width)
+            gpus += -(-r.gpus // width)
+    if have[0] <= cpus and have[1] <= memory_mb and have[2] <= gpus:
+        return None  # most nodes: their jobs account for all of it
+    explained = (cpus, memory_mb, gpus)
+    over = [dim for dim in range(3) if have[dim] > explained[dim]]
+    ids = ", ".join(str(i) for i in sorted(j.job_id for j, _ in on_node))
+    jobs = f"active jobs {ids} account" if len(on_node) > 1 else f"active job {ids} accounts"
+    return node_finding(
+        name,
+        Kind.EXCESS_ALLOC,
+        f"{name} has {join(amount(have[d], d) for d in over)} allocated, but its "
+        f"{jobs} for {join(amount(explained[d], d) for d in over)}",
+        age=age,
+    )
