@@ -61,6 +61,8 @@ INVENTORY = Limit(
 JOURNAL = Limit(
     "a journal", GIB, "move it aside (spurctl starts a new one) and read it with --journal"
 )
+# ClusterShell's topology.conf: a route a line, a few KiB for 20,000 nodes as node sets.
+TOPOLOGY = Limit("a topology file", 4 * MIB, "give ClusterShell's topology.conf ([routes] lines)")
 SCENARIO = Limit("a simulated cluster's scenario", 256 * MIB, "give a scenario JSON file")
 # A node's /proc and cgroup files: an environment is at most a few MiB.
 NODE_FILE = Limit("a /proc or cgroup file", 64 * MIB, "check --proc-root and --cgroup-root")

@@ -88,11 +88,13 @@ def _prctl() -> Callable[..., int] | None:
     return prctl()
 
 
-def ends_with_spurctl() -> Callable[[], None]:
+def ends_with_spurctl(join_group: bool = True) -> Callable[[], None]:
     """A preexec function for a command spurctl starts: in the child, before it execs,
     join the keeper's group and ask for SIGTERM when spurctl dies; if spurctl died
-    already, never run the command."""
-    parent, group, prctl = os.getpid(), keeper_group(), _prctl()
+    already, never run the command. `join_group=False` for a command that leads a
+    group of its own (the gateway relay: it ends what it started on SIGTERM)."""
+    parent, prctl = os.getpid(), _prctl()
+    group = keeper_group() if join_group else None
 
     def in_child() -> None:
         if group is not None:

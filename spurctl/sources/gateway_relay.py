@@ -10,6 +10,10 @@ It prints one JSON line per node of its plan, and nothing else but a first
 One thread runs all of its own nodes' commands (a selector over their pipes, so
 a node costs its ssh process and no thread); each sub-gateway has a thread that
 reads its lines and passes its nodes' on as they came.
+A relay ends what it started, and then itself, when the side above is gone: its
+standard output hangs up (the ssh connection dropped, the relay above ended), or
+it is sent SIGTERM or SIGHUP (the relay spurctl runs here gets SIGTERM when
+spurctl dies, however it dies).
 A node is only ever reported by the relay its plan sends it to: a line a
 gateway below sends for any other node is dropped here. Nothing read from a
 gateway or a node is run or unpickled; lines are parsed with `json.loads` only.
@@ -44,6 +48,8 @@ _STDERR_TAIL = 2000
 _CHUNK = 1 << 16
 # How long the readers of a finished command may take to see their pipes close.
 _DRAIN_S = 5.0
+# How long the commands get to end on SIGTERM when the relay ends, before SIGKILL.
+_TERM_GRACE_S = 0.5
 
 
 def line_limit(cap: int) -> int:
@@ -128,6 +134,41 @@ def _kill_children() -> None:
     with _CHILDREN_LOCK:
         for child in _CHILDREN:
             _kill(child)
+
+
+def _ended(signum: int, _frame: Any = None) -> None:
+    """The side above is gone, or ends this relay (SIGTERM, SIGHUP): end every command
+    this relay started, then itself. SIGTERM first, so a relay below can end its own
+    commands the same way, SIGKILL a moment later. Nothing is reaped here, so each
+    command's group id stays its own until the SIGKILL. The lock is only waited on
+    briefly: a signal's handler runs in the main thread, which may hold it."""
+    locked = _CHILDREN_LOCK.acquire(timeout=1.0)
+    try:
+        started = [child for child in _CHILDREN if child.returncode is None]
+    finally:
+        if locked:
+            _CHILDREN_LOCK.release()
+    for how in (signal.SIGTERM, signal.SIGKILL):
+        for child in started:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, how)
+        if how == signal.SIGTERM and started:
+            time.sleep(_TERM_GRACE_S)
+    os._exit(128 + signum)
+
+
+def _watch_above() -> None:
+    """End the relay once the side reading its lines is gone (its standard output hung
+    up: the ssh connection above dropped, or the relay above ended), not at its next
+    line, which may be a node's whole timeout away."""
+    import select
+
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), 0)  # errors and hang-ups only
+    while True:
+        for _, event in poller.poll():
+            if event & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                _ended(signal.SIGHUP)
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
@@ -424,6 +465,9 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
 
 
 def main(data: dict[str, Any]) -> None:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _ended)
+    threading.Thread(target=_watch_above, daemon=True).start()
     out = _Out()
     out.line({"hello": data["name"]})
     plan = data["plan"]

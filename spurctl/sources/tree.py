@@ -89,12 +89,26 @@ def check_tree(tree: Tree) -> None:
 
 
 def _load_topology(path: Path) -> Any:
+    """The propagation tree from this host, parsed from the file read once, bounded
+    (bounded.TOPOLOGY); ClusterShell is given the text, never the path to read itself."""
     from ClusterShell.Topology import TopologyError, TopologyParser
+
+    from spurctl.sources import bounded
+
+    class _Parsed(TopologyParser):
+        """ClusterShell's parser, its one read of the file answered from `text`."""
+
+        def __init__(self, text: str, name: str) -> None:
+            self._text, self._name = text, name
+            super().__init__(name)
+
+        def read(self, filenames: Any, encoding: str | None = None) -> list[str]:
+            self.read_string(self._text, source=self._name)
+            return [self._name]
 
     where = f"--topology {path}"
     try:
-        with open(path, encoding="utf-8") as fh:
-            fh.read(1)
+        text = bounded.read_text(path, bounded.TOPOLOGY, where)
     except FileNotFoundError:
         raise SpurctlError(f"{where}: no such file") from None
     except IsADirectoryError:
@@ -104,7 +118,7 @@ def _load_topology(path: Path) -> Any:
         raise SpurctlError(f"{where}: cannot read it ({why})") from None
     root = root_name()
     try:
-        return TopologyParser(str(path)).tree(root)
+        return _Parsed(text, str(path)).tree(root)
     except TopologyError as exc:
         if "not a valid root" in str(exc):
             raise SpurctlError(
@@ -195,7 +209,7 @@ def run_tree(
     import subprocess
     import sys
 
-    from spurctl.sources import gateway_relay
+    from spurctl.sources import children, gateway_relay
     from spurctl.sources.output_cap import OUTPUT_CAP
 
     plan = shipped_plan(nodes, _load_topology(tree.topology), root_name())
@@ -223,7 +237,8 @@ def run_tree(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,
+        start_new_session=True,  # its own group: the kill at its limit reaches all it started
+        preexec_fn=children.ends_with_spurctl(join_group=False),
     )
     assert relay.stdin is not None and relay.stdout is not None and relay.stderr is not None
     err_box: list[bytes] = []

@@ -141,3 +141,42 @@ def test_a_collect_that_ends_leaves_no_command_behind(tmp_path: Path) -> None:
         grandchildren = started(pids, proc)
         assert proc.wait(timeout=60) == 1  # every node failed: no answer within 2 s
         assert still_running_after(grandchildren) == []
+
+
+STANDIN_SSH = """\
+#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -l|-p|-i|-F|-o) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+STANDIN_HOST=$1; export STANDIN_HOST; shift
+exec /bin/sh -c "$*"
+"""
+
+
+def test_the_gateway_trees_commands_end_after_kill_9(tmp_path: Path) -> None:
+    # The relays run in sessions of their own (their timeouts kill what they started), so
+    # the keeper's group does not reach them: the relay here ends with spurctl
+    # (PDEATHSIG), ends its gateway's relay (SIGTERM), which ends the nodes' commands.
+    from spurctl.sources.tree import root_name
+
+    ssh = tmp_path / "ssh"
+    ssh.write_text(STANDIN_SSH)
+    ssh.chmod(0o755)
+    topology = tmp_path / "topology.conf"
+    topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: gpu[001-003]\n")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    remote = f"sh -c 'sleep 300 & echo $! > {pids}/$STANDIN_HOST.pid; wait'"
+    argv = [
+        "collect", "--nodes", "gpu[001-003]", "--topology", str(topology), "--ssh", str(ssh),
+        "--remote-command", remote, "--node-timeout", "250", "-o", str(tmp_path / "out"),
+    ]  # fmt: skip
+    with cli_process(*argv, home=tmp_path / "home") as proc:
+        grandchildren = started(pids, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=20)
+        assert still_running_after(grandchildren) == []

@@ -226,3 +226,15 @@ def test_a_scenario_file_has_a_limit(tmp_path: Path) -> None:
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         assert "larger than 256 MiB, more than a simulated cluster's scenario" in proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "over-limit"])
+def test_a_topology_file_has_a_limit(tmp_path: Path, kind: str) -> None:
+    # ClusterShell is handed the text spurctl read, never the path to read without end.
+    topology = ZERO if kind == "dev-zero" else over(tmp_path, bounded.TOPOLOGY, "topology.conf")
+    proc = run(
+        "collect", "--nodes", "n[1-2]", "--topology", str(topology), "-o", str(tmp_path / "o"),
+        home=tmp_path,
+    )  # fmt: skip
+    refused(proc, bounded.TOPOLOGY, topology)
+    assert not (tmp_path / "o").exists()

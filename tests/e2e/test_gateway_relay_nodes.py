@@ -124,7 +124,8 @@ def test_a_relay_runs_forty_nodes_at_once_in_one_thread(tmp_path: Path) -> None:
             time.sleep(0.05)
         got = records(proc)
     assert seen, "never saw 20 of the 40 commands running at once"
-    assert max(threads for _, threads in seen) == 1, seen
+    # One thread for all the nodes; the other watches the side above hang up.
+    assert max(threads for _, threads in seen) == 2, seen
     assert sorted(d["node"] for d in got) == nodes
     assert all(d["rc"] == 0 and d["stdout"] == "ok\n" for d in got), got
 
