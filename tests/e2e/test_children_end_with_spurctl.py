@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from spurctl.simcluster import SimCluster, incident, node_line
+from tests import standin_ssh
 from tests.cli import cli_process
 
 NODES = ("gpu001", "gpu002", "gpu003")
@@ -143,29 +144,13 @@ def test_a_collect_that_ends_leaves_no_command_behind(tmp_path: Path) -> None:
         assert still_running_after(grandchildren) == []
 
 
-STANDIN_SSH = """\
-#!/bin/sh
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -l|-p|-i|-F|-o) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-  esac
-done
-STANDIN_HOST=$1; export STANDIN_HOST; shift
-exec /bin/sh -c "$*"
-"""
-
-
 def test_the_gateway_trees_commands_end_after_kill_9(tmp_path: Path) -> None:
     # The relays run in sessions of their own (their timeouts kill what they started), so
     # the keeper's group does not reach them: the relay here ends with spurctl
     # (PDEATHSIG), ends its gateway's relay (SIGTERM), which ends the nodes' commands.
     from spurctl.sources.tree import root_name
 
-    ssh = tmp_path / "ssh"
-    ssh.write_text(STANDIN_SSH)
-    ssh.chmod(0o755)
+    ssh = standin_ssh.write(tmp_path / "ssh")
     topology = tmp_path / "topology.conf"
     topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: gpu[001-003]\n")
     pids = tmp_path / "pids"

@@ -21,6 +21,7 @@ import pytest
 
 from spurctl.sources.output_cap import OUTPUT_CAP
 from spurctl.sources.tree import root_name
+from tests import standin_ssh
 from tests.cli import clean_env, home_for, spurctl_argv
 
 FLOOD = 256 * 1024 * 1024
@@ -39,18 +40,6 @@ INVENTORY = {
     "error": None,
     "held": [{"job_id": 102}],
 }
-STANDIN_SSH = """\
-#!/bin/sh
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -l|-p|-i|-F|-o) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-  esac
-done
-STANDIN_HOST=$1; export STANDIN_HOST; shift
-exec /bin/sh -c "$*"
-"""
 
 
 def node_script(tmp_path: Path) -> Path:
@@ -123,9 +112,7 @@ def test_one_node_flooding_its_output_is_capped_in_the_direct_fan_out(tmp_path: 
 @pytest.mark.parametrize("ship", [False, True], ids=["remote-command", "ship-scanner"])
 def test_one_node_flooding_its_output_is_capped_on_the_gateway(tmp_path: Path, ship: bool) -> None:
     script = node_script(tmp_path)
-    ssh = tmp_path / "ssh"
-    ssh.write_text(STANDIN_SSH)
-    ssh.chmod(0o755)
+    ssh = standin_ssh.write(tmp_path / "ssh")
     topology = tmp_path / "topology.conf"
     topology.write_text(f"[routes]\n{root_name()}: gw1\ngw1: big,n2\n")
     rc, records, peak = collect_with_peak(

@@ -27,19 +27,7 @@ import pytest
 
 from spurctl.sources import gateway_relay
 from spurctl.sources.output_cap import OUTPUT_CAP
-
-STANDIN_SSH = """\
-#!/bin/sh
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -l|-p|-i|-F|-o) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-  esac
-done
-STANDIN_HOST=$1; export STANDIN_HOST; shift
-exec /bin/sh -c "$*"
-"""
+from tests import standin_ssh
 
 
 @contextlib.contextmanager
@@ -54,9 +42,7 @@ def relay(
     scanner: str = "",
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The relay running `remote` on `nodes` (no sub-gateways); ended at exit."""
-    ssh = tmp_path / "ssh"
-    ssh.write_text(STANDIN_SSH)
-    ssh.chmod(0o755)
+    ssh = standin_ssh.write(tmp_path / "ssh")
     data = {
         "relay": Path(gateway_relay.__file__).read_text(encoding="utf-8"),
         "scanner": scanner,

@@ -24,11 +24,11 @@ import json
 import os
 import pickle
 import sys
-import textwrap
 from pathlib import Path
 
 from spurctl.simcluster import node_line
 from spurctl.sources.tree import root_name
+from tests import standin_ssh
 from tests.cli import run_cli
 
 
@@ -71,25 +71,9 @@ def test_a_gateway_cannot_run_code_in_spurctl_nor_answer_for_a_node_it_does_not_
         + json.dumps(forged)
         + "\n"
     )
-    ssh = tmp_path / "ssh"
-    ssh.write_text(
-        textwrap.dedent(
-            f"""\
-            #!/bin/sh
-            while [ $# -gt 0 ]; do
-              case "$1" in
-                -l|-p|-i|-F|-o) shift 2 ;;
-                -*) shift ;;
-                *) break ;;
-              esac
-            done
-            STANDIN_HOST=$1; export STANDIN_HOST; shift
-            if [ "$STANDIN_HOST" = evilgw ]; then cat {injected}; fi
-            exec /bin/sh -c "$*"
-            """
-        )
+    ssh = standin_ssh.write(
+        tmp_path / "ssh", f'if [ "$STANDIN_HOST" = evilgw ]; then cat {injected}; fi'
     )
-    ssh.chmod(0o755)
     answers = tmp_path / "answers"
     answers.mkdir()
     (answers / "n1.out").write_text(inventory("n1", 101) + "\n")
@@ -124,25 +108,9 @@ def test_a_gateway_line_nested_past_the_parsers_depth_is_skipped_and_its_nodes_a
     # relay reading evilgw ended there, and n3 failed as if the tree had stopped.
     injected = tmp_path / "injected"
     injected.write_text("[" * 100_000 + "]" * 100_000 + "\n")
-    ssh = tmp_path / "ssh"
-    ssh.write_text(
-        textwrap.dedent(
-            f"""\
-            #!/bin/sh
-            while [ $# -gt 0 ]; do
-              case "$1" in
-                -l|-p|-i|-F|-o) shift 2 ;;
-                -*) shift ;;
-                *) break ;;
-              esac
-            done
-            STANDIN_HOST=$1; export STANDIN_HOST; shift
-            if [ "$STANDIN_HOST" = evilgw ]; then cat {injected}; fi
-            exec /bin/sh -c "$*"
-            """
-        )
+    ssh = standin_ssh.write(
+        tmp_path / "ssh", f'if [ "$STANDIN_HOST" = evilgw ]; then cat {injected}; fi'
     )
-    ssh.chmod(0o755)
     answers = tmp_path / "answers"
     answers.mkdir()
     (answers / "n3.out").write_text(inventory("n3", 103) + "\n")
