@@ -22,7 +22,7 @@ from spurctl.simcluster import SimCluster, incident, node_line
 from tests.cli import cli_process, lines_of, read_terminal, run_cli
 
 # Wide enough that a finding is one line.
-WIDE = {"COLUMNS": "200"}
+WIDE = {"COLUMNS": "400"}  # a failed round names its file, whose path may be long
 # A round takes well under a second here; a loaded machine gets the rest.
 ROUND_WITHIN = 30
 
