@@ -143,6 +143,8 @@ class Assessment:
     # after the wipe, so a spurd started after it started after the wipe (None: no
     # tracked job dates the wipe).
     wiped_by: datetime | None = None
+    # The cluster's name (spur.conf's cluster_name, else the config file's), for headers.
+    cluster: str | None = None
 
     @property
     def nodes_to_recycle(self) -> list[str]:

@@ -186,7 +186,8 @@ def render_markdown(cl: Checklist, *, screen: bool = False, ack: str | None = No
     lines = [
         "# Post-wipe agent recycle checklist",
         "",
-        f"Controller {a.controller_address}{version}, read {taken}; {_watermark_line(cl)}.",
+        f"{f'Cluster {a.cluster}: controller' if a.cluster else 'Controller'} "
+        f"{a.controller_address}{version}, read {taken}; {_watermark_line(cl)}.",
         "",
     ]
     for note in a.notes:

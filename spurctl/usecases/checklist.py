@@ -103,7 +103,7 @@ def run_post_wipe(
 
             kept = excluding(src.scope.excluded, view.nodes, holdings, scope)
             holdings, scope = kept.inventories, kept.scope
-        return post_wipe(
+        checklist = post_wipe(
             view,
             holdings,
             confirm=client.confirm,
@@ -114,3 +114,5 @@ def run_post_wipe(
             collect_flags=collect_flags,
             read_flags=read_flags,
         )
+    checklist.assessment.cluster = conn.cluster
+    return checklist

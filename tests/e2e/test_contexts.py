@@ -97,6 +97,10 @@ def test_every_header_names_the_cluster(clusters: dict[str, SimCluster], tmp_pat
     assert audited(home, "explain", "gpu012", "--json")["controller"]["cluster"] == "prod"
     plan = run_cli("--context", "lab", "reclaim", "--node", "gpu003", "--dry-run", home=home)
     assert f"Cluster lab: controller {clusters['lab'].controller_address}" in plan.stdout
+    checklist = run_cli("checklist", "post-wipe", home=home)
+    assert f"Cluster prod: controller {prod} (Spur " in checklist.stdout, checklist.stdout
+    as_json = audited(home, "checklist", "post-wipe", "--format", "json")
+    assert as_json["controller"]["cluster"] == "prod"
 
 
 def test_spur_confs_cluster_name_names_the_cluster_and_a_context_that_contradicts_it_is_refused(
