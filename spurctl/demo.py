@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import signal
 import sys
 import tempfile
@@ -225,15 +224,11 @@ def _by_kind(findings: Sequence[Finding]) -> str:
 class _Narrator:
     """Headings, one-paragraph explanations and the real renderers, on one stream."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, ack: str | None = None) -> None:
         self.out = out
         self.tty = out.isatty()
+        self.ack = ack  # --ack-version: the version note left out of the screens
         from spurctl.render.audit import pipe_width
-        from spurctl.render.environment import Environment
-
-        # What the reclaim renderers are told of this stream.
-        columns = shutil.get_terminal_size().columns if self.tty else None
-        self.env = Environment(tty=self.tty, width=columns, colour=self.tty)
 
         width = None if self.tty else pipe_width()
         self.console = Console(file=out, width=width, highlight=False, soft_wrap=False)
@@ -261,9 +256,10 @@ class _Narrator:
 
         self.out.flush()
         if self.tty:
-            print_audit(report, "table", self.env, file=self.out)
+            print_audit(report, "table", self.env, file=self.out, ack=self.ack)
         else:
-            self.out.write(render_audit(report, "table", console_width=self.console.width))
+            width = self.console.width
+            self.out.write(render_audit(report, "table", console_width=width, ack=self.ack))
         self.out.flush()
 
 
@@ -287,12 +283,14 @@ def _prepare(cluster: DemoCluster, conn: Connection, nodes: str) -> Prepared:
     return prepare(nodes, src, conn, journal_path=cluster.journal)
 
 
-def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
+def run(
+    out: TextIO | None = None, *, jwt_key: str | None = None, ack: str | None = None
+) -> DemoResult:
     """Run the four steps against a fresh incident cluster and narrate them on `out`."""
     from spurctl.render.reclaim import print_plan, print_run
     from spurctl.usecases import reclaim
 
-    say = _Narrator(out or sys.stdout)
+    say = _Narrator(out or sys.stdout, ack)
     with demo_cluster(jwt_key, heartbeat_s=DEMO_HEARTBEAT_S) as cluster:
         sim = cluster.sim
         conn = cluster.connection()
@@ -343,7 +341,7 @@ def run(out: TextIO | None = None, *, jwt_key: str | None = None) -> DemoResult:
         say.command(f"spurctl reclaim {flags} --dry-run")
         planned = _prepare(cluster, conn, nodes)
         say.out.flush()
-        print_plan(planned.entries, planned.report, file=say.out, env=say.env)
+        print_plan(planned.entries, planned.report, file=say.out, env=say.env, ack=ack)
 
         say.heading(HEADINGS[2])
         say.say(
@@ -567,14 +565,14 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
     return lines
 
 
-def command(*, keep_up: bool, scenario: str) -> None:
+def command(*, keep_up: bool, scenario: str, ack: str | None = None) -> None:
     """`spurctl demo`: the walkthrough, or (--serve) the cluster of `scenario` kept up."""
     if keep_up:
         serve(scenario=scenario)
         return
     if scenario != "incident":
         raise SpurctlError("--scenario is for --serve: the walkthrough tells the incident")
-    if not run().ok:
+    if not run(ack=ack).ok:
         raise SpurctlError(
             "the demo did not close the loop (see above); rerun with --debug and report it"
         )

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from spurctl import options as opt
 from spurctl.errors import ExitStatus
 
 NAME = "demo"
@@ -38,7 +39,12 @@ ServeOpt = Annotated[
 ]
 
 
-def command(serve: ServeOpt = False, scenario: ScenarioOpt = DemoScenario.INCIDENT) -> int:
+def command(
+    ctx: typer.Context,
+    serve: ServeOpt = False,
+    scenario: ScenarioOpt = DemoScenario.INCIDENT,
+    ack_version: opt.AckVersionOpt = None,
+) -> int:
     """Audit and reclaim a simulated cluster, end to end.
 
     Starts a simulated Spur cluster (spurctld plus one spurd per node) on
@@ -54,5 +60,5 @@ def command(serve: ServeOpt = False, scenario: ScenarioOpt = DemoScenario.INCIDE
     """
     from spurctl.demo import command as run_demo
 
-    run_demo(keep_up=serve, scenario=scenario.value)
+    run_demo(keep_up=serve, scenario=scenario.value, ack=opt.ack_version(ctx, ack_version))
     return ExitStatus.OK

@@ -97,6 +97,18 @@ def test_demo_reclaims_only_with_the_minted_controller_credential_and_never_prin
     assert "jwt.key" in text  # the key is named by its file, never shown
 
 
+def test_the_demo_takes_the_ack_version_its_note_names(tmp_path: Path) -> None:
+    # Every screen of the walkthrough shows the controller-version note, which ends
+    # "Hide this note with --ack-version 0.8.0": the demo takes that option too.
+    shown = run_cli("demo", home=tmp_path / "a", cwd=REPO)
+    assert shown.returncode == 0, shown.stderr
+    assert "Hide this note with --ack-version 0.8.0" in shown.stdout
+    hidden = run_cli("demo", "--ack-version", "0.8.0", home=tmp_path / "b", cwd=REPO)
+    assert hidden.returncode == 0, hidden.stderr
+    assert "NOTE: Spur 0.8.0" not in hidden.stdout
+    assert "Phantom allocations: 1 before (gpu009), 0 after." in hidden.stdout
+
+
 def test_demo_help_says_what_it_does_and_shows_an_example() -> None:
     result = CliRunner().invoke(app, ["demo", "--help"])
     assert result.exit_code == 0
