@@ -11,7 +11,8 @@
   controller's version has that filter (0.9.0 on), else by job-id range
   (sources/id_ranges.py), never failed; one audit sends at most REQUEST_BUDGET
   GetJobs requests, and says so when that cut its read short.
-- Every failure becomes one SpurctlError line naming the endpoint and what failed.
+- Every failure becomes one SpurctlError line naming the endpoint and what failed
+  (sources/rpc.py, which also opens the channels).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import grpc
 from google.protobuf import empty_pb2
 
-from spurctl.errors import SpurctlError, redact
+from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
@@ -56,14 +57,11 @@ from spurctl.sources.job_reads import (
     off_the_nodes,
     unread_note,
 )
+from spurctl.sources.rpc import describe_rpc_error, open_channel
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import JobRecords, JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
 from spurctl.sources.wrong_endpoint import CHECK_ADDRESS, NOT_A_CONTROLLER, not_a_controller
 
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
-]
 # Retryable on another endpoint: the endpoint is down, unreachable or too slow.
 _ENDPOINT_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # Asked again through `read`, which tries every endpoint and names one that is no controller.
@@ -87,74 +85,6 @@ _PROBE_BATCH = 64
 _PROBE_ROUNDS = 16
 # Turns an answer's bytes into what a read collects, scrubbed (scrub.reader, scrub.job_records).
 Decode = Callable[[bytes], Any]
-
-
-def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
-    """A short, secret-free description of why a call failed."""
-    code = err.code() if isinstance(err, grpc.Call) else None
-    # Redacted here, where it becomes text: a table may fold it across lines later.
-    details = redact((err.details() if isinstance(err, grpc.Call) else "") or "")
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return f"no answer within {timeout:g} s (raise --timeout if it is just slow)"
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return f"unreachable ({_unavailable_reason(details)})"
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return credential_problem(details)
-    if code == grpc.StatusCode.PERMISSION_DENIED:
-        return f"permission denied ({details}); an admin credential may be needed"
-    name = code.name if code is not None else "error"
-    return f"{name}: {details}" if details else name
-
-
-def _unavailable_reason(details: str) -> str:
-    """grpc's connect failure, without the resolver chatter around the reason."""
-    first = details.splitlines()[0] if details else "unavailable"
-    if "resolving" in first or "DNS resolution failed" in first:
-        return "cannot resolve the host name"
-    if "WRONG_VERSION_NUMBER" in first:
-        return "TLS handshake failed: the endpoint does not speak TLS; for a plain one use http://"
-    if "handshake failed" in first.lower():
-        return "TLS handshake failed: check the certificate authority (--tls-ca)"
-    first = first.removesuffix(": OK")  # grpc appends the status it never reached
-    _, marker, reason = first.rpartition("Failed to connect to remote host:")
-    return reason.strip().lower() if marker and reason.strip() else first
-
-
-def credential_problem(details: str) -> str:
-    """Which of missing, expired or wrong key the controller's UNAUTHENTICATED means, and the fix.
-
-    Spur's detail texts: "authentication required: ..." (none sent), "invalid
-    credential: token expired", "invalid credential: invalid token:
-    InvalidSignature" (signed with another key); the simulated cluster words the
-    last one "bad signature".
-    """
-    said = details or "unauthenticated"
-    lowered = said.lower()
-    if "authentication required" in lowered or "no credential" in lowered:
-        return (
-            f"credential missing: the controller requires one ({said}); pass --token, "
-            "set SPUR_AUTH_TOKEN, or write it to ~/.spur/token with mode 0600"
-        )
-    if "no auth.jwt_key is configured" in lowered:
-        # spur-core auth.rs authenticate_bearer: the controller has no key, so it verifies
-        # no token; only a call without one passes (docs/spur-facts.md, "Authentication").
-        return (
-            f"the controller has no [auth] jwt_key configured, so it refuses every token "
-            f"while a call without one would pass (auth.mode permissive) ({said}); the token "
-            "is not at fault: run without one (no --token, SPUR_AUTH_TOKEN or "
-            "~/.spur/token), or set the cluster's jwt_key in the controller's spur.conf"
-        )
-    if "expired" in lowered:
-        return (
-            f"credential expired ({said}); get a fresh token (`spur token user`) "
-            "and pass it with --token or SPUR_AUTH_TOKEN"
-        )
-    if "signature" in lowered:
-        return (
-            f"credential signed with the wrong key ({said}): it was not minted with this "
-            "cluster's [auth] jwt_key; get a token from this cluster"
-        )
-    return f"credential rejected ({said}); check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
 
 
 class Later:
@@ -215,13 +145,7 @@ class ControllerClient:
             return raw
         stub = self._stubs.get(url)
         if stub is None:
-            scheme, _, target = url.partition("://")
-            if scheme == "https":
-                creds = grpc.ssl_channel_credentials(root_certificates=self._conn.tls_ca)
-                channel = grpc.secure_channel(target, creds, options=CHANNEL_OPTIONS)
-            else:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-            self._channels[url] = channel
+            channel = self._channels[url] = open_channel(url, self._conn.tls_ca)
             stub = self._stubs[url] = scrub.stub(channel, "SlurmController")
         return stub
 
