@@ -18,18 +18,16 @@ from typing import TYPE_CHECKING
 
 from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
+from spurctl.holdings import Inventory, held_ids, inventories_by_node
 from spurctl.model import (
     AuditReport,
     ControllerView,
     Finding,
-    Inventory,
     Job,
     Kind,
     Node,
     NodeAdminMetrics,
     Watermark,
-    held_ids,
-    inventories_by_node,
     utcnow,
     watermark_for,
 )

@@ -1,4 +1,9 @@
-"""The plain data spurctl reasons about: the controller's view and what agents hold.
+"""The plain data spurctl reasons about: the controller's view, and what spurctl
+concludes from it (findings, reports, plans, next steps).
+
+What agents hold (a node's inventory and its holdings) is the other half, in
+holdings.py; Holding, Inventory and AgentProcess, which most of spurctl imports
+from here, are importable from here too.
 
 Sources (gRPC, snapshot files, inventories) convert into these types once, at
 the edge; nothing past the edge sees a protobuf message or a raw dict. All times
@@ -16,6 +21,9 @@ from typing import Annotated, Literal
 import msgspec
 
 from spurctl.errors import SpurctlError
+from spurctl.holdings import AgentProcess as AgentProcess
+from spurctl.holdings import Holding as Holding
+from spurctl.holdings import Inventory as Inventory
 
 # JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
 MAX_JOB_ID = 2**32 - 1
@@ -353,142 +361,6 @@ class ControllerView:
             for j in self.jobs.values()
             if j.state.active
         ]
-
-
-class SessionBinding(enum.StrEnum):
-    """What /proc says of a spurstepd descriptor's pid and start ticks."""
-
-    LIVE = "live"  # that process runs: the run's supervisor (Spur #754)
-    STALE = "stale"  # gone, or the pid now names another process: the supervisor died
-
-
-class Session(msgspec.Struct, frozen=True, gc=False):
-    """One spurstepd session of a held job: `<state-dir>/runtime/<job>.<attempt>.<step>/
-    descriptor.json` (Spur #754), bound to /proc by the pid and start ticks it records."""
-
-    attempt: int
-    step: int
-    supervisor: int  # the descriptor's pid: spurstepd itself
-    binding: SessionBinding
-    why: str = ""  # stale: what /proc shows in the supervisor's place
-    workload: int | None = None  # the workload's pid, when it runs with its recorded start
-    cgroup: str = ""  # the cgroup the descriptor records ("" for an allocation-only job)
-
-
-class SessionRefusal(msgspec.Struct, frozen=True, gc=False):
-    """A session descriptor whose binding could not be trusted, and what was seen."""
-
-    path: str  # the session directory
-    why: str
-    job_id: int | None = None  # from the directory name, when it reads as one
-    attempt: int | None = None
-    step: int | None = None
-
-
-# A msgspec Struct, built in C: an inventory file of 10,000 nodes holds ~50,000.
-class Holding(msgspec.Struct, gc=False):
-    """One job a node agent holds, as its node inventory saw it. Treat as read-only."""
-
-    job_id: int
-    cpus: int | None = None
-    memory_mb: int | None = None
-    gpus: tuple[int, ...] = ()
-    pids: tuple[int, ...] = ()
-    started_at: datetime | None = None
-    # The run's attempt: its live spurstepd session's, else its `job_<id>_<attempt>`
-    # cgroup's (newer spurd); None for `job_<id>`, no cgroup, or sessions that disagree.
-    attempt: int | None = None
-    # What showed the holding on the node: HOLDING_TRACES (empty: not recorded).
-    traces: tuple[str, ...] = ()
-    # Of `pids`, those descended from the node's current spurd: its own run of the job
-    # (after a graceful restart a requeued run shares the cgroup with the old one's orphans).
-    tracked_pids: tuple[int, ...] = ()
-    # Live `spurstepd` supervisors of the job (Spur #754): spurd adopts their runs.
-    supervisors: tuple[int, ...] = ()
-    # Its spurstepd sessions, live and stale (Spur #754): the strongest binding of a run.
-    sessions: tuple[Session, ...] = ()
-
-    @property
-    def live(self) -> bool:
-        """A process of this job is still running on the node."""
-        return bool(self.pids)
-
-
-@dataclass(slots=True)  # not frozen, as Holding
-class Inventory:
-    """What one node holds (`spurctl.inventory/v1`); `error` set when it could not be read.
-    Treat as read-only."""
-
-    node: str
-    collected_at: datetime | None
-    source: str
-    error: str | None = None
-    held: tuple[Holding, ...] = ()
-    # Written by `spurctl node-inventory`; None/empty in older documents.
-    agent: AgentProcess | None = None
-    hostname: str | None = None
-    # The SPUR_TARGET_NODE every job process carries, when they all agree.
-    target_node: str | None = None
-    # Every distinct SPUR_TARGET_NODE seen (more than one: the processes disagree).
-    target_nodes: tuple[str, ...] = ()
-    # True when the scan looked for spurd: `agent` None then means none runs.
-    agent_checked: bool = False
-    # Every top-level spurd when more than one runs (then `agent` is None and
-    # `agent_checked` False: which one is the agent cannot be told).
-    agents: tuple[AgentProcess, ...] = ()
-    # spurd's own `--hostname` (its command line), when it was started with one: the
-    # name it registers under, while it reports completions under `hostname` (Spur #684).
-    agent_hostname: str | None = None
-    # True when the scan found spurd and traced every job process's parents up to pid 1:
-    # then a holding's empty `tracked_pids` means none of its processes descends from spurd.
-    ancestry_read: bool = False
-    # spurstepd descriptors whose binding could not be trusted (the reason says what was seen).
-    session_refusals: tuple[SessionRefusal, ...] = ()
-    # The controller URL(s) and cluster name `spurctl collect` was told (sources/cluster_binding).
-    controller: str | None = None
-    cluster: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentProcess:
-    """The node's spurd process, as /proc shows it."""
-
-    pid: int
-    started_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class JobProcess:
-    """A process a job's cgroup or environment names, as `spurctl node-release` weighs it."""
-
-    pid: int
-    ticks: int | None  # /proc/<pid>/stat field 22: with the pid, one process for the boot
-    started_at: datetime | None
-    lineage: tuple[int, ...]  # its parent, grandparent, ... as far as /proc could be read
-    env_job: int | None  # the job its SPUR_JOB_ID names
-    cgroup_job: int | None  # the job whose `job_<id>` cgroup it sits in
-    comm: str | None = None
-
-
-HOLDING_TRACES = ("cgroup", "process", "spool", "session")
-
-
-def inventories_by_node(invs: Iterable[Inventory]) -> dict[str, Inventory]:
-    """Index inventories by node; the latest collected wins when a node repeats."""
-    out: dict[str, Inventory] = {}
-    for inv in invs:
-        prev = out.get(inv.node)
-        if prev is None or (inv.collected_at or _EPOCH) >= (prev.collected_at or _EPOCH):
-            out[inv.node] = inv
-    return out
-
-
-def held_ids(invs: Iterable[Inventory]) -> frozenset[int]:
-    """Every job id the inventories hold: what the controller is asked about."""
-    return frozenset(h.job_id for inv in invs for h in inv.held)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def utcnow() -> datetime:

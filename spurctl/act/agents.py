@@ -18,8 +18,8 @@ from spurctl.errors import redact, register_secret
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
 from spurctl.sources.agent_endpoints import AddressError, dial_target
-from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
 from spurctl.sources.credentials import CONTROLLER_SUBJECT, MAX_LIFETIME_S, mint
+from spurctl.sources.rpc import CHANNEL_OPTIONS, describe_rpc_error
 
 GRACEFUL = 0
 

@@ -20,7 +20,7 @@ from spurctl.errors import SpurctlError, redact
 from spurctl.model import NodeState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
-from spurctl.sources.controller import CHANNEL_OPTIONS, describe_rpc_error
+from spurctl.sources.rpc import describe_rpc_error, open_channel
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal
@@ -74,13 +74,7 @@ class ControllerWriter:
     def _stub(self, url: str) -> Any:
         stub = self._stubs.get(url)
         if stub is None:
-            scheme, _, target = url.partition("://")
-            if scheme == "https":
-                creds = grpc.ssl_channel_credentials(root_certificates=self._conn.tls_ca)
-                channel = grpc.secure_channel(target, creds, options=CHANNEL_OPTIONS)
-            else:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-            self._channels[url] = channel
+            channel = self._channels[url] = open_channel(url, self._conn.tls_ca)
             stub = self._stubs[url] = scrub.stub(channel, "SlurmController")
         return stub
 

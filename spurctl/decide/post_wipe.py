@@ -22,11 +22,9 @@ from spurctl.decide import supervision
 from spurctl.decide.classify import controller_decision
 from spurctl.decide.reasons import plural, when
 from spurctl.errors import SpurctlError
+from spurctl.holdings import AgentProcess, Holding, Inventory, inventories_by_node
 from spurctl.model import (
-    AgentProcess,
     ControllerView,
-    Holding,
-    Inventory,
     Job,
     Kind,
     NextStep,
@@ -34,7 +32,6 @@ from spurctl.model import (
     NodeState,
     Watermark,
     WatermarkSource,
-    inventories_by_node,
 )
 
 DRAIN_REASON = "post-wipe agent recycle"

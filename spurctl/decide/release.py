@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from spurctl.decide import supervision
-from spurctl.model import AgentProcess, Holding, Inventory, JobProcess, format_time
+from spurctl.holdings import AgentProcess, Holding, Inventory, JobProcess
+from spurctl.model import format_time
 
 # --started-at matches the run's start time to within this: a clock tick is 10 ms, and
 # an operator copying a report's time to the second must still match.

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spurctl.model import Holding, NextStep, SessionBinding
+from spurctl.holdings import Holding, SessionBinding
+from spurctl.model import NextStep
 
 # crates/spur-core/src/step.rs: the reserved step ids, as Slurm names them.
 _STEP_NAMES = {0xFFFF_FFFE: "batch", 0xFFFF_FFFD: "extern", 0xFFFF_FFFC: "interactive"}

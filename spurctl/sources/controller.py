@@ -8,15 +8,15 @@
   MAX_GRPC_MESSAGE_SIZE): an audit asks only for the jobs that can hold a node
   (GetJobs `states`) and for other held ids by id (`job_ids`, in small batches);
   an answer refused for its size is split by state, then by node where the
-  controller's version has that filter (0.9.0 on), else by job-id range
-  (sources/id_ranges.py), never failed; one audit sends at most REQUEST_BUDGET
-  GetJobs requests, and says so when that cut its read short.
-- Every failure becomes one SpurctlError line naming the endpoint and what failed.
+  controller's version has that filter (0.9.0 on: sources/node_split.py), else
+  by job-id range (sources/id_ranges.py), never failed; one audit sends at most
+  REQUEST_BUDGET GetJobs requests, and says so when that cut its read short.
+- Every failure becomes one SpurctlError line naming the endpoint and what failed
+  (sources/rpc.py, which also opens the channels).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
@@ -25,7 +25,7 @@ from typing import Any
 import grpc
 from google.protobuf import empty_pb2
 
-from spurctl.errors import SpurctlError, redact
+from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
 from spurctl.model import (
     ACTIVE_STATES,
@@ -42,28 +42,22 @@ from spurctl.sources.id_ranges import AnswerTooLarge, read_by_id
 from spurctl.sources.job_reads import (
     BY_ACTIVITY,
     LOOKUP_BATCH,
-    NO_SUCH_NODE,
     NOT_STARTED,
     BudgetSpent,
     FilterIgnored,
     JobRead,
     RequestBudget,
     every_job,
-    filter_ignored_note,
-    gaps,
     off_list,
     off_list_note,
-    off_the_nodes,
     unread_note,
 )
+from spurctl.sources.node_split import read_by_node
+from spurctl.sources.rpc import describe_rpc_error, open_channel
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import JobRecords, JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
+from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
 from spurctl.sources.wrong_endpoint import CHECK_ADDRESS, NOT_A_CONTROLLER, not_a_controller
 
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
-]
 # Retryable on another endpoint: the endpoint is down, unreachable or too slow.
 _ENDPOINT_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # Asked again through `read`, which tries every endpoint and names one that is no controller.
@@ -72,10 +66,8 @@ _ELSEWHERE = (*_ENDPOINT_FAILURES, grpc.StatusCode.UNIMPLEMENTED)
 # tonic reports it as OUT_OF_RANGE "Error, encoded message length too large".
 ANSWER_LIMIT = 32 * 1024 * 1024
 _TOO_LARGE = (grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.RESOURCE_EXHAUSTED)
-# Planning a split: bytes per JobInfo assumed (real ones are 400-700 bytes), and the
-# share of the cap one answer is planned to fill. A guess that is wrong only costs
-# one refused answer and a finer split.
-_BYTES_PER_JOB = 1024
+# Planning a split (node_split.py, id_ranges.py): the share of the cap one answer is
+# planned to fill. A guess that is wrong only costs one refused answer and a finer split.
 _PLANNED_ANSWER = ANSWER_LIMIT // 2
 # GetJobs requests one audit may send (its view and look-ups; GetJob, a lookup in a map,
 # is not counted): a 20,000-node audit sends a few dozen (bench/README.md, "Every
@@ -87,74 +79,6 @@ _PROBE_BATCH = 64
 _PROBE_ROUNDS = 16
 # Turns an answer's bytes into what a read collects, scrubbed (scrub.reader, scrub.job_records).
 Decode = Callable[[bytes], Any]
-
-
-def describe_rpc_error(err: grpc.RpcError, timeout: float) -> str:
-    """A short, secret-free description of why a call failed."""
-    code = err.code() if isinstance(err, grpc.Call) else None
-    # Redacted here, where it becomes text: a table may fold it across lines later.
-    details = redact((err.details() if isinstance(err, grpc.Call) else "") or "")
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return f"no answer within {timeout:g} s (raise --timeout if it is just slow)"
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return f"unreachable ({_unavailable_reason(details)})"
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return credential_problem(details)
-    if code == grpc.StatusCode.PERMISSION_DENIED:
-        return f"permission denied ({details}); an admin credential may be needed"
-    name = code.name if code is not None else "error"
-    return f"{name}: {details}" if details else name
-
-
-def _unavailable_reason(details: str) -> str:
-    """grpc's connect failure, without the resolver chatter around the reason."""
-    first = details.splitlines()[0] if details else "unavailable"
-    if "resolving" in first or "DNS resolution failed" in first:
-        return "cannot resolve the host name"
-    if "WRONG_VERSION_NUMBER" in first:
-        return "TLS handshake failed: the endpoint does not speak TLS; for a plain one use http://"
-    if "handshake failed" in first.lower():
-        return "TLS handshake failed: check the certificate authority (--tls-ca)"
-    first = first.removesuffix(": OK")  # grpc appends the status it never reached
-    _, marker, reason = first.rpartition("Failed to connect to remote host:")
-    return reason.strip().lower() if marker and reason.strip() else first
-
-
-def credential_problem(details: str) -> str:
-    """Which of missing, expired or wrong key the controller's UNAUTHENTICATED means, and the fix.
-
-    Spur's detail texts: "authentication required: ..." (none sent), "invalid
-    credential: token expired", "invalid credential: invalid token:
-    InvalidSignature" (signed with another key); the simulated cluster words the
-    last one "bad signature".
-    """
-    said = details or "unauthenticated"
-    lowered = said.lower()
-    if "authentication required" in lowered or "no credential" in lowered:
-        return (
-            f"credential missing: the controller requires one ({said}); pass --token, "
-            "set SPUR_AUTH_TOKEN, or write it to ~/.spur/token with mode 0600"
-        )
-    if "no auth.jwt_key is configured" in lowered:
-        # spur-core auth.rs authenticate_bearer: the controller has no key, so it verifies
-        # no token; only a call without one passes (docs/spur-facts.md, "Authentication").
-        return (
-            f"the controller has no [auth] jwt_key configured, so it refuses every token "
-            f"while a call without one would pass (auth.mode permissive) ({said}); the token "
-            "is not at fault: run without one (no --token, SPUR_AUTH_TOKEN or "
-            "~/.spur/token), or set the cluster's jwt_key in the controller's spur.conf"
-        )
-    if "expired" in lowered:
-        return (
-            f"credential expired ({said}); get a fresh token (`spur token user`) "
-            "and pass it with --token or SPUR_AUTH_TOKEN"
-        )
-    if "signature" in lowered:
-        return (
-            f"credential signed with the wrong key ({said}): it was not minted with this "
-            "cluster's [auth] jwt_key; get a token from this cluster"
-        )
-    return f"credential rejected ({said}); check --token, SPUR_AUTH_TOKEN or ~/.spur/token"
 
 
 class Later:
@@ -185,9 +109,7 @@ class ControllerClient:
         )
         self.address: str = self._urls[0]
         self._failovers: list[str] = []
-        self._version = ""
         self._budget = RequestBudget(self.request_budget)
-        self._filter_checked = False
 
     def close(self) -> None:
         for ch in self._channels.values():
@@ -215,13 +137,7 @@ class ControllerClient:
             return raw
         stub = self._stubs.get(url)
         if stub is None:
-            scheme, _, target = url.partition("://")
-            if scheme == "https":
-                creds = grpc.ssl_channel_credentials(root_certificates=self._conn.tls_ca)
-                channel = grpc.secure_channel(target, creds, options=CHANNEL_OPTIONS)
-            else:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-            self._channels[url] = channel
+            channel = self._channels[url] = open_channel(url, self._conn.tls_ca)
             stub = self._stubs[url] = scrub.stub(channel, "SlurmController")
         return stub
 
@@ -377,13 +293,14 @@ class ControllerClient:
 
     # -- reading jobs under the cap -------------------------------------------------------
 
-    def _request(self, parts: int = 1, **filters: Any) -> pb.GetJobsRequest:
-        """A GetJobs request, one of `parts` about to be sent, taken from the budget."""
+    def request(self, parts: int = 1, **filters: Any) -> pb.GetJobsRequest:
+        """A GetJobs request, one of `parts` about to be sent, taken from the budget
+        (node_split.Reads)."""
         self._budget.take(parts)
         return pb.GetJobsRequest(**filters)
 
     def _answer(self, **filters: Any) -> list[pb.JobInfo]:
-        return list(self.read("GetJobs", self._request(**filters)).jobs)
+        return list(self.read("GetJobs", self.request(**filters)).jobs)
 
     def answer(self, states: Sequence[int], job_ids: Sequence[int]) -> list[pb.JobInfo]:
         """GetJobs by state and id only, which every release filters (id_ranges.Jobs)."""
@@ -391,98 +308,8 @@ class ControllerClient:
 
     def answer_later(self, states: Sequence[int], job_ids: Sequence[int]) -> Later:
         """GetJobs by state and id, sent now, collected (as JobRecords) by calling the result."""
-        request = self._request(states=list(states), job_ids=list(job_ids))
+        request = self.request(states=list(states), job_ids=list(job_ids))
         return self.read_later("GetJobs", request, decode=scrub.job_records)
-
-    def _jobs_in(
-        self,
-        states: Sequence[JobState],
-        counts: Counter[JobState],
-        node_names: Callable[[], Sequence[str]],
-        into: JobRead,
-        meanwhile: Callable[[], None],
-    ) -> None:
-        """The jobs in `states`, every answer under the cap, added to `into`.
-
-        One request when the counts say it fits; else one per state, and a state still
-        too large is read node by node (`nodes` filter, halved as needed), each part
-        kept as it arrives (`JobRead.keep`) so that its answer can be let go; `meanwhile`
-        runs once the parts are sent, before the first is awaited. A job without
-        a nodelist is in no node's answer: what a node split left unread is counted
-        by state (`counts` minus what was read). The first part's answer is checked:
-        a job on none of its nodes raises FilterIgnored.
-        """
-        expected = sum(counts[s] for s in states)
-        if expected * _BYTES_PER_JOB <= _PLANNED_ANSWER:
-            try:
-                into.messages += self._answer(states=[int(s) for s in states])
-                return
-            except AnswerTooLarge:
-                pass
-        for state in states:
-            if len(states) > 1 and counts[state] * _BYTES_PER_JOB <= _PLANNED_ANSWER:
-                try:
-                    into.messages += self._answer(states=[int(state)])
-                    continue
-                except AnswerTooLarge:
-                    pass
-            nodes = node_names()
-            parts = max(2, math.ceil(counts[state] * _BYTES_PER_JOB / _PLANNED_ANSWER))
-            size = max(1, math.ceil(len(nodes) / parts))
-            # The planned parts in flight together; a part refused for its size is
-            # halved and read again, one request at a time.
-            chunks = [nodes[start : start + size] for start in range(0, len(nodes), size)]
-            requests = [
-                self._request(len(chunks), states=[int(state)], nodes=chunk) for chunk in chunks
-            ]
-            pending = [
-                (chunk, self.read_later("GetJobs", request, decode=scrub.job_records))
-                for chunk, request in zip(chunks, requests, strict=True)
-            ]
-            meanwhile()  # this process's own work, while the answers are on their way
-            found: set[int] = set()
-            for chunk, collect in pending:
-                try:
-                    part = collect()
-                except AnswerTooLarge:
-                    part = self._split(state, chunk, into.notes)
-                off = off_the_nodes(part.glimpses(), chunk) if not found else None
-                if off is not None:
-                    for _, later in pending:
-                        later.cancel()
-                    raise FilterIgnored(filter_ignored_note(self._version, off))
-                found |= into.keep(part)
-                del part
-            into.unread[state] = max(0, counts[state] - len(found))
-
-    def _split(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
-        """The jobs in `state` on `nodes`, whose answer was refused for its size, asked for
-        half the nodes at a time; the first refusal of a view checks the filter first."""
-        if not self._filter_checked:
-            self._filter_checked = True
-            try:
-                ignored = self._answer(states=[int(state)], nodes=[NO_SUCH_NODE])
-            except AnswerTooLarge:
-                ignored = [pb.JobInfo()]
-            if ignored:  # a job on a node no node is named: the filter filtered nothing
-                raise FilterIgnored(filter_ignored_note(self._version, None))
-        if len(nodes) == 1:
-            notes.append(
-                f"the {state.name} jobs on {nodes[0]} are over spurctld's 32 MiB answer "
-                "limit by themselves and were not read"
-            )
-            return JobRecords()
-        half = len(nodes) // 2
-        return self._by_nodes(state, nodes[:half], notes) + self._by_nodes(
-            state, nodes[half:], notes
-        )
-
-    def _by_nodes(self, state: JobState, nodes: Sequence[str], notes: list[str]) -> JobRecords:
-        try:
-            request = self._request(states=[int(state)], nodes=list(nodes))
-            return self.read("GetJobs", request, decode=scrub.job_records)
-        except AnswerTooLarge:
-            return self._split(state, nodes, notes)
 
     def by_ids(self, ids: Sequence[int], states: Sequence[int] = ()) -> list[pb.JobInfo]:
         """GetJobs for these ids (in `states`, when given), halving a batch whose answer
@@ -495,7 +322,7 @@ class ControllerClient:
         half = len(ids) // 2
         return self.by_ids(ids[:half], states) + self.by_ids(ids[half:], states)
 
-    def _ids_in_batches(
+    def ids_in_batches(
         self, ids: Sequence[int], states: Sequence[int] = ()
     ) -> tuple[list[pb.JobInfo], list[int]]:
         """GetJobs by id (in `states`, when given), LOOKUP_BATCH ids per request, the
@@ -505,7 +332,7 @@ class ControllerClient:
         pending = []
         for batch in batches:
             try:
-                request = self._request(job_ids=batch, states=list(states))
+                request = self.request(job_ids=batch, states=list(states))
             except BudgetSpent:
                 break
             pending.append((batch, self.read_later("GetJobs", request)))
@@ -521,28 +348,6 @@ class ControllerClient:
                 continue
             asked.extend(batch)
         return found, asked
-
-    def _find_unreached(self, read: JobRead) -> None:
-        """Read by id the active jobs a node split reached in no node's answer.
-
-        Such a job has no nodelist yet, or names only nodes GetNodes does not list, and
-        only its record tells which (the second makes the view incomplete). Asked for
-        among the ids below the highest read (the oldest job still running may be older
-        than every job read), in the states left short, when there are few enough of
-        them; what stays unread is counted in `read.unread`.
-        """
-        short = [int(s) for s in BY_ACTIVITY if read.unread[s]]
-        if not short:
-            return
-        between = gaps(read.ids(), low=1)
-        if between is None:
-            return
-        found, _ = self._ids_in_batches(between, short)
-        read.messages += found
-        for s in BY_ACTIVITY:
-            if read.unread[s]:
-                got = sum(1 for m in found if m.state == int(s))
-                read.unread[s] = max(0, read.unread[s] - got)
 
     def probe_above(self, highest: int) -> list[pb.JobInfo]:
         """Jobs with ids above `highest` (ended ones the state read skipped): the
@@ -569,7 +374,7 @@ class ControllerClient:
         ids = sorted(view.lacking(job_ids))
         if not ids or not isinstance(view.jobs, JobsFromPb):
             return view
-        found, asked_now = self._ids_in_batches(ids)
+        found, asked_now = self.ids_in_batches(ids)
         asked = view.asked_ids if self.scoped else view.asked_ids | frozenset(asked_now)
         view = replace(view, jobs=view.jobs.with_more(found), asked_ids=asked)
         return self.cut_short(view)
@@ -599,9 +404,9 @@ class ControllerClient:
 
         A state too large for one answer is read node by node where the controller's
         version has that filter (0.9.0 on) and its first node-split answer shows it
-        applied, else by job-id range (id_ranges.read_by_id). The view's reads and its
-        look-ups send at most `request_budget` GetJobs requests; a read the budget
-        stopped leaves the view incomplete (`cut_short`).
+        applied (node_split.read_by_node), else by job-id range (id_ranges.read_by_id).
+        The view's reads and its look-ups send at most `request_budget` GetJobs
+        requests; a read the budget stopped leaves the view incomplete (`cut_short`).
 
         `wanted`, asked once a split read's first answer is in, names the jobs worth a
         glance (`ControllerView.glance`) as they arrive: an audit's held ids, once its
@@ -611,9 +416,8 @@ class ControllerClient:
         glance at their job, and only the few holdings that are not plainly healthy the
         job whole.
         """
-        version = self._version = self.ping().version
+        version = self.ping().version
         self._budget = RequestBudget(self.request_budget)
-        self._filter_checked = False
         filters = filters_for(version)
         _, planning = self.job_counts()
         nodes_answer = self.read_later("GetNodes", pb.GetNodesRequest(), decode=scrub.node_table)
@@ -637,9 +441,10 @@ class ControllerClient:
         try:
             if filters.nodes:
                 try:
-                    self._by_state_and_node(
-                        everything, planning, node_names, read, read_allocations
-                    )
+                    read_by_node(
+                        self, everything, planning, node_names, read, read_allocations,
+                        version=version, planned=_PLANNED_ANSWER,
+                    )  # fmt: skip
                 except FilterIgnored as ignored:  # start again, without the filter
                     read = JobRead(wanted=read.wanted, notes=[str(ignored)])
                     filters = Filters(nodes=False, requeued=filters.requeued)
@@ -697,30 +502,6 @@ class ControllerClient:
             read_notes=tuple(notes),
             cut_short=self._budget.hit,
         )
-
-    def _by_state_and_node(
-        self,
-        everything: bool,
-        planning: Counter[JobState],
-        node_names: Callable[[], Sequence[str]],
-        read: JobRead,
-        meanwhile: Callable[[], None],
-    ) -> None:
-        """The view's job reads through the `nodes` filter (0.9.0 on)."""
-        if everything:
-            self._jobs_in(tuple(JobState), planning, node_names, read, meanwhile)
-            if read.unread:  # jobs no node filter reaches: ask for the ids between those read
-                between = gaps(read.ids())
-                if between is not None:
-                    read.messages += self._ids_in_batches(between)[0]
-                    read.unread = Counter()
-                read.messages += self.probe_above(read.highest())
-            return
-        self._jobs_in(BY_ACTIVITY, planning, node_names, read, meanwhile)
-        self._jobs_in(NOT_STARTED, planning, node_names, read, meanwhile)
-        read.messages += self.probe_above(read.highest())
-        if not self.scoped:  # a scoped answer by id proves nothing more
-            self._find_unreached(read)
 
 
 def _not_found(err: grpc.RpcError) -> bool:

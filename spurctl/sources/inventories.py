@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, BinaryIO
 from spurctl.errors import SpurctlError
 from spurctl.errors import warn as _warn
 from spurctl.heap import gc_paused
-from spurctl.model import ControllerView, Inventory, format_time, held_ids
+from spurctl.holdings import Inventory, held_ids
+from spurctl.model import ControllerView, format_time
 from spurctl.scope import Scope
 from spurctl.sources import bounded
 from spurctl.sources.inventory_document import parse_inventory_records

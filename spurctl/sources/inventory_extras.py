@@ -11,15 +11,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from spurctl.model import (
-    MAX_JOB_ID,
-    Holding,
-    Inventory,
-    Session,
-    SessionBinding,
-    SessionRefusal,
-    format_time,
-)
+from spurctl.holdings import Holding, Inventory, Session, SessionBinding, SessionRefusal
+from spurctl.model import MAX_JOB_ID, format_time
 
 _Count = Annotated[int, msgspec.Meta(ge=0)]
 _U32 = Annotated[int, msgspec.Meta(ge=0, le=MAX_JOB_ID)]

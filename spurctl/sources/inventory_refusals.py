@@ -15,7 +15,8 @@ from typing import Any
 import msgspec
 
 from spurctl.errors import DocumentError
-from spurctl.model import HOLDING_TRACES, MAX_JOB_ID
+from spurctl.holdings import HOLDING_TRACES
+from spurctl.model import MAX_JOB_ID
 from spurctl.sources.documents import INVENTORY_SCHEMA
 
 # -- text that is not JSON ------------------------------------------------------------

@@ -1,10 +1,11 @@
 """What an audit's job reads gather, and the rules they read by (sources/controller.py).
 
 The controller client reads GetJobs in answers under spurctld's 32 MiB limit, by
-state, then node by node (`nodes`, 0.9.0 on) or by job-id range (every release:
-sources/id_ranges.py). This module holds what those reads share: the record of what
-was read (`JobRead`), the request budget of one audit, the check that tells a
-controller that ignored a node filter, and the notes a read leaves behind.
+state, then node by node (`nodes`, 0.9.0 on: sources/node_split.py) or by job-id
+range (every release: sources/id_ranges.py). This module holds what those reads
+share: the record of what was read (`JobRead`), the request budget of one audit,
+the check that tells a controller that ignored a node filter, and the notes a read
+leaves behind.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spurctl.errors import SpurctlError
-from spurctl.model import MAX_JOB_ID, AgentProcess
+from spurctl.holdings import AgentProcess
+from spurctl.model import MAX_JOB_ID
 from spurctl.sources.node_files import SkipHook, read_text, read_whole
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")

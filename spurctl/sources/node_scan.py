@@ -31,7 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spurctl.errors import warn
-from spurctl.model import MAX_JOB_ID, AgentProcess, Holding, Inventory, JobProcess, utcnow
+from spurctl.holdings import AgentProcess, Holding, Inventory, JobProcess
+from spurctl.model import MAX_JOB_ID, utcnow
 from spurctl.sources import stepd_sessions
 from spurctl.sources.cgroup_limits import cgroup_cpus, memory_mb
 from spurctl.sources.node_files import MAX_FILE, SkipHook, read_text

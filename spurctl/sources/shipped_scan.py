@@ -6,12 +6,13 @@ to each ssh's standard input, as Ansible ships its modules. The program carries
 node_scan.py's own source, unchanged, with the node-side modules it imports
 (node_files, cgroup_limits, stepd_sessions) and errors.py (all standard library
 only); what they take from the rest of spurctl is replaced by standard-library
-stand-ins: the model's records (which only remember what they were built with),
-`utcnow`, SessionBinding, and hostlist's range-list reader. So the scan is the
-same code `spurctl node-inventory` runs.
+stand-ins: the inventory's records (holdings.py: the stand-ins only remember what
+they were built with), SessionBinding, model's `utcnow` and MAX_JOB_ID, and
+hostlist's range-list reader. So the scan is the same code `spurctl node-inventory`
+runs.
 
 The node prints what the scan built, field by field; this side builds the real
-model records from it and reads them back through the inventory document's own
+records from it and reads them back through the inventory document's own
 validation, so a node's answer is checked exactly as a node-inventory document is.
 """
 
@@ -23,20 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.errors import DocumentError
-from spurctl.model import (
-    MAX_JOB_ID,
-    AgentProcess,
-    Holding,
-    Inventory,
-    JobProcess,
-    Session,
-    SessionRefusal,
-)
+from spurctl.holdings import AgentProcess, Holding, Inventory, JobProcess, Session, SessionRefusal
+from spurctl.model import MAX_JOB_ID
 
 SCHEMA = "spurctl.node-scan/v1"
 SHIP_COMMAND = "ssh -o BatchMode=yes %h python3 -"
 
-# Every model record node_scan imports: the node gets a plain stand-in of each.
+# Every holdings record the node scan imports: the node gets a plain stand-in of each.
 _RECORDS: dict[str, type] = {
     cls.__name__: cls
     for cls in (Inventory, Holding, AgentProcess, JobProcess, Session, SessionRefusal)
@@ -81,6 +75,7 @@ def expand_ranges(text):
 
 hostlist.expand_ranges = expand_ranges
 model = spurctl.model = module("spurctl.model")
+holdings = spurctl.holdings = module("spurctl.holdings")
 
 
 class Record:
@@ -89,10 +84,10 @@ class Record:
 
 
 for name in {records!r}:
-    setattr(model, name, type(name, (Record,), {{}}))
+    setattr(holdings, name, type(name, (Record,), {{}}))
 model.MAX_JOB_ID = {max_job_id!r}
 model.utcnow = lambda: datetime.now(UTC)
-model.SessionBinding = enum.StrEnum("SessionBinding", {{"LIVE": "live", "STALE": "stale"}})
+holdings.SessionBinding = enum.StrEnum("SessionBinding", {{"LIVE": "live", "STALE": "stale"}})
 spurctl.sources = module("spurctl.sources")
 for name, source in {shipped!r}:
     setattr(spurctl.sources, name, module("spurctl.sources." + name, source))

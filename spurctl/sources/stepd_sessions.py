@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spurctl.model import MAX_JOB_ID, Session, SessionBinding, SessionRefusal
+from spurctl.holdings import Session, SessionBinding, SessionRefusal
+from spurctl.model import MAX_JOB_ID
 from spurctl.sources.node_files import SkipHook, read_bytes
 
 STATE_DIR = Path("/var/spool/spur")

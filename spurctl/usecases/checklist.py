@@ -13,8 +13,9 @@ from spurctl.audit_view import confirm_missing
 from spurctl.decide.post_wipe import Checklist, assess
 from spurctl.decide.recycle_steps import build
 from spurctl.errors import SpurctlError
+from spurctl.holdings import Inventory, held_ids
 from spurctl.hostlist import fold
-from spurctl.model import ControllerView, Inventory, Job, held_ids, watermark_for
+from spurctl.model import ControllerView, Job, watermark_for
 from spurctl.releases import spur_version_line, spur_version_note
 from spurctl.sources.inventories import Sources, gather_holdings
 

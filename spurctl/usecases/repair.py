@@ -607,7 +607,7 @@ class _Run:
 def _fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory]:
     """The targets' inventories read again: collected now with --collect, the files re-read
     otherwise (their age is judged against --max-inventory-age)."""
-    from spurctl.model import inventories_by_node
+    from spurctl.holdings import inventories_by_node
     from spurctl.sources.inventories import gather_holdings
 
     again = dataclasses.replace(src, scope=Scope(frozenset(names)), progress=False)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.model import Holding, SessionBinding
+from spurctl.holdings import Holding, SessionBinding
 from spurctl.sources.node_scan import scan
 from tests.unit.test_node_scan import holdings
 

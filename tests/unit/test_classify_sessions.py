@@ -16,16 +16,8 @@ import msgspec
 import pytest
 
 from spurctl.decide import release
-from spurctl.model import (
-    Action,
-    Holding,
-    Inventory,
-    Job,
-    JobState,
-    Kind,
-    Session,
-    SessionBinding,
-)
+from spurctl.holdings import Holding, Inventory, Session, SessionBinding
+from spurctl.model import Action, Job, JobState, Kind
 from tests.unit.test_classify import T0, held, job
 from tests.unit.test_classify_agent_orphan import AFTER, BEFORE, RUN_START, Case, classify, on_node
 

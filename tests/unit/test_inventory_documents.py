@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spurctl.errors import DocumentError
-from spurctl.model import HOLDING_TRACES, MAX_JOB_ID, AgentProcess, Holding, Inventory
+from spurctl.holdings import HOLDING_TRACES, AgentProcess, Holding, Inventory
+from spurctl.model import MAX_JOB_ID
 from spurctl.sources.documents import INVENTORY_SCHEMA, dump_json
 from spurctl.sources.inventory_document import (
     inventory_from_dict,

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "spurctl"
 
-DECIDE_MAY_IMPORT = ("spurctl.model", "spurctl.hostlist", "spurctl.errors")
+DECIDE_MAY_IMPORT = ("spurctl.model", "spurctl.holdings", "spurctl.hostlist", "spurctl.errors")
 USE_CASES = "spurctl.usecases"
 # Above the use cases: what parses options or narrates, and calls them.
 ENTRY_POINTS = ("spurctl.cli", "spurctl.demo", "spurctl.commands")
@@ -117,8 +117,9 @@ def _decide_is_pure(imp: Import) -> str | None:
     if not _within(target, PACKAGE) and target.partition(".")[0] in sys.stdlib_module_names:
         return None
     return (
-        "decide/ imports only spurctl.model, spurctl.hostlist, spurctl.errors and the "
-        "standard library (no I/O layer, no rich, typer, grpc or ClusterShell); "
+        "decide/ imports only spurctl.model, spurctl.holdings, spurctl.hostlist, "
+        "spurctl.errors and the standard library (no I/O layer, no rich, typer, grpc or "
+        "ClusterShell); "
         f"it imports {target}"
     )
 
@@ -392,9 +393,9 @@ def test_checker_catches_a_function_level_import_in_decide() -> None:
         }
     )
     assert violations(imports, RULES["decide-is-pure"]) == [
-        "spurctl/decide/plan.py:4: decide/ imports only spurctl.model, spurctl.hostlist, "
-        "spurctl.errors and the standard library (no I/O layer, no rich, typer, grpc or "
-        "ClusterShell); it imports spurctl.sources.wire"
+        "spurctl/decide/plan.py:4: decide/ imports only spurctl.model, spurctl.holdings, "
+        "spurctl.hostlist, spurctl.errors and the standard library (no I/O layer, no rich, "
+        "typer, grpc or ClusterShell); it imports spurctl.sources.wire"
     ]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.model import Holding, Inventory, Session, SessionBinding
+from spurctl.holdings import Holding, Inventory, Session, SessionBinding
 from spurctl.sources.inventory_document import inventory_from_dict, inventory_to_dict
 from tests.unit.test_node_scan_layouts import Node, by_id, spurd_env, started
 

@@ -263,7 +263,7 @@ def test_a_pre_wipe_run_under_a_live_spurstepd_session_is_waited_out_not_release
     # Spur #754: a restarted spurd adopts every live session, so restarting it does not
     # end the run and node-release refuses it; the checklist says so instead of
     # printing a node-release that would be refused.
-    from spurctl.model import Session, SessionBinding
+    from spurctl.holdings import Session, SessionBinding
 
     live = Session(1, 0xFFFF_FFFE, 6100, SessionBinding.LIVE, workload=9)
     run = assess_holding(

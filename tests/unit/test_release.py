@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from spurctl.decide.release import refusal, select
-from spurctl.model import AgentProcess, Holding, Inventory, JobProcess
+from spurctl.holdings import AgentProcess, Holding, Inventory, JobProcess
 
 RUN = datetime(2026, 12, 1, 14, 2, 11, 250_000, tzinfo=UTC)
 RESTART = RUN + timedelta(hours=8)
