@@ -294,7 +294,8 @@ class ControllerClient:
     # -- reading jobs under the cap -------------------------------------------------------
 
     def request(self, parts: int = 1, **filters: Any) -> pb.GetJobsRequest:
-        """A GetJobs request, one of `parts` about to be sent, taken from the budget
+        """A GetJobs request, taking `parts` from the budget: 1 for a request sent alone;
+        for requests sent together, all of them with the first and 0 with each other
         (node_split.Reads)."""
         self._budget.take(parts)
         return pb.GetJobsRequest(**filters)

@@ -164,9 +164,10 @@ class _NodeSplit:
             # The planned parts in flight together; a part refused for its size is
             # halved and read again, one request at a time.
             chunks = [nodes[start : start + size] for start in range(0, len(nodes), size)]
+            # The budget is taken for all the parts at once, with the first (all or none).
             requests = [
-                self._reads.request(len(chunks), states=[int(state)], nodes=chunk)
-                for chunk in chunks
+                self._reads.request(0 if i else len(chunks), states=[int(state)], nodes=chunk)
+                for i, chunk in enumerate(chunks)
             ]
             pending = [
                 (chunk, self._reads.read_later("GetJobs", request, decode=scrub.job_records))

@@ -180,3 +180,15 @@ def test_a_credential_scoped_read_of_a_0_8_0_controller_asks_for_its_users_jobs_
     assert not any("not read to the end" in n for n in view.read_notes)
     mine = {j.job_id for j in sim.state.jobs.values() if j.user == "u0001" and j.state.active}
     assert mine and mine <= set(view.jobs)
+
+
+def test_the_request_budget_counts_each_request_it_sends_once(zero_nine: SimCluster) -> None:
+    # A node-by-node read sends a state's parts together: they are counted once each,
+    # so a budget of exactly what an audit sends lets that audit read to the end.
+    report, found = decisions(zero_nine)
+    sent = len(zero_nine.job_requests)
+    assert report.view_complete and any(r.nodes for r in zero_nine.job_requests)
+    again, found_again = decisions(zero_nine, budget=sent)
+    assert again.view_complete, again.notes
+    assert found_again == found
+    assert len(zero_nine.job_requests) == 2 * sent
