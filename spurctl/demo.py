@@ -40,7 +40,7 @@ from spurctl import hostlist
 from spurctl.decide.reasons import plural
 from spurctl.errors import SpurctlError
 from spurctl.model import Action, AuditReport, Finding, Kind, NodeState
-from spurctl.render.common import write_output
+from spurctl.render.common import write_key_file
 from spurctl.sources.bounded import JOURNAL, read_text
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def demo_cluster(
             heartbeat_interval=heartbeat_s,
         ) as sim:  # fmt: skip
             key_file = directory / "jwt.key"
-            write_output(key + "\n", key_file)
+            write_key_file(key + "\n", key_file)
             agent_map = directory / "agents.json"
             agent_map.write_text(json.dumps(sim.agent_map(), indent=1) + "\n")
             conf = directory / "spur.conf"

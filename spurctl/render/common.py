@@ -458,7 +458,8 @@ PUBLIC_FILE_MODE = 0o644
 
 
 def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) -> None:
-    """Write to FILE atomically (never a half-written document), or stdout.
+    """Write to FILE atomically (never a half-written document), or stdout; every
+    secret spurctl knows redacted (the sink's rule for files: render/sink.py).
 
     Only a regular file, or nothing, is replaced (a temp file beside it, renamed over
     it); a symlink is followed and its target replaced, the link kept. A device or
@@ -470,10 +471,22 @@ def write_output(text: str, output: Path | None, *, create_mode: int = 0o600) ->
     .prom file an operator made readable to node_exporter's group stays so), never
     more than 0644.
     """
-    text = redact(text)  # the sink's rule for files: render/sink.py
+    text = redact(text)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
+    _write_file(text, output, create_mode)
+
+
+def write_key_file(key: str, output: Path) -> None:
+    """A key file whose content is the key itself, mode 0600, written as write_output
+    writes a file but never redacted: a secret registered earlier that is part of the
+    key would otherwise be cut out of it (the demo's and the simulated cluster's own
+    keys, which they hand to the operator)."""
+    _write_file(key, output, 0o600)
+
+
+def _write_file(text: str, output: Path, create_mode: int) -> None:
     import stat
     import tempfile
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from spurctl.errors import SpurctlError
-from spurctl.render.common import write_output
+from spurctl.render.common import write_key_file
 from spurctl.simcluster.identity import AUTH_MODES
 from spurctl.simcluster.incident_scenario import incident
 from spurctl.simcluster.post_wipe_scenario import post_wipe
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agent map: {agent_map}")
         if key is not None:
             key_file = out / "jwt.key"
-            write_output(key, key_file)
+            write_key_file(key, key_file)
             print(f"export SPUR_JWT_KEY_FILE={key_file}")
         print("serving; Ctrl-C to stop", flush=True)
         seen = sim.state.generation

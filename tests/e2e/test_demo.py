@@ -97,6 +97,22 @@ def test_demo_reclaims_only_with_the_minted_controller_credential_and_never_prin
     assert "jwt.key" in text  # the key is named by its file, never shown
 
 
+def test_a_secret_known_before_that_is_part_of_the_key_leaves_the_key_file_whole() -> None:
+    # The key file holds the key itself: written through the redacting writer, a secret
+    # registered earlier in the process ("cluster-key", a substring of KEY) cut it to
+    # "e2e-<redacted>-...", and every agent refused the credential signed with it.
+    from spurctl import errors
+
+    saved = errors.secrets_state()
+    try:
+        errors.register_secret("cluster-key")
+        with demo.demo_cluster(KEY) as cluster:
+            assert cluster.key_file.read_text() == KEY + "\n"
+            assert cluster.connection().jwt_key == KEY
+    finally:
+        errors.restore_secrets(saved)
+
+
 def test_the_demo_takes_the_ack_version_its_note_names(tmp_path: Path) -> None:
     # Every screen of the walkthrough shows the controller-version note, which ends
     # "Hide this note with --ack-version 0.8.0": the demo takes that option too.
