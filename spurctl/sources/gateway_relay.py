@@ -48,8 +48,9 @@ _STDERR_TAIL = 2000
 _CHUNK = 1 << 16
 # How long the readers of a finished command may take to see their pipes close.
 _DRAIN_S = 5.0
-# How long the commands get to end on SIGTERM when the relay ends, before SIGKILL.
-_TERM_GRACE_S = 0.5
+# How long a gateway's relay gets to end its own commands on SIGTERM when this relay
+# ends, before SIGKILL (a loaded gateway may take a moment to run its handler).
+_TERM_GRACE_S = 2.0
 
 
 def line_limit(cap: int) -> int:
@@ -127,6 +128,7 @@ class _Out:
 
 
 _CHILDREN: set[subprocess.Popen[bytes]] = set()
+_GATEWAY_PIDS: set[int] = set()  # those of _CHILDREN that run a gateway's relay
 _CHILDREN_LOCK = threading.Lock()
 
 
@@ -138,22 +140,27 @@ def _kill_children() -> None:
 
 def _ended(signum: int, _frame: Any = None) -> None:
     """The side above is gone, or ends this relay (SIGTERM, SIGHUP): end every command
-    this relay started, then itself. SIGTERM first, so a relay below can end its own
-    commands the same way, SIGKILL a moment later. Nothing is reaped here, so each
-    command's group id stays its own until the SIGKILL. The lock is only waited on
-    briefly: a signal's handler runs in the main thread, which may hold it."""
+    this relay started, then itself. A node's command is killed at once; a gateway's
+    relay gets SIGTERM and _TERM_GRACE_S to end its own nodes' commands the same way
+    before SIGKILL. Nothing is reaped here, so each command's group id stays its own
+    until then. The lock is only waited on briefly: a signal's handler runs in the
+    main thread, which may hold it."""
     locked = _CHILDREN_LOCK.acquire(timeout=1.0)
     try:
         started = [child for child in _CHILDREN if child.returncode is None]
+        relays = [child for child in started if child.pid in _GATEWAY_PIDS]
     finally:
         if locked:
             _CHILDREN_LOCK.release()
-    for how in (signal.SIGTERM, signal.SIGKILL):
-        for child in started:
+    for child in started:
+        how = signal.SIGTERM if child in relays else signal.SIGKILL
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, how)
+    if relays:
+        time.sleep(_TERM_GRACE_S)
+        for child in relays:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(child.pid, how)
-        if how == signal.SIGTERM and started:
-            time.sleep(_TERM_GRACE_S)
+                os.killpg(child.pid, signal.SIGKILL)
     os._exit(128 + signum)
 
 
@@ -178,7 +185,7 @@ def _kill(child: subprocess.Popen[bytes]) -> None:
         os.killpg(child.pid, signal.SIGKILL)
 
 
-def _start(argv: list[str]) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], gateway: bool = False) -> subprocess.Popen[bytes]:
     child = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
@@ -188,12 +195,15 @@ def _start(argv: list[str]) -> subprocess.Popen[bytes]:
     )
     with _CHILDREN_LOCK:
         _CHILDREN.add(child)
+        if gateway:
+            _GATEWAY_PIDS.add(child.pid)
     return child
 
 
 def _done(child: subprocess.Popen[bytes]) -> None:
     with _CHILDREN_LOCK:
         _CHILDREN.discard(child)
+        _GATEWAY_PIDS.discard(child.pid)
 
 
 def _tail(raw: bytes) -> str:
@@ -397,7 +407,7 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
     why = "failed"
     stderr_box: list[bytes] = []
     try:
-        child = _start(argv)
+        child = _start(argv, gateway=True)
     except OSError as exc:
         for node in sorted(mine):
             out.line({"node": node, "gateway_error": f"gateway {gateway} failed: {exc}"})
