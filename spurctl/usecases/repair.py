@@ -422,8 +422,9 @@ class _Run:
             return False
         return True
 
-    def _lift(self, t: Target, why: str) -> None:
-        """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up."""
+    def _lift(self, t: Target, why: str, status: Status = Status.REFUSED) -> None:
+        """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up;
+        the node's result is `status` (refused after the re-read, or interrupted)."""
         hold = t.hold
         if hold is not None:
             done = self._update(
@@ -436,30 +437,36 @@ class _Run:
             )
         if done:
             lifted = "its earlier drain put back" if hold else "spurctl's drain lifted"
-            self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"{why} ({lifted})")
+            self.results[t.node] = NodeResult(t.node, status, f"{why} ({lifted})")
 
     # -- the phases --------------------------------------------------------------------
 
     def go(self) -> None:
         live = [t for t in self.plan.targets if not t.removed]
         removed = [t for t in self.plan.targets if t.removed]
+        from spurctl.act.node_admin import stops_deferred
+
         drained: list[Target] = []
         try:
+            # A Ctrl-C lands between calls, never between a call and the run's record of it.
             for t in live:
-                if self._drain(t):
-                    drained.append(t)
+                with stops_deferred():
+                    if self._drain(t):
+                        drained.append(t)
             if drained:
                 self.sleep(self.request.tick_s)
             for t in self._rechecked(drained):
-                if self._deregister(t):
-                    removed.append(t)
+                with stops_deferred():
+                    if self._deregister(t):
+                        removed.append(t)
         except KeyboardInterrupt:
-            for t in drained:
-                if t.node not in self.results and t not in removed:
-                    self._lift(t, "interrupted before DeregisterNode")
-            self.stop_all(Status.INTERRUPTED, "interrupted before anything was sent for it")
-            for t in removed:
-                self.results[t.node] = self._interrupted_wait(t)
+            with stops_deferred():  # a second Ctrl-C does not cut the clean-up short
+                for t in drained:
+                    if t.node not in self.results and t not in removed:
+                        self._lift(t, "interrupted before DeregisterNode", Status.INTERRUPTED)
+                self.stop_all(Status.INTERRUPTED, "interrupted before anything was sent for it")
+                for t in removed:
+                    self.results[t.node] = self._interrupted_wait(t)
             return
         try:
             back = self._wait([t.node for t in removed])

@@ -527,3 +527,57 @@ def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -
     assert [(n, force) for n, force, _ in p.sim.state.deregistrations] == []
     assert p.sim.node("gpu009").state_reason == ""
     assert ("deregister", "outcome", "failed") in steps(p)
+
+
+def _interrupt_when(p: Phantom, ready: Callable[[], bool], *extra: str) -> tuple[int, str]:
+    """A real `spurctl repair --yes` in its own process, sent SIGINT (Ctrl-C) once `ready`."""
+    import signal
+
+    from tests.cli import cli_process, default_sigint
+
+    argv = [
+        "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--yes", *extra,
+    ]  # fmt: skip
+    with cli_process(*argv, home=p.home, preexec_fn=default_sigint) as proc:
+        wait_for(ready, timeout=30)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    return proc.returncode, out + err
+
+
+def test_ctrl_c_during_the_tick_lifts_spurctls_drain_and_removes_nothing(p: Phantom) -> None:
+    def drained() -> bool:
+        node = p.sim.state.nodes.get("gpu009")
+        # Charged, so DRAINING as Spur shows it (a charge-free node would be DRAINED).
+        return node is not None and node.state in (NodeState.DRAIN, NodeState.DRAINING)
+
+    rc, out = _interrupt_when(p, drained, "--tick", "60", "--wait", "5")
+    # As reclaim's: what was done is reported, exit 1 (docs/contract.md "Exit status").
+    assert rc == 1, out
+    assert (
+        "gpu009  interrupted: interrupted before DeregisterNode (spurctl's drain lifted)" in out
+    ), out
+    assert "1 interrupted" in out and "0 refused" in out, out
+    node = p.sim.state.nodes["gpu009"]
+    assert node.state not in (NodeState.DRAIN, NodeState.DRAINING), node
+    assert OUR_DRAIN not in node.state_reason, node
+    assert p.sim.state.deregistrations == []
+    assert [s for s in steps(p) if s[0] == "undrain"] == [
+        ("undrain", "intent", None),
+        ("undrain", "outcome", "sent"),
+    ], steps(p)
+
+
+def test_ctrl_c_while_waiting_for_the_node_to_return_says_how_to_finish(p: Phantom) -> None:
+    p.sim.state.refuse_registration("gpu009", "join token expired")
+    rc, out = _interrupt_when(
+        p, lambda: bool(p.sim.state.deregistrations), "--tick", "0", "--wait", "60"
+    )
+    assert rc == 1, out
+    assert "interrupted after DeregisterNode: gpu009's record is gone" in out, out
+    assert "spurctl repair --node gpu009" in out
+    assert len(p.sim.state.deregistrations) == 1
+    journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
+    assert "stopped after DeregisterNode" in journal.stdout, journal.stdout
