@@ -168,8 +168,9 @@ def classify(
             continue
         if node != inv.node:
             scoped.discard(inv.node)  # one node, named twice: count it once
+            spoken_for.add(hostlist.loose_key(inv.node))
         scoped.add(node)
-        spoken_for.update((hostlist.loose_key(node), hostlist.loose_key(inv.node)))
+        spoken_for.add(hostlist.loose_key(node))
         if inv.target_node is not None:
             spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)

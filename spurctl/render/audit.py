@@ -121,9 +121,16 @@ NO_FILTER = FindingFilter()
 def _finding_to_dict(f: Finding) -> dict[str, Any]:
     """The contract's fields in order, then gpus, pids and what dates it (decide/onset.py)."""
     doc = {name: getattr(f, name) for name in FINDING_FIELDS}
-    doc.update(kind=f.kind.value, action=f.action.value, gpus=list(f.gpus), pids=list(f.pids))
     evidence = None if f.since_evidence is None else f.since_evidence.value
-    return {**doc, "since": format_time(f.since), "since_evidence": evidence}
+    doc.update(
+        kind=f.kind.value,
+        action=f.action.value,
+        gpus=list(f.gpus),
+        pids=list(f.pids),
+        since=format_time(f.since),
+        since_evidence=evidence,
+    )
+    return doc
 
 
 def audit_document(report: AuditReport, only: FindingFilter = NO_FILTER) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 
 import msgspec
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -376,8 +377,8 @@ class JobsFromPb(JobTable):
         return job_id in self._position or job_id in self._extra
 
     def __iter__(self) -> Iterator[int]:
-        yield from self._position
-        yield from self._extra
+        # chain, not a generator: the watermark takes the max of ~100,000 ids.
+        return chain(self._position, self._extra)
 
     def lacking(self, job_ids: Iterable[int]) -> set[int]:
         return set(job_ids).difference(self._position).difference(self._extra)
@@ -401,7 +402,7 @@ class JobsFromPb(JobTable):
                 job = jobs[i]
                 if job.state in ACTIVE_STATES:
                     found.append(Placement(i, job.nodelist, job.resources))
-            found.extend(e.placement for e in self._encoded.values() if e.placement is not None)
+            found += [p for e in self._encoded.values() if (p := e.placement) is not None]
             self._placements = found
         return self._placements
 
