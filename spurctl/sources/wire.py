@@ -263,10 +263,10 @@ def keep_encoded(
     ids: list[int] = []
     active, allocation_of, states = _ACTIVE_VALUES, shapes.allocation_of, _JOB_STATES
     for record, glimpse in zip(part.records(), part.glimpses(), strict=True):
-        job_id, state = glimpse.job_id, glimpse.state
+        job_id, state, nodelist = glimpse.job_id, glimpse.state, glimpse.nodelist
         ids.append(job_id)
         placement = (
-            Placement(job_id, glimpse.nodelist, allocation_of(glimpse.resources))
+            Placement(job_id, nodelist, allocation_of(glimpse.resources))
             if state in active
             else None
         )
@@ -275,7 +275,7 @@ def keep_encoded(
             seen = JobGlance(
                 job_id,
                 _job_state(state) if known is None else known,
-                glimpse.nodelist,
+                nodelist,
                 time_from_pb(glimpse.submit_time),
             )
             into[job_id] = Encoded(record, placement, seen)
