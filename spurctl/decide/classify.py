@@ -281,7 +281,7 @@ def classify(
             hostlist.natural_key(f.node),
             _ORDER[f.action],
             -1 if f.job_id is None else f.job_id,
-            f.kind.value,
+            f.kind,  # a StrEnum: compares as its value, without reading `.value` per finding
         )
     )
     return Classification(findings, notes, len(scoped), len(inventoried))
