@@ -77,6 +77,7 @@ def library(url: str, inventory: Path) -> dict[str, float]:
 
     from spurctl.audit_view import audit, gather
     from spurctl.render.audit import print_audit
+    from spurctl.render.environment import Environment
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import read_view_and_inventories
     from spurctl.sources.settings import connect_settings
@@ -91,7 +92,7 @@ def library(url: str, inventory: Path) -> dict[str, float]:
         report = audit(inputs)
         classified = time.perf_counter()
     out = io.StringIO()
-    print_audit(report, "json", file=out)
+    print_audit(report, "json", Environment(), file=out)
     rendered = time.perf_counter()
     assert report.findings and view.complete
     return {

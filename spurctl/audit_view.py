@@ -349,10 +349,12 @@ def run_audit(
 
 def _node_admin(journal: Path, inputs: AuditInputs) -> NodeAdminMetrics:
     """What spurctl's drains, repairs and resumes left, from its journal and this view."""
+    if not journal.is_file():
+        return NodeAdminMetrics()  # nothing recorded: what admin_metrics makes of no records
     from spurctl.decide.drains import admin_metrics
     from spurctl.sources.journal_records import records
 
-    found = records(journal, warn=lambda _: None) if journal.is_file() else []  # said once
+    found = records(journal, warn=lambda _: None)  # said once
     scope = inputs.scope
 
     def node(name: str) -> Node | None:

@@ -148,9 +148,8 @@ def expand(hostlist: str) -> frozenset[str]:
 def node_in(hostlist: str, name: str) -> bool:
     """Whether `name` is one of the nodes of `hostlist`: exact string equality after
     trimming each part of the list, as Spur does."""
-    plain = plain_name(hostlist)
-    if plain is not None:
-        return plain == name
+    if "[" not in hostlist and "," not in hostlist:  # plain_name's test, inlined: an
+        return hostlist.strip() == name  # audit asks this of ~50,000 holdings
     return name in _expand_nodeset(hostlist)
 
 

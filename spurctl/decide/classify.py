@@ -44,7 +44,7 @@ from spurctl.decide.freshness import (
     seconds_ahead,
     stale_inventories_note,
 )
-from spurctl.decide.glance import controller_glance, controller_job
+from spurctl.decide.glance import controller_job, glances
 from spurctl.decide.held import Held
 from spurctl.decide.node_checks import (
     agent_not_running,
@@ -160,6 +160,7 @@ def classify(
     exact_ages: dict[str, float | None] = {}  # their ages, read once per inventory
     empty: dict[str, float | None] = {}  # inventory nodes that hold nothing, with their age
     renamed: list[Inventory] = []  # taken with a --hostname other than the host's own name
+    glance_of = glances(view, confirmed)
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
         node, mismatch, heartbeat = names.controller_name(inv)
@@ -167,8 +168,9 @@ def classify(
             continue
         if node != inv.node:
             scoped.discard(inv.node)  # one node, named twice: count it once
+            spoken_for.add(hostlist.loose_key(inv.node))
         scoped.add(node)
-        spoken_for.update((hostlist.loose_key(node), hostlist.loose_key(inv.node)))
+        spoken_for.add(hostlist.loose_key(node))
         if inv.target_node is not None:
             spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)
@@ -209,7 +211,7 @@ def classify(
         agent_started = None if inv.agent is None else inv.agent.started_at
         for holding in inv.held:
             if not include_healthy:
-                glance = controller_glance(view, confirmed, holding.job_id)
+                glance = glance_of(holding.job_id)
                 if glance is not None and _plainly_healthy(
                     node, glance, holding.started_at, agent_started
                 ):
@@ -279,7 +281,7 @@ def classify(
             hostlist.natural_key(f.node),
             _ORDER[f.action],
             -1 if f.job_id is None else f.job_id,
-            f.kind.value,
+            f.kind,  # a StrEnum: compares as its value, without reading `.value` per finding
         )
     )
     return Classification(findings, notes, len(scoped), len(inventoried))

@@ -118,12 +118,25 @@ NO_FILTER = FindingFilter()
 # -- the json document -------------------------------------------------------
 
 
+# Each member's value, read once: an enum's `.value` is a Python-level property, and a
+# large audit's document reads two per finding (~11,000 findings at 20,000 nodes).
+_KIND_VALUE = {k: k.value for k in Kind}
+_ACTION_VALUE = {a: a.value for a in Action}
+
+
 def _finding_to_dict(f: Finding) -> dict[str, Any]:
     """The contract's fields in order, then gpus, pids and what dates it (decide/onset.py)."""
     doc = {name: getattr(f, name) for name in FINDING_FIELDS}
-    doc.update(kind=f.kind.value, action=f.action.value, gpus=list(f.gpus), pids=list(f.pids))
     evidence = None if f.since_evidence is None else f.since_evidence.value
-    return {**doc, "since": format_time(f.since), "since_evidence": evidence}
+    doc.update(
+        kind=_KIND_VALUE[f.kind],
+        action=_ACTION_VALUE[f.action],
+        gpus=list(f.gpus),
+        pids=list(f.pids),
+        since=format_time(f.since),
+        since_evidence=evidence,
+    )
+    return doc
 
 
 def audit_document(report: AuditReport, only: FindingFilter = NO_FILTER) -> dict[str, Any]:

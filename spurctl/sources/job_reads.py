@@ -19,7 +19,7 @@ from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
 from spurctl.model import ACTIVE_STATES, Job, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.sources.wire import Encoded, JobRecords, Shapes, encoded, job_from_pb
+from spurctl.sources.wire import Encoded, JobRecords, Shapes, job_from_pb, keep_encoded
 
 # Held ids asked for by id per GetJobs: spurctld scans its job map once per
 # requested id, so batches stay small.
@@ -133,11 +133,7 @@ class JobRead:
                     ids.add(i)
                     converted[i] = job_from_pb(m, shapes)
                 return ids
-            for record, glimpse in zip(part.records(), part.glimpses(), strict=True):
-                i = glimpse.job_id
-                ids.add(i)
-                kept[i] = encoded(record, glimpse, shapes, glance=i in wanted)
-        return ids
+            return set(keep_encoded(part, shapes, wanted, kept))
 
     def measure(self, part: Sequence[pb.JobInfo] | JobRecords) -> None:
         """Note the largest record among the first of `part`."""

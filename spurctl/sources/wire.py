@@ -12,8 +12,9 @@ jobs and nodes share the few distinct resource records they carry.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 
 import msgspec
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -250,27 +251,37 @@ class Encoded(msgspec.Struct, frozen=True, gc=False):
     glance: JobGlance | None = None
 
 
-def encoded(
-    record: bytes, glimpse: pb.JobGlimpse, shapes: Shapes, *, glance: bool = False
-) -> Encoded:
-    """A job of a JobRecords kept compact: its encoding, its placement and, with `glance`,
-    its glance, read from its glimpse."""
-    job_id, state, nodelist = glimpse.job_id, glimpse.state, glimpse.nodelist
-    placement = (
-        Placement(job_id, nodelist, shapes.allocation_of(glimpse.resources))
-        if state in _ACTIVE_VALUES
-        else None
-    )
-    if not glance:
-        return Encoded(record, placement)
-    known = _JOB_STATES.get(state)
-    seen = JobGlance(
-        job_id,
-        _job_state(state) if known is None else known,
-        nodelist,
-        time_from_pb(glimpse.submit_time),
-    )
-    return Encoded(record, placement, seen)
+def keep_encoded(
+    part: JobRecords, shapes: Shapes, wanted: Collection[int], into: dict[int, Encoded]
+) -> list[int]:
+    """Every job of `part` kept compact, stored in `into` by id (a later record wins): its
+    encoding, its placement when it is active and, for an id in `wanted`, its glance, read
+    from its glimpse. Returns the ids, in order.
+
+    One loop with no call per job: a lean 20,000-node audit keeps ~113,000 jobs, and a
+    function call per job cost a fifth of it."""
+    ids: list[int] = []
+    active, allocation_of, states = _ACTIVE_VALUES, shapes.allocation_of, _JOB_STATES
+    for record, glimpse in zip(part.records(), part.glimpses(), strict=True):
+        job_id, state, nodelist = glimpse.job_id, glimpse.state, glimpse.nodelist
+        ids.append(job_id)
+        placement = (
+            Placement(job_id, nodelist, allocation_of(glimpse.resources))
+            if state in active
+            else None
+        )
+        if job_id in wanted:
+            known = states.get(state)
+            seen = JobGlance(
+                job_id,
+                _job_state(state) if known is None else known,
+                nodelist,
+                time_from_pb(glimpse.submit_time),
+            )
+            into[job_id] = Encoded(record, placement, seen)
+        else:
+            into[job_id] = Encoded(record, placement)
+    return ids
 
 
 class JobsFromPb(JobTable):
@@ -366,8 +377,8 @@ class JobsFromPb(JobTable):
         return job_id in self._position or job_id in self._extra
 
     def __iter__(self) -> Iterator[int]:
-        yield from self._position
-        yield from self._extra
+        # chain, not a generator: the watermark takes the max of ~100,000 ids.
+        return chain(self._position, self._extra)
 
     def lacking(self, job_ids: Iterable[int]) -> set[int]:
         return set(job_ids).difference(self._position).difference(self._extra)
@@ -391,7 +402,7 @@ class JobsFromPb(JobTable):
                 job = jobs[i]
                 if job.state in ACTIVE_STATES:
                     found.append(Placement(i, job.nodelist, job.resources))
-            found.extend(e.placement for e in self._encoded.values() if e.placement is not None)
+            found += [p for e in self._encoded.values() if (p := e.placement) is not None]
             self._placements = found
         return self._placements
 

@@ -34,13 +34,14 @@ from spurctl.model import (
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
 from spurctl.sources.wire import (
+    Encoded,
     JobsFromPb,
     NodesFromPb,
     Shapes,
     counts_from_pb,
-    encoded,
     job_from_pb,
     job_to_pb,
+    keep_encoded,
 )
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -147,8 +148,13 @@ def test_getjobs_answers_decode_to_upstreams_jobs_in_every_state(
     shapes = Shapes()
     part = scrub.job_records((where / "GetJobsResponse.bin").read_bytes())  # a split read's
     assert len(part) == len(wanted)
-    for record, glimpse, j in zip(part.records(), part.glimpses(), wanted, strict=True):
-        kept = encoded(record, glimpse, shapes, glance=True)  # as a split read keeps it
+    by_id: dict[int, Encoded] = {}  # as a split read keeps it
+    assert keep_encoded(part, shapes, {j.job_id for j in wanted}, by_id) == [
+        j.job_id for j in wanted
+    ]
+    for record, j in zip(part.records(), wanted, strict=True):
+        kept = by_id[j.job_id]
+        assert kept.data == record
         assert kept.glance == JobGlance(j.job_id, j.state, j.nodelist, j.submit_time)
         placed = Placement(j.job_id, j.nodelist, j.resources)
         assert kept.placement == (placed if j.state in ACTIVE_STATES else None)

@@ -20,7 +20,15 @@ from spurctl.model import (
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
 from spurctl.sources.job_reads import JobRead, off_list
-from spurctl.sources.wire import JobRecords, Shapes, encoded, job_from_pb, job_to_pb, node_to_pb
+from spurctl.sources.wire import (
+    Encoded,
+    JobRecords,
+    Shapes,
+    job_from_pb,
+    job_to_pb,
+    keep_encoded,
+    node_to_pb,
+)
 
 GPUS = Allocation(16, 2048, {"gpu": (Device(3), Device(4))})
 SUBMITTED = datetime(2026, 12, 1, 9, 0, 0, 250000, tzinfo=UTC)
@@ -44,10 +52,9 @@ def test_records_and_glimpses_read_each_job_as_decoding_the_answer_whole_does() 
     assert [job_from_pb(pb.JobInfo.FromString(r)) for r in part.records()] == JOBS
     assert [job_from_pb(m) for m in part.jobs()] == JOBS
     shapes = Shapes()
-    kept = [
-        encoded(r, g, shapes, glance=True)
-        for r, g in zip(part.records(), part.glimpses(), strict=True)
-    ]
+    by_id: dict[int, Encoded] = {}
+    assert keep_encoded(part, shapes, {j.job_id for j in JOBS}, by_id) == [41, 42, 43, 44]
+    kept = list(by_id.values())
     assert [k.glance for k in kept] == [
         JobGlance(j.job_id, j.state, j.nodelist, j.submit_time) for j in JOBS
     ]

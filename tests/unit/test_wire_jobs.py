@@ -52,7 +52,9 @@ def answer_of(jobs: list[Job]) -> pb.GetJobsResponse:
 def kept_encoded(msg: pb.JobInfo, shapes: wire.Shapes) -> wire.Encoded:
     """`msg` kept as a split read keeps it: read from its answer's bytes."""
     part = wire.JobRecords(pb.GetJobsResponse(jobs=[msg]).SerializeToString())
-    return wire.encoded(part.records()[0], part.glimpses()[0], shapes)
+    kept: dict[int, wire.Encoded] = {}
+    wire.keep_encoded(part, shapes, (), kept)
+    return kept[msg.job_id]
 
 
 def counting(
