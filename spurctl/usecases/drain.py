@@ -132,6 +132,7 @@ def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool,
         JournalUnwritable,
         NodeAdmin,
         Step,
+        stops_deferred,
     )
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.node_records import read_node
@@ -166,12 +167,14 @@ def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool,
                 def send(w: ControllerWriter, c: NodeChange = c, state: NodeState = state) -> None:
                     w.update_node(c.node, state=state, reason=c.reason if drain else None)
 
-                try:
-                    admin.send(step, send, said, confirm=shows)
-                except AdminCallFailed as exc:
-                    done[c.node] = (False, exc.message)
-                    continue
-                done[c.node] = (True, said)
+                # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
+                with stops_deferred():
+                    try:
+                        admin.send(step, send, said, confirm=shows)
+                    except AdminCallFailed as exc:
+                        done[c.node] = (False, exc.message)
+                        continue
+                    done[c.node] = (True, said)
     except JournalUnwritable as exc:
         return done, str(exc)
     return done, None
