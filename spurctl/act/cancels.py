@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from spurctl.act.stops import stops_deferred
 from spurctl.decide.plan import (
     Entry,
     Outcome,
@@ -180,7 +181,7 @@ def execute(
         # pool never waits for, and one between two submits nodes nobody records. Held
         # until all are queued, it sets `stop`, and queued nodes then start only to
         # record themselves as not attempted.
-        with _stops_held():
+        with stops_deferred():
             for node_entries in by_node.values():
                 futures.append(pool.submit(guarded, node_entries))
         for f in futures:
@@ -224,21 +225,6 @@ def execute(
 
 
 _STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-
-
-@contextmanager
-def _stops_held() -> Iterator[None]:
-    """Hold Ctrl-C, SIGTERM and SIGHUP in this thread for a moment: one that comes meanwhile
-    is delivered as soon as it ends. Outside the main thread nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = {signal.SIGINT, *(getattr(signal, name) for name in _STOP_SIGNALS)}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextmanager

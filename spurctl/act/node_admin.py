@@ -10,10 +10,7 @@ fsynced, so a crash at any step leaves a journal that tells which calls went out
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -238,35 +235,6 @@ class NodeAdmin:
                 shown = False
         self.outcome(step, "sent", done, confirmed=shown)
         return answer
-
-
-_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextmanager
-def stops_deferred() -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends, then act as they would have:
-    a node call, its journal outcome and the caller's record of it are never cut apart
-    (a drain sent but not known to the run would be left in place). Python runs signal
-    handlers in the main thread whichever thread the signal reached, so the handlers are
-    swapped, not the signal mask. Outside the main thread nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {number: signal.signal(number, lambda n, _f: caught.append(n)) for number in _STOPS}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        if caught:
-            first = signal.Signals(caught[0])
-            handler = previous[first]
-            if callable(handler):  # Ctrl-C's KeyboardInterrupt, or the command's own
-                handler(first, None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(first)
 
 
 def _unwritable(journal: Journal, exc: OSError) -> str:

@@ -132,8 +132,8 @@ def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool,
         JournalUnwritable,
         NodeAdmin,
         Step,
-        stops_deferred,
     )
+    from spurctl.act.stops import stops_deferred
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.node_records import read_node
 

@@ -444,7 +444,7 @@ class _Run:
     def go(self) -> None:
         live = [t for t in self.plan.targets if not t.removed]
         removed = [t for t in self.plan.targets if t.removed]
-        from spurctl.act.node_admin import stops_deferred
+        from spurctl.act.stops import stops_deferred
 
         drained: list[Target] = []
         try:

@@ -13,7 +13,9 @@ for and every node either attempted or listed as not attempted.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import threading
 import time
@@ -31,20 +33,39 @@ from spurctl.sources.journal_records import unresolved
 
 
 class _CtrlCOnRecheck:
-    """Untracked ids; the first re-check is where the operator presses Ctrl-C."""
+    """Untracked ids; the first re-check is where the operator presses Ctrl-C: sent to
+    the main thread, or (`to_process`) to the process, as a terminal sends it, which the
+    kernel may hand to any thread that does not block it (gRPC's, here `bystander`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, to_process: bool = False) -> None:
         self.cancels: list[int] = []
         self._pressed = False
+        self._to_process = to_process
 
     def get_job(self, job_id: int) -> Job | None:
         if not self._pressed:
             self._pressed = True
-            ident = threading.main_thread().ident
-            assert ident is not None
-            signal.pthread_kill(ident, signal.SIGINT)
+            if self._to_process:
+                os.kill(os.getpid(), signal.SIGINT)
+            else:
+                ident = threading.main_thread().ident
+                assert ident is not None
+                signal.pthread_kill(ident, signal.SIGINT)
             time.sleep(2.0)  # the answer comes back well after the Ctrl-C
         return None
+
+
+@contextlib.contextmanager
+def bystander() -> Any:
+    """A thread started before the send loop, with no signal blocked, as gRPC's are."""
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait, args=(30,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=10)
 
     def cancel(self, address: str, job_id: int) -> None:
         self.cancels.append(job_id)
@@ -81,8 +102,9 @@ def test_a_ctrl_c_while_the_first_worker_starts_waits_for_that_worker(
     assert unresolved(path) == []
 
 
+@pytest.mark.parametrize("to_process", [False, True], ids=["main-thread", "process"])
 def test_a_ctrl_c_between_two_nodes_handed_out_lists_the_rest_as_not_attempted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, to_process: bool
 ) -> None:
     submit = ThreadPoolExecutor.submit
     calls: list[int] = []
@@ -99,9 +121,9 @@ def test_a_ctrl_c_between_two_nodes_handed_out_lists_the_rest_as_not_attempted(
         Entry(Finding(n, i, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM, "untracked"), f"{n}:1")
         for n, i in (("n1", 1), ("n2", 2), ("n3", 3))
     ]
-    fakes = _CtrlCOnRecheck()
+    fakes = _CtrlCOnRecheck(to_process)
     path = tmp_path / "journal.jsonl"
-    with Journal(path) as journal:
+    with bystander(), Journal(path) as journal:
         run = execute(
             entries, jobs=fakes, agents=fakes, journal=journal, watermark=100, concurrency=1
         )

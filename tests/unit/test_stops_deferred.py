@@ -1,4 +1,4 @@
-"""act/node_admin.stops_deferred: a Ctrl-C (or SIGTERM, SIGHUP) that lands inside the block
+"""act/stops.stops_deferred: a Ctrl-C (or SIGTERM, SIGHUP) that lands inside the block
 acts once the block ends, never in the middle of it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from spurctl.act.node_admin import stops_deferred
+from spurctl.act.stops import stops_deferred
 
 
 def test_a_ctrl_c_inside_the_block_is_raised_after_it_whole() -> None:

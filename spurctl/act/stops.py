@@ -1,0 +1,45 @@
+"""Stops (Ctrl-C, SIGTERM, SIGHUP) deferred across a step that must not be cut apart.
+
+A node call and the run's record of it, or handing a node to the cancel pool and
+noting that it was handed: a stop that lands in between would leave a call made but
+not known to the run. Blocking the signals in the main thread's mask does not hold
+them: the kernel gives a process-wide signal to any thread that does not block it
+(gRPC's among them), and Python then runs the handler in the main thread all the
+same. So the handlers are swapped for the block, and a stop caught meanwhile is
+handed to the handler it would have met, once the block ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends, then act as they would have:
+    a node call, its journal outcome and the caller's record of it are never cut apart
+    (a drain sent but not known to the run would be left in place). Python runs signal
+    handlers in the main thread whichever thread the signal reached, so the handlers are
+    swapped, not the signal mask. Outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {number: signal.signal(number, lambda n, _f: caught.append(n)) for number in _STOPS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if caught:
+            first = signal.Signals(caught[0])
+            handler = previous[first]
+            if callable(handler):  # Ctrl-C's KeyboardInterrupt, or the command's own
+                handler(first, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(first)
