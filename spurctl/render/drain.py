@@ -59,11 +59,15 @@ def result_lines(done: Changed) -> list[str]:
         return [f"Nothing to {done.plan.verb.value}: nothing sent"]
     ok = sum(1 for sent, _ in done.done.values() if sent)
     past = "drained" if done.plan.verb is Verb.DRAIN else "resumed"
-    lines = [f"Result: {ok} {past}, {len(done.done) - ok} failed."]
+    rest = [c.node for c in done.plan.changes if c.node not in done.done]
+    stopped = f", {len(rest)} not attempted (interrupted)" if done.interrupted else ""
+    lines = [f"Result: {ok} {past}, {len(done.done) - ok} failed{stopped}."]
     lines.extend(
         f"  {node}  {'sent' if sent else 'failed'}: {detail}"
         for node, (sent, detail) in done.done.items()
     )
+    if done.interrupted:
+        lines.extend(f"  {node}  not attempted: interrupted before it" for node in rest)
     return lines
 
 
@@ -81,6 +85,10 @@ def document(done: Changed) -> dict[str, Any]:
             {"node": node, "result": "sent" if sent else "failed", "detail": detail}
             for node, (sent, detail) in done.done.items()
         ],
+        "interrupted": done.interrupted,
+        "not_attempted": [c.node for c in plan.changes if c.node not in done.done]
+        if done.interrupted
+        else [],
         "exit_status": int(done.exit_status),
         "error": done.error,
     }

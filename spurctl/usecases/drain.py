@@ -71,6 +71,8 @@ class Changed:
     # node -> (sent, detail); a node absent was not attempted.
     done: dict[str, tuple[bool, str]] = field(default_factory=dict)
     error: str | None = None
+    # Stopped by Ctrl-C (SIGTERM, SIGHUP) between two nodes: the rest not attempted.
+    interrupted: bool = False
 
 
 def plan_changes(request: DrainRequest) -> DrainPlan:
@@ -116,15 +118,19 @@ def change(
             )
         if not ask(plan):
             return Changed(plan, False, True, ExitStatus.ACTION_NEEDED)
-    done, error = _send(plan, request)
-    failed = any(not sent for sent, _ in done.values())
+    done, error, interrupted = _send(plan, request)
+    failed = interrupted or any(not sent for sent, _ in done.values())
     status = (
         ExitStatus.ERROR if error else ExitStatus.ACTION_NEEDED if failed or kept else ExitStatus.OK
     )
-    return Changed(plan, False, False, status, done, error)
+    return Changed(plan, False, False, status, done, error, interrupted)
 
 
-def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool, str]], str | None]:
+def _send(
+    plan: DrainPlan, request: DrainRequest
+) -> tuple[dict[str, tuple[bool, str]], str | None, bool]:
+    """Each change sent and journaled: (node -> (sent, detail), the journal's error, whether
+    a stop ended the run between two nodes)."""
     from spurctl.act.journal import Journal, journal_lock
     from spurctl.act.node_admin import (
         AdminCallFailed,
@@ -138,6 +144,7 @@ def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool,
     from spurctl.sources.node_records import read_node
 
     done: dict[str, tuple[bool, str]] = {}
+    interrupted = False
     drain = plan.verb is Verb.DRAIN
     try:
         with (
@@ -147,34 +154,39 @@ def _send(plan: DrainPlan, request: DrainRequest) -> tuple[dict[str, tuple[bool,
             ControllerClient(request.conn) as client,
         ):
             admin = NodeAdmin(writer, journal)
-            for c in plan.changes:
+            try:
+                for c in plan.changes:
 
-                def shows(name: str = c.node, reason: str = c.reason) -> bool:
-                    node = read_node(client, name)
-                    if node is None:
-                        return False
-                    if drain:
-                        return node.state in HOLDS and node.state_reason == reason
-                    return node.state not in HOLDS
+                    def shows(name: str = c.node, reason: str = c.reason) -> bool:
+                        node = read_node(client, name)
+                        if node is None:
+                            return False
+                        if drain:
+                            return node.state in HOLDS and node.state_reason == reason
+                        return node.state not in HOLDS
 
-                state = NodeState.DRAIN if drain else NodeState.IDLE
-                words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
-                step = Step(c.node, c.kind, plan.verb.value, plan.verb.value,
-                            f"UpdateNode({c.node}, {words})", {"reason": c.reason},
-                            job_id=c.job_id)  # fmt: skip
-                said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
+                    state = NodeState.DRAIN if drain else NodeState.IDLE
+                    words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
+                    step = Step(c.node, c.kind, plan.verb.value, plan.verb.value,
+                                f"UpdateNode({c.node}, {words})", {"reason": c.reason},
+                                job_id=c.job_id)  # fmt: skip
+                    said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
 
-                def send(w: ControllerWriter, c: NodeChange = c, state: NodeState = state) -> None:
-                    w.update_node(c.node, state=state, reason=c.reason if drain else None)
+                    def send(
+                        w: ControllerWriter, c: NodeChange = c, state: NodeState = state
+                    ) -> None:
+                        w.update_node(c.node, state=state, reason=c.reason if drain else None)
 
-                # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
-                with stops_deferred():
-                    try:
-                        admin.send(step, send, said, confirm=shows)
-                    except AdminCallFailed as exc:
-                        done[c.node] = (False, exc.message)
-                        continue
-                    done[c.node] = (True, said)
+                    # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
+                    with stops_deferred():
+                        try:
+                            admin.send(step, send, said, confirm=shows)
+                        except AdminCallFailed as exc:
+                            done[c.node] = (False, exc.message)
+                            continue
+                        done[c.node] = (True, said)
+            except KeyboardInterrupt:  # between two nodes (stops_deferred): say so
+                interrupted = True
     except JournalUnwritable as exc:
-        return done, str(exc)
-    return done, None
+        return done, str(exc), interrupted
+    return done, None, interrupted

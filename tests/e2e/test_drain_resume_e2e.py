@@ -209,3 +209,30 @@ def test_a_follower_that_cannot_forward_the_drain_sends_spurctl_to_the_leader(
         ]
         assert follower.node("gpu012").state_reason == ""  # never written there
     assert c.sim.node("gpu012").state_reason == ORPHAN_DRAIN  # the leader took it
+
+
+def test_a_ctrl_c_during_the_drain_call_is_taken_after_it_and_reported(
+    c: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Ctrl-C arrives while UpdateNode is on its way (at the process, as a terminal
+    # sends it): the call, its journal outcome and the run's record of it finish first;
+    # the run then stops, says so and exits 1, not 130 with nothing shown.
+    import os
+    import signal
+
+    from spurctl.act import node_admin
+
+    real = node_admin.ControllerWriter.update_node
+
+    def pressed(self: Any, name: str, **fields: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real(self, name, **fields)
+
+    monkeypatch.setattr(node_admin.ControllerWriter, "update_node", pressed)
+    proc = command(c, "drain", "gpu[001-002,009,012]", "--yes")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Result: 1 drained, 0 failed, 0 not attempted (interrupted)." in proc.stdout
+    assert c.sim.node("gpu012").state_reason == ORPHAN_DRAIN
+    records = [r for r in journal_records(c.journal) if r.get("action") == "drain"]
+    assert [r["event"] for r in records] == ["intent", "outcome"]
+    assert records[1]["result"] == "sent"
