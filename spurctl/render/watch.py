@@ -355,7 +355,31 @@ def first_round_interrupted(doing: str) -> None:
 Hold = Callable[[], AbstractContextManager[None]]
 
 
-class WatchScreen:
+class RoundWriter:
+    """What the watch loop writes its rounds to (WatchScreen, render/watch_json.JsonLines):
+    `show` writes one round and sets `shown`; `follow` writes them all."""
+
+    shown: WatchRound | None = None
+
+    def show(self, state: WatchRound) -> None:
+        raise NotImplementedError
+
+    def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
+        """Write every round until they end or Ctrl-C; return the last one written.
+
+        Ctrl-C before any round was written is re-raised: there is nothing to leave behind.
+        """
+        try:
+            for state in rounds:
+                self.show(state)
+        except KeyboardInterrupt:
+            if self.shown is None:
+                raise
+        assert self.shown is not None
+        return self.shown
+
+
+class WatchScreen(RoundWriter):
     """Where the rounds go: on a terminal (`env.tty`) one view redrawn in place, which
     keeps the last round on screen when the watch ends; elsewhere one plain block per
     round. `hold()`: a context in which Ctrl-C waits for the drawing in hand to be
@@ -448,20 +472,6 @@ class WatchScreen:
             return
         self.shown, self._running = state, False
         self._draw(self._view(state, live=True))
-
-    def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
-        """Show every round until they end or Ctrl-C; return the last one shown.
-
-        Ctrl-C before any round was shown is re-raised: there is nothing to leave on screen.
-        """
-        try:
-            for state in rounds:
-                self.show(state)
-        except KeyboardInterrupt:
-            if self.shown is None:
-                raise
-        assert self.shown is not None
-        return self.shown
 
     def running(self) -> None:
         """Say that the next round is under way, under the last one shown."""

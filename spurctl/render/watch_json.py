@@ -10,7 +10,6 @@ every round as it comes. JSON is never escaped for a terminal; nothing is redraw
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
 from contextlib import nullcontext
 from types import TracebackType
 from typing import Any, TextIO
@@ -20,7 +19,7 @@ import msgspec
 from spurctl.decide.tracker import WatchRound
 from spurctl.model import format_time
 from spurctl.render.audit import audit_document
-from spurctl.render.watch import Hold
+from spurctl.render.watch import Hold, RoundWriter
 
 
 def round_document(state: WatchRound) -> dict[str, Any]:
@@ -53,7 +52,7 @@ def round_document(state: WatchRound) -> dict[str, Any]:
     return doc
 
 
-class JsonLines:
+class JsonLines(RoundWriter):
     """Where the rounds go with --format json: one line each, on `file` (stdout).
     `hold()`: a context in which Ctrl-C waits until the line in hand is written."""
 
@@ -82,16 +81,3 @@ class JsonLines:
 
     def running(self) -> None:
         """Nothing to say between rounds: a line is a round."""
-
-    def follow(self, rounds: Iterable[WatchRound]) -> WatchRound:
-        """Write every round until they end or Ctrl-C; return the last one written.
-
-        Ctrl-C before any round was written is re-raised."""
-        try:
-            for state in rounds:
-                self.show(state)
-        except KeyboardInterrupt:
-            if self.shown is None:
-                raise
-        assert self.shown is not None
-        return self.shown
