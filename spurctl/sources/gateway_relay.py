@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, NoReturn
 
 # How the relay is started on a gateway: a clean interpreter, only the standard library.
 GATEWAY_PYTHON = "python3 -I -S -"
@@ -123,8 +123,7 @@ class _Out:
                 sys.stdout.buffer.write(raw if raw.endswith(b"\n") else raw + b"\n")
                 sys.stdout.flush()
             except (BrokenPipeError, OSError):  # the side above is gone: stop
-                _kill_children()
-                os._exit(1)
+                _end_all(1)
 
 
 _CHILDREN: set[subprocess.Popen[bytes]] = set()
@@ -132,15 +131,14 @@ _GATEWAY_PIDS: set[int] = set()  # those of _CHILDREN that run a gateway's relay
 _CHILDREN_LOCK = threading.Lock()
 
 
-def _kill_children() -> None:
-    with _CHILDREN_LOCK:
-        for child in _CHILDREN:
-            _kill(child)
-
-
 def _ended(signum: int, _frame: Any = None) -> None:
-    """The side above is gone, or ends this relay (SIGTERM, SIGHUP): end every command
-    this relay started, then itself. A node's command is killed at once; a gateway's
+    """SIGTERM or SIGHUP (the handler), or the side above hung up: _end_all."""
+    _end_all(128 + signum)
+
+
+def _end_all(status: int) -> NoReturn:
+    """The side above is gone, or ends this relay: end every command this relay
+    started, then itself with `status`. A node's command is killed at once; a gateway's
     relay gets SIGTERM and _TERM_GRACE_S to end its own nodes' commands the same way
     before SIGKILL. Nothing is reaped here, so each command's group id stays its own
     until then. The lock is only waited on briefly: a signal's handler runs in the
@@ -161,7 +159,7 @@ def _ended(signum: int, _frame: Any = None) -> None:
         for child in relays:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.pid, signal.SIGKILL)
-    os._exit(128 + signum)
+    os._exit(status)
 
 
 def _watch_above() -> None:
