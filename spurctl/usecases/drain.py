@@ -28,6 +28,8 @@ from spurctl.model import NodeState, utcnow
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
+    from spurctl.act.node_admin import NodeAdmin
+    from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
 
@@ -132,20 +134,12 @@ def _send(
     """Each change sent and journaled: (node -> (sent, detail), the journal's error, whether
     a stop ended the run between two nodes)."""
     from spurctl.act.journal import Journal, journal_lock
-    from spurctl.act.node_admin import (
-        AdminCallFailed,
-        ControllerWriter,
-        JournalUnwritable,
-        NodeAdmin,
-        Step,
-    )
+    from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
     from spurctl.act.stops import stops_deferred
     from spurctl.sources.controller import ControllerClient
-    from spurctl.sources.node_records import read_node
 
     done: dict[str, tuple[bool, str]] = {}
     interrupted = False
-    drain = plan.verb is Verb.DRAIN
     try:
         with (
             journal_lock(request.journal_path),
@@ -156,37 +150,44 @@ def _send(
             admin = NodeAdmin(writer, journal)
             try:
                 for c in plan.changes:
-
-                    def shows(name: str = c.node, reason: str = c.reason) -> bool:
-                        node = read_node(client, name)
-                        if node is None:
-                            return False
-                        if drain:
-                            return node.state in HOLDS and node.state_reason == reason
-                        return node.state not in HOLDS
-
-                    state = NodeState.DRAIN if drain else NodeState.IDLE
-                    words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
-                    step = Step(c.node, c.kind, plan.verb.value, plan.verb.value,
-                                f"UpdateNode({c.node}, {words})", {"reason": c.reason},
-                                job_id=c.job_id)  # fmt: skip
-                    said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
-
-                    def send(
-                        w: ControllerWriter, c: NodeChange = c, state: NodeState = state
-                    ) -> None:
-                        w.update_node(c.node, state=state, reason=c.reason if drain else None)
-
                     # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
                     with stops_deferred():
-                        try:
-                            admin.send(step, send, said, confirm=shows)
-                        except AdminCallFailed as exc:
-                            done[c.node] = (False, exc.message)
-                            continue
-                        done[c.node] = (True, said)
+                        done[c.node] = _change(admin, client, plan.verb, c)
             except KeyboardInterrupt:  # between two nodes (stops_deferred): say so
                 interrupted = True
     except JournalUnwritable as exc:
         return done, str(exc), interrupted
     return done, None, interrupted
+
+
+def _change(
+    admin: NodeAdmin, client: ControllerClient, verb: Verb, c: NodeChange
+) -> tuple[bool, str]:
+    """One node's UpdateNode, journaled and read back: (sent, detail)."""
+    from spurctl.act.node_admin import AdminCallFailed, ControllerWriter, Step
+    from spurctl.sources.node_records import read_node
+
+    drain = verb is Verb.DRAIN
+
+    def shows() -> bool:
+        node = read_node(client, c.node)
+        if node is None:
+            return False
+        if drain:
+            return node.state in HOLDS and node.state_reason == c.reason
+        return node.state not in HOLDS
+
+    state = NodeState.DRAIN if drain else NodeState.IDLE
+    words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
+    step = Step(c.node, c.kind, verb.value, verb.value, f"UpdateNode({c.node}, {words})",
+                {"reason": c.reason}, job_id=c.job_id)  # fmt: skip
+    said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
+
+    def send(w: ControllerWriter) -> None:
+        w.update_node(c.node, state=state, reason=c.reason if drain else None)
+
+    try:
+        admin.send(step, send, said, confirm=shows)
+    except AdminCallFailed as exc:
+        return False, exc.message
+    return True, said
