@@ -178,6 +178,18 @@ class JobGlance(msgspec.Struct, frozen=True, gc=False):
     submit_time: datetime | None
 
 
+def group_by_nodelist(placements: Iterable[Placement]) -> dict[str, list[Placement]]:
+    """The placements by their nodelist, each group in the order given."""
+    groups: dict[str, list[Placement]] = {}
+    for placed in placements:
+        group = groups.get(placed.nodelist)
+        if group is None:
+            groups[placed.nodelist] = [placed]
+        else:
+            group.append(placed)
+    return groups
+
+
 class JobTable(Mapping[int, Job]):
     """A read-only job map that can place its active jobs without producing any job.
 
@@ -196,6 +208,11 @@ class JobTable(Mapping[int, Job]):
         return [
             Placement(j.job_id, j.nodelist, j.resources) for j in self.values() if j.state.active
         ]
+
+    def by_nodelist(self) -> Mapping[str, Sequence[Placement]]:
+        """`placements` grouped by nodelist (most jobs run on one node: about one group a
+        node), for checks that read each nodelist once."""
+        return group_by_nodelist(self.placements())
 
     def lacking(self, job_ids: Iterable[int]) -> set[int]:
         """The ids of `job_ids` this table holds no job for."""
@@ -350,6 +367,12 @@ class ControllerView:
         # classifier asks once per holding. Only a JobTable has `glance`.
         glance = getattr(self.jobs, "glance", None)
         return self.jobs.get(job_id) if glance is None else glance(job_id)
+
+    def active_by_nodelist(self) -> Mapping[str, Sequence[Placement]]:
+        """`active_placements` grouped by nodelist (a live view groups them as it reads)."""
+        if isinstance(self.jobs, JobTable):
+            return self.jobs.by_nodelist()
+        return group_by_nodelist(self.active_placements())
 
     def active_placements(self) -> Sequence[Placement]:
         """Where each RUNNING, COMPLETING and SUSPENDED job runs, without converting any

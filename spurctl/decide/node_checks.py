@@ -9,7 +9,7 @@ excess-alloc).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from spurctl import hostlist
 from spurctl.decide.actions import node_finding
@@ -118,7 +118,7 @@ def full_view_findings(
     relevant = allocated.keys() | held_by_exact_name.keys()
     if not relevant:
         return [], {}
-    jobs_on, unreadable = _active_jobs_by_node(view.active_placements(), relevant)
+    jobs_on, unreadable = _active_jobs_by_node(view.active_by_nodelist(), relevant)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
         out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view, age=ages[name]))
@@ -132,7 +132,7 @@ def full_view_findings(
 def _lost_on_node(
     name: str,
     inv: Inventory,
-    on_node: list[tuple[Placement, int]],
+    on_node: list[OnNode],
     *,
     view: ControllerView,
     age: float | None,
@@ -142,7 +142,7 @@ def _lost_on_node(
     held = {h.job_id for h in inv.held}
     now = view.taken_at
     out: list[Finding] = []
-    for placed, _ in on_node:
+    for placed in (p for group, _ in on_node for p in group):
         if placed.job_id in held:
             continue
         job = view.jobs[placed.job_id]
@@ -173,18 +173,21 @@ def _two_names(inv: Inventory) -> str:
     )
 
 
-def _active_jobs_by_node(
-    placements: Iterable[Placement], relevant: set[str]
-) -> tuple[dict[str, list[tuple[Placement, int]]], dict[int, str]]:
-    """Active jobs listing each relevant node, each with the width of its nodelist, and
-    the active jobs whose nodelist cannot be read.
+# Active jobs of one nodelist, and how many nodes it names (its jobs' share of a node).
+OnNode = tuple[Sequence[Placement], int]
 
-    Only jobs with a nodelist are expanded, and a plain one-node list never is.
+
+def _active_jobs_by_node(
+    by_nodelist: Mapping[str, Sequence[Placement]], relevant: set[str]
+) -> tuple[dict[str, list[OnNode]], dict[int, str]]:
+    """The active jobs listing each relevant node, a nodelist's jobs at a time, each with
+    the width of their nodelist, and the active jobs whose nodelist cannot be read.
+
+    Each nodelist is read once, and a plain one-node list is never expanded.
     """
-    out: dict[str, list[tuple[Placement, int]]] = {}
+    out: dict[str, list[OnNode]] = {}
     unreadable: dict[int, str] = {}
-    for placed in placements:
-        nodelist = placed.nodelist
+    for nodelist, placed in by_nodelist.items():
         if not nodelist:
             continue
         name = hostlist.plain_name(nodelist)
@@ -193,13 +196,13 @@ def _active_jobs_by_node(
                 on_node = out.get(name)
                 if on_node is None:
                     out[name] = [(placed, 1)]
-                else:
+                else:  # another spelling of the same node (a suffix, a one-name range)
                     on_node.append((placed, 1))
             continue
         try:
             nodes = hostlist.expand(nodelist)
         except SpurctlError:
-            unreadable[placed.job_id] = nodelist
+            unreadable.update((p.job_id, nodelist) for p in placed)
             continue
         for name in nodes & relevant:
             out.setdefault(name, []).append((placed, len(nodes)))
@@ -207,7 +210,7 @@ def _active_jobs_by_node(
 
 
 def _explain_allocation(
-    name: str, alloc: Allocation, on_node: list[tuple[Placement, int]], *, age: float | None
+    name: str, alloc: Allocation, on_node: list[OnNode], *, age: float | None
 ) -> Finding | None:
     """phantom-alloc or excess-alloc: the active jobs on node `name` do not account for its
     allocation `alloc`."""
@@ -223,22 +226,24 @@ def _explain_allocation(
         )
     # Spur's fallback splits a job evenly over its nodes; each share rounded up reads no excess.
     cpus = memory_mb = gpus = 0
-    for placed, width in on_node:
-        r = placed.resources
-        if width == 1:
-            cpus += r.cpus
-            memory_mb += r.memory_mb
-            gpus += r.gpus
-        else:
-            cpus += -(-r.cpus // width)
-            memory_mb += -(-r.memory_mb // width)
-            gpus += -(-r.gpus // width)
+    for group, width in on_node:
+        for placed in group:
+            r = placed.resources
+            if width == 1:
+                cpus += r.cpus
+                memory_mb += r.memory_mb
+                gpus += r.gpus
+            else:
+                cpus += -(-r.cpus // width)
+                memory_mb += -(-r.memory_mb // width)
+                gpus += -(-r.gpus // width)
     if have[0] <= cpus and have[1] <= memory_mb and have[2] <= gpus:
         return None  # most nodes: their jobs account for all of it
     explained = (cpus, memory_mb, gpus)
     over = [dim for dim in range(3) if have[dim] > explained[dim]]
-    ids = ", ".join(str(i) for i in sorted(j.job_id for j, _ in on_node))
-    jobs = f"active jobs {ids} account" if len(on_node) > 1 else f"active job {ids} accounts"
+    on = sorted(p.job_id for group, _ in on_node for p in group)
+    ids = ", ".join(str(i) for i in on)
+    jobs = f"active jobs {ids} account" if len(on) > 1 else f"active job {ids} accounts"
     return node_finding(
         name,
         Kind.EXCESS_ALLOC,

@@ -461,12 +461,13 @@ class ControllerClient:
             pass  # the budget's note below says it
         if self._budget.hit:
             read.notes.append(self._budget.note())
-        jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded)
+        jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded, read.grouped)
         unread, notes = read.unread, read.notes
-        # While the controller builds its node list, read the active jobs' placements:
-        # every audit's node checks read them, and this process would otherwise wait idle.
+        # While the controller builds its node list, group the active jobs' placements by
+        # nodelist: every audit's node checks read them so, and the off-list check below.
         with gc_paused():
-            read_active = len(jobs.placements())  # read once, kept
+            by_nodelist = jobs.by_nodelist()  # read once, kept
+        read_active = sum(map(len, by_nodelist.values()))
         nodes = node_table()
         total, after = self.job_counts()
         expected = sum(after[s] for s in ACTIVE_STATES)
@@ -484,7 +485,7 @@ class ControllerClient:
             # explains no listed node's allocation.
             expected -= sum(unread[s] for s in ACTIVE_STATES)
         notes += [unread_note(state, n, everything) for state, n in sorted(unread.items()) if n]
-        unlisted = off_list(jobs.placements(), nodes)
+        unlisted = off_list(by_nodelist, nodes)
         if unlisted:
             # The node list lacks a node a job runs on: that node is in no audit's scope.
             expected = max(expected, read_active + 1)

@@ -11,7 +11,7 @@ leaves behind.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from spurctl import hostlist
@@ -38,13 +38,16 @@ def gaps(seen: Collection[int], low: int | None = None) -> list[int] | None:
     return [i for i in range(low, high) if i not in seen]
 
 
-def off_list(placements: Sequence[Placement], nodes: Collection[str]) -> list[tuple[int, str]]:
+def off_list(
+    by_nodelist: Mapping[str, Sequence[Placement]], nodes: Collection[str]
+) -> list[tuple[int, str]]:
     """(job id, the nodes GetNodes does not list) for each active job whose nodelist
-    names such a node; a nodelist that cannot be read is the classifier's to report.
-    Each distinct nodelist is read once: most jobs run on one node, so a cluster's
-    ~100,000 jobs name about as many lists as it has nodes."""
+    names such a node, from the active jobs' placements by nodelist; a nodelist that
+    cannot be read is the classifier's to report. Each distinct nodelist is read once:
+    most jobs run on one node, so a cluster's ~100,000 jobs name about as many lists as
+    it has nodes."""
     unlisted: dict[str, str] = {}
-    for nodelist in {placed.nodelist for placed in placements}:
+    for nodelist in by_nodelist:
         if not nodelist:
             continue
         name = hostlist.plain_name(nodelist)
@@ -61,7 +64,7 @@ def off_list(placements: Sequence[Placement], nodes: Collection[str]) -> list[tu
             unlisted[nodelist] = hostlist.fold(sorted(missing))
     if not unlisted:
         return []
-    return sorted((p.job_id, unlisted[p.nodelist]) for p in placements if p.nodelist in unlisted)
+    return sorted((p.job_id, names) for nl, names in unlisted.items() for p in by_nodelist[nl])
 
 
 def unread_note(state: JobState, n: int, everything: bool) -> str:
@@ -107,6 +110,8 @@ class JobRead:
     messages: list[pb.JobInfo] = field(default_factory=list)
     converted: dict[int, Job] = field(default_factory=dict)
     encoded: dict[int, Encoded] = field(default_factory=dict)
+    # `encoded`'s placements by nodelist (wire.keep_encoded); None once an id came twice.
+    grouped: dict[str, list[Placement]] | None = field(default_factory=dict)
     shapes: Shapes = field(default_factory=Shapes)
     unread: Counter[JobState] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
@@ -133,7 +138,12 @@ class JobRead:
                     ids.add(i)
                     converted[i] = job_from_pb(m, shapes)
                 return ids
-            return set(keep_encoded(part, shapes, wanted, kept))
+            before = len(kept)
+            grouped = {} if self.grouped is None else self.grouped
+            found = keep_encoded(part, shapes, wanted, kept, grouped)
+            if len(kept) != before + len(found):  # an id kept twice: grouped twice too
+                self.grouped = None
+            return set(found)
 
     def measure(self, part: Sequence[pb.JobInfo] | JobRecords) -> None:
         """Note the largest record among the first of `part`."""

@@ -16,6 +16,7 @@ from spurctl.model import (
     Node,
     NodeState,
     Placement,
+    group_by_nodelist,
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
@@ -53,7 +54,12 @@ def test_records_and_glimpses_read_each_job_as_decoding_the_answer_whole_does() 
     assert [job_from_pb(m) for m in part.jobs()] == JOBS
     shapes = Shapes()
     by_id: dict[int, Encoded] = {}
-    assert keep_encoded(part, shapes, {j.job_id for j in JOBS}, by_id) == [41, 42, 43, 44]
+    grouped: dict[str, list[Placement]] = {}
+    assert keep_encoded(part, shapes, {j.job_id for j in JOBS}, by_id, grouped) == [41, 42, 43, 44]
+    assert grouped == {
+        "gpu[001-002]": [Placement(41, "gpu[001-002]", GPUS)],
+        "gpu004": [Placement(44, "gpu004", Allocation())],
+    }
     kept = list(by_id.values())
     assert [k.glance for k in kept] == [
         JobGlance(j.job_id, j.state, j.nodelist, j.submit_time) for j in JOBS
@@ -114,9 +120,10 @@ def test_the_jobs_on_nodes_getnodes_does_not_list_are_named_each_with_those_node
         Placement(8, "gpu001,gpu002", none),
     ]
     listed = {"gpu001", "gpu002"}
-    assert off_list(placed, listed) == [(3, "gpu404"), (4, "gpu404"), (5, "gpu003")]
-    assert off_list(placed, listed | {"gpu003", "gpu404"}) == []
-    assert off_list([], listed) == []
+    grouped = group_by_nodelist(placed)
+    assert off_list(grouped, listed) == [(3, "gpu404"), (4, "gpu404"), (5, "gpu003")]
+    assert off_list(grouped, listed | {"gpu003", "gpu404"}) == []
+    assert off_list({}, listed) == []
 
 
 def test_a_getnodes_answer_carrying_a_secret_is_kept_scrubbed() -> None:

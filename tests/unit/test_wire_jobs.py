@@ -29,11 +29,13 @@ from spurctl.model import (
     Node,
     NodeState,
     Placement,
+    group_by_nodelist,
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import wire
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_from_dict
+from spurctl.sources.job_reads import JobRead
 from spurctl.sources.wire import (
     JobsFromPb,
     NodesFromPb,
@@ -53,7 +55,7 @@ def kept_encoded(msg: pb.JobInfo, shapes: wire.Shapes) -> wire.Encoded:
     """`msg` kept as a split read keeps it: read from its answer's bytes."""
     part = wire.JobRecords(pb.GetJobsResponse(jobs=[msg]).SerializeToString())
     kept: dict[int, wire.Encoded] = {}
-    wire.keep_encoded(part, shapes, (), kept)
+    wire.keep_encoded(part, shapes, (), kept, {})
     return kept[msg.job_id]
 
 
@@ -197,6 +199,86 @@ def test_a_record_in_an_answer_wins_over_the_same_id_kept_encoded_or_converted()
     )
     assert both[6] == other and len(both) == 1, "an id is kept one way only"
     assert both.placements() == [Placement(6, "gpu002", Allocation())]
+
+
+def kept_grouped(
+    jobs: list[Job], shapes: Shapes
+) -> tuple[dict[int, wire.Encoded], dict[str, list[Placement]]]:
+    """`jobs` kept as one split-read answer: by id, and their placements by nodelist."""
+    part = wire.JobRecords(answer_of(jobs).SerializeToString())
+    kept: dict[int, wire.Encoded] = {}
+    grouped: dict[str, list[Placement]] = {}
+    wire.keep_encoded(part, shapes, (), kept, grouped)
+    return kept, grouped
+
+
+def test_the_placements_by_nodelist_are_every_active_placement_grouped_however_kept() -> None:
+    shapes = Shapes()
+    jobs = [
+        Job(1, JobState.RUNNING, "gpu001"),
+        Job(2, JobState.COMPLETED, "gpu001"),
+        Job(3, JobState.SUSPENDED, "gpu001"),
+        Job(4, JobState.RUNNING, "gpu[001-002]"),
+        Job(5, JobState.PENDING),
+        Job(6, JobState.COMPLETING, ""),
+    ]
+    kept, grouped = kept_grouped(jobs, shapes)
+    assert grouped == {
+        "gpu001": [Placement(1, "gpu001", Allocation()), Placement(3, "gpu001", Allocation())],
+        "gpu[001-002]": [Placement(4, "gpu[001-002]", Allocation())],
+        "": [Placement(6, "", Allocation())],
+    }
+    table = JobsFromPb(
+        answer_of([Job(7, JobState.RUNNING, "gpu002")]).jobs,
+        converted={8: Job(8, JobState.RUNNING, "gpu001")},
+        shapes=shapes,
+        encoded=kept,
+        grouped=grouped,
+    )
+    by_list = table.by_nodelist()
+    assert by_list == group_by_nodelist(table.placements()) | {
+        # Order within a group: the read's kept jobs, then the others'.
+        "gpu001": [
+            Placement(1, "gpu001", Allocation()),
+            Placement(3, "gpu001", Allocation()),
+            Placement(8, "gpu001", Allocation()),
+        ]
+    }
+    assert len(grouped["gpu001"]) == 2, "the read's own groups are left as kept"
+    assert sum(map(len, by_list.values())) == len(table.placements()) == 6
+
+
+def test_a_record_that_wins_over_a_kept_one_regroups_the_placements() -> None:
+    shapes = Shapes()
+    kept, grouped = kept_grouped(
+        [Job(1, JobState.RUNNING, "gpu001"), Job(2, JobState.RUNNING, "gpu002")], shapes
+    )
+    # Job 1 ended after the read kept it running: its later record wins, and leaves no
+    # placement behind in the groups the read made.
+    later = answer_of([Job(1, JobState.COMPLETED, "gpu001")]).jobs
+    table = JobsFromPb(later, shapes=shapes, encoded=kept, grouped=grouped)
+    assert table.by_nodelist() == {"gpu002": [Placement(2, "gpu002", Allocation())]}
+    # The same through a look-up's records added to a table (`with_more`).
+    base = JobsFromPb([], shapes=shapes, encoded=kept, grouped=grouped)
+    more = base.with_more(later)
+    assert more.by_nodelist() == {"gpu002": [Placement(2, "gpu002", Allocation())]}
+    added = base.with_more(answer_of([Job(9, JobState.RUNNING, "gpu002")]).jobs)
+    assert sorted(added.by_nodelist()["gpu002"]) == [
+        Placement(2, "gpu002", Allocation()),
+        Placement(9, "gpu002", Allocation()),
+    ]
+    assert added.by_nodelist().keys() == {"gpu001", "gpu002"}
+    assert base.by_nodelist() == grouped, "the table it was made from is unchanged"
+
+
+def test_an_id_a_split_read_keeps_twice_is_placed_once_by_its_later_record() -> None:
+    read = JobRead(wanted=lambda: frozenset())
+    read.keep(wire.JobRecords(answer_of([Job(1, JobState.RUNNING, "gpu001")]).SerializeToString()))
+    assert read.grouped is not None
+    read.keep(wire.JobRecords(answer_of([Job(1, JobState.RUNNING, "gpu002")]).SerializeToString()))
+    assert read.grouped is None, "grouped twice: the groups are not the kept jobs' any more"
+    table = JobsFromPb([], shapes=read.shapes, encoded=read.encoded, grouped=read.grouped)
+    assert table.by_nodelist() == {"gpu002": [Placement(1, "gpu002", Allocation())]}
 
 
 def test_the_ids_a_table_lacks_count_every_way_a_job_is_kept_and_convert_none(
