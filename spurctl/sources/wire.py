@@ -328,7 +328,6 @@ class JobsFromPb(JobTable):
         "_by_nodelist",
         "_converted_only",
         "_encoded",
-        "_extra",
         "_grouped",
         "_jobs",
         "_messages",
@@ -351,23 +350,23 @@ class JobsFromPb(JobTable):
         # memory than the job it stands for until that job is read.
         self._messages = messages
         position = self._position = {m.job_id: i for i, m in enumerate(messages)}
-        # Copied whole, then the few ids a message (or a conversion) replaces taken out:
-        # the kept jobs are most of an audit's view, the overlaps a handful.
+        # The ids a message (or a conversion) replaces taken out of a copy; the kept jobs,
+        # most of an audit's view, are copied only when a record replaces one of them
+        # (each intersection walks the smaller side: the messages and conversions).
         jobs: dict[int, Job] = dict(converted or {})
-        kept: dict[int, Encoded] = dict(encoded or {})
         for job_id in position.keys() & jobs.keys():
             del jobs[job_id]
+        kept: Mapping[int, Encoded] = encoded or {}
         dropped = (position.keys() & kept.keys()) | (jobs.keys() & kept.keys())
-        for job_id in dropped:
-            del kept[job_id]
+        if dropped:
+            kept = {i: e for i, e in kept.items() if i not in dropped}
         # Grouped as kept, unless a record that wins over a kept one took its place.
         self._grouped = None if dropped else grouped
         self._by_nodelist: Mapping[str, Sequence[Placement]] | None = None
         self._jobs = jobs
+        # The ids no message carries: converted only, or kept encoded (never both).
         self._converted_only = frozenset(jobs)
         self._encoded = kept
-        # The ids no message in `messages` carries.
-        self._extra = self._converted_only.union(self._encoded)
         self._shapes = shapes or Shapes()
         self._placements: list[Placement] | None = None
 
@@ -388,7 +387,7 @@ class JobsFromPb(JobTable):
         job = self._jobs.get(job_id)  # most reads: a job already converted
         if job is not None:
             return job
-        if job_id in self._position or job_id in self._extra:
+        if job_id in self._position or job_id in self._encoded or job_id in self._converted_only:
             return self[job_id]
         return default
 
@@ -407,17 +406,22 @@ class JobsFromPb(JobTable):
         return self.get(job_id)
 
     def __contains__(self, job_id: object) -> bool:
-        return job_id in self._position or job_id in self._extra
+        return job_id in self._position or job_id in self._encoded or job_id in self._converted_only
 
     def __iter__(self) -> Iterator[int]:
         # chain, not a generator: the watermark takes the max of ~100,000 ids.
-        return chain(self._position, self._extra)
+        return chain(self._position, self._converted_only, self._encoded)
 
     def lacking(self, job_ids: Iterable[int]) -> set[int]:
-        return set(job_ids).difference(self._position).difference(self._extra)
+        return (
+            set(job_ids)
+            .difference(self._position)
+            .difference(self._encoded)
+            .difference(self._converted_only)
+        )
 
     def __len__(self) -> int:
-        return len(self._position) + len(self._extra)
+        return len(self._position) + len(self._converted_only) + len(self._encoded)
 
     def placements(self) -> list[Placement]:
         """The active jobs' placements, read from their records without converting a job
@@ -451,11 +455,13 @@ class JobsFromPb(JobTable):
         if self._by_nodelist is None:
             if self._grouped is None:
                 self._by_nodelist = group_by_nodelist(self.placements())
-            else:
+            elif unkept := self._unkept_placements():
                 groups: dict[str, Sequence[Placement]] = dict(self._grouped)
-                for p in self._unkept_placements():  # a copy: the read's lists stay as kept
+                for p in unkept:  # into copies: the read's lists stay as kept
                     groups[p.nodelist] = [*groups.get(p.nodelist, ()), p]
                 self._by_nodelist = groups
+            else:  # an audit's live view: every active job kept as the read grouped it
+                self._by_nodelist = self._grouped
         return self._by_nodelist
 
     def with_more(self, messages: Sequence[pb.JobInfo]) -> JobsFromPb:
@@ -468,14 +474,15 @@ class JobsFromPb(JobTable):
         more._position.update((m.job_id, start + k) for k, m in enumerate(messages))
         replaced = {m.job_id for m in messages}
         more._jobs = dict(self._jobs)
-        more._encoded = dict(self._encoded)
         for job_id in replaced:  # a later record wins over a converted or encoded one
             more._jobs.pop(job_id, None)
-            more._encoded.pop(job_id, None)
         more._converted_only = self._converted_only - replaced
-        more._extra = self._extra - replaced
+        gone = {i for i in replaced if i in self._encoded}
+        more._encoded = (
+            {i: e for i, e in self._encoded.items() if i not in gone} if gone else self._encoded
+        )
         # The read's groups hold the kept jobs only: still true unless a kept one is replaced.
-        more._grouped = None if replaced & self._encoded.keys() else self._grouped
+        more._grouped = None if gone else self._grouped
         if self._placements is not None:  # read once: carried over, not read again
             position, allocation = more._position, self._shapes.allocation
             kept = self._placements
