@@ -92,8 +92,6 @@ def _size_bound(hostlist: str) -> int:
 def _expand_nodeset(hostlist: str) -> frozenset[str]:
     # Sized for one audit's active multi-node jobs (one parse each, reused for every
     # holding and node that asks); bounded so a long-lived process cannot grow without end.
-    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
-
     text = normalize(hostlist)
     name = plain_name(text)
     if name is not None:  # e.g. "gpu015, " once trimmed
@@ -104,10 +102,52 @@ def _expand_nodeset(hostlist: str) -> frozenset[str]:
             f"bad hostlist {hostlist!r}: it names up to {bound:,} nodes, more than "
             f"{MAX_NODES:,}; check its ranges"
         )
+    simple = _expand_one_range_list(text)
+    if simple is not None:
+        return simple
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
+
     try:
         return frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
     except NodeSetError:
         raise SpurctlError(f"bad hostlist {hostlist!r}: {_what_is_wrong(text)}; {_HINT}") from None
+
+
+# A name, one bracketed list of numbers and ranges in it, the rest of the name: most
+# multi-node nodelists (gpu[00001-00004]).
+_ONE_RANGE_LIST = re.compile(
+    r"([A-Za-z0-9_.\-]*)\[([0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*)\]([A-Za-z0-9_.\-]*)"
+)
+
+
+def _expand_one_range_list(text: str) -> frozenset[str] | None:
+    """The names of `text` when it is one bracketed range list between a prefix not ending
+    in a digit and a suffix, each range running upwards with both ends one width or
+    neither zero-padded; None for any other list, which NodeSet reads. For those lists
+    this reads what NodeSet reads (tests/unit/test_hostlist.py holds the two side by
+    side), without a NodeSet parse of tens of microseconds each, or importing
+    ClusterShell at all."""
+    m = _ONE_RANGE_LIST.fullmatch(text)
+    if m is None:
+        return None
+    prefix, ranges, suffix = m.groups()
+    if prefix[-1:].isdigit():  # NodeSet reads gpu1[1-10] as gpu[11-110], not 10 names
+        return None
+    names: list[str] = []
+    for item in ranges.split(","):
+        lo, _, hi = item.partition("-")
+        hi = hi or lo
+        if len(lo) == len(hi):
+            width = len(lo)
+        elif lo[0] != "0" and hi[0] != "0":
+            width = 0
+        else:  # padding that NodeSet settles its own way
+            return None
+        first, last = int(lo), int(hi)
+        if first > last:
+            return None
+        names.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(first, last + 1))
+    return frozenset(names)
 
 
 _BRACKETED = re.compile(r"\[([^\[\]]*)\]")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from ClusterShell import NodeSet as nodeset_module
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from spurctl import hostlist
@@ -285,3 +285,48 @@ def test_natural_order_reads_numbers_as_numbers_and_ignores_case(name: str) -> N
 def test_natural_order_puts_gpu2_before_gpu10_whatever_the_case() -> None:
     names = ["gpu10", "GPU2", "gpu1", "gpu002a", "gpu2"]
     assert sorted(names, key=hostlist.natural_key) == ["gpu1", "GPU2", "gpu2", "gpu002a", "gpu10"]
+
+
+@st.composite
+def _range_lists(draw: st.DrawFn) -> str:
+    """`prefix[ranges]suffix`: any widths, paddings and directions, as a controller or
+    an operator might write them."""
+    items = []
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        lo = draw(st.integers(min_value=0, max_value=120))
+        hi = draw(st.integers(min_value=0, max_value=120))
+        lo_text = f"{lo:0{draw(st.integers(min_value=0, max_value=4))}d}"
+        hi_text = f"{hi:0{draw(st.integers(min_value=0, max_value=4))}d}"
+        items.append(lo_text if draw(st.booleans()) else f"{lo_text}-{hi_text}")
+    prefix = draw(st.sampled_from(["", "gpu", "gpu1", "n-", "rack.a", "_x"]))
+    suffix = draw(st.sampled_from(["", "-ib", ".example", "x1"]))
+    return f"{prefix}[{','.join(items)}]{suffix}"
+
+
+@given(_range_lists())
+@example("gpu1[1-10]")  # NodeSet: gpu[11-110], 100 names; by concatenation 10
+@example("gpu[0-10]")  # one end zero-padded, the other not
+def test_a_one_range_list_reads_without_nodeset_exactly_as_nodeset_reads_it(text: str) -> None:
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
+
+    read = hostlist._expand_one_range_list(text)
+    if read is None:
+        return  # left to NodeSet, as any other list
+    try:
+        expected = frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
+    except NodeSetError:
+        pytest.fail(f"{text!r} reads as {sorted(read)} where NodeSet refuses it")
+    assert read == expected
+
+
+def test_most_multi_node_lists_are_read_without_a_nodeset_parse(parses: list[str]) -> None:
+    assert hostlist.expand("gpu[00001-00004]") == {f"gpu0000{i}" for i in range(1, 5)}
+    assert hostlist.node_in(" gpu[9-10]-ib ", "gpu10-ib")
+    assert hostlist.expand("gpu[01-02,7]") == {"gpu01", "gpu02", "gpu7"}  # as NodeSet reads it
+    assert parses == []
+    # Other lists still go to NodeSet: padding it settles itself, several parts, a typo.
+    assert hostlist.expand("gpu[0-10]") == {f"gpu{i}" for i in range(11)}
+    assert hostlist.expand("a[1-2],b[3-4]") == {"a1", "a2", "b3", "b4"}
+    with pytest.raises(SpurctlError, match="runs backwards"):
+        hostlist.expand("gpu[5-3]")
+    assert parses == ["gpu[0-10]", "a[1-2],b[3-4]", "gpu[5-3]"]
