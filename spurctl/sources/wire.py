@@ -483,17 +483,29 @@ class JobsFromPb(JobTable):
         )
         # The read's groups hold the kept jobs only: still true unless a kept one is replaced.
         more._grouped = None if gone else self._grouped
-        if self._placements is not None:  # read once: carried over, not read again
-            position, allocation = more._position, self._shapes.allocation
+        if self._placements is None and self._by_nodelist is None:
+            return more
+        # Read once: carried over with what `messages` add, not read again.
+        position, allocation = more._position, self._shapes.allocation
+        added = [
+            Placement(m.job_id, m.nodelist, allocation(m.resources))
+            for k, m in enumerate(messages)
+            # A repeated id: only its last record counts.
+            if m.state in _ACTIVE_VALUES and position[m.job_id] == start + k
+        ]
+        known = any(job_id in self for job_id in replaced)
+        if self._placements is not None:
             kept = self._placements
-            if any(job_id in self for job_id in replaced):
+            if known:
                 kept = [p for p in kept if p.job_id not in replaced]
-            more._placements = kept + [
-                Placement(m.job_id, m.nodelist, allocation(m.resources))
-                for k, m in enumerate(messages)
-                # A repeated id: only its last record counts.
-                if m.state in _ACTIVE_VALUES and position[m.job_id] == start + k
-            ]
+            more._placements = kept + added
+        if self._by_nodelist is not None and not known:  # else grouped again when asked
+            more._by_nodelist = self._by_nodelist
+            if added:
+                grown: dict[str, Sequence[Placement]] = dict(self._by_nodelist)
+                for p in added:  # into copies: this table's groups stay as they are
+                    grown[p.nodelist] = [*grown.get(p.nodelist, ()), p]
+                more._by_nodelist = grown
         return more
 
     def __repr__(self) -> str:

@@ -580,3 +580,28 @@ def test_jobs_converted_as_their_answer_arrived_count_and_a_record_replaces_them
     more = jobs.with_more(answer_of([Job(1, JobState.COMPLETING, "gpu001")]).jobs)
     assert more[1].state is JobState.COMPLETING and len(more) == 2
     assert [p.job_id for p in more.placements()] == [1]
+
+
+def test_a_look_ups_records_join_the_groups_already_read_without_changing_them() -> None:
+    shapes = Shapes()
+    kept, grouped = kept_grouped([Job(1, JobState.RUNNING, "gpu001")], shapes)
+    base = JobsFromPb(
+        answer_of([Job(2, JobState.RUNNING, "gpu002")]).jobs,
+        shapes=shapes,
+        encoded=kept,
+        grouped=grouped,
+    )
+    before = {k: list(v) for k, v in base.by_nodelist().items()}
+
+    def regrouped(table: JobsFromPb) -> dict[str, list[Placement]]:
+        return {k: sorted(v) for k, v in table.by_nodelist().items()}
+
+    added = base.with_more(answer_of([Job(3, JobState.RUNNING, "gpu001")]).jobs)
+    assert regrouped(added) == {
+        k: sorted(v) for k, v in group_by_nodelist(added.placements()).items()
+    }
+    assert len(added.by_nodelist()["gpu001"]) == 2
+    # A look-up's record of a job the table has (job 2 ended) is grouped again, not carried.
+    ended = base.with_more(answer_of([Job(2, JobState.COMPLETED, "gpu002")]).jobs)
+    assert regrouped(ended) == {"gpu001": [Placement(1, "gpu001", Allocation())]}
+    assert {k: list(v) for k, v in base.by_nodelist().items()} == before
