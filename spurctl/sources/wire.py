@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import chain
 
 import msgspec
@@ -47,10 +47,17 @@ def time_from_pb(ts: Timestamp) -> datetime | None:
         return None
     # Integer arithmetic: a float of seconds + nanos would round away microseconds.
     value = _from_timestamp(seconds, UTC)
-    return value.replace(microsecond=nanos // 1000) if nanos else value
+    if not nanos:
+        return value
+    if not 0 < nanos < 1_000_000_000:  # not a Timestamp (google/protobuf/timestamp.proto)
+        raise ValueError(f"Timestamp nanos {nanos} out of range")
+    # Added, not replace(microsecond=): keywords cost ~0.8 us, and an audit reads the
+    # submit time of every held job (~50,000), most with nanos from a real clock.
+    return value + _timedelta(0, 0, nanos // 1000)
 
 
 _from_timestamp = datetime.fromtimestamp
+_timedelta = timedelta
 
 
 def time_to_pb(value: datetime | None, out: Timestamp) -> None:
