@@ -337,6 +337,8 @@ def is_node_name(name: str) -> bool:
 
 def loose_key(name: str) -> str:
     """What names of one node share across case and domain: `GPU001.example` ~ `gpu001`."""
+    if "." not in name and name.islower():  # most names are their own key: no new string
+        return name
     return name.split(".", 1)[0].lower()
 
 

@@ -204,6 +204,10 @@ class JobTable(Mapping[int, Job]):
         """`job_id`'s state, nodelist and submit time (None: no such job here)."""
         return self.get(job_id)
 
+    def kept_glances(self) -> Mapping[int, JobGlance]:
+        """Glances `glance` would give, read ahead, by id (any subset of the ids)."""
+        return {}
+
     def placements(self) -> Sequence[Placement]:
         return [
             Placement(j.job_id, j.nodelist, j.resources) for j in self.values() if j.state.active
@@ -367,6 +371,13 @@ class ControllerView:
         # classifier asks once per holding. Only a JobTable has `glance`.
         glance = getattr(self.jobs, "glance", None)
         return self.jobs.get(job_id) if glance is None else glance(job_id)
+
+    def kept_glances(self) -> Mapping[int, JobGlance]:
+        """Some ids' `glance`, read ahead as the view was read: a dict look-up each (the
+        classifier's first look for each holding's job), the rest through `glance`."""
+        if isinstance(self.jobs, JobTable):
+            return self.jobs.kept_glances()
+        return {}
 
     def active_by_nodelist(self) -> Mapping[str, Sequence[Placement]]:
         """`active_placements` grouped by nodelist (a live view groups them as it reads)."""

@@ -161,6 +161,7 @@ def classify(
     empty: dict[str, float | None] = {}  # inventory nodes that hold nothing, with their age
     renamed: list[Inventory] = []  # taken with a --hostname other than the host's own name
     glance_of = glances(view, confirmed)
+    glanced = view.kept_glances()  # most holdings' jobs, looked up without a call
 
     for inv in sorted(inventories.values(), key=lambda i: i.node):
         node, mismatch, heartbeat = names.controller_name(inv)
@@ -211,7 +212,9 @@ def classify(
         agent_started = None if inv.agent is None else inv.agent.started_at
         for holding in inv.held:
             if not include_healthy:
-                glance = glance_of(holding.job_id)
+                glance: Job | JobGlance | None = glanced.get(holding.job_id)
+                if glance is None:
+                    glance = glance_of(holding.job_id)
                 if glance is not None and _plainly_healthy(
                     node, glance, holding.started_at, agent_started
                 ):

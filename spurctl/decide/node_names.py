@@ -39,7 +39,8 @@ class NameMatcher:
             for name in self._exact:
                 loose.setdefault(hostlist.loose_key(name), []).append(name)
             for names in loose.values():
-                names.sort()
+                if len(names) > 1:  # most keys name one node
+                    names.sort()
             self._loose_keys = loose
         return self._loose_keys
 

@@ -461,7 +461,9 @@ class ControllerClient:
             pass  # the budget's note below says it
         if self._budget.hit:
             read.notes.append(self._budget.note())
-        jobs = JobsFromPb(read.messages, read.converted, read.shapes, read.encoded, read.grouped)
+        jobs = JobsFromPb(
+            read.messages, read.converted, read.shapes, read.encoded, read.grouped, read.glanced
+        )
         unread, notes = read.unread, read.notes
         # While the controller builds its node list, group the active jobs' placements by
         # nodelist: every audit's node checks read them so, and the off-list check below.

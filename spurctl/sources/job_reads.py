@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
 from spurctl.heap import gc_paused
-from spurctl.model import ACTIVE_STATES, Job, JobState, Placement
+from spurctl.model import ACTIVE_STATES, Job, JobGlance, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources.wire import Encoded, JobRecords, Shapes, job_from_pb, keep_encoded
 
@@ -112,6 +112,7 @@ class JobRead:
     encoded: dict[int, Encoded] = field(default_factory=dict)
     # `encoded`'s placements by nodelist (wire.keep_encoded); None once an id came twice.
     grouped: dict[str, list[Placement]] | None = field(default_factory=dict)
+    glanced: dict[int, JobGlance] = field(default_factory=dict)  # `encoded`'s glances
     shapes: Shapes = field(default_factory=Shapes)
     unread: Counter[JobState] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
@@ -140,7 +141,7 @@ class JobRead:
                 return ids
             before = len(kept)
             grouped = {} if self.grouped is None else self.grouped
-            found = keep_encoded(part, shapes, wanted, kept, grouped)
+            found = keep_encoded(part, shapes, wanted, kept, grouped, self.glanced)
             if len(kept) != before + len(found):  # an id kept twice: grouped twice too
                 self.grouped = None
             return set(found)

@@ -270,12 +270,13 @@ def keep_encoded(
     wanted: Collection[int],
     into: dict[int, Encoded],
     grouped: dict[str, list[Placement]],
+    glanced: dict[int, JobGlance],
 ) -> list[int]:
     """Every job of `part` kept compact, stored in `into` by id (a later record wins): its
     encoding, its placement when it is active and, for an id in `wanted`, its glance, read
-    from its glimpse; each placement also added to `grouped`, under its nodelist. Returns
-    the ids, in order (when one was in `into` already, `grouped` holds both its records'
-    placements: the caller tells by `into`'s length).
+    from its glimpse; each placement also added to `grouped`, under its nodelist, and each
+    glance to `glanced`, by id. Returns the ids, in order (when one was in `into` already,
+    `grouped` holds both its records' placements: the caller tells by `into`'s length).
 
     One loop with no call per job: a lean 20,000-node audit keeps ~113,000 jobs, and a
     function call per job cost a fifth of it. Grouping them here spares the node checks
@@ -312,6 +313,7 @@ def keep_encoded(
                 time_from_pb(glimpse.submit_time),
             )
             into[job_id] = Encoded(record, placement, seen)
+            glanced[job_id] = seen
         else:
             into[job_id] = Encoded(record, placement)
     return ids
@@ -335,6 +337,7 @@ class JobsFromPb(JobTable):
         "_by_nodelist",
         "_converted_only",
         "_encoded",
+        "_glanced",
         "_grouped",
         "_jobs",
         "_messages",
@@ -350,9 +353,10 @@ class JobsFromPb(JobTable):
         shapes: Shapes | None = None,
         encoded: Mapping[int, Encoded] | None = None,
         grouped: Mapping[str, list[Placement]] | None = None,
+        glanced: Mapping[int, JobGlance] | None = None,
     ) -> None:
         """`grouped`, when given, is every placement of `encoded` by nodelist, and nothing
-        else (keep_encoded's, with no id kept twice)."""
+        else (keep_encoded's, with no id kept twice); `glanced` the glances kept with them."""
         # Positions, not the messages themselves: a wrapper per job would cost more
         # memory than the job it stands for until that job is read.
         self._messages = messages
@@ -369,6 +373,7 @@ class JobsFromPb(JobTable):
             kept = {i: e for i, e in kept.items() if i not in dropped}
         # Grouped as kept, unless a record that wins over a kept one took its place.
         self._grouped = None if dropped else grouped
+        self._glanced = _without(glanced or {}, dropped)
         self._by_nodelist: Mapping[str, Sequence[Placement]] | None = None
         self._jobs = jobs
         # The ids no message carries: converted only, or kept encoded (never both).
@@ -456,6 +461,11 @@ class JobsFromPb(JobTable):
                 found.append(Placement(i, job.nodelist, job.resources))
         return found
 
+    def kept_glances(self) -> Mapping[int, JobGlance]:
+        """The glances the read kept with the jobs it kept encoded, by id: what `glance`
+        answers for those ids (from the same records), in one dict look-up."""
+        return self._glanced
+
     def by_nodelist(self) -> Mapping[str, Sequence[Placement]]:
         """`placements` grouped by nodelist, once: from the groups the read kept when it
         gave them, else grouped now."""
@@ -490,6 +500,7 @@ class JobsFromPb(JobTable):
         )
         # The read's groups hold the kept jobs only: still true unless a kept one is replaced.
         more._grouped = None if gone else self._grouped
+        more._glanced = _without(self._glanced, gone)
         if self._placements is None and self._by_nodelist is None:
             return more
         # Read once: carried over with what `messages` add, not read again.
@@ -517,6 +528,13 @@ class JobsFromPb(JobTable):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {len(self)} jobs, {len(self._jobs)} converted>"
+
+
+def _without(kept: Mapping[int, JobGlance], ids: set[int]) -> Mapping[int, JobGlance]:
+    """`kept` less `ids`: itself when none of them is in it."""
+    if not ids & kept.keys():
+        return kept
+    return {i: g for i, g in kept.items() if i not in ids}
 
 
 def job_to_pb(job: Job) -> pb.JobInfo:

@@ -150,7 +150,8 @@ def test_getjobs_answers_decode_to_upstreams_jobs_in_every_state(
     assert len(part) == len(wanted)
     by_id: dict[int, Encoded] = {}  # as a split read keeps it
     grouped: dict[str, list[Placement]] = {}
-    assert keep_encoded(part, shapes, {j.job_id for j in wanted}, by_id, grouped) == [
+    glanced: dict[int, JobGlance] = {}
+    assert keep_encoded(part, shapes, {j.job_id for j in wanted}, by_id, grouped, glanced) == [
         j.job_id for j in wanted
     ]
     for record, j in zip(part.records(), wanted, strict=True):

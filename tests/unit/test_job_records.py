@@ -55,7 +55,10 @@ def test_records_and_glimpses_read_each_job_as_decoding_the_answer_whole_does() 
     shapes = Shapes()
     by_id: dict[int, Encoded] = {}
     grouped: dict[str, list[Placement]] = {}
-    assert keep_encoded(part, shapes, {j.job_id for j in JOBS}, by_id, grouped) == [41, 42, 43, 44]
+    glanced: dict[int, JobGlance] = {}
+    ids = keep_encoded(part, shapes, {j.job_id for j in JOBS}, by_id, grouped, glanced)
+    assert ids == [41, 42, 43, 44]
+    assert glanced == {i: k.glance for i, k in by_id.items()}
     assert grouped == {
         "gpu[001-002]": [Placement(41, "gpu[001-002]", GPUS)],
         "gpu004": [Placement(44, "gpu004", Allocation())],

@@ -25,6 +25,7 @@ from spurctl.model import (
     ControllerView,
     Device,
     Job,
+    JobGlance,
     JobState,
     Node,
     NodeState,
@@ -55,7 +56,7 @@ def kept_encoded(msg: pb.JobInfo, shapes: wire.Shapes) -> wire.Encoded:
     """`msg` kept as a split read keeps it: read from its answer's bytes."""
     part = wire.JobRecords(pb.GetJobsResponse(jobs=[msg]).SerializeToString())
     kept: dict[int, wire.Encoded] = {}
-    wire.keep_encoded(part, shapes, (), kept, {})
+    wire.keep_encoded(part, shapes, (), kept, {}, {})
     return kept[msg.job_id]
 
 
@@ -208,8 +209,37 @@ def kept_grouped(
     part = wire.JobRecords(answer_of(jobs).SerializeToString())
     kept: dict[int, wire.Encoded] = {}
     grouped: dict[str, list[Placement]] = {}
-    wire.keep_encoded(part, shapes, (), kept, grouped)
+    wire.keep_encoded(part, shapes, (), kept, grouped, {})
     return kept, grouped
+
+
+def test_the_glances_kept_with_a_read_are_the_tables_glances_less_what_replaced_them() -> None:
+    shapes = Shapes()
+    jobs = [
+        Job(1, JobState.RUNNING, "gpu001", submit_time=datetime(2026, 1, 1, tzinfo=UTC)),
+        Job(2, JobState.PENDING),
+        Job(3, JobState.RUNNING, "gpu003"),
+    ]
+    part = wire.JobRecords(answer_of(jobs).SerializeToString())
+    kept: dict[int, wire.Encoded] = {}
+    glanced: dict[int, JobGlance] = {}
+    wire.keep_encoded(part, shapes, {1, 2}, kept, {}, glanced)
+    assert glanced.keys() == {1, 2}, "a glance for each wanted id, and only those"
+    table = JobsFromPb([], shapes=shapes, encoded=kept, glanced=glanced)
+    assert table.kept_glances() == {i: table.glance(i) for i in (1, 2)}
+    # A later record of job 1 (it ended) wins: its kept glance is gone, in a new table
+    # and in one a look-up made, and the glance it had is never answered again.
+    ended = answer_of([Job(1, JobState.COMPLETED, "gpu001")]).jobs
+    for later in (
+        JobsFromPb(ended, shapes=shapes, encoded=kept, glanced=glanced),
+        table.with_more(ended),
+    ):
+        assert later.kept_glances().keys() == {2}
+        assert later.glance(1) is not None and later.glance(1).state is JobState.COMPLETED
+    assert glanced.keys() == {1, 2}, "the read's own glances are left as kept"
+    view = ControllerView("http://c", "v", datetime.now(UTC), table, {}, 3)
+    assert view.kept_glances() is table.kept_glances()
+    assert dataclasses.replace(view, jobs=dict(table.items())).kept_glances() == {}
 
 
 def test_the_placements_by_nodelist_are_every_active_placement_grouped_however_kept() -> None:
