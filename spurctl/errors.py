@@ -48,6 +48,11 @@ class Aborted(SpurctlError):
     exit_code = ExitStatus.ACTION_NEEDED
 
 
+class Interrupted(Exception):
+    """Ctrl-C in a command, carried past Typer, which would turn it into exit 130 with
+    nothing said; `main` says it in one line (commands/help.HelpGroup)."""
+
+
 def fail(message: str) -> NoReturn:
     """End the command: `message` says what is wrong and how to fix it."""
     raise SpurctlError(message)

@@ -16,6 +16,8 @@ from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
+from spurctl.errors import Interrupted
+
 # The order --help lists the shared groups in, after the command's own options.
 PANELS = ("Nodes", "Holdings", "Connection", "Output")
 OWN = "Options"
@@ -87,7 +89,14 @@ class HelpCommand(TyperCommand):
 
 
 class HelpGroup(TyperGroup):
-    """A group whose --help lists its options by group and each command's summary whole."""
+    """A group whose --help lists its options by group and each command's summary whole,
+    and whose commands' Ctrl-C reaches `main` to be said (errors.Interrupted)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # Typer would end the run with 130, saying nothing
+            raise Interrupted() from exc
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         _grouped_options(self, ctx, formatter)

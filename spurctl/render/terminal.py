@@ -56,7 +56,7 @@ def _close(exc: Any) -> str:
 def report(exc: BaseException, *, debug: bool) -> int:
     """One line on stderr for what ended the command (with --debug, the traceback
     first, secrets still redacted), and the exit status it earns."""
-    from spurctl.errors import Aborted, ExitStatus, SpurctlError
+    from spurctl.errors import Aborted, ExitStatus, Interrupted, SpurctlError
     from spurctl.render.common import command_line
 
     if isinstance(exc, Aborted):
@@ -67,7 +67,7 @@ def report(exc: BaseException, *, debug: bool) -> int:
         step = f" `{command_line(exc.step)}`" if exc.step is not None else ""
         print(f"spurctl: error: {exc}{step}", file=sys.stderr)
         return exc.exit_code
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, KeyboardInterrupt | Interrupted):
         print("spurctl: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED
     if isinstance(exc, typer.Abort):

@@ -174,7 +174,10 @@ def watch_rounds(
         )  # fmt: skip
 
     if isolate:
-        round_imports(src)
+        try:
+            round_imports(src)
+        except KeyboardInterrupt as exc:  # the first round's start: said as any of it is
+            raise FirstRoundInterrupted(_interrupted_doing(exc, src, conn)) from None
     tracker = Tracker()
     state: WatchRound | None = None
     origin: tuple[float, datetime] | None = None

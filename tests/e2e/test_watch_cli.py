@@ -280,6 +280,27 @@ def test_ctrl_c_before_the_first_round_ends_exits_130_without_a_traceback(
     )
 
 
+@pytest.mark.parametrize("command", ["audit", "nodes", "snapshot"])
+def test_ctrl_c_while_a_command_reads_the_controller_is_said_in_one_line_and_exits_130(
+    tmp_path: Path, command: str
+) -> None:
+    # Typer ends a run whose command meets Ctrl-C with 130 and says nothing; spurctl says it.
+    with SimCluster(incident(), controller_latency=10.0) as slow:
+        inventory = slow.write_inventories(tmp_path / "inv.jsonl")
+        args = {
+            "audit": ["--inventory", str(inventory)],
+            "nodes": [],
+            "snapshot": ["-o", str(tmp_path / "snapshot.json")],
+        }[command]
+        with cli_process(
+            command, "--controller", slow.controller_address, *args, home=tmp_path / "home"
+        ) as proc:
+            time.sleep(1.5)  # started, and waiting on the controller
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out, err) == (130, "", "spurctl: interrupted\n")
+
+
 def test_ctrl_c_during_a_slow_first_collect_says_it_was_collecting_from_n_nodes(
     sim: SimCluster, tmp_path: Path
 ) -> None:

@@ -767,3 +767,19 @@ def test_a_json_round_carries_the_stranded_reclaim_as_argv_and_a_failed_round_it
     assert (second["watch"]["round"], second["watch"]["report_round"]) == (4, 3)
     assert second["watch"]["error"] == "controller unreachable"
     assert second["findings"] == first["findings"]  # the last good round's, as the table shows
+
+
+def test_ctrl_c_while_the_watch_imports_what_its_rounds_need_is_the_first_rounds_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import spurctl.usecases.audit as use_case
+
+    def interrupted(_src: Sources) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(use_case, "round_imports", interrupted)
+    src = Sources(scope=Scope(), inventory=["inv.jsonl"], collect=False, command="", fanout=1)
+    rounds = use_case.watch_rounds(src, None, interval=30.0, rounds=1, isolate=True)
+    with pytest.raises(use_case.FirstRoundInterrupted) as stopped:
+        next(rounds)
+    assert stopped.value.doing == "reading the controller and the inventory files"
