@@ -122,12 +122,15 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         raise DocumentError(f"{where}: inventory without a node name")
     agent = doc.agent
     utc = UTC
+    collected = doc.collected_at
+    # Positional, in Inventory's field order, and each optional part only when present:
+    # an inventory file of a large cluster holds 10,000 documents.
     return Inventory(
-        node=doc.node,
-        collected_at=_utc(doc.collected_at),
-        source=doc.source or "",
-        error=doc.error,
-        held=tuple(
+        doc.node,
+        collected if collected is None or collected.tzinfo is utc else _utc(collected),
+        doc.source or "",
+        doc.error,
+        tuple(
             [
                 Holding(
                     h.job_id,
@@ -146,22 +149,20 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
                 )
                 for h in doc.held
             ]
-            if doc.held
-            else ()
-        ),
-        agent=AgentProcess(agent.pid, _utc(agent.started_at))
-        if isinstance(agent, _AgentDoc)
-        else None,
-        hostname=doc.hostname,
-        target_node=doc.target_node,
-        target_nodes=doc.target_nodes or (),
-        agent_checked=agent is not msgspec.UNSET,
-        agents=tuple(AgentProcess(a.pid, _utc(a.started_at)) for a in doc.agents or ()),
-        agent_hostname=doc.agent_hostname,
-        ancestry_read=bool(doc.ancestry_read) and isinstance(agent, _AgentDoc),
-        session_refusals=extras.refusals(doc.session_refusals),
-        controller=doc.controller,
-        cluster=doc.cluster,
+        )
+        if doc.held
+        else (),
+        AgentProcess(agent.pid, _utc(agent.started_at)) if isinstance(agent, _AgentDoc) else None,
+        doc.hostname,
+        doc.target_node,
+        doc.target_nodes or (),
+        agent is not msgspec.UNSET,
+        tuple([AgentProcess(a.pid, _utc(a.started_at)) for a in doc.agents]) if doc.agents else (),
+        doc.agent_hostname,
+        bool(doc.ancestry_read) and isinstance(agent, _AgentDoc),
+        extras.refusals(doc.session_refusals) if doc.session_refusals else (),
+        doc.controller,
+        doc.cluster,
     )
 
 
