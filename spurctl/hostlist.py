@@ -151,6 +151,8 @@ def _expand_one_range_list(text: str) -> frozenset[str] | None:
 
 
 _BRACKETED = re.compile(r"\[([^\[\]]*)\]")
+# A digit right before a bracket: gpu1[1-10] (docs/spur-facts.md, "Hostlists").
+_DIGIT_BRACKET = re.compile(r"[0-9]\[")
 
 
 def _what_is_wrong(text: str) -> str:
@@ -385,6 +387,15 @@ def parse_scope(hostlist: str) -> frozenset[str]:
     if any(not part.strip() for part in _top_level_parts(text)):
         # Spur skips an empty part of a job's nodelist; an operator's is likely a typo.
         raise SpurctlError(f"bad hostlist {hostlist!r}: an empty name between commas; {_HINT}")
+    if _DIGIT_BRACKET.search(text):
+        # Slurm and Spur write each number after the digit (gpu1[1-10]: gpu11 to gpu110, ten
+        # nodes); ClusterShell folds the digit into the range (gpu[11-110], a hundred). The
+        # scope must mean what the operator meant: neither reading is taken.
+        raise SpurctlError(
+            f"bad hostlist {hostlist!r}: a digit right before '[' names other nodes to Slurm "
+            "and Spur than to ClusterShell (gpu1[1-10]: gpu11 to gpu110, or gpu[11-110]), "
+            f"so put the whole number inside the brackets; {_HINT}"
+        )
     names = expand(text)
     for name in sorted(names):
         if not is_node_name(name):

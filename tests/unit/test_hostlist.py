@@ -127,6 +127,8 @@ def test_parse_scope_accepts_slurm_hostlists() -> None:
         ("@gpus", "'@' not allowed"),
         ("gpu1 gpu2", "' ' not allowed"),
         ("gpu[1-2],-x", "'-x' is not a node name"),
+        ("gpu1[1-10]", "a digit right before '['"),
+        ("gpu[1-2],rack4[01-02]", "a digit right before '['"),
     ],
 )
 def test_a_bad_hostlist_says_what_is_wrong_and_shows_the_syntax(text: str, why: str) -> None:
@@ -330,3 +332,17 @@ def test_most_multi_node_lists_are_read_without_a_nodeset_parse(parses: list[str
     with pytest.raises(SpurctlError, match="runs backwards"):
         hostlist.expand("gpu[5-3]")
     assert parses == ["gpu[0-10]", "a[1-2],b[3-4]", "gpu[5-3]"]
+
+
+def test_an_operators_hostlist_that_slurm_and_clustershell_read_apart_is_refused() -> None:
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    # Slurm and Spur (spur-core hostlist.rs `expand_single`) write each number after the
+    # text before '[': ten nodes. ClusterShell folds the digit into the range: a hundred.
+    # A reclaim's --nodes must not reach ninety nodes the operator did not name.
+    slurm = {f"gpu1{i}" for i in range(1, 11)}
+    clustershell = set(NodeSet("gpu1[1-10]", resolver=RESOLVER_NOGROUP))
+    assert len(slurm) == 10 and len(clustershell) == 100 and slurm < clustershell
+    with pytest.raises(SpurctlError, match=r"put the whole number inside the brackets"):
+        hostlist.parse_scope("gpu1[1-10]")
+    assert hostlist.parse_scope("gpu[11-19,110]") == slurm  # what the error says to write
