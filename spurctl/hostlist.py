@@ -113,11 +113,9 @@ def _expand_nodeset(hostlist: str) -> frozenset[str]:
         raise SpurctlError(f"bad hostlist {hostlist!r}: {_what_is_wrong(text)}; {_HINT}") from None
 
 
-# A name, one bracketed list of numbers and ranges in it, the rest of the name: most
+# A name, one bracketed range list in it (_RANGES), the rest of the name: most
 # multi-node nodelists (gpu[00001-00004]).
-_ONE_RANGE_LIST = re.compile(
-    r"([A-Za-z0-9_.\-]*)\[([0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*)\]([A-Za-z0-9_.\-]*)"
-)
+_ONE_RANGE_LIST = re.compile(rf"([A-Za-z0-9_.\-]*)\[({_RANGES.pattern})\]([A-Za-z0-9_.\-]*)")
 
 
 def _expand_one_range_list(text: str) -> frozenset[str] | None:

@@ -447,19 +447,24 @@ class JobsFromPb(JobTable):
     def _unkept_placements(self) -> list[Placement]:
         """The placements of the active jobs not kept encoded: the messages' and the
         converted ones'."""
-        wanted, position, allocation = _ACTIVE_VALUES, self._position, self._shapes.allocation
-        found = [
-            Placement(m.job_id, m.nodelist, allocation(m.resources))
-            for i, m in enumerate(self._messages)
-            # A repeated id: only its last record counts.
-            if m.state in wanted and position[m.job_id] == i
-        ]
+        found = self._message_placements(self._messages)
         jobs = self._jobs
         for i in self._converted_only:
             job = jobs[i]
             if job.state in ACTIVE_STATES:
                 found.append(Placement(i, job.nodelist, job.resources))
         return found
+
+    def _message_placements(self, messages: Sequence[pb.JobInfo]) -> list[Placement]:
+        """The placements of the active jobs of `messages`, the last of this table's
+        messages (a repeated id: only its last record counts)."""
+        start = len(self._messages) - len(messages)
+        position, allocation = self._position, self._shapes.allocation
+        return [
+            Placement(m.job_id, m.nodelist, allocation(m.resources))
+            for k, m in enumerate(messages)
+            if m.state in _ACTIVE_VALUES and position[m.job_id] == start + k
+        ]
 
     def kept_glances(self) -> Mapping[int, JobGlance]:
         """The glances the read kept with the jobs it kept encoded, by id: what `glance`
@@ -472,13 +477,8 @@ class JobsFromPb(JobTable):
         if self._by_nodelist is None:
             if self._grouped is None:
                 self._by_nodelist = group_by_nodelist(self.placements())
-            elif unkept := self._unkept_placements():
-                groups: dict[str, Sequence[Placement]] = dict(self._grouped)
-                for p in unkept:  # into copies: the read's lists stay as kept
-                    groups[p.nodelist] = [*groups.get(p.nodelist, ()), p]
-                self._by_nodelist = groups
-            else:  # an audit's live view: every active job kept as the read grouped it
-                self._by_nodelist = self._grouped
+            else:  # an audit's live view: most or all of its active jobs kept as grouped
+                self._by_nodelist = _grown(self._grouped, self._unkept_placements())
         return self._by_nodelist
 
     def with_more(self, messages: Sequence[pb.JobInfo]) -> JobsFromPb:
@@ -504,13 +504,7 @@ class JobsFromPb(JobTable):
         if self._placements is None and self._by_nodelist is None:
             return more
         # Read once: carried over with what `messages` add, not read again.
-        position, allocation = more._position, self._shapes.allocation
-        added = [
-            Placement(m.job_id, m.nodelist, allocation(m.resources))
-            for k, m in enumerate(messages)
-            # A repeated id: only its last record counts.
-            if m.state in _ACTIVE_VALUES and position[m.job_id] == start + k
-        ]
+        added = more._message_placements(messages)
         known = any(job_id in self for job_id in replaced)
         if self._placements is not None:
             kept = self._placements
@@ -518,16 +512,24 @@ class JobsFromPb(JobTable):
                 kept = [p for p in kept if p.job_id not in replaced]
             more._placements = kept + added
         if self._by_nodelist is not None and not known:  # else grouped again when asked
-            more._by_nodelist = self._by_nodelist
-            if added:
-                grown: dict[str, Sequence[Placement]] = dict(self._by_nodelist)
-                for p in added:  # into copies: this table's groups stay as they are
-                    grown[p.nodelist] = [*grown.get(p.nodelist, ()), p]
-                more._by_nodelist = grown
+            more._by_nodelist = _grown(self._by_nodelist, added)
         return more
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {len(self)} jobs, {len(self._jobs)} converted>"
+
+
+def _grown(
+    groups: Mapping[str, Sequence[Placement]], added: list[Placement]
+) -> Mapping[str, Sequence[Placement]]:
+    """`groups` with `added` joined to their nodelists' groups, in copies: `groups` and
+    its lists stay as they are (itself when nothing is added)."""
+    if not added:
+        return groups
+    grown: dict[str, Sequence[Placement]] = dict(groups)
+    for p in added:
+        grown[p.nodelist] = [*grown.get(p.nodelist, ()), p]
+    return grown
 
 
 def _without(kept: Mapping[int, JobGlance], ids: set[int]) -> Mapping[int, JobGlance]:
