@@ -225,6 +225,18 @@ _BARE_SEPARATORS = re.compile(r"[\s,]+")
 _BLANKS = re.compile(r"\s+")
 
 
+def placement_unread(hostlist: str) -> bool:
+    """Whether a job's nodelist says nothing spurctl can read about where the job runs:
+    blank (its allocation not recorded yet) or not a list spurctl parses. Such a job may
+    be on any node."""
+    if "[" not in hostlist and "," not in hostlist:  # one plain name, or none
+        return not hostlist.strip()
+    try:
+        return not expand(_BLANKS.sub("", hostlist))
+    except SpurctlError:
+        return True
+
+
 _LAST_NUMBER = re.compile(r"(.*?)([0-9]+)([^0-9]*)")
 
 

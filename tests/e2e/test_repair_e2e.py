@@ -581,3 +581,59 @@ def test_ctrl_c_while_waiting_for_the_node_to_return_says_how_to_finish(p: Phant
     assert len(p.sim.state.deregistrations) == 1
     journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
     assert "stopped after DeregisterNode" in journal.stdout, journal.stdout
+
+
+# -- nothing vouches beyond what it names (issue 48, item 4) ----------------------------------
+
+
+def _no_deregister_intent(p: Phantom) -> None:
+    """spurctl itself refused: no DeregisterNode intent in the journal, none received."""
+    assert not p.journal.exists() or ("deregister", "intent", None) not in steps(p)
+    assert p.sim.state.deregistrations == []
+
+
+def test_another_nodes_inventory_matching_only_loosely_does_not_vouch(tmp_path: Path) -> None:
+    """The only inventory near gpu009 is gpu009.site-b's: a loose match (same short name,
+    another domain). It shows spurd running and nothing held, and still cannot vouch."""
+    scenario = incident()
+    scenario.agent_started_at["gpu009"] = AGENT
+    scenario.inventory_names["gpu009"] = "gpu009.site-b"
+    with SimCluster(scenario, heartbeat_interval=0.1) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        assert '"node": "gpu009.site-b"' in live.read_text()
+        conf = tmp_path / "spur.conf"
+        conf.write_text(CONF)
+        with kept_fresh(sim, live):
+            p = Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
+            before = p.sim.node("gpu009")
+            proc = repair(p, "--yes")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  REFUSED: no inventory under the controller's name gpu009; gpu009.site-b "
+        "matches it only loosely, which cannot vouch for it"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009") == before
+
+
+def test_a_loosely_named_inventory_holding_a_live_run_beside_an_empty_exact_one_refuses(
+    p: Phantom,
+) -> None:
+    """gpu009's own inventory is empty, and GPU009.site-b's shows a live GPU process."""
+    [line] = [json.loads(x) for x in p.live.read_text().splitlines() if '"gpu009"' in x]
+    line.update(
+        node="GPU009.site-b", hostname="GPU009.site-b",
+        held=[{"job_id": 5300, "cpus": 8, "memory_mb": 1024, "gpus": [0], "pids": [9101],
+               "started_at": line["collected_at"]}],
+    )  # fmt: skip
+    twin = p.live.with_name("twin.jsonl")
+    twin.write_text(json.dumps(line) + "\n")
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes", "--inventory", str(twin))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  REFUSED: GPU009.site-b's inventory, a name that matches gpu009 only loosely, "
+        "holds job 5300, 1 process: it may be gpu009's"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009") == before
