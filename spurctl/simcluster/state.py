@@ -464,15 +464,16 @@ class ClusterState:
     # -- controller writes ---------------------------------------------------------
 
     def set_job(self, job: Job) -> None:
-        """Insert or replace a job, moving its share of node allocations with it."""
+        """Insert or replace a job, moving its share of node allocations with it (none for a
+        nodelist the simulator cannot read: `allocated`)."""
         with self.lock:
-            new_nodes = expand(job.nodelist) if job.state.active else frozenset()
+            new_nodes = allocated(job) if job.state.active else frozenset()
             for name in new_nodes:
                 self._known_node(name)
             old = self.jobs.get(job.job_id)
             if old is not None:
                 if old.state.active:
-                    self._charge(old, expand(old.nodelist), sign=-1)
+                    self._charge(old, allocated(old), sign=-1)
                 self._index_job(old, sign=-1)
             self.jobs[job.job_id] = job
             self._index_job(job, sign=1)

@@ -285,6 +285,27 @@ class ControllerClient:
                 out[job_id] = None if answer is None else job_from_pb(answer)
         return out
 
+    def active_jobs(self, version: str) -> list[Job]:
+        """Every running, completing and suspended job the caller may see, through no node
+        filter (a job with no allocated node yet is in no node's answer), every answer
+        under the cap: one when it fits, else by state, else by id range (read_by_id).
+        With a request budget of its own; one it runs out of is a SpurctlError."""
+        self._budget = RequestBudget(self.request_budget)
+        _, counts = self.job_counts()
+        read = JobRead()
+        try:
+            read_by_id(
+                self, sorted(ACTIVE_STATES), counts, read,
+                requeued_known=filters_for(version).requeued, planned=_PLANNED_ANSWER,
+                scoped=self.scoped,
+            )  # fmt: skip
+        except BudgetSpent:
+            note = self._budget.note()
+            raise SpurctlError(f"the active jobs could not be read: {note}") from None
+        jobs = {m.job_id: job_from_pb(m) for m in read.messages}
+        jobs.update(read.converted)
+        return [j for j in jobs.values() if j.state.active]
+
     @property
     def scoped(self) -> bool:
         """Whether spurctld scopes GetJobs to a credential's user (it does whenever one

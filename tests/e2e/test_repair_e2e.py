@@ -10,6 +10,7 @@ fresh record dropped. Each refusal is one line naming what it saw.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -27,6 +28,8 @@ from spurctl.model import Allocation, Holding, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
+from spurctl.simcluster.scenario import Scenario
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.reclaim import journal_records
@@ -46,17 +49,34 @@ class Phantom:
     home: Path
 
 
-@pytest.fixture
-def p(tmp_path: Path) -> Iterator[Phantom]:
-    """The incident cluster with gpu009's spurd running and shown, heartbeating every 0.1 s."""
-    scenario = incident()
+MID_COMMIT = 5119  # the incident's RUNNING job whose allocation is not recorded yet
+
+
+@contextlib.contextmanager
+def phantom(
+    tmp_path: Path, scenario: Scenario | None = None, **sim_options: Any
+) -> Iterator[Phantom]:
+    """The incident cluster with gpu009's spurd running and shown, heartbeating every 0.1 s,
+    and 5119's allocation committed (gpu011, where it runs): an active job without a
+    placement may be on any node, and holds up every repair while it lasts."""
+    scenario = scenario or incident()
     scenario.agent_started_at["gpu009"] = AGENT
-    with SimCluster(scenario, heartbeat_interval=0.1) as sim:
+    scenario.jobs = [
+        msgspec.structs.replace(j, nodelist="gpu011") if j.job_id == MID_COMMIT else j
+        for j in scenario.jobs
+    ]
+    with SimCluster(scenario, heartbeat_interval=0.1, **sim_options) as sim:
         live = sim.write_inventories(tmp_path / "live.jsonl")
         conf = tmp_path / "spur.conf"
         conf.write_text(CONF)
         with kept_fresh(sim, live):
             yield Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
+
+
+@pytest.fixture
+def p(tmp_path: Path) -> Iterator[Phantom]:
+    with phantom(tmp_path) as cluster:
+        yield cluster
 
 
 def repair(p: Phantom, *extra: str, node: str = "gpu009", conf: bool = True) -> Any:
@@ -596,17 +616,11 @@ def test_another_nodes_inventory_matching_only_loosely_does_not_vouch(tmp_path: 
     """The only inventory near gpu009 is gpu009.site-b's: a loose match (same short name,
     another domain). It shows spurd running and nothing held, and still cannot vouch."""
     scenario = incident()
-    scenario.agent_started_at["gpu009"] = AGENT
     scenario.inventory_names["gpu009"] = "gpu009.site-b"
-    with SimCluster(scenario, heartbeat_interval=0.1) as sim:
-        live = sim.write_inventories(tmp_path / "live.jsonl")
-        assert '"node": "gpu009.site-b"' in live.read_text()
-        conf = tmp_path / "spur.conf"
-        conf.write_text(CONF)
-        with kept_fresh(sim, live):
-            p = Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
-            before = p.sim.node("gpu009")
-            proc = repair(p, "--yes")
+    with phantom(tmp_path, scenario) as p:
+        assert '"node": "gpu009.site-b"' in p.live.read_text()
+        before = p.sim.node("gpu009")
+        proc = repair(p, "--yes")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (
         "gpu009  REFUSED: no inventory under the controller's name gpu009; gpu009.site-b "
@@ -637,3 +651,45 @@ def test_a_loosely_named_inventory_holding_a_live_run_beside_an_empty_exact_one_
     ) in proc.stdout
     _no_deregister_intent(p)
     assert p.sim.node("gpu009") == before
+
+
+@pytest.mark.parametrize("release", [V0_8_0, V0_9_TO_0_11], ids=lambda r: r.name)
+def test_an_active_job_with_no_nodelist_counts_as_possibly_on_the_node(
+    tmp_path: Path, release: SpurRelease
+) -> None:
+    """5119 RUNNING with its allocation not recorded yet (the `mid-commit` shape): it may
+    hold gpu009's charge. Release v0.8.0 ignores GetJobs' `nodes` filter; 0.9.0 on, the
+    filter never answers a job with no allocated node."""
+    with phantom(tmp_path, spur_release=release) as p:
+        job = p.sim.job(MID_COMMIT)
+        assert job is not None
+        p.sim.set_job(msgspec.structs.replace(job, nodelist=""))
+        before = p.sim.node("gpu009")
+        proc = repair(p, "--yes")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  REFUSED: job 5119 RUNNING has no nodelist, a placement spurctl cannot read: "
+        "it may be on gpu009 and hold that charge; repair once its placement is recorded"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009") == before
+
+
+def test_an_active_job_whose_nodelist_does_not_parse_counts_and_is_caught_at_the_re_read(
+    p: Phantom,
+) -> None:
+    """A nodelist spurctl cannot read, landing during the tick: refused at the re-read.
+    Spur's `compress` writes gpu001..gpu1000 as `gpu[001-1000]` (docs/spur-facts.md,
+    "Hostlists"), which spurctl's reading refuses."""
+    job = p.sim.job(4960)
+    assert job is not None
+    wide = msgspec.structs.replace(job, job_id=5121, nodelist="gpu[001-1000]")
+    watcher = when_drained(p, lambda: p.sim.set_job(wide))
+    proc = repair(p, "--yes", "--tick", "3")
+    watcher.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  refused: not removed: job 5121 RUNNING has nodelist 'gpu[001-1000]' since the "
+        "plan, a placement spurctl cannot read: it may be on gpu009"
+    ) in proc.stdout
+    _no_deregister_intent(p)
