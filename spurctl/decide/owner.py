@@ -27,24 +27,39 @@ _HELD = frozenset({NodeState.DRAIN, NodeState.DRAINING})
 _OWN_DRAINS = frozenset({("repair", "drain"), ("drain", "drain")})
 
 
+# Steps after which the drain spurctl set is no longer on the node, once sent: lifted
+# (resume, a repair's undrain) or gone with the node's record (a repair's removal).
+_OWN_ENDS = frozenset({("resume", "resume"), ("repair", "undrain"), ("repair", "deregister")})
+
+
 def journaled_drains(records: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[str]]:
-    """For each node, the reasons the journal records spurctl setting on it: a drain's
-    intent, unless its outcome says the call definitely did not go through."""
-    pending: dict[tuple[str, str], str] = {}
+    """For each node, the reasons the journal records spurctl setting on it and not since
+    lifting or removing itself: a drain's intent, unless its outcome says the call
+    definitely did not go through."""
+    set_by: dict[tuple[str, str], str] = {}  # (node, run) -> the reason its drain set
+    lifting: dict[tuple[str, str], str] = {}  # (node, run) -> the reason a resume lifts
     out: dict[str, set[str]] = {}
     for rec in records:
-        if (rec.get("action"), rec.get("step")) not in _OWN_DRAINS:
-            continue
+        key = (rec.get("action"), rec.get("step"))
         node, run = str(rec.get("node")), str(rec.get("run"))
-        if rec.get("event") == "intent":
+        event, result = rec.get("event"), rec.get("result")
+        if key in _OWN_DRAINS and event == "intent":
             reason = rec.get("reason")
             if isinstance(reason, str) and reason:
-                pending[(node, run)] = reason
+                set_by[(node, run)] = reason
                 out.setdefault(node, set()).add(reason)
-        elif rec.get("event") == "outcome" and rec.get("result") in ("failed", "skipped"):
-            reason = pending.pop((node, run), None)
+        elif key in _OWN_DRAINS and event == "outcome" and result in ("failed", "skipped"):
+            reason = set_by.get((node, run))
             if reason is not None and not str(rec.get("detail") or "").startswith("unknown:"):
                 out.get(node, set()).discard(reason)
+        elif key == ("resume", "resume") and event == "intent":
+            lifting[(node, run)] = str(rec.get("reason") or "")
+        elif key in _OWN_ENDS and event == "outcome" and result == "sent":
+            ended = (
+                lifting.pop((node, run), None) if key[0] == "resume" else set_by.get((node, run))
+            )
+            if ended is not None:
+                out.get(node, set()).discard(ended)
     return {node: frozenset(reasons) for node, reasons in out.items() if reasons}
 
 

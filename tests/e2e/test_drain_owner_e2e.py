@@ -108,6 +108,18 @@ def test_resume_leaves_spurctls_drain_once_an_admin_amended_it(c: Cluster) -> No
     assert [r for r in journal_records(c.journal) if r.get("action") == "resume"] == []
 
 
+def test_a_reason_spurctl_lifted_and_an_admin_then_set_again_is_the_admins(c: Cluster) -> None:
+    assert command(c, "drain", "gpu012", "--yes").returncode == 0
+    _clean_gpu012(c)
+    assert command(c, "resume", "gpu012", "--yes").returncode == 0
+    assert c.sim.node("gpu012").state_reason == ""
+    # bob copies spurctl's old reason onto the node, by hand.
+    c.sim.admin_update("gpu012", NodeState.DRAIN, ORPHAN_DRAIN)
+    proc = command(c, "resume", "gpu012", "--yes")
+    assert "spurctl-looking reason spurctl never journaled setting on gpu012" in proc.stdout
+    assert c.sim.node("gpu012").state_reason == ORPHAN_DRAIN
+
+
 @pytest.fixture
 def newest(tmp_path: Path) -> Iterator[Cluster]:
     """The newest Spur (#860: reason_uid), credentials required."""
