@@ -130,8 +130,17 @@ class Seen:
         return f"it is now {node.state.name} with reason {node.state_reason!r}{by}"
 
     def describe(self) -> str:
-        kinds = "/".join(sorted(s.name for s in self.states))
-        return f"{kinds} with reason {self.reason!r}"
+        """`up with no reason`, `drained with reason '...', set by uid 0`."""
+        kind = (
+            "up"
+            if self.states == _UP
+            else "drained"
+            if self.states == _HELD
+            else "/".join(sorted(s.name for s in self.states))
+        )
+        said = f"with reason {self.reason!r}" if self.reason else "with no reason"
+        by = f", set by uid {self.uid}" if self.uid is not None else ""
+        return f"{kind} {said}{by}"
 
 
 def _kind(state: NodeState) -> frozenset[NodeState]:

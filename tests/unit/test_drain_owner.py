@@ -99,3 +99,9 @@ def test_a_node_is_as_seen_while_its_kind_of_state_reason_and_setter_hold() -> N
     assert ours.change(node(R, NodeState.DRAINING, uid=0)) is None  # DRAINING -> DRAIN
     assert ours.change(node(R, uid=1000)) == f"it is now DRAIN with reason {R!r}, set by uid 1000"
     assert ours.change(node(R, NodeState.DOWN)) is not None
+
+
+def test_what_was_seen_reads_in_an_operators_words() -> None:
+    assert Seen.of(Node("gpu012", NodeState.MIXED)).describe() == "up with no reason"
+    assert Seen.drained(R, 0).describe() == f"drained with reason {R!r}, set by uid 0"
+    assert Seen.of(node("x", NodeState.DOWN)).describe() == "DOWN with reason 'x'"
