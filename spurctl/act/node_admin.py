@@ -94,7 +94,7 @@ class ControllerWriter:
             stub = self._stubs[url] = scrub.stub(channel, "SlurmController")
         return stub
 
-    def _write(self, method: str, request: Any) -> Any:
+    def _write(self, method: str, request: Any, *, applies: bool = True) -> Any:
         """Send one write: the endpoint that last took one first, then the others; a
         follower's leader hint is followed once. Only a call that provably never reached
         a controller (UNAVAILABLE) is tried elsewhere: one that may have been applied is
@@ -123,6 +123,10 @@ class ControllerWriter:
                 if code == grpc.StatusCode.UNAVAILABLE:
                     failures.append(f"{url}: {why}")
                     continue
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED and not applies:  # a read
+                    raise AdminCallFailed(
+                        "UNAVAILABLE", redact(f"controller {url}: {why}")
+                    ) from None
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     raise AdminCallFailed(
                         "UNKNOWN_OUTCOME",
@@ -161,11 +165,12 @@ class ControllerWriter:
         from spurctl.sources.wire import node_from_pb
 
         try:
-            return node_from_pb(self._write("GetNode", pb.GetNodeRequest(name=name)))
+            answer = self._write("GetNode", pb.GetNodeRequest(name=name), applies=False)
         except AdminCallFailed as exc:
             if exc.code == "NOT_FOUND":
                 return None
             raise
+        return node_from_pb(answer)
 
     def deregister_node(self, name: str, reason: str) -> int:
         """DeregisterNode(force=false): the controller refuses it (FAILED_PRECONDITION)
