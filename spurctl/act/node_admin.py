@@ -246,15 +246,15 @@ class NodeAdmin:
         done: str,
         confirm: Callable[[], bool] | None = None,
         *,
-        expect: Seen | None = None,
+        expect: Seen,
     ) -> T:
         """Journal the intent, make the call, journal its outcome (`done` when it went
         through; the error when it did not, `unknown: ...` when it may have). `confirm`
         reads the node back: whether it shows what the call asked for (the outcome's
-        `confirmed`). With `expect`, the node is read first and the call is sent only
-        while it is still as seen (NodeChanged, after a `skipped` outcome, otherwise)."""
-        if expect is not None:
-            self._still(step, expect)
+        `confirmed`). The node is read first, and the call is sent only while it is
+        still as `expect` says (NodeChanged, after a `skipped` outcome, otherwise):
+        no call goes out without that read."""
+        self._still(step, expect)
         self.intent(step)
         try:
             answer = call(self.writer)

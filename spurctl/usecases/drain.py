@@ -193,6 +193,7 @@ def _change(
     def send(w: ControllerWriter) -> None:
         w.update_node(c.node, state=state, reason=c.reason if drain else None)
 
+    assert c.seen is not None  # drain_plan and resume_plan say what they saw
     try:
         # Sent only while the node is as the plan saw it: an admin may have drained it
         # (or lifted spurctl's) while the prompt was open.

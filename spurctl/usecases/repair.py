@@ -408,7 +408,7 @@ class _Run:
     def _update(
         self, t: Target, step: str, done: str, *, state: NodeState | None = None,
         reason: str | None = None, labels: Mapping[str, str] | None = None,
-        expect: Seen | None = None, changed: Status = Status.REFUSED, why: str = "",
+        expect: Seen, changed: Status = Status.REFUSED, why: str = "",
         **extra: Any,
     ) -> bool:  # fmt: skip
         """One journaled UpdateNode, sent only while the node is as `expect` says; False
@@ -507,6 +507,7 @@ class _Run:
         return Seen.drained(t.reason, self.uid)
 
     def _drain(self, t: Target) -> bool:
+        assert t.seen is not None  # every target the plan judged; a removed one is not drained
         return self._update(
             t, "drain", f"drained: {t.reason}", state=NodeState.DRAIN, reason=t.reason,
             expect=t.seen, restore=t.restore(),
