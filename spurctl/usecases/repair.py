@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spurctl.decide.owner import Ownership, Seen, journaled_drains
 from spurctl.decide.repair import (
     HOLDS,
     Refusal,
@@ -172,16 +173,22 @@ def _rejoin(conn: Connection, checked: bool) -> str:
     return f"{rc.path}: no WireGuard mesh, no k0s, admission {rc.admission}"
 
 
-def _progress(path: Path) -> dict[str, RepairProgress]:
+def _earlier(request: RepairRequest) -> tuple[dict[str, RepairProgress], Ownership]:
+    """What the journal says of earlier repairs, and which drains are spurctl's."""
     from spurctl.sources.journal_records import records
+    from spurctl.sources.settings import credential_uid
 
-    if not path.is_file():
-        return {}
-    return repair_progress(records(path))
+    found = records(request.journal_path) if request.journal_path.is_file() else []
+    return repair_progress(found), Ownership(journaled_drains(found), credential_uid(request.conn))
 
 
-def prepare(request: RepairRequest, progress: Mapping[str, RepairProgress]) -> RepairPlan:
-    """Audit the nodes afresh and judge each: a target, a refusal, or no charge."""
+def prepare(
+    request: RepairRequest,
+    progress: Mapping[str, RepairProgress],
+    owned: Ownership | None = None,
+) -> RepairPlan:
+    """Audit the nodes afresh and judge each: a target, a refusal, or no charge (`owned`:
+    spurctl's drains; none without it)."""
     from spurctl.audit_view import run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
@@ -220,7 +227,8 @@ def prepare(request: RepairRequest, progress: Mapping[str, RepairProgress]) -> R
             decision = judge(
                 node, found, jobs, inv, now=now, max_age_s=request.max_inventory_age_s,
                 view_complete=view.complete, restore_hold=request.restore_drain,
-                pending=pending, loose=loose_inventories(name, inputs.inventories.values()),
+                owned=owned or Ownership(), pending=pending,
+                loose=loose_inventories(name, inputs.inventories.values()),
             )  # fmt: skip
             if decision is None:
                 plan.uncharged.append(name)
@@ -299,8 +307,8 @@ def repair(
     Exit 0 only when every node in scope was repaired or had no charge; 1 when one was
     refused, failed, did not come back, or the operator declined.
     """
-    progress = _progress(request.journal_path)
-    plan = prepare(request, progress)
+    progress, owned = _earlier(request)
+    plan = prepare(request, progress, owned)
     show_plan(plan)
     unmet = ExitStatus.ACTION_NEEDED if plan.refusals else ExitStatus.OK
     if request.dry_run:
@@ -353,6 +361,10 @@ class _Run:
         self.results: dict[str, NodeResult] = {}
         self.admin: NodeAdmin | None = None
         self.client: ControllerClient | None = None
+        from spurctl.sources.settings import credential_uid
+
+        # Who the controller records as setting spurctl's drains (#860), where known.
+        self.uid = credential_uid(request.conn)
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -393,10 +405,14 @@ class _Run:
 
     def _update(
         self, t: Target, step: str, done: str, *, state: NodeState | None = None,
-        reason: str | None = None, labels: Mapping[str, str] | None = None, **extra: Any,
+        reason: str | None = None, labels: Mapping[str, str] | None = None,
+        expect: Seen, changed: Status = Status.REFUSED, why: str = "",
+        **extra: Any,
     ) -> bool:  # fmt: skip
-        """One journaled UpdateNode; False (and a FAILED result) when it did not go through."""
-        from spurctl.act.node_admin import AdminCallFailed
+        """One journaled UpdateNode, sent only while the node is as `expect` says; False
+        when it did not go through (a FAILED result), or the node had changed (left as it
+        is: a `changed` result, after `why`)."""
+        from spurctl.act.node_admin import AdminCallFailed, NodeChanged
 
         words = [f"state={state.name}"] if state is not None else []
         words += [f"reason={reason!r}"] if state is not None else []
@@ -411,7 +427,14 @@ class _Run:
                 lambda w: w.update_node(t.node, state=state, reason=reason, labels=labels),
                 done,
                 confirm=self._shows(t.node, state, reason if state is not None else None),
+                expect=expect,
             )
+        except NodeChanged as exc:
+            said = f"{why}; " if why else ""
+            self.results[t.node] = NodeResult(
+                t.node, changed, f"{said}{step} not sent: {exc.message}"
+            )
+            return False
         except AdminCallFailed as exc:
             self.results[t.node] = NodeResult(
                 t.node, Status.FAILED, f"{step} failed: {exc.message}"
@@ -423,15 +446,18 @@ class _Run:
         """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up;
         the node's result is `status` (refused after the re-read, or interrupted)."""
         hold = t.hold
+        # Only spurctl's drain, exactly as it set it: one set since (an admin's) stays.
+        mine = self._mine(t)
         if hold is not None:
             done = self._update(
                 t, "undrain", f"{why}; its earlier drain put back: {hold.reason!r}",
-                state=NodeState.DRAIN, reason=hold.reason,
+                state=NodeState.DRAIN, reason=hold.reason, expect=mine, changed=status, why=why,
             )  # fmt: skip
         else:
             done = self._update(
-                t, "undrain", f"{why}; spurctl's drain lifted", state=NodeState.IDLE
-            )
+                t, "undrain", f"{why}; spurctl's drain lifted", state=NodeState.IDLE,
+                expect=mine, changed=status, why=why,
+            )  # fmt: skip
         if done:
             lifted = "its earlier drain put back" if hold else "spurctl's drain lifted"
             self.results[t.node] = NodeResult(t.node, status, f"{why} ({lifted})")
@@ -474,10 +500,15 @@ class _Run:
         for t in removed:
             self._finish(t, back.get(t.node))
 
+    def _mine(self, t: Target) -> Seen:
+        """`t`'s node carrying spurctl's drain, as spurctl set it."""
+        return Seen.drained(t.reason, self.uid)
+
     def _drain(self, t: Target) -> bool:
+        assert t.seen is not None  # every target the plan judged; a removed one is not drained
         return self._update(
             t, "drain", f"drained: {t.reason}", state=NodeState.DRAIN, reason=t.reason,
-            restore=t.restore(),
+            expect=t.seen, restore=t.restore(),
         )  # fmt: skip
 
     def _rechecked(self, drained: Sequence[Target]) -> list[Target]:
@@ -514,7 +545,7 @@ class _Run:
 
     def _deregister(self, t: Target) -> bool:
         """DeregisterNode(force=false); True when the record is (or may be) gone."""
-        from spurctl.act.node_admin import AdminCallFailed
+        from spurctl.act.node_admin import AdminCallFailed, NodeChanged
 
         assert self.admin is not None
         reason = f"spurctl repair: phantom allocation {charge_text(t.charge)}"
@@ -523,7 +554,14 @@ class _Run:
             restore=t.restore(),
         )  # fmt: skip
         try:
-            self.admin.send(step, lambda w: w.deregister_node(t.node, reason), "removed")
+            self.admin.send(
+                step, lambda w: w.deregister_node(t.node, reason), "removed", expect=self._mine(t)
+            )
+        except NodeChanged as exc:
+            if exc.read and exc.now is None:
+                return True  # gone already: the wait tells whether it comes back
+            self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {exc.message}")
+            return False
         except AdminCallFailed as exc:
             if exc.code in ("NOT_FOUND", "UNKNOWN_OUTCOME"):
                 return True  # gone already, or may be: the wait tells
@@ -593,13 +631,18 @@ class _Run:
         )  # fmt: skip
         put_back = []
         labels = labels_to_restore(t.labels, node.labels)
+        back = Seen.of(node)  # as it registered again: nothing is put over a drain set since
         if labels:
-            if not self._update(t, "labels", f"labels put back: {labels}", labels=labels):
+            if not self._update(
+                t, "labels", f"labels put back: {labels}", labels=labels, expect=back
+            ):
                 return
             put_back.append("labels " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())))
         if t.hold is not None:
             done = f"drain put back: {t.hold.reason!r}"
-            if not self._update(t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason):
+            if not self._update(
+                t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason, expect=back
+            ):
                 return
             put_back.append(f"the drain {t.hold.reason!r}")
         detail = f"{t.node} registered again with no charge" + (
