@@ -24,7 +24,7 @@ import grpc
 import msgspec
 import pytest
 
-from spurctl.model import Allocation, Holding, NodeState, utcnow
+from spurctl.model import Allocation, Holding, NodeState, format_time, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident
@@ -653,14 +653,19 @@ def test_a_loosely_named_inventory_holding_a_live_run_beside_an_empty_exact_one_
     assert p.sim.node("gpu009") == before
 
 
-@pytest.mark.parametrize("release", [V0_8_0, V0_9_TO_0_11], ids=lambda r: r.name)
+@pytest.mark.parametrize(
+    ("release", "answer_limit"),
+    [(V0_8_0, None), (V0_9_TO_0_11, None), (V0_9_TO_0_11, 2_000)],
+    ids=["v0.8.0", "v0.9-0.11", "v0.9-0.11-small-answers"],
+)
 def test_an_active_job_with_no_nodelist_counts_as_possibly_on_the_node(
-    tmp_path: Path, release: SpurRelease
+    tmp_path: Path, release: SpurRelease, answer_limit: int | None
 ) -> None:
     """5119 RUNNING with its allocation not recorded yet (the `mid-commit` shape): it may
     hold gpu009's charge. Release v0.8.0 ignores GetJobs' `nodes` filter; 0.9.0 on, the
-    filter never answers a job with no allocated node."""
-    with phantom(tmp_path, spur_release=release) as p:
+    filter never answers a job with no allocated node. With answers capped at 2 kB the
+    active jobs are read a few at a time (by state, then by id range), and it is found."""
+    with phantom(tmp_path, spur_release=release, answer_limit=answer_limit) as p:
         job = p.sim.job(MID_COMMIT)
         assert job is not None
         p.sim.set_job(msgspec.structs.replace(job, nodelist=""))
@@ -693,3 +698,28 @@ def test_an_active_job_whose_nodelist_does_not_parse_counts_and_is_caught_at_the
         "plan, a placement spurctl cannot read: it may be on gpu009"
     ) in proc.stdout
     _no_deregister_intent(p)
+
+
+def test_a_loosely_named_inventory_showing_a_run_at_the_re_read_refuses_after_the_drain(
+    p: Phantom,
+) -> None:
+    """GPU009.site-b's inventory is read beside gpu009's, empty at the plan; during the tick
+    it shows a live process: the re-read refuses, and spurctl's drain is lifted."""
+    [line] = [json.loads(x) for x in p.live.read_text().splitlines() if '"gpu009"' in x]
+    line.update(node="GPU009.site-b", hostname="GPU009.site-b")
+    twin = p.live.with_name("twin.jsonl")
+    twin.write_text(json.dumps(line) + "\n")
+    busy = dict(line, collected_at=format_time(utcnow()), held=[
+        {"job_id": 5300, "cpus": 8, "memory_mb": 1024, "gpus": [0], "pids": [9101],
+         "started_at": line["collected_at"]},
+    ])  # fmt: skip
+    watcher = when_drained(p, lambda: twin.write_text(json.dumps(busy) + "\n"))
+    proc = repair(p, "--yes", "--tick", "3", "--inventory", str(twin))
+    watcher.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  refused: not removed: GPU009.site-b's inventory, a name that matches gpu009 "
+        "only loosely, holds job 5300, 1 process: it may be gpu009's"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009").state_reason == ""  # spurctl's drain lifted
