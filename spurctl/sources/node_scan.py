@@ -244,6 +244,8 @@ def _gather(
         agent_hostname=agent_hostname_option(proc_root, agent.pid, skip) if agent else None,
         ancestry_read=ancestry_read,
         session_refusals=tuple(sessions.refusals),
+        agent_controller=config.controller,
+        agent_cluster=config.cluster,
     )
     return inventory, _Evidence(table, boot, envs, membership)
 
