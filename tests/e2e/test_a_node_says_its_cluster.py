@@ -128,3 +128,26 @@ def test_the_controller_in_spurds_environment_binds_the_node_and_no_word_keeps_t
     )  # fmt: skip
     assert run.returncode == 1, run.stderr
     assert [(c.node, c.job_id) for c in a.cancels] == [("gpu003", 4711), ("gpu015", 4711)]
+
+
+def test_the_nodes_own_cluster_name_stops_a_reclaim_where_spur_conf_names_another(
+    clusters: tuple[SimCluster, SimCluster],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # gpu015's spurd has no --controller (its built-in localhost names nothing) but reads a
+    # spur.conf naming cluster alpha; the operator's spur.conf for B names beta.
+    a, b = clusters
+    inventory = node(tmp_path, "gpu015", conf='cluster_name = "alpha"\n')
+    assert json.loads(inventory.read_text())["agent_config"] == {"cluster": "alpha"}
+    beta = tmp_path / "beta.conf"
+    beta.write_text('cluster_name = "beta"\n')
+    env = config(tmp_path, b.controller_address, inventory, agent_map(a, tmp_path))
+    reclaim = ("reclaim", "--node", "gpu015", "--yes", "--journal", str(tmp_path / "j.jsonl"))
+    run = run_cli(*reclaim, "--conf", str(beta), env=env, home=tmp_path / "home")
+    one_line_error(run, "refusing the reclaim, nothing sent", "'alpha'", "'beta'")
+    assert a.cancels == [] and b.cancels == []
+    # With no spur.conf naming the view's cluster, a node's cluster name alone cannot be
+    # weighed against it: today's rules (which send).
+    run = run_cli(*reclaim, env=env, home=tmp_path / "home")
+    assert run.returncode == 1, run.stderr
+    assert [(c.node, c.job_id) for c in a.cancels] == [("gpu015", 4711)]
