@@ -114,6 +114,8 @@ def _conf(path: str | None, sys_root: Path, skip: SkipHook) -> tuple[str | None,
     if path is None:
         return None, None
     where = _under(sys_root, path)
+    if not where.is_file():  # absent, or a FIFO or device an open() could wait on for ever
+        return None, None
     raw = read_bytes(where, skip, limit=MAX_CONF)
     if raw is None:
         return None, None

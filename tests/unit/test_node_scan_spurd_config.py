@@ -13,6 +13,7 @@ spurd's user.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,24 @@ def test_sessions_owned_by_spurds_own_user_are_read_and_no_other_users(tmp_path:
         os.chown(path, SERVICE_UID + 1, SERVICE_UID + 1)
     (refusal,) = node.scan_sessions().session_refusals
     assert f"owned by uid {SERVICE_UID + 1}" in refusal.why and bound(node) is None
+
+
+def test_a_spur_conf_that_is_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
+    # spurd's -f names any path; opening a FIFO would wait for a writer for ever.
+    conf = tmp_path / "etc" / "spur" / "spur.conf"
+    conf.parent.mkdir(parents=True)
+    os.mkfifo(conf)
+    node = StepdNode(tmp_path)
+    spurd(node)
+    said: list[agent_config.AgentConfig] = []
+    reader = threading.Thread(
+        target=lambda: said.append(agent_config.read(node.proc, SPURD, tmp_path, ignore)),
+        daemon=True,
+    )
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # let the stuck open() return before failing
+        os.close(os.open(conf, os.O_WRONLY | os.O_NONBLOCK))
+    assert said, "reading spurd's settings waited on the FIFO"
+    assert said[0].cluster is None
+    assert said[0].state_dir == tmp_path / "var" / "spool" / "spur"
