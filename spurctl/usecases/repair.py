@@ -189,7 +189,7 @@ def prepare(
 ) -> RepairPlan:
     """Audit the nodes afresh and judge each: a target, a refusal, or no charge (`owned`:
     spurctl's drains; none without it)."""
-    from spurctl.audit_view import run_audit
+    from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.node_records import active_jobs_on
@@ -201,6 +201,7 @@ def prepare(
     scope = set(request.src.scope.keep(parse_scope(hostlist)))
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
     report, inputs = run_audit(src, request.conn, journal=request.journal_path)
+    refuse_another_cluster(inputs, request.conn, "the repair")
     view = inputs.view
     plan = RepairPlan(
         view.address, view.version, view.taken_at, fold(sorted(scope)), rejoin=rejoin,
