@@ -6,12 +6,14 @@ force=false) and let its spurd register a fresh one at its next heartbeat. The
 fresh record drops more than the charge: an admin's labels and any drain with its
 reason. So a repair drains the node first (spurctl's own reason), re-reads it, and
 refuses whenever the charge may be real in substance (an active job lists the node,
-or its inventory holds a run: zeroing the charge of a busy node would make it a
-dispatch-reject loop), whenever the evidence is old or does not show spurd running
-(only spurd's heartbeat brings the node back), and whenever the cluster may keep a
-removed node out (a WireGuard mesh or k0s prunes its peer; a join token may have
-expired). Every refusal is one line naming what it saw. Pure: the use case brings
-the records.
+or has no placement spurctl can read and so may be there; or an inventory holds a
+run: zeroing the charge of a busy node would make it a dispatch-reject loop),
+whenever the evidence is old or does not show spurd running (only spurd's heartbeat
+brings the node back), and whenever the cluster may keep a removed node out (a
+WireGuard mesh or k0s prunes its peer; a join token may have expired). Nothing
+vouches beyond what it names: only the inventory under the node's own name can show
+it safe to remove; one under a name that matches it only loosely can only refuse.
+Every refusal is one line naming what it saw. Pure: the use case brings the records.
 """
 
 from __future__ import annotations
