@@ -79,10 +79,11 @@ def nodelist_limit(nodes_listed: int) -> int:
 
 
 class UnreadableNodelist(SpurctlError):
-    """A controller's nodelist spurctl does not read: `why` says why, in a few words."""
+    """A controller's nodelist spurctl does not read; `why` finishes "job 4711's
+    nodelist 'n[1-90000000]' ..." for the audit's notes."""
 
-    def __init__(self, hostlist: str, why: str) -> None:
-        super().__init__(f"bad hostlist {hostlist!r}: {why}")
+    def __init__(self, hostlist: str, message: str, why: str) -> None:
+        super().__init__(f"bad hostlist {hostlist!r}: {message}")
         self.why = why
 
 
@@ -90,7 +91,9 @@ def _size(hostlist: str) -> int:
     try:
         return spur_hostlist.size(hostlist)
     except spur_hostlist.BadNodelist as exc:
-        raise UnreadableNodelist(hostlist, f"Spur cannot read it ({exc})") from None
+        raise UnreadableNodelist(
+            hostlist, f"Spur cannot read it ({exc})", f"is not a valid hostlist ({exc})"
+        ) from None
 
 
 @functools.lru_cache(maxsize=65536)
@@ -104,11 +107,8 @@ def _spur_names(hostlist: str) -> frozenset[str]:
 def _read(hostlist: str, limit: int) -> frozenset[str]:
     size = _size(hostlist)
     if size > limit:
-        raise UnreadableNodelist(
-            hostlist,
-            f"it names {size:,} nodes, more than the {limit:,} it may (the nodes the "
-            "controller lists), so it is not read",
-        )
+        why = f"names {size:,} nodes, more than the {limit:,} one nodelist is read to here"
+        raise UnreadableNodelist(hostlist, f"it {why}", why)
     return _spur_names(hostlist)
 
 

@@ -367,7 +367,9 @@ def test_the_node_table_bounds_a_nodelist_with_a_floor_and_a_cap_when_unknown() 
     assert hostlist.nodelist_limit(3) == hostlist.NODELIST_FLOOR
     assert hostlist.nodelist_limit(0) == hostlist.MAX_NODES
     assert len(hostlist.expand("n[1-2000]", limit=2_000)) == 2_000
-    with pytest.raises(hostlist.UnreadableNodelist, match="2,001 nodes, more than the 2,000"):
+    with pytest.raises(
+        hostlist.UnreadableNodelist, match="2,001 nodes, more than the 2,000 one nodelist"
+    ):
         hostlist.expand("n[0-2000]", limit=2_000)
 
 
