@@ -87,13 +87,15 @@ class UnreadableNodelist(SpurctlError):
         self.why = why
 
 
-def _size(hostlist: str) -> int:
-    try:
-        return spur_hostlist.size(hostlist)
-    except spur_hostlist.BadNodelist as exc:
-        raise UnreadableNodelist(
-            hostlist, f"Spur cannot read it ({exc})", f"is not a valid hostlist ({exc})"
-        ) from None
+def _unreadable(hostlist: str, exc: spur_hostlist.BadNodelist) -> UnreadableNodelist:
+    return UnreadableNodelist(
+        hostlist, f"Spur cannot read it ({exc})", f"is not a valid hostlist ({exc})"
+    )
+
+
+def _too_long(hostlist: str, size: int, limit: int) -> UnreadableNodelist:
+    why = f"names {size:,} nodes, more than the {limit:,} one nodelist is read to here"
+    return UnreadableNodelist(hostlist, f"it {why}", why)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -105,10 +107,13 @@ def _spur_names(hostlist: str) -> frozenset[str]:
 
 
 def _read(hostlist: str, limit: int) -> frozenset[str]:
-    size = _size(hostlist)
+    # Asked once per multi-node holding of an audit: two cache look-ups, nothing between.
+    try:
+        size = spur_hostlist.size(hostlist)
+    except spur_hostlist.BadNodelist as exc:
+        raise _unreadable(hostlist, exc) from None
     if size > limit:
-        why = f"names {size:,} nodes, more than the {limit:,} one nodelist is read to here"
-        raise UnreadableNodelist(hostlist, f"it {why}", why)
+        raise _too_long(hostlist, size, limit)
     return _spur_names(hostlist)
 
 
