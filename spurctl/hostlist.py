@@ -102,7 +102,7 @@ def _too_long(hostlist: str, size: int, limit: int) -> UnreadableNodelist:
 def _spur_names(hostlist: str) -> frozenset[str]:
     # Sized for one audit's active multi-node jobs (one read each, reused for every
     # holding and node that asks); bounded so a long-lived process cannot grow without end.
-    # Only asked once `_size` has allowed it.
+    # Only asked once `_read` has counted it within its limit.
     return frozenset(spur_hostlist.expand(hostlist))
 
 
