@@ -172,6 +172,7 @@ def test_a_nodelist_past_the_node_table_is_noted_and_never_expanded(c: Cluster) 
         "job 4801's nodelist 'gpu[1-90000000]' names 90,000,000 nodes" in n for n in notes
     ), notes
     assert any("job 4802's nodelist 'gpu[1 -90000000]' is not a valid hostlist" in n for n in notes)
+    assert [sum(f"job {j}'s nodelist" in n for n in notes) for j in (4801, 4802)] == [1, 1]
     # Either job may run on any node: gpu110's charge is not called phantom while they run.
     assert not [f for f in report["findings"] if f["kind"] in ("phantom-alloc", "excess-alloc")]
     assert not [f for f in report["findings"] if f["action"] == "reclaim"]
