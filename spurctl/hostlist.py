@@ -106,10 +106,24 @@ def _spur_names(hostlist: str) -> frozenset[str]:
     return frozenset(spur_hostlist.expand(hostlist))
 
 
+@functools.lru_cache(maxsize=65536)
+def _size(hostlist: str) -> int:
+    """How many names Spur reads in `hostlist`; BadNodelist where it fails, or where
+    release v0.8.0 splits the list otherwise than later ones (a stray `]` before a
+    comma, #643): which release answers, a version string of 0.8.0 cannot tell."""
+    if "]" in hostlist and spur_hostlist.split_top_level(
+        hostlist, clamped=False
+    ) != spur_hostlist.split_top_level(hostlist):
+        raise spur_hostlist.BadNodelist(
+            "a stray ']' before a comma, which Spur v0.8.0 and later releases split apart (#643)"
+        )
+    return spur_hostlist.size(hostlist)
+
+
 def _read(hostlist: str, limit: int) -> frozenset[str]:
     # Asked once per multi-node holding of an audit: two cache look-ups, nothing between.
     try:
-        size = spur_hostlist.size(hostlist)
+        size = _size(hostlist)
     except spur_hostlist.BadNodelist as exc:
         raise _unreadable(hostlist, exc) from None
     if size > limit:

@@ -52,17 +52,19 @@ class BadNodelist(SpurctlError):
     """A nodelist Spur's `expand` refuses, or one too intricate to count."""
 
 
-def split_top_level(text: str) -> list[str]:
+def split_top_level(text: str, *, clamped: bool = True) -> list[str]:
     """The comma-separated parts of `text` outside brackets, untrimmed, a stray `]`
-    clamped at depth 0 (Spur's `split_top_level` since #643)."""
-    if "[" not in text:  # no bracket ever opens: every comma splits
+    clamped at depth 0 (Spur's `split_top_level` since #643). `clamped=False` splits as
+    release v0.8.0 did: a stray `]` takes the depth below 0, and no comma splits until
+    a `[` brings it back."""
+    if "[" not in text and (clamped or "]" not in text):  # every comma splits
         return text.split(",")
     parts, depth, start = [], 0, 0
     for i, c in enumerate(text):
         if c == "[":
             depth += 1
         elif c == "]":
-            depth = max(depth - 1, 0)
+            depth = max(depth - 1, 0) if clamped else depth - 1
         elif c == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1

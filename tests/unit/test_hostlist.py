@@ -362,6 +362,17 @@ def test_a_controllers_nodelist_past_the_node_table_is_refused_unexpanded(text: 
     assert str(caught.value).startswith(f"bad hostlist {text!r}: ")
 
 
+@pytest.mark.parametrize("text", ["x],y", "gpu01],gpu02", "x],[y,z]"])
+def test_a_nodelist_spur_releases_split_apart_is_not_read(text: str) -> None:
+    # v0.8.0's split_top_level lets a stray ']' take the depth below 0 (no comma splits
+    # after it); #643 clamps it at 0. "0.8.0" is both releases' version string.
+    assert spur_hostlist.split_top_level(text) != spur_hostlist.split_top_level(text, clamped=False)
+    with pytest.raises(hostlist.UnreadableNodelist, match="#643"):
+        hostlist.node_in(text, "y")
+    assert hostlist.may_name(text, "elsewhere")
+    assert hostlist.expand("x]") == {"x]"}  # no comma after it: both releases read one name
+
+
 def test_the_node_table_bounds_a_nodelist_with_a_floor_and_a_cap_when_unknown() -> None:
     assert hostlist.nodelist_limit(20_000) == 20_000
     assert hostlist.nodelist_limit(3) == hostlist.NODELIST_FLOOR
