@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spurctl.hostlist import named_nodes
+from spurctl.hostlist import may_name
 from spurctl.model import ACTIVE_STATES, Job, Node
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.releases import filters_for
@@ -36,7 +36,8 @@ def read_node(client: ControllerClient, name: str) -> Node | None:
 
 
 def active_jobs_on(client: ControllerClient, name: str, version: str) -> list[Job]:
-    """The active jobs whose nodelist names `name`: asked by node where the controller's
+    """The active jobs whose nodelist names `name` (or may: one spurctl does not read may
+    run on any node): asked by node where the controller's
     version filters by node (0.9.0 on), else every active job, filtered here; an
     answer's job on other nodes (an ignored filter) is dropped here either way."""
     by_node = filters_for(version).nodes
@@ -46,7 +47,7 @@ def active_jobs_on(client: ControllerClient, name: str, version: str) -> list[Jo
     )
     answer = client.read("GetJobs", request)
     jobs = (job_from_pb(j) for j in answer.jobs)
-    return [j for j in jobs if j.state.active and j.nodelist and name in named_nodes(j.nodelist)]
+    return [j for j in jobs if j.state.active and j.nodelist and may_name(j.nodelist, name)]
 
 
 @dataclass(frozen=True, slots=True)
