@@ -247,30 +247,42 @@ def test_repair_reads_a_v0_8_0_controller_with_many_active_jobs_as_audit_does(
 ) -> None:
     # 1,000 running jobs, far over the answer limit together: repair's reads of the
     # active jobs on a node went out unfiltered (v0.8.0 has no `nodes`) and were refused
-    # (exit 2), where the audit read them by id range and named gpu200's phantom charge.
+    # (exit 2), where the audit read them by id range and named the phantom charges.
     monkeypatch.setattr(controller, "_PLANNED_ANSWER", LIMIT // 2)
-    scenario = striped(200, 2_000, phantom=1)
-    scenario.agent_started_at["gpu200"] = datetime(2026, 11, 18, 7, 31, tzinfo=UTC)
+    scenario = striped(200, 2_000, phantom=3)
+    phantoms = ["gpu198", "gpu199", "gpu200"]
+    for name in phantoms:
+        scenario.agent_started_at[name] = datetime(2026, 11, 18, 7, 31, tzinfo=UTC)
     with SimCluster(
         scenario, answer_limit=LIMIT, spur_release=V0_8_0, heartbeat_interval=0.1
     ) as sim:
+        with ControllerClient(Connection((sim.controller_address,), timeout=30.0)) as client:
+            client.active_jobs()
+        one_read = len(sim.job_requests)
         live = sim.write_inventories(tmp_path / "live.jsonl")
         conf = tmp_path / "spur.conf"
         conf.write_text("[controller]\nhosts = []\n")
         common = ("--controller", sim.controller_address, "--inventory", str(live))
         with kept_fresh(sim, live):
             audit = run_cli(
-                "audit", *common, "--nodes", "gpu200", "--format", "json", home=tmp_path
+                "audit", *common, "--nodes", "gpu[198-200]", "--format", "json", home=tmp_path
             )
-            [finding] = json.loads(audit.stdout)["findings"]
-            assert finding["kind"] == "phantom-alloc"
+            found = json.loads(audit.stdout)["findings"]
+            assert [(f["node"], f["kind"]) for f in found] == [
+                (n, "phantom-alloc") for n in phantoms
+            ]
+            audited = len(sim.job_requests) - one_read
             proc = run_cli(
-                "repair", "--node", "gpu200", *common, "--conf", str(conf),
+                "repair", "--node", "gpu[198-200]", *common, "--conf", str(conf),
                 "--journal", str(tmp_path / "journal.jsonl"), "--tick", "0", "--wait", "5",
                 "--yes", home=tmp_path,
             )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "Repair result: 1 repaired" in proc.stdout
-        assert sim.node("gpu200").alloc.empty
+        assert "Repair result: 3 repaired" in proc.stdout
+        assert all(sim.node(n).alloc.empty for n in phantoms)
         assert not [r for r in sim.job_requests if r.nodes]
         assert max(sim.answer_sizes) <= LIMIT
+        # Its audit, then one read of the active jobs for the plan and one for the
+        # re-read after the drain, whatever the number of nodes.
+        repaired = len(sim.job_requests) - one_read - audited
+        assert repaired <= audited + 2 * one_read + 2, (repaired, audited, one_read)
