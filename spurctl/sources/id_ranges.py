@@ -214,10 +214,12 @@ def _add(into: JobRead, part: list[pb.JobInfo]) -> None:
 
 
 def _top(jobs: Jobs, into: JobRead, read: Sequence[int]) -> int:
-    """One above the highest job id the controller holds, as far as probing shows: the
-    highest read so far (0: none), then the ids above it (`locate_top`). The probes' jobs
-    in states the read does not ask for (the ended ones above every job read: they raise
-    the watermark) are kept in `into`; the others come with the read."""
+    """An id above every job id the controller holds, as far as probing shows, at most
+    SETTLED above the highest (`locate_top`, from the highest read so far). The probes'
+    jobs in states the read does not ask for (the ended ones above every job read: they
+    raise the watermark) are kept in `into`; the others come with the read. Ended jobs
+    between the runs are not read: the watermark may then lie below the highest id,
+    which only spares more."""
     found, end = locate_top(jobs, into.highest())
     asked = set(read)
     into.messages += [m for m in found if m.state not in asked]
