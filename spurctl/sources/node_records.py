@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spurctl.hostlist import named_nodes, placement_unread
+from spurctl.hostlist import may_name, placement_unread
 from spurctl.model import Job, Node
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources.wire import node_from_pb
@@ -38,13 +38,15 @@ def read_node(client: ControllerClient, name: str) -> Node | None:
 def active_jobs_on(client: ControllerClient, name: str, version: str) -> list[Job]:
     """The active jobs that may be on `name`: those whose nodelist names it, and those
     whose placement cannot be read (no nodelist yet: state and allocation commit apart;
-    or one spurctl cannot parse), which may be anywhere. Every active job is read and
-    filtered here, whatever the release: the `nodes` filter (0.9.0 on) never answers a
-    job with no allocated node, and release v0.8.0 ignores it."""
+    or one spurctl does not read), which may be anywhere. Every active job is read
+    (`ControllerClient.active_jobs`: by state and job-id range under the answer limit,
+    shared by a pass over many nodes) and filtered here, whatever the release: the
+    `nodes` filter (0.9.0 on) never answers a job with no allocated node, and release
+    v0.8.0 ignores it. `version` is the controller's, for callers that pass it."""
     return [
         j
-        for j in client.active_jobs(version)
-        if placement_unread(j.nodelist) or name in named_nodes(j.nodelist)
+        for j in client.active_jobs().values()
+        if j.state.active and (placement_unread(j.nodelist) or may_name(j.nodelist, name))
     ]
 
 

@@ -209,7 +209,7 @@ def prepare(
     )  # fmt: skip
     unknown = []
     now = utcnow()
-    with ControllerClient(request.conn) as client:
+    with ControllerClient(request.conn) as client, client.sharing():
         for name in sorted(scope):
             pending = progress.get(name)
             node = view.nodes.get(name)
@@ -523,25 +523,27 @@ class _Run:
         fresh = _fresh_inventories(self.request.src, [t.node for t in drained])
         now = utcnow()
         passing = []
-        for t in drained:
-            node = self._read(t.node)
-            jobs = active_jobs_on(self.client, t.node, self.plan.controller_version)
-            refused = recheck(
-                t, node, jobs, _inventory_of(t.node, fresh), now=now,
-                max_age_s=self.request.max_inventory_age_s,
-                loose=loose_inventories(t.node, fresh.values()),
-            )  # fmt: skip
-            if refused is None:
-                passing.append(t)
-                continue
-            why, ours = refused
-            self.admin.outcome(
-                self._step(t, "recheck", "re-read"), "skipped", f"not removed: {why}"
-            )
-            if ours:
-                self._lift(t, f"not removed: {why}")
-            else:
-                self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {why}")
+        # One read of the active jobs for every drained node.
+        with self.client.sharing():
+            for t in drained:
+                node = self._read(t.node)
+                jobs = active_jobs_on(self.client, t.node, self.plan.controller_version)
+                refused = recheck(
+                    t, node, jobs, _inventory_of(t.node, fresh), now=now,
+                    max_age_s=self.request.max_inventory_age_s,
+                    loose=loose_inventories(t.node, fresh.values()),
+                )  # fmt: skip
+                if refused is None:
+                    passing.append(t)
+                    continue
+                why, ours = refused
+                self.admin.outcome(
+                    self._step(t, "recheck", "re-read"), "skipped", f"not removed: {why}"
+                )
+                if ours:
+                    self._lift(t, f"not removed: {why}")
+                else:
+                    self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {why}")
         return passing
 
     def _deregister(self, t: Target) -> bool:

@@ -25,10 +25,9 @@ def inv(
 
 def test_a_placement_is_unread_when_blank_or_not_a_list_spurctl_parses() -> None:
     assert placement_unread("") and placement_unread("  ") and placement_unread(" , ")
-    assert placement_unread("gpu[001-1000]")  # Spur's compress; ClusterShell refuses it
-    assert placement_unread("gpu[0")
+    assert placement_unread("gpu[0") and placement_unread("gpu009],gpu010")  # #643's stray ]
     assert not placement_unread("gpu009") and not placement_unread(" gpu009 ")
-    assert not placement_unread("gpu[008-010]") and not placement_unread("gpu[008 - 010]")
+    assert not placement_unread("gpu[008-010]") and not placement_unread("gpu[001-1000]")
 
 
 def test_loose_inventories_are_every_other_name_that_matches_loosely() -> None:
