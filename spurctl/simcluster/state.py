@@ -474,7 +474,8 @@ class ClusterState:
     # -- controller writes ---------------------------------------------------------
 
     def set_job(self, job: Job) -> None:
-        """Insert or replace a job, moving its share of node allocations with it."""
+        """Insert or replace a job, moving its share of node allocations with it (none for a
+        nodelist the simulator cannot read: `allocated`)."""
         with self.lock:
             new_nodes = allocated(job) if job.state.active else frozenset()
             for name in new_nodes:

@@ -36,6 +36,7 @@ from spurctl.decide.repair import (
     charge_text,
     judge,
     labels_to_restore,
+    loose_inventories,
     recheck,
     rejoin_refusal,
     repair_progress,
@@ -228,6 +229,7 @@ def prepare(
                 node, found, jobs, inv, now=now, max_age_s=request.max_inventory_age_s,
                 view_complete=view.complete, restore_hold=request.restore_drain,
                 owned=owned or Ownership(), pending=pending,
+                loose=loose_inventories(name, inputs.inventories.values()),
             )  # fmt: skip
             if decision is None:
                 plan.uncharged.append(name)
@@ -247,13 +249,9 @@ def prepare(
 
 
 def _inventory_of(name: str, inventories: Mapping[str, Inventory]) -> Inventory | None:
-    from spurctl.hostlist import loose_key
-
-    inv = inventories.get(name)
-    if inv is not None:
-        return inv
-    loose = [i for n, i in inventories.items() if loose_key(n) == loose_key(name)]
-    return loose[0] if len(loose) == 1 else None
+    """The node's exact-named inventory, the only one that can vouch for its repair (the
+    loosely named ones can only refuse it: decide.repair.loose_inventories)."""
+    return inventories.get(name)
 
 
 def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now: datetime) -> None:
@@ -525,7 +523,7 @@ class _Run:
         fresh = _fresh_inventories(self.request.src, [t.node for t in drained])
         now = utcnow()
         passing = []
-        # One read of the active jobs for every drained node (a release without a node filter).
+        # One read of the active jobs for every drained node.
         with self.client.sharing():
             for t in drained:
                 node = self._read(t.node)
@@ -533,6 +531,7 @@ class _Run:
                 refused = recheck(
                     t, node, jobs, _inventory_of(t.node, fresh), now=now,
                     max_age_s=self.request.max_inventory_age_s,
+                    loose=loose_inventories(t.node, fresh.values()),
                 )  # fmt: skip
                 if refused is None:
                     passing.append(t)
