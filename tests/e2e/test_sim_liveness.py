@@ -4,14 +4,16 @@ docs/spur-facts.md, "A drained node whose heartbeat is lost": the timeout turns 
 DRAINING node (a drain on a charged node) DOWN with the drain's reason and its lock,
 which the heartbeat's return does not lift; an up node goes DOWN `Not responding` and
 comes back by itself; a DRAIN node stays DRAIN; an UpdateNode to IDLE lifts a locked
-DOWN. In the incident gpu009 carries a phantom charge; gpu012 runs job 4950.
+DOWN. Since #784 a graceful spurd stop marks a DRAINING hold DOWN the same way. In
+the incident gpu009 carries a phantom charge; gpu012 runs job 4950.
 """
 
 from __future__ import annotations
 
-from spurctl.model import JobState, NodeState
+from spurctl.model import JobState, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import SimCluster
+from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster.releases import NEWEST
 from tests.e2e.test_simcluster import controller
 
 
@@ -54,3 +56,14 @@ def test_a_drained_node_stays_drain(sim: SimCluster) -> None:
     assert _state(sim, idle) == (pb.NODE_DRAIN, "ops: idle drain")
     sim.lose_heartbeat(idle)
     assert _state(sim, idle) == (pb.NODE_DRAIN, "ops: idle drain")
+
+
+def test_after_784_a_graceful_spurd_stop_turns_a_draining_hold_down_locked() -> None:
+    with SimCluster(incident(), spur_release=NEWEST) as sim:
+        sim.admin_update("gpu009", NodeState.DRAIN, "ops: check")
+        assert _state(sim, "gpu009") == (pb.NODE_DRAINING, "ops: check")
+        sim.restart_agent("gpu009", utcnow(), graceful=True)
+        assert _state(sim, "gpu009") == (pb.NODE_DOWN, "ops: check")
+        assert sim.node("gpu009").reason_uid == 1000  # the hold's, kept
+        sim.heartbeat()
+        assert _state(sim, "gpu009") == (pb.NODE_DOWN, "ops: check")
