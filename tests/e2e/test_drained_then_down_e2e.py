@@ -66,7 +66,10 @@ def test_resume_lists_spurctls_drain_gone_down_and_lifts_it_once_clean_with_spur
     wait_for(lambda: '"job_id": 4950' not in c.live.read_text())
     proc = command(c, "resume", "gpu012", "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"gpu012  UpdateNode(state=IDLE): lifts '{ORPHAN_DRAIN}'" in proc.stdout
+    assert (
+        f"gpu012  UpdateNode(state=IDLE): lifts '{ORPHAN_DRAIN}', its audit is clean and its "
+        "spurd runs (DOWN since its heartbeat was lost)"
+    ) in proc.stdout
     node = c.sim.node("gpu012")
     assert (node.state, node.state_reason) == (NodeState.IDLE, "")
     resumed = [r for r in journal_records(c.journal) if r.get("action") == "resume"]
