@@ -20,6 +20,7 @@ import pytest
 
 from spurctl.model import NodeState
 from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster.releases import NEWEST
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_drain_resume_e2e import ORPHAN_DRAIN, Cluster, command
 from tests.e2e.test_reclaim_confirm import kept_fresh
@@ -118,3 +119,32 @@ def test_drain_audit_nodes_and_explain_say_down_since_spurctls_drain_never_an_ad
     cause = json.loads(explain.stdout)["controller_node"]["cause"]
     assert cause.startswith(words), cause
     assert "admin" not in cause
+
+
+def test_on_the_newest_spur_the_drains_uid_survives_the_timeout_and_resume_lifts_it(
+    tmp_path: Path,
+) -> None:
+    """#860/#784: an admin hold keeps its reason_uid under the timeout, so spurctl's drain
+    gone DOWN is still spurctl's by its credential's uid."""
+    from spurctl.sources import credentials
+    from spurctl.usecases.drain import Verb
+    from tests.e2e.test_drain_owner_e2e import KEY, _clean_gpu012, _cluster, _in_process
+
+    gen = _cluster(tmp_path, spur_release=NEWEST, auth="required", jwt_key=KEY)
+    c = next(gen)
+    try:
+        ops = credentials.mint(KEY, "ops", uid=1000, admin=True)
+        drained = _in_process(c, Verb.DRAIN, "gpu012", lambda plan: True, token=ops)
+        assert drained.done == {"gpu012": (True, f"drained: {ORPHAN_DRAIN}")}, drained
+        c.sim.lose_heartbeat("gpu012")
+        node = c.sim.node("gpu012")
+        assert (node.state, node.state_reason, node.reason_uid) == (
+            NodeState.DOWN, ORPHAN_DRAIN, 1000,
+        )  # fmt: skip
+        c.sim.start_agent("gpu012")
+        _clean_gpu012(c)
+        resumed = _in_process(c, Verb.RESUME, "gpu012", lambda plan: True, token=ops)
+        assert resumed.done == {"gpu012": (True, f"resumed: lifted {ORPHAN_DRAIN!r}")}, resumed
+        assert c.sim.node("gpu012").state is NodeState.IDLE
+    finally:
+        gen.close()
