@@ -343,7 +343,10 @@ def run_audit(
     report = audit(inputs, include_healthy=include_healthy)
     report.cluster = None if conn is None else conn.cluster
     if journal is not None:
+        from spurctl.decide.drains import down_notes
+
         report.node_admin = _node_admin(journal, inputs, conn)
+        report.notes.extend(down_notes(report.node_admin))
     return report, inputs
 
 

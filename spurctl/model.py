@@ -519,6 +519,8 @@ class NodeAdminMetrics:
     drains: dict[str, int] = field(default_factory=dict)  # by command (drain, repair)
     resumes: int = 0
     drained: dict[str, datetime | None] = field(default_factory=dict)
+    # Those of `drained` that are DOWN: their heartbeat was lost since spurctl drained them.
+    down: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -133,3 +133,31 @@ def rfc3339(text: str, option: str) -> datetime:
     if when is None:
         raise SpurctlError(f"{option} {text!r} is not an RFC 3339 time (e.g. 2026-12-01T14:02:11Z)")
     return when
+
+
+def parse_max_unavailable(value: str | object) -> Any:
+    """`--max-unavailable N|P%`: a number of nodes (0 or more), or a percentage of the
+    nodes the controller lists (more than 0, at most 100; never fewer than one node)."""
+    from spurctl.decide.budget import MaxUnavailable
+
+    if isinstance(value, MaxUnavailable):
+        return value
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if math.isfinite(percent) and 0 < percent <= 100:
+                return MaxUnavailable(percent=percent)
+        else:
+            count = int(text)
+            if count >= 0:
+                return MaxUnavailable(count=count)
+    except ValueError:
+        pass
+    raise typer.BadParameter(
+        f"{text!r} is neither a number of nodes (0 or more) nor a percentage of the "
+        "controller's nodes (above 0%, at most 100%), e.g. 5 or 2%"
+    )
+
+
+NUMBER_PARSERS.add(parse_max_unavailable)

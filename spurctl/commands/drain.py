@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from spurctl import options as opt
+from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import SpurctlError
-from spurctl.option_values import parse_duration
+from spurctl.option_values import parse_duration, parse_max_unavailable
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
 
@@ -44,6 +45,29 @@ MaxAgeOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "drain", "the result")]
+MaxUnavailableOpt = Annotated[
+    MaxUnavailable,
+    typer.Option(
+        "--max-unavailable",
+        help="The most nodes spurctl may hold out of service by its own reason (any run's, "
+        "counted from the controller) with this run's: N nodes, or P% of the nodes the "
+        "controller lists (at least 1). A run that would pass it is refused whole.",
+        parser=parse_max_unavailable,
+        metavar="N|P%",
+        show_default="2%",
+    ),
+]
+CooldownOpt = Annotated[
+    float,
+    typer.Option(
+        "--cooldown",
+        help="A node spurctl resumed is not drained again by spurctl within this (e.g. "
+        "10m, 1h), unless it is the only node named.",
+        parser=parse_duration,
+        metavar="DURATION",
+        show_default="10m",
+    ),
+]
 
 
 def hostlist_of(scope: Scope) -> str:
@@ -63,6 +87,8 @@ def command(
     journal_path: JournalOpt = None,
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
+    max_unavailable: MaxUnavailableOpt = DEFAULT_MAX_UNAVAILABLE,
+    cooldown: CooldownOpt = DEFAULT_COOLDOWN_S,
     scope: Scope = Scope(),
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -74,14 +100,18 @@ def command(
     jobs it then rejects. Each such node is drained with spurctl's reason, e.g.
     `spurctl: agent-orphan job 4711 (spurctl explain gpu017)`; a node already
     drained or DOWN for another reason is left alone. Journaled. `spurctl resume`
-    lifts these drains once the node is clean. Exit 0 when every such node is
-    drained, 1 when one could not be, 2 on errors.
+    lifts these drains once the node is clean. Never more than --max-unavailable
+    nodes out of service by spurctl's reason (a run that would pass it sends nothing,
+    exit 2); a node spurctl resumed within --cooldown is left unless named alone.
+    Exit 0 when every such node is drained, 1 when one could not be (or is cooling
+    down), 2 on errors.
     """
     from spurctl.usecases.drain import Verb
 
     return run_change(
         Verb.DRAIN, opt.with_json(ctx, fmt, as_json), scope, holdings, conn,
         journal_path=journal_path, dry_run=dry_run, yes=yes,
+        max_unavailable=max_unavailable, cooldown_s=cooldown,
     )  # fmt: skip
 
 
@@ -96,6 +126,8 @@ def run_change(
     dry_run: bool,
     yes: bool,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
+    max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE,
+    cooldown_s: float = DEFAULT_COOLDOWN_S,
 ) -> int:
     """drain's or resume's one request, use-case call and render call (they differ only
     in the verb and resume's inventory age)."""
@@ -114,6 +146,8 @@ def run_change(
         dry_run=dry_run,
         yes=yes,
         max_inventory_age_s=max_inventory_age_s,
+        max_unavailable=max_unavailable,
+        cooldown_s=cooldown_s,
     )
     done = change(
         request,

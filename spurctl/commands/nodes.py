@@ -77,6 +77,7 @@ def command(
     as_json: opt.JsonOpt = False,
     no_header: opt.NoHeaderOpt = False,
     ack_version: opt.AckVersionOpt = None,
+    journal_path: opt.HistoryJournalOpt = None,
     scope: Scope = Scope(),
     holdings: opt.HoldingOptions = opt.HoldingOptions(),
     conn: opt.ConnectionOptions = opt.ConnectionOptions(),
@@ -101,8 +102,11 @@ def command(
         raise SpurctlError("--no-header is for the table: drop --format (or drop --no-header)")
     ack = opt.ack_version(ctx, ack_version)
     states = [NodeState[w.upper()] for v in state or () for w in v.split(",")]
+    from spurctl.act.journal import default_path
+
     listing = run_nodes(
-        holdings.sources(scope, snapshot), None if snapshot else conn.connect(), states=states
-    )
+        holdings.sources(scope, snapshot), None if snapshot else conn.connect(), states=states,
+        journal=journal_path or default_path(),
+    )  # fmt: skip
     show(listing, fmt, detect(), header=not no_header, ack=ack)
     return ExitStatus.OK

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from spurctl import options as opt
+from spurctl.commands.drain import CooldownOpt, MaxUnavailableOpt
+from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_REJOIN_WAIT_S, DEFAULT_TICK_S
 from spurctl.errors import SpurctlError
 from spurctl.option_values import parse_duration
@@ -116,6 +118,8 @@ def command(
     wait: WaitOpt = DEFAULT_REJOIN_WAIT_S,
     rejoin_checked: RejoinCheckedOpt = False,
     restore_drain: RestoreDrainOpt = False,
+    max_unavailable: MaxUnavailableOpt = DEFAULT_MAX_UNAVAILABLE,
+    cooldown: CooldownOpt = DEFAULT_COOLDOWN_S,
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
     scope: Scope = Scope(),
@@ -130,9 +134,13 @@ def command(
     nothing, the charge unchanged), DeregisterNode(force=false; never force), a
     bounded wait for its spurd to register it again, GetNode showing no charge, then
     the labels and someone else's drain put back. Every call is journaled; a repair
-    stopped part way is taken up by the next run on that node. Exit 0 when every node
-    was repaired (or had no charge), 1 when one was refused, failed or did not come
-    back, 2 on errors (nothing sent).
+    stopped part way is taken up by the next run on that node. Never more than
+    --max-unavailable nodes out of service by spurctl's reason (a run that would pass
+    it sends nothing, exit 2); a node spurctl resumed within --cooldown is refused
+    unless named alone. A dry run shows its plan even where spur.conf cannot vouch
+    for a removed node's return. Exit 0 when every node was repaired (or had no
+    phantom charge), 1 when one was refused, failed or did not come back, 2 on
+    errors (nothing sent).
     """
     from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
@@ -180,6 +188,8 @@ def command(
         wait_s=wait,
         rejoin_checked=rejoin_checked,
         restore_drain=restore_drain,
+        max_unavailable=max_unavailable,
+        cooldown_s=cooldown,
         view_flags=(
             *opt.view_flags(holdings, conn),
             *(["--journal", str(journal_path)] if journal_path else []),

@@ -8,12 +8,15 @@ Two things the classifier's arms cannot see from the job alone (docs/spur-facts.
   cancels that the heartbeat timeout and spurd's deregistration send). The runs go
   on on a node that is alive: terminal-held here, active-elsewhere once a job is
   requeued. The finding names that cause when the node's state and reason show it.
+  A DOWN carrying a drain's reason of spurctl's is no admin's: spurctl never sets DOWN,
+  and a heartbeat timeout keeps a drained node's reason (and sends the cancels).
 - Spur's health checks (decide/health.py): nothing is freed for them.
 """
 
 from __future__ import annotations
 
 from spurctl.decide.health import is_health_check_drain, spare_reason
+from spurctl.decide.repair import SPURCTL_PREFIX
 from spurctl.model import Action, Job, JobState, Kind, Node, NodeState
 
 # The reasons Spur gives a node it marks DOWN itself, and then cancels its evicted jobs'
@@ -32,6 +35,11 @@ def admin_down(node: Node | None) -> str | None:
         return None
     reason = node.state_reason.strip()
     if reason in SPUR_DOWN_REASONS or is_health_check_drain(reason):
+        return None
+    if reason.startswith(SPURCTL_PREFIX):
+        # spurctl never sets DOWN: a drain's reason on a DOWN node is the heartbeat timeout
+        # keeping a drain's reason (node.rs, cluster.rs apply_health_actions), and that
+        # timeout sends its evicted jobs' cancels. No admin's DOWN to name.
         return None
     said = f"with reason {reason!r}" if reason else "with no reason"
     return (

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from spurctl.decide.budget import DEFAULT_COOLDOWN_S, cooling
 from spurctl.decide.health import is_health_check_drain
-from spurctl.decide.owner import Ownership, Seen, journaled_drains
+from spurctl.decide.owner import Ownership, Seen, down_since
 from spurctl.decide.reasons import duration
 from spurctl.decide.repair import HOLDS, SPURCTL_PREFIX, is_repair_drain
 from spurctl.hostlist import loose_key
@@ -33,7 +34,6 @@ from spurctl.model import (
     Node,
     NodeAdminMetrics,
     NodeState,
-    parse_time,
 )
 
 # Kinds reclaim sends an agent cancel for (act/journal.py AGENT_CANCEL_KINDS).
@@ -41,6 +41,10 @@ _CANCELLED_KINDS = frozenset({"terminal-held", "active-elsewhere", "below-waterm
 # Waiting for `spurctl node-release` on the node: no agent cancel frees these.
 _NODE_RELEASE = (Kind.AGENT_ORPHAN, Kind.LEFTOVER)
 _OUT_OF_SERVICE = (*HOLDS, NodeState.DOWN)
+# Why a node spurctl drained stays DOWN once its heartbeat is back (docs/spur-facts.md).
+LOCKED_DOWN = (
+    "Spur keeps a drained node whose heartbeat was lost DOWN, locked, until someone lifts it"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +135,18 @@ def drain_plan(
     findings: Sequence[Finding],
     cancels: Mapping[tuple[str, int], str],
     owned: Ownership,
+    *,
+    resumed: Mapping[str, datetime] | None = None,
+    now: datetime | None = None,
+    cooldown_s: float = DEFAULT_COOLDOWN_S,
 ) -> tuple[list[NodeChange], list[Left]]:
-    """The nodes to drain, and those left as they are (with why)."""
+    """The nodes to drain, and those left as they are (with why); `resumed`: when spurctl
+    last resumed each node (decide/budget.py `cooling`, against `now`)."""
     drain: list[NodeChange] = []
     left: list[Left] = []
+    names = sorted(scope)
     order = {k: i for i, k in enumerate((Kind.AGENT_ORPHAN, Kind.LEFTOVER))}
-    for name in sorted(scope):
+    for name in names:
         node = nodes.get(name)
         found = [
             (f, how) for f in _on(name, findings) if (how := _unfreeable(f, cancels)) is not None
@@ -156,12 +166,16 @@ def drain_plan(
                     name, f"{name} is held by a health check ({node.state_reason!r}): never touched"
                 )
             )
-        elif node.state in _OUT_OF_SERVICE and owned.owns(node):
+        elif node.state is NodeState.DOWN and owned.owns(node):
             left.append(
                 Left(
-                    name, f"{name} is already {node.state.name} by spurctl ({node.state_reason!r})"
+                    name,
+                    f"{name} is {owned.out_words(node)}: `spurctl resume` lifts it once its "
+                    "audit is clean and its spurd answers",
                 )
             )
+        elif node.state in _OUT_OF_SERVICE and owned.owns(node):
+            left.append(Left(name, f"{name} is already {owned.out_words(node)}"))
         elif node.state in _OUT_OF_SERVICE and owned.looks_owned(node):
             left.append(
                 Left(name, f"{name} is already {node.state.name} and {owned.why_not(node)}: "
@@ -174,6 +188,15 @@ def drain_plan(
                     name, f"{name} is already {node.state.name} for another reason{why}: left alone"
                 )
             )
+        elif (
+            cool := None
+            if resumed is None or now is None
+            else cooling(
+                name, resumed, now=now, cooldown_s=cooldown_s, named_alone=len(names) == 1,
+                verb="drain",
+            )
+        ) is not None:  # fmt: skip
+            left.append(Left(name, cool, kept=True))
         else:
             first = held[0][0]
             drain.append(
@@ -203,8 +226,12 @@ def resume_plan(
     under_repair = set(repairing)
     for name in sorted(scope):
         node = nodes.get(name)
-        if node is None or node.state not in HOLDS:
+        if node is None:
             continue
+        if node.state not in _OUT_OF_SERVICE and not (node.state_reason and owned.owns(node)):
+            continue  # up, or DOWN/ERROR for no reason of spurctl's
+        if node.state is NodeState.DOWN and not owned.looks_owned(node):
+            continue  # Spur's own DOWN (not responding) or an admin's: not a drain
         if owned.looks_owned(node) and not owned.owns(node):
             kept.append(
                 Left(
@@ -223,6 +250,18 @@ def resume_plan(
                 )
             )
             continue
+        if node.state not in _OUT_OF_SERVICE:
+            kept.append(
+                Left(
+                    name,
+                    f"{name} is {node.state.name} with spurctl's reason "
+                    f"({node.state_reason!r}): resume lifts only a drain or a DOWN; left as it is",
+                    kept=True,
+                )
+            )
+            continue
+        down = node.state is NodeState.DOWN
+        still = f"stays {owned.out_words(node)}" if down else "still drained"
         if is_repair_drain(node.state_reason) and name in under_repair:
             kept.append(
                 Left(
@@ -237,7 +276,7 @@ def resume_plan(
         if needing:
             f = needing[0]
             job = f" job {f.job_id}" if f.job_id is not None else ""
-            kept.append(Left(name, f"still drained: {f.kind.value}{job}: {f.reason}", kept=True))
+            kept.append(Left(name, f"{still}: {f.kind.value}{job}: {f.reason}", kept=True))
             continue
         inv = inventories.get(name)
         age = (
@@ -250,11 +289,23 @@ def resume_plan(
             kept.append(
                 Left(
                     name,
-                    f"still drained: its inventory is not fresh ({said}, --max-inventory-age "
+                    f"{still}: its inventory is not fresh ({said}, --max-inventory-age "
                     f"{duration(max_age_s)}): collect it again",
                     kept=True,
                 )
             )
+            continue
+        assert inv is not None  # fresh, so there is one
+        if down and inv.agent is None:
+            # Lifted with no spurd running, the node would only go DOWN again at the next
+            # health check, and nothing would have looked at it since: it stays.
+            said = (
+                "its inventory finds no spurd running"
+                if inv.agent_checked
+                else "its inventory does not say whether spurd runs (collect it with a "
+                "current spurctl node-inventory)"
+            )
+            kept.append(Left(name, f"{still}: {said}; start spurd, then resume", kept=True))
             continue
         words = node.state_reason.split()
         kind = (
@@ -280,26 +331,20 @@ def admin_metrics(
     uid: int | None = None,
 ) -> NodeAdminMetrics:
     """What spurctl's node administration did (counted over the journal, so the counts only
-    grow) and the nodes the journal says spurctl drained that are still held by a drain of
-    spurctl's (`node`: the view's record of a node, None outside it), each with the time
-    of the last drain the journal records under the reason the node carries (`uid`: the
-    one the controller records for spurctl's calls, Ownership)."""
+    grow) and the nodes the journal says spurctl drained that a drain of spurctl's still
+    holds out of service (`node`: the view's record of a node, None outside it), each with
+    the time of the last drain the journal records under the reason the node carries
+    (`uid`: the one the controller records for spurctl's calls, Ownership); those among
+    them DOWN (their heartbeat lost since) in `down`."""
     records = list(records)
-    owned = Ownership(journaled_drains(records), uid)
+    owned = Ownership.of(records, uid)
     repairs: dict[str, int] = {}
     drains: dict[str, int] = {}
     resumes = 0
-    drained_at: dict[tuple[str, str], datetime] = {}
-    reason_of: dict[tuple[str, str], str] = {}
+    drained: set[str] = set()
     for rec in records:
         action, step, event = rec.get("action"), rec.get("step"), rec.get("event")
-        if action not in ("repair", "drain", "resume"):
-            continue
-        key = (str(rec.get("node")), str(rec.get("run")))
-        if event == "intent" and step == "drain":
-            reason_of[key] = str(rec.get("reason") or "")
-            continue
-        if event != "outcome":
+        if action not in ("repair", "drain", "resume") or event != "outcome":
             continue
         result = str(rec.get("result"))
         end = _REPAIR_ENDS.get((str(step), result)) if action == "repair" else None
@@ -307,22 +352,25 @@ def admin_metrics(
             repairs[end] = repairs.get(end, 0) + 1
         if step == "drain" and result == "sent":
             drains[str(action)] = drains.get(str(action), 0) + 1
-            try:
-                at = parse_time(rec.get("at"))
-            except ValueError:
-                at = None
-            if at is not None:
-                drained_at[key] = at
+            drained.add(str(rec.get("node")))
         if action == "resume" and result == "sent":
             resumes += 1
-    when: dict[tuple[str, str], datetime] = {}  # (node, reason) -> the last drain
-    for (name, run), at in drained_at.items():
-        reason = reason_of.get((name, run), "")
-        if (name, reason) not in when or at > when[(name, reason)]:
-            when[(name, reason)] = at
     held: dict[str, datetime | None] = {}
-    for name in sorted({name for name, _ in drained_at}):
+    down: list[str] = []
+    for name in sorted(drained):
         now = node(name)
-        if now is not None and now.state in HOLDS and owned.owns(now):
-            held[name] = when.get((name, now.state_reason))
-    return NodeAdminMetrics(repairs, drains, resumes, held)
+        if now is not None and now.state in _OUT_OF_SERVICE and owned.owns(now):
+            held[name] = owned.since.get((name, now.state_reason))
+            if now.state is NodeState.DOWN:
+                down.append(name)
+    return NodeAdminMetrics(repairs, drains, resumes, held, tuple(down))
+
+
+def down_notes(metrics: NodeAdminMetrics) -> list[str]:
+    """The audit's note on each node spurctl drained whose heartbeat was lost since: Spur
+    keeps it DOWN, locked, until someone lifts it; no admin set that DOWN."""
+    return [
+        f"{name} is {down_since(metrics.drained.get(name))}: {LOCKED_DOWN}; `spurctl resume "
+        f"-w {name}` lifts it once its audit is clean and its spurd answers"
+        for name in metrics.down
+    ]

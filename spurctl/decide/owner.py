@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from spurctl.model import Node, NodeState
+from spurctl.model import Node, NodeState, format_time, parse_time
 
 _UP = frozenset({NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED})
 _HELD = frozenset({NodeState.DRAIN, NodeState.DRAINING})
@@ -63,14 +64,62 @@ def journaled_drains(records: Iterable[Mapping[str, Any]]) -> dict[str, frozense
     return {node: frozenset(reasons) for node, reasons in out.items() if reasons}
 
 
+def drained_at(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], datetime]:
+    """(node, reason) -> when the journal last records spurctl's drain with that reason
+    sent there (the outcome's `at`)."""
+    reason_of: dict[tuple[str, str], str] = {}  # (node, run) -> its drain's reason
+    out: dict[tuple[str, str], datetime] = {}
+    for rec in records:
+        if (rec.get("action"), rec.get("step")) not in _OWN_DRAINS:
+            continue
+        key = (str(rec.get("node")), str(rec.get("run")))
+        if rec.get("event") == "intent":
+            reason_of[key] = str(rec.get("reason") or "")
+            continue
+        if rec.get("event") != "outcome" or rec.get("result") != "sent":
+            continue
+        try:
+            at = parse_time(rec.get("at"))
+        except ValueError:
+            continue
+        held = (key[0], reason_of.get(key, ""))
+        if at is not None and (held not in out or at > out[held]):
+            out[held] = at
+    return out
+
+
+def down_since(at: datetime | None) -> str:
+    """`DOWN since spurctl's drain of <when> (heartbeat lost)`: a node spurctl drained whose
+    heartbeat was lost since (`at`: the drain's time, None where the journal has none)."""
+    when = f" of {format_time(at)}" if at is not None else ""
+    return f"DOWN since spurctl's drain{when} (heartbeat lost)"
+
+
 @dataclass(frozen=True, slots=True)
 class Ownership:
     """What tells spurctl's drains from everyone else's: the reasons its journal records it
     setting per node, and the uid the controller records for its calls (None: unknown, no
-    credential, so every anonymous caller is recorded alike and the uid tells nothing)."""
+    credential, so every anonymous caller is recorded alike and the uid tells nothing);
+    `since`: when each (node, reason) drain was sent, where the journal says."""
 
     reasons: Mapping[str, frozenset[str]] = field(default_factory=dict)
     uid: int | None = None
+    since: Mapping[tuple[str, str], datetime] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: Iterable[Mapping[str, Any]], uid: int | None) -> Ownership:
+        """From the journal's records (read once) and the uid of spurctl's calls."""
+        records = list(records)
+        return cls(journaled_drains(records), uid, drained_at(records))
+
+    def out_words(self, node: Node) -> str:
+        """How spurctl's drain holds `node` (one it owns), in an operator's words: `DRAINING
+        by spurctl ('spurctl: ...')`, or `DOWN since spurctl's drain of <when> (heartbeat
+        lost)`: spurctl never sets DOWN, and Spur turns a DRAINING node whose heartbeat is
+        lost into DOWN with the drain's reason, locked (docs/spur-facts.md)."""
+        if node.state is NodeState.DOWN:
+            return down_since(self.since.get((node.name, node.state_reason)))
+        return f"{node.state.name} by spurctl ({node.state_reason!r})"
 
     def owns(self, node: Node) -> bool:
         return self.why_not(node) is None

@@ -163,6 +163,15 @@ def rejoin_refusal(
     )
 
 
+def unchecked_rejoin(refused: str, *, mesh: bool) -> str:
+    """A dry run's word on rejoining where a real run would be refused (`refused`): the plan
+    is still shown, saying what sending will need (`mesh`: nothing will do)."""
+    why = refused.removeprefix("refusing to repair, nothing sent: ")
+    if mesh:
+        return f"REFUSED (a real run sends nothing): {why}"
+    return f"NOT CHECKED (sending will need --conf or --rejoin-checked): {why}"
+
+
 def _jobs_refusal(node: str, jobs: Sequence[Job], since: str = "") -> str:
     """Why the active jobs `jobs` (active_jobs_on: listing `node`, or with no placement
     spurctl can read) keep `node` from a repair, the ones that list it first."""
@@ -269,6 +278,10 @@ def evidence_refusal(
     return None
 
 
+# The audit's findings that a node is charged beyond what its active jobs account for.
+_CHARGE_FINDINGS = frozenset({Kind.PHANTOM_ALLOC, Kind.EXCESS_ALLOC})
+
+
 def judge(
     node: Node,
     findings: Sequence[Finding],
@@ -283,7 +296,8 @@ def judge(
     pending: RepairProgress | None = None,
     loose: Sequence[Inventory] = (),
 ) -> Target | Refusal | None:
-    """A node's repair, a refusal naming what was seen, or None (no charge: nothing to do)."""
+    """A node's repair, a refusal naming what was seen, or None (no phantom charge: none at
+    all, or one its active jobs account for, as the audit found: nothing to do)."""
     name = node.name
     if is_health_check_drain(node.state_reason):
         return Refusal(
@@ -300,6 +314,8 @@ def judge(
             f"user), so {name}'s charge cannot be told from an unseen job's: repair with a "
             "complete view (no credential where the controller allows it)",
         )
+    if jobs and not any(f.kind in _CHARGE_FINDINGS for f in findings):
+        return None  # its active jobs account for its charge: no phantom charge
     if jobs:
         return Refusal(name, _jobs_refusal(name, jobs))
     if not any(f.kind is Kind.PHANTOM_ALLOC for f in findings):

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from spurctl.decide.reasons import plural
 from spurctl.errors import visible
+from spurctl.model import NodeState
 from spurctl.render.common import ReclaimFormat, dump_json
 from spurctl.usecases.drain import Changed, DrainPlan, Verb
 
@@ -33,8 +34,10 @@ def plan_lines(plan: DrainPlan) -> list[str]:
         if plan.verb is Verb.DRAIN:
             lines.append(f"  {c.node}  UpdateNode(state=DRAIN, reason={c.reason!r})")
         else:
+            down = c.seen is not None and NodeState.DOWN in c.seen.states
+            also = " and its spurd runs (DOWN since its heartbeat was lost)" if down else ""
             lines.append(
-                f"  {c.node}  UpdateNode(state=IDLE): lifts {c.reason!r}, its audit is clean"
+                f"  {c.node}  UpdateNode(state=IDLE): lifts {c.reason!r}, its audit is clean{also}"
             )
     lines.extend(f"  {left.node}  {left.why}" for left in plan.left)
     return lines

@@ -66,7 +66,7 @@ def plan_lines(plan: RepairPlan) -> list[str]:
     for r in plan.refusals:
         lines.append(f"  {r.node}  REFUSED: {r.why}")
     if plan.uncharged:
-        lines.append(f"  no charge, nothing to repair: {', '.join(plan.uncharged)}")
+        lines.append(f"  no phantom charge, nothing to repair: {', '.join(plan.uncharged)}")
     return lines
 
 

@@ -11,7 +11,8 @@ docs/spur-facts.md, "spurd's restarts, names and supervisors":
   the record goes; the new spurd then registers a fresh one (`Node::new`: idle,
   nothing allocated, a new `slurmd_start_time`, an admin's drain, its reason and
   labels gone: `registered_afresh`). After #784 the node is marked Down and its
-  record kept (an admin's drain keeps its reason); the jobs are evicted as before,
+  record kept (an admin's drain keeps its reason: a DRAINING one goes DOWN, locked,
+  as under a heartbeat timeout); the jobs are evicted as before,
   and the node returns when its heartbeat does, with the same `slurmd_start_time`.
 
 Either way the node's runs survive (their processes and cgroups outlive spurd) and
@@ -83,6 +84,10 @@ def _deregistered(
 ) -> Node:
     """The node's record once the new spurd heartbeats: kept (#784) or registered afresh."""
     if keeps_node:
+        if before.state is NodeState.DRAINING:
+            # Marked Down as a heartbeat timeout would (simcluster/liveness.py): the hold
+            # keeps its reason, who set it and its lock, so it never comes back by itself.
+            return dataclasses.replace(before, state=NodeState.DOWN)
         if before.state in _HELD_BY_ADMIN:
             return before  # an admin's hold keeps its state, reason and lock
         return dataclasses.replace(before, state=NodeState.IDLE, state_reason="", reason_uid=None)

@@ -32,7 +32,7 @@ import grpc
 
 from spurctl.model import Holding, Inventory, Job, Node, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import node_admin
+from spurctl.simcluster import liveness, node_admin
 from spurctl.simcluster.agent_service import AgentCancel, agent_handler
 from spurctl.simcluster.controller_service import (
     ANSWER_LIMIT,
@@ -232,10 +232,7 @@ class SimCluster:
         self._controller_port = self._controller.add_insecure_port("127.0.0.1:0")
         await self._controller.start()
         for node in self._agents_up:
-            server = grpc.aio.server(handlers=[agent_handler(self, node)], options=_SERVER_OPTIONS)
-            self._agent_ports[node] = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
-            self._agent_servers[node] = server
+            await self._serve_agent(node)
         if self.heartbeat_interval:
             self._heartbeat_task = asyncio.get_running_loop().create_task(self._beat())
 
@@ -348,6 +345,26 @@ class SimCluster:
         self._agent_ports.pop(node, None)
         if server is not None:
             self._run(server.stop(_STOP_GRACE_S))
+
+    def lose_heartbeat(self, node: str, at: datetime | None = None) -> list[int]:
+        """The node's spurd stops and the controller times its heartbeat out
+        (simcluster/liveness.py): DOWN, an admin hold's reason kept. Returns the evicted ids."""
+        self.stop_agent(node)
+        return liveness.heartbeat_lost(self.state, node, at or utcnow())
+
+    def start_agent(self, node: str, at: datetime | None = None) -> None:
+        """The node's spurd starts again at `at` (its port served, its heartbeat back): a
+        locked DOWN stays DOWN (simcluster/liveness.py)."""
+        liveness.heartbeat_back(self.state, node, at or utcnow())
+        if node not in self._agents_up:
+            self._agents_up[node] = None
+            self._run(self._serve_agent(node))
+
+    async def _serve_agent(self, node: str) -> None:
+        server = grpc.aio.server(handlers=[agent_handler(self, node)], options=_SERVER_OPTIONS)
+        self._agent_ports[node] = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        self._agent_servers[node] = server
 
     # -- the controller's heartbeat reclaim -------------------------------------------
 

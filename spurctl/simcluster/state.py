@@ -216,6 +216,8 @@ class ClusterState:
         # Each node's spurd start as its inventory shows it: slurmd_start_time changing
         # later (as a test may make it lie) does not move it; restart_agent does.
         self.agent_started_at = dict(scenario.agent_started_at)
+        # Nodes whose spurd is not running (simcluster/liveness.py): a scan finds none.
+        self.spurd_stopped: set[str] = set()
         self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: spur_release.played(j) for j in scenario.jobs}
@@ -338,6 +340,7 @@ class ClusterState:
                 raise KeyError(f"no node {node!r} in this cluster")
             held = tuple(sorted(self.held[node].values(), key=lambda h: h.job_id))
             agent_start = self.agent_started_at.get(node)
+            stopped = node in self.spurd_stopped
             targets = self.target_names.get(node)
             if targets is None:  # spurd sets SPUR_TARGET_NODE on every job process it launches
                 targets = [node] if any(h.pids for h in held) else []
@@ -348,11 +351,13 @@ class ClusterState:
             collected_at=collected_at or utcnow(),
             source="simulated",
             held=held,
-            agent=None if agent_start is None else AgentProcess(SIM_AGENT_PID, agent_start),
+            agent=None
+            if agent_start is None or stopped
+            else AgentProcess(SIM_AGENT_PID, agent_start),
             hostname=name,
             target_node=names[0] if len(names) == 1 else None,
             target_nodes=names,
-            agent_checked=agent_start is not None,
+            agent_checked=agent_start is not None or stopped,
         )
 
     def restart_agent(

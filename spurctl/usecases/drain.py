@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spurctl.decide.budget import (
+    DEFAULT_COOLDOWN_S,
+    DEFAULT_MAX_UNAVAILABLE,
+    MaxUnavailable,
+    over_budget,
+    resumed_at,
+)
 from spurctl.decide.drains import Left, NodeChange, cancel_states, drain_plan, resume_plan
-from spurctl.decide.owner import Ownership, journaled_drains
+from spurctl.decide.owner import Ownership
 from spurctl.decide.repair import HOLDS, repair_progress
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError
@@ -52,6 +59,10 @@ class DrainRequest:
     dry_run: bool = False
     yes: bool = False
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
+    # drain: spurctl's nodes out of service, this run's included, never above this
+    # (decide/budget.py); a node spurctl resumed is not drained again before the cooldown.
+    max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
+    cooldown_s: float = DEFAULT_COOLDOWN_S
 
 
 @dataclass(slots=True)
@@ -93,11 +104,18 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
     plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
     nodes = inputs.view.nodes
     # spurctl's drains: exactly a reason its journal records it setting (decide/owner.py).
-    owned = Ownership(journaled_drains(found), credential_uid(request.conn))
+    owned = Ownership.of(found, credential_uid(request.conn))
     if request.verb is Verb.DRAIN:
         plan.changes, plan.left = drain_plan(
-            scope, nodes, report.findings, cancel_states(found), owned
+            scope, nodes, report.findings, cancel_states(found), owned,
+            resumed=resumed_at(found), now=utcnow(), cooldown_s=request.cooldown_s,
+        )  # fmt: skip
+        # Counted over every node the controller lists, not only the scope.
+        refused = over_budget(
+            nodes, owned, [c.node for c in plan.changes], request.max_unavailable, "drain"
         )
+        if refused is not None:
+            raise SpurctlError(refused)
     else:
         plan.changes, plan.left = resume_plan(
             scope, nodes, report.findings, inputs.inventories, now=utcnow(),
@@ -183,7 +201,7 @@ def _change(
             return False
         if drain:
             return node.state in HOLDS and node.state_reason == c.reason
-        return node.state not in HOLDS
+        return node.state not in HOLDS and node.state is not NodeState.DOWN
 
     state = NodeState.DRAIN if drain else NodeState.IDLE
     words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")

@@ -35,6 +35,7 @@ from spurctl.model import (
     Job,
     Kind,
     Node,
+    NodeAdminMetrics,
     format_time,
     utcnow,
 )
@@ -203,9 +204,18 @@ def _ahead(inv: Inventory, inputs: AuditInputs) -> float | None:
     return ahead if ahead > CLOCK_AHEAD_S else None
 
 
-def _node_doc(name: str | None, node: Node | None) -> dict[str, Any] | None:
+def _node_doc(
+    name: str | None, node: Node | None, admin: NodeAdminMetrics | None = None
+) -> dict[str, Any] | None:
+    """The controller's record of the node; `admin`: what spurctl's own drains left."""
     if name is None or node is None:
         return None
+    cause = admin_down(node)
+    if admin is not None and name in admin.down:
+        from spurctl.decide.drains import LOCKED_DOWN
+        from spurctl.decide.owner import down_since
+
+        cause = f"{down_since(admin.drained.get(name))}: {LOCKED_DOWN} (`spurctl resume -w {name}`)"
     a = node.alloc
     return {
         "name": name,
@@ -214,8 +224,8 @@ def _node_doc(name: str | None, node: Node | None) -> dict[str, Any] | None:
         "alloc": {"cpus": a.cpus, "memory_mb": a.memory_mb, "gpus": a.gpus},
         "agent_start_time": format_time(node.agent_start_time),
         "boot_time": format_time(node.boot_time),
-        # What its state and reason show about its holdings (an admin's DOWN), or null.
-        "cause": admin_down(node),
+        # What its state and reason show (an admin's DOWN, spurctl's drain DOWN), or null.
+        "cause": cause,
     }
 
 
@@ -427,7 +437,7 @@ def explain(
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "node": name,
-        "controller_node": _node_doc(where.controller_name, where.node),
+        "controller_node": _node_doc(where.controller_name, where.node, report.node_admin),
         "controller": {
             "cluster": report.cluster,
             "address": report.controller_address,

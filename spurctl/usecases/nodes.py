@@ -19,6 +19,8 @@ from spurctl.errors import SpurctlError
 from spurctl.model import AuditReport, ControllerView, Finding, Inventory, Kind, NodeState
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from spurctl.audit_view import AuditInputs
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
@@ -235,11 +237,16 @@ def from_audit(report: AuditReport, inputs: AuditInputs) -> NodeListing:
 
 
 def run_nodes(
-    src: Sources, conn: Connection | None, *, states: Iterable[NodeState] = ()
+    src: Sources,
+    conn: Connection | None,
+    *,
+    states: Iterable[NodeState] = (),
+    journal: Path | None = None,
 ) -> NodeListing:
     """`spurctl nodes`: read the controller (or a snapshot) and the inventories as an
-    audit does, then list them (only those in `states`, when given)."""
+    audit does, then list them (only those in `states`, when given); `journal`: read as
+    the audit reads it (spurctl's drains that went DOWN are said in the notes)."""
     from spurctl.audit_view import run_audit
 
-    report, inputs = run_audit(src, conn)
+    report, inputs = run_audit(src, conn, journal=journal)
     return with_states(from_audit(report, inputs), states)

@@ -26,7 +26,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spurctl.decide.owner import Ownership, Seen, journaled_drains
+from spurctl.decide.budget import (
+    DEFAULT_COOLDOWN_S,
+    DEFAULT_MAX_UNAVAILABLE,
+    MaxUnavailable,
+    cooling,
+    over_budget,
+    resumed_at,
+)
+from spurctl.decide.owner import Ownership, Seen
 from spurctl.decide.repair import (
     HOLDS,
     Refusal,
@@ -40,6 +48,7 @@ from spurctl.decide.repair import (
     recheck,
     rejoin_refusal,
     repair_progress,
+    unchecked_rejoin,
 )
 from spurctl.defaults import (
     DEFAULT_MAX_INVENTORY_AGE_S,
@@ -87,6 +96,10 @@ class RepairRequest:
     wait_s: float = DEFAULT_REJOIN_WAIT_S
     rejoin_checked: bool = False
     restore_drain: bool = False
+    # spurctl's nodes out of service, this run's drains included, never above this; a
+    # node spurctl resumed is not drained again before the cooldown (decide/budget.py).
+    max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
+    cooldown_s: float = DEFAULT_COOLDOWN_S
     # argv words that read this view again (the resume command the result prints).
     view_flags: tuple[str, ...] = ()
     names_command: str = NAMES_COMMAND
@@ -107,6 +120,8 @@ class RepairPlan:
     rejoin: str = ""
     tick_s: float = DEFAULT_TICK_S
     wait_s: float = DEFAULT_REJOIN_WAIT_S
+    # A dry run's plan that a real run would refuse for what spur.conf says (or does not).
+    unsendable: bool = False
 
     def document(self) -> dict[str, Any]:
         """The plan as `repair --dry-run -o FILE` saves it (spurctl.repair-plan/v1)."""
@@ -157,8 +172,10 @@ class Repaired:
 # -- the plan ------------------------------------------------------------------------
 
 
-def _rejoin(conn: Connection, checked: bool) -> str:
-    """What spur.conf says about rejoining (one phrase for the plan), or SpurctlError."""
+def _rejoin(conn: Connection, checked: bool, dry_run: bool = False) -> tuple[str, bool]:
+    """What spur.conf says about rejoining (one phrase for the plan) and whether a real
+    run would be refused for it; a real run's refusal is a SpurctlError, a dry run's is
+    said in the phrase (the plan is still shown)."""
     from spurctl.sources.node_records import rejoin_conf
 
     rc = rejoin_conf(conn.conf)
@@ -167,34 +184,43 @@ def _rejoin(conn: Connection, checked: bool) -> str:
         admission=rc.admission, unreadable=rc.unreadable, checked=checked,
     )  # fmt: skip
     if refused is not None:
-        raise SpurctlError(refused)
+        if not dry_run:
+            raise SpurctlError(refused)
+        return unchecked_rejoin(refused, mesh=rc.wg_enabled or rc.k0s_enabled), True
     if rc.path is None or rc.unreadable is not None or rc.admission == "token":
-        return "the operator checked that a removed node registers again (--rejoin-checked)"
-    return f"{rc.path}: no WireGuard mesh, no k0s, admission {rc.admission}"
+        return "the operator checked that a removed node registers again (--rejoin-checked)", False
+    return f"{rc.path}: no WireGuard mesh, no k0s, admission {rc.admission}", False
 
 
-def _earlier(request: RepairRequest) -> tuple[dict[str, RepairProgress], Ownership]:
-    """What the journal says of earlier repairs, and which drains are spurctl's."""
+def _earlier(
+    request: RepairRequest,
+) -> tuple[dict[str, RepairProgress], Ownership, dict[str, datetime]]:
+    """What the journal says of earlier repairs, which drains are spurctl's, and when
+    spurctl last resumed each node."""
     from spurctl.sources.journal_records import records
     from spurctl.sources.settings import credential_uid
 
     found = records(request.journal_path) if request.journal_path.is_file() else []
-    return repair_progress(found), Ownership(journaled_drains(found), credential_uid(request.conn))
+    owned = Ownership.of(found, credential_uid(request.conn))
+    return repair_progress(found), owned, resumed_at(found)
 
 
 def prepare(
     request: RepairRequest,
     progress: Mapping[str, RepairProgress],
     owned: Ownership | None = None,
+    resumed: Mapping[str, datetime] | None = None,
 ) -> RepairPlan:
     """Audit the nodes afresh and judge each: a target, a refusal, or no charge (`owned`:
-    spurctl's drains; none without it)."""
+    spurctl's drains; none without it; `resumed`: when spurctl last resumed each node,
+    for --cooldown). A plan that would take more nodes out of service than
+    --max-unavailable allows is refused whole (SpurctlError)."""
     from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.node_records import active_jobs_on
 
-    rejoin = _rejoin(request.conn, request.rejoin_checked)
+    rejoin, unsendable = _rejoin(request.conn, request.rejoin_checked, request.dry_run)
     hostlist = request.saved.nodes if request.saved is not None else request.nodes
     assert hostlist is not None
     # -x: an excluded node is never repaired (the scope was checked when it was parsed).
@@ -205,7 +231,7 @@ def prepare(
     view = inputs.view
     plan = RepairPlan(
         view.address, view.version, view.taken_at, fold(sorted(scope)), rejoin=rejoin,
-        tick_s=request.tick_s, wait_s=request.wait_s,
+        tick_s=request.tick_s, wait_s=request.wait_s, unsendable=unsendable,
     )  # fmt: skip
     unknown = []
     now = utcnow()
@@ -231,7 +257,11 @@ def prepare(
                 owned=owned or Ownership(), pending=pending,
                 loose=loose_inventories(name, inputs.inventories.values()),
             )  # fmt: skip
-            if decision is None:
+            fresh = isinstance(decision, Target) and decision.resumes is None
+            if fresh and (cool := cooling(name, resumed or {}, now=now, verb="repair",
+                          cooldown_s=request.cooldown_s, named_alone=len(scope) == 1)):  # fmt: skip
+                plan.refusals.append(Refusal(name, cool))
+            elif decision is None:
                 plan.uncharged.append(name)
             elif isinstance(decision, Refusal):
                 plan.refusals.append(decision)
@@ -245,6 +275,11 @@ def prepare(
         )
     if request.saved is not None:
         _only_saved(plan, request.saved, request.max_inventory_age_s, now)
+    # Counted over every node the controller lists; a removed node is out already.
+    taking = [t.node for t in plan.targets if not t.removed]
+    if refused := over_budget(view.nodes, owned or Ownership(), taking, request.max_unavailable,
+                              "repair"):  # fmt: skip
+        raise SpurctlError(refused)
     return plan
 
 
@@ -308,10 +343,11 @@ def repair(
     Exit 0 only when every node in scope was repaired or had no charge; 1 when one was
     refused, failed, did not come back, or the operator declined.
     """
-    progress, owned = _earlier(request)
-    plan = prepare(request, progress, owned)
+    progress, owned, resumed = _earlier(request)
+    plan = prepare(request, progress, owned, resumed)
     show_plan(plan)
-    unmet = ExitStatus.ACTION_NEEDED if plan.refusals else ExitStatus.OK
+    unsendable = plan.unsendable and bool(plan.targets)
+    unmet = ExitStatus.ACTION_NEEDED if plan.refusals or unsendable else ExitStatus.OK
     if request.dry_run:
         return Repaired(plan, Stage.PLANNED, unmet)
     if not plan.targets:
