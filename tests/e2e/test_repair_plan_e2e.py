@@ -19,23 +19,17 @@ from typing import Any
 import pytest
 
 from spurctl.model import Allocation
-from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster import incident
 from tests.cli import run_cli, wait_for
-from tests.e2e.test_reclaim_confirm import kept_fresh
-from tests.e2e.test_repair_e2e import AGENT, CONF, Phantom, repair, untouched
+from tests.e2e.test_repair_e2e import Phantom, phantom, repair, untouched
 
 
 @pytest.fixture
 def p(tmp_path: Path) -> Iterator[Phantom]:
     scenario = incident()
-    scenario.agent_started_at["gpu009"] = AGENT
     scenario.agent_started_at["gpu012"] = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
-    with SimCluster(scenario, heartbeat_interval=0.1) as sim:
-        live = sim.write_inventories(tmp_path / "live.jsonl")
-        conf = tmp_path / "spur.conf"
-        conf.write_text(CONF)
-        with kept_fresh(sim, live):
-            yield Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
+    with phantom(tmp_path, scenario) as cluster:
+        yield cluster
 
 
 def spurctl(p: Phantom, verb: str, node: str, *extra: str) -> Any:
