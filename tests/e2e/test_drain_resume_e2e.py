@@ -11,6 +11,7 @@ only those, and only from a node whose fresh audit is clean.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -236,3 +237,50 @@ def test_a_ctrl_c_during_the_drain_call_is_taken_after_it_and_reported(
     records = [r for r in journal_records(c.journal) if r.get("action") == "drain"]
     assert [r["event"] for r in records] == ["intent", "outcome"]
     assert records[1]["result"] == "sent"
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_a_drain_stopped_by_sigterm_or_sighup_says_what_it_sent_and_what_it_did_not(
+    tmp_path: Path, stop: str
+) -> None:
+    # A systemd stop or a closed ssh session part way through a long drain: as a Ctrl-C,
+    # the call in flight finishes, the run reports the drains it sent and the nodes it
+    # never tried (exit 1), where the signal's default action said nothing at all.
+    import signal
+
+    from tests.cli import cli_process
+
+    scenario = incident()
+    late = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)  # every spurd restarted after its runs
+    scenario.agent_started_at = dict.fromkeys(scenario.holdings, late)
+    journal = tmp_path / "journal.jsonl"
+    with SimCluster(scenario, controller_latency=0.15) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        argv = [
+            "drain", "--node", "gpu[001-024]", "--controller", sim.controller_address,
+            "--inventory", str(live), "--journal", str(journal), "--yes",
+        ]  # fmt: skip
+
+        def sent() -> int:
+            if not journal.is_file():
+                return 0
+            return sum(1 for r in journal_records(journal) if r.get("result") == "sent")
+
+        with cli_process(*argv, home=tmp_path / "home") as proc:
+            wait_for(lambda: sent() >= 3, timeout=60)
+            proc.send_signal(getattr(signal, stop))
+            out, err = proc.communicate(timeout=60)
+        reasons = {n: sim.node(n).state_reason for n in scenario.holdings}
+    assert proc.returncode == 1, out + err
+    records = [r for r in journal_records(journal) if r.get("action") == "drain"]
+    drained = [r["node"] for r in records if r.get("result") == "sent"]
+    assert [r["event"] for r in records] == ["intent", "outcome"] * len(drained), records
+    assert all(reasons[n].startswith("spurctl: ") for n in drained), reasons
+    result = re.search(
+        r"Result: (\d+) drained, 0 failed, (\d+) not attempted \(interrupted\)\.", out
+    )
+    assert result is not None, out + err
+    assert int(result[1]) == len(drained) >= 3, out
+    untried = re.findall(r"  (\S+)  not attempted: interrupted before it", out)
+    assert len(untried) == int(result[2]) > 0, out
+    assert not any(reasons[n].startswith("spurctl: ") for n in untried), reasons
