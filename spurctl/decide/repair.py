@@ -304,6 +304,16 @@ def recheck(
     return (why, True) if why is not None else None
 
 
+# DeregisterNode's refusal of a node a job runs on (spurctld cluster.rs `remove_node`); its
+# FAILED_PRECONDITION carries every other `remove_node` error too (a Raft propose failure).
+RUNNING_JOBS_REFUSAL = "has running jobs; use --force to evict them"
+
+
+def refused_for_running_jobs(message: str) -> bool:
+    """Whether DeregisterNode's FAILED_PRECONDITION is the running-jobs refusal, not a failure."""
+    return RUNNING_JOBS_REFUSAL in message
+
+
 def labels_to_restore(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
     """The labels the old record had that the fresh one lacks or holds otherwise: an
     admin's (spurd registers its own)."""

@@ -36,6 +36,7 @@ from spurctl.decide.repair import (
     judge,
     labels_to_restore,
     recheck,
+    refused_for_running_jobs,
     rejoin_refusal,
     repair_progress,
 )
@@ -529,9 +530,10 @@ class _Run:
         except AdminCallFailed as exc:
             if exc.code in ("NOT_FOUND", "UNKNOWN_OUTCOME"):
                 return True  # gone already, or may be: the wait tells
-            self._lift(t, f"not removed: {exc.message}")
-            if exc.code != "FAILED_PRECONDITION":
-                self.results[t.node] = NodeResult(t.node, Status.FAILED, exc.message)
+            if exc.code == "FAILED_PRECONDITION" and refused_for_running_jobs(exc.message):
+                self._lift(t, f"not removed: {exc.message}")
+            else:  # spurctld answers every other remove_node error so too (a Raft propose)
+                self._lift(t, f"DeregisterNode failed: {exc.message}", Status.FAILED)
             return False
         return True
 

@@ -581,3 +581,27 @@ def test_ctrl_c_while_waiting_for_the_node_to_return_says_how_to_finish(p: Phant
     assert len(p.sim.state.deregistrations) == 1
     journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
     assert "stopped after DeregisterNode" in journal.stdout, journal.stdout
+
+
+def test_a_deregister_failure_other_than_running_jobs_is_a_failure_and_the_hold_put_back(
+    p: Phantom,
+) -> None:
+    """spurctld answers FAILED_PRECONDITION for every error of `remove_node`, a Raft propose
+    failure included: only "has running jobs" is the refusal; anything else is said as the
+    failure it is, and spurctl's drain gives way to the admin's again."""
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    p.sim.state.remove_failure = "raft propose failed: timeout waiting for the log to commit"
+    proc = repair(p, "--yes", "--restore-drain")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("  gpu009  failed")), "")
+    assert line, proc.stdout
+    assert line.startswith("  gpu009  failed: DeregisterNode failed: controller "), line
+    assert "raft propose failed: timeout waiting for the log to commit" in line, line
+    assert "its earlier drain put back" in line and "job" not in line, line
+    assert "0 refused after the re-read, 1 failed" in proc.stdout, proc.stdout
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, "gpu009" in p.sim.state.nodes) == ("ops: bad DIMM", True)
+    assert [s for s in steps(p) if s[0] == "undrain"] == [
+        ("undrain", "intent", None),
+        ("undrain", "outcome", "sent"),
+    ]
