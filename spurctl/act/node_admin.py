@@ -44,7 +44,12 @@ class AdminCallFailed(Exception):
 
 
 class JournalUnwritable(SpurctlError):
-    """The journal could not record a step: nothing more is sent."""
+    """The journal could not record a step: nothing more is sent. `sent`: the call whose
+    outcome it could not record went out (what it changed is the caller's to undo)."""
+
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class ControllerWriter:
@@ -178,25 +183,38 @@ class NodeAdmin:
 
     `send` returns the call's answer, or raises AdminCallFailed after journaling the
     failure; a journal that cannot be written raises JournalUnwritable before anything
-    more is sent.
+    more is sent. A restore (`restore=True`: putting back what a run took from a node)
+    is sent even when the journal cannot take its records: what it puts back is in the
+    journal already, so the next run settles the record; `unwritable` says why it lacks them.
     """
 
     def __init__(self, writer: ControllerWriter, journal: Journal) -> None:
         self.writer = writer
         self.journal = journal
+        # The journal's failure a restore went on without (None: every record written).
+        self.unwritable: str | None = None
+        # The calls that went out and the journal does not record.
+        self.unrecorded: list[str] = []
 
     def _fields(self, step: Step) -> dict[str, Any]:
         return {"action": step.action, "step": step.step, "call": step.call, **(step.extra or {})}
 
-    def intent(self, step: Step) -> None:
+    def _failed(self, exc: OSError, *, restore: bool, sent: bool = False) -> None:
+        if not restore:
+            raise JournalUnwritable(_unwritable(self.journal, exc), sent=sent) from exc
+        self.unwritable = self.unwritable or f"journal {self.journal.path}: {exc.strerror or exc}"
+
+    def intent(self, step: Step, *, restore: bool = False) -> None:
         try:
             self.journal.intent(step.node, step.job_id, step.kind, self._fields(step))
         except OSError as exc:
-            raise JournalUnwritable(_unwritable(self.journal, exc)) from exc
+            self._failed(exc, restore=restore)
 
     def outcome(
-        self, step: Step, result: str, detail: str, *, confirmed: bool | None = None
-    ) -> None:
+        self, step: Step, result: str, detail: str, *, confirmed: bool | None = None,
+        restore: bool = False, sent: bool = False,
+    ) -> None:  # fmt: skip
+        """Journal a step's outcome (`sent`: its call went out, for JournalUnwritable)."""
         fields = {"action": step.action, "step": step.step}
         try:
             self.journal.outcome(
@@ -204,7 +222,9 @@ class NodeAdmin:
                 confirmed=confirmed, extra=fields,
             )  # fmt: skip
         except OSError as exc:
-            raise JournalUnwritable(_unwritable(self.journal, exc)) from exc
+            if sent:
+                self.unrecorded.append(step.call)
+            self._failed(exc, restore=restore, sent=sent)
 
     def send(
         self,
@@ -212,20 +232,22 @@ class NodeAdmin:
         call: Callable[[ControllerWriter], T],
         done: str,
         confirm: Callable[[], bool] | None = None,
+        *,
+        restore: bool = False,
     ) -> T:
         """Journal the intent, make the call, journal its outcome (`done` when it went
         through; the error when it did not, `unknown: ...` when it may have). `confirm`
         reads the node back: whether it shows what the call asked for (the outcome's
-        `confirmed`)."""
-        self.intent(step)
+        `confirmed`). `restore`: sent whether or not the journal takes its records."""
+        self.intent(step, restore=restore)
         try:
             answer = call(self.writer)
         except AdminCallFailed as exc:
             detail = f"unknown: {exc.message}" if exc.code == "UNKNOWN_OUTCOME" else exc.message
-            self.outcome(step, "failed", detail)
+            self.outcome(step, "failed", detail, restore=restore)
             raise
         except Exception as exc:  # whatever broke, the journal must close the intent
-            self.outcome(step, "failed", f"unknown: {type(exc).__name__}: {exc}")
+            self.outcome(step, "failed", f"unknown: {type(exc).__name__}: {exc}", restore=restore)
             raise AdminCallFailed("UNKNOWN_OUTCOME", redact(f"{step.call}: {exc}")) from exc
         shown: bool | None = None
         if confirm is not None:
@@ -233,7 +255,7 @@ class NodeAdmin:
                 shown = confirm()
             except Exception:  # a read that failed shows nothing either way
                 shown = False
-        self.outcome(step, "sent", done, confirmed=shown)
+        self.outcome(step, "sent", done, confirmed=shown, restore=restore, sent=True)
         return answer
 
 

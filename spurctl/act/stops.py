@@ -74,3 +74,20 @@ def stops_deferred() -> Iterator[None]:
                 handler(first, None)
             elif handler == signal.SIG_DFL:
                 signal.raise_signal(first)
+
+
+@contextmanager
+def stops_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP are dropped for the block: a run already stopping puts
+    back what it owes and says what it did, and a second Ctrl-C must not turn that into
+    a bare `interrupted` with a call gone out unsaid (each call has its own deadline, so
+    the block ends). Outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, lambda _n, _f: None) for number in _STOPS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

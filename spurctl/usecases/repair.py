@@ -31,14 +31,18 @@ from spurctl.decide.repair import (
     Refusal,
     RepairProgress,
     Target,
-    charge_record,
     charge_text,
     judge,
     labels_to_restore,
+    narrowed_to_saved,
+    not_back_sentence,
+    owed_text,
     recheck,
     refused_for_running_jobs,
     rejoin_refusal,
     repair_progress,
+    saved_plan_refusal,
+    unrecorded_sentence,
 )
 from spurctl.defaults import (
     DEFAULT_MAX_INVENTORY_AGE_S,
@@ -149,8 +153,10 @@ class Repaired:
     stage: Stage
     exit_status: ExitStatus
     results: list[NodeResult] = field(default_factory=list)
-    # The one error line after the run so far is shown (the journal failed).
+    # The one error line after the run so far is shown (the journal failed), and the
+    # command that settles what it left (the line ends with it).
     error: str | None = None
+    settle: NextStep | None = None
 
 
 # -- the plan ------------------------------------------------------------------------
@@ -250,42 +256,15 @@ def _inventory_of(name: str, inventories: Mapping[str, Inventory]) -> Inventory 
 
 
 def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now: datetime) -> None:
-    """The fresh plan narrowed to the saved targets; one whose charge is no longer the
-    saved one is refused. A plan too old, or from another controller, is refused whole."""
-    from spurctl.decide.reasons import duration
-
+    """The fresh plan narrowed to the saved targets (decide/repair.narrowed_to_saved); a
+    plan too old, or from another controller, is refused whole."""
     age = (now - saved.taken_at).total_seconds()
-    if age > max_age_s:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
-            "`spurctl repair --dry-run -o FILE`"
-        )
-    if saved.controller != plan.controller:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller}, this is {plan.controller}; make a fresh one against this "
-            "controller"
-        )
-    wanted = {t.node: t for t in saved.targets}
-    kept = []
-    for t in plan.targets:
-        was = wanted.get(t.node)
-        if was is None:
-            continue
-        if not t.removed and charge_record(t.charge) != was.charge:
-            plan.refusals.append(
-                Refusal(
-                    t.node,
-                    f"the charge changed since the saved plan: it was {was.charge_text}, it "
-                    f"is {charge_text(t.charge)}",
-                )
-            )
-            continue
-        kept.append(t)
-    plan.targets = kept
-    plan.refusals = [r for r in plan.refusals if r.node in wanted]
-    plan.uncharged = [n for n in plan.uncharged if n in wanted]
+    refused = saved_plan_refusal(age, max_age_s, saved.controller, plan.controller)
+    if refused is not None:
+        raise SpurctlError(refused)
+    plan.targets, plan.refusals, plan.uncharged = narrowed_to_saved(
+        plan.targets, plan.refusals, plan.uncharged, saved.targets
+    )
 
 
 # -- the whole command ------------------------------------------------------------
@@ -316,39 +295,44 @@ def repair(
             raise SpurctlError("refusing to repair without --yes: standard input is not a terminal")
         if not ask(plan):
             return Repaired(plan, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
-    results, error = carry_out(plan, request, sleep=sleep)
+    results, error, settle = carry_out(plan, request, sleep=sleep)
     ok = not plan.refusals and all(r.status is Status.REPAIRED for r in results)
     status = ExitStatus.ERROR if error else ExitStatus.OK if ok else ExitStatus.ACTION_NEEDED
-    return Repaired(plan, Stage.DONE, status, results, error)
+    return Repaired(plan, Stage.DONE, status, results, error, settle)
 
 
 def carry_out(
     plan: RepairPlan, request: RepairRequest, *, sleep: Callable[[float], None] = time.sleep
-) -> tuple[list[NodeResult], str | None]:
-    """Drain, tick, re-check, remove, wait, verify, put back; journaled. Returns each
-    target's result, and the error that stopped the run (the journal), if one did."""
+) -> tuple[list[NodeResult], str | None, NextStep | None]:
+    """Drain, tick, re-check, remove, wait, put back, verify; journaled. Returns each
+    target's result and, when the journal failed, the one line saying so (what went out
+    unrecorded, what is still owed) with the command that settles it."""
     from spurctl.act.journal import Journal, journal_lock
-    from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
+    from spurctl.act.node_admin import ControllerWriter, NodeAdmin
     from spurctl.sources.controller import ControllerClient
 
     run = _Run(plan, request, sleep)
-    try:
-        with (
-            journal_lock(request.journal_path),
-            Journal(request.journal_path) as journal,
-            ControllerWriter(request.conn) as writer,
-            ControllerClient(request.conn) as client,
-        ):
-            run.admin, run.client = NodeAdmin(writer, journal), client
-            run.go()
-    except JournalUnwritable as exc:
-        run.stop_all(Status.FAILED, f"not finished: {exc}")
-        return run.ordered(), str(exc)
-    return run.ordered(), None
+    with (
+        journal_lock(request.journal_path),
+        Journal(request.journal_path) as journal,
+        ControllerWriter(request.conn) as writer,
+        ControllerClient(request.conn) as client,
+    ):
+        run.admin, run.client = NodeAdmin(writer, journal), client
+        run.go()
+    error, settle = run.journal_line()
+    return run.ordered(), error, settle
 
 
 class _Run:
-    """One repair run's steps over all its targets, phase by phase: the waits are shared."""
+    """One repair run's steps over all its targets, phase by phase: the waits are shared.
+
+    Whatever stops it (Ctrl-C, SIGTERM, SIGHUP, a journal that cannot be written, a
+    controller that fails the re-read), nothing new is sent after it, and what the run
+    owes each node is put back or said: spurctl's drain of a node not removed is lifted
+    (its earlier drain put back), a removed node that is back gets its labels and drain
+    back, and one that is not is named with what it is owed and the command that
+    settles it (the journal keeps it for that run)."""
 
     def __init__(
         self, plan: RepairPlan, request: RepairRequest, sleep: Callable[[float], None]
@@ -357,15 +341,17 @@ class _Run:
         self.results: dict[str, NodeResult] = {}
         self.admin: NodeAdmin | None = None
         self.client: ControllerClient | None = None
+        # Why nothing more is sent (the journal could not record a step).
+        self.journal_failure: str | None = None
+        # A put-back that meets a controller that does not answer tries again until then.
+        self.deadline = 0.0
+        # node -> what it is still owed, when the run could not put it back.
+        self.owed: dict[str, str] = {}
 
     # -- plumbing ------------------------------------------------------------------
 
     def ordered(self) -> list[NodeResult]:
         return [self.results[t.node] for t in self.plan.targets if t.node in self.results]
-
-    def stop_all(self, status: Status, detail: str) -> None:
-        for t in self.plan.targets:
-            self.results.setdefault(t.node, NodeResult(t.node, status, detail))
 
     def _step(self, t: Target, step: str, call: str, **extra: Any) -> Step:
         from spurctl.act.node_admin import Step
@@ -380,6 +366,12 @@ class _Run:
 
         assert self.client is not None
         return read_node(self.client, name)
+
+    def _note(self, t: Target, step: str, result: str, detail: str, **extra: Any) -> None:
+        """A journaled outcome of a put-back phase: a journal that cannot take it stops
+        nothing (the journal keeps what to put back; the next run settles its record)."""
+        assert self.admin is not None
+        self.admin.outcome(self._step(t, step, "GetNode"), result, detail, restore=True, **extra)
 
     def _shows(self, name: str, state: NodeState | None, reason: str | None) -> Callable[[], bool]:
         def check() -> bool:
@@ -397,9 +389,12 @@ class _Run:
 
     def _update(
         self, t: Target, step: str, done: str, *, state: NodeState | None = None,
-        reason: str | None = None, labels: Mapping[str, str] | None = None, **extra: Any,
-    ) -> bool:  # fmt: skip
-        """One journaled UpdateNode; False (and a FAILED result) when it did not go through."""
+        reason: str | None = None, labels: Mapping[str, str] | None = None,
+        putting_back: bool = False, **extra: Any,
+    ) -> str | None:  # fmt: skip
+        """One journaled UpdateNode; the error when it did not go through. A put-back
+        (`putting_back`) goes out whether the journal takes it or not, and one no controller
+        took (UNAVAILABLE: nothing applied) is sent again until `deadline`."""
         from spurctl.act.node_admin import AdminCallFailed
 
         words = [f"state={state.name}"] if state is not None else []
@@ -409,80 +404,127 @@ class _Run:
             extra["reason"] = reason or ""  # the reason the node will carry, for the metrics
         step_ = self._step(t, step, f"UpdateNode({t.node}, {', '.join(words)})", **extra)
         assert self.admin is not None
-        try:
-            self.admin.send(
-                step_,
-                lambda w: w.update_node(t.node, state=state, reason=reason, labels=labels),
-                done,
-                confirm=self._shows(t.node, state, reason if state is not None else None),
-            )
-        except AdminCallFailed as exc:
-            self.results[t.node] = NodeResult(
-                t.node, Status.FAILED, f"{step} failed: {exc.message}"
-            )
-            return False
-        return True
+        every = max(0.05, min(1.0, self.request.wait_s / 20))
+        while True:
+            try:
+                self.admin.send(
+                    step_,
+                    lambda w: w.update_node(t.node, state=state, reason=reason, labels=labels),
+                    done,
+                    confirm=self._shows(t.node, state, reason if state is not None else None),
+                    restore=putting_back,
+                )
+            except AdminCallFailed as exc:
+                left = self.deadline - time.monotonic()
+                if not putting_back or exc.code != "UNAVAILABLE" or left <= 0:
+                    return f"{step} failed: {exc.message}"
+                self.sleep(min(every, left))
+                continue
+            return None
 
     def _lift(self, t: Target, why: str, status: Status = Status.REFUSED) -> None:
         """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up;
-        the node's result is `status` (refused after the re-read, or interrupted)."""
+        the node's result is `status` (refused after the re-read, failed, or interrupted).
+        When that fails too, the result says what spurctl's drain stands in place of."""
         hold = t.hold
         if hold is not None:
-            done = self._update(
+            failed = self._update(
                 t, "undrain", f"{why}; its earlier drain put back: {hold.reason!r}",
-                state=NodeState.DRAIN, reason=hold.reason,
+                state=NodeState.DRAIN, reason=hold.reason, putting_back=True,
             )  # fmt: skip
         else:
-            done = self._update(
-                t, "undrain", f"{why}; spurctl's drain lifted", state=NodeState.IDLE
-            )
-        if done:
+            failed = self._update(
+                t, "undrain", f"{why}; spurctl's drain lifted", state=NodeState.IDLE,
+                putting_back=True,
+            )  # fmt: skip
+        if failed is None:
             lifted = "its earlier drain put back" if hold else "spurctl's drain lifted"
             self.results[t.node] = NodeResult(t.node, status, f"{why} ({lifted})")
+            return
+        owed = f"the drain {hold.reason!r} for spurctl's" if hold else "spurctl's drain lifted"
+        self._owing(t, Status.FAILED, f"{why}; {failed}", owed)
 
     # -- the phases --------------------------------------------------------------------
 
     def go(self) -> None:
-        live = [t for t in self.plan.targets if not t.removed]
-        removed = [t for t in self.plan.targets if t.removed]
-        from spurctl.act.stops import stops_deferred
+        from spurctl.act.stops import stops_held
 
+        removed = [t for t in self.plan.targets if t.removed]
         drained: list[Target] = []
         try:
-            # A Ctrl-C lands between calls, never between a call and the run's record of it.
-            for t in live:
-                with stops_deferred():
+            self._remove(drained, removed)
+        except KeyboardInterrupt:
+            with stops_held():  # a second Ctrl-C does not cut the putting back short
+                self._unwind(drained, removed, "interrupted before DeregisterNode",
+                             Status.INTERRUPTED)  # fmt: skip
+                for t in removed:
+                    if t.node not in self.results:
+                        self._once_more(t)
+            return
+        except SpurctlError as exc:  # the journal, or the controller at the re-read
+            from spurctl.act.node_admin import JournalUnwritable
+
+            if isinstance(exc, JournalUnwritable):
+                self.journal_failure = str(exc)
+            self.deadline = time.monotonic() + self.request.wait_s
+            with stops_held():
+                self._unwind(drained, removed, f"not removed: {exc}", Status.FAILED)
+        try:
+            self._wait(removed)
+        except KeyboardInterrupt:
+            with stops_held():
+                for t in removed:
+                    if t.node not in self.results:
+                        self._once_more(t)
+
+    def _remove(self, drained: list[Target], removed: list[Target]) -> None:
+        """Drain, tick, re-read, DeregisterNode: the sending phases, each call with its
+        record (a stop lands between calls); what went out is in `drained` and `removed`."""
+        from spurctl.act.node_admin import JournalUnwritable
+        from spurctl.act.stops import stops_deferred
+
+        for t in [t for t in self.plan.targets if not t.removed]:
+            with stops_deferred():
+                try:
                     if self._drain(t):
                         drained.append(t)
-            if drained:
-                self.sleep(self.request.tick_s)
-            for t in self._rechecked(drained):
-                with stops_deferred():
+                except JournalUnwritable as exc:
+                    if exc.sent:  # the drain went out; its outcome is what failed
+                        drained.append(t)
+                    raise
+        if drained:
+            self.sleep(self.request.tick_s)
+        for t in self._rechecked(drained):
+            with stops_deferred():
+                try:
                     if self._deregister(t):
                         removed.append(t)
-        except KeyboardInterrupt:
-            with stops_deferred():  # a second Ctrl-C does not cut the clean-up short
-                for t in drained:
-                    if t.node not in self.results and t not in removed:
-                        self._lift(t, "interrupted before DeregisterNode", Status.INTERRUPTED)
-                self.stop_all(Status.INTERRUPTED, "interrupted before anything was sent for it")
-                for t in removed:
-                    self.results[t.node] = self._interrupted_wait(t)
-            return
-        try:
-            back = self._wait([t.node for t in removed])
-        except KeyboardInterrupt:
-            for t in removed:
-                self.results[t.node] = self._interrupted_wait(t)
-            return
-        for t in removed:
-            self._finish(t, back.get(t.node))
+                except JournalUnwritable as exc:
+                    if exc.sent:
+                        removed.append(t)
+                    raise
+
+    def _unwind(self, drained: Sequence[Target], removed: Sequence[Target], why: str,
+                status: Status) -> None:  # fmt: skip
+        """After a stop before the removals: spurctl's drain lifted from each node drained
+        and not removed; a node nothing was sent for says so."""
+        for t in drained:
+            if t.node not in self.results and t not in removed:
+                self._lift(t, why, status)
+        for t in self.plan.targets:
+            if t not in removed:
+                self.results.setdefault(
+                    t.node, NodeResult(t.node, status, f"{why}: nothing was sent for it")
+                )
 
     def _drain(self, t: Target) -> bool:
-        return self._update(
+        failed = self._update(
             t, "drain", f"drained: {t.reason}", state=NodeState.DRAIN, reason=t.reason,
             restore=t.restore(),
         )  # fmt: skip
+        if failed is not None:
+            self.results[t.node] = NodeResult(t.node, Status.FAILED, failed)
+        return failed is None
 
     def _rechecked(self, drained: Sequence[Target]) -> list[Target]:
         """The drained targets that may be removed now, re-read after the tick; the others
@@ -537,80 +579,115 @@ class _Run:
             return False
         return True
 
-    def _wait(self, names: Sequence[str]) -> dict[str, Node]:
-        """GetNode until every node answers again or --wait is up (bounded)."""
-        waiting, back = set(names), {}
-        deadline = time.monotonic() + self.request.wait_s
+    def _wait(self, removed: Sequence[Target]) -> None:
+        """GetNode until every removed node is back or --wait is up (bounded); each node is
+        finished as soon as it is back. A controller that does not answer (a restart, a
+        leader election) is asked again until then: it ends no run."""
+        from spurctl.act.stops import stops_deferred
+
+        waiting = {t.node: t for t in removed if t.node not in self.results}
+        self.deadline = time.monotonic() + self.request.wait_s
         every = max(0.05, min(1.0, self.request.wait_s / 20))
+        unanswered: str | None = None
         while waiting:
             for name in sorted(waiting):
-                node = self._read(name)
+                try:
+                    node = self._read(name)
+                except SpurctlError as exc:
+                    unanswered = str(exc)
+                    break
+                unanswered = None
                 if node is not None:
-                    back[name] = node
-            waiting -= back.keys()
-            left = deadline - time.monotonic()
+                    with stops_deferred():  # its put-back is never cut in half
+                        self._finish(waiting.pop(name), node)
+            left = self.deadline - time.monotonic()
             if not waiting or left <= 0:
                 break
             self.sleep(min(every, left))
-        return back
+        for t in waiting.values():
+            self._not_back(t, unanswered)
+
+    def _once_more(self, t: Target) -> None:
+        """Stopped while waiting for `t`: finished if it is back now, else named with what
+        it is owed and the command that settles it."""
+        try:
+            node = self._read(t.node)
+        except SpurctlError:
+            node = None
+        if node is not None:
+            return self._finish(t, node)
+        why = f"interrupted after DeregisterNode: {t.node}'s record is gone until its spurd "
+        self._owing(t, Status.INTERRUPTED, why + "registers it again", owed_text(t.hold, t.labels))
+        return None
 
     def _resume_argv(self, node: str) -> tuple[str, ...]:
         return ("spurctl", "repair", "--node", node, *self.request.view_flags)
 
-    def _interrupted_wait(self, t: Target) -> NodeResult:
-        return NodeResult(
-            t.node, Status.INTERRUPTED,
-            f"interrupted after DeregisterNode: {t.node}'s record is gone until its spurd "
-            "registers it again; the journal keeps what to put back",
-            [NextStep(self._resume_argv(t.node), "finishes the repair once it is back")],
+    def _owing(
+        self, t: Target, status: Status, why: str, owed: str, steps: Sequence[NextStep] = ()
+    ) -> None:
+        """`t`'s result when the run could not settle it: why, what it is still owed (the
+        journal keeps it), and the repair that settles it."""
+        self.owed[t.node] = owed or "nothing but the journal's record"
+        self.results[t.node] = NodeResult(
+            t.node, status, f"{why}; owed: {self.owed[t.node]} (the journal keeps it)",
+            [*steps, NextStep(self._resume_argv(t.node), "settles it once the node is back")],
         )  # fmt: skip
 
-    def _finish(self, t: Target, node: Node | None) -> None:
-        assert self.admin is not None
-        wait = f"{self.request.wait_s:g} s"
-        if node is None:
-            why = (
-                f"{t.node} did not register again within {wait} (--wait): its spurd is not "
-                "running, cannot reach the controller, or is refused (an expired join token)"
-            )
-            self.admin.outcome(self._step(t, "return", "GetNode"), "failed", why)
-            self.results[t.node] = NodeResult(
-                t.node, Status.NOT_BACK, why,
-                [
-                    NextStep(("systemctl", "start", "spurd"), "starts its spurd", where=t.node),
-                    NextStep(self._resume_argv(t.node), "finishes the repair once it is back"),
-                ],
-            )  # fmt: skip
-            return
+    def _not_back(self, t: Target, unanswered: str | None) -> None:
+        why = not_back_sentence(t.node, self.request.wait_s, unanswered)
+        self._note(t, "return", "failed", why)
+        start = NextStep(("systemctl", "start", "spurd"), "starts its spurd", where=t.node)
+        steps = [] if unanswered else [start]
+        self._owing(t, Status.NOT_BACK, why, owed_text(t.hold, t.labels), steps)
+
+    def _finish(self, t: Target, node: Node) -> None:
+        """`t` is back: what it is owed put back first (an admin's drain, whatever the
+        charge shows), then its charge judged."""
         since = format_time(node.agent_start_time) or "now"
-        if not node.alloc.empty:
-            why = (
-                f"{t.node} registered again but is charged {charge_text(node.alloc)}: a job "
-                "may have landed there; audit it"
-            )
-            self.admin.outcome(self._step(t, "verify", "GetNode"), "failed", why)
-            self.results[t.node] = NodeResult(t.node, Status.FAILED, why)
-            return
-        self.admin.outcome(
-            self._step(t, "return", "GetNode"), "sent",
-            f"{t.node} registered again (slurmd_start_time {since}) with no charge",
-        )  # fmt: skip
+        self._note(t, "return", "sent", f"{t.node} registered again (slurmd_start_time {since})")
         put_back = []
         labels = labels_to_restore(t.labels, node.labels)
         if labels:
-            if not self._update(t, "labels", f"labels put back: {labels}", labels=labels):
-                return
-            put_back.append("labels " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())))
+            failed = self._update(
+                t, "labels", f"labels put back: {labels}", labels=labels, putting_back=True
+            )
+            if failed is not None:
+                return self._owing(t, Status.FAILED, failed, owed_text(t.hold, labels))
+            put_back.append(owed_text(None, labels))
         if t.hold is not None:
             done = f"drain put back: {t.hold.reason!r}"
-            if not self._update(t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason):
-                return
-            put_back.append(f"the drain {t.hold.reason!r}")
-        detail = f"{t.node} registered again with no charge" + (
-            f"; put back {' and '.join(put_back)}" if put_back else ""
-        )
-        self.admin.outcome(self._step(t, "done", "GetNode"), "sent", detail, confirmed=True)
+            failed = self._update(
+                t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason,
+                putting_back=True,
+            )  # fmt: skip
+            if failed is not None:
+                return self._owing(t, Status.FAILED, failed, owed_text(t.hold, {}))
+            put_back.append(owed_text(t.hold, {}))
+        back = f"; put back {' and '.join(put_back)}" if put_back else ""
+        if not node.alloc.empty:
+            why = (
+                f"{t.node} registered again but is charged {charge_text(node.alloc)}: a job "
+                f"may have landed there; audit it{back}"
+            )
+            self._note(t, "verify", "failed", why)
+            self.results[t.node] = NodeResult(t.node, Status.FAILED, why)
+            return None
+        detail = f"{t.node} registered again with no charge{back}"
+        self._note(t, "done", "sent", detail, confirmed=True)
         self.results[t.node] = NodeResult(t.node, Status.REPAIRED, detail)
+        return None
+
+    def journal_line(self) -> tuple[str | None, NextStep | None]:
+        """When the journal failed: one line saying so, what went out that it does not
+        record and what is still owed; with the command that settles it."""
+        assert self.admin is not None
+        failure = self.journal_failure or self.admin.unwritable
+        if failure is None:
+            return None, None
+        nodes = fold(sorted(t.node for t in self.plan.targets))
+        line = unrecorded_sentence(failure, self.admin.unrecorded, self.owed)
+        return line, NextStep(self._resume_argv(nodes), "settles it once the journal is writable")
 
 
 def _fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory]:

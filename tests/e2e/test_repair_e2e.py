@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -605,3 +606,59 @@ def test_a_deregister_failure_other_than_running_jobs_is_a_failure_and_the_hold_
         ("undrain", "intent", None),
         ("undrain", "outcome", "sent"),
     ]
+
+
+# -- whatever stops a repair, what it owes the node is put back or said --------------------
+
+
+def _away_for(
+    p: Phantom, seconds: float, when: Callable[[], bool], then: Callable[[], None]
+) -> Any:
+    """Once `when`, spurctld goes away for `seconds` (a restart, a failover) and comes back
+    on its port; `then` runs while it is away."""
+
+    def outage() -> None:
+        wait_for(when, timeout=30)
+        p.sim.stop_controller()
+        then()
+        time.sleep(seconds)
+        p.sim.start_controller()
+
+    thread = threading.Thread(target=outage, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_controller_away_for_3_s_during_the_wait_ends_nothing_and_the_hold_comes_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the controller is away")
+    thread = _away_for(
+        p, 3, lambda: bool(p.sim.state.deregistrations),
+        lambda: p.sim.state.registration_refused.pop("gpu009"),
+    )  # fmt: skip
+    proc = repair(p, "--yes", "--restore-drain", "--wait", "30")
+    thread.join(timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 repaired" in proc.stdout, proc.stdout
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+    assert node.alloc.empty
+
+
+def test_a_controller_away_at_the_re_read_removes_nothing_and_puts_the_admins_drain_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    thread = _away_for(p, 3, lambda: p.sim.node("gpu009").state_reason == OUR_DRAIN, lambda: None)
+    proc = repair(p, "--yes", "--restore-drain", "--tick", "0.5", "--wait", "30")
+    thread.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("  gpu009  failed")), "")
+    assert line.startswith("  gpu009  failed: not removed: the controller did not answer"), (
+        proc.stdout + proc.stderr
+    )
+    assert line.endswith("(its earlier drain put back)"), line
+    assert p.sim.state.deregistrations == []
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
