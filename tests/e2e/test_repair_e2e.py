@@ -530,8 +530,11 @@ def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -
     assert ("deregister", "outcome", "failed") in steps(p)
 
 
-def _interrupt_when(p: Phantom, ready: Callable[[], bool], *extra: str) -> tuple[int, str]:
-    """A real `spurctl repair --yes` in its own process, sent SIGINT (Ctrl-C) once `ready`."""
+def _interrupt_when(
+    p: Phantom, ready: Callable[[], bool], *extra: str, stop: str = "SIGINT"
+) -> tuple[int, str]:
+    """A real `spurctl repair --yes` in its own process, sent `stop` (SIGINT: Ctrl-C) once
+    `ready`."""
     import signal
 
     from tests.cli import cli_process, default_sigint
@@ -543,7 +546,7 @@ def _interrupt_when(p: Phantom, ready: Callable[[], bool], *extra: str) -> tuple
     ]  # fmt: skip
     with cli_process(*argv, home=p.home, preexec_fn=default_sigint) as proc:
         wait_for(ready, timeout=30)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, stop))
         out, err = proc.communicate(timeout=30)
     return proc.returncode, out + err
 
@@ -662,3 +665,60 @@ def test_a_controller_away_at_the_re_read_removes_nothing_and_puts_the_admins_dr
     assert line.endswith("(its earlier drain put back)"), line
     assert p.sim.state.deregistrations == []
     assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_while_waiting_says_what_the_node_is_owed_and_the_next_run_puts_it_back(
+    p: Phantom, stop: str
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "join token expired")
+    rc, out = _interrupt_when(
+        p, lambda: bool(p.sim.state.deregistrations), "--tick", "0", "--wait", "60",
+        "--restore-drain", stop=stop,
+    )  # fmt: skip
+    assert rc == 1, out
+    assert (
+        "gpu009  interrupted: interrupted after DeregisterNode: gpu009's record is gone until "
+        "its spurd registers it again; owed: the drain 'ops: bad DIMM' and labels gpu=mi300x, "
+        "owner=ml, rack=r02 (the journal keeps it)"
+    ) in out, out
+    assert f"    spurctl repair --node gpu009 --inventory {p.live}" in out, out
+
+    del p.sim.state.registration_refused["gpu009"]
+    wait_for(lambda: "gpu009" in p.sim.state.nodes)
+    assert p.sim.node("gpu009").state_reason == ""  # back in service: the admin's drain lost
+    proc = repair(p, "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+
+
+def test_a_second_ctrl_c_while_spurctls_drain_is_lifted_still_says_what_went_out(
+    p: Phantom, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C pressed as the drain goes out, and again as spurctl lifts it: both calls went
+    out, and the result says so (exit 1), not a bare `spurctl: interrupted` (exit 130)."""
+    import os
+    import signal
+
+    from spurctl.act import node_admin
+
+    real = node_admin.ControllerWriter.update_node
+
+    def pressed(self: Any, name: str, **fields: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real(self, name, **fields)
+
+    monkeypatch.setattr(node_admin.ControllerWriter, "update_node", pressed)
+    proc = repair(p, "--yes", "--tick", "30")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "  gpu009  interrupted: interrupted before DeregisterNode (spurctl's drain lifted)"
+        in proc.stdout
+    ), proc.stdout + proc.stderr
+    assert [s for s in steps(p) if s[1] == "outcome"] == [
+        ("drain", "outcome", "sent"),
+        ("undrain", "outcome", "sent"),
+    ], steps(p)
+    assert p.sim.node("gpu009").state_reason == ""
