@@ -722,3 +722,53 @@ def test_a_second_ctrl_c_while_spurctls_drain_is_lifted_still_says_what_went_out
         ("undrain", "outcome", "sent"),
     ], steps(p)
     assert p.sim.node("gpu009").state_reason == ""
+
+
+def test_a_journal_full_after_deregister_still_puts_everything_back_and_says_so_in_one_line(
+    p: Phantom,
+) -> None:
+    """The journal's file can grow no more (EFBIG, as a full disk's ENOSPC) right after
+    DeregisterNode's outcome: the node still gets its drain and labels back when it returns,
+    and the run ends with one line saying what went out unrecorded, what is owed and the
+    command that settles it (exit 2), never an internal error; that command then does."""
+    import resource
+    import signal
+
+    from tests.cli import cli_process
+
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the journal is full")
+    argv = [
+        "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--yes", "--tick", "0", "--wait", "30", "--restore-drain",
+    ]  # fmt: skip
+
+    def ignore_sigxfsz() -> None:  # a write past the limit is then EFBIG, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    with cli_process(*argv, home=p.home, preexec_fn=ignore_sigxfsz) as proc:
+        wait_for(lambda: p.journal.is_file() and ("deregister", "outcome", "sent") in steps(p))
+        size = p.journal.stat().st_size
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (size, size))
+        del p.sim.state.registration_refused["gpu009"]
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out + err
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+    assert p.journal.stat().st_size == size  # nothing more was written
+    assert "internal error" not in err and "Traceback" not in err, err
+    [line] = err.splitlines()
+    said = (
+        f"spurctl: journal {p.journal}: File too large: sent without its record: "
+        "UpdateNode(gpu009, labels={'owner': 'ml'}), UpdateNode(gpu009, state=DRAIN, "
+        "reason='ops: bad DIMM'); still owed: nothing; settled by `spurctl repair --node gpu009 "
+    )
+    assert line.startswith(said), line
+    assert "  gpu009  repaired: gpu009 registered again with no charge; put back" in out, out
+
+    again = repair(p, "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
+    assert "not finished" not in journal.stdout, journal.stdout
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
