@@ -343,11 +343,11 @@ def run_audit(
     report = audit(inputs, include_healthy=include_healthy)
     report.cluster = None if conn is None else conn.cluster
     if journal is not None:
-        report.node_admin = _node_admin(journal, inputs)
+        report.node_admin = _node_admin(journal, inputs, conn)
     return report, inputs
 
 
-def _node_admin(journal: Path, inputs: AuditInputs) -> NodeAdminMetrics:
+def _node_admin(journal: Path, inputs: AuditInputs, conn: Connection | None) -> NodeAdminMetrics:
     """What spurctl's drains, repairs and resumes left, from its journal and this view."""
     if not journal.is_file():
         return NodeAdminMetrics()  # nothing recorded: what admin_metrics makes of no records
@@ -360,4 +360,6 @@ def _node_admin(journal: Path, inputs: AuditInputs) -> NodeAdminMetrics:
     def node(name: str) -> Node | None:
         return inputs.view.nodes.get(name) if scope is None or name in scope else None
 
-    return admin_metrics(found, node)
+    from spurctl.sources.settings import credential_uid
+
+    return admin_metrics(found, node, None if conn is None else credential_uid(conn))

@@ -237,6 +237,9 @@ class Node:
     last_busy: datetime | None = None
     agent_start_time: datetime | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    # Who set state_reason (Spur #860's NodeInfo.reason_uid); None where the controller
+    # does not say (a release before #860, no reason, a drain set before the upgrade).
+    reason_uid: int | None = None
 
 
 class NodeTable(Mapping[str, Node]):

@@ -6,6 +6,11 @@ NODE_FAIL. Each call goes to the Raft leader (a follower that cannot forward a w
 answers UNAVAILABLE "not the Raft leader" with `x-spur-leader`: followed once), and
 each is journaled by `NodeAdmin`: an intent before it is sent, an outcome after,
 fsynced, so a crash at any step leaves a journal that tells which calls went out.
+A call given what its plan saw of the node (`expect`) is sent only after a GetNode
+from the leader, right before it, shows the node still so (its state, reason and
+who set it): an admin or a health check may have changed it while the prompt was
+open or the run waited, and spurctl never overwrites, lifts or removes what another
+set. A changed node is left, with a `skipped` outcome naming what was seen.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
+from spurctl.decide.owner import Seen
 from spurctl.errors import SpurctlError, redact
-from spurctl.model import NodeState
+from spurctl.model import Node, NodeState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources import scrub
 from spurctl.sources.rpc import describe_rpc_error, open_channel
@@ -41,6 +47,16 @@ class AdminCallFailed(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class NodeChanged(AdminCallFailed):
+    """Not sent: the node read right before the call was no longer as the plan saw it
+    (or could not be read). `now` is what was read (None: gone, or not read)."""
+
+    def __init__(self, message: str, now: Node | None, *, read: bool = True) -> None:
+        super().__init__("NODE_CHANGED", message)
+        self.now = now
+        self.read = read
 
 
 class JournalUnwritable(SpurctlError):
@@ -83,7 +99,7 @@ class ControllerWriter:
             stub = self._stubs[url] = scrub.stub(channel, "SlurmController")
         return stub
 
-    def _write(self, method: str, request: Any) -> Any:
+    def _write(self, method: str, request: Any, *, applies: bool = True) -> Any:
         """Send one write: the endpoint that last took one first, then the others; a
         follower's leader hint is followed once. Only a call that provably never reached
         a controller (UNAVAILABLE) is tried elsewhere: one that may have been applied is
@@ -112,6 +128,10 @@ class ControllerWriter:
                 if code == grpc.StatusCode.UNAVAILABLE:
                     failures.append(f"{url}: {why}")
                     continue
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED and not applies:  # a read
+                    raise AdminCallFailed(
+                        "UNAVAILABLE", redact(f"controller {url}: {why}")
+                    ) from None
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     raise AdminCallFailed(
                         "UNKNOWN_OUTCOME",
@@ -143,6 +163,19 @@ class ControllerWriter:
             request.state = int(state)  # type: ignore[assignment]
             request.reason = reason or ""
         self._write("UpdateNode", request)
+
+    def get_node(self, name: str) -> Node | None:
+        """The node as the endpoint that takes the writes has it (GetNode); None when it has
+        no such node. AdminCallFailed when it cannot be read."""
+        from spurctl.sources.wire import node_from_pb
+
+        try:
+            answer = self._write("GetNode", pb.GetNodeRequest(name=name), applies=False)
+        except AdminCallFailed as exc:
+            if exc.code == "NOT_FOUND":
+                return None
+            raise
+        return node_from_pb(answer)
 
     def deregister_node(self, name: str, reason: str) -> int:
         """DeregisterNode(force=false): the controller refuses it (FAILED_PRECONDITION)
@@ -233,12 +266,17 @@ class NodeAdmin:
         done: str,
         confirm: Callable[[], bool] | None = None,
         *,
+        expect: Seen,
         restore: bool = False,
     ) -> T:
         """Journal the intent, make the call, journal its outcome (`done` when it went
         through; the error when it did not, `unknown: ...` when it may have). `confirm`
         reads the node back: whether it shows what the call asked for (the outcome's
-        `confirmed`). `restore`: sent whether or not the journal takes its records."""
+        `confirmed`). The node is read first, and the call is sent only while it is
+        still as `expect` says (NodeChanged, after a `skipped` outcome, otherwise):
+        no call goes out without that read. `restore`: sent whether or not the journal
+        takes its records."""
+        self._still(step, expect, restore=restore)
         self.intent(step, restore=restore)
         try:
             answer = call(self.writer)
@@ -257,6 +295,25 @@ class NodeAdmin:
                 shown = False
         self.outcome(step, "sent", done, confirmed=shown, restore=restore, sent=True)
         return answer
+
+    def _still(self, step: Step, expect: Seen, *, restore: bool = False) -> None:
+        """Read the node right before `step`'s call; NodeChanged (journaled as skipped)
+        unless it is still as the plan saw it."""
+        try:
+            now = self.writer.get_node(step.node)
+        except AdminCallFailed as exc:
+            why = f"{step.node} could not be read right before the call ({exc.message})"
+            self.outcome(step, "skipped", f"not sent: {why}", restore=restore)
+            raise NodeChanged(why, None, read=False) from None
+        change = expect.change(now)
+        if change is None:
+            return
+        why = (
+            f"{step.node} changed since the plan saw it {expect.describe()}: {change}; "
+            "left as it is"
+        )
+        self.outcome(step, "skipped", f"not sent: {why}", restore=restore)
+        raise NodeChanged(why, now)
 
 
 def _unwritable(journal: Journal, exc: OSError) -> str:

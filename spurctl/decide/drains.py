@@ -6,9 +6,10 @@ awaiting `spurctl node-release`) keeps taking dispatches the node then rejects:
 draining it stops the scheduler bouncing jobs off it (before Spur #584's cooldown,
 and where that cooldown is leader-local). The drain's reason says `spurctl:`, the
 finding and where to read it, e.g. `spurctl: agent-orphan job 4711 (spurctl
-explain gpu017)`. Only spurctl's own drains are ever lifted, and only from a node
-whose fresh audit is clean; a drain or DOWN for any other reason (an admin's, a
-health check's) is never touched. Pure: the use case brings the audit and the
+explain gpu017)`. Only spurctl's own drains (decide/owner.py: exactly a reason its
+journal records it setting there) are ever lifted, and only from a node whose fresh
+audit is clean; a drain or DOWN for any other reason (an admin's, a health check's, a
+spurctl reason someone amended) is never touched. Pure: the use case brings the audit and the
 journal's records.
 """
 
@@ -20,8 +21,9 @@ from datetime import datetime
 from typing import Any
 
 from spurctl.decide.health import is_health_check_drain
+from spurctl.decide.owner import Ownership, Seen, journaled_drains
 from spurctl.decide.reasons import duration
-from spurctl.decide.repair import HOLDS, SPURCTL_PREFIX, is_repair_drain, is_spurctl_drain
+from spurctl.decide.repair import HOLDS, SPURCTL_PREFIX, is_repair_drain
 from spurctl.hostlist import loose_key
 from spurctl.model import (
     Action,
@@ -49,6 +51,8 @@ class NodeChange:
     reason: str
     kind: str
     job_id: int = 0
+    # The node as the plan saw it: the call goes out only while it still is so.
+    seen: Seen | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,7 @@ def drain_plan(
     nodes: Mapping[str, Node],
     findings: Sequence[Finding],
     cancels: Mapping[tuple[str, int], str],
+    owned: Ownership,
 ) -> tuple[list[NodeChange], list[Left]]:
     """The nodes to drain, and those left as they are (with why)."""
     drain: list[NodeChange] = []
@@ -133,12 +138,17 @@ def drain_plan(
                     name, f"{name} is held by a health check ({node.state_reason!r}): never touched"
                 )
             )
-        elif node.state in _OUT_OF_SERVICE and is_spurctl_drain(node.state_reason):
+        elif node.state in _OUT_OF_SERVICE and owned.owns(node):
             left.append(
                 Left(
                     name, f"{name} is already {node.state.name} by spurctl ({node.state_reason!r})"
                 )
             )
+        elif node.state in _OUT_OF_SERVICE and owned.looks_owned(node):
+            left.append(
+                Left(name, f"{name} is already {node.state.name} and {owned.why_not(node)}: "
+                     "someone else's, left alone")
+            )  # fmt: skip
         elif node.state in _OUT_OF_SERVICE:
             why = f" ({node.state_reason!r})" if node.state_reason else ""
             left.append(
@@ -149,8 +159,11 @@ def drain_plan(
         else:
             first = held[0][0]
             drain.append(
-                NodeChange(name, drain_reason(name, held), first.kind.value, first.job_id or 0)
-            )
+                NodeChange(
+                    name, drain_reason(name, held), first.kind.value, first.job_id or 0,
+                    Seen.of(node),
+                )
+            )  # fmt: skip
     return drain, left
 
 
@@ -162,6 +175,7 @@ def resume_plan(
     *,
     now: datetime,
     max_age_s: float,
+    owned: Ownership,
     repairing: Iterable[str] = (),
 ) -> tuple[list[NodeChange], list[Left]]:
     """The nodes whose spurctl drain may be lifted (a clean, fresh audit), and the others in
@@ -173,7 +187,16 @@ def resume_plan(
         node = nodes.get(name)
         if node is None or node.state not in HOLDS:
             continue
-        if not is_spurctl_drain(node.state_reason):
+        if owned.looks_owned(node) and not owned.owns(node):
+            kept.append(
+                Left(
+                    name,
+                    f"{name} is {node.state.name} and {owned.why_not(node)}: someone else's, "
+                    "left alone",
+                )
+            )
+            continue
+        if not owned.owns(node):
             kept.append(
                 Left(
                     name,
@@ -220,7 +243,7 @@ def resume_plan(
             words[1] if len(words) > 1 and words[1] in Kind._value2member_map_ else "spurctl-drain"
         )
         kind = Kind.PHANTOM_ALLOC.value if is_repair_drain(node.state_reason) else kind
-        resume.append(NodeChange(name, node.state_reason, kind))
+        resume.append(NodeChange(name, node.state_reason, kind, seen=Seen.of(node)))
     return resume, kept
 
 
@@ -234,12 +257,17 @@ _REPAIR_ENDS = {
 
 
 def admin_metrics(
-    records: Iterable[Mapping[str, Any]], node: Callable[[str], Node | None]
+    records: Iterable[Mapping[str, Any]],
+    node: Callable[[str], Node | None],
+    uid: int | None = None,
 ) -> NodeAdminMetrics:
     """What spurctl's node administration did (counted over the journal, so the counts only
     grow) and the nodes the journal says spurctl drained that are still held by a drain of
     spurctl's (`node`: the view's record of a node, None outside it), each with the time
-    of the last drain the journal records under the reason the node carries."""
+    of the last drain the journal records under the reason the node carries (`uid`: the
+    one the controller records for spurctl's calls, Ownership)."""
+    records = list(records)
+    owned = Ownership(journaled_drains(records), uid)
     repairs: dict[str, int] = {}
     drains: dict[str, int] = {}
     resumes = 0
@@ -277,6 +305,6 @@ def admin_metrics(
     held: dict[str, datetime | None] = {}
     for name in sorted({name for name, _ in drained_at}):
         now = node(name)
-        if now is not None and now.state in HOLDS and is_spurctl_drain(now.state_reason):
+        if now is not None and now.state in HOLDS and owned.owns(now):
             held[name] = when.get((name, now.state_reason))
     return NodeAdminMetrics(repairs, drains, resumes, held)

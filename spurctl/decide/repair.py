@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from spurctl.decide.health import is_health_check_drain
+from spurctl.decide.owner import Ownership, Seen
 from spurctl.decide.reasons import duration, plural
 from spurctl.hostlist import ranges
 from spurctl.model import Allocation, Finding, Inventory, Job, Kind, Node, NodeState
@@ -34,12 +35,9 @@ _UP = (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED)
 HOLDS = (NodeState.DRAIN, NodeState.DRAINING)
 
 
-def is_spurctl_drain(reason: str) -> bool:
-    return reason.lstrip().startswith(SPURCTL_PREFIX)
-
-
 def is_repair_drain(reason: str) -> bool:
-    return reason.lstrip().startswith(REPAIR_PREFIX)
+    """Whether a reason reads as a repair's; whether it is spurctl's is decide/owner.py's."""
+    return reason.startswith(REPAIR_PREFIX)
 
 
 def charge_text(alloc: Allocation) -> str:
@@ -99,6 +97,8 @@ class Target:
     resumes: str | None = None
     # The record is already gone (an earlier run removed it): wait for it to come back.
     removed: bool = False
+    # The node as the plan saw it: spurctl's drain goes out only while it still is so.
+    seen: Seen | None = None
 
     @property
     def reason(self) -> str:
@@ -216,6 +216,7 @@ def judge(
     max_age_s: float,
     view_complete: bool,
     restore_hold: bool,
+    owned: Ownership,
     pending: RepairProgress | None = None,
 ) -> Target | Refusal | None:
     """A node's repair, a refusal naming what was seen, or None (no charge: nothing to do)."""
@@ -249,9 +250,9 @@ def judge(
     hold: Hold | None = None
     labels: Mapping[str, str] = node.labels
     resumes = None
-    if pending is not None and is_repair_drain(node.state_reason):
-        # Our own drain from a repair that stopped part way: what it recorded is what
-        # the node held before it.
+    if pending is not None and is_repair_drain(node.state_reason) and owned.owns(node):
+        # Our own drain from a repair that stopped part way, exactly as spurctl set it:
+        # what it recorded is what the node held before it. An amended one is another's.
         hold, labels, resumes = pending.hold, pending.labels, pending.run
     elif node.state in HOLDS:
         if not restore_hold:
@@ -269,7 +270,7 @@ def judge(
             + (f" ({node.state_reason!r})" if node.state_reason else "")
             + ": a repair drains and removes a node that is up; bring it up first",
         )
-    return Target(name, node.alloc, dict(labels), hold, resumes)
+    return Target(name, node.alloc, dict(labels), hold, resumes, seen=Seen.of(node))
 
 
 def recheck(
@@ -420,8 +421,14 @@ class RepairProgress:
     at: str
 
 
-# A repair is over once one of these (step, result) outcomes is journaled.
-_FINISHED = {("done", "sent"), ("undrain", "sent"), ("drain", "failed-definite")}
+# A repair is over once one of these (step, result) outcomes is journaled; `skipped`: the
+# node had changed since the plan (act/node_admin.py), so it was left to whoever changed it.
+_FINISHED = {
+    ("done", "sent"),
+    ("undrain", "sent"),
+    ("drain", "failed-definite"),
+    *((step, "skipped") for step in ("drain", "undrain", "deregister", "labels", "redrain")),
+}
 
 
 def repair_progress(records: Iterable[Mapping[str, Any]]) -> dict[str, RepairProgress]:

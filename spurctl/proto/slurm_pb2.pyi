@@ -160,7 +160,7 @@ class JobInfo(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., partition: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., state_reason: _Optional[str] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., num_nodes: _Optional[int] = ..., num_tasks: _Optional[int] = ..., nodelist: _Optional[str] = ..., resources: _Optional[_Union[ResourceAllocations, _Mapping]] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("name", "state", "state_reason", "partitions", "total_resources", "alloc_resources", "boot_time", "last_busy", "slurmd_start_time", "labels")
+    __slots__ = ("name", "state", "state_reason", "partitions", "total_resources", "alloc_resources", "boot_time", "last_busy", "slurmd_start_time", "labels", "reason_uid")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -178,6 +178,7 @@ class NodeInfo(_message.Message):
     LAST_BUSY_FIELD_NUMBER: _ClassVar[int]
     SLURMD_START_TIME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    REASON_UID_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: NodeState
     state_reason: str
@@ -188,7 +189,8 @@ class NodeInfo(_message.Message):
     last_busy: _timestamp_pb2.Timestamp
     slurmd_start_time: _timestamp_pb2.Timestamp
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., state_reason: _Optional[str] = ..., partitions: _Optional[_Iterable[str]] = ..., total_resources: _Optional[_Union[ResourceSet, _Mapping]] = ..., alloc_resources: _Optional[_Union[ResourceAllocations, _Mapping]] = ..., boot_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_busy: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., slurmd_start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    reason_uid: int
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., state_reason: _Optional[str] = ..., partitions: _Optional[_Iterable[str]] = ..., total_resources: _Optional[_Union[ResourceSet, _Mapping]] = ..., alloc_resources: _Optional[_Union[ResourceAllocations, _Mapping]] = ..., boot_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_busy: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., slurmd_start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reason_uid: _Optional[int] = ...) -> None: ...
 
 class GetJobsRequest(_message.Message):
     __slots__ = ("states", "user", "partition", "account", "job_ids", "name", "nodes")

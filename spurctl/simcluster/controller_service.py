@@ -225,10 +225,10 @@ class ControllerService:
                 trailing=((LEADER_HEADER, self.sim.follower_of),),
             )
 
-    def _admin(self, rpc: Callable[[ClusterState, Any], Any], admin_only: str = "") -> Body:
-        """A node administration RPC (simcluster/node_admin.py) on the leader; `admin_only`
-        names an operation spurctld gates on a verified admin (at 4cc3da8 UpdateNode is;
-        DrainNode and DeregisterNode are not)."""
+    def _admin(self, rpc: Callable[[ClusterState, Any, int], Any], admin_only: str = "") -> Body:
+        """A node administration RPC (simcluster/node_admin.py) on the leader, given the
+        caller's uid (0 when anonymous); `admin_only` names an operation spurctld gates on a
+        verified admin (at 4cc3da8 UpdateNode is; DrainNode and DeregisterNode are not)."""
 
         def body(req: Any, identity: Identity | None) -> Any:
             self._leader_only()
@@ -236,6 +236,6 @@ class ControllerService:
                 raise _Refused(
                     grpc.StatusCode.PERMISSION_DENIED, f"{admin_only} requires cluster admin"
                 )
-            return rpc(self.sim.state, req)
+            return rpc(self.sim.state, req, identity.uid if identity is not None else 0)
 
         return body

@@ -11,6 +11,10 @@ docs/spur-facts.md, "Phantom charges and node administration" (read at 4cc3da8):
   unknown node is INTERNAL "node NAME not found".
 - DrainNode: DRAINING while an active job lists the node, else DRAIN ("drained" in
   its answer), however much the node is charged.
+- Where the release has #860 (from its pull request), UpdateNode and DrainNode record
+  who set the reason: `reason_uid`, the caller's uid from its JWT (an anonymous caller
+  is recorded as 0 here, which the pull request does not say); a state that puts the
+  node back in service clears it, as a fresh registration does.
 - DeregisterNode(force=false): FAILED_PRECONDITION "node 'NAME' has running jobs; use
   --force to evict them" while a Running/Completing/Suspended job lists the node,
   else the record goes (`remove_node`); every other error of `remove_node` (a Raft propose
@@ -65,8 +69,10 @@ def update_node(
     reason: str | None,
     labels: dict[str, str] | None = None,
     remove_labels: Iterable[str] = (),
+    uid: int = 0,
 ) -> Node:
-    """UpdateNode as `update_node_state` and `update_node_labels` apply it."""
+    """UpdateNode as `update_node_state` and `update_node_labels` apply it; `uid` is the
+    caller's (recorded as reason_uid where the release has #860)."""
     with state.lock:
         node = state.nodes.get(name)
         if node is None:
@@ -74,8 +80,11 @@ def update_node(
         if new_state is not None:
             if new_state is NodeState.DRAIN and charged(node.alloc):
                 new_state = NodeState.DRAINING
-            node = dataclasses.replace(node, state=new_state, state_reason=reason or "")
-            if new_state in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED):
+            node = dataclasses.replace(
+                node, state=new_state, state_reason=reason or "",
+                reason_uid=_attributed(state, uid, new_state),
+            )  # fmt: skip
+            if new_state in _UP:
                 node = dataclasses.replace(node, state=busy_state(node, node.alloc))
         if labels or remove_labels:
             kept = {k: v for k, v in node.labels.items() if k not in set(remove_labels)}
@@ -87,7 +96,17 @@ def update_node(
         return state.nodes[name]
 
 
-def drain_node(state: ClusterState, name: str, reason: str) -> tuple[NodeState, int]:
+_UP = (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED)
+
+
+def _attributed(state: ClusterState, uid: int, new_state: NodeState) -> int | None:
+    """The reason_uid a state change leaves (#860): the caller's, none once back in service."""
+    if not state.spur_release.reason_uid or new_state in _UP:
+        return None
+    return uid
+
+
+def drain_node(state: ClusterState, name: str, reason: str, uid: int = 0) -> tuple[NodeState, int]:
     """DrainNode: DRAINING while an active job lists the node, else DRAIN."""
     with state.lock:
         node = state.nodes.get(name)
@@ -95,7 +114,10 @@ def drain_node(state: ClusterState, name: str, reason: str) -> tuple[NodeState, 
             raise Refused(grpc.StatusCode.NOT_FOUND, f"node {name} not found")
         running = len(_active_on(state, name))
         drained = NodeState.DRAINING if running else NodeState.DRAIN
-        state.nodes[name] = dataclasses.replace(node, state=drained, state_reason=reason)
+        state.nodes[name] = dataclasses.replace(
+            node, state=drained, state_reason=reason,
+            reason_uid=_attributed(state, uid, drained),
+        )  # fmt: skip
         state.generation += 1
         return drained, running
 
@@ -153,7 +175,9 @@ def reregister(state: ClusterState, agents: Iterable[str], at: datetime) -> list
 # -- the RPCs ------------------------------------------------------------------------
 
 
-def update_node_rpc(state: ClusterState, req: pb.UpdateNodeRequest) -> empty_pb2.Empty:
+def update_node_rpc(
+    state: ClusterState, req: pb.UpdateNodeRequest, uid: int = 0
+) -> empty_pb2.Empty:
     new_state = None
     if req.HasField("state"):
         try:
@@ -161,12 +185,14 @@ def update_node_rpc(state: ClusterState, req: pb.UpdateNodeRequest) -> empty_pb2
         except ValueError:
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "invalid node state") from None
     reason = req.reason if req.HasField("reason") else None
-    update_node(state, req.name, new_state, reason, dict(req.labels), list(req.remove_labels))
+    update_node(state, req.name, new_state, reason, dict(req.labels), list(req.remove_labels), uid)
     return empty_pb2.Empty()
 
 
-def drain_node_rpc(state: ClusterState, req: pb.DrainNodeRequest) -> pb.DrainNodeResponse:
-    drained, running = drain_node(state, req.name, req.reason)
+def drain_node_rpc(
+    state: ClusterState, req: pb.DrainNodeRequest, uid: int = 0
+) -> pb.DrainNodeResponse:
+    drained, running = drain_node(state, req.name, req.reason, uid)
     return pb.DrainNodeResponse(
         actual_state="draining" if drained is NodeState.DRAINING else "drained",
         running_jobs=running,
@@ -174,7 +200,7 @@ def drain_node_rpc(state: ClusterState, req: pb.DrainNodeRequest) -> pb.DrainNod
 
 
 def deregister_node_rpc(
-    state: ClusterState, req: pb.DeregisterNodeRequest
+    state: ClusterState, req: pb.DeregisterNodeRequest, uid: int = 0
 ) -> pb.DeregisterNodeResponse:
     from spurctl.model import utcnow
 

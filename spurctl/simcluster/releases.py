@@ -43,6 +43,9 @@ class SpurRelease:
     spurstepd: bool
     # #836 (from its pull request): health-check jobs `_spur-health.*` and their drains.
     health_checks: bool
+    # #860 (merged after 0.11.0, from its pull request): NodeInfo.reason_uid, who set the
+    # node's reason (the caller's uid from its JWT); a resume clears it.
+    reason_uid: bool = False
 
     def knows(self, state: JobState) -> bool:
         """Whether this release's JobState has `state`."""
@@ -89,7 +92,7 @@ V0_9_TO_0_11 = SpurRelease(
     spurstepd=False,
     health_checks=False,
 )
-# The newest: #754 and #784 (and #836), read from their pull requests only.
+# The newest: #754, #784, #836 and #860, read from their pull requests only.
 NEWEST = SpurRelease(
     "newest",
     "0.12.0",
@@ -99,6 +102,7 @@ NEWEST = SpurRelease(
     deregister_keeps_node=True,
     spurstepd=True,
     health_checks=True,
+    reason_uid=True,
 )
 
 SPUR_RELEASES = {r.name: r for r in (V0_8_0, MAIN_4CC3DA8, V0_9_TO_0_11, NEWEST)}

@@ -86,7 +86,7 @@ def _deregistered(
     if keeps_node:
         if before.state in _HELD_BY_ADMIN:
             return before  # an admin's hold keeps its state, reason and lock
-        return dataclasses.replace(before, state=NodeState.IDLE, state_reason="")
+        return dataclasses.replace(before, state=NodeState.IDLE, state_reason="", reason_uid=None)
     return registered_afresh(before, at, agent_labels)
 
 
@@ -99,6 +99,7 @@ def registered_afresh(before: Node, at: datetime, agent_labels: dict[str, str]) 
         before,
         state=NodeState.IDLE,
         state_reason="",
+        reason_uid=None,
         alloc=Allocation(),
         agent_start_time=at,
         labels=dict(agent_labels),

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import grpc
 
-from spurctl.model import Holding, Inventory, Job, Node, utcnow
+from spurctl.model import Holding, Inventory, Job, Node, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import node_admin
 from spurctl.simcluster.agent_service import AgentCancel, agent_handler
@@ -318,6 +318,13 @@ class SimCluster:
 
     def release(self, node: str, job_id: int) -> bool:
         return self.state.release(node, job_id)
+
+    def admin_update(
+        self, node: str, state: NodeState, reason: str = "", *, uid: int = 1000
+    ) -> Node:
+        """An admin's (or a health check's) UpdateNode as spurctld applies it, from `uid`
+        (`spur node update NAME state=drain reason=...` by another person than spurctl)."""
+        return node_admin.update_node(self.state, node, state, reason, uid=uid)
 
     def unlist_node(self, node: str) -> None:
         """GetNodes stops listing `node` while the jobs placed there keep naming it (a node

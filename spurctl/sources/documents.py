@@ -231,6 +231,7 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         "last_busy": format_time(n.last_busy),
         "slurmd_start_time": format_time(n.agent_start_time),
         "labels": dict(n.labels),
+        **({"reason_uid": n.reason_uid} if n.reason_uid is not None else {}),
     }
 
 
@@ -254,6 +255,9 @@ def node_from_dict(d: Any, *, where: str) -> Node:
         last_busy=time_field(d, "last_busy", where=where),
         agent_start_time=time_field(d, "slurmd_start_time", where=where),
         labels={str(k): str(v) for k, v in labels.items()},
+        reason_uid=(
+            None if d.get("reason_uid") is None else u32_field(d, "reason_uid", where=where)
+        ),
     )
 
 

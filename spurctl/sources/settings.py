@@ -443,6 +443,18 @@ def token_claims(token: str) -> dict[str, Any]:
     return claims if isinstance(claims, dict) else {}
 
 
+def credential_uid(conn: Connection) -> int | None:
+    """The uid the controller records for this connection's calls (Spur #860's reason_uid
+    is the caller's uid from its JWT): the credential's `uid` claim, not this process's
+    euid, which the controller never sees (an operator may run spurctl as any local user
+    with the cluster's admin token). None without a credential: every anonymous caller is
+    recorded alike, so the uid tells nothing."""
+    if not conn.token:
+        return None
+    uid = token_claims(conn.token).get("uid", 0)
+    return uid if type(uid) is int and uid >= 0 else None
+
+
 def _env_path(name: str) -> Path | None:
     value = os.environ.get(name)
     return Path(value) if value else None

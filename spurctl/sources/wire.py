@@ -577,6 +577,7 @@ def node_from_pb(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
         time_from_pb(msg.last_busy),
         time_from_pb(msg.slurmd_start_time),
         dict(msg.labels) if msg.labels else {},
+        msg.reason_uid if msg.HasField("reason_uid") else None,
     )
 
 
@@ -670,4 +671,6 @@ def node_to_pb(node: Node) -> pb.NodeInfo:
     time_to_pb(node.agent_start_time, msg.slurmd_start_time)
     for k, v in node.labels.items():
         msg.labels[k] = v
+    if node.reason_uid is not None:
+        msg.reason_uid = node.reason_uid
     return msg

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spurctl.decide.drains import Left, NodeChange, cancel_states, drain_plan, resume_plan
+from spurctl.decide.owner import Ownership, journaled_drains
 from spurctl.decide.repair import HOLDS, repair_progress
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError
@@ -81,6 +82,7 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
     from spurctl.audit_view import run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.journal_records import records
+    from spurctl.sources.settings import credential_uid
 
     # -x: an excluded node is never drained or resumed (checked when it was parsed).
     scope = set(request.src.scope.keep(parse_scope(request.nodes)))
@@ -89,12 +91,17 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
     found = records(request.journal_path) if request.journal_path.is_file() else []
     plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
     nodes = inputs.view.nodes
+    # spurctl's drains: exactly a reason its journal records it setting (decide/owner.py).
+    owned = Ownership(journaled_drains(found), credential_uid(request.conn))
     if request.verb is Verb.DRAIN:
-        plan.changes, plan.left = drain_plan(scope, nodes, report.findings, cancel_states(found))
+        plan.changes, plan.left = drain_plan(
+            scope, nodes, report.findings, cancel_states(found), owned
+        )
     else:
         plan.changes, plan.left = resume_plan(
             scope, nodes, report.findings, inputs.inventories, now=utcnow(),
-            max_age_s=request.max_inventory_age_s, repairing=repair_progress(found),
+            max_age_s=request.max_inventory_age_s, owned=owned,
+            repairing=repair_progress(found),
         )  # fmt: skip
     return plan
 
@@ -164,7 +171,7 @@ def _change(
     admin: NodeAdmin, client: ControllerClient, verb: Verb, c: NodeChange
 ) -> tuple[bool, str]:
     """One node's UpdateNode, journaled and read back: (sent, detail)."""
-    from spurctl.act.node_admin import AdminCallFailed, ControllerWriter, Step
+    from spurctl.act.node_admin import AdminCallFailed, ControllerWriter, NodeChanged, Step
     from spurctl.sources.node_records import read_node
 
     drain = verb is Verb.DRAIN
@@ -186,8 +193,13 @@ def _change(
     def send(w: ControllerWriter) -> None:
         w.update_node(c.node, state=state, reason=c.reason if drain else None)
 
+    assert c.seen is not None  # drain_plan and resume_plan say what they saw
     try:
-        admin.send(step, send, said, confirm=shows)
+        # Sent only while the node is as the plan saw it: an admin may have drained it
+        # (or lifted spurctl's) while the prompt was open.
+        admin.send(step, send, said, confirm=shows, expect=c.seen)
+    except NodeChanged as exc:
+        return False, f"not sent: {exc.message}"
     except AdminCallFailed as exc:
         return False, exc.message
     return True, said

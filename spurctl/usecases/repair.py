@@ -11,6 +11,7 @@ had set. Every call is journaled (intent before, outcome after); the journal als
 keeps what must be put back, so a repair stopped part way (Ctrl-C, a crash, a node
 that does not come back) is taken up by the next `spurctl repair` of that node.
 
+The run itself (its calls, the waits, what a stop leaves owed) is act/repair_run.py.
 Uses `audit_view.run_audit` for the plan: the phantom-alloc finding is the
 classifier's, over the same view and inventories as `audit` reads.
 """
@@ -20,29 +21,23 @@ from __future__ import annotations
 import dataclasses
 import enum
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spurctl.act.repair_run import NodeResult, Status
+from spurctl.decide.owner import Ownership, journaled_drains
 from spurctl.decide.repair import (
-    HOLDS,
     Refusal,
     RepairProgress,
     Target,
-    charge_text,
     judge,
-    labels_to_restore,
     narrowed_to_saved,
-    not_back_sentence,
-    owed_text,
-    recheck,
-    refused_for_running_jobs,
     rejoin_refusal,
     repair_progress,
     saved_plan_refusal,
-    unrecorded_sentence,
 )
 from spurctl.defaults import (
     DEFAULT_MAX_INVENTORY_AGE_S,
@@ -55,23 +50,16 @@ from spurctl.hostlist import fold
 from spurctl.model import (
     Allocation,
     Inventory,
-    Kind,
     NextStep,
-    Node,
-    NodeState,
     format_time,
     utcnow,
 )
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
-    from spurctl.act.node_admin import NodeAdmin, Step
-    from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.repair_plan import SavedRepairPlan
     from spurctl.sources.settings import Connection
-
-KIND = Kind.PHANTOM_ALLOC.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,22 +112,6 @@ class RepairPlan:
         }
 
 
-class Status(enum.StrEnum):
-    REPAIRED = "repaired"
-    REFUSED = "refused"  # re-checked and not removed (spurctl's drain lifted)
-    FAILED = "failed"
-    NOT_BACK = "not-back"  # removed, and not registered again within --wait
-    INTERRUPTED = "interrupted"
-
-
-@dataclass(slots=True)
-class NodeResult:
-    node: str
-    status: Status
-    detail: str
-    next_steps: list[NextStep] = field(default_factory=list)
-
-
 class Stage(enum.StrEnum):
     PLANNED = "planned"  # --dry-run
     NOTHING = "nothing"  # no target
@@ -178,16 +150,22 @@ def _rejoin(conn: Connection, checked: bool) -> str:
     return f"{rc.path}: no WireGuard mesh, no k0s, admission {rc.admission}"
 
 
-def _progress(path: Path) -> dict[str, RepairProgress]:
+def _earlier(request: RepairRequest) -> tuple[dict[str, RepairProgress], Ownership]:
+    """What the journal says of earlier repairs, and which drains are spurctl's."""
     from spurctl.sources.journal_records import records
+    from spurctl.sources.settings import credential_uid
 
-    if not path.is_file():
-        return {}
-    return repair_progress(records(path))
+    found = records(request.journal_path) if request.journal_path.is_file() else []
+    return repair_progress(found), Ownership(journaled_drains(found), credential_uid(request.conn))
 
 
-def prepare(request: RepairRequest, progress: Mapping[str, RepairProgress]) -> RepairPlan:
-    """Audit the nodes afresh and judge each: a target, a refusal, or no charge."""
+def prepare(
+    request: RepairRequest,
+    progress: Mapping[str, RepairProgress],
+    owned: Ownership | None = None,
+) -> RepairPlan:
+    """Audit the nodes afresh and judge each: a target, a refusal, or no charge (`owned`:
+    spurctl's drains; none without it)."""
     from spurctl.audit_view import run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
@@ -226,7 +204,7 @@ def prepare(request: RepairRequest, progress: Mapping[str, RepairProgress]) -> R
             decision = judge(
                 node, found, jobs, inv, now=now, max_age_s=request.max_inventory_age_s,
                 view_complete=view.complete, restore_hold=request.restore_drain,
-                pending=pending,
+                owned=owned or Ownership(), pending=pending,
             )  # fmt: skip
             if decision is None:
                 plan.uncharged.append(name)
@@ -282,8 +260,8 @@ def repair(
     Exit 0 only when every node in scope was repaired or had no charge; 1 when one was
     refused, failed, did not come back, or the operator declined.
     """
-    progress = _progress(request.journal_path)
-    plan = prepare(request, progress)
+    progress, owned = _earlier(request)
+    plan = prepare(request, progress, owned)
     show_plan(plan)
     unmet = ExitStatus.ACTION_NEEDED if plan.refusals else ExitStatus.OK
     if request.dry_run:
@@ -309,9 +287,10 @@ def carry_out(
     unrecorded, what is still owed) with the command that settles it."""
     from spurctl.act.journal import Journal, journal_lock
     from spurctl.act.node_admin import ControllerWriter, NodeAdmin
+    from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
-    run = _Run(plan, request, sleep)
+    run = RepairRun(plan, request, sleep, _inventory_of)
     with (
         journal_lock(request.journal_path),
         Journal(request.journal_path) as journal,
@@ -322,379 +301,3 @@ def carry_out(
         run.go()
     error, settle = run.journal_line()
     return run.ordered(), error, settle
-
-
-class _Run:
-    """One repair run's steps over all its targets, phase by phase: the waits are shared.
-
-    Whatever stops it (Ctrl-C, SIGTERM, SIGHUP, a journal that cannot be written, a
-    controller that fails the re-read), nothing new is sent after it, and what the run
-    owes each node is put back or said: spurctl's drain of a node not removed is lifted
-    (its earlier drain put back), a removed node that is back gets its labels and drain
-    back, and one that is not is named with what it is owed and the command that
-    settles it (the journal keeps it for that run)."""
-
-    def __init__(
-        self, plan: RepairPlan, request: RepairRequest, sleep: Callable[[float], None]
-    ) -> None:
-        self.plan, self.request, self.sleep = plan, request, sleep
-        self.results: dict[str, NodeResult] = {}
-        self.admin: NodeAdmin | None = None
-        self.client: ControllerClient | None = None
-        # Why nothing more is sent (the journal could not record a step).
-        self.journal_failure: str | None = None
-        # A put-back that meets a controller that does not answer tries again until then.
-        self.deadline = 0.0
-        # node -> what it is still owed, when the run could not put it back.
-        self.owed: dict[str, str] = {}
-
-    # -- plumbing ------------------------------------------------------------------
-
-    def ordered(self) -> list[NodeResult]:
-        return [self.results[t.node] for t in self.plan.targets if t.node in self.results]
-
-    def _step(self, t: Target, step: str, call: str, **extra: Any) -> Step:
-        from spurctl.act.node_admin import Step
-
-        fields: dict[str, Any] = dict(extra)
-        if t.resumes:
-            fields["resumes"] = t.resumes
-        return Step(t.node, KIND, "repair", step, call, fields)
-
-    def _read(self, name: str) -> Node | None:
-        from spurctl.sources.node_records import read_node
-
-        assert self.client is not None
-        return read_node(self.client, name)
-
-    def _note(self, t: Target, step: str, result: str, detail: str, **extra: Any) -> None:
-        """A journaled outcome of a put-back phase: a journal that cannot take it stops
-        nothing (the journal keeps what to put back; the next run settles its record)."""
-        assert self.admin is not None
-        self.admin.outcome(self._step(t, step, "GetNode"), result, detail, restore=True, **extra)
-
-    def _shows(self, name: str, state: NodeState | None, reason: str | None) -> Callable[[], bool]:
-        def check() -> bool:
-            node = self._read(name)
-            if node is None:
-                return False
-            in_state = (
-                state is None
-                or node.state is state
-                or (state is NodeState.DRAIN and node.state in HOLDS)
-            )
-            return in_state and (reason is None or node.state_reason == reason)
-
-        return check
-
-    def _update(
-        self, t: Target, step: str, done: str, *, state: NodeState | None = None,
-        reason: str | None = None, labels: Mapping[str, str] | None = None,
-        putting_back: bool = False, **extra: Any,
-    ) -> str | None:  # fmt: skip
-        """One journaled UpdateNode; the error when it did not go through. A put-back
-        (`putting_back`) goes out whether the journal takes it or not, and one no controller
-        took (UNAVAILABLE: nothing applied) is sent again until `deadline`."""
-        from spurctl.act.node_admin import AdminCallFailed
-
-        words = [f"state={state.name}"] if state is not None else []
-        words += [f"reason={reason!r}"] if state is not None else []
-        words += [f"labels={dict(labels)}"] if labels else []
-        if state is not None:
-            extra["reason"] = reason or ""  # the reason the node will carry, for the metrics
-        step_ = self._step(t, step, f"UpdateNode({t.node}, {', '.join(words)})", **extra)
-        assert self.admin is not None
-        every = max(0.05, min(1.0, self.request.wait_s / 20))
-        while True:
-            try:
-                self.admin.send(
-                    step_,
-                    lambda w: w.update_node(t.node, state=state, reason=reason, labels=labels),
-                    done,
-                    confirm=self._shows(t.node, state, reason if state is not None else None),
-                    restore=putting_back,
-                )
-            except AdminCallFailed as exc:
-                left = self.deadline - time.monotonic()
-                if not putting_back or exc.code != "UNAVAILABLE" or left <= 0:
-                    return f"{step} failed: {exc.message}"
-                self.sleep(min(every, left))
-                continue
-            return None
-
-    def _lift(self, t: Target, why: str, status: Status = Status.REFUSED) -> None:
-        """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up;
-        the node's result is `status` (refused after the re-read, failed, or interrupted).
-        When that fails too, the result says what spurctl's drain stands in place of."""
-        hold = t.hold
-        if hold is not None:
-            failed = self._update(
-                t, "undrain", f"{why}; its earlier drain put back: {hold.reason!r}",
-                state=NodeState.DRAIN, reason=hold.reason, putting_back=True,
-            )  # fmt: skip
-        else:
-            failed = self._update(
-                t, "undrain", f"{why}; spurctl's drain lifted", state=NodeState.IDLE,
-                putting_back=True,
-            )  # fmt: skip
-        if failed is None:
-            lifted = "its earlier drain put back" if hold else "spurctl's drain lifted"
-            self.results[t.node] = NodeResult(t.node, status, f"{why} ({lifted})")
-            return
-        owed = f"the drain {hold.reason!r} for spurctl's" if hold else "spurctl's drain lifted"
-        self._owing(t, Status.FAILED, f"{why}; {failed}", owed)
-
-    # -- the phases --------------------------------------------------------------------
-
-    def go(self) -> None:
-        from spurctl.act.stops import stops_held
-
-        removed = [t for t in self.plan.targets if t.removed]
-        drained: list[Target] = []
-        try:
-            self._remove(drained, removed)
-        except KeyboardInterrupt:
-            with stops_held():  # a second Ctrl-C does not cut the putting back short
-                self._unwind(drained, removed, "interrupted before DeregisterNode",
-                             Status.INTERRUPTED)  # fmt: skip
-                for t in removed:
-                    if t.node not in self.results:
-                        self._once_more(t)
-            return
-        except SpurctlError as exc:  # the journal, or the controller at the re-read
-            from spurctl.act.node_admin import JournalUnwritable
-
-            if isinstance(exc, JournalUnwritable):
-                self.journal_failure = str(exc)
-            self.deadline = time.monotonic() + self.request.wait_s
-            with stops_held():
-                self._unwind(drained, removed, f"not removed: {exc}", Status.FAILED)
-        try:
-            self._wait(removed)
-        except KeyboardInterrupt:
-            with stops_held():
-                for t in removed:
-                    if t.node not in self.results:
-                        self._once_more(t)
-
-    def _remove(self, drained: list[Target], removed: list[Target]) -> None:
-        """Drain, tick, re-read, DeregisterNode: the sending phases, each call with its
-        record (a stop lands between calls); what went out is in `drained` and `removed`."""
-        from spurctl.act.node_admin import JournalUnwritable
-        from spurctl.act.stops import stops_deferred
-
-        for t in [t for t in self.plan.targets if not t.removed]:
-            with stops_deferred():
-                try:
-                    if self._drain(t):
-                        drained.append(t)
-                except JournalUnwritable as exc:
-                    if exc.sent:  # the drain went out; its outcome is what failed
-                        drained.append(t)
-                    raise
-        if drained:
-            self.sleep(self.request.tick_s)
-        for t in self._rechecked(drained):
-            with stops_deferred():
-                try:
-                    if self._deregister(t):
-                        removed.append(t)
-                except JournalUnwritable as exc:
-                    if exc.sent:
-                        removed.append(t)
-                    raise
-
-    def _unwind(self, drained: Sequence[Target], removed: Sequence[Target], why: str,
-                status: Status) -> None:  # fmt: skip
-        """After a stop before the removals: spurctl's drain lifted from each node drained
-        and not removed; a node nothing was sent for says so."""
-        for t in drained:
-            if t.node not in self.results and t not in removed:
-                self._lift(t, why, status)
-        for t in self.plan.targets:
-            if t not in removed:
-                self.results.setdefault(
-                    t.node, NodeResult(t.node, status, f"{why}: nothing was sent for it")
-                )
-
-    def _drain(self, t: Target) -> bool:
-        failed = self._update(
-            t, "drain", f"drained: {t.reason}", state=NodeState.DRAIN, reason=t.reason,
-            restore=t.restore(),
-        )  # fmt: skip
-        if failed is not None:
-            self.results[t.node] = NodeResult(t.node, Status.FAILED, failed)
-        return failed is None
-
-    def _rechecked(self, drained: Sequence[Target]) -> list[Target]:
-        """The drained targets that may be removed now, re-read after the tick; the others
-        refused, each with what was seen, and spurctl's drain lifted where it is its own."""
-        from spurctl.sources.node_records import active_jobs_on
-
-        if not drained:
-            return []
-        assert self.admin is not None and self.client is not None
-        fresh = _fresh_inventories(self.request.src, [t.node for t in drained])
-        now = utcnow()
-        passing = []
-        for t in drained:
-            node = self._read(t.node)
-            jobs = active_jobs_on(self.client, t.node, self.plan.controller_version)
-            refused = recheck(
-                t, node, jobs, _inventory_of(t.node, fresh), now=now,
-                max_age_s=self.request.max_inventory_age_s,
-            )  # fmt: skip
-            if refused is None:
-                passing.append(t)
-                continue
-            why, ours = refused
-            self.admin.outcome(
-                self._step(t, "recheck", "re-read"), "skipped", f"not removed: {why}"
-            )
-            if ours:
-                self._lift(t, f"not removed: {why}")
-            else:
-                self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {why}")
-        return passing
-
-    def _deregister(self, t: Target) -> bool:
-        """DeregisterNode(force=false); True when the record is (or may be) gone."""
-        from spurctl.act.node_admin import AdminCallFailed
-
-        assert self.admin is not None
-        reason = f"spurctl repair: phantom allocation {charge_text(t.charge)}"
-        step = self._step(
-            t, "deregister", f"DeregisterNode({t.node}, force=false, reason={reason!r})",
-            restore=t.restore(),
-        )  # fmt: skip
-        try:
-            self.admin.send(step, lambda w: w.deregister_node(t.node, reason), "removed")
-        except AdminCallFailed as exc:
-            if exc.code in ("NOT_FOUND", "UNKNOWN_OUTCOME"):
-                return True  # gone already, or may be: the wait tells
-            if exc.code == "FAILED_PRECONDITION" and refused_for_running_jobs(exc.message):
-                self._lift(t, f"not removed: {exc.message}")
-            else:  # spurctld answers every other remove_node error so too (a Raft propose)
-                self._lift(t, f"DeregisterNode failed: {exc.message}", Status.FAILED)
-            return False
-        return True
-
-    def _wait(self, removed: Sequence[Target]) -> None:
-        """GetNode until every removed node is back or --wait is up (bounded); each node is
-        finished as soon as it is back. A controller that does not answer (a restart, a
-        leader election) is asked again until then: it ends no run."""
-        from spurctl.act.stops import stops_deferred
-
-        waiting = {t.node: t for t in removed if t.node not in self.results}
-        self.deadline = time.monotonic() + self.request.wait_s
-        every = max(0.05, min(1.0, self.request.wait_s / 20))
-        unanswered: str | None = None
-        while waiting:
-            for name in sorted(waiting):
-                try:
-                    node = self._read(name)
-                except SpurctlError as exc:
-                    unanswered = str(exc)
-                    break
-                unanswered = None
-                if node is not None:
-                    with stops_deferred():  # its put-back is never cut in half
-                        self._finish(waiting.pop(name), node)
-            left = self.deadline - time.monotonic()
-            if not waiting or left <= 0:
-                break
-            self.sleep(min(every, left))
-        for t in waiting.values():
-            self._not_back(t, unanswered)
-
-    def _once_more(self, t: Target) -> None:
-        """Stopped while waiting for `t`: finished if it is back now, else named with what
-        it is owed and the command that settles it."""
-        try:
-            node = self._read(t.node)
-        except SpurctlError:
-            node = None
-        if node is not None:
-            return self._finish(t, node)
-        why = f"interrupted after DeregisterNode: {t.node}'s record is gone until its spurd "
-        self._owing(t, Status.INTERRUPTED, why + "registers it again", owed_text(t.hold, t.labels))
-        return None
-
-    def _resume_argv(self, node: str) -> tuple[str, ...]:
-        return ("spurctl", "repair", "--node", node, *self.request.view_flags)
-
-    def _owing(
-        self, t: Target, status: Status, why: str, owed: str, steps: Sequence[NextStep] = ()
-    ) -> None:
-        """`t`'s result when the run could not settle it: why, what it is still owed (the
-        journal keeps it), and the repair that settles it."""
-        self.owed[t.node] = owed or "nothing but the journal's record"
-        self.results[t.node] = NodeResult(
-            t.node, status, f"{why}; owed: {self.owed[t.node]} (the journal keeps it)",
-            [*steps, NextStep(self._resume_argv(t.node), "settles it once the node is back")],
-        )  # fmt: skip
-
-    def _not_back(self, t: Target, unanswered: str | None) -> None:
-        why = not_back_sentence(t.node, self.request.wait_s, unanswered)
-        self._note(t, "return", "failed", why)
-        start = NextStep(("systemctl", "start", "spurd"), "starts its spurd", where=t.node)
-        steps = [] if unanswered else [start]
-        self._owing(t, Status.NOT_BACK, why, owed_text(t.hold, t.labels), steps)
-
-    def _finish(self, t: Target, node: Node) -> None:
-        """`t` is back: what it is owed put back first (an admin's drain, whatever the
-        charge shows), then its charge judged."""
-        since = format_time(node.agent_start_time) or "now"
-        self._note(t, "return", "sent", f"{t.node} registered again (slurmd_start_time {since})")
-        put_back = []
-        labels = labels_to_restore(t.labels, node.labels)
-        if labels:
-            failed = self._update(
-                t, "labels", f"labels put back: {labels}", labels=labels, putting_back=True
-            )
-            if failed is not None:
-                return self._owing(t, Status.FAILED, failed, owed_text(t.hold, labels))
-            put_back.append(owed_text(None, labels))
-        if t.hold is not None:
-            done = f"drain put back: {t.hold.reason!r}"
-            failed = self._update(
-                t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason,
-                putting_back=True,
-            )  # fmt: skip
-            if failed is not None:
-                return self._owing(t, Status.FAILED, failed, owed_text(t.hold, {}))
-            put_back.append(owed_text(t.hold, {}))
-        back = f"; put back {' and '.join(put_back)}" if put_back else ""
-        if not node.alloc.empty:
-            why = (
-                f"{t.node} registered again but is charged {charge_text(node.alloc)}: a job "
-                f"may have landed there; audit it{back}"
-            )
-            self._note(t, "verify", "failed", why)
-            self.results[t.node] = NodeResult(t.node, Status.FAILED, why)
-            return None
-        detail = f"{t.node} registered again with no charge{back}"
-        self._note(t, "done", "sent", detail, confirmed=True)
-        self.results[t.node] = NodeResult(t.node, Status.REPAIRED, detail)
-        return None
-
-    def journal_line(self) -> tuple[str | None, NextStep | None]:
-        """When the journal failed: one line saying so, what went out that it does not
-        record and what is still owed; with the command that settles it."""
-        assert self.admin is not None
-        failure = self.journal_failure or self.admin.unwritable
-        if failure is None:
-            return None, None
-        nodes = fold(sorted(t.node for t in self.plan.targets))
-        line = unrecorded_sentence(failure, self.admin.unrecorded, self.owed)
-        return line, NextStep(self._resume_argv(nodes), "settles it once the journal is writable")
-
-
-def _fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory]:
-    """The targets' inventories read again: collected now with --collect, the files re-read
-    otherwise (their age is judged against --max-inventory-age)."""
-    from spurctl.holdings import inventories_by_node
-    from spurctl.sources.inventories import gather_holdings
-
-    again = dataclasses.replace(src, scope=Scope(frozenset(names)), progress=False)
-    return inventories_by_node(gather_holdings(again, names))
