@@ -298,12 +298,14 @@ class NodeAdmin:
 
     def _still(self, step: Step, expect: Seen, *, restore: bool = False) -> None:
         """Read the node right before `step`'s call; NodeChanged (journaled as skipped)
-        unless it is still as the plan saw it."""
+        unless it is still as the plan saw it. A read that failed is journaled `failed`,
+        not `skipped`: nothing says the node changed (a controller away), so a repair's
+        step is still owed and the next run takes it up (decide/repair.repair_progress)."""
         try:
             now = self.writer.get_node(step.node)
         except AdminCallFailed as exc:
             why = f"{step.node} could not be read right before the call ({exc.message})"
-            self.outcome(step, "skipped", f"not sent: {why}", restore=restore)
+            self.outcome(step, "failed", f"not sent: {why}", restore=restore)
             raise NodeChanged(why, None, read=False) from None
         change = expect.change(now)
         if change is None:

@@ -147,7 +147,6 @@ class RepairRun:
             extra["reason"] = reason or ""  # the reason the node will carry, for the metrics
         step_ = self._step(t, step, f"UpdateNode({t.node}, {', '.join(words)})", **extra)
         assert self.admin is not None
-        every = max(0.05, min(1.0, self.request.wait_s / 20))
         while True:
             try:
                 self.admin.send(
@@ -161,10 +160,8 @@ class RepairRun:
                 return None
             except AdminCallFailed as exc:
                 unread = isinstance(exc, NodeChanged) and not exc.read
-                left = self.deadline - time.monotonic()
-                if putting_back and left > 0 and (exc.code == "UNAVAILABLE" or unread):
-                    self.sleep(min(every, left))
-                    continue
+                if putting_back and (exc.code == "UNAVAILABLE" or unread) and self._answers(t):
+                    continue  # sent again (and journaled) only once the controller answers
                 if isinstance(exc, NodeChanged) and not unread:
                     said = f"{why}; " if why else ""
                     self.results[t.node] = NodeResult(
@@ -172,6 +169,21 @@ class RepairRun:
                     )
                     return _LEFT
                 return f"{step} failed: {exc.message}"
+
+    def _answers(self, t: Target) -> bool:
+        """Whether the controller answers GetNode for `t` again before `deadline` (asked
+        every so often; nothing journaled meanwhile)."""
+        every = max(0.05, min(1.0, self.request.wait_s / 20))
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.sleep(min(every, left))
+            try:
+                self._read(t.node)
+            except SpurctlError:
+                continue
+            return True
 
     def _lift(self, t: Target, why: str, status: Status = Status.REFUSED) -> None:
         """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up;
@@ -197,7 +209,9 @@ class RepairRun:
             lifted = "its earlier drain put back" if hold else "spurctl's drain lifted"
             self.results[t.node] = NodeResult(t.node, status, f"{why} ({lifted})")
             return
-        owed = f"the drain {hold.reason!r} for spurctl's" if hold else "spurctl's drain lifted"
+        owed = (
+            f"the drain {hold.reason!r} in place of spurctl's" if hold else "spurctl's drain lifted"
+        )
         self._owing(t, Status.FAILED, f"{why}; {failed}", owed)
 
     # -- the phases --------------------------------------------------------------------
@@ -402,7 +416,7 @@ class RepairRun:
         self.owed[t.node] = owed or "nothing but the journal's record"
         self.results[t.node] = NodeResult(
             t.node, status, f"{why}; owed: {self.owed[t.node]} (the journal keeps it)",
-            [*steps, NextStep(self._resume_argv(t.node), "settles it once the node is back")],
+            [*steps, NextStep(self._resume_argv(t.node), "puts back what it is owed")],
         )  # fmt: skip
 
     def _not_back(self, t: Target, unanswered: str | None) -> None:

@@ -772,3 +772,27 @@ def test_a_journal_full_after_deregister_still_puts_everything_back_and_says_so_
     journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
     assert "not finished" not in journal.stdout, journal.stdout
     assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+
+
+def test_a_controller_away_past_the_deadline_says_what_is_owed_and_the_next_run_puts_it_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    thread = _away_for(p, 5, lambda: p.sim.node("gpu009").state_reason == OUR_DRAIN, lambda: None)
+    proc = repair(p, "--yes", "--restore-drain", "--tick", "0.5", "--wait", "1")
+    thread.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("  gpu009  failed")), "")
+    assert line.startswith("  gpu009  failed: not removed: the controller did not answer"), (
+        proc.stdout + proc.stderr
+    )
+    assert line.endswith(
+        "owed: the drain 'ops: bad DIMM' in place of spurctl's (the journal keeps it)"
+    ), line
+    assert "    spurctl repair --node gpu009 " in proc.stdout, proc.stdout
+    assert p.sim.node("gpu009").state_reason == OUR_DRAIN  # the controller never took it
+    assert [s for s in steps(p) if s[0] == "undrain"] == [("undrain", "outcome", "failed")]
+
+    again = repair(p, "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
