@@ -72,6 +72,8 @@ class RepairRun:
         self, plan: RepairPlan, request: RepairRequest, sleep: Callable[[float], None],
         inventory_of: Callable[[str, Mapping[str, Inventory]], Inventory | None],
     ) -> None:  # fmt: skip
+        from spurctl.sources.settings import credential_uid
+
         self.plan, self.request, self.sleep = plan, request, sleep
         self.inventory_of = inventory_of  # the plan's match of a node to its inventory
         self.results: dict[str, NodeResult] = {}
@@ -83,8 +85,6 @@ class RepairRun:
         self.deadline = 0.0
         # node -> what it is still owed, when the run could not put it back.
         self.owed: dict[str, str] = {}
-        from spurctl.sources.settings import credential_uid
-
         # Who the controller records as setting spurctl's drains (#860), where known.
         self.uid = credential_uid(request.conn)
 

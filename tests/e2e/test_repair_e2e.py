@@ -551,13 +551,16 @@ def _interrupt_when(
     return proc.returncode, out + err
 
 
-def test_ctrl_c_during_the_tick_lifts_spurctls_drain_and_removes_nothing(p: Phantom) -> None:
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_tick_lifts_spurctls_drain_and_removes_nothing(
+    p: Phantom, stop: str
+) -> None:
     def drained() -> bool:
         node = p.sim.state.nodes.get("gpu009")
         # Charged, so DRAINING as Spur shows it (a charge-free node would be DRAINED).
         return node is not None and node.state in (NodeState.DRAIN, NodeState.DRAINING)
 
-    rc, out = _interrupt_when(p, drained, "--tick", "60", "--wait", "5")
+    rc, out = _interrupt_when(p, drained, "--tick", "60", "--wait", "5", stop=stop)
     # As reclaim's: what was done is reported, exit 1 (docs/contract.md "Exit status").
     assert rc == 1, out
     assert (
