@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -727,35 +728,49 @@ def test_a_second_ctrl_c_while_spurctls_drain_is_lifted_still_says_what_went_out
     assert p.sim.node("gpu009").state_reason == ""
 
 
-def test_a_journal_full_after_deregister_still_puts_everything_back_and_says_so_in_one_line(
-    p: Phantom,
-) -> None:
-    """The journal's file can grow no more (EFBIG, as a full disk's ENOSPC) right after
-    DeregisterNode's outcome: the node still gets its drain and labels back when it returns,
-    and the run ends with one line saying what went out unrecorded, what is owed and the
-    command that settles it (exit 2), never an internal error; that command then does."""
+def _journal_full_when(
+    p: Phantom, ready: Callable[[], bool], then: Callable[[], None], *extra: str
+) -> tuple[subprocess.Popen[str], str, str, int]:
+    """A real `spurctl repair --yes --restore-drain` whose journal can grow no more once
+    `ready` (RLIMIT_FSIZE set on the running process at the journal's size: EFBIG for
+    real, as a full disk's ENOSPC); `then` runs right after. The process, its output and
+    the journal's size then."""
     import resource
     import signal
 
     from tests.cli import cli_process
 
-    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
-    p.sim.state.refuse_registration("gpu009", "held back until the journal is full")
     argv = [
         "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
         "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
-        "--yes", "--tick", "0", "--wait", "30", "--restore-drain",
+        "--yes", "--restore-drain", *extra,
     ]  # fmt: skip
 
     def ignore_sigxfsz() -> None:  # a write past the limit is then EFBIG, not a kill
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
     with cli_process(*argv, home=p.home, preexec_fn=ignore_sigxfsz) as proc:
-        wait_for(lambda: p.journal.is_file() and ("deregister", "outcome", "sent") in steps(p))
+        wait_for(lambda: p.journal.is_file() and ready())
         size = p.journal.stat().st_size
         resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (size, size))
-        del p.sim.state.registration_refused["gpu009"]
+        then()
         out, err = proc.communicate(timeout=60)
+    return proc, out, err, size
+
+
+def test_a_journal_full_after_deregister_still_puts_everything_back_and_says_so_in_one_line(
+    p: Phantom,
+) -> None:
+    """The journal's file can grow no more right after DeregisterNode's outcome: the node
+    still gets its drain and labels back when it returns, and the run ends with one line
+    saying what went out unrecorded, what is owed and the command that settles it (exit
+    2), never an internal error; that command then does."""
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the journal is full")
+    proc, out, err, size = _journal_full_when(
+        p, lambda: ("deregister", "outcome", "sent") in steps(p),
+        lambda: p.sim.state.registration_refused.pop("gpu009"), "--tick", "0", "--wait", "30",
+    )  # fmt: skip
     assert proc.returncode == 2, out + err
     node = p.sim.node("gpu009")
     assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
@@ -799,3 +814,24 @@ def test_a_controller_away_past_the_deadline_says_what_is_owed_and_the_next_run_
     again = repair(p, "--yes")
     assert again.returncode == 0, again.stdout + again.stderr
     assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+
+
+def test_a_journal_full_before_deregister_removes_nothing_and_puts_the_admins_drain_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    proc, out, err, size = _journal_full_when(
+        p, lambda: ("drain", "outcome", "sent") in steps(p), lambda: None, "--tick", "2",
+    )  # fmt: skip
+    assert proc.returncode == 2, out + err
+    assert p.sim.state.deregistrations == []
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+    assert p.journal.stat().st_size == size
+    [line] = err.splitlines()
+    assert line.startswith(
+        f"spurctl: journal {p.journal}: File too large: sent without its record: "
+        "UpdateNode(gpu009, state=DRAIN, reason='ops: bad DIMM'); still owed: nothing; "
+        "settled by `spurctl repair --node gpu009 "
+    ), line
+    assert "  gpu009  failed: not removed: journal " in out, out
+    assert out.rstrip().endswith("(its earlier drain put back)"), out
