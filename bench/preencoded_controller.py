@@ -30,7 +30,11 @@ filters), GetNode. No authentication. `--release` plays one Spur release
 (spurctl.simcluster.releases): release v0.8.0 skips GetJobsRequest.nodes and
 drops the REQUEUED state from `states`, as its proto makes it, and Ping answers
 its version. `spurctl.bench.Counters/Take` answers the requests served per
-method since the last Take, as JSON, and starts counting again.
+method since the last Take, as JSON, and starts counting again; `TakeWork` the
+GetJobs answer bytes sent and an estimate of what spurctld would have spent on
+those requests (`Answers.work_of`: job-map entries visited, id comparisons).
+`--shape striped` serves issue 49's cluster (`spurctl.simcluster.striped_scenario`)
+instead of `large()`.
 
 `--lean` serves minimal JobInfo records instead: id, state, nodelist,
 resources and the three times, nothing else (~60 bytes each), so the I/O is
@@ -63,6 +67,7 @@ from spurctl.simcluster import large
 from spurctl.simcluster.controller_service import ANSWER_LIMIT, too_large
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
 from spurctl.simcluster.state import ClusterState, expand, framed
+from spurctl.simcluster.striped_scenario import striped
 from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.wire import allocation_to_pb, node_to_pb, time_to_pb
 
@@ -112,6 +117,7 @@ class Answers:
         self.hostname = state.hostname
         self.version = state.version
         self.served: dict[str, int] = {}
+        self.work: dict[str, int] = {}  # what spurctld would spend serving them (work_of)
         with state.lock:
             jobs = list(state.jobs.values())
             nodes = list(state.nodes.values())
@@ -201,6 +207,26 @@ class Answers:
                     self._cached_bytes += size
         return body
 
+    def work_of(self, method: str, request: bytes) -> dict[str, int]:
+        """What spurctld spends on one request, estimated from its code (cluster.rs at
+        v0.8.0 and main 4cc3da8, the same there): `map_entries`, the job-map entries it
+        visits (GetJobMetrics and GetJobs make one pass; GetJobs one more per requested id
+        it does not hold, get_job_for_display's array-parent search), and `id_compares`,
+        at most each job's slice `contains` over the requested ids plus each requested
+        id's search of the answer built so far."""
+        n = len(self.job_frames)
+        if method == "get_job_metrics":
+            return {"map_entries": n}
+        if method != "get_jobs":
+            return {}
+        req = pb.GetJobsRequest.FromString(request)
+        ids = list(req.job_ids)
+        if not ids:
+            return {"map_entries": n}
+        absent = sum(1 for i in set(ids) if i not in self.job_frames)
+        answered = len(self.job_ids(req))
+        return {"map_entries": n * (1 + absent), "id_compares": n * len(ids) + len(ids) * answered}
+
     def get_jobs(self, request: bytes, cap: int | None) -> bytes:
         def parts() -> Iterable[bytes]:
             frames = self.job_frames
@@ -255,12 +281,20 @@ def handler(answers: Answers, cap: int | None) -> grpc.GenericRpcHandler:
         name = body.__name__
 
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            work = answers.work_of(name, request)
             with lock:
                 answers.served[name] = answers.served.get(name, 0) + 1
+                for k, v in work.items():
+                    answers.work[k] = answers.work.get(k, 0) + v
             try:
                 answer = body(request, cap)
             except Refused as refused:
                 context.abort(refused.code, refused.details)
+            if name == "get_jobs":
+                with lock:
+                    answers.work["getjobs_bytes"] = answers.work.get("getjobs_bytes", 0) + len(
+                        answer
+                    )
             if cap is not None and len(answer) > cap:  # GetJob/GetNode/Ping: never, but as tonic
                 context.abort(grpc.StatusCode.OUT_OF_RANGE, too_large(len(answer), cap))
             return answer
@@ -288,8 +322,16 @@ def counters(answers: Answers) -> grpc.GenericRpcHandler:
         served, answers.served = answers.served, {}
         return json.dumps(served).encode()
 
+    def take_work(request: bytes, context: grpc.ServicerContext) -> bytes:
+        work, answers.work = answers.work, {}
+        return json.dumps(work).encode()
+
     return grpc.method_handlers_generic_handler(
-        "spurctl.bench.Counters", {"Take": grpc.unary_unary_rpc_method_handler(take)}
+        "spurctl.bench.Counters",
+        {
+            "Take": grpc.unary_unary_rpc_method_handler(take),
+            "TakeWork": grpc.unary_unary_rpc_method_handler(take_work),
+        },
     )
 
 
@@ -339,10 +381,18 @@ def main() -> int:
     p.add_argument("--dir", type=Path, required=True)
     p.add_argument("--lean", action="store_true", help="minimal JobInfo records (lean_record)")
     p.add_argument("--release", choices=list(SPUR_RELEASES), default=MAIN_4CC3DA8.name)
+    p.add_argument(
+        "--shape", choices=("large", "striped"), default="large",
+        help="large(): a busy cluster; striped(): issue 49's (ended and running jobs "
+        "alternating id by id, --held unused)",
+    )  # fmt: skip
     args = p.parse_args()
 
     started = time.perf_counter()
-    scenario = large(args.nodes, args.jobs, args.held, args.seed)
+    if args.shape == "striped":
+        scenario = striped(args.nodes, args.jobs, seed=args.seed)
+    else:
+        scenario = large(args.nodes, args.jobs, args.held, args.seed)
     state = ClusterState(scenario, SPUR_RELEASES[args.release])
     built = time.perf_counter()
     answers = Answers(state, lean=args.lean)

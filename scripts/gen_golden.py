@@ -13,7 +13,10 @@ messages from upstream's own descriptors (real-sized, every field set, so fields
 spurctl does not declare are on the wire too) and writes, under
 `tests/golden/LABEL/`:
 
-- `GetJobsResponse.bin` (two jobs in every state that release's JobState has),
+- `GetJobsResponse.bin` (two jobs in every state that release's JobState has, and
+  three RUNNING jobs whose nodelists are what Spur's `compress` writes across a change
+  of width, `SPUR_FOLDED`: forms ClusterShell refuses, which spurctl must read as Spur's
+  `expand` does),
   `JobInfo.bin`, `GetNodesResponse.bin`, `JobMetrics.bin`, `PingResponse.bin`:
   the encoded bytes (deterministic serialization);
 - `expected.json`: the same messages as upstream's descriptors decode them
@@ -122,6 +125,17 @@ def compiled(text: bytes, workdir: Path) -> descriptor_pool.DescriptorPool:
     return pool
 
 
+# What spur-core hostlist.rs `compress` writes (`coalesce_ranges`, `width_equiv`; the
+# same at v0.8.0 and 4cc3da8) for these nodes: a run keeps its first number's width when
+# a wider number joins it, so gpu01..gpu99 and gpu100 are one range. Written out here as
+# upstream's rules give them, never computed by spurctl's own code.
+SPUR_FOLDED = {
+    "gpu[01-100]": [f"gpu{i:02d}" for i in range(1, 101)],
+    "gpu[09-100]": [f"gpu{i:02d}" for i in range(9, 101)],
+    "gpu[001-1000]": [f"gpu{i:03d}" for i in range(1, 1001)],
+}
+
+
 class Builder:
     """Representative messages from one release's descriptors."""
 
@@ -135,7 +149,7 @@ class Builder:
         enum = self.pool.FindEnumTypeByName("slurm.JobState")
         return [(v.name, v.number) for v in enum.values]
 
-    def job(self, job_id: int, state: int, state_name: str) -> Message:
+    def job(self, job_id: int, state: int, state_name: str, folded: str | None = None) -> Message:
         m: Any = self.new("JobInfo")
         user = f"u{job_id % 300:04d}"
         name = f"llama-70b-sft-{job_id % 97}"
@@ -144,13 +158,15 @@ class Builder:
         ended = state_name not in ("JOB_PENDING", "JOB_RUNNING", "JOB_COMPLETING",
                                    "JOB_SUSPENDED", "JOB_PREEMPTED", "JOB_REQUEUED")  # fmt: skip
         nodes = ["gpu017"] if job_id % 2 else ["gpu018", "gpu019"]
+        if folded is not None:
+            nodes = SPUR_FOLDED[folded]
         m.job_id, m.name, m.user, m.uid = job_id, name, user, 20_000 + job_id % 300
         m.partition, m.account, m.state = "gpu", f"acct{job_id % 7}", state
         m.state_reason = "" if started else "Priority"
         m.submit_time.FromSeconds(int(BASE) + job_id)
         if started:
             m.start_time.FromSeconds(int(BASE) + job_id + 60)
-            m.nodelist = nodes[0] if len(nodes) == 1 else "gpu[018-019]"
+            m.nodelist = folded or (nodes[0] if len(nodes) == 1 else "gpu[018-019]")
         if ended:
             m.end_time.FromSeconds(int(BASE) + job_id + 3_660)
         m.num_nodes, m.num_tasks = len(nodes), 8 * len(nodes)
@@ -250,6 +266,9 @@ def answers(b: Builder, version: str) -> dict[str, Message]:
         for _ in range(2):
             job_id += 1
             jobs.jobs.append(b.job(job_id, number, name))
+    for folded in SPUR_FOLDED:
+        job_id += 1
+        jobs.jobs.append(b.job(job_id, b.states()[1][1], b.states()[1][0], folded))
     nodes: Any = b.new("GetNodesResponse")
     for i in range(1, 6):
         nodes.nodes.append(b.node(i))
@@ -297,7 +316,8 @@ def write(git_dir: Path, label: str, rev: str, out: Path) -> None:
             "commit": commit,
             "path": PROTO,
             "sha256": hashlib.sha256(text).hexdigest(),
-        }
+        },
+        "spur_folded": SPUR_FOLDED,
     }
     for name, message in messages.items():
         (target / f"{name}.bin").write_bytes(message.SerializeToString(deterministic=True))

@@ -347,6 +347,22 @@ def run_audit(
     return report, inputs
 
 
+def refuse_another_cluster(inputs: AuditInputs, conn: Connection, what: str) -> None:
+    """Stop `what` (the repair, the drain, the resume) before anything is sent when the agent
+    map or the inventories name another cluster than the controller read, by what collect
+    was told or by what the nodes' own spurd says (issue 50.4); reclaim and explain ask
+    the same through sources/send_targets.py and decide/send_guards.py."""
+    from spurctl.decide.send_guards import binding_refusal
+    from spurctl.sources.send_targets import Targets, bindings
+
+    map_why, inventory_why = bindings(inputs.inventories, conn, what=what)
+    refused = binding_refusal(
+        Targets(agent_map_mismatch=map_why, inventory_mismatch=inventory_why), what
+    )
+    if refused is not None:
+        raise SpurctlError(refused)
+
+
 def _node_admin(journal: Path, inputs: AuditInputs, conn: Connection | None) -> NodeAdminMetrics:
     """What spurctl's drains, repairs and resumes left, from its journal and this view."""
     if not journal.is_file():

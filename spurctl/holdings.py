@@ -113,6 +113,10 @@ class Inventory:
     # The controller URL(s) and cluster name `spurctl collect` was told (sources/cluster_binding).
     controller: str | None = None
     cluster: str | None = None
+    # The node's own word (sources/agent_config.py): the controller URL(s) its spurd was
+    # started with and the cluster_name of the spur.conf it reads.
+    agent_controller: str | None = None
+    agent_cluster: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,22 @@
-"""Slurm hostlists (`gpu[001-128,200]`) and id ranges (`0-3,6`), by ClusterShell.
+"""Slurm hostlists (`gpu[001-128,200]`) and id ranges (`0-3,6`).
 
 The one place that speaks ClusterShell's NodeSet and RangeSet, and the one
 place that says what a node name is and when two names loosely agree.
 
-Most nodelists a controller reports name one node, so a list without `[` or `,`
-is taken as that plain name without parsing: a NodeSet parse costs tens of
-microseconds, and an audit of a large cluster asks this question per holding.
+Two readers, one per source:
 
-Names are read as Spur reads them (`spur-core` hostlist.rs `expand`): the list
-is split at commas outside brackets, each part is trimmed of whitespace, and
-empty parts name nothing. So `"gpu015 "` is node gpu015, as it is to spurctld.
+- A controller's nodelist (`expand`, `node_in`, `named_nodes`) is read exactly as
+  spurctld reads it (spur_hostlist: Spur's `expand`): `gpu[01-100]` is a hundred
+  nodes, `"gpu015 "` is gpu015. One naming more nodes than the controller lists
+  (`nodelist_limit`) is counted, never expanded, and refused (UnreadableNodelist):
+  its job is then one that may run on any node.
+- An operator's hostlist (`parse_scope`) is read by ClusterShell, and only where
+  Spur reads the same nodes: a malformed range (`n[8-9-10]`, which NodeSet reads as
+  twenty names), mixed paddings and a digit before `[` are refused.
+
+Most nodelists a controller reports name one node, so a list without `[` or `,`
+is taken as that plain name without parsing: an audit of a large cluster asks
+this question per holding.
 """
 
 from __future__ import annotations
@@ -20,7 +27,9 @@ import re
 import threading
 from collections.abc import Iterable
 
+from spurctl import spur_hostlist
 from spurctl.errors import SpurctlError
+from spurctl.spur_hostlist import WHITESPACE
 
 _HINT = "use Slurm syntax like gpu[001-128,200]"
 # Slurm hostlists only; ClusterShell's set operators (! & ^) and @groups are refused
@@ -39,20 +48,7 @@ def plain_name(hostlist: str) -> str | None:
     """The one node a list without brackets or commas names, trimmed as `expand` trims
     it ("" for a blank list); None for any other list. Most jobs run on one node, and
     this reads them without building a set (classify asks it of every active job)."""
-    return hostlist.strip() if "[" not in hostlist and "," not in hostlist else None
-
-
-def _top_level_parts(hostlist: str) -> list[str]:
-    """The comma-separated parts of `hostlist` outside brackets, untrimmed (Spur's
-    `split_top_level`)."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(hostlist):
-        depth += (c == "[") - (c == "]")
-        if c == "," and depth <= 0:
-            parts.append(hostlist[start:i])
-            start = i + 1
-    parts.append(hostlist[start:])
-    return parts
+    return hostlist.strip(WHITESPACE) if "[" not in hostlist and "," not in hostlist else None
 
 
 def normalize(hostlist: str) -> str:
@@ -63,134 +59,103 @@ def normalize(hostlist: str) -> str:
     name = plain_name(hostlist)
     if name is not None:
         return name
-    return ",".join(p for p in (part.strip() for part in _top_level_parts(hostlist)) if p)
+    return ",".join(spur_hostlist.parts(hostlist))
 
 
-# Far above any real cluster. ClusterShell builds every index of a range while
-# parsing, so a typo like gpu[1-100000000] would eat memory for minutes first.
+# Far above any real cluster: the most names a controller's nodelist is read to when the
+# node table's size is unknown, and an operator's hostlist at most. ClusterShell builds
+# every index of a range while parsing, so a typo like gpu[1-100000000] would eat memory
+# for minutes first.
 MAX_NODES = 1_000_000
-_BRACKETS = re.compile(r"\[([^\]]*)\]")
+# A nodelist naming more nodes than the controller lists cannot be a real placement, but a
+# small or half-listed table is no reason to doubt a list of a thousand names.
+NODELIST_FLOOR = 1_024
 
 
-def _size_bound(hostlist: str) -> int:
-    """How many names `hostlist` can expand to at most, read off its ranges without expanding."""
-    total = 0
-    for pattern in _top_level_parts(hostlist):
-        size = 1
-        for group in _BRACKETS.findall(pattern):
-            count = 0
-            for item in group.split(","):
-                lo, _, hi = item.partition("-")
-                hi = hi.partition("/")[0]
-                count += int(hi) - int(lo) + 1 if lo.isdigit() and hi.isdigit() else 1
-            size *= max(count, 1)
-        total += size
-    return total
+def nodelist_limit(nodes_listed: int) -> int:
+    """The most names a controller's nodelist is read to, for a controller listing
+    `nodes_listed` nodes (0: unknown)."""
+    return max(nodes_listed, NODELIST_FLOOR) if nodes_listed else MAX_NODES
+
+
+class UnreadableNodelist(SpurctlError):
+    """A controller's nodelist spurctl does not read; `why` finishes "job 4711's
+    nodelist 'n[1-90000000]' ..." for the audit's notes."""
+
+    def __init__(self, hostlist: str, message: str, why: str) -> None:
+        super().__init__(f"bad hostlist {hostlist!r}: {message}")
+        self.why = why
+
+
+def _unreadable(hostlist: str, exc: spur_hostlist.BadNodelist) -> UnreadableNodelist:
+    return UnreadableNodelist(
+        hostlist, f"Spur cannot read it ({exc})", f"is not a valid hostlist ({exc})"
+    )
+
+
+def _too_long(hostlist: str, size: int, limit: int) -> UnreadableNodelist:
+    why = f"names {size:,} nodes, more than the {limit:,} one nodelist is read to here"
+    return UnreadableNodelist(hostlist, f"it {why}", why)
 
 
 @functools.lru_cache(maxsize=65536)
-def _expand_nodeset(hostlist: str) -> frozenset[str]:
-    # Sized for one audit's active multi-node jobs (one parse each, reused for every
+def _spur_names(hostlist: str) -> frozenset[str]:
+    # Sized for one audit's active multi-node jobs (one read each, reused for every
     # holding and node that asks); bounded so a long-lived process cannot grow without end.
-    text = normalize(hostlist)
-    name = plain_name(text)
-    if name is not None:  # e.g. "gpu015, " once trimmed
-        return frozenset((name,)) if name else frozenset()
-    bound = _size_bound(text)
-    if bound > MAX_NODES:
-        raise SpurctlError(
-            f"bad hostlist {hostlist!r}: it names up to {bound:,} nodes, more than "
-            f"{MAX_NODES:,}; check its ranges"
+    # Only asked once `_read` has counted it within its limit.
+    return frozenset(spur_hostlist.expand(hostlist))
+
+
+@functools.lru_cache(maxsize=65536)
+def _size(hostlist: str) -> int:
+    """How many names Spur reads in `hostlist`; BadNodelist where it fails, or where
+    release v0.8.0 splits the list otherwise than later ones (a stray `]` before a
+    comma, #643): which release answers, a version string of 0.8.0 cannot tell."""
+    if "]" in hostlist and spur_hostlist.split_top_level(
+        hostlist, clamped=False
+    ) != spur_hostlist.split_top_level(hostlist):
+        raise spur_hostlist.BadNodelist(
+            "a stray ']' before a comma, which Spur v0.8.0 and later releases split apart (#643)"
         )
-    simple = _expand_one_range_list(text)
-    if simple is not None:
-        return simple
-    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
+    return spur_hostlist.size(hostlist)
 
+
+def _read(hostlist: str, limit: int) -> frozenset[str]:
+    # Asked once per multi-node holding of an audit: two cache look-ups, nothing between.
     try:
-        return frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
-    except NodeSetError:
-        raise SpurctlError(f"bad hostlist {hostlist!r}: {_what_is_wrong(text)}; {_HINT}") from None
+        size = _size(hostlist)
+    except spur_hostlist.BadNodelist as exc:
+        raise _unreadable(hostlist, exc) from None
+    if size > limit:
+        raise _too_long(hostlist, size, limit)
+    return _spur_names(hostlist)
 
 
-# A name, one bracketed range list in it (_RANGES), the rest of the name: most
-# multi-node nodelists (gpu[00001-00004]).
-_ONE_RANGE_LIST = re.compile(rf"([A-Za-z0-9_.\-]*)\[({_RANGES.pattern})\]([A-Za-z0-9_.\-]*)")
-
-
-def _expand_one_range_list(text: str) -> frozenset[str] | None:
-    """The names of `text` when it is one bracketed range list between a prefix not ending
-    in a digit and a suffix, each range running upwards with both ends one width or
-    neither zero-padded; None for any other list, which NodeSet reads. For those lists
-    this reads what NodeSet reads (tests/unit/test_hostlist.py holds the two side by
-    side), without a NodeSet parse of tens of microseconds each, or importing
-    ClusterShell at all."""
-    m = _ONE_RANGE_LIST.fullmatch(text)
-    if m is None:
-        return None
-    prefix, ranges, suffix = m.groups()
-    if prefix[-1:].isdigit():  # NodeSet reads gpu1[1-10] as gpu[11-110], not 10 names
-        return None
-    names: list[str] = []
-    for item in ranges.split(","):
-        lo, _, hi = item.partition("-")
-        hi = hi or lo
-        if len(lo) == len(hi):
-            width = len(lo)
-        elif lo[0] != "0" and hi[0] != "0":
-            width = 0
-        else:  # padding that NodeSet settles its own way
-            return None
-        first, last = int(lo), int(hi)
-        if first > last:
-            return None
-        names.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(first, last + 1))
-    return frozenset(names)
-
-
-_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
-# A digit right before a bracket: gpu1[1-10] (docs/spur-facts.md, "Hostlists").
-_DIGIT_BRACKET = re.compile(r"[0-9]\[")
-
-
-def _what_is_wrong(text: str) -> str:
-    """Why a hostlist does not read, in an operator's words (not ClusterShell's)."""
-    depth = 0
-    for c in text:
-        depth += {"[": 1, "]": -1}.get(c, 0)
-        if depth < 0 or depth > 1:
-            return "its brackets do not pair up (one level of [...] per name)"
-    if depth:
-        return "a '[' is never closed"
-    for inner in _BRACKETED.findall(text):
-        if not inner.strip():
-            return "an empty [] names no number"
-        for item in inner.split(","):
-            lo, dash, hi = item.strip().partition("-")
-            if not lo.isdigit() or (dash and not hi.isdigit()):
-                return f"[{inner}] holds {item.strip()!r}: only numbers and ranges like 001-024"
-            if dash and int(lo) > int(hi):
-                return f"the range {lo}-{hi} runs backwards: write {hi}-{lo}"
-            if dash and len(lo) != len(hi) and (lo.startswith("0") or hi.startswith("0")):
-                return f"the range {lo}-{hi} mixes paddings: give both ends the same width"
-    return "it is not a hostlist"
-
-
-def expand(hostlist: str) -> frozenset[str]:
-    """The node names of a hostlist, each part trimmed as Spur does; raises SpurctlError
-    when it cannot be parsed."""
+def expand(hostlist: str, limit: int = MAX_NODES) -> frozenset[str]:
+    """The node names of a controller's nodelist, read as Spur's `expand` reads it
+    (spur_hostlist); raises UnreadableNodelist when Spur cannot read it or it names
+    more than `limit` nodes (counted before any is built)."""
     name = plain_name(hostlist)
     if name is not None:
         return frozenset((name,)) if name else frozenset()
-    return _expand_nodeset(hostlist)
+    return _read(hostlist, limit)
 
 
-def node_in(hostlist: str, name: str) -> bool:
-    """Whether `name` is one of the nodes of `hostlist`: exact string equality after
-    trimming each part of the list, as Spur does."""
+def node_in(hostlist: str, name: str, limit: int = MAX_NODES) -> bool:
+    """Whether `name` is one of the nodes of a controller's nodelist, read as `expand`
+    reads it: exact string equality after trimming each part of the list, as Spur does."""
     if "[" not in hostlist and "," not in hostlist:  # plain_name's test, inlined: an
-        return hostlist.strip() == name  # audit asks this of ~50,000 holdings
-    return name in _expand_nodeset(hostlist)
+        return hostlist.strip(WHITESPACE) == name  # audit asks this of ~50,000 holdings
+    return name in _read(hostlist, limit)
+
+
+def may_name(hostlist: str, name: str, limit: int = MAX_NODES) -> bool:
+    """Whether a job with this nodelist may run on `name`: the list names it, or its
+    text does as a token, or it cannot be read (then the job may be anywhere)."""
+    try:
+        return node_in(hostlist, name, limit) or names_token(hostlist, name)
+    except SpurctlError:
+        return True
 
 
 # What separates node names in a nodelist's text, whatever its syntax.
@@ -373,6 +338,56 @@ def expand_ranges(text: str) -> frozenset[int]:
         raise SpurctlError(f"bad range list {text!r}: {exc}") from None
 
 
+# -- an operator's hostlist -------------------------------------------------------------
+
+_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
+# A digit right before a bracket: gpu1[1-10] (docs/spur-facts.md, "Hostlists").
+_DIGIT_BRACKET = re.compile(r"[0-9]\[")
+
+
+def _what_is_wrong(text: str) -> str | None:
+    """Why an operator's hostlist is malformed, in an operator's words (not ClusterShell's);
+    None when each bracket holds only numbers and upward ranges of one padding, which
+    ClusterShell and Spur read alike. NodeSet itself reads some malformed ranges as
+    something (n[8-9-10]: twenty names, n-9 to n10), so they are refused before it."""
+    depth = 0
+    for c in text:
+        depth += {"[": 1, "]": -1}.get(c, 0)
+        if depth < 0 or depth > 1:
+            return "its brackets do not pair up (one level of [...] per name)"
+    if depth:
+        return "a '[' is never closed"
+    for inner in _BRACKETED.findall(text):
+        if not inner.strip():
+            return "an empty [] names no number"
+        for item in inner.split(","):
+            lo, dash, hi = item.strip().partition("-")
+            if not lo.isdigit() or (dash and not hi.isdigit()):
+                return f"[{inner}] holds {item.strip()!r}: only numbers and ranges like 001-024"
+            if dash and int(lo) > int(hi):
+                return f"the range {lo}-{hi} runs backwards: write {hi}-{lo}"
+            if dash and len(lo) != len(hi) and (lo.startswith("0") or hi.startswith("0")):
+                return f"the range {lo}-{hi} mixes paddings: give both ends the same width"
+    return None
+
+
+def _nodeset(text: str, hostlist: str) -> frozenset[str]:
+    """The names ClusterShell reads in a well-formed operator's hostlist, once Spur is known
+    to read the same ones."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
+
+    try:
+        names = frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
+    except NodeSetError as exc:
+        raise SpurctlError(f"bad hostlist {hostlist!r}: {exc}; {_HINT}") from None
+    if names != frozenset(spur_hostlist.expand(text)):
+        # The checks above leave no such list; should one pass, neither reading is taken.
+        raise SpurctlError(
+            f"bad hostlist {hostlist!r}: Spur and ClusterShell read it as different nodes; {_HINT}"
+        )
+    return names
+
+
 def parse_scope(hostlist: str) -> frozenset[str]:
     """The nodes an operator named with --nodes; raises SpurctlError on a bad hostlist."""
     text = hostlist.strip()
@@ -382,7 +397,7 @@ def parse_scope(hostlist: str) -> frozenset[str]:
         bad = sorted({c for c in text if not _HOSTLIST_CHARS.fullmatch(c)})
         shown = " ".join(repr(c) for c in bad)
         raise SpurctlError(f"bad hostlist {hostlist!r}: {shown} not allowed; {_HINT}")
-    if any(not part.strip() for part in _top_level_parts(text)):
+    if any(not part.strip() for part in spur_hostlist.split_top_level(text)):
         # Spur skips an empty part of a job's nodelist; an operator's is likely a typo.
         raise SpurctlError(f"bad hostlist {hostlist!r}: an empty name between commas; {_HINT}")
     if _DIGIT_BRACKET.search(text):
@@ -394,7 +409,18 @@ def parse_scope(hostlist: str) -> frozenset[str]:
             "and Spur than to ClusterShell (gpu1[1-10]: gpu11 to gpu110, or gpu[11-110]), "
             f"so put the whole number inside the brackets; {_HINT}"
         )
-    names = expand(text)
+    with contextlib.suppress(spur_hostlist.BadNodelist):  # counted, whatever else is wrong
+        size = spur_hostlist.size(text)
+        if size > MAX_NODES:
+            raise SpurctlError(
+                f"bad hostlist {hostlist!r}: it names up to {size:,} nodes, more than "
+                f"{MAX_NODES:,}; check its ranges"
+            )
+    why = _what_is_wrong(text)
+    if why is not None:
+        raise SpurctlError(f"bad hostlist {hostlist!r}: {why}; {_HINT}")
+    plain = plain_name(text)
+    names = frozenset((plain,)) if plain is not None else _nodeset(text, hostlist)
     for name in sorted(names):
         if not is_node_name(name):
             raise SpurctlError(f"bad hostlist {hostlist!r}: {name!r} is not a node name; {_HINT}")

@@ -22,20 +22,14 @@ from dataclasses import dataclass
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold, loose_key, parse_scope
 from spurctl.model import Inventory
+from spurctl.spur_hostlist import split_top_level
 
 # A ClusterShell group as an operator types it: @name or @source:name.
 _GROUP = re.compile(r"@[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?")
 
 
 def _top_parts(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += (c == "[") - (c == "]")
-        if c == "," and depth <= 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
+    return [p.strip() for p in split_top_level(text)]
 
 
 def _group_nodes(group: str, option: str) -> frozenset[str]:

@@ -32,6 +32,16 @@ class AgentError(Exception):
     """A cancel that did not go through; the message is secret-free."""
 
 
+class TermRefused(AgentError):
+    """The agent fences cancels by the controller's Raft term (Spur #600) and refused ours,
+    which carries none: it will refuse every other cancel spurctl sends it too."""
+
+
+# Spur #600 agent_server.rs `check_term`: "unfenced request rejected after a real controller
+# term was observed", "stale controller term N (highest seen M); ...".
+TERM_REFUSAL = "controller term"
+
+
 class AgentPool:
     """One channel per agent address, shared by the threads sending cancels."""
 
@@ -80,6 +90,10 @@ class AgentPool:
             stub.CancelJob(request, timeout=self._timeout, metadata=self._metadata())
         except grpc.RpcError as err:
             why = describe_rpc_error(err, self._timeout)
+            code = err.code() if isinstance(err, grpc.Call) else None
+            details = (err.details() or "") if isinstance(err, grpc.Call) else ""
+            if code == grpc.StatusCode.FAILED_PRECONDITION and TERM_REFUSAL in details:
+                raise TermRefused(redact(f"agent {address}: {_refused_term(why)}")) from None
             if isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAUTHENTICATED:
                 why = _refused_credential(err.details() or "")
             elif isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.UNAVAILABLE:
@@ -92,6 +106,16 @@ class AgentPool:
     def close(self) -> None:
         for ch in self._channels:
             ch.close()
+
+
+def _refused_term(why: str) -> str:
+    """What an agent's term refusal means, and what is left to do."""
+    return (
+        f"refused the cancel for its controller term ({why}): this spurd accepts cancels "
+        "only with the term of the controller leader that sends them (Spur #600), which "
+        "spurctl's cancel does not carry; not applied, and not retried: the controller's own "
+        "reclaim can free it, or `spurctl drain` keeps jobs off the node meanwhile"
+    )
 
 
 # spur-core auth.rs authenticate_bearer's answer when the daemon has no key at all

@@ -85,7 +85,7 @@ def execute(
     A journal that cannot be written stops every send and raises JournalFailed
     carrying the run so far.
     """
-    from spurctl.act.agents import AgentError
+    from spurctl.act.agents import AgentError, TermRefused
 
     stop = stop or threading.Event()
     run = ReclaimRun()
@@ -131,6 +131,9 @@ def execute(
             return Outcome(entry, Result.SKIPPED, "interrupted before the cancel was sent")
         try:
             agents.cancel(entry.address, entry.job_id)
+        except TermRefused as exc:
+            fenced[entry.node] = entry.address
+            return Outcome(entry, Result.FAILED, str(exc))
         except AgentError as exc:
             return Outcome(entry, Result.FAILED, str(exc))
         except Exception as exc:  # whatever broke, this node's outcome must be journaled
@@ -140,6 +143,21 @@ def execute(
                 f"cancel not confirmed ({type(exc).__name__}: {exc}); check the node",
             )
         return Outcome(entry, Result.SENT, f"agent {entry.address} accepted CancelJob signal 0")
+
+    # node -> the agent that refused a cancel for its controller term (Spur #600): it refuses
+    # every cancel spurctl can send, so none more is sent to it in this run.
+    fenced: dict[str, str] = {}
+
+    def fenced_out(entry: Entry) -> Outcome | None:
+        address = fenced.get(entry.node)
+        if address is None:
+            return None
+        return Outcome(
+            entry,
+            Result.SKIPPED,
+            f"not sent: agent {address} refused this run's earlier cancel for its controller "
+            "term (Spur #600) and refuses every cancel spurctl can send",
+        )
 
     def one_node(node_entries: list[Entry]) -> None:
         for i, entry in enumerate(node_entries):
@@ -155,7 +173,7 @@ def execute(
                     run.not_attempted.extend(node_entries[i:])
                 raise JournalFailed(journal.path, exc) from exc
             try:
-                record(attempt(entry))
+                record(fenced_out(entry) or attempt(entry))
             except JournalFailed:
                 with lock:
                     run.not_attempted.extend(node_entries[i + 1 :])

@@ -312,24 +312,26 @@ class RepairRun:
         fresh = fresh_inventories(self.request.src, [t.node for t in drained])
         now = utcnow()
         passing = []
-        for t in drained:
-            node = self._read(t.node)
-            jobs = active_jobs_on(self.client, t.node, self.plan.controller_version)
-            refused = recheck(
-                t, node, jobs, self.inventory_of(t.node, fresh), now=now,
-                max_age_s=self.request.max_inventory_age_s,
-            )  # fmt: skip
-            if refused is None:
-                passing.append(t)
-                continue
-            why, ours = refused
-            self.admin.outcome(
-                self._step(t, "recheck", "re-read"), "skipped", f"not removed: {why}"
-            )
-            if ours:
-                self._lift(t, f"not removed: {why}")
-            else:
-                self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {why}")
+        # One read of the active jobs for every drained node (a release without a node filter).
+        with self.client.sharing():
+            for t in drained:
+                node = self._read(t.node)
+                jobs = active_jobs_on(self.client, t.node, self.plan.controller_version)
+                refused = recheck(
+                    t, node, jobs, self.inventory_of(t.node, fresh), now=now,
+                    max_age_s=self.request.max_inventory_age_s,
+                )  # fmt: skip
+                if refused is None:
+                    passing.append(t)
+                    continue
+                why, ours = refused
+                self.admin.outcome(
+                    self._step(t, "recheck", "re-read"), "skipped", f"not removed: {why}"
+                )
+                if ours:
+                    self._lift(t, f"not removed: {why}")
+                else:
+                    self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {why}")
         return passing
 
     def _deregister(self, t: Target) -> bool:

@@ -51,7 +51,8 @@ StateDirOpt = Annotated[
     typer.Option(
         "--state-dir",
         help="spurd's state directory, whose runtime/ holds the spurstepd session "
-        "descriptors (Spur #754); the one each live spurstepd names is read too.",
+        "descriptors (Spur #754); the one spurd itself was started with (its --state-dir, "
+        "SPUR_STEPD_STATE_DIR or spur.conf) and the one each live spurstepd names are read too.",
         metavar="DIR",
     ),
 ]

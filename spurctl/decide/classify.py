@@ -90,11 +90,18 @@ class Classification:
     nodes_inventoried: int
 
 
-def controller_decision(node_name: str, job: Job | None, job_id: int, watermark: int) -> Kind:
+def controller_decision(
+    node_name: str,
+    job: Job | None,
+    job_id: int,
+    watermark: int,
+    limit: int = hostlist.MAX_NODES,
+) -> Kind:
     """What spurctld decides for `job_id` held on `node_name` (`job` None: untracked).
 
     Arm by arm, as Spur's is_reclaimable (docs/spur-facts.md). Names are compared exactly,
-    as Spur does. Raises SpurctlError when an active job's nodelist cannot be parsed.
+    as Spur does. Raises SpurctlError when an active job's nodelist cannot be read, or
+    names more than `limit` nodes (hostlist.nodelist_limit).
     """
     if job is None:
         # 6: terminal jobs age out of the controller's job map; below the next id it
@@ -113,7 +120,7 @@ def controller_decision(node_name: str, job: Job | None, job_id: int, watermark:
         if not job.nodelist:
             return Kind.MID_COMMIT
         # 5: held where the controller placed it.
-        if hostlist.node_in(job.nodelist, node_name):
+        if hostlist.node_in(job.nodelist, node_name, limit):
             return Kind.HEALTHY
         # 2: restarted elsewhere (e.g. after this node was evicted mid-run): the run
         # here is stale and holds devices the scheduler believes are free.
@@ -148,6 +155,7 @@ def classify(
     reclaim's journal records it: a holding with no process gets one at most.
     """
     now = view.taken_at if now is None else now
+    limit = hostlist.nodelist_limit(len(view.nodes))
     wanted = None if scope is None else frozenset(scope)
     names = NameMatcher(view.nodes)
     findings: list[Finding] = []
@@ -216,13 +224,15 @@ def classify(
                 if glance is None:
                     glance = glance_of(holding.job_id)
                 if glance is not None and _plainly_healthy(
-                    node, glance, holding.started_at, agent_started
+                    node, glance, holding.started_at, agent_started, limit
                 ):
                     continue  # most holdings: no finding, and none of the work below
             job, asked = controller_job(view, confirmed, holding.job_id)
             held = Held(node, inv.node, holding, job, asked, mismatch, age, ahead, no_agent)
-            finding = _agent_orphan(held, inv, view=view, watermark=watermark) or _judge_holding(
-                held, view=view, watermark=watermark, include_healthy=include_healthy
+            finding = _agent_orphan(
+                held, inv, view=view, watermark=watermark, limit=limit
+            ) or _judge_holding(
+                held, view=view, watermark=watermark, limit=limit, include_healthy=include_healthy
             )
             if finding is None:
                 continue
@@ -275,9 +285,7 @@ def classify(
             if name not in shown
         )
     notes.extend(
-        f"job {job_id}'s nodelist {nodelist!r} is not a valid hostlist; "
-        "its holdings are not reclaimed and its nodes' allocations are not explained by it"
-        for job_id, nodelist in sorted(unreadable.items())
+        unreadable_note(job_id, nodelist, limit) for job_id, nodelist in sorted(unreadable.items())
     )
     findings.sort(  # nodes as an operator reads them (gpu2 before gpu10), then urgency
         key=lambda f: (
@@ -293,8 +301,26 @@ def classify(
 # -- one holding: the controller's verdict, and what overrides it ------------------
 
 
+def unreadable_note(job_id: int, nodelist: str, limit: int) -> str:
+    """The audit's note on an active job whose nodelist is not read (bad, or too long)."""
+    try:
+        hostlist.expand(nodelist, limit)
+        why = "cannot be read"  # read by now: its holdings were judged before it changed
+    except hostlist.UnreadableNodelist as exc:
+        why = exc.why
+    return (
+        f"job {job_id}'s nodelist {nodelist!r} {why}; the job may run on any node, so its "
+        "holdings are not reclaimed and no node's allocation is called phantom or excess "
+        "while it is active"
+    )
+
+
 def _plainly_healthy(
-    node: str, job: Job | JobGlance, started: datetime | None, agent_started: datetime | None
+    node: str,
+    job: Job | JobGlance,
+    started: datetime | None,
+    agent_started: datetime | None,
+    limit: int = hostlist.MAX_NODES,
 ) -> bool:
     """Whether the full judgement of a holding of `job` on controller node `node` (run
     started at `started`, on a node whose spurd started at `agent_started`) can only
@@ -313,13 +339,13 @@ def _plainly_healthy(
         if submitted is not None and started < submitted:
             return False
     try:
-        return hostlist.node_in(job.nodelist, node)
+        return hostlist.node_in(job.nodelist, node, limit)
     except SpurctlError:
         return False
 
 
 def _judge_holding(
-    held: Held, *, view: ControllerView, watermark: int, include_healthy: bool
+    held: Held, *, view: ControllerView, watermark: int, limit: int, include_healthy: bool
 ) -> Finding | None:
     """The finding for one holding; None for a healthy one unless `include_healthy`.
 
@@ -337,7 +363,7 @@ def _judge_holding(
         # another run than the one held here, and cancelling by id would hit the wrong one.
         return id_reuse(held, started=started, submitted=submitted, now=view.taken_at)
     try:
-        kind = controller_decision(held.node, job, held.holding.job_id, watermark)
+        kind = controller_decision(held.node, job, held.holding.job_id, watermark, limit)
     except SpurctlError:
         return unreadable_nodelist(held, job)
     if kind is Kind.HEALTHY and not include_healthy:
@@ -355,7 +381,7 @@ _ORPHAN_OVERRIDES = frozenset(
 
 
 def _agent_orphan(
-    held: Held, inv: Inventory, *, view: ControllerView, watermark: int
+    held: Held, inv: Inventory, *, view: ControllerView, watermark: int, limit: int
 ) -> Finding | None:
     """agent-orphan: a run that began before the node's current spurd started; else None.
 
@@ -375,7 +401,7 @@ def _agent_orphan(
     if job is not None and job.submit_time is not None and started < job.submit_time:
         return None
     try:
-        kind = controller_decision(held.node, job, j, watermark)
+        kind = controller_decision(held.node, job, j, watermark, limit)
     except SpurctlError:
         return None
     if kind not in _ORPHAN_OVERRIDES or (

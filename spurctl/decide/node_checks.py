@@ -106,7 +106,9 @@ def full_view_findings(
     ages: Mapping[str, float | None],
 ) -> tuple[list[Finding], dict[int, str]]:
     """lost-on-node, phantom-alloc and excess-alloc, and the active jobs whose nodelist
-    cannot be read; only sound on a complete view.
+    is not read (bad, or naming more nodes than the controller lists); only sound on a
+    complete view. Such a job may run on any node, so while one is active no allocation
+    is judged phantom or excess.
 
     They run on the active jobs' placements; only a job a lost-on-node candidate
     names is read whole (for its start time, state and the finding)."""
@@ -118,10 +120,13 @@ def full_view_findings(
     relevant = allocated.keys() | held_by_exact_name.keys()
     if not relevant:
         return [], {}
-    jobs_on, unreadable = _active_jobs_by_node(view.active_by_nodelist(), relevant)
+    limit = hostlist.nodelist_limit(len(view.nodes))
+    jobs_on, unreadable = _active_jobs_by_node(view.active_by_nodelist(), relevant, limit)
     out: list[Finding] = []
     for name, inv in held_by_exact_name.items():
         out.extend(_lost_on_node(name, inv, jobs_on.get(name, []), view=view, age=ages[name]))
+    if unreadable:  # a job that may run on any node may explain any node's allocation
+        return out, unreadable
     for name, alloc in allocated.items():
         finding = _explain_allocation(name, alloc, jobs_on.get(name, []), age=ages.get(name))
         if finding is not None:
@@ -178,7 +183,7 @@ OnNode = tuple[Sequence[Placement], int]
 
 
 def _active_jobs_by_node(
-    by_nodelist: Mapping[str, Sequence[Placement]], relevant: set[str]
+    by_nodelist: Mapping[str, Sequence[Placement]], relevant: set[str], limit: int
 ) -> tuple[dict[str, list[OnNode]], dict[int, str]]:
     """The active jobs listing each relevant node, a nodelist's jobs at a time, each with
     the width of their nodelist, and the active jobs whose nodelist cannot be read.
@@ -200,7 +205,7 @@ def _active_jobs_by_node(
                     on_node.append((placed, 1))
             continue
         try:
-            nodes = hostlist.expand(nodelist)
+            nodes = hostlist.expand(nodelist, limit)
         except SpurctlError:
             unreadable.update((p.job_id, nodelist) for p in placed)
             continue

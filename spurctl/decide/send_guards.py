@@ -69,22 +69,31 @@ def endpoint_refusal(
     )
 
 
-def cluster_refusal(
-    reach: Reach, inventories: Iterable[Inventory], node_names: Iterable[str], watermark: int
-) -> str | None:
-    """Why the reclaim must stop because what it read is not all this cluster's, or None."""
+def binding_refusal(reach: Reach, what: str = "the reclaim") -> str | None:
+    """Why `what` must stop because the agent map or inventories name another cluster than
+    the view's (what collect was told, or what the nodes' own spurd says), or None."""
     if reach.agent_map_mismatch is not None:
         return (
-            f"refusing the reclaim, nothing sent: --agent-map {reach.agent_map_mismatch}; use "
+            f"refusing {what}, nothing sent: --agent-map {reach.agent_map_mismatch}; use "
             "this cluster's agent map, or --controller of the cluster it names"
         )
     if reach.inventory_mismatch is not None:
         nodes, why = reach.inventory_mismatch
         return (
-            f"refusing the reclaim, nothing sent: the inventories of {shown_nodes(list(nodes))} "
+            f"refusing {what}, nothing sent: the inventories of {shown_nodes(list(nodes))} "
             f"{why}; collect this cluster's nodes again (--collect), or point --controller "
             "at the controller they name"
         )
+    return None
+
+
+def cluster_refusal(
+    reach: Reach, inventories: Iterable[Inventory], node_names: Iterable[str], watermark: int
+) -> str | None:
+    """Why the reclaim must stop because what it read is not all this cluster's, or None."""
+    bound = binding_refusal(reach)
+    if bound is not None:
+        return bound
     foreign = foreign_inventories(inventories, node_names, watermark)
     if foreign is not None:
         return (

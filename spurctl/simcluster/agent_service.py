@@ -2,7 +2,9 @@
 
 The agent's CancelJob demands the controller's credential (a valid user token is
 told apart by its subject only) and GetNodeResources reports the node's total with
-nothing as used, as the real agent does. The settings and the records of what was
+nothing as used, as the real agent does. An agent that has seen a controller term
+(`SimCluster.agent_terms`, Spur #600's fencing, docs/spur-facts.md) refuses a cancel
+that carries none, as every cancel spurctl sends does. The settings and the records of what was
 received are the SimCluster's (server.py), read at each call.
 """
 
@@ -43,6 +45,13 @@ def agent_handler(sim: SimCluster, node: str) -> grpc.GenericRpcHandler:
                 grpc.StatusCode.PERMISSION_DENIED,
                 "this RPC is reachable only by the cluster controller; caller "
                 f"'{identity.user}' is not the controller — route the request through spurctld",
+            )
+        if sim.agent_terms.get(node, 0) > 0:
+            # #600 agent_server.rs `check_term`: term 0 (unset, spurctl's request declares
+            # no field 3) passes only until the agent has seen a real term.
+            raise _Refused(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "unfenced request rejected after a real controller term was observed",
             )
         sim.state.agent_cancel(node, req.job_id, req.signal)
         sim.cancels.append(

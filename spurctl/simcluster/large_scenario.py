@@ -21,6 +21,7 @@ from spurctl.simcluster.scenario_parts import (
     job_pids,
     utc_time,
 )
+from spurctl.spur_hostlist import compress
 
 # GPU slices that fill a node with n jobs (n = 0..8); one holding per slice.
 _FILLS: dict[int, tuple[tuple[int, ...], ...]] = {
@@ -138,11 +139,7 @@ def large(nodes: int = 20_000, jobs: int = 200_000, held: int = 100_000, seed: i
         if kind == "R":
             node_idx, gpus = next(run_iter)
             k = len(node_idx)
-            nodelist = (
-                names[node_idx[0]]
-                if k == 1
-                else f"gpu[{node_idx[0] + 1:0{width}d}-{node_idx[-1] + 1:0{width}d}]"
-            )
+            nodelist = names[node_idx[0]] if k == 1 else compress(names[n] for n in node_idx)
             state = JobState.RUNNING
             roll = rng.random()
             if roll < 0.01:

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetParseError
-
+from spurctl import spur_hostlist
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
 from spurctl.simcluster.controller_service import Visibility
 from spurctl.simcluster.scenario import Scenario
@@ -104,25 +103,15 @@ class ClusterSpec:
 
 
 def spur_nodes(nodelist: str) -> frozenset[str]:
-    """The nodes Spur reads in a nodelist: split at top-level commas, each part trimmed."""
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for c in nodelist:
-        depth += (c == "[") - (c == "]")
-        if c == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(c)
-    parts.append("".join(current))
+    """The nodes Spur reads in a nodelist (spur-core `expand`: split at top-level commas,
+    each part trimmed, every range zero-filled to its first token's width); a part Spur
+    cannot read counts as the node its text names, so that no reading is narrower."""
     names: set[str] = set()
-    for part in (p.strip() for p in parts):
-        if part:
-            try:
-                names.update(NodeSet(part, resolver=RESOLVER_NOGROUP))
-            except NodeSetParseError:
-                names.add(part)
+    for part in spur_hostlist.parts(nodelist):
+        try:
+            names.update(spur_hostlist.expand(part))
+        except spur_hostlist.BadNodelist:
+            names.add(part)
     return frozenset(names)
 
 

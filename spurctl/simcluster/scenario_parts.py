@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from spurctl.model import Allocation, Device, Gpu, ResourceSet
+from spurctl.spur_hostlist import compress
 
 SPUR_VERSION = "0.8.0"
 GPUS_PER_NODE = 8
@@ -27,22 +28,9 @@ def utc_time(text: str) -> datetime:
 
 
 def hostlist(prefix: str, numbers: Iterable[int], width: int) -> str:
-    """A compressed Slurm hostlist, e.g. gpu[004-005,009], without ClusterShell's per-call cost."""
-    nums = sorted(set(numbers))
-    if len(nums) == 1:
-        return f"{prefix}{nums[0]:0{width}d}"
-    ranges: list[str] = []
-    start = prev = nums[0]
-    for n in [*nums[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        ranges.append(
-            f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}"
-        )
-        if n is not None:
-            start = prev = n
-    return f"{prefix}[{','.join(ranges)}]"
+    """The nodelist spurctld writes for the nodes `prefix` + each number `width` wide,
+    with Spur's own `compress` (gpu[004-005,009])."""
+    return compress(f"{prefix}{n:0{width}d}" for n in numbers)
 
 
 def job_allocation(gpus: Sequence[int], num_nodes: int, cpus: int | None = None) -> Allocation:

@@ -9,8 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
-from ClusterShell.NodeSet import NodeSet
-
+from spurctl import spur_hostlist
 from spurctl.model import Allocation, Holding, Job, JobState, Node, NodeState
 from spurctl.simcluster.scenario import add_allocations, busy_state, node_share
 from spurctl.simcluster.scenario_parts import (
@@ -123,7 +122,7 @@ def nodes_for_jobs(
     for j in jobs:
         if j.state.active and j.nodelist:
             share = node_share(j)
-            for name in NodeSet(j.nodelist):
+            for name in spur_hostlist.expand(j.nodelist):
                 alloc[name] = add_allocations(alloc[name], share)
     out = []
     for i, name in enumerate(names, 1):

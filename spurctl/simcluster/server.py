@@ -95,11 +95,14 @@ class SimCluster:
     server's error path might; `controller_echo` makes every refusal of the
     controller's (a bad credential, a follower's) echo it too. Records of what was
     received: `cancels` (agent CancelJob), `controller_cancels`, `refusals`,
-    `heartbeat_reclaims`. `job_info_visibility` is the controller's setting of that
-    name: under `owner_only`, GetJob answers NOT_FOUND to a non-admin caller for
-    another user's job, exactly as for an untracked id. `spur_release` is the Spur it
-    plays (simcluster/releases.py: GetJobs' filters, JobMetrics, Ping's version, the
-    heartbeat reclaim's arms, what a graceful spurd restart does).
+    `heartbeat_reclaims`. `agent_terms` (settable at any time): the highest controller
+    term each named node's agent has seen, under Spur #600's term fencing (not merged):
+    such an agent refuses every cancel without a term. `job_info_visibility` is the
+    controller's setting of that name: under `owner_only`, GetJob answers NOT_FOUND to
+    a non-admin caller for another user's job, exactly as for an untracked id.
+    `spur_release` is the Spur it plays (simcluster/releases.py: GetJobs' filters,
+    JobMetrics, Ping's version, the heartbeat reclaim's arms, what a graceful spurd
+    restart does).
     """
 
     def __init__(
@@ -161,6 +164,7 @@ class SimCluster:
                 raise ValueError(f"agents names node {unknown[0]!r}, which is not in the scenario")
         self._agents_up: dict[str, None] = dict.fromkeys(wanted)
 
+        self.agent_terms: dict[str, int] = {}
         self.cancels: list[AgentCancel] = []
         self.controller_cancels: list[ControllerCancel] = []
         self.refusals: list[Refusal] = []

@@ -19,8 +19,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import msgspec
-from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
+from spurctl import spur_hostlist
 from spurctl.model import (
     AgentProcess,
     Allocation,
@@ -49,17 +49,27 @@ SIM_AGENT_PID = 2201  # every simulated node's spurd, as its inventory shows it
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
+# The most names the simulated controller reads in one nodelist: spurctld keeps a job's
+# allocated nodes as names, so a longer list is one no real controller could have placed.
+SIM_NODELIST_CAP = 100_000
+
+
 @lru_cache(maxsize=1 << 16)
 def expand(nodelist: str) -> frozenset[str]:
-    """The node names of a Slurm hostlist; empty for an empty one. ValueError when malformed."""
-    name = nodelist.strip()
+    """The node names of a nodelist as spurctld reads it (spur-core `expand`); empty for
+    an empty one. ValueError when Spur cannot read it, or it names more than
+    SIM_NODELIST_CAP nodes."""
+    name = nodelist.strip(spur_hostlist.WHITESPACE)
     if not name:
         return frozenset()
-    if _PLAIN_NAME.fullmatch(name):  # one plain name: no NodeSet parse
+    if _PLAIN_NAME.fullmatch(name):  # one plain name: nothing to read
         return frozenset((name,))
     try:
-        return frozenset(NodeSet(nodelist))
-    except NodeSetParseError as exc:
+        size = spur_hostlist.size(nodelist)
+        if size > SIM_NODELIST_CAP:
+            raise ValueError(f"nodelist {nodelist!r} names {size:,} nodes")
+        return frozenset(spur_hostlist.expand(nodelist))
+    except spur_hostlist.BadNodelist as exc:
         raise ValueError(f"malformed hostlist {nodelist!r}: {exc}") from None
 
 
@@ -469,13 +479,13 @@ class ClusterState:
     def set_job(self, job: Job) -> None:
         """Insert or replace a job, moving its share of node allocations with it."""
         with self.lock:
-            new_nodes = expand(job.nodelist) if job.state.active else frozenset()
+            new_nodes = allocated(job) if job.state.active else frozenset()
             for name in new_nodes:
                 self._known_node(name)
             old = self.jobs.get(job.job_id)
             if old is not None:
                 if old.state.active:
-                    self._charge(old, expand(old.nodelist), sign=-1)
+                    self._charge(old, allocated(old), sign=-1)
                 self._index_job(old, sign=-1)
             self.jobs[job.job_id] = job
             self._index_job(job, sign=1)
@@ -491,6 +501,8 @@ class ClusterState:
         holding it (nothing tells them), which is how the incident began.
         """
         now = now or utcnow()
+        # spurctld keeps the nodes it placed the job on and writes them with `compress`.
+        nodelist = spur_hostlist.compress(spur_hostlist.expand(nodelist))
         with self.lock:
             job = self._tracked(job_id)
             if nodelist:
@@ -531,7 +543,7 @@ class ClusterState:
         with self.lock:
             job = self._tracked(job_id)
             if job.state.active:
-                self._charge(job, expand(job.nodelist), sign=-1)
+                self._charge(job, allocated(job), sign=-1)
             del self.jobs[job_id]
             self._index_job(job, sign=-1)
             self._encoded.pop(job_id, None)
@@ -553,7 +565,7 @@ class ClusterState:
             )
             released = [
                 name
-                for name in sorted(expand(job.nodelist))
+                for name in sorted(allocated(job))
                 if name in self.held and self.agent_cancel(name, job_id, 0)
             ]
             return job, released

@@ -3,7 +3,10 @@
 An inventory document and an agent-map file may name the controller they were
 made for (`controller`: its URL, or URLs for HA, as --controller takes them) and
 the cluster (`cluster`: spur.conf's `cluster_name`). `spurctl collect` records
-the controller and cluster it was told. A reclaim reading files that name
+the controller and cluster it was told; `spurctl node-inventory` records the
+node's own word (`agent_config`: the controller its spurd was started with and
+its spur.conf's `cluster_name`, sources/agent_config.py). A reclaim, repair,
+drain or resume reading files that name
 another cluster than the view's refuses (decide/send_guards.py): with one
 cluster's inventories and agent map and another's controller (same node names,
 same job ids), the controller's verdicts would be acted on at the other
@@ -98,9 +101,16 @@ def mismatch(
     controllers: Sequence[str],
     cluster: str | None,
     resolve: Callable[[str], frozenset[tuple[str, int]]] | None = None,
+    *,
+    unnamed_view: bool = False,
 ) -> str | None:
     """How `binding` fails to name the view's cluster (`controllers`, spur.conf's
-    `cluster`), or None when everything it names matches and something was checked."""
+    `cluster`), or None when everything it names matches and something was checked.
+
+    A binding that names only a cluster is refused while no spur.conf names the view's,
+    unless `unnamed_view`: a node's spur.conf names its cluster whether or not anyone
+    meant it to bind a file, so that word is weighed only against a view that names one.
+    """
     if binding.controllers and not same_controller(binding.controllers, controllers, resolve):
         return (
             f"names controller {','.join(binding.controllers)}, not this one "
@@ -109,7 +119,7 @@ def mismatch(
     if binding.cluster is not None:
         if cluster is not None and binding.cluster != cluster:
             return f"names cluster {binding.cluster!r}, not this one ({cluster!r} in spur.conf)"
-        if cluster is None and not binding.controllers:
+        if cluster is None and not binding.controllers and not unnamed_view:
             return (
                 f"names cluster {binding.cluster!r}, and no spur.conf names this controller's "
                 "cluster (pass --conf with the controller's spur.conf)"

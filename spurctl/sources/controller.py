@@ -18,7 +18,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -110,6 +111,7 @@ class ControllerClient:
         self.address: str = self._urls[0]
         self._failovers: list[str] = []
         self._budget = RequestBudget(self.request_budget)
+        self._shared: list[JobsFromPb] | None = None
 
     def close(self) -> None:
         for ch in self._channels.values():
@@ -365,6 +367,43 @@ class ControllerClient:
             found.extend(answer)
             highest = max(m.job_id for m in answer)
         return found
+
+    def active_jobs(self) -> JobsFromPb:
+        """Every running, completing and suspended job, read as an audit reads them where
+        the controller cannot filter by node: by state, and a state too large for one
+        answer by job-id range (id_ranges.read_by_id), within a request budget of its own.
+        Inside `sharing()` one read serves every call. SpurctlError when the budget
+        stopped the read: what it lacks cannot be told."""
+        if self._shared is not None and self._shared:
+            return self._shared[0]
+        _, counts = self.job_counts()
+        read = JobRead()
+        # Its own budget: an audit's, on the same client, is left as it was.
+        kept, self._budget = self._budget, RequestBudget(self.request_budget)
+        try:
+            read_by_id(
+                self, BY_ACTIVITY, counts, read, requeued_known=True,
+                planned=_PLANNED_ANSWER, scoped=self.scoped,
+            )  # fmt: skip
+        except BudgetSpent:
+            raise SpurctlError(f"controller {self.address}: {self._budget.note()}") from None
+        finally:
+            self._budget = kept
+        jobs = JobsFromPb(read.messages, read.converted, read.shapes)
+        if self._shared is not None:
+            self._shared.append(jobs)
+        return jobs
+
+    @contextmanager
+    def sharing(self) -> Iterator[None]:
+        """Within it, `active_jobs` is read once: one pass of a run over many nodes (a
+        repair's plan, its re-reads after the drain) reads the controller once, not once
+        a node."""
+        self._shared = []
+        try:
+            yield
+        finally:
+            self._shared = None
 
     def look_up(self, view: ControllerView, job_ids: Iterable[int]) -> ControllerView:
         """`view` with the jobs `job_ids` name, asked for by id (GetJobs `job_ids`, in

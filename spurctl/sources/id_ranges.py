@@ -6,11 +6,13 @@ limit, for every node-split request (docs/spur-facts.md, "Releases differ").
 `job_ids` (field 5) exists in every release, so a state too large for one answer
 is read by id range: from the top of the id space (the newest ids, the densest)
 down, until the read holds as many jobs of those states as JobMetrics counts, or
-every id down to 1 was asked for.
+every id down to 1 was asked for. Where the ids end is found first, in a few
+requests of short runs of ids (`locate_top`), not 64 ids at a time: ids need not be
+dense, and a top found too low leaves the jobs above it unread.
 
 Each range costs spurctld a scan of its job map with a slice `contains` of the
-requested ids per job, and a scan for array tasks per requested id it does not
-hold (cluster.rs `get_jobs`, `get_job_for_display`): a range stays at most
+requested ids per job, and a scan of the whole map for array tasks per requested id
+it does not hold (cluster.rs `get_jobs`, `get_job_for_display`): a range stays at most
 MAX_RANGE ids, so that no one request holds the controller long, and is sized
 from the largest record seen so that, even at one job per id, its answer stays
 under half the limit.
@@ -34,9 +36,13 @@ MAX_RANGE = 16_384
 MIN_RANGE = LOOKUP_BATCH
 # Ranges in flight at once.
 AHEAD = 2
-# Where no job id is known yet, ids are probed at 1 and at each power of two up to
-# uint32 (LOOKUP_BATCH ids each) to find where they lie, then range by range from 1.
-_FIRST_PROBES = [1, *(1 << k for k in range(7, 32))]
+# Where the ids end is found by runs of PROBE_RUN ids (locate_top), PROBE_RUNS at a
+# time, until the top lies in a span of at most SETTLED ids: at v0.8.0 an id asked for
+# that the controller does not hold costs it a scan of its job map (array parents), so
+# the probes and the first range ask for few of those.
+PROBE_RUN = 8
+PROBE_RUNS = 32
+SETTLED = 512
 
 
 class AnswerTooLarge(SpurctlError):
@@ -96,17 +102,30 @@ def read_by_id(
         except AnswerTooLarge:
             pass
     large: list[JobState] = []
+    fitting: list[tuple[JobState, ...]] = []
     for unit in state_units(states, requeued_known=requeued_known):
         if not scoped and sum(counts[s] for s in unit) * record > planned:
             large += unit
-            continue
+        else:
+            fitting.append(unit)
+    # The states that fit, together in as few answers as their counts allow (a scoped
+    # read, whose counts say nothing of its answers, one state at a time).
+    for group in _packed(fitting, counts, record, 0 if scoped else planned):
         try:
-            _add(into, jobs.answer([int(s) for s in unit], ()))
+            _add(into, jobs.answer([int(s) for unit in group for s in unit], ()))
+            continue
         except AnswerTooLarge:
-            large += unit
+            if len(group) == 1:
+                large += group[0]
+                continue
+        for unit in group:
+            try:
+                _add(into, jobs.answer([int(s) for s in unit], ()))
+            except AnswerTooLarge:
+                large += unit
     if not large:
         return False
-    top = _top(jobs, into)
+    top = _top(jobs, into, wanted)
     expected = sum(counts[s] for s in large)
     read_ranges(jobs, [int(s) for s in large], expected, top, into, planned=planned)
     return True
@@ -166,6 +185,23 @@ def read_ranges(
     return found
 
 
+def _packed(
+    units: Sequence[tuple[JobState, ...]], counts: Counter[JobState], record: int, planned: int
+) -> list[list[tuple[JobState, ...]]]:
+    """`units` in order, grouped so that each group's jobs, as counted, fill at most
+    `planned` bytes (0: one unit a group)."""
+    groups: list[list[tuple[JobState, ...]]] = []
+    size = 0
+    for unit in units:
+        n = sum(counts[s] for s in unit) * record
+        if not groups or size + n > planned:
+            groups.append([])
+            size = 0
+        groups[-1].append(unit)
+        size += n
+    return groups
+
+
 def _width(planned: int, largest: int, density: float) -> int:
     """Ids per range: an answer of about `planned` bytes at `density` jobs per id."""
     per_id = max(largest, 256) * max(density, 1 / MAX_RANGE)
@@ -177,20 +213,57 @@ def _add(into: JobRead, part: list[pb.JobInfo]) -> None:
     into.messages += part
 
 
-def _top(jobs: Jobs, into: JobRead) -> int:
-    """One above the highest job id the controller holds, as far as probing shows: the
-    highest read so far, or found by probing where no id is known, then the ids above it
-    (the ended jobs above every job read, kept in `into`: they raise the watermark)."""
-    highest = into.highest()
-    if not highest:
-        for start in _FIRST_PROBES:
-            found = jobs.by_ids(range(start, min(start + LOOKUP_BATCH, MAX_JOB_ID + 1)))
-            highest = max([highest, *(m.job_id for m in found)])
-    start = 1
-    while not highest and start <= MAX_JOB_ID:  # none there: walk up from the first id
-        found = jobs.by_ids(range(start, min(start + MAX_RANGE, MAX_JOB_ID + 1)))
-        highest = max([highest, *(m.job_id for m in found)])
-        start += MAX_RANGE
-    above = jobs.probe_above(highest)
-    into.messages += above
-    return min(max([highest, *(m.job_id for m in above)]) + 1, MAX_JOB_ID + 1)
+def _top(jobs: Jobs, into: JobRead, read: Sequence[int]) -> int:
+    """An id above every job id the controller holds, as far as probing shows, at most
+    SETTLED above the highest (`locate_top`, from the highest read so far). The probes'
+    jobs in states the read does not ask for (the ended ones above every job read: they
+    raise the watermark) are kept in `into`; the others come with the read. Ended jobs
+    between the runs are not read: the watermark may then lie below the highest id,
+    which only spares more."""
+    found, end = locate_top(jobs, into.highest())
+    asked = set(read)
+    into.messages += [m for m in found if m.state not in asked]
+    return end
+
+
+def locate_top(jobs: Jobs, highest: int) -> tuple[list[pb.JobInfo], int]:
+    """Where the controller's ids end above `highest`: the jobs the probes found, and an
+    id the top lies below, in a few requests: runs of PROBE_RUN ids at doubling distances
+    up to the last uint32 id, then PROBE_RUNS runs spread evenly between the highest id
+    found and the next run above it, again, until that span is at most SETTLED ids.
+
+    Ids need not be dense (array parents, failed submits and aged-out jobs leave gaps):
+    a run shows ids near it whatever lies between the runs, and a run far above finds
+    ids far above. Where no id is known and no run holds one, the ids lie between two
+    runs: they are looked for range by range up from the first id."""
+    found: list[pb.JobInfo] = []
+    end = MAX_JOB_ID + 1
+    starts = _doubling(highest)
+    while True:
+        starts = [s for s in starts if s < end]
+        if not starts:
+            return found, end
+        answer = jobs.by_ids([i for s in starts for i in range(s, min(s + PROBE_RUN, end))])
+        if not answer and not highest:
+            start = 1
+            while not answer and start <= MAX_JOB_ID:
+                answer = jobs.by_ids(range(start, min(start + MAX_RANGE, end)))
+                start += MAX_RANGE
+            if not answer:
+                return found, 1
+            highest = max(m.job_id for m in answer)
+            found, starts = answer, _doubling(highest)
+            continue
+        found += answer
+        highest = max([highest, *(m.job_id for m in answer)])
+        # Every run above the highest id found came back empty: the next one bounds it.
+        end = min([end, *(s for s in starts if s > highest)])
+        span = end - highest - 1
+        if span <= SETTLED:
+            return found, end
+        starts = list(range(highest + 1, end, max(span // PROBE_RUNS, PROBE_RUN)))
+
+
+def _doubling(highest: int) -> list[int]:
+    """The starts of runs above `highest`: next to it, then at doubling distances."""
+    return [highest + 1 + PROBE_RUN * ((1 << k) - 1) for k in range(32)]

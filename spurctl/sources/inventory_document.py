@@ -84,6 +84,11 @@ class _AgentDoc(msgspec.Struct, gc=False):
     started_at: datetime | None = None
 
 
+class _AgentConfigDoc(msgspec.Struct, gc=False):
+    controller: _Name | None = None
+    cluster: _Name | None = None
+
+
 class _InventoryDoc(msgspec.Struct, gc=False):
     schema: InventorySchema
     node: _Name | None = None
@@ -101,6 +106,7 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     session_refusals: tuple[extras.RefusalDoc, ...] | None = None
     controller: str | None = None
     cluster: str | None = None
+    agent_config: _AgentConfigDoc | None = None
 
 
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
@@ -163,6 +169,7 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         extras.refusals(doc.session_refusals) if doc.session_refusals else (),
         doc.controller,
         doc.cluster,
+        *((doc.agent_config.controller, doc.agent_config.cluster) if doc.agent_config else ()),
     )
 
 

@@ -87,6 +87,9 @@ def inventory_extras_to_dict(inv: Inventory) -> dict[str, Any]:
         out["ancestry_read"] = True
     if inv.session_refusals:
         out["session_refusals"] = [refusal_to_dict(r) for r in inv.session_refusals]
+    said = {"controller": inv.agent_controller, "cluster": inv.agent_cluster}
+    if any(v is not None for v in said.values()):
+        out["agent_config"] = {k: v for k, v in said.items() if v is not None}
     return out
 
 

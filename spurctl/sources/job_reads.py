@@ -47,6 +47,7 @@ def off_list(
     most jobs run on one node, so a cluster's ~100,000 jobs name about as many lists as
     it has nodes."""
     unlisted: dict[str, str] = {}
+    limit = hostlist.nodelist_limit(len(nodes))
     for nodelist in by_nodelist:
         if not nodelist:
             continue
@@ -56,7 +57,7 @@ def off_list(
                 unlisted[nodelist] = name
             continue
         try:
-            named = hostlist.expand(nodelist)
+            named = hostlist.expand(nodelist, limit)
         except SpurctlError:
             continue
         missing = [n for n in named if n not in nodes]

@@ -261,6 +261,14 @@ def agent_hostname_option(proc_root: Path, pid: int, skip: SkipHook) -> str | No
 
 def hostname_option(args: list[str]) -> str | None:
     """What clap takes as spurd's `-N/--hostname` from `args`: the last one given wins."""
+    value = option_value(args, "--hostname", "-N")
+    return value.strip() or None if value is not None else None
+
+
+def option_value(args: list[str], long: str, short: str | None = None) -> str | None:
+    """The value clap takes for option `long` (`--x V`, `--x=V`; `short`: `-s V`, `-sV`,
+    `-s=V`) from spurd's `args` (its command line after argv[0]): the last one given wins,
+    nothing after `--` counts."""
     value: str | None = None
     i = 0
     while i < len(args):
@@ -268,17 +276,17 @@ def hostname_option(args: list[str]) -> str | None:
         if arg == "--":
             break
         nxt = args[i + 1] if i + 1 < len(args) else None
-        if arg in ("--hostname", "-N"):
+        if arg in (long, short):
             if nxt is not None:
                 value = nxt
             i += 2
             continue
-        if arg.startswith("--hostname="):
-            value = arg.removeprefix("--hostname=")
-        elif arg.startswith("-N") and not arg.startswith("--"):
-            value = arg[2:].removeprefix("=")
+        if arg.startswith(long + "="):
+            value = arg.removeprefix(long + "=")
+        elif short is not None and arg.startswith(short) and not arg.startswith("--"):
+            value = arg[len(short) :].removeprefix("=")
         i += 1
-    return value.strip() or None if value is not None else None
+    return value
 
 
 def ticks_to_time(boot: int | None, ticks: int) -> datetime | None:

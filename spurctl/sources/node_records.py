@@ -12,10 +12,11 @@ present a join token that may have expired since it first joined.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spurctl.hostlist import named_nodes
+from spurctl.hostlist import may_name
 from spurctl.model import ACTIVE_STATES, Job, Node
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.releases import filters_for
@@ -36,17 +37,22 @@ def read_node(client: ControllerClient, name: str) -> Node | None:
 
 
 def active_jobs_on(client: ControllerClient, name: str, version: str) -> list[Job]:
-    """The active jobs whose nodelist names `name`: asked by node where the controller's
-    version filters by node (0.9.0 on), else every active job, filtered here; an
-    answer's job on other nodes (an ignored filter) is dropped here either way."""
-    by_node = filters_for(version).nodes
-    request = pb.GetJobsRequest(
-        states=sorted(int(s) for s in ACTIVE_STATES),  # type: ignore[misc]
-        nodes=[name] if by_node else [],
-    )
-    answer = client.read("GetJobs", request)
-    jobs = (job_from_pb(j) for j in answer.jobs)
-    return [j for j in jobs if j.state.active and j.nodelist and name in named_nodes(j.nodelist)]
+    """The active jobs whose nodelist names `name` (or may: one spurctl does not read may
+    run on any node): asked by node where the controller's
+    version filters by node (0.9.0 on), else every active job as an audit reads them
+    (`ControllerClient.active_jobs`: under the answer limit, shared by a pass over many
+    nodes), filtered here; an answer's job on other nodes (an ignored filter) is dropped
+    here either way."""
+    jobs: Iterable[Job]
+    if filters_for(version).nodes:
+        request = pb.GetJobsRequest(
+            states=sorted(int(s) for s in ACTIVE_STATES),  # type: ignore[misc]
+            nodes=[name],
+        )
+        jobs = (job_from_pb(j) for j in client.read("GetJobs", request).jobs)
+    else:
+        jobs = client.active_jobs().values()
+    return [j for j in jobs if j.state.active and j.nodelist and may_name(j.nodelist, name)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 from spurctl.errors import warn
 from spurctl.holdings import AgentProcess, Holding, Inventory, JobProcess
 from spurctl.model import MAX_JOB_ID, utcnow
-from spurctl.sources import stepd_sessions
+from spurctl.sources import agent_config, stepd_sessions
 from spurctl.sources.cgroup_limits import cgroup_cpus, memory_mb
 from spurctl.sources.node_files import MAX_FILE, SkipHook, read_text
 from spurctl.sources.node_files import ignore as _ignore
@@ -206,11 +206,18 @@ def _gather(
         for job_id, path in _list_spool_dirs(spool_root, skip):
             jobs.setdefault(job_id, _Job(job_id)).spool = path
 
+    # What spurd was started with: its state directory and user, and its cluster.
+    config = (
+        agent_config.read(proc_root, agent.pid, sys_root, skip)
+        if agent is not None
+        else agent_config.AgentConfig()
+    )
     supervisors = table.named(SUPERVISOR_COMM)
     ticks_of, comms = (lambda pid: _ticks(table.stat(pid))), table.comms()
     sessions = stepd_sessions.scan(
-        state_dir, proc_root, sys_root, supervisors, ticks_of, comms.get, membership, skip
-    )
+        state_dir, proc_root, sys_root, supervisors, ticks_of, comms.get, membership, skip,
+        agent_dir=config.state_dir, agent_uid=config.euid,
+    )  # fmt: skip
     for job_id, bound in sessions.bound.items():  # pid and start ticks: the strongest tie
         jobs.setdefault(job_id, _Job(job_id)).pids.update(bound)
     held = tuple(
@@ -237,6 +244,8 @@ def _gather(
         agent_hostname=agent_hostname_option(proc_root, agent.pid, skip) if agent else None,
         ancestry_read=ancestry_read,
         session_refusals=tuple(sessions.refusals),
+        agent_controller=config.controller,
+        agent_cluster=config.cluster,
     )
     return inventory, _Evidence(table, boot, envs, membership)
 

@@ -9,8 +9,9 @@ reclaim and explain both ask, so the two never disagree, issue 39.1).
   legitimately run, and every agent-map address, each resolved to its canonical
   endpoint (sources/agent_endpoints.py); an address spurctl will not dial is said
   instead (`unresolvable`).
-- Bindings: the controller or cluster the agent map and each inventory name
-  (sources/cluster_binding.py), compared with the view's (issue 39.9).
+- Bindings: the controller or cluster the agent map and each inventory name, and the
+  one each inventoried node's spurd says it is in (sources/cluster_binding.py), compared
+  with the view's (issues 39.9, 50.4). Repair, drain and resume ask for these alone.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def resolve_targets(
     whose agents must not be reached) and which cluster `inventories` and the agent map
     name. Nothing is resolved for an empty plan but the bindings."""
     planned = sorted(set(nodes))
-    map_why, inventory_why = _bindings(inventories, conn, resolve_controller)
+    map_why, inventory_why = bindings(inventories, conn, resolve_controller)
     found: Mapping[str, Endpoint] = {}
     unresolvable = None
     if planned:
@@ -101,12 +102,16 @@ def resolve_targets(
     )
 
 
-def _bindings(
-    inventories: Mapping[str, Inventory], conn: Connection, resolve: Resolve | None
+def bindings(
+    inventories: Mapping[str, Inventory],
+    conn: Connection,
+    resolve: Resolve | None = None,
+    what: str = "the reclaim",
 ) -> tuple[str | None, tuple[tuple[str, ...], str] | None]:
-    """How the agent map, else the first group of inventories naming one cluster, fails
-    to name the view's (its --controller URLs, compared as endpoints, and spur.conf's
-    cluster_name)."""
+    """How the agent map, else the first group of inventories naming one cluster (what
+    collect was told, then what their spurd says), fails to name the view's (its
+    --controller URLs, compared as endpoints, and spur.conf's cluster_name). `what`
+    names the command refused in an unreadable file's error."""
     from spurctl.sources.cluster_binding import Binding, controller_list, mismatch
 
     cluster = conn.conf.cluster_name
@@ -114,15 +119,20 @@ def _bindings(
         map_why = mismatch(conn.agent_map_binding, conn.controllers, cluster, resolve)
         if map_why is not None:
             return map_why, None
-    bound: dict[Binding, list[str]] = {}
+    told: dict[Binding, list[str]] = {}
+    said: dict[Binding, list[str]] = {}
     for name, inv in inventories.items():
-        if inv.controller is None and inv.cluster is None:
-            continue
-        where = f"refusing the reclaim, nothing sent: the inventory of {name!r}"
-        controllers = controller_list(inv.controller, where) if inv.controller else ()
-        bound.setdefault(Binding(controllers, inv.cluster), []).append(name)
-    for binding, names in sorted(bound.items(), key=lambda item: sorted(item[1])):
-        why = mismatch(binding, conn.controllers, cluster, resolve)
-        if why is not None:
-            return None, (tuple(names), why)
+        where = f"refusing {what}, nothing sent: the inventory of {name!r}"
+        if inv.controller is not None or inv.cluster is not None:
+            controllers = controller_list(inv.controller, where) if inv.controller else ()
+            told.setdefault(Binding(controllers, inv.cluster), []).append(name)
+        if inv.agent_controller is not None or inv.agent_cluster is not None:
+            own = f"{where}: agent_config"
+            controllers = controller_list(inv.agent_controller, own) if inv.agent_controller else ()
+            said.setdefault(Binding(controllers, inv.agent_cluster), []).append(name)
+    for group, node_word in ((told, False), (said, True)):
+        for binding, names in sorted(group.items(), key=lambda item: sorted(item[1])):
+            why = mismatch(binding, conn.controllers, cluster, resolve, unnamed_view=node_word)
+            if why is not None:
+                return None, (tuple(names), f"say their spurd {why}" if node_word else why)
     return None, None

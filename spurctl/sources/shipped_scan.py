@@ -36,7 +36,7 @@ _RECORDS: dict[str, type] = {
     for cls in (Inventory, Holding, AgentProcess, JobProcess, Session, SessionRefusal)
 }
 # node_scan's own imports from the rest of spurctl.sources, shipped before it in this order.
-_SHIPPED = ("node_files", "cgroup_limits", "stepd_sessions", "node_procs")
+_SHIPPED = ("node_files", "cgroup_limits", "stepd_sessions", "node_procs", "agent_config")
 
 # Runs on the node with only the standard library; the sources are filled in below.
 _BOOTSTRAP = """\

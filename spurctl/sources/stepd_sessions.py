@@ -34,7 +34,8 @@ from spurctl.sources.node_files import SkipHook, read_bytes
 
 STATE_DIR = Path("/var/spool/spur")
 """spurd's default state directory: `--state-dir` / SPUR_STEPD_STATE_DIR, else spur.conf
-`[controller] state_dir`, else this (crates/spurd/src/main.rs)."""
+`[controller] state_dir`, else this (crates/spurd/src/main.rs; sources/agent_config.py
+reads which one the node's spurd has)."""
 RUNTIME = "runtime"
 DESCRIPTOR = "descriptor.json"
 SUPERVISOR_COMM = "spurstepd"
@@ -95,11 +96,15 @@ class Sessions:
 
 
 def state_dirs(
-    given: Path, proc_root: Path, supervisors: Iterable[int], sys_root: Path, skip: SkipHook
+    given: Iterable[Path],
+    proc_root: Path,
+    supervisors: Iterable[int],
+    sys_root: Path,
+    skip: SkipHook,
 ) -> list[Path]:
-    """`given`, then the state directory each live spurstepd names as its first argument
-    (spurd may run with another --state-dir; its supervisors say which), under `sys_root`."""
-    found = [given]
+    """`given` (the scan's, spurd's own), then the state directory each live spurstepd names
+    as its first argument (its supervisors say which spurd gave them), under `sys_root`."""
+    found = list(given)
     for pid in sorted(supervisors):
         raw = read_bytes(proc_root / str(pid) / "cmdline", skip)
         args = [] if raw is None else raw.split(b"\0")
@@ -109,23 +114,35 @@ def state_dirs(
     return list(dict.fromkeys(found))
 
 
-def _untrusted(st: os.stat_result, what: str) -> str | None:
+def _untrusted(st: os.stat_result, what: str, owners: frozenset[int]) -> str | None:
     """Why a directory or file spurd would have made private cannot be its (None: it can).
 
-    spurd creates them 0700/0600 and refuses any that others can write or that
-    another user owns (stepd.rs `verify_private_dir`); this scan runs as root, or,
-    in tests, as the user who made them.
+    spurd creates them 0700/0600 as the user it runs as, and refuses any that
+    others can write or that another user owns (stepd.rs `verify_private_dir`).
+    `owners`: root, the user this scan runs as, and spurd's effective uid (a spurd
+    run as a service user makes them that user's).
     """
-    owners = {0, os.geteuid()}
     if st.st_uid not in owners:
-        return f"{what} is owned by uid {st.st_uid}, not root"
+        named = ", ".join(str(u) for u in sorted(owners - {0}))
+        return f"{what} is owned by uid {st.st_uid}, not root" + (
+            f" nor spurd's or this scan's user (uid {named})" if named else ""
+        )
     if st.st_mode & 0o022:
         return f"{what} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 
 
-def read(dirs: Iterable[Path], skip: SkipHook) -> tuple[list[_Descriptor], list[SessionRefusal]]:
-    """Every session descriptor under `<dir>/runtime` of each of `dirs`, and the refused ones."""
+def owners(agent_uid: int | None) -> frozenset[int]:
+    """Who may own a session's files: root, this scan's user, and spurd's (`agent_uid`)."""
+    return frozenset({0, os.geteuid(), *([agent_uid] if agent_uid is not None else [])})
+
+
+def read(
+    dirs: Iterable[Path], skip: SkipHook, trusted: frozenset[int] | None = None
+) -> tuple[list[_Descriptor], list[SessionRefusal]]:
+    """Every session descriptor under `<dir>/runtime` of each of `dirs`, and the refused
+    ones; `trusted`: the uids that may own them (default `owners(None)`)."""
+    trusted = trusted if trusted is not None else owners(None)
     found: list[_Descriptor] = []
     refused: list[SessionRefusal] = []
     for state_dir in dirs:
@@ -134,7 +151,7 @@ def read(dirs: Iterable[Path], skip: SkipHook) -> tuple[list[_Descriptor], list[
             st = runtime.lstat()
             if not stat.S_ISDIR(st.st_mode):
                 raise NotADirectoryError(f"{runtime} is not a directory")
-            doubt = _untrusted(st, str(runtime))
+            doubt = _untrusted(st, str(runtime), trusted)
             if doubt is not None:
                 why = f"{doubt}: no session under it read"
                 refused.append(SessionRefusal(path=str(runtime), why=why))
@@ -155,7 +172,7 @@ def read(dirs: Iterable[Path], skip: SkipHook) -> tuple[list[_Descriptor], list[
                 )
             )
         for name in sessions[:MAX_SESSIONS]:
-            loaded = _load(runtime / name, skip)
+            loaded = _load(runtime / name, skip, trusted)
             if isinstance(loaded, SessionRefusal):
                 refused.append(loaded)
             elif loaded is not None:
@@ -167,7 +184,9 @@ def _said(exc: OSError) -> str:
     return (exc.strerror or type(exc).__name__).lower()
 
 
-def _load(session: Path, skip: SkipHook) -> _Descriptor | SessionRefusal | None:
+def _load(
+    session: Path, skip: SkipHook, trusted: frozenset[int]
+) -> _Descriptor | SessionRefusal | None:
     """One session directory's descriptor; None for an entry that is no session directory."""
     match = _SESSION_DIR.fullmatch(session.name)
     assert match is not None
@@ -191,7 +210,7 @@ def _load(session: Path, skip: SkipHook) -> _Descriptor | SessionRefusal | None:
         return refuse(f"{DESCRIPTOR} cannot be read ({_said(exc)})")
     if not stat.S_ISREG(st.st_mode):
         return refuse(f"{DESCRIPTOR} is not a regular file")
-    doubt = _untrusted(dst, "the session directory") or _untrusted(st, DESCRIPTOR)
+    doubt = _untrusted(dst, "the session directory", trusted) or _untrusted(st, DESCRIPTOR, trusted)
     if doubt is not None:
         return refuse(doubt)
     errors: list[str] = []
@@ -348,11 +367,15 @@ def scan(
     comm_of: Callable[[int], str | None],
     membership: Mapping[int, int],
     skip: SkipHook,
+    agent_dir: Path | None = None,
+    agent_uid: int | None = None,
 ) -> Sessions:
-    """The sessions under `state_dir` and the state directories live `supervisors` name,
-    bound to /proc (`state_dir` None: none read)."""
+    """The sessions under `state_dir`, the node's spurd's own (`agent_dir`, owned by
+    `agent_uid` or root) and the state directories live `supervisors` name, bound to /proc
+    (`state_dir` None: none read)."""
     if state_dir is None:
         return Sessions()
-    dirs = state_dirs(state_dir, proc_root, supervisors, sys_root, skip)
-    found, refused = read(dirs, skip)
+    given = [state_dir, *([agent_dir] if agent_dir is not None else [])]
+    dirs = state_dirs(given, proc_root, supervisors, sys_root, skip)
+    found, refused = read(dirs, skip, owners(agent_uid))
     return bind(found, refused, ticks_of, comm_of, membership)

@@ -79,7 +79,7 @@ class Changed:
 
 
 def plan_changes(request: DrainRequest) -> DrainPlan:
-    from spurctl.audit_view import run_audit
+    from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.journal_records import records
     from spurctl.sources.settings import credential_uid
@@ -88,6 +88,7 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
     scope = set(request.src.scope.keep(parse_scope(request.nodes)))
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
     report, inputs = run_audit(src, request.conn, journal=request.journal_path)
+    refuse_another_cluster(inputs, request.conn, f"the {request.verb.value}")
     found = records(request.journal_path) if request.journal_path.is_file() else []
     plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
     nodes = inputs.view.nodes

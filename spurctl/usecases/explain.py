@@ -297,13 +297,14 @@ def guards(
             f"{format_time(sent)}, and no process of it runs: a holding with no process "
             "gets one agent cancel at most",
         )
+    limit = hostlist.nodelist_limit(len(view.nodes))
     if job is not None and job.state.active and job.nodelist:
         try:
-            hostlist.expand(job.nodelist)
+            hostlist.expand(job.nodelist, limit)
         except SpurctlError:
             add("unreadable-nodelist", f"job {j}'s nodelist {job.nodelist!r} cannot be read")
         else:
-            if not hostlist.node_in(job.nodelist, judged) and (
+            if not hostlist.node_in(job.nodelist, judged, limit) and (
                 hostlist.names_token(job.nodelist, judged)
                 or hostlist.names_token(job.nodelist, inv.node)
             ):
@@ -334,7 +335,8 @@ def arm(judged: str, job_id: int, inputs: AuditInputs) -> dict[str, Any]:
             "text": "none can be named: whether the controller tracks it is unknown",
         }
     try:
-        kind = controller_decision(judged, job, job_id, inputs.watermark.value)
+        limit = hostlist.nodelist_limit(len(view.nodes))
+        kind = controller_decision(judged, job, job_id, inputs.watermark.value, limit)
     except SpurctlError as exc:
         return {"kind": None, "text": f"none can be named: {exc}"}
     return {"kind": kind.value, "text": ARMS[kind], "judged_as": judged}

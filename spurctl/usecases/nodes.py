@@ -108,6 +108,7 @@ def _jobs_on(view: ControllerView, names: set[str]) -> dict[str, list[int]]:
     """The active jobs the controller places on each of `names`; a nodelist that does
     not parse places nothing (the audit's notes name it)."""
     out: dict[str, list[int]] = {}
+    limit = hostlist.nodelist_limit(len(view.nodes))
     for placed in view.active_placements():
         if not placed.nodelist:
             continue
@@ -117,7 +118,7 @@ def _jobs_on(view: ControllerView, names: set[str]) -> dict[str, list[int]]:
                 out.setdefault(plain, []).append(placed.job_id)
             continue
         try:
-            on = hostlist.expand(placed.nodelist)
+            on = hostlist.expand(placed.nodelist, limit)
         except SpurctlError:
             continue
         for name in on & names:

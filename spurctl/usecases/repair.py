@@ -166,7 +166,7 @@ def prepare(
 ) -> RepairPlan:
     """Audit the nodes afresh and judge each: a target, a refusal, or no charge (`owned`:
     spurctl's drains; none without it)."""
-    from spurctl.audit_view import run_audit
+    from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.node_records import active_jobs_on
@@ -178,6 +178,7 @@ def prepare(
     scope = set(request.src.scope.keep(parse_scope(hostlist)))
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
     report, inputs = run_audit(src, request.conn, journal=request.journal_path)
+    refuse_another_cluster(inputs, request.conn, "the repair")
     view = inputs.view
     plan = RepairPlan(
         view.address, view.version, view.taken_at, fold(sorted(scope)), rejoin=rejoin,
@@ -185,7 +186,7 @@ def prepare(
     )  # fmt: skip
     unknown = []
     now = utcnow()
-    with ControllerClient(request.conn) as client:
+    with ControllerClient(request.conn) as client, client.sharing():
         for name in sorted(scope):
             pending = progress.get(name)
             node = view.nodes.get(name)

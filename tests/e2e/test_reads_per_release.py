@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,15 @@ import pytest
 
 from spurctl.audit_view import audit, gather
 from spurctl.model import Action, JobState, Kind
-from spurctl.simcluster import SimCluster, large
+from spurctl.simcluster import Scenario, SimCluster, large
 from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
+from spurctl.simcluster.striped_scenario import striped
 from spurctl.sources import controller
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
 from tests.cli import run_cli
+from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.live import KEY
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
@@ -192,3 +195,94 @@ def test_the_request_budget_counts_each_request_it_sends_once(zero_nine: SimClus
     assert again.view_complete, again.notes
     assert found_again == found
     assert len(zero_nine.job_requests) == 2 * sent
+
+
+# Issue 49's shape, a tenth of its size: ids 1..20,000, odd ones COMPLETED and even ones
+# RUNNING on one node each (five a node), every node inventoried, a stale terminal holding
+# on one node in twenty; spurctld's 32 MiB answer limit scaled by a tenth with it.
+STRIPED = {"nodes": 2_000, "jobs": 20_000}
+SCALED_LIMIT = controller.ANSWER_LIMIT // 10
+
+
+def per_release(scenario: Scenario) -> dict[str, tuple[Any, list[tuple[Any, ...]], int]]:
+    """Each release's audit of `scenario`: its report, its decisions, its GetJobs sent."""
+    out = {}
+    for release in (V0_9_TO_0_11, V0_8_0):
+        with SimCluster(
+            scenario, agents=False, answer_limit=SCALED_LIMIT, spur_release=release
+        ) as sim:
+            report, found = decisions(sim)
+            out[release.name] = (report, found, len(sim.job_requests))
+            assert max(sim.answer_sizes) <= SCALED_LIMIT
+    return out
+
+
+def test_v0_8_0_reads_jobs_spread_over_every_id_completely_without_a_look_up_storm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the top of the ids was found at 17,471, the ranges read 8,735 of 10,000
+    # running jobs, and every held id above was looked up 64 at a time (71 GetJobs).
+    monkeypatch.setattr(controller, "_PLANNED_ANSWER", SCALED_LIMIT // 2)
+    read = per_release(striped(**STRIPED))
+    (new, new_found, new_sent), (old, old_found, old_sent) = read["0.9-0.11"], read["v0.8.0"]
+    assert old.view_complete and new.view_complete, old.notes
+    assert old_found == new_found
+    assert {k for _, _, k, _ in old_found} == {"terminal-held"}
+    assert old_sent <= 2 * new_sent + 20, (old_sent, new_sent)
+
+
+def test_v0_8_0_reads_ids_that_are_not_dense_completely(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 60,000 jobs, a gap of 1 to 7 ids after each: before, the top ids were never read
+    # (16,615 of 60,000 jobs seen, 268 GetJobs) where a 0.9 controller reads them whole.
+    monkeypatch.setattr(controller, "_PLANNED_ANSWER", SCALED_LIMIT // 2)
+    read = per_release(striped(1_000, 60_000, stride=4))
+    (new, new_found, new_sent), (old, old_found, old_sent) = read["0.9-0.11"], read["v0.8.0"]
+    assert old.view_complete and new.view_complete, old.notes
+    assert old_found == new_found
+    assert old_sent <= 2 * new_sent + 20, (old_sent, new_sent)
+
+
+def test_repair_reads_a_v0_8_0_controller_with_many_active_jobs_as_audit_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,000 running jobs, far over the answer limit together: repair's reads of the
+    # active jobs on a node went out unfiltered (v0.8.0 has no `nodes`) and were refused
+    # (exit 2), where the audit read them by id range and named the phantom charges.
+    monkeypatch.setattr(controller, "_PLANNED_ANSWER", LIMIT // 2)
+    scenario = striped(200, 2_000, phantom=3)
+    phantoms = ["gpu198", "gpu199", "gpu200"]
+    for name in phantoms:
+        scenario.agent_started_at[name] = datetime(2026, 11, 18, 7, 31, tzinfo=UTC)
+    with SimCluster(
+        scenario, answer_limit=LIMIT, spur_release=V0_8_0, heartbeat_interval=0.1
+    ) as sim:
+        with ControllerClient(Connection((sim.controller_address,), timeout=30.0)) as client:
+            client.active_jobs()
+        one_read = len(sim.job_requests)
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        conf = tmp_path / "spur.conf"
+        conf.write_text("[controller]\nhosts = []\n")
+        common = ("--controller", sim.controller_address, "--inventory", str(live))
+        with kept_fresh(sim, live):
+            audit = run_cli(
+                "audit", *common, "--nodes", "gpu[198-200]", "--format", "json", home=tmp_path
+            )
+            found = json.loads(audit.stdout)["findings"]
+            assert [(f["node"], f["kind"]) for f in found] == [
+                (n, "phantom-alloc") for n in phantoms
+            ]
+            audited = len(sim.job_requests) - one_read
+            proc = run_cli(
+                "repair", "--node", "gpu[198-200]", *common, "--conf", str(conf),
+                "--journal", str(tmp_path / "journal.jsonl"), "--tick", "0", "--wait", "5",
+                "--yes", home=tmp_path,
+            )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "Repair result: 3 repaired" in proc.stdout
+        assert all(sim.node(n).alloc.empty for n in phantoms)
+        assert not [r for r in sim.job_requests if r.nodes]
+        assert max(sim.answer_sizes) <= LIMIT
+        # Its audit, then one read of the active jobs for the plan and one for the
+        # re-read after the drain, whatever the number of nodes.
+        repaired = len(sim.job_requests) - one_read - audited
+        assert repaired <= audited + 2 * one_read + 2, (repaired, audited, one_read)

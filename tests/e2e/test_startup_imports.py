@@ -70,6 +70,6 @@ def test_no_command_help_imports_grpc_protobuf_or_clustershell() -> None:
 
 def test_the_check_sees_a_heavy_import_when_there_is_one() -> None:
     modules = imported_modules(
-        "-c", "from spurctl.hostlist import expand; expand('gpu[1-2],cpu[3-4]')"
+        "-c", "from spurctl.hostlist import parse_scope; parse_scope('gpu[1-2],cpu[3-4]')"
     )
     assert "ClusterShell.NodeSet" in heavy(modules)

@@ -377,6 +377,42 @@ CASES: dict[str, Case] = {
         [("gpu017", 40, Kind.UNVERIFIABLE, Action.INVESTIGATE)],
         note="job 40's nodelist 'gpu[017-' is not a valid hostlist",
     ),
+    "a list Spur folds across a width (gpu[01-100]) places its job on each of its nodes": Case(
+        view(
+            job(40, JobState.RUNNING, "gpu[01-100]", cpus=1600),
+            nodes=(node("gpu01", cpus=16), node("gpu100", cpus=16), node("gpu101", cpus=16)),
+        ),
+        invs(inv("gpu01", held(40)), inv("gpu100", held(40)), inv("gpu101", held(40))),
+        [
+            ("gpu101", 40, Kind.ACTIVE_ELSEWHERE, Action.RECLAIM),
+            ("gpu101", None, Kind.PHANTOM_ALLOC, Action.INVESTIGATE),
+        ],
+    ),
+    "a nodelist naming more nodes than the controller lists is not read, and noted": Case(
+        view(
+            job(40, JobState.RUNNING, "gpu[1-90000000]", cpus=16),
+            job(41, JobState.COMPLETED, "gpu017"),
+            nodes=(node("gpu017", cpus=16), node("gpu018", cpus=8)),
+        ),
+        invs(inv("gpu017", held(40)), inv("gpu018", held(41))),
+        [
+            ("gpu017", 40, Kind.UNVERIFIABLE, Action.INVESTIGATE),
+            ("gpu018", 41, Kind.TERMINAL_HELD, Action.RECLAIM),
+        ],
+        note=(
+            "job 40's nodelist 'gpu[1-90000000]' names 90,000,000 nodes, more than the 1,024 "
+            "one nodelist is read to here; the job may run on any node"
+        ),
+    ),
+    "a job whose placement is not read explains any node's allocation": Case(
+        view(
+            job(40, JobState.RUNNING, "gpu[1 -3]", cpus=16),
+            nodes=(node("gpu017", cpus=16), node("gpu018", cpus=64, gpu_count=8)),
+        ),
+        {},
+        [],
+        note="job 40's nodelist 'gpu[1 -3]' is not a valid hostlist ('1 -3' is not a range",
+    ),
     "scope leaves out other nodes' holdings and allocations": Case(
         view(nodes=(node("gpu017"), node("gpu020", cpus=8))),
         invs(inv("gpu017", held(40)), inv("gpu020", held(41))),

@@ -47,6 +47,18 @@ def test_a_binding_must_name_the_views_controller_and_cluster() -> None:
     assert mismatch(Binding(("http://b:6817",), "gpu-a"), view, None, resolve) is None
 
 
+def test_a_nodes_own_cluster_name_is_weighed_only_against_a_view_that_names_one() -> None:
+    # Every node's spur.conf names its cluster, meant to bind a file or not (issue 50.4).
+    resolve = dns({"a": ["10.0.0.1"], "b": ["10.0.0.2"]})
+    view = ["http://b:6817"]
+    said = Binding(cluster="gpu-a")
+    assert mismatch(said, view, None, resolve, unnamed_view=True) is None
+    why = mismatch(said, view, "gpu-b", resolve, unnamed_view=True)
+    assert why is not None and "'gpu-a'" in why and "'gpu-b'" in why
+    why = mismatch(Binding(("http://a:6817",)), view, None, resolve, unnamed_view=True)
+    assert why is not None and "http://a:6817" in why and "http://b:6817" in why
+
+
 def test_an_agent_map_names_its_cluster_beside_its_nodes(tmp_path: Path) -> None:
     path = tmp_path / "agents.json"
     path.write_text(

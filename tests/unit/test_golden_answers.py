@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from spurctl import hostlist, spur_hostlist
 from spurctl.model import (
     ACTIVE_STATES,
     Allocation,
@@ -199,3 +200,22 @@ def test_ping_decodes_to_the_version_upstreams_cargo_says(
     pong = read(where, "PingResponse", "Ping")
     assert pong.version == expected["PingResponse"]["version"] == "0.8.0"  # both say 0.8.0
     assert pong.hostname == expected["PingResponse"]["hostname"]
+
+
+def test_nodelists_spur_folds_across_a_width_read_back_as_the_nodes_folded(
+    golden: tuple[Path, dict[str, Any]],
+) -> None:
+    # gen_golden.py writes what spur-core's `compress` writes for these nodes (gpu[01-100]:
+    # gpu01..gpu99 and gpu100), forms ClusterShell refuses ("mixes paddings").
+    where, expected = golden
+    folded = expected["spur_folded"]
+    assert set(folded) == {"gpu[01-100]", "gpu[09-100]", "gpu[001-1000]"}
+    jobs = JobsFromPb(read(where, "GetJobsResponse", "GetJobs").jobs)
+    read_back = {j.nodelist: j for _, j in jobs.items() if j.nodelist in folded}
+    assert set(read_back) == set(folded)
+    for nodelist, names in folded.items():
+        job = read_back[nodelist]
+        assert job.state is JobState.RUNNING and job.num_nodes == len(names)
+        assert hostlist.expand(nodelist, hostlist.nodelist_limit(len(names))) == set(names)
+        assert all(hostlist.node_in(nodelist, name) for name in (names[0], names[-1]))
+        assert spur_hostlist.compress(names) == nodelist  # the simulated controller's writing

@@ -9,7 +9,7 @@ from ClusterShell import NodeSet as nodeset_module
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from spurctl import hostlist
+from spurctl import hostlist, spur_hostlist
 from spurctl.errors import SpurctlError
 
 
@@ -46,14 +46,20 @@ def test_a_plain_node_name_is_never_parsed_by_nodeset(parses: list[str]) -> None
     assert parses == []
 
 
-def test_a_bracketed_or_comma_list_is_parsed_once_and_cached(parses: list[str]) -> None:
+def test_a_bracketed_or_comma_list_is_read_once_and_cached(
+    parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    real = spur_hostlist.expand
+    monkeypatch.setattr(spur_hostlist, "expand", lambda text: reads.append(text) or real(text))
     text = "cache[001-003,200],cachex"
     first = hostlist.expand(text)
     assert first == {"cache001", "cache002", "cache003", "cache200", "cachex"}
     assert hostlist.node_in(text, "cache200")
     assert not hostlist.node_in(text, "cache004")
     assert hostlist.expand(text) is first
-    assert parses == [text]
+    assert reads == [text]
+    assert parses == []  # a controller's nodelist is Spur's to read, not ClusterShell's
 
 
 def test_each_part_of_a_nodelist_is_trimmed_as_spur_does(parses: list[str]) -> None:
@@ -142,7 +148,9 @@ def test_a_bad_hostlist_says_what_is_wrong_and_shows_the_syntax(text: str, why: 
 
 
 def test_expand_raises_spurctl_error_for_a_malformed_nodelist() -> None:
-    with pytest.raises(SpurctlError, match=r"bad hostlist 'gpu\[1-': a '\[' is never closed"):
+    with pytest.raises(
+        SpurctlError, match=r"bad hostlist 'gpu\[1-': Spur cannot read it \(a '\[' is never closed"
+    ):
         hostlist.node_in("gpu[1-", "gpu1")
 
 
@@ -306,32 +314,100 @@ def _range_lists(draw: st.DrawFn) -> str:
 
 
 @given(_range_lists())
-@example("gpu1[1-10]")  # NodeSet: gpu[11-110], 100 names; by concatenation 10
-@example("gpu[0-10]")  # one end zero-padded, the other not
-def test_a_one_range_list_reads_without_nodeset_exactly_as_nodeset_reads_it(text: str) -> None:
+@example("gpu1[1-10]")  # NodeSet: gpu[11-110], 100 names; Spur: gpu11 to gpu110, 10
+@example("gpu[01-100]")  # NodeSet refuses it; Spur writes it for gpu01..gpu100
+def test_an_operators_hostlist_is_read_only_where_spur_reads_the_same_nodes(text: str) -> None:
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 
-    read = hostlist._expand_one_range_list(text)
-    if read is None:
-        return  # left to NodeSet, as any other list
     try:
-        expected = frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
+        spur: frozenset[str] | None = frozenset(spur_hostlist.expand(text))
+    except spur_hostlist.BadNodelist:
+        spur = None
+    try:
+        read = hostlist.parse_scope(text)
+    except SpurctlError:
+        return  # refused: never a scope wider than what was named
+    assert read == spur
+    try:
+        assert read == frozenset(NodeSet(text, resolver=RESOLVER_NOGROUP))
     except NodeSetError:
         pytest.fail(f"{text!r} reads as {sorted(read)} where NodeSet refuses it")
-    assert read == expected
 
 
-def test_most_multi_node_lists_are_read_without_a_nodeset_parse(parses: list[str]) -> None:
+def test_a_controllers_nodelist_is_read_without_nodeset(parses: list[str]) -> None:
     assert hostlist.expand("gpu[00001-00004]") == {f"gpu0000{i}" for i in range(1, 5)}
     assert hostlist.node_in(" gpu[9-10]-ib ", "gpu10-ib")
-    assert hostlist.expand("gpu[01-02,7]") == {"gpu01", "gpu02", "gpu7"}  # as NodeSet reads it
-    assert parses == []
-    # Other lists still go to NodeSet: padding it settles itself, several parts, a typo.
+    assert hostlist.expand("gpu[01-02,7]") == {"gpu01", "gpu02", "gpu7"}
     assert hostlist.expand("gpu[0-10]") == {f"gpu{i}" for i in range(11)}
     assert hostlist.expand("a[1-2],b[3-4]") == {"a1", "a2", "b3", "b4"}
+    # Spur's own folding, which NodeSet refuses ("mixes paddings"): zero-filled to the
+    # first token's width.
+    assert hostlist.expand("gpu[01-100]") == {f"gpu{i:02d}" for i in range(1, 101)}
+    assert len(hostlist.expand("gpu[001-1000]")) == 1000
     with pytest.raises(SpurctlError, match="runs backwards"):
         hostlist.expand("gpu[5-3]")
-    assert parses == ["gpu[0-10]", "a[1-2],b[3-4]", "gpu[5-3]"]
+    assert parses == []
+
+
+@pytest.mark.parametrize("text", ["n[1-90000000]", "n[1-300]x[1-300]y[1-300]", "n[1 -90000000]"])
+def test_a_controllers_nodelist_past_the_node_table_is_refused_unexpanded(text: str) -> None:
+    import time
+
+    began = time.monotonic()
+    with pytest.raises(hostlist.UnreadableNodelist) as caught:
+        hostlist.node_in(text, "n1", limit=hostlist.nodelist_limit(20_000))
+    assert time.monotonic() - began < 1.0  # counted, never built
+    assert hostlist.named_nodes(text) == set()  # nor built for the endpoint check
+    assert hostlist.may_name(text, "n7") and hostlist.may_name(text, "elsewhere")
+    assert str(caught.value).startswith(f"bad hostlist {text!r}: ")
+
+
+@pytest.mark.parametrize("text", ["x],y", "gpu01],gpu02", "x],[y,z]"])
+def test_a_nodelist_spur_releases_split_apart_is_not_read(text: str) -> None:
+    # v0.8.0's split_top_level lets a stray ']' take the depth below 0 (no comma splits
+    # after it); #643 clamps it at 0. "0.8.0" is both releases' version string.
+    assert spur_hostlist.split_top_level(text) != spur_hostlist.split_top_level(text, clamped=False)
+    with pytest.raises(hostlist.UnreadableNodelist, match="#643"):
+        hostlist.node_in(text, "y")
+    assert hostlist.may_name(text, "elsewhere")
+    assert hostlist.expand("x]") == {"x]"}  # no comma after it: both releases read one name
+
+
+def test_the_node_table_bounds_a_nodelist_with_a_floor_and_a_cap_when_unknown() -> None:
+    assert hostlist.nodelist_limit(20_000) == 20_000
+    assert hostlist.nodelist_limit(3) == hostlist.NODELIST_FLOOR
+    assert hostlist.nodelist_limit(0) == hostlist.MAX_NODES
+    assert len(hostlist.expand("n[1-2000]", limit=2_000)) == 2_000
+    with pytest.raises(
+        hostlist.UnreadableNodelist, match="2,001 nodes, more than the 2,000 one nodelist"
+    ):
+        hostlist.expand("n[0-2000]", limit=2_000)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("n[8-9-10]", "[8-9-10] holds '8-9-10'"),  # NodeSet: twenty names, n-9 to n10
+        ("n[10-8]", "the range 10-8 runs backwards"),
+        ("n[]", "an empty [] names no number"),
+        ("n[1-]", "[1-] holds '1-'"),
+        ("n[-3]", "[-3] holds '-3'"),  # NodeSet: the one name n-3
+        ("n[1,,3]", "[1,,3] holds ''"),
+        ("n[1-3", "a '[' is never closed"),
+        ("n1-3]", "its brackets do not pair up"),
+        ("n[1-3]]", "its brackets do not pair up"),
+        ("n[[1-2]]", "its brackets do not pair up"),
+        ("n[1 -3]", "' ' not allowed"),
+        ("n[+1-3]", "'+' not allowed"),  # Spur: n01 to n03; NodeSet: n1 to n3
+        ("n[1-3/2]", "'/' not allowed"),
+    ],
+)
+def test_every_malformed_range_an_operator_types_is_one_clear_error(text: str, said: str) -> None:
+    with pytest.raises(SpurctlError) as caught:
+        hostlist.parse_scope(text)
+    message = str(caught.value)
+    assert message.startswith(f"bad hostlist {text!r}: {said}"), message
+    assert "\n" not in message
 
 
 def test_an_operators_hostlist_that_slurm_and_clustershell_read_apart_is_refused() -> None:

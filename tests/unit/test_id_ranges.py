@@ -16,6 +16,7 @@ from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources.controller import Later
 from spurctl.sources.id_ranges import (
     MAX_RANGE,
+    SETTLED,
     AnswerTooLarge,
     read_by_id,
     read_ranges,
@@ -99,7 +100,8 @@ def counts(ctl: Controller) -> Counter[JobState]:
 
 
 def ranged(ctl: Controller) -> list[tuple[int, ...]]:
-    return [ids for _, ids in ctl.requests if len(ids) > 64]
+    """The id ranges asked for (not the probes' runs, which are not one range)."""
+    return [ids for _, ids in ctl.requests if len(ids) > 64 and ids[-1] - ids[0] < len(ids)]
 
 
 def test_a_state_too_large_for_one_answer_is_read_by_id_range_from_the_top_down() -> None:
@@ -115,7 +117,8 @@ def test_a_state_too_large_for_one_answer_is_read_by_id_range_from_the_top_down(
     # answer under the limit (a refused range was halved), and no range below id 1,001
     # once every running job was in.
     ranges = ranged(ctl)
-    assert ranges and ranges[0][-1] == 21_010 and min(ranges[-1]) > 0
+    # The first range starts at most SETTLED ids above the top the probes bracketed.
+    assert ranges and 21_010 <= ranges[0][-1] <= 21_010 + SETTLED and min(ranges[-1]) > 0
     lows = [r[0] for r in ranges]
     assert lows == sorted(lows, reverse=True)
     assert all(len(r) <= MAX_RANGE for r in ranges)
@@ -223,3 +226,33 @@ def test_two_ranges_are_in_flight_and_the_one_not_needed_is_cancelled() -> None:
     [(_, first)] = ctl.requests
     assert (first[0], first[-1]) == (60_000 - MAX_RANGE, 59_999)
     assert ctl.cancelled == [tuple(range(60_000 - 2 * MAX_RANGE, 60_000 - MAX_RANGE))]
+
+
+def test_where_sparse_ids_end_is_found_in_a_few_requests() -> None:
+    # A gap of 1 to 7 ids after each job, the ids from 150,000 up (those below aged out),
+    # every other one running, no other state. Before, the top was probed 64 ids at a
+    # time at each power of two and 16 batches above the highest found (262,144 + 1,024),
+    # and the ids above it were never read.
+    ids, i = [], 150_000
+    for n in range(40_000):
+        i += 1 + n * 7919 % 7
+        ids.append(i)
+    jobs = {j: (R if n % 2 else CD) for n, j in enumerate(ids)}
+    ctl = Controller(jobs, limit=4_000_000)
+    read = JobRead()
+    assert read_by_id(ctl, (R,), counts(ctl), read, requeued_known=True, planned=2_000_000)
+    assert {j for j, s in jobs.items() if s is R} <= read.ids()
+    probes = [ids for _, ids in ctl.requests if ids and ids not in ranged(ctl)]
+    assert len(probes) <= 4
+    # The first range starts at most SETTLED ids above the last id.
+    assert max(ids) < ranged(ctl)[0][-1] + 1 <= max(ids) + SETTLED + 1
+
+
+def test_the_states_that_fit_an_answer_are_asked_for_together() -> None:
+    jobs = {i: R for i in range(1, 20_001)}
+    jobs.update({i: PD for i in range(20_001, 20_101)})
+    jobs.update({i: PR for i in range(20_101, 20_111)})
+    ctl = Controller(jobs, limit=4_000_000)
+    read_by_id(ctl, (R, PD, PR, RQ), counts(ctl), JobRead(), requeued_known=False, planned=1 << 21)
+    by_state = [states for states, ids in ctl.requests if not ids]
+    assert by_state == [(int(PD), int(PR), int(RQ))]

@@ -65,6 +65,9 @@ def inventories(draw: st.DrawFn) -> Inventory:
         target_node=draw(st.none() | names),
         target_nodes=tuple(draw(st.lists(names, max_size=3))),
         agent_checked=agent_checked,
+        # The node's own word (node-inventory's `agent_config`), either part alone too.
+        agent_controller=draw(st.none() | names),
+        agent_cluster=draw(st.none() | names),
     )
 
 
