@@ -835,3 +835,41 @@ def test_a_journal_full_before_deregister_removes_nothing_and_puts_the_admins_dr
     ), line
     assert "  gpu009  failed: not removed: journal " in out, out
     assert out.rstrip().endswith("(its earlier drain put back)"), out
+
+
+def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is_owed(
+    p: Phantom,
+) -> None:
+    """The Ctrl-C lands in the wait's pause, after the node registered again and before the
+    run saw it: the run looks once more, finds it back, and puts back the admin's drain
+    and label before it stops (its result says so), instead of leaving it in service."""
+    import os
+    import signal
+
+    from spurctl.scope import Scope
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import connect_settings
+    from spurctl.usecases.repair import RepairRequest, Status
+    from spurctl.usecases.repair import repair as run_repair
+
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the wait's first pause")
+    conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
+    request = RepairRequest(
+        nodes="gpu009", src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
+        conn=conn, journal_path=p.journal, yes=True, tick_s=0, wait_s=30, restore_drain=True,
+    )  # fmt: skip
+
+    def pause(seconds: float) -> None:
+        if p.sim.state.deregistrations:  # the wait's pause, not the tick's
+            p.sim.state.registration_refused.pop("gpu009", None)
+            wait_for(lambda: "gpu009" in p.sim.state.nodes, timeout=10)
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as a terminal sends it
+            time.sleep(1)  # it lands in here
+
+    done = run_repair(request, show_plan=lambda plan: None, ask=None, sleep=pause)
+    [result] = done.results
+    assert result.status is Status.REPAIRED, result
+    assert "put back labels owner=ml and the drain 'ops: bad DIMM'" in result.detail, result
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
