@@ -420,6 +420,12 @@ def _repair_step(
         return [], []
     nodes = hostlist.fold(phantoms)
     say.heading(REPAIR_HEADING)
+    committed = _commit_placements(cluster)
+    if committed:
+        say.say(
+            f"Meanwhile the controller recorded where {committed} runs: an active job with no "
+            "nodelist may be on any node, and holds up every repair while it lasts."
+        )
     say.say(
         f"{nodes} stays charged with no job behind it, and no cancel can clear that: Spur "
         "rebuilds a node's charge only when the node registers afresh. spurctl drains it, "
@@ -453,6 +459,26 @@ def _repair_step(
         + (f" ({hostlist.fold(left)})." if left else ".")
     )
     return phantoms, left
+
+
+def _commit_placements(cluster: DemoCluster) -> str:
+    """Each active job without a nodelist gets the one node whose inventory holds it (the
+    allocation's commit, which a real controller makes within moments); which ones."""
+    import msgspec
+
+    held_by: dict[int, list[str]] = {}
+    for inv in cluster.sim.inventories():
+        for h in inv.held:
+            held_by.setdefault(h.job_id, []).append(inv.node)
+    with cluster.sim.state.lock:
+        jobs = list(cluster.sim.state.jobs.values())
+    done = []
+    for job in jobs:
+        where = held_by.get(job.job_id, [])
+        if job.state.active and not job.nodelist.strip() and len(where) == 1:
+            cluster.sim.set_job(msgspec.structs.replace(job, nodelist=where[0]))
+            done.append(f"job {job.job_id} ({where[0]})")
+    return ", ".join(done)
 
 
 def _lines(say: _Narrator, lines: Sequence[str]) -> None:

@@ -15,7 +15,7 @@ import threading
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from spurctl.model import NextStep
+    from spurctl.next_step import NextStep
 
 
 class ExitStatus(enum.IntEnum):

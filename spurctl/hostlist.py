@@ -190,6 +190,16 @@ _BARE_SEPARATORS = re.compile(r"[\s,]+")
 _BLANKS = re.compile(r"\s+")
 
 
+def placement_unread(hostlist: str, limit: int = MAX_NODES) -> bool:
+    """Whether a job's nodelist says nothing spurctl can read about where the job runs:
+    blank (its allocation not recorded yet) or a list `expand` does not read. Such a
+    job may be on any node (may_name)."""
+    try:
+        return not expand(hostlist, limit)
+    except SpurctlError:
+        return True
+
+
 _LAST_NUMBER = re.compile(r"(.*?)([0-9]+)([^0-9]*)")
 
 

@@ -3,7 +3,8 @@ concludes from it (findings, reports, plans, next steps).
 
 What agents hold (a node's inventory and its holdings) is the other half, in
 holdings.py; Holding, Inventory and AgentProcess, which most of spurctl imports
-from here, are importable from here too.
+from here, are importable from here too. So is NextStep (next_step.py), which
+sits below errors.py since a SpurctlError may carry one.
 
 Sources (gRPC, snapshot files, inventories) convert into these types once, at
 the edge; nothing past the edge sees a protobuf message or a raw dict. All times
@@ -24,6 +25,7 @@ from spurctl.errors import SpurctlError
 from spurctl.holdings import AgentProcess as AgentProcess
 from spurctl.holdings import Holding as Holding
 from spurctl.holdings import Inventory as Inventory
+from spurctl.next_step import NextStep as NextStep
 
 # JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
 MAX_JOB_ID = 2**32 - 1
@@ -588,23 +590,3 @@ class PlanDocument(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     taken_at: AwareTime
     nodes: str
     entries: tuple[PlannedCancel, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class NextStep:
-    """A command for the operator to run next, as data: its argv and why to run it.
-
-    decide/ and the use cases return these; only render/ makes text of them
-    (render.common.command_line: shell-quoted, on a line of its own, never
-    wrapped), so a printed command pastes into a shell as it was meant.
-    `where`: the host it must run on when that is not the admin host (a node, for
-    node-release), said beside it rather than folded into the command.
-    """
-
-    argv: tuple[str, ...]
-    why: str = ""
-    where: str | None = None
-
-    @classmethod
-    def spurctl(cls, *words: str, why: str = "", where: str | None = None) -> NextStep:
-        return cls(("spurctl", *words), why, where)

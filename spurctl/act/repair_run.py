@@ -27,6 +27,7 @@ from spurctl.decide.repair import (
     Target,
     charge_text,
     labels_to_restore,
+    loose_inventories,
     not_back_sentence,
     owed_text,
     recheck,
@@ -312,7 +313,7 @@ class RepairRun:
         fresh = fresh_inventories(self.request.src, [t.node for t in drained])
         now = utcnow()
         passing = []
-        # One read of the active jobs for every drained node (a release without a node filter).
+        # One read of the active jobs for every drained node.
         with self.client.sharing():
             for t in drained:
                 node = self._read(t.node)
@@ -320,6 +321,7 @@ class RepairRun:
                 refused = recheck(
                     t, node, jobs, self.inventory_of(t.node, fresh), now=now,
                     max_age_s=self.request.max_inventory_age_s,
+                    loose=loose_inventories(t.node, fresh.values()),
                 )  # fmt: skip
                 if refused is None:
                     passing.append(t)

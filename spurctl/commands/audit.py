@@ -339,8 +339,8 @@ def command(
         return _watch(rounds_of, request, env)
     from spurctl import heap
     from spurctl.audit_view import run_audit
-    from spurctl.render.audit import FindingFilter
     from spurctl.render.audit_command import show_audit
+    from spurctl.render.finding_filter import FindingFilter
 
     report, inputs = run_audit(
         request.sources, connection, watermark=request.watermark,

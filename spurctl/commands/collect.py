@@ -112,9 +112,10 @@ def command(
       spurctl collect -w 'gpu[001-128]' --ship-scanner   # nodes without spurctl
     """
     from spurctl.render.collect import show_collected
-    from spurctl.sources.cluster_binding import stamped, told
+    from spurctl.sources.cluster_binding import stamped
     from spurctl.sources.collect import collect
     from spurctl.sources.inventory_document import inventory_lines
+    from spurctl.sources.settings import told
 
     if scope.everything:
         raise SpurctlError("missing option --nodes: name the nodes to collect with -w HOSTLIST")

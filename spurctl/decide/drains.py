@@ -84,8 +84,22 @@ def cancel_states(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int],
 
 
 def _on(name: str, findings: Iterable[Finding]) -> list[Finding]:
+    """The findings on `name` or on a name that matches it only loosely (case, domain):
+    enough to keep a drain (resume), never to set one (drain_plan)."""
     key = loose_key(name)
     return [f for f in findings if f.node == name or loose_key(f.node) == key]
+
+
+def _loosely_held(name: str, held: Sequence[tuple[Finding, str]]) -> Left:
+    """A node not drained: what spurctl cannot free is held only under a loose name."""
+    first = held[0][0]
+    more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+    return Left(
+        name,
+        f"{name} is not drained: {first.node}, a name that matches it only loosely, holds "
+        f"{first.kind.value} job {first.job_id}{more}, which cannot vouch for draining {name}; "
+        f"collect {name} under its own name",
+    )
 
 
 def _unfreeable(f: Finding, cancels: Mapping[tuple[str, int], str]) -> str | None:
@@ -124,11 +138,15 @@ def drain_plan(
     order = {k: i for i, k in enumerate((Kind.AGENT_ORPHAN, Kind.LEFTOVER))}
     for name in sorted(scope):
         node = nodes.get(name)
-        held = [
+        found = [
             (f, how) for f in _on(name, findings) if (how := _unfreeable(f, cancels)) is not None
         ]
-        held.sort(key=lambda pair: (order.get(pair[0].kind, len(order)), pair[0].live is not True))
+        found.sort(key=lambda pair: (order.get(pair[0].kind, len(order)), pair[0].live is not True))
+        # Loose matching only spares: a drain is set on what the node's own name holds.
+        held = [(f, how) for f, how in found if f.node == name]
         if not held:
+            if found:
+                left.append(_loosely_held(name, found))
             continue
         if node is None:
             left.append(Left(name, f"{name} is not a node the controller has: nothing to drain"))

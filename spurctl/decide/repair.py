@@ -6,12 +6,14 @@ force=false) and let its spurd register a fresh one at its next heartbeat. The
 fresh record drops more than the charge: an admin's labels and any drain with its
 reason. So a repair drains the node first (spurctl's own reason), re-reads it, and
 refuses whenever the charge may be real in substance (an active job lists the node,
-or its inventory holds a run: zeroing the charge of a busy node would make it a
-dispatch-reject loop), whenever the evidence is old or does not show spurd running
-(only spurd's heartbeat brings the node back), and whenever the cluster may keep a
-removed node out (a WireGuard mesh or k0s prunes its peer; a join token may have
-expired). Every refusal is one line naming what it saw. Pure: the use case brings
-the records.
+or has no placement spurctl can read and so may be there; or an inventory holds a
+run: zeroing the charge of a busy node would make it a dispatch-reject loop),
+whenever the evidence is old or does not show spurd running (only spurd's heartbeat
+brings the node back), and whenever the cluster may keep a removed node out (a
+WireGuard mesh or k0s prunes its peer; a join token may have expired). Nothing
+vouches beyond what it names: only the inventory under the node's own name can show
+it safe to remove; one under a name that matches it only loosely can only refuse.
+Every refusal is one line naming what it saw. Pure: the use case brings the records.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Protocol
 from spurctl.decide.health import is_health_check_drain
 from spurctl.decide.owner import Ownership, Seen
 from spurctl.decide.reasons import duration, plural
-from spurctl.hostlist import ranges
+from spurctl.hostlist import loose_key, placement_unread, ranges
 from spurctl.model import Allocation, Finding, Inventory, Job, Kind, Node, NodeState
 
 # Every drain spurctl sets starts so (repair, drain); resume lifts no other.
@@ -161,17 +163,81 @@ def rejoin_refusal(
     )
 
 
-def _jobs_sentence(node: str, jobs: Sequence[Job]) -> str:
-    first = jobs[0]
+def _jobs_refusal(node: str, jobs: Sequence[Job], since: str = "") -> str:
+    """Why the active jobs `jobs` (active_jobs_on: listing `node`, or with no placement
+    spurctl can read) keep `node` from a repair, the ones that list it first."""
+    ordered = sorted(jobs, key=lambda j: placement_unread(j.nodelist))
+    first = ordered[0]
     more = f" (and {plural(len(jobs) - 1, 'more job')})" if len(jobs) > 1 else ""
-    return f"job {first.job_id} {first.state.name} lists {node}{more}"
+    if placement_unread(first.nodelist):
+        shown = f"nodelist {first.nodelist!r}" if first.nodelist.strip() else "no nodelist"
+        return (
+            f"job {first.job_id} {first.state.name} has {shown}{since}, a placement spurctl "
+            f"cannot read{more}: it may be on {node} and hold that charge; repair once its "
+            "placement is recorded"
+        )
+    return (
+        f"job {first.job_id} {first.state.name} lists {node}{more}{since}: the charge is real "
+        "in substance (removing the node would make a busy node a dispatch-reject loop); "
+        "nothing to repair"
+    )
+
+
+def loose_inventories(node: str, inventories: Iterable[Inventory]) -> list[Inventory]:
+    """The inventories other than `node`'s own whose names match it only loosely (case,
+    domain): its node name, host name, spurd's --hostname, or the SPUR_TARGET_NODE its
+    job processes carry. Such an inventory may be this node's, or another node's: it can
+    only ever keep a repair from going ahead, never vouch for one."""
+    key = loose_key(node)
+
+    def names(inv: Inventory) -> tuple[str | None, ...]:
+        return (inv.node, inv.hostname, inv.agent_hostname, inv.target_node, *inv.target_nodes)
+
+    return [
+        inv
+        for inv in inventories
+        if inv.node != node and any(n and loose_key(n) == key for n in names(inv))
+    ]
+
+
+def _held_sentence(inv: Inventory) -> str:
+    h = inv.held[0]
+    more = f" (and {plural(len(inv.held) - 1, 'more holding')})" if len(inv.held) > 1 else ""
+    live = f", {plural(len(h.pids), 'process', 'processes')}" if h.pids else ""
+    return f"holds job {h.job_id}{live}{more}"
 
 
 def evidence_refusal(
-    node: str, inv: Inventory | None, now: datetime, max_age_s: float
+    node: str,
+    inv: Inventory | None,
+    now: datetime,
+    max_age_s: float,
+    loose: Sequence[Inventory] = (),
 ) -> str | None:
-    """Why `node`'s inventory cannot vouch for a repair: none, failed, old, holding
-    something, or not showing spurd running."""
+    """Why the evidence cannot vouch for repairing `node`. Only its exact-named inventory
+    `inv` vouches (fresh, spurd running, holding nothing); `loose` (loose_inventories)
+    can only refuse: one that holds something, or could not be read, may be this node's,
+    and with no exact-named inventory, which of them speaks for it cannot be told."""
+    for other in loose:
+        if other.held:
+            return (
+                f"{other.node}'s inventory, a name that matches {node} only loosely, "
+                f"{_held_sentence(other)}: it may be {node}'s, and the charge may be real in "
+                "substance; free it, or collect each node under the controller's name"
+            )
+        if other.error:
+            return (
+                f"{other.node}, a name that matches {node} only loosely, could not be "
+                f"inventoried ({other.error}): it may be {node} holding a run; collect it again"
+            )
+    if inv is None and loose:
+        names = ", ".join(sorted(i.node for i in loose))
+        verb = "matches" if len(loose) == 1 else "match"
+        return (
+            f"no inventory under the controller's name {node}; {names} {verb} it only "
+            f"loosely, which cannot vouch for it: collect {node} under its own name "
+            f"(node-inventory --hostname {node}), then repair"
+        )
     if inv is None:
         return f"no inventory speaks for {node}: collect it (--collect), then repair"
     if inv.error:
@@ -185,11 +251,8 @@ def evidence_refusal(
             f"--max-inventory-age {duration(max_age_s)}: collect it again, then repair"
         )
     if inv.held:
-        h = inv.held[0]
-        more = f" (and {plural(len(inv.held) - 1, 'more holding')})" if len(inv.held) > 1 else ""
-        live = f", {plural(len(h.pids), 'process', 'processes')}" if h.pids else ""
         return (
-            f"{node} holds job {h.job_id}{live}{more}: the charge may be real in substance, and "
+            f"{node} {_held_sentence(inv)}: the charge may be real in substance, and "
             "zeroing a busy node's charge makes it a dispatch-reject loop; free it first"
         )
     if inv.agent is None and inv.agent_checked:
@@ -218,6 +281,7 @@ def judge(
     restore_hold: bool,
     owned: Ownership,
     pending: RepairProgress | None = None,
+    loose: Sequence[Inventory] = (),
 ) -> Target | Refusal | None:
     """A node's repair, a refusal naming what was seen, or None (no charge: nothing to do)."""
     name = node.name
@@ -237,14 +301,10 @@ def judge(
             "complete view (no credential where the controller allows it)",
         )
     if jobs:
-        return Refusal(
-            name,
-            f"{_jobs_sentence(name, jobs)}: the charge is real in substance (removing the node "
-            "would make a busy node a dispatch-reject loop); nothing to repair",
-        )
+        return Refusal(name, _jobs_refusal(name, jobs))
     if not any(f.kind is Kind.PHANTOM_ALLOC for f in findings):
         return Refusal(name, f"the audit finds no phantom allocation on {name}")
-    why = evidence_refusal(name, inv, now, max_age_s)
+    why = evidence_refusal(name, inv, now, max_age_s, loose)
     if why is not None:
         return Refusal(name, why)
     hold: Hold | None = None
@@ -281,6 +341,7 @@ def recheck(
     *,
     now: datetime,
     max_age_s: float,
+    loose: Sequence[Inventory] = (),
 ) -> tuple[str, bool] | None:
     """Why `target` must not be removed now, after spurctl's drain and the scheduler's
     tick, and whether spurctl's drain is still its own to lift; None to go on."""
@@ -294,14 +355,14 @@ def recheck(
             False,
         )
     if jobs:
-        return f"{_jobs_sentence(name, jobs)} since the plan: the charge is real in substance", True
+        return _jobs_refusal(name, jobs, " since the plan"), True
     if now_node.alloc != target.charge:
         return (
             f"the charge changed since the view: it was {charge_text(target.charge)}, it is "
             f"{charge_text(now_node.alloc)}",
             True,
         )
-    why = evidence_refusal(name, inv, now, max_age_s)
+    why = evidence_refusal(name, inv, now, max_age_s, loose)
     return (why, True) if why is not None else None
 
 

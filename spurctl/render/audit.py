@@ -50,6 +50,8 @@ from spurctl.render.common import (
     same_version,
     summary_line,
 )
+from spurctl.render.finding_filter import NO_FILTER, FindingFilter
+from spurctl.render.prometheus import render_prometheus
 from spurctl.render.sink import styled
 from spurctl.render.table import OneLine, wrapped
 
@@ -68,51 +70,6 @@ FINDING_FIELDS = (
     "allocated_nodes",
     "inventory_age_s",
 )
-
-
-# -- --kind / --action: which findings a report shows ------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FindingFilter:
-    """Which findings a report shows (`audit --kind`, `--action`; empty: any).
-
-    It chooses the rows only: the summary, the JSON `summary` and the exit
-    status are the whole report's, and every format says how many rows it hid.
-    """
-
-    kinds: tuple[Kind, ...] = ()
-    actions: tuple[Action, ...] = ()
-
-    @property
-    def active(self) -> bool:
-        return bool(self.kinds or self.actions)
-
-    def keeps(self, f: Finding) -> bool:
-        return (not self.kinds or f.kind in self.kinds) and (
-            not self.actions or f.action in self.actions
-        )
-
-    def shown(self, findings: Sequence[Finding]) -> list[Finding]:
-        return [f for f in findings if self.keeps(f)] if self.active else list(findings)
-
-    def flags(self) -> str:
-        """The filter as typed, e.g. `--kind active-elsewhere --action reclaim`."""
-        return " ".join(
-            [*(f"--kind {k.value}" for k in self.kinds)]
-            + [f"--action {a.value}" for a in self.actions]
-        )
-
-    def sentence(self, total: int, shown: int) -> str:
-        """One line: the filter is on, and what it hid from the rows."""
-        hidden = total - shown
-        return (
-            f"Filter {self.flags()}: showing {shown} of {total} findings, "
-            f"{hidden} hidden; the summary and the exit status count all {total}."
-        )
-
-
-NO_FILTER = FindingFilter()
 
 
 # -- the json document -------------------------------------------------------
@@ -525,18 +482,12 @@ def _render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def _render_prometheus(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
-    from spurctl.render.prometheus import render_prometheus
-
-    return render_prometheus(report, only)
-
-
 # -- entry points ------------------------------------------------------------
 
 _RENDERERS: dict[AuditFormat, Callable[[AuditReport, FindingFilter], str]] = {
     AuditFormat.JSON: lambda r, only: dump_json(audit_document(r, only)) + "\n",
     AuditFormat.CSV: _render_csv,
-    AuditFormat.PROMETHEUS: _render_prometheus,
+    AuditFormat.PROMETHEUS: render_prometheus,
 }
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from spurctl.model import AuditReport, Finding
-from spurctl.render.audit import NO_FILTER, FindingFilter, screen_notes
+from spurctl.render.audit import screen_notes
 from spurctl.render.common import (
     context_line,
     escaped,
@@ -27,6 +27,7 @@ from spurctl.render.common import (
     summary_line,
     write_output,
 )
+from spurctl.render.finding_filter import NO_FILTER, FindingFilter
 from spurctl.render.since import since_text
 
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from spurctl.errors import visible
 from spurctl.hostlist import natural_key
 from spurctl.model import Action, AuditReport, Kind
-from spurctl.render.audit import NO_FILTER, FindingFilter
+from spurctl.render.finding_filter import NO_FILTER, FindingFilter
 from spurctl.render.node_admin_metrics import node_admin_series
 
 

@@ -37,6 +37,7 @@ from google.protobuf import empty_pb2
 
 from spurctl.model import JobState, Node, NodeState
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.nodelists import allocated
 from spurctl.simcluster.restarts import registered_afresh
 from spurctl.simcluster.scenario import busy_state, charged
 
@@ -57,8 +58,6 @@ class Refused(Exception):
 
 
 def _active_on(state: ClusterState, name: str) -> list[int]:
-    from spurctl.simcluster.state import allocated
-
     return sorted(j.job_id for j in state.jobs.values() if j.state.active and name in allocated(j))
 
 
@@ -126,8 +125,6 @@ def deregister_node(state: ClusterState, name: str, *, force: bool, at: datetime
     """DeregisterNode (`remove_node`): refused while an active job lists the node, unless
     `force`, which evicts them to NODE_FAIL and SIGKILLs their runs on their other nodes;
     then the record goes. Returns the evicted ids."""
-    from spurctl.simcluster.state import allocated
-
     with state.lock:
         node = state.nodes.get(name)
         if node is None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from spurctl.model import Allocation, Holding, Job, JobState, Node, NodeState
+from spurctl.simcluster.nodelists import allocated
 from spurctl.simcluster.scenario import busy_state
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ def restart_agent(
     same nodes; on `node` the new run joins the old run's `job_<id>` cgroup, so the
     holding shows the pre-restart processes beside the new ones (`tracked_pids`).
     """
-    from spurctl.simcluster.state import allocated
-
     with state.lock:
         state.agent_started_at[node] = at
         state.generation += 1

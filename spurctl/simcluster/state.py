@@ -10,12 +10,10 @@ stops), so a phantom allocation stays exactly what the scenario put there.
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
-from functools import lru_cache
 from typing import NamedTuple
 
 import msgspec
@@ -33,6 +31,7 @@ from spurctl.model import (
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.nodelists import allocated, expand
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
 from spurctl.simcluster.restarts import restart_agent
 from spurctl.simcluster.scenario import (
@@ -46,31 +45,6 @@ from spurctl.sources.wire import job_to_pb
 
 TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
 SIM_AGENT_PID = 2201  # every simulated node's spurd, as its inventory shows it
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-# The most names the simulated controller reads in one nodelist: spurctld keeps a job's
-# allocated nodes as names, so a longer list is one no real controller could have placed.
-SIM_NODELIST_CAP = 100_000
-
-
-@lru_cache(maxsize=1 << 16)
-def expand(nodelist: str) -> frozenset[str]:
-    """The node names of a nodelist as spurctld reads it (spur-core `expand`); empty for
-    an empty one. ValueError when Spur cannot read it, or it names more than
-    SIM_NODELIST_CAP nodes."""
-    name = nodelist.strip(spur_hostlist.WHITESPACE)
-    if not name:
-        return frozenset()
-    if _PLAIN_NAME.fullmatch(name):  # one plain name: nothing to read
-        return frozenset((name,))
-    try:
-        size = spur_hostlist.size(nodelist)
-        if size > SIM_NODELIST_CAP:
-            raise ValueError(f"nodelist {nodelist!r} names {size:,} nodes")
-        return frozenset(spur_hostlist.expand(nodelist))
-    except spur_hostlist.BadNodelist as exc:
-        raise ValueError(f"malformed hostlist {nodelist!r}: {exc}") from None
 
 
 def varint(n: int) -> bytes:
@@ -184,15 +158,6 @@ def upstream_extras(job: Job) -> bytes:
             _text(_REQ_GPUS_DETAIL, f"gpu:{per_node}/node" if nodes > 1 else f"gpu:{gpus}")
         )
     return b"".join(parts)
-
-
-def allocated(job: Job) -> frozenset[str]:
-    """The nodes a job's nodelist names, as GetJobs' `nodes` filter matches them (none
-    for a malformed one: spurctld keeps allocated nodes as names, never a bad list)."""
-    try:
-        return expand(job.nodelist)
-    except ValueError:
-        return frozenset()
 
 
 class HeartbeatDecision(NamedTuple):
@@ -477,7 +442,8 @@ class ClusterState:
     # -- controller writes ---------------------------------------------------------
 
     def set_job(self, job: Job) -> None:
-        """Insert or replace a job, moving its share of node allocations with it."""
+        """Insert or replace a job, moving its share of node allocations with it (none for a
+        nodelist the simulator cannot read: `allocated`)."""
         with self.lock:
             new_nodes = allocated(job) if job.state.active else frozenset()
             for name in new_nodes:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
+from spurctl.sources.controller_url import normalize_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +50,6 @@ class Binding:
 def controller_list(text: str, where: str) -> tuple[str, ...]:
     """A `controller` field's URLs, normalised as --controller's; SpurctlError naming
     `where` when it is not a controller URL list."""
-    from spurctl.sources.settings import normalize_url
-
     urls = [a for a in text.split(",") if a.strip()]
     if not urls:
         raise SpurctlError(f"{where}: controller is empty; write the URL, e.g. http://ctl:6817")
@@ -125,17 +123,6 @@ def mismatch(
                 "cluster (pass --conf with the controller's spur.conf)"
             )
     return None
-
-
-def told(controller: str | None, conf_path: Path | None) -> Binding:
-    """The cluster `spurctl collect` was told: --controller (its environment variable or
-    the config file), else spur.conf's [controller] hosts, and spur.conf's cluster_name.
-    Empty when it was told neither (the built-in localhost default names no cluster)."""
-    from spurctl.sources.settings import controller_urls, load_conf
-
-    conf = load_conf(conf_path)
-    urls = controller_urls(controller, conf) if controller or conf.controller_hosts else []
-    return Binding(tuple(urls), conf.cluster_name)
 
 
 def stamped(inv: Inventory, binding: Binding) -> Inventory:

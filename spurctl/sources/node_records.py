@@ -1,26 +1,25 @@
 """One node's record and the jobs on it, read fresh; and what spur.conf says about rejoining.
 
 A repair reads a node again just before it removes it (GetNode, the active jobs
-that list it), and waits for it to register again (GetNode until it answers).
-Whether a removed node can come back at all is a cluster setting spur.conf holds
-(docs/spur-facts.md, "Phantom charges and node administration"): a WireGuard mesh
-(`[network] wg_enabled`) or Spur-managed k0s (`[cluster] enabled`) prunes the
-removed node's mesh peer, and under `[admission] mode = "token"` its spurd must
-present a join token that may have expired since it first joined.
+that list it or whose placement cannot be read), and waits for it to register
+again (GetNode until it answers). Whether a removed node can come back at all is
+a cluster setting spur.conf holds (docs/spur-facts.md, "Phantom charges and node
+administration"): a WireGuard mesh (`[network] wg_enabled`) or Spur-managed k0s
+(`[cluster] enabled`) prunes the removed node's mesh peer, and under
+`[admission] mode = "token"` its spurd must present a join token that may have
+expired since it first joined.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spurctl.hostlist import may_name
-from spurctl.model import ACTIVE_STATES, Job, Node
+from spurctl.hostlist import may_name, placement_unread
+from spurctl.model import Job, Node
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.releases import filters_for
-from spurctl.sources.wire import job_from_pb, node_from_pb
+from spurctl.sources.wire import node_from_pb
 
 if TYPE_CHECKING:
     from spurctl.sources.controller import ControllerClient
@@ -37,22 +36,18 @@ def read_node(client: ControllerClient, name: str) -> Node | None:
 
 
 def active_jobs_on(client: ControllerClient, name: str, version: str) -> list[Job]:
-    """The active jobs whose nodelist names `name` (or may: one spurctl does not read may
-    run on any node): asked by node where the controller's
-    version filters by node (0.9.0 on), else every active job as an audit reads them
-    (`ControllerClient.active_jobs`: under the answer limit, shared by a pass over many
-    nodes), filtered here; an answer's job on other nodes (an ignored filter) is dropped
-    here either way."""
-    jobs: Iterable[Job]
-    if filters_for(version).nodes:
-        request = pb.GetJobsRequest(
-            states=sorted(int(s) for s in ACTIVE_STATES),  # type: ignore[misc]
-            nodes=[name],
-        )
-        jobs = (job_from_pb(j) for j in client.read("GetJobs", request).jobs)
-    else:
-        jobs = client.active_jobs().values()
-    return [j for j in jobs if j.state.active and j.nodelist and may_name(j.nodelist, name)]
+    """The active jobs that may be on `name`: those whose nodelist names it, and those
+    whose placement cannot be read (no nodelist yet: state and allocation commit apart;
+    or one spurctl does not read), which may be anywhere. Every active job is read
+    (`ControllerClient.active_jobs`: by state and job-id range under the answer limit,
+    shared by a pass over many nodes) and filtered here, whatever the release: the
+    `nodes` filter (0.9.0 on) never answers a job with no allocated node, and release
+    v0.8.0 ignores it. `version` is the controller's, for callers that pass it."""
+    return [
+        j
+        for j in client.active_jobs().values()
+        if j.state.active and (placement_unread(j.nodelist) or may_name(j.nodelist, name))
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,18 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from spurctl.errors import SpurctlError, register_secret
 from spurctl.errors import warn as _warn
 from spurctl.sources import bounded
+from spurctl.sources.controller_url import DEFAULT_CONTROLLER_PORT, normalize_url
 
 if TYPE_CHECKING:
     from spurctl.sources.cluster_binding import Binding
 
 DEFAULT_CONF = Path("/etc/spur/spur.conf")
 DEFAULT_CONTROLLER = "http://localhost:6817"
-DEFAULT_CONTROLLER_PORT = 6817
 DEFAULT_AGENT_PORT = 6818
 
 
@@ -138,28 +137,6 @@ def load_conf(path: Path | None, warn: Callable[[str], None] | None = None) -> S
     )
 
 
-def normalize_url(address: str, default_port: int = DEFAULT_CONTROLLER_PORT) -> str:
-    """'ctl1' -> 'http://ctl1:6817'; keeps an explicit scheme and port."""
-    address = address.strip()
-    if not address:
-        raise SpurctlError("empty controller address; use --controller http://HOST:6817")
-    if "://" not in address:
-        address = "http://" + address
-    parts = urlsplit(address)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SpurctlError(
-            f"bad controller address {address!r}; use http://HOST:PORT or https://HOST:PORT"
-        )
-    try:
-        port = parts.port or default_port
-    except ValueError:
-        raise SpurctlError(f"bad port in controller address {address!r}") from None
-    host = parts.hostname
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}:{port}"
-
-
 def controller_urls(flag: str | None, conf: SpurConf) -> list[str]:
     """--controller / $SPUR_CONTROLLER_ADDR > spur.conf hosts + port > localhost."""
     if flag:
@@ -170,6 +147,17 @@ def controller_urls(flag: str | None, conf: SpurConf) -> list[str]:
     if conf.controller_hosts:
         return [normalize_url(h, conf.controller_port) for h in conf.controller_hosts]
     return [DEFAULT_CONTROLLER]
+
+
+def told(controller: str | None, conf_path: Path | None) -> Binding:
+    """The cluster `spurctl collect` was told: --controller (its environment variable or
+    the config file), else spur.conf's [controller] hosts, and spur.conf's cluster_name.
+    Empty when it was told neither (the built-in localhost default names no cluster)."""
+    from spurctl.sources.cluster_binding import Binding
+
+    conf = load_conf(conf_path)
+    urls = controller_urls(controller, conf) if controller or conf.controller_hosts else []
+    return Binding(tuple(urls), conf.cluster_name)
 
 
 def resolve_token(

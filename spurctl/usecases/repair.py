@@ -34,6 +34,7 @@ from spurctl.decide.repair import (
     RepairProgress,
     Target,
     judge,
+    loose_inventories,
     narrowed_to_saved,
     rejoin_refusal,
     repair_progress,
@@ -206,6 +207,7 @@ def prepare(
                 node, found, jobs, inv, now=now, max_age_s=request.max_inventory_age_s,
                 view_complete=view.complete, restore_hold=request.restore_drain,
                 owned=owned or Ownership(), pending=pending,
+                loose=loose_inventories(name, inputs.inventories.values()),
             )  # fmt: skip
             if decision is None:
                 plan.uncharged.append(name)
@@ -225,13 +227,9 @@ def prepare(
 
 
 def _inventory_of(name: str, inventories: Mapping[str, Inventory]) -> Inventory | None:
-    from spurctl.hostlist import loose_key
-
-    inv = inventories.get(name)
-    if inv is not None:
-        return inv
-    loose = [i for n, i in inventories.items() if loose_key(n) == loose_key(name)]
-    return loose[0] if len(loose) == 1 else None
+    """The node's exact-named inventory, the only one that can vouch for its repair (the
+    loosely named ones can only refuse it: decide.repair.loose_inventories)."""
+    return inventories.get(name)
 
 
 def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now: datetime) -> None:

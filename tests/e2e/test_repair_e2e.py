@@ -10,6 +10,7 @@ fresh record dropped. Each refusal is one line naming what it saw.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
@@ -25,10 +26,12 @@ import grpc
 import msgspec
 import pytest
 
-from spurctl.model import Allocation, Holding, NodeState, utcnow
+from spurctl.model import Allocation, Holding, NodeState, format_time, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident
+from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
+from spurctl.simcluster.scenario import Scenario
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.reclaim import journal_records
@@ -48,17 +51,34 @@ class Phantom:
     home: Path
 
 
-@pytest.fixture
-def p(tmp_path: Path) -> Iterator[Phantom]:
-    """The incident cluster with gpu009's spurd running and shown, heartbeating every 0.1 s."""
-    scenario = incident()
+MID_COMMIT = 5119  # the incident's RUNNING job whose allocation is not recorded yet
+
+
+@contextlib.contextmanager
+def phantom(
+    tmp_path: Path, scenario: Scenario | None = None, **sim_options: Any
+) -> Iterator[Phantom]:
+    """The incident cluster with gpu009's spurd running and shown, heartbeating every 0.1 s,
+    and 5119's allocation committed (gpu011, where it runs): an active job without a
+    placement may be on any node, and holds up every repair while it lasts."""
+    scenario = scenario or incident()
     scenario.agent_started_at["gpu009"] = AGENT
-    with SimCluster(scenario, heartbeat_interval=0.1) as sim:
+    scenario.jobs = [
+        msgspec.structs.replace(j, nodelist="gpu011") if j.job_id == MID_COMMIT else j
+        for j in scenario.jobs
+    ]
+    with SimCluster(scenario, heartbeat_interval=0.1, **sim_options) as sim:
         live = sim.write_inventories(tmp_path / "live.jsonl")
         conf = tmp_path / "spur.conf"
         conf.write_text(CONF)
         with kept_fresh(sim, live):
             yield Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
+
+
+@pytest.fixture
+def p(tmp_path: Path) -> Iterator[Phantom]:
+    with phantom(tmp_path) as cluster:
+        yield cluster
 
 
 def repair(p: Phantom, *extra: str, node: str = "gpu009", conf: bool = True) -> Any:
@@ -873,3 +893,124 @@ def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is
     assert "put back labels owner=ml and the drain 'ops: bad DIMM'" in result.detail, result
     node = p.sim.node("gpu009")
     assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+
+
+# -- nothing vouches beyond what it names (issue 48, item 4) ----------------------------------
+
+
+def _no_deregister_intent(p: Phantom) -> None:
+    """spurctl itself refused: no DeregisterNode intent in the journal, none received."""
+    assert not p.journal.exists() or ("deregister", "intent", None) not in steps(p)
+    assert p.sim.state.deregistrations == []
+
+
+def test_another_nodes_inventory_matching_only_loosely_does_not_vouch(tmp_path: Path) -> None:
+    """The only inventory near gpu009 is gpu009.site-b's: a loose match (same short name,
+    another domain). It shows spurd running and nothing held, and still cannot vouch."""
+    scenario = incident()
+    scenario.inventory_names["gpu009"] = "gpu009.site-b"
+    with phantom(tmp_path, scenario) as p:
+        assert '"node": "gpu009.site-b"' in p.live.read_text()
+        before = p.sim.node("gpu009")
+        proc = repair(p, "--yes")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  REFUSED: no inventory under the controller's name gpu009; gpu009.site-b "
+        "matches it only loosely, which cannot vouch for it"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009") == before
+
+
+def test_a_loosely_named_inventory_holding_a_live_run_beside_an_empty_exact_one_refuses(
+    p: Phantom,
+) -> None:
+    """gpu009's own inventory is empty, and GPU009.site-b's shows a live GPU process."""
+    [line] = [json.loads(x) for x in p.live.read_text().splitlines() if '"gpu009"' in x]
+    line.update(
+        node="GPU009.site-b", hostname="GPU009.site-b",
+        held=[{"job_id": 5300, "cpus": 8, "memory_mb": 1024, "gpus": [0], "pids": [9101],
+               "started_at": line["collected_at"]}],
+    )  # fmt: skip
+    twin = p.live.with_name("twin.jsonl")
+    twin.write_text(json.dumps(line) + "\n")
+    before = p.sim.node("gpu009")
+    proc = repair(p, "--yes", "--inventory", str(twin))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  REFUSED: GPU009.site-b's inventory, a name that matches gpu009 only loosely, "
+        "holds job 5300, 1 process: it may be gpu009's"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009") == before
+
+
+@pytest.mark.parametrize(
+    ("release", "answer_limit"),
+    [(V0_8_0, None), (V0_9_TO_0_11, None), (V0_9_TO_0_11, 2_000)],
+    ids=["v0.8.0", "v0.9-0.11", "v0.9-0.11-small-answers"],
+)
+def test_an_active_job_with_no_nodelist_counts_as_possibly_on_the_node(
+    tmp_path: Path, release: SpurRelease, answer_limit: int | None
+) -> None:
+    """5119 RUNNING with its allocation not recorded yet (the `mid-commit` shape): it may
+    hold gpu009's charge. Release v0.8.0 ignores GetJobs' `nodes` filter; 0.9.0 on, the
+    filter never answers a job with no allocated node. With answers capped at 2 kB the
+    active jobs are read a few at a time (by state, then by id range), and it is found."""
+    with phantom(tmp_path, spur_release=release, answer_limit=answer_limit) as p:
+        job = p.sim.job(MID_COMMIT)
+        assert job is not None
+        p.sim.set_job(msgspec.structs.replace(job, nodelist=""))
+        before = p.sim.node("gpu009")
+        proc = repair(p, "--yes")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  REFUSED: job 5119 RUNNING has no nodelist, a placement spurctl cannot read: "
+        "it may be on gpu009 and hold that charge; repair once its placement is recorded"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009") == before
+
+
+def test_an_active_job_whose_nodelist_does_not_parse_counts_and_is_caught_at_the_re_read(
+    p: Phantom,
+) -> None:
+    """A nodelist spurctl cannot read (here a '[' never closed), landing during the tick:
+    refused at the re-read. Such a job may be on any node."""
+    job = p.sim.job(4960)
+    assert job is not None
+    wide = msgspec.structs.replace(job, job_id=5121, nodelist="gpu[0")
+    watcher = when_drained(p, lambda: p.sim.set_job(wide))
+    proc = repair(p, "--yes", "--tick", "3")
+    watcher.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  refused: not removed: job 5121 RUNNING has nodelist 'gpu[0' since the plan, a "
+        "placement spurctl cannot read: it may be on gpu009"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+
+
+def test_a_loosely_named_inventory_showing_a_run_at_the_re_read_refuses_after_the_drain(
+    p: Phantom,
+) -> None:
+    """GPU009.site-b's inventory is read beside gpu009's, empty at the plan; during the tick
+    it shows a live process: the re-read refuses, and spurctl's drain is lifted."""
+    [line] = [json.loads(x) for x in p.live.read_text().splitlines() if '"gpu009"' in x]
+    line.update(node="GPU009.site-b", hostname="GPU009.site-b")
+    twin = p.live.with_name("twin.jsonl")
+    twin.write_text(json.dumps(line) + "\n")
+    busy = dict(line, collected_at=format_time(utcnow()), held=[
+        {"job_id": 5300, "cpus": 8, "memory_mb": 1024, "gpus": [0], "pids": [9101],
+         "started_at": line["collected_at"]},
+    ])  # fmt: skip
+    watcher = when_drained(p, lambda: twin.write_text(json.dumps(busy) + "\n"))
+    proc = repair(p, "--yes", "--tick", "3", "--inventory", str(twin))
+    watcher.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "gpu009  refused: not removed: GPU009.site-b's inventory, a name that matches gpu009 "
+        "only loosely, holds job 5300, 1 process: it may be gpu009's"
+    ) in proc.stdout
+    _no_deregister_intent(p)
+    assert p.sim.node("gpu009").state_reason == ""  # spurctl's drain lifted

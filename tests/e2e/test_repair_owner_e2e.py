@@ -20,8 +20,7 @@ from spurctl.usecases.repair import RepairPlan, RepairRequest, Status
 from spurctl.usecases.repair import repair as run_repair
 from tests.cli import cli_process, kill_group, wait_for
 from tests.e2e import test_repair_e2e as base
-from tests.e2e.test_reclaim_confirm import kept_fresh
-from tests.e2e.test_repair_e2e import AGENT, CONF, OUR_DRAIN, Phantom, repair, steps
+from tests.e2e.test_repair_e2e import OUR_DRAIN, Phantom, repair, steps
 
 AMENDED = f"{OUR_DRAIN} -- bob: GPU1 XID79, RMA, KEEP DRAINED"
 
@@ -30,14 +29,8 @@ AMENDED = f"{OUR_DRAIN} -- bob: GPU1 XID79, RMA, KEEP DRAINED"
 def p(tmp_path: Path) -> Iterator[Phantom]:
     """The incident cluster with gpu009's spurd running and shown, heartbeating every 0.1 s
     (test_repair_e2e's)."""
-    scenario = base.incident()
-    scenario.agent_started_at["gpu009"] = AGENT
-    with base.SimCluster(scenario, heartbeat_interval=0.1) as sim:
-        live = sim.write_inventories(tmp_path / "live.jsonl")
-        conf = tmp_path / "spur.conf"
-        conf.write_text(CONF)
-        with kept_fresh(sim, live):
-            yield Phantom(sim, live, conf, tmp_path / "journal.jsonl", tmp_path / "home")
+    with base.phantom(tmp_path) as cluster:
+        yield cluster
 
 
 def _killed_after_its_drain(p: Phantom) -> None:
