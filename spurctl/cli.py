@@ -19,7 +19,13 @@ import typer
 
 from spurctl import heap
 from spurctl.commands import root
-from spurctl.commands.help import HELP_ONLY_LONG, HELP_OPTIONS, HelpCommand, HelpGroup
+from spurctl.commands.help import (
+    HELP_ONLY_LONG,
+    HELP_OPTIONS,
+    ChangingCommand,
+    HelpCommand,
+    HelpGroup,
+)
 from spurctl.errors import ExitStatus
 from spurctl.render import sink
 
@@ -30,6 +36,8 @@ COMMANDS = (
 )  # fmt: skip
 _GROUPS = ("checklist",)  # a Typer of its own, with subcommands
 _HEADERLESS = ("audit", "nodes")  # -h is --no-header, as sinfo's and squeue's
+# Commands that change nodes or the controller: SIGTERM and SIGHUP are Ctrl-C there.
+_CHANGING = ("reclaim", "repair", "drain", "resume", "node_release")
 
 
 def build_app(only: str | None = None) -> typer.Typer:
@@ -57,7 +65,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             made.command(
                 module.NAME,
                 epilog=module.EPILOG,
-                cls=HelpCommand,
+                cls=ChangingCommand if name in _CHANGING else HelpCommand,
                 context_settings=HELP_ONLY_LONG if name in _HEADERLESS else None,
             )(module.command)
     # The root's options (--version, --debug, --context): commands/root.py.

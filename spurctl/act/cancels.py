@@ -12,16 +12,15 @@ holds open from its first record to its last.
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from spurctl.act.stops import stops_deferred
+from spurctl.act.stops import stops_as_ctrl_c, stops_deferred
 from spurctl.decide.plan import (
     Entry,
     Outcome,
@@ -242,34 +241,10 @@ def execute(
     return run
 
 
-_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-
-
-@contextmanager
-def graceful_stop(run_box: dict[str, str]) -> Iterator[None]:
-    """SIGTERM and SIGHUP stop a send as Ctrl-C does: as a KeyboardInterrupt in the main thread.
-
-    The name of the signal that landed goes into `run_box["signal"]`. Outside
-    the main thread (signals cannot be caught there) nothing changes.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[int, Any] = {}
-
-    def handler(signum: int, _frame: object) -> None:
-        run_box.setdefault("signal", signal.Signals(signum).name)
-        raise KeyboardInterrupt
-
-    try:
-        for name in _STOP_SIGNALS:
-            number = getattr(signal, name, None)
-            if number is not None:
-                previous[number] = signal.signal(number, handler)
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
+def graceful_stop(run_box: dict[str, str]) -> AbstractContextManager[None]:
+    """SIGTERM and SIGHUP stop a send as Ctrl-C does (act/stops.stops_as_ctrl_c); the name of
+    the signal that landed goes into `run_box["signal"]`."""
+    return stops_as_ctrl_c(run_box)
 
 
 def close_unresolved(

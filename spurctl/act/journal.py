@@ -242,6 +242,7 @@ class Journal:
         self._sync_lock = threading.Lock()  # one fsync at a time
         self._written = 0  # records written and flushed to the OS
         self._synced = 0  # records known to be on disk
+        self._broken: OSError | None = None  # the write that failed: the rest fail too
         _acquire(path)  # held until close(): SpurctlError if another run holds it
         self.run = _held_run(path)
         # (node, job_id) -> the earlier run whose open intent an outcome here closes.
@@ -271,6 +272,11 @@ class Journal:
     def close(self) -> None:
         try:
             self._fh.close()
+        except OSError:
+            # Only a record whose write already failed (and was raised) can fail here:
+            # every other one was flushed and fsynced when written.
+            if self._broken is None:
+                raise
         finally:
             _release(self.path)
 
@@ -295,8 +301,16 @@ class Journal:
     def _append(self, record: dict[str, Any]) -> None:
         line = redact(json.dumps(record, ensure_ascii=False))
         with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            if self._broken is not None:
+                # A failed write leaves its text in the file object's buffer: a later
+                # record would carry it, torn, and fail the same way (a full disk).
+                raise OSError(self._broken.errno, self._broken.strerror)
+            try:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+            except OSError as exc:
+                self._broken = exc
+                raise
             self._written += 1
             mine = self._written
         with self._sync_lock:

@@ -60,7 +60,12 @@ class NodeChanged(AdminCallFailed):
 
 
 class JournalUnwritable(SpurctlError):
-    """The journal could not record a step: nothing more is sent."""
+    """The journal could not record a step: nothing more is sent. `sent`: the call whose
+    outcome it could not record went out (what it changed is the caller's to undo)."""
+
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class ControllerWriter:
@@ -211,25 +216,38 @@ class NodeAdmin:
 
     `send` returns the call's answer, or raises AdminCallFailed after journaling the
     failure; a journal that cannot be written raises JournalUnwritable before anything
-    more is sent.
+    more is sent. A restore (`restore=True`: putting back what a run took from a node)
+    is sent even when the journal cannot take its records: what it puts back is in the
+    journal already, so the next run settles the record; `unwritable` says why it lacks them.
     """
 
     def __init__(self, writer: ControllerWriter, journal: Journal) -> None:
         self.writer = writer
         self.journal = journal
+        # The journal's failure a restore went on without (None: every record written).
+        self.unwritable: str | None = None
+        # The calls that went out and the journal does not record.
+        self.unrecorded: list[str] = []
 
     def _fields(self, step: Step) -> dict[str, Any]:
         return {"action": step.action, "step": step.step, "call": step.call, **(step.extra or {})}
 
-    def intent(self, step: Step) -> None:
+    def _failed(self, exc: OSError, *, restore: bool, sent: bool = False) -> None:
+        if not restore:
+            raise JournalUnwritable(_unwritable(self.journal, exc), sent=sent) from exc
+        self.unwritable = self.unwritable or f"journal {self.journal.path}: {exc.strerror or exc}"
+
+    def intent(self, step: Step, *, restore: bool = False) -> None:
         try:
             self.journal.intent(step.node, step.job_id, step.kind, self._fields(step))
         except OSError as exc:
-            raise JournalUnwritable(_unwritable(self.journal, exc)) from exc
+            self._failed(exc, restore=restore)
 
     def outcome(
-        self, step: Step, result: str, detail: str, *, confirmed: bool | None = None
-    ) -> None:
+        self, step: Step, result: str, detail: str, *, confirmed: bool | None = None,
+        restore: bool = False, sent: bool = False,
+    ) -> None:  # fmt: skip
+        """Journal a step's outcome (`sent`: its call went out, for JournalUnwritable)."""
         fields = {"action": step.action, "step": step.step}
         try:
             self.journal.outcome(
@@ -237,7 +255,9 @@ class NodeAdmin:
                 confirmed=confirmed, extra=fields,
             )  # fmt: skip
         except OSError as exc:
-            raise JournalUnwritable(_unwritable(self.journal, exc)) from exc
+            if sent:
+                self.unrecorded.append(step.call)
+            self._failed(exc, restore=restore, sent=sent)
 
     def send(
         self,
@@ -247,23 +267,25 @@ class NodeAdmin:
         confirm: Callable[[], bool] | None = None,
         *,
         expect: Seen,
+        restore: bool = False,
     ) -> T:
         """Journal the intent, make the call, journal its outcome (`done` when it went
         through; the error when it did not, `unknown: ...` when it may have). `confirm`
         reads the node back: whether it shows what the call asked for (the outcome's
         `confirmed`). The node is read first, and the call is sent only while it is
         still as `expect` says (NodeChanged, after a `skipped` outcome, otherwise):
-        no call goes out without that read."""
-        self._still(step, expect)
-        self.intent(step)
+        no call goes out without that read. `restore`: sent whether or not the journal
+        takes its records."""
+        self._still(step, expect, restore=restore)
+        self.intent(step, restore=restore)
         try:
             answer = call(self.writer)
         except AdminCallFailed as exc:
             detail = f"unknown: {exc.message}" if exc.code == "UNKNOWN_OUTCOME" else exc.message
-            self.outcome(step, "failed", detail)
+            self.outcome(step, "failed", detail, restore=restore)
             raise
         except Exception as exc:  # whatever broke, the journal must close the intent
-            self.outcome(step, "failed", f"unknown: {type(exc).__name__}: {exc}")
+            self.outcome(step, "failed", f"unknown: {type(exc).__name__}: {exc}", restore=restore)
             raise AdminCallFailed("UNKNOWN_OUTCOME", redact(f"{step.call}: {exc}")) from exc
         shown: bool | None = None
         if confirm is not None:
@@ -271,17 +293,19 @@ class NodeAdmin:
                 shown = confirm()
             except Exception:  # a read that failed shows nothing either way
                 shown = False
-        self.outcome(step, "sent", done, confirmed=shown)
+        self.outcome(step, "sent", done, confirmed=shown, restore=restore, sent=True)
         return answer
 
-    def _still(self, step: Step, expect: Seen) -> None:
+    def _still(self, step: Step, expect: Seen, *, restore: bool = False) -> None:
         """Read the node right before `step`'s call; NodeChanged (journaled as skipped)
-        unless it is still as the plan saw it."""
+        unless it is still as the plan saw it. A read that failed is journaled `failed`,
+        not `skipped`: nothing says the node changed (a controller away), so a repair's
+        step is still owed and the next run takes it up (decide/repair.repair_progress)."""
         try:
             now = self.writer.get_node(step.node)
         except AdminCallFailed as exc:
             why = f"{step.node} could not be read right before the call ({exc.message})"
-            self.outcome(step, "skipped", f"not sent: {why}")
+            self.outcome(step, "failed", f"not sent: {why}", restore=restore)
             raise NodeChanged(why, None, read=False) from None
         change = expect.change(now)
         if change is None:
@@ -290,7 +314,7 @@ class NodeAdmin:
             f"{step.node} changed since the plan saw it {expect.describe()}: {change}; "
             "left as it is"
         )
-        self.outcome(step, "skipped", f"not sent: {why}")
+        self.outcome(step, "skipped", f"not sent: {why}", restore=restore)
         raise NodeChanged(why, now)
 
 

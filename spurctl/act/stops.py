@@ -1,6 +1,11 @@
-"""Stops (Ctrl-C, SIGTERM, SIGHUP) deferred across a step that must not be cut apart.
+"""Stops (Ctrl-C, SIGTERM, SIGHUP): all three one interrupt, and deferred across a step
+that must not be cut apart.
 
-A node call and the run's record of it, or handing a node to the cancel pool and
+`stops_as_ctrl_c` makes SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does: a
+command that changes nodes (cli.py installs it for each) then says what it sent
+whichever of them stopped it (a systemd stop, a closed ssh session), where their
+default action would end the process without a word and leave a drain or a removed
+node's hold unsaid. A node call and the run's record of it, or handing a node to the cancel pool and
 noting that it was handed: a stop that lands in between would leave a call made but
 not known to the run. Blocking the signals in the main thread's mask does not hold
 them: the kernel gives a process-wide signal to any thread that does not block it
@@ -15,8 +20,34 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_AS_CTRL_C = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stops_as_ctrl_c(box: dict[str, str] | None = None) -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, as Ctrl-C does; the
+    name of the first that lands goes into `box["signal"]`. Outside the main thread
+    (signals cannot be caught there) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, _frame: object) -> None:
+        if box is not None:
+            box.setdefault("signal", signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    try:
+        for number in _AS_CTRL_C:
+            previous[number] = signal.signal(number, handler)
+        yield
+    finally:
+        for caught, old in previous.items():
+            signal.signal(caught, old)
 
 
 @contextmanager
@@ -43,3 +74,20 @@ def stops_deferred() -> Iterator[None]:
                 handler(first, None)
             elif handler == signal.SIG_DFL:
                 signal.raise_signal(first)
+
+
+@contextmanager
+def stops_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP are dropped for the block: a run already stopping puts
+    back what it owes and says what it did, and a second Ctrl-C must not turn that into
+    a bare `interrupted` with a call gone out unsaid (each call has its own deadline, so
+    the block ends). Outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, lambda _n, _f: None) for number in _STOPS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -88,6 +88,17 @@ class HelpCommand(TyperCommand):
         _grouped_options(self, ctx, formatter)
 
 
+class ChangingCommand(HelpCommand):
+    """A command that changes nodes or the controller: SIGTERM and SIGHUP stop it as Ctrl-C
+    does (act/stops.stops_as_ctrl_c), so what it sent is said, whatever stopped it."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from spurctl.act.stops import stops_as_ctrl_c
+
+        with stops_as_ctrl_c():
+            return super().invoke(ctx)
+
+
 class HelpGroup(TyperGroup):
     """A group whose --help lists its options by group and each command's summary whole,
     and whose commands' Ctrl-C reaches `main` to be said (errors.Interrupted)."""

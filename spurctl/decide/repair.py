@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from spurctl.decide.health import is_health_check_drain
 from spurctl.decide.owner import Ownership, Seen
@@ -380,6 +380,96 @@ def recheck(
         )
     why = evidence_refusal(name, inv, now, max_age_s, loose)
     return (why, True) if why is not None else None
+
+
+# DeregisterNode's refusal of a node a job runs on (spurctld cluster.rs `remove_node`); its
+# FAILED_PRECONDITION carries every other `remove_node` error too (a Raft propose failure).
+RUNNING_JOBS_REFUSAL = "has running jobs; use --force to evict them"
+
+
+def refused_for_running_jobs(message: str) -> bool:
+    """Whether DeregisterNode's FAILED_PRECONDITION is the running-jobs refusal, not a failure."""
+    return RUNNING_JOBS_REFUSAL in message
+
+
+def owed_text(hold: Hold | None, labels: Mapping[str, str]) -> str:
+    """What a node is owed once it is back: its drain, its labels ('' for nothing)."""
+    parts = [f"the drain {hold.reason!r}"] if hold is not None else []
+    if labels:
+        parts.append("labels " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())))
+    return " and ".join(parts)
+
+
+def not_back_sentence(node: str, wait_s: float, unanswered: str | None) -> str:
+    """Why a removed node is not back at the end of --wait (`unanswered`: the controller's
+    last failure, when it was not answering then)."""
+    if unanswered is not None:
+        return f"{node} could not be read within {wait_s:g} s (--wait): {unanswered}"
+    return (
+        f"{node} did not register again within {wait_s:g} s (--wait): its spurd is not "
+        "running, cannot reach the controller, or is refused (an expired join token)"
+    )
+
+
+def unrecorded_sentence(failure: str, unrecorded: Sequence[str], owed: Mapping[str, str]) -> str:
+    """A run the journal failed: why, the calls that went out without their record, what
+    is still owed (the command that settles it follows)."""
+    failure = failure.split("; stopped before")[0]
+    owing = "; ".join(f"{node}: {what}" for node, what in sorted(owed.items())) or "nothing"
+    sent = ", ".join(unrecorded) or "nothing"
+    return f"{failure}: sent without its record: {sent}; still owed: {owing}; settled by"
+
+
+class SavedCharge(Protocol):
+    """A saved plan's target (sources/repair_plan.SavedTarget): the charge it was planned for."""
+
+    @property
+    def node(self) -> str: ...
+    @property
+    def charge(self) -> Mapping[str, Any]: ...
+    @property
+    def charge_text(self) -> str: ...
+
+
+def saved_plan_refusal(age_s: float, max_age_s: float, made_from: str, here: str) -> str | None:
+    """Why a saved plan is refused whole: too old, or made from another controller."""
+    if age_s > max_age_s:
+        return (
+            f"refusing the saved plan, nothing sent: its view was taken {duration(age_s)} ago, "
+            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
+            "`spurctl repair --dry-run -o FILE`"
+        )
+    if made_from != here:
+        return (
+            f"refusing the saved plan, nothing sent: it was made from controller "
+            f"{made_from}, this is {here}; make a fresh one against this controller"
+        )
+    return None
+
+
+def narrowed_to_saved(
+    targets: Sequence[Target], refusals: Sequence[Refusal], uncharged: Sequence[str],
+    saved: Iterable[SavedCharge],
+) -> tuple[list[Target], list[Refusal], list[str]]:  # fmt: skip
+    """A fresh plan narrowed to the saved plan's nodes; a target whose charge is no longer
+    the saved one is refused."""
+    wanted = {t.node: t for t in saved}
+    kept, refused = [], [r for r in refusals if r.node in wanted]
+    for t in targets:
+        was = wanted.get(t.node)
+        if was is None:
+            continue
+        if not t.removed and charge_record(t.charge) != was.charge:
+            refused.append(
+                Refusal(
+                    t.node,
+                    f"the charge changed since the saved plan: it was {was.charge_text}, it "
+                    f"is {charge_text(t.charge)}",
+                )
+            )
+            continue
+        kept.append(t)
+    return kept, refused, [n for n in uncharged if n in wanted]
 
 
 def labels_to_restore(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:

@@ -135,6 +135,7 @@ def document(done: Repaired) -> dict[str, Any]:
         ],
         "exit_status": int(done.exit_status),
         "error": done.error,
+        "settle": list(done.settle.argv) if done.settle is not None else None,
     }
 
 
@@ -147,4 +148,5 @@ def show(done: Repaired, fmt: str, output: Path | None, file: TextIO | None = No
         return
     _out(result_lines(done), file)
     if done.error is not None:
-        print(f"spurctl: {visible(done.error)}", file=sys.stderr)
+        settle = f" `{command_line(done.settle)}`" if done.settle is not None else ""
+        print(f"spurctl: {visible(done.error)}{settle}", file=sys.stderr)

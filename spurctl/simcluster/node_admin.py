@@ -17,7 +17,9 @@ docs/spur-facts.md, "Phantom charges and node administration" (read at 4cc3da8):
   node back in service clears it, as a fresh registration does.
 - DeregisterNode(force=false): FAILED_PRECONDITION "node 'NAME' has running jobs; use
   --force to evict them" while a Running/Completing/Suspended job lists the node,
-  else the record goes (`remove_node`). The node's spurd is not told: its next
+  else the record goes (`remove_node`); every other error of `remove_node` (a Raft propose
+  failure: `ClusterState.remove_failure`) is answered FAILED_PRECONDITION too, with its
+  own text, and the record stays. The node's spurd is not told: its next
   heartbeat meets NOT_FOUND and it registers again (spurd reporter.rs
   `should_reregister`), a fresh record (`registered_afresh`).
 """
@@ -133,6 +135,8 @@ def deregister_node(state: ClusterState, name: str, *, force: bool, at: datetime
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"node '{name}' has running jobs; use --force to evict them",
             )
+        if state.remove_failure is not None:  # the NodeRemove proposal failed: nothing applied
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, state.remove_failure)
         for job_id in evicted:
             job = state.jobs[job_id]
             state.set_job(

@@ -226,11 +226,7 @@ class SimCluster:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     async def _start_servers(self) -> None:
-        self._controller = grpc.aio.server(
-            handlers=[ControllerService(self).handler()], options=_SERVER_OPTIONS
-        )
-        self._controller_port = self._controller.add_insecure_port("127.0.0.1:0")
-        await self._controller.start()
+        await self._serve_controller(0)
         for node in self._agents_up:
             await self._serve_agent(node)
         if self.heartbeat_interval:
@@ -256,7 +252,7 @@ class SimCluster:
 
     @property
     def controller_address(self) -> str:
-        if self._controller is None:
+        if not self._controller_port:
             raise RuntimeError("start the SimCluster first")
         return f"http://127.0.0.1:{self._controller_port}"
 
@@ -366,6 +362,26 @@ class SimCluster:
         await server.start()
         self._agent_servers[node] = server
 
+    def stop_controller(self) -> None:
+        """spurctld goes away (a restart, a failover): its port closes; agents' heartbeats
+        reach nothing, so no removed node registers again until `start_controller`."""
+        server, self._controller = self._controller, None
+        if server is not None:
+            self._run(server.stop(_STOP_GRACE_S))
+
+    def start_controller(self) -> None:
+        """spurctld back on the port it had, with the state it had (Raft kept it)."""
+        if self._controller is None:
+            self._run(self._serve_controller(self._controller_port))
+
+    async def _serve_controller(self, port: int) -> None:
+        server = grpc.aio.server(
+            handlers=[ControllerService(self).handler()], options=_SERVER_OPTIONS
+        )
+        self._controller_port = server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        self._controller = server
+
     # -- the controller's heartbeat reclaim -------------------------------------------
 
     def heartbeat(self) -> list[HeartbeatDecision]:
@@ -374,6 +390,8 @@ class SimCluster:
         release's arms: #580 or #623). Reclaimable holdings are released (the agent
         CancelJob, signal 0) and appended to `heartbeat_reclaims`. Returns every decision,
         spared ones included; a controller without `heartbeat_reclaim` decides nothing."""
+        if self._controller is None:  # spurctld is away: the heartbeats reach nothing
+            return []
         node_admin.reregister(self.state, list(self._agents_up), utcnow())
         if not self.heartbeat_reclaim:
             return []

@@ -227,6 +227,9 @@ class ClusterState:
         self.removed: dict[str, Node] = {}
         self.registration_refused: dict[str, str] = {}
         self.deregistrations: list[tuple[str, bool, str]] = []  # (node, force, reason)
+        # A fault: `remove_node` fails past its running-jobs check (a Raft propose failure),
+        # answered FAILED_PRECONDITION with this text as spurctld maps every such error.
+        self.remove_failure: str | None = None
         # The labels each node's spurd registers with (an admin's UpdateNode adds others).
         self.agent_labels = {n.name: dict(n.labels) for n in scenario.nodes}
         # Nodes GetNodes no longer lists while jobs still name them (`unlist_node`).

@@ -178,7 +178,12 @@ def _send(
                 for c in plan.changes:
                     # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
                     with stops_deferred():
-                        done[c.node] = _change(admin, client, plan.verb, c)
+                        try:
+                            done[c.node] = _change(admin, client, plan.verb, c)
+                        except JournalUnwritable as exc:
+                            if exc.sent:  # it went out: said, though its record is not
+                                done[c.node] = (True, "sent; the journal could not record it")
+                            raise
             except KeyboardInterrupt:  # between two nodes (stops_deferred): say so
                 interrupted = True
     except JournalUnwritable as exc:

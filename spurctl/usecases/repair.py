@@ -11,6 +11,7 @@ had set. Every call is journaled (intent before, outcome after); the journal als
 keeps what must be put back, so a repair stopped part way (Ctrl-C, a crash, a node
 that does not come back) is taken up by the next `spurctl repair` of that node.
 
+The run itself (its calls, the waits, what a stop leaves owed) is act/repair_run.py.
 Uses `audit_view.run_audit` for the plan: the phantom-alloc finding is the
 classifier's, over the same view and inventories as `audit` reads.
 """
@@ -20,12 +21,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spurctl.act.repair_run import NodeResult, Status
 from spurctl.decide.budget import (
     DEFAULT_COOLDOWN_S,
     DEFAULT_MAX_UNAVAILABLE,
@@ -34,20 +36,17 @@ from spurctl.decide.budget import (
     over_budget,
     resumed_at,
 )
-from spurctl.decide.owner import Ownership, Seen
+from spurctl.decide.owner import Ownership
 from spurctl.decide.repair import (
-    HOLDS,
     Refusal,
     RepairProgress,
     Target,
-    charge_record,
-    charge_text,
     judge,
-    labels_to_restore,
     loose_inventories,
-    recheck,
+    narrowed_to_saved,
     rejoin_refusal,
     repair_progress,
+    saved_plan_refusal,
     unchecked_rejoin,
 )
 from spurctl.defaults import (
@@ -61,23 +60,16 @@ from spurctl.hostlist import fold
 from spurctl.model import (
     Allocation,
     Inventory,
-    Kind,
     NextStep,
-    Node,
-    NodeState,
     format_time,
     utcnow,
 )
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
-    from spurctl.act.node_admin import NodeAdmin, Step
-    from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.repair_plan import SavedRepairPlan
     from spurctl.sources.settings import Connection
-
-KIND = Kind.PHANTOM_ALLOC.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,22 +128,6 @@ class RepairPlan:
         }
 
 
-class Status(enum.StrEnum):
-    REPAIRED = "repaired"
-    REFUSED = "refused"  # re-checked and not removed (spurctl's drain lifted)
-    FAILED = "failed"
-    NOT_BACK = "not-back"  # removed, and not registered again within --wait
-    INTERRUPTED = "interrupted"
-
-
-@dataclass(slots=True)
-class NodeResult:
-    node: str
-    status: Status
-    detail: str
-    next_steps: list[NextStep] = field(default_factory=list)
-
-
 class Stage(enum.StrEnum):
     PLANNED = "planned"  # --dry-run
     NOTHING = "nothing"  # no target
@@ -165,8 +141,10 @@ class Repaired:
     stage: Stage
     exit_status: ExitStatus
     results: list[NodeResult] = field(default_factory=list)
-    # The one error line after the run so far is shown (the journal failed).
+    # The one error line after the run so far is shown (the journal failed), and the
+    # command that settles what it left (the line ends with it).
     error: str | None = None
+    settle: NextStep | None = None
 
 
 # -- the plan ------------------------------------------------------------------------
@@ -290,42 +268,15 @@ def _inventory_of(name: str, inventories: Mapping[str, Inventory]) -> Inventory 
 
 
 def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now: datetime) -> None:
-    """The fresh plan narrowed to the saved targets; one whose charge is no longer the
-    saved one is refused. A plan too old, or from another controller, is refused whole."""
-    from spurctl.decide.reasons import duration
-
+    """The fresh plan narrowed to the saved targets (decide/repair.narrowed_to_saved); a
+    plan too old, or from another controller, is refused whole."""
     age = (now - saved.taken_at).total_seconds()
-    if age > max_age_s:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
-            "`spurctl repair --dry-run -o FILE`"
-        )
-    if saved.controller != plan.controller:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller}, this is {plan.controller}; make a fresh one against this "
-            "controller"
-        )
-    wanted = {t.node: t for t in saved.targets}
-    kept = []
-    for t in plan.targets:
-        was = wanted.get(t.node)
-        if was is None:
-            continue
-        if not t.removed and charge_record(t.charge) != was.charge:
-            plan.refusals.append(
-                Refusal(
-                    t.node,
-                    f"the charge changed since the saved plan: it was {was.charge_text}, it "
-                    f"is {charge_text(t.charge)}",
-                )
-            )
-            continue
-        kept.append(t)
-    plan.targets = kept
-    plan.refusals = [r for r in plan.refusals if r.node in wanted]
-    plan.uncharged = [n for n in plan.uncharged if n in wanted]
+    refused = saved_plan_refusal(age, max_age_s, saved.controller, plan.controller)
+    if refused is not None:
+        raise SpurctlError(refused)
+    plan.targets, plan.refusals, plan.uncharged = narrowed_to_saved(
+        plan.targets, plan.refusals, plan.uncharged, saved.targets
+    )
 
 
 # -- the whole command ------------------------------------------------------------
@@ -357,345 +308,31 @@ def repair(
             raise SpurctlError("refusing to repair without --yes: standard input is not a terminal")
         if not ask(plan):
             return Repaired(plan, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
-    results, error = carry_out(plan, request, sleep=sleep)
+    results, error, settle = carry_out(plan, request, sleep=sleep)
     ok = not plan.refusals and all(r.status is Status.REPAIRED for r in results)
     status = ExitStatus.ERROR if error else ExitStatus.OK if ok else ExitStatus.ACTION_NEEDED
-    return Repaired(plan, Stage.DONE, status, results, error)
+    return Repaired(plan, Stage.DONE, status, results, error, settle)
 
 
 def carry_out(
     plan: RepairPlan, request: RepairRequest, *, sleep: Callable[[float], None] = time.sleep
-) -> tuple[list[NodeResult], str | None]:
-    """Drain, tick, re-check, remove, wait, verify, put back; journaled. Returns each
-    target's result, and the error that stopped the run (the journal), if one did."""
+) -> tuple[list[NodeResult], str | None, NextStep | None]:
+    """Drain, tick, re-check, remove, wait, put back, verify; journaled. Returns each
+    target's result and, when the journal failed, the one line saying so (what went out
+    unrecorded, what is still owed) with the command that settles it."""
     from spurctl.act.journal import Journal, journal_lock
-    from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
+    from spurctl.act.node_admin import ControllerWriter, NodeAdmin
+    from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
-    run = _Run(plan, request, sleep)
-    try:
-        with (
-            journal_lock(request.journal_path),
-            Journal(request.journal_path) as journal,
-            ControllerWriter(request.conn) as writer,
-            ControllerClient(request.conn) as client,
-        ):
-            run.admin, run.client = NodeAdmin(writer, journal), client
-            run.go()
-    except JournalUnwritable as exc:
-        run.stop_all(Status.FAILED, f"not finished: {exc}")
-        return run.ordered(), str(exc)
-    return run.ordered(), None
-
-
-class _Run:
-    """One repair run's steps over all its targets, phase by phase: the waits are shared."""
-
-    def __init__(
-        self, plan: RepairPlan, request: RepairRequest, sleep: Callable[[float], None]
-    ) -> None:
-        self.plan, self.request, self.sleep = plan, request, sleep
-        self.results: dict[str, NodeResult] = {}
-        self.admin: NodeAdmin | None = None
-        self.client: ControllerClient | None = None
-        from spurctl.sources.settings import credential_uid
-
-        # Who the controller records as setting spurctl's drains (#860), where known.
-        self.uid = credential_uid(request.conn)
-
-    # -- plumbing ------------------------------------------------------------------
-
-    def ordered(self) -> list[NodeResult]:
-        return [self.results[t.node] for t in self.plan.targets if t.node in self.results]
-
-    def stop_all(self, status: Status, detail: str) -> None:
-        for t in self.plan.targets:
-            self.results.setdefault(t.node, NodeResult(t.node, status, detail))
-
-    def _step(self, t: Target, step: str, call: str, **extra: Any) -> Step:
-        from spurctl.act.node_admin import Step
-
-        fields: dict[str, Any] = dict(extra)
-        if t.resumes:
-            fields["resumes"] = t.resumes
-        return Step(t.node, KIND, "repair", step, call, fields)
-
-    def _read(self, name: str) -> Node | None:
-        from spurctl.sources.node_records import read_node
-
-        assert self.client is not None
-        return read_node(self.client, name)
-
-    def _shows(self, name: str, state: NodeState | None, reason: str | None) -> Callable[[], bool]:
-        def check() -> bool:
-            node = self._read(name)
-            if node is None:
-                return False
-            in_state = (
-                state is None
-                or node.state is state
-                or (state is NodeState.DRAIN and node.state in HOLDS)
-            )
-            return in_state and (reason is None or node.state_reason == reason)
-
-        return check
-
-    def _update(
-        self, t: Target, step: str, done: str, *, state: NodeState | None = None,
-        reason: str | None = None, labels: Mapping[str, str] | None = None,
-        expect: Seen, changed: Status = Status.REFUSED, why: str = "",
-        **extra: Any,
-    ) -> bool:  # fmt: skip
-        """One journaled UpdateNode, sent only while the node is as `expect` says; False
-        when it did not go through (a FAILED result), or the node had changed (left as it
-        is: a `changed` result, after `why`)."""
-        from spurctl.act.node_admin import AdminCallFailed, NodeChanged
-
-        words = [f"state={state.name}"] if state is not None else []
-        words += [f"reason={reason!r}"] if state is not None else []
-        words += [f"labels={dict(labels)}"] if labels else []
-        if state is not None:
-            extra["reason"] = reason or ""  # the reason the node will carry, for the metrics
-        step_ = self._step(t, step, f"UpdateNode({t.node}, {', '.join(words)})", **extra)
-        assert self.admin is not None
-        try:
-            self.admin.send(
-                step_,
-                lambda w: w.update_node(t.node, state=state, reason=reason, labels=labels),
-                done,
-                confirm=self._shows(t.node, state, reason if state is not None else None),
-                expect=expect,
-            )
-        except NodeChanged as exc:
-            said = f"{why}; " if why else ""
-            self.results[t.node] = NodeResult(
-                t.node, changed, f"{said}{step} not sent: {exc.message}"
-            )
-            return False
-        except AdminCallFailed as exc:
-            self.results[t.node] = NodeResult(
-                t.node, Status.FAILED, f"{step} failed: {exc.message}"
-            )
-            return False
-        return True
-
-    def _lift(self, t: Target, why: str, status: Status = Status.REFUSED) -> None:
-        """Undo spurctl's drain of a node it will not remove: its earlier hold back, or up;
-        the node's result is `status` (refused after the re-read, or interrupted)."""
-        hold = t.hold
-        # Only spurctl's drain, exactly as it set it: one set since (an admin's) stays.
-        mine = self._mine(t)
-        if hold is not None:
-            done = self._update(
-                t, "undrain", f"{why}; its earlier drain put back: {hold.reason!r}",
-                state=NodeState.DRAIN, reason=hold.reason, expect=mine, changed=status, why=why,
-            )  # fmt: skip
-        else:
-            done = self._update(
-                t, "undrain", f"{why}; spurctl's drain lifted", state=NodeState.IDLE,
-                expect=mine, changed=status, why=why,
-            )  # fmt: skip
-        if done:
-            lifted = "its earlier drain put back" if hold else "spurctl's drain lifted"
-            self.results[t.node] = NodeResult(t.node, status, f"{why} ({lifted})")
-
-    # -- the phases --------------------------------------------------------------------
-
-    def go(self) -> None:
-        live = [t for t in self.plan.targets if not t.removed]
-        removed = [t for t in self.plan.targets if t.removed]
-        from spurctl.act.stops import stops_deferred
-
-        drained: list[Target] = []
-        try:
-            # A Ctrl-C lands between calls, never between a call and the run's record of it.
-            for t in live:
-                with stops_deferred():
-                    if self._drain(t):
-                        drained.append(t)
-            if drained:
-                self.sleep(self.request.tick_s)
-            for t in self._rechecked(drained):
-                with stops_deferred():
-                    if self._deregister(t):
-                        removed.append(t)
-        except KeyboardInterrupt:
-            with stops_deferred():  # a second Ctrl-C does not cut the clean-up short
-                for t in drained:
-                    if t.node not in self.results and t not in removed:
-                        self._lift(t, "interrupted before DeregisterNode", Status.INTERRUPTED)
-                self.stop_all(Status.INTERRUPTED, "interrupted before anything was sent for it")
-                for t in removed:
-                    self.results[t.node] = self._interrupted_wait(t)
-            return
-        try:
-            back = self._wait([t.node for t in removed])
-        except KeyboardInterrupt:
-            for t in removed:
-                self.results[t.node] = self._interrupted_wait(t)
-            return
-        for t in removed:
-            self._finish(t, back.get(t.node))
-
-    def _mine(self, t: Target) -> Seen:
-        """`t`'s node carrying spurctl's drain, as spurctl set it."""
-        return Seen.drained(t.reason, self.uid)
-
-    def _drain(self, t: Target) -> bool:
-        assert t.seen is not None  # every target the plan judged; a removed one is not drained
-        return self._update(
-            t, "drain", f"drained: {t.reason}", state=NodeState.DRAIN, reason=t.reason,
-            expect=t.seen, restore=t.restore(),
-        )  # fmt: skip
-
-    def _rechecked(self, drained: Sequence[Target]) -> list[Target]:
-        """The drained targets that may be removed now, re-read after the tick; the others
-        refused, each with what was seen, and spurctl's drain lifted where it is its own."""
-        from spurctl.sources.node_records import active_jobs_on
-
-        if not drained:
-            return []
-        assert self.admin is not None and self.client is not None
-        fresh = _fresh_inventories(self.request.src, [t.node for t in drained])
-        now = utcnow()
-        passing = []
-        # One read of the active jobs for every drained node.
-        with self.client.sharing():
-            for t in drained:
-                node = self._read(t.node)
-                jobs = active_jobs_on(self.client, t.node, self.plan.controller_version)
-                refused = recheck(
-                    t, node, jobs, _inventory_of(t.node, fresh), now=now,
-                    max_age_s=self.request.max_inventory_age_s,
-                    loose=loose_inventories(t.node, fresh.values()),
-                )  # fmt: skip
-                if refused is None:
-                    passing.append(t)
-                    continue
-                why, ours = refused
-                self.admin.outcome(
-                    self._step(t, "recheck", "re-read"), "skipped", f"not removed: {why}"
-                )
-                if ours:
-                    self._lift(t, f"not removed: {why}")
-                else:
-                    self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {why}")
-        return passing
-
-    def _deregister(self, t: Target) -> bool:
-        """DeregisterNode(force=false); True when the record is (or may be) gone."""
-        from spurctl.act.node_admin import AdminCallFailed, NodeChanged
-
-        assert self.admin is not None
-        reason = f"spurctl repair: phantom allocation {charge_text(t.charge)}"
-        step = self._step(
-            t, "deregister", f"DeregisterNode({t.node}, force=false, reason={reason!r})",
-            restore=t.restore(),
-        )  # fmt: skip
-        try:
-            self.admin.send(
-                step, lambda w: w.deregister_node(t.node, reason), "removed", expect=self._mine(t)
-            )
-        except NodeChanged as exc:
-            if exc.read and exc.now is None:
-                return True  # gone already: the wait tells whether it comes back
-            self.results[t.node] = NodeResult(t.node, Status.REFUSED, f"not removed: {exc.message}")
-            return False
-        except AdminCallFailed as exc:
-            if exc.code in ("NOT_FOUND", "UNKNOWN_OUTCOME"):
-                return True  # gone already, or may be: the wait tells
-            self._lift(t, f"not removed: {exc.message}")
-            if exc.code != "FAILED_PRECONDITION":
-                self.results[t.node] = NodeResult(t.node, Status.FAILED, exc.message)
-            return False
-        return True
-
-    def _wait(self, names: Sequence[str]) -> dict[str, Node]:
-        """GetNode until every node answers again or --wait is up (bounded)."""
-        waiting, back = set(names), {}
-        deadline = time.monotonic() + self.request.wait_s
-        every = max(0.05, min(1.0, self.request.wait_s / 20))
-        while waiting:
-            for name in sorted(waiting):
-                node = self._read(name)
-                if node is not None:
-                    back[name] = node
-            waiting -= back.keys()
-            left = deadline - time.monotonic()
-            if not waiting or left <= 0:
-                break
-            self.sleep(min(every, left))
-        return back
-
-    def _resume_argv(self, node: str) -> tuple[str, ...]:
-        return ("spurctl", "repair", "--node", node, *self.request.view_flags)
-
-    def _interrupted_wait(self, t: Target) -> NodeResult:
-        return NodeResult(
-            t.node, Status.INTERRUPTED,
-            f"interrupted after DeregisterNode: {t.node}'s record is gone until its spurd "
-            "registers it again; the journal keeps what to put back",
-            [NextStep(self._resume_argv(t.node), "finishes the repair once it is back")],
-        )  # fmt: skip
-
-    def _finish(self, t: Target, node: Node | None) -> None:
-        assert self.admin is not None
-        wait = f"{self.request.wait_s:g} s"
-        if node is None:
-            why = (
-                f"{t.node} did not register again within {wait} (--wait): its spurd is not "
-                "running, cannot reach the controller, or is refused (an expired join token)"
-            )
-            self.admin.outcome(self._step(t, "return", "GetNode"), "failed", why)
-            self.results[t.node] = NodeResult(
-                t.node, Status.NOT_BACK, why,
-                [
-                    NextStep(("systemctl", "start", "spurd"), "starts its spurd", where=t.node),
-                    NextStep(self._resume_argv(t.node), "finishes the repair once it is back"),
-                ],
-            )  # fmt: skip
-            return
-        since = format_time(node.agent_start_time) or "now"
-        if not node.alloc.empty:
-            why = (
-                f"{t.node} registered again but is charged {charge_text(node.alloc)}: a job "
-                "may have landed there; audit it"
-            )
-            self.admin.outcome(self._step(t, "verify", "GetNode"), "failed", why)
-            self.results[t.node] = NodeResult(t.node, Status.FAILED, why)
-            return
-        self.admin.outcome(
-            self._step(t, "return", "GetNode"), "sent",
-            f"{t.node} registered again (slurmd_start_time {since}) with no charge",
-        )  # fmt: skip
-        put_back = []
-        labels = labels_to_restore(t.labels, node.labels)
-        back = Seen.of(node)  # as it registered again: nothing is put over a drain set since
-        if labels:
-            if not self._update(
-                t, "labels", f"labels put back: {labels}", labels=labels, expect=back
-            ):
-                return
-            put_back.append("labels " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())))
-        if t.hold is not None:
-            done = f"drain put back: {t.hold.reason!r}"
-            if not self._update(
-                t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason, expect=back
-            ):
-                return
-            put_back.append(f"the drain {t.hold.reason!r}")
-        detail = f"{t.node} registered again with no charge" + (
-            f"; put back {' and '.join(put_back)}" if put_back else ""
-        )
-        self.admin.outcome(self._step(t, "done", "GetNode"), "sent", detail, confirmed=True)
-        self.results[t.node] = NodeResult(t.node, Status.REPAIRED, detail)
-
-
-def _fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory]:
-    """The targets' inventories read again: collected now with --collect, the files re-read
-    otherwise (their age is judged against --max-inventory-age)."""
-    from spurctl.holdings import inventories_by_node
-    from spurctl.sources.inventories import gather_holdings
-
-    again = dataclasses.replace(src, scope=Scope(frozenset(names)), progress=False)
-    return inventories_by_node(gather_holdings(again, names))
+    run = RepairRun(plan, request, sleep, _inventory_of)
+    with (
+        journal_lock(request.journal_path),
+        Journal(request.journal_path) as journal,
+        ControllerWriter(request.conn) as writer,
+        ControllerClient(request.conn) as client,
+    ):
+        run.admin, run.client = NodeAdmin(writer, journal), client
+        run.go()
+    error, settle = run.journal_line()
+    return run.ordered(), error, settle

@@ -11,6 +11,7 @@ only those, and only from a node whose fresh audit is clean.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -236,3 +237,94 @@ def test_a_ctrl_c_during_the_drain_call_is_taken_after_it_and_reported(
     records = [r for r in journal_records(c.journal) if r.get("action") == "drain"]
     assert [r["event"] for r in records] == ["intent", "outcome"]
     assert records[1]["result"] == "sent"
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_a_drain_stopped_by_sigterm_or_sighup_says_what_it_sent_and_what_it_did_not(
+    tmp_path: Path, stop: str
+) -> None:
+    # A systemd stop or a closed ssh session part way through a long drain: as a Ctrl-C,
+    # the call in flight finishes, the run reports the drains it sent and the nodes it
+    # never tried (exit 1), where the signal's default action said nothing at all.
+    import signal
+
+    from tests.cli import cli_process
+
+    scenario = incident()
+    late = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)  # every spurd restarted after its runs
+    scenario.agent_started_at = dict.fromkeys(scenario.holdings, late)
+    journal = tmp_path / "journal.jsonl"
+    with SimCluster(scenario, controller_latency=0.15) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        argv = [
+            "drain", "--node", "gpu[001-024]", "--controller", sim.controller_address,
+            "--inventory", str(live), "--journal", str(journal), "--yes",
+        ]  # fmt: skip
+
+        def sent() -> int:
+            if not journal.is_file():
+                return 0
+            return sum(1 for r in journal_records(journal) if r.get("result") == "sent")
+
+        with cli_process(*argv, home=tmp_path / "home") as proc:
+            wait_for(lambda: sent() >= 3, timeout=60)
+            proc.send_signal(getattr(signal, stop))
+            out, err = proc.communicate(timeout=60)
+        reasons = {n: sim.node(n).state_reason for n in scenario.holdings}
+    assert proc.returncode == 1, out + err
+    records = [r for r in journal_records(journal) if r.get("action") == "drain"]
+    drained = [r["node"] for r in records if r.get("result") == "sent"]
+    assert [r["event"] for r in records] == ["intent", "outcome"] * len(drained), records
+    assert all(reasons[n].startswith("spurctl: ") for n in drained), reasons
+    result = re.search(
+        r"Result: (\d+) drained, 0 failed, (\d+) not attempted \(interrupted\)\.", out
+    )
+    assert result is not None, out + err
+    assert int(result[1]) == len(drained) >= 3, out
+    untried = re.findall(r"  (\S+)  not attempted: interrupted before it", out)
+    assert len(untried) == int(result[2]) > 0, out
+    assert not any(reasons[n].startswith("spurctl: ") for n in untried), reasons
+
+
+def test_a_journal_that_fills_mid_drain_still_reports_every_drain_that_went_out(
+    tmp_path: Path,
+) -> None:
+    """The journal can grow no more (EFBIG, RLIMIT_FSIZE on the running process) while a
+    drain is on its way: that drain went out, so the result says so, though the journal
+    does not; the run stops there (exit 2)."""
+    import resource
+    import signal
+
+    from tests.cli import cli_process
+
+    scenario = incident()
+    late = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)  # every spurd restarted after its runs
+    scenario.agent_started_at = dict.fromkeys(scenario.holdings, late)
+    journal = tmp_path / "journal.jsonl"
+    with SimCluster(scenario, controller_latency=0.3) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        argv = [
+            "drain", "--node", "gpu[001-024]", "--controller", sim.controller_address,
+            "--inventory", str(live), "--journal", str(journal), "--yes",
+        ]  # fmt: skip
+
+        def intents() -> int:
+            if not journal.is_file():
+                return 0
+            return sum(1 for r in journal_records(journal) if r.get("event") == "intent")
+
+        def ignore_sigxfsz() -> None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+        with cli_process(*argv, home=tmp_path / "home", preexec_fn=ignore_sigxfsz) as proc:
+            wait_for(lambda: intents() >= 2, timeout=60)  # the second drain on its way
+            size = journal.stat().st_size
+            resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (size, size))
+            out, err = proc.communicate(timeout=60)
+        drained = sorted(
+            n for n in scenario.holdings if sim.node(n).state_reason.startswith("spurctl: ")
+        )
+    assert proc.returncode == 2, out + err
+    assert len(drained) >= 2, drained
+    reported = re.findall(r"  (\S+)  sent: ", out)
+    assert sorted(reported) == drained, out

@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -549,8 +551,11 @@ def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -
     assert ("deregister", "outcome", "failed") in steps(p)
 
 
-def _interrupt_when(p: Phantom, ready: Callable[[], bool], *extra: str) -> tuple[int, str]:
-    """A real `spurctl repair --yes` in its own process, sent SIGINT (Ctrl-C) once `ready`."""
+def _interrupt_when(
+    p: Phantom, ready: Callable[[], bool], *extra: str, stop: str = "SIGINT"
+) -> tuple[int, str]:
+    """A real `spurctl repair --yes` in its own process, sent `stop` (SIGINT: Ctrl-C) once
+    `ready`."""
     import signal
 
     from tests.cli import cli_process, default_sigint
@@ -562,18 +567,21 @@ def _interrupt_when(p: Phantom, ready: Callable[[], bool], *extra: str) -> tuple
     ]  # fmt: skip
     with cli_process(*argv, home=p.home, preexec_fn=default_sigint) as proc:
         wait_for(ready, timeout=30)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, stop))
         out, err = proc.communicate(timeout=30)
     return proc.returncode, out + err
 
 
-def test_ctrl_c_during_the_tick_lifts_spurctls_drain_and_removes_nothing(p: Phantom) -> None:
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_tick_lifts_spurctls_drain_and_removes_nothing(
+    p: Phantom, stop: str
+) -> None:
     def drained() -> bool:
         node = p.sim.state.nodes.get("gpu009")
         # Charged, so DRAINING as Spur shows it (a charge-free node would be DRAINED).
         return node is not None and node.state in (NodeState.DRAIN, NodeState.DRAINING)
 
-    rc, out = _interrupt_when(p, drained, "--tick", "60", "--wait", "5")
+    rc, out = _interrupt_when(p, drained, "--tick", "60", "--wait", "5", stop=stop)
     # As reclaim's: what was done is reported, exit 1 (docs/contract.md "Exit status").
     assert rc == 1, out
     assert (
@@ -601,6 +609,290 @@ def test_ctrl_c_while_waiting_for_the_node_to_return_says_how_to_finish(p: Phant
     assert len(p.sim.state.deregistrations) == 1
     journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
     assert "stopped after DeregisterNode" in journal.stdout, journal.stdout
+
+
+def test_a_deregister_failure_other_than_running_jobs_is_a_failure_and_the_hold_put_back(
+    p: Phantom,
+) -> None:
+    """spurctld answers FAILED_PRECONDITION for every error of `remove_node`, a Raft propose
+    failure included: only "has running jobs" is the refusal; anything else is said as the
+    failure it is, and spurctl's drain gives way to the admin's again."""
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    p.sim.state.remove_failure = "raft propose failed: timeout waiting for the log to commit"
+    proc = repair(p, "--yes", "--restore-drain")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("  gpu009  failed")), "")
+    assert line, proc.stdout
+    assert line.startswith("  gpu009  failed: DeregisterNode failed: controller "), line
+    assert "raft propose failed: timeout waiting for the log to commit" in line, line
+    assert "its earlier drain put back" in line and "job" not in line, line
+    assert "0 refused after the re-read, 1 failed" in proc.stdout, proc.stdout
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, "gpu009" in p.sim.state.nodes) == ("ops: bad DIMM", True)
+    assert [s for s in steps(p) if s[0] == "undrain"] == [
+        ("undrain", "intent", None),
+        ("undrain", "outcome", "sent"),
+    ]
+
+
+# -- whatever stops a repair, what it owes the node is put back or said --------------------
+
+
+def _away_for(
+    p: Phantom, seconds: float, when: Callable[[], bool], then: Callable[[], None]
+) -> Any:
+    """Once `when`, spurctld goes away for `seconds` (a restart, a failover) and comes back
+    on its port; `then` runs while it is away."""
+
+    def outage() -> None:
+        wait_for(when, timeout=30)
+        p.sim.stop_controller()
+        then()
+        time.sleep(seconds)
+        p.sim.start_controller()
+
+    thread = threading.Thread(target=outage, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_controller_away_for_3_s_during_the_wait_ends_nothing_and_the_hold_comes_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the controller is away")
+    thread = _away_for(
+        p, 3, lambda: bool(p.sim.state.deregistrations),
+        lambda: p.sim.state.registration_refused.pop("gpu009"),
+    )  # fmt: skip
+    proc = repair(p, "--yes", "--restore-drain", "--wait", "30")
+    thread.join(timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 repaired" in proc.stdout, proc.stdout
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+    assert node.alloc.empty
+
+
+def test_a_controller_away_at_the_re_read_removes_nothing_and_puts_the_admins_drain_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    thread = _away_for(p, 3, lambda: p.sim.node("gpu009").state_reason == OUR_DRAIN, lambda: None)
+    proc = repair(p, "--yes", "--restore-drain", "--tick", "0.5", "--wait", "30")
+    thread.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("  gpu009  failed")), "")
+    assert line.startswith("  gpu009  failed: not removed: the controller did not answer"), (
+        proc.stdout + proc.stderr
+    )
+    assert line.endswith("(its earlier drain put back)"), line
+    assert p.sim.state.deregistrations == []
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_while_waiting_says_what_the_node_is_owed_and_the_next_run_puts_it_back(
+    p: Phantom, stop: str
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "join token expired")
+    rc, out = _interrupt_when(
+        p, lambda: bool(p.sim.state.deregistrations), "--tick", "0", "--wait", "60",
+        "--restore-drain", stop=stop,
+    )  # fmt: skip
+    assert rc == 1, out
+    assert (
+        "gpu009  interrupted: interrupted after DeregisterNode: gpu009's record is gone until "
+        "its spurd registers it again; owed: the drain 'ops: bad DIMM' and labels gpu=mi300x, "
+        "owner=ml, rack=r02 (the journal keeps it)"
+    ) in out, out
+    assert f"    spurctl repair --node gpu009 --inventory {p.live}" in out, out
+
+    del p.sim.state.registration_refused["gpu009"]
+    wait_for(lambda: "gpu009" in p.sim.state.nodes)
+    assert p.sim.node("gpu009").state_reason == ""  # back in service: the admin's drain lost
+    proc = repair(p, "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+
+
+def test_a_second_ctrl_c_while_spurctls_drain_is_lifted_still_says_what_went_out(
+    p: Phantom, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C pressed as the drain goes out, and again as spurctl lifts it: both calls went
+    out, and the result says so (exit 1), not a bare `spurctl: interrupted` (exit 130)."""
+    import os
+    import signal
+
+    from spurctl.act import node_admin
+
+    real = node_admin.ControllerWriter.update_node
+
+    def pressed(self: Any, name: str, **fields: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real(self, name, **fields)
+
+    monkeypatch.setattr(node_admin.ControllerWriter, "update_node", pressed)
+    proc = repair(p, "--yes", "--tick", "30")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "  gpu009  interrupted: interrupted before DeregisterNode (spurctl's drain lifted)"
+        in proc.stdout
+    ), proc.stdout + proc.stderr
+    assert [s for s in steps(p) if s[1] == "outcome"] == [
+        ("drain", "outcome", "sent"),
+        ("undrain", "outcome", "sent"),
+    ], steps(p)
+    assert p.sim.node("gpu009").state_reason == ""
+
+
+def _journal_full_when(
+    p: Phantom, ready: Callable[[], bool], then: Callable[[], None], *extra: str
+) -> tuple[subprocess.Popen[str], str, str, int]:
+    """A real `spurctl repair --yes --restore-drain` whose journal can grow no more once
+    `ready` (RLIMIT_FSIZE set on the running process at the journal's size: EFBIG for
+    real, as a full disk's ENOSPC); `then` runs right after. The process, its output and
+    the journal's size then."""
+    import resource
+    import signal
+
+    from tests.cli import cli_process
+
+    argv = [
+        "repair", "--node", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--yes", "--restore-drain", *extra,
+    ]  # fmt: skip
+
+    def ignore_sigxfsz() -> None:  # a write past the limit is then EFBIG, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    with cli_process(*argv, home=p.home, preexec_fn=ignore_sigxfsz) as proc:
+        wait_for(lambda: p.journal.is_file() and ready())
+        size = p.journal.stat().st_size
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (size, size))
+        then()
+        out, err = proc.communicate(timeout=60)
+    return proc, out, err, size
+
+
+def test_a_journal_full_after_deregister_still_puts_everything_back_and_says_so_in_one_line(
+    p: Phantom,
+) -> None:
+    """The journal's file can grow no more right after DeregisterNode's outcome: the node
+    still gets its drain and labels back when it returns, and the run ends with one line
+    saying what went out unrecorded, what is owed and the command that settles it (exit
+    2), never an internal error; that command then does."""
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the journal is full")
+    proc, out, err, size = _journal_full_when(
+        p, lambda: ("deregister", "outcome", "sent") in steps(p),
+        lambda: p.sim.state.registration_refused.pop("gpu009"), "--tick", "0", "--wait", "30",
+    )  # fmt: skip
+    assert proc.returncode == 2, out + err
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
+    assert p.journal.stat().st_size == size  # nothing more was written
+    assert "internal error" not in err and "Traceback" not in err, err
+    [line] = err.splitlines()
+    said = (
+        f"spurctl: journal {p.journal}: File too large: sent without its record: "
+        "UpdateNode(gpu009, labels={'owner': 'ml'}), UpdateNode(gpu009, state=DRAIN, "
+        "reason='ops: bad DIMM'); still owed: nothing; settled by `spurctl repair --node gpu009 "
+    )
+    assert line.startswith(said), line
+    assert "  gpu009  repaired: gpu009 registered again with no charge; put back" in out, out
+
+    again = repair(p, "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    journal = run_cli("journal", "--journal", str(p.journal), home=p.home)
+    assert "not finished" not in journal.stdout, journal.stdout
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+
+
+def test_a_controller_away_past_the_deadline_says_what_is_owed_and_the_next_run_puts_it_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    thread = _away_for(p, 5, lambda: p.sim.node("gpu009").state_reason == OUR_DRAIN, lambda: None)
+    proc = repair(p, "--yes", "--restore-drain", "--tick", "0.5", "--wait", "1")
+    thread.join(timeout=30)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("  gpu009  failed")), "")
+    assert line.startswith("  gpu009  failed: not removed: the controller did not answer"), (
+        proc.stdout + proc.stderr
+    )
+    assert line.endswith(
+        "owed: the drain 'ops: bad DIMM' in place of spurctl's (the journal keeps it)"
+    ), line
+    assert "    spurctl repair --node gpu009 " in proc.stdout, proc.stdout
+    assert p.sim.node("gpu009").state_reason == OUR_DRAIN  # the controller never took it
+    assert [s for s in steps(p) if s[0] == "undrain"] == [("undrain", "outcome", "failed")]
+
+    again = repair(p, "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+
+
+def test_a_journal_full_before_deregister_removes_nothing_and_puts_the_admins_drain_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM")
+    proc, out, err, size = _journal_full_when(
+        p, lambda: ("drain", "outcome", "sent") in steps(p), lambda: None, "--tick", "2",
+    )  # fmt: skip
+    assert proc.returncode == 2, out + err
+    assert p.sim.state.deregistrations == []
+    assert p.sim.node("gpu009").state_reason == "ops: bad DIMM"
+    assert p.journal.stat().st_size == size
+    [line] = err.splitlines()
+    assert line.startswith(
+        f"spurctl: journal {p.journal}: File too large: sent without its record: "
+        "UpdateNode(gpu009, state=DRAIN, reason='ops: bad DIMM'); still owed: nothing; "
+        "settled by `spurctl repair --node gpu009 "
+    ), line
+    assert "  gpu009  failed: not removed: journal " in out, out
+    assert out.rstrip().endswith("(its earlier drain put back)"), out
+
+
+def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is_owed(
+    p: Phantom,
+) -> None:
+    """The Ctrl-C lands in the wait's pause, after the node registered again and before the
+    run saw it: the run looks once more, finds it back, and puts back the admin's drain
+    and label before it stops (its result says so), instead of leaving it in service."""
+    import os
+    import signal
+
+    from spurctl.scope import Scope
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import connect_settings
+    from spurctl.usecases.repair import RepairRequest, Status
+    from spurctl.usecases.repair import repair as run_repair
+
+    update(p, name="gpu009", state=pb.NODE_DRAIN, reason="ops: bad DIMM", labels={"owner": "ml"})
+    p.sim.state.refuse_registration("gpu009", "held back until the wait's first pause")
+    conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
+    request = RepairRequest(
+        nodes="gpu009", src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
+        conn=conn, journal_path=p.journal, yes=True, tick_s=0, wait_s=30, restore_drain=True,
+    )  # fmt: skip
+
+    def pause(seconds: float) -> None:
+        if p.sim.state.deregistrations:  # the wait's pause, not the tick's
+            p.sim.state.registration_refused.pop("gpu009", None)
+            wait_for(lambda: "gpu009" in p.sim.state.nodes, timeout=10)
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as a terminal sends it
+            time.sleep(1)  # it lands in here
+
+    done = run_repair(request, show_plan=lambda plan: None, ask=None, sleep=pause)
+    [result] = done.results
+    assert result.status is Status.REPAIRED, result
+    assert "put back labels owner=ml and the drain 'ops: bad DIMM'" in result.detail, result
+    node = p.sim.node("gpu009")
+    assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
 
 
 # -- nothing vouches beyond what it names (issue 48, item 4) ----------------------------------

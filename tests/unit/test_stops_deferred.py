@@ -51,3 +51,38 @@ def test_outside_the_main_thread_it_is_a_plain_block() -> None:
     thread.start()
     thread.join(timeout=10)
     assert done == [True]
+
+
+def test_sigterm_and_sighup_are_ctrl_c_inside_stops_as_ctrl_c_and_named() -> None:
+    from spurctl.act.stops import stops_as_ctrl_c
+
+    before = {n: signal.getsignal(n) for n in (signal.SIGTERM, signal.SIGHUP)}
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        box: dict[str, str] = {}
+        with pytest.raises(KeyboardInterrupt), stops_as_ctrl_c(box):
+            signal.raise_signal(stop)
+        assert box == {"signal": stop.name}
+    assert {n: signal.getsignal(n) for n in before} == before
+
+
+def test_a_stop_deferred_inside_stops_as_ctrl_c_is_raised_after_the_block() -> None:
+    from spurctl.act.stops import stops_as_ctrl_c
+
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt), stops_as_ctrl_c(), stops_deferred():
+        steps.append("call")
+        signal.raise_signal(signal.SIGTERM)
+        steps.append("its record")
+    assert steps == ["call", "its record"]
+
+
+def test_stops_held_drops_every_stop_so_the_putting_back_is_said() -> None:
+    from spurctl.act.stops import stops_as_ctrl_c, stops_held
+
+    done: list[str] = []
+    with stops_as_ctrl_c(), stops_held():
+        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.raise_signal(stop)
+            done.append(stop.name)
+    assert done == ["SIGINT", "SIGTERM", "SIGHUP"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
