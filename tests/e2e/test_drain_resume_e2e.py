@@ -259,6 +259,7 @@ def test_a_drain_stopped_by_sigterm_or_sighup_says_what_it_sent_and_what_it_did_
         argv = [
             "drain", "--node", "gpu[001-024]", "--controller", sim.controller_address,
             "--inventory", str(live), "--journal", str(journal), "--yes",
+            "--max-unavailable", "100%",  # many nodes at once, past the default cap
         ]  # fmt: skip
 
         def sent() -> int:
@@ -306,6 +307,7 @@ def test_a_journal_that_fills_mid_drain_still_reports_every_drain_that_went_out(
         argv = [
             "drain", "--node", "gpu[001-024]", "--controller", sim.controller_address,
             "--inventory", str(live), "--journal", str(journal), "--yes",
+            "--max-unavailable", "100%",  # many nodes at once, past the default cap
         ]  # fmt: skip
 
         def intents() -> int:
