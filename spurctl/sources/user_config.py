@@ -160,6 +160,8 @@ def parse(text: str, path: Path) -> UserConfig:
     naming the file and the line."""
     try:
         doc = tomllib.loads(text)
+    except RecursionError:  # tomllib parses nested arrays and tables by recursion
+        raise SpurctlError(f"{path}: not valid TOML (nested too deep to read); {_FIX}") from None
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message ends "(at line N, column M)": lead with the place.
         message = str(exc)
