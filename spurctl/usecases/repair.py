@@ -250,22 +250,13 @@ def _inventory_of(name: str, inventories: Mapping[str, Inventory]) -> Inventory 
 
 def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now: datetime) -> None:
     """The fresh plan narrowed to the saved targets; one whose charge is no longer the
-    saved one is refused. A plan too old, or from another controller, is refused whole."""
-    from spurctl.decide.reasons import duration
+    saved one is refused. A plan too old, dated ahead of this host's clock, or from
+    another controller is refused whole, as reclaim's is (decide.saved_plan.check_view)."""
+    from spurctl.decide.saved_plan import check_view
+    from spurctl.model import NextStep
 
-    age = (now - saved.taken_at).total_seconds()
-    if age > max_age_s:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: its view was taken {duration(age)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
-            "`spurctl repair --dry-run -o FILE`"
-        )
-    if saved.controller != plan.controller:
-        raise SpurctlError(
-            f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller}, this is {plan.controller}; make a fresh one against this "
-            "controller"
-        )
+    remake = NextStep.spurctl("repair", "--node", saved.nodes, "--dry-run", "-o", "FILE")
+    check_view(saved.taken_at, saved.controller, plan.controller, max_age_s, now, remake)
     wanted = {t.node: t for t in saved.targets}
     kept = []
     for t in plan.targets:
