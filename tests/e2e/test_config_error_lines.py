@@ -40,3 +40,13 @@ def test_a_line_break_a_value_carries_stays_inside_the_one_error_line(tmp_path: 
     line = one_line_error(run, "cannot read spur.conf")
     assert "\x1b" not in run.stderr and "\\x1b[2J" in line
     assert "\\nspurctl: error: forged" in line
+
+
+def test_a_controller_with_an_unclosed_bracket_is_a_bad_address_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    write_config(home, 'controller = "ctl1\\u001b[31m"\n')
+    line = one_line_error(run_cli("audit", home=home), "bad controller address")
+    assert "\\x1b[31m" in line and "internal error" not in line
+    one_line_error(run_cli("audit", "--controller", "http://[ctl1"), "bad controller")
