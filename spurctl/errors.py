@@ -66,13 +66,14 @@ NOTE_PREFIX = "spurctl: note: "
 
 def warn(message: str) -> None:
     """One stderr line an operator should act on, the command going on: the one warning
-    printer, for every layer (a layer that must stay quiet takes a `warn` callback)."""
-    print(f"{WARNING_PREFIX}{message}", file=sys.stderr)
+    printer, for every layer (a layer that must stay quiet takes a `warn` callback).
+    A line break or control character it quotes is written out: it stays one line."""
+    print(f"{WARNING_PREFIX}{visible(message)}", file=sys.stderr)
 
 
 def note(message: str) -> None:
     """One stderr line that informs and asks nothing (a filter's count, a file written)."""
-    print(f"{NOTE_PREFIX}{message}", file=sys.stderr)
+    print(f"{NOTE_PREFIX}{visible(message)}", file=sys.stderr)
 
 
 class DocumentError(SpurctlError):

@@ -235,7 +235,17 @@ def ack_version(ctx: typer.Context, given: str | None) -> str | None:
 
 
 def journal_option(help_text: str) -> Any:
-    return typer.Option("--journal", help=help_text, metavar="FILE")
+    """--journal FILE on every command that takes it, refused as the journal itself would
+    refuse it (a directory, a link to nothing or someone else's) before anything runs."""
+    return typer.Option("--journal", help=help_text, metavar="FILE", callback=journal_file)
+
+
+def journal_file(value: Path | None) -> Path | None:
+    from spurctl.sources.journal_records import check_path
+
+    if value is not None:
+        check_path(value)
+    return value
 
 
 # -- connection: how to reach the cluster --------------------------------------------

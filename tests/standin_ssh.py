@@ -15,6 +15,7 @@ _SCRIPT = """\
 while [ $# -gt 0 ]; do
   case "$1" in
     -l|-p|-i|-F|-o) shift 2 ;;
+    --) shift; break ;;
     -*) shift ;;
     *) break ;;
   esac

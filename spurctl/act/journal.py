@@ -49,6 +49,7 @@ from spurctl.sources.journal_records import (
     FIRST_LINE_LIMIT,
     SCHEMA,
     Unresolved,
+    check_path,
     check_start,
     unresolved,
 )
@@ -70,14 +71,10 @@ def real_path(path: Path) -> Path:
     """The journal's real file: a link given as --journal is followed here, once, and the
     lock and every write use what it leads to (two runs reaching one journal through
     different links share one lock). A link to nothing is refused: spurctl does not
-    create a file wherever a link points."""
-    real = Path(os.path.realpath(path))
-    if path.is_symlink() and not real.exists():
-        raise SpurctlError(
-            f"journal {path} is a link to {real}, which does not exist; spurctl does not "
-            "create a file where a link points: pass --journal PATH"
-        )
-    return real
+    create a file wherever a link points, nor follows a link someone else controls
+    (journal_records.check_path)."""
+    check_path(path)
+    return Path(os.path.realpath(path))
 
 
 def lock_path(path: Path) -> Path:

@@ -431,22 +431,6 @@ class SavedCharge(Protocol):
     def charge_text(self) -> str: ...
 
 
-def saved_plan_refusal(age_s: float, max_age_s: float, made_from: str, here: str) -> str | None:
-    """Why a saved plan is refused whole: too old, or made from another controller."""
-    if age_s > max_age_s:
-        return (
-            f"refusing the saved plan, nothing sent: its view was taken {duration(age_s)} ago, "
-            f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with "
-            "`spurctl repair --dry-run -o FILE`"
-        )
-    if made_from != here:
-        return (
-            f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{made_from}, this is {here}; make a fresh one against this controller"
-        )
-    return None
-
-
 def narrowed_to_saved(
     targets: Sequence[Target], refusals: Sequence[Refusal], uncharged: Sequence[str],
     saved: Iterable[SavedCharge],

@@ -37,17 +37,25 @@ class Sent(Protocol):
 def check_saved(
     saved: PlanDocument, here: str, max_age_s: float, now: datetime, fresh: NextStep | None = None
 ) -> None:
-    """Refuse (SpurctlError, nothing sent) a plan from another controller (`here` is the
-    one answering now), one whose view was taken longer ago than `max_age_s`, and one
-    dated ahead of this host's clock by more than a node's clock may be: its age then
-    proves nothing, and any --max-inventory-age would pass it. Each refusal ends with
-    `fresh`, the dry run that saves a new plan of the same nodes and jobs."""
-    remake = fresh or FRESH_PLAN
-    age = (now - saved.taken_at).total_seconds()
+    """Refuse (SpurctlError, nothing sent) a saved reclaim plan check_view refuses. Each
+    refusal ends with `fresh`, the dry run that saves a new plan of the same nodes and
+    jobs."""
+    check_view(saved.taken_at, saved.controller.address, here, max_age_s, now, fresh or FRESH_PLAN)
+
+
+def check_view(
+    taken_at: datetime, made_on: str, here: str, max_age_s: float, now: datetime, remake: NextStep
+) -> None:
+    """Refuse (SpurctlError, nothing sent) a saved plan (reclaim's or repair's) whose view
+    was taken on another controller than `here`, the one answering now (`made_on`),
+    longer ago than `max_age_s`, or ahead of this host's clock by more than a node's
+    clock may be: its age then proves nothing, and any --max-inventory-age would pass
+    it. Each refusal ends with `remake`, the dry run that saves a new plan."""
+    age = (now - taken_at).total_seconds()
     if age < -CLOCK_AHEAD_S:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: its view is dated "
-            f"{format_time(saved.taken_at)}, {duration(-age)} ahead of this host's clock "
+            f"{format_time(taken_at)}, {duration(-age)} ahead of this host's clock "
             f"(more than the {duration(CLOCK_AHEAD_S)} allowed), so how old it is cannot be "
             "told; make a fresh one with",
             step=remake,
@@ -58,10 +66,10 @@ def check_saved(
             f"longer than --max-inventory-age {duration(max_age_s)}; make a fresh one with",
             step=remake,
         )
-    if here != saved.controller.address:
+    if here != made_on:
         raise SpurctlError(
             f"refusing the saved plan, nothing sent: it was made from controller "
-            f"{saved.controller.address}, this is {here}; make a fresh one against this "
+            f"{made_on}, this is {here}; make a fresh one against this "
             "controller with",
             step=remake,
         )

@@ -55,17 +55,19 @@ def _close(exc: Any) -> str:
 
 def report(exc: BaseException, *, debug: bool) -> int:
     """One line on stderr for what ended the command (with --debug, the traceback
-    first, secrets still redacted), and the exit status it earns."""
-    from spurctl.errors import Aborted, ExitStatus, Interrupted, SpurctlError
+    first, secrets still redacted), and the exit status it earns. The message is one line
+    whatever it quotes: a line break or a control character in it (a value from a file,
+    from the cluster) is written out (errors.visible), never acted on."""
+    from spurctl.errors import Aborted, ExitStatus, Interrupted, SpurctlError, visible
     from spurctl.render.common import command_line
 
     if isinstance(exc, Aborted):
-        print(f"spurctl: aborted: {exc}", file=sys.stderr)
+        print(f"spurctl: aborted: {visible(str(exc))}", file=sys.stderr)
         return exc.exit_code
     if isinstance(exc, SpurctlError):
         _traceback(debug)
         step = f" `{command_line(exc.step)}`" if exc.step is not None else ""
-        print(f"spurctl: error: {exc}{step}", file=sys.stderr)
+        print(f"spurctl: error: {visible(str(exc))}{step}", file=sys.stderr)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt | Interrupted):
         print("spurctl: interrupted", file=sys.stderr)
@@ -76,11 +78,11 @@ def report(exc: BaseException, *, debug: bool) -> int:
     usage = usage_error(exc)
     if usage is not None:
         if usage:
-            print(f"spurctl: error: {usage}", file=sys.stderr)
+            print(f"spurctl: error: {visible(usage)}", file=sys.stderr)
         return ExitStatus.ERROR
     _traceback(debug)
     print(
-        f"spurctl: internal error: {type(exc).__name__}: {exc} "
+        f"spurctl: internal error: {type(exc).__name__}: {visible(str(exc))} "
         "(rerun with --debug for a traceback and report it)",
         file=sys.stderr,
     )

@@ -20,7 +20,10 @@ def normalize_url(address: str, default_port: int = DEFAULT_CONTROLLER_PORT) -> 
         raise SpurctlError("empty controller address; use --controller http://HOST:6817")
     if "://" not in address:
         address = "http://" + address
-    parts = urlsplit(address)
+    try:
+        parts = urlsplit(address)
+    except ValueError:  # an unclosed `[`: "Invalid IPv6 URL"
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SpurctlError(
             f"bad controller address {address!r}; use http://HOST:PORT or https://HOST:PORT"

@@ -249,7 +249,8 @@ class _Nodes:
 
     def __init__(self, data: dict[str, Any], out: _Out) -> None:
         self.data, self.out = data, out
-        self.argv = [*shlex.split(data["ssh"]), "-o", "BatchMode=yes"]
+        # `--` ends ssh's options: a node's name is its destination, whatever it starts with.
+        self.argv = [*shlex.split(data["ssh"]), "-o", "BatchMode=yes", "--"]
         self.cap: int = data["cap"]
         self.scanner = memoryview(data["scanner"].encode())
         self.sel = selectors.DefaultSelector()
@@ -401,7 +402,7 @@ def _gateway(gateway: str, sub: dict[str, Any], data: dict[str, Any], out: _Out)
     naming it (never an empty answer)."""
     mine = set(plan_nodes(sub))
     limit = budget(sub, data["fanout"], data["timeout"])
-    argv = [*shlex.split(data["ssh"]), "-o", "BatchMode=yes", gateway, GATEWAY_PYTHON]
+    argv = [*shlex.split(data["ssh"]), "-o", "BatchMode=yes", "--", gateway, GATEWAY_PYTHON]
     why = "failed"
     stderr_box: list[bytes] = []
     try:

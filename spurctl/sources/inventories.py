@@ -156,10 +156,10 @@ def _other_document(text: str) -> str | None:
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
         doc = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth: not read
             return None
     if isinstance(doc, list):
         doc = doc[0] if doc else None

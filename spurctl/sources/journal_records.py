@@ -7,6 +7,8 @@ journal change under it takes the lock first (act.journal.journal_lock).
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +42,68 @@ def check_start(data: bytes, path: Path) -> None:
             f"journal {path} is not a spurctl journal (its first line is not a journal "
             "record), and spurctl appends only to its own: pass --journal PATH"
         )
+
+
+# As the kernel (Linux's MAXSYMLINKS): more links than this on one path is a loop.
+_MAX_LINKS = 40
+
+
+def check_path(path: Path) -> None:
+    """Refuse (SpurctlError), before anything is read or created, a journal path that
+    names no file (`/`, a directory) or reaches its file through a link spurctl cannot
+    trust: a link to nothing (the journal and its directories would be created where it
+    points), a link owned by someone other than root or the user running spurctl, or a
+    link to a directory such a someone owns (either could point it anywhere). The path
+    is followed as the kernel follows it, one component and one link at a time; the
+    first component that does not exist ends the walk (spurctl creates the rest)."""
+    if path.name in ("", ".", "..") or path.is_dir():
+        raise SpurctlError(
+            f"journal {path} is a directory, not a regular file; pass --journal FILE "
+            "(e.g. /var/lib/spurctl/journal.jsonl)"
+        )
+    trusted = {0, os.geteuid()}
+    here = Path(path.anchor) if path.is_absolute() else Path.cwd()
+    todo = list(path.parts[1:] if path.is_absolute() else path.parts)
+    links = 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            here = here.parent
+            continue
+        step = here / part
+        try:
+            st = step.lstat()
+        except OSError:
+            return  # missing: spurctl creates the rest; unreadable: opening it says why
+        if not stat.S_ISLNK(st.st_mode):
+            here = step
+            continue
+        links += 1
+        target = os.readlink(step)
+        if links > _MAX_LINKS:
+            raise SpurctlError(f"journal {path}: too many links on the way; pass --journal PATH")
+        if st.st_uid not in trusted:
+            raise _untrusted(path, f"{step} is a link owned by uid {st.st_uid}")
+        if not step.exists():
+            raise SpurctlError(
+                f"journal {path}: {step} is a link to {target}, which does not exist; spurctl "
+                "does not create files where a link points: pass --journal PATH"
+            )
+        owner = step.stat().st_uid
+        if todo and owner not in trusted:
+            raise _untrusted(path, f"{step} is a link to {target}, a directory of uid {owner}")
+        led = Path(target)
+        if led.is_absolute():
+            here, todo = Path(led.anchor), [*led.parts[1:], *todo]
+        else:
+            todo = [*led.parts, *todo]
+
+
+def _untrusted(path: Path, why: str) -> SpurctlError:
+    return SpurctlError(
+        f"journal {path}: {why}, not root's or this user's, so where the journal lands is "
+        "not this user's to say; pass --journal PATH"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import parse_scope
 from spurctl.model import MAX_JOB_ID, PLAN_SCHEMA, Action, PlanDocument
 from spurctl.sources import bounded
+from spurctl.sources.nesting import too_deep
 
 _SAVE_ONE = "save a fresh one with `spurctl reclaim --dry-run -o FILE`"
 
@@ -28,6 +29,9 @@ def load_plan(path: Path) -> PlanDocument:
             f"cannot read plan {path}: {exc.strerror or exc}; give the file "
             "`spurctl reclaim --dry-run -o FILE` wrote"
         ) from exc
+    deep = too_deep(raw)
+    if deep is not None:
+        raise DocumentError(f"{path} is not a {PLAN_SCHEMA} document ({deep}); {_SAVE_ONE}")
     try:
         plan = msgspec.json.decode(raw, type=PlanDocument)
     except msgspec.ValidationError as exc:

@@ -10,6 +10,7 @@ from typing import Any
 
 from spurctl.errors import DocumentError
 from spurctl.model import parse_time
+from spurctl.sources.nesting import too_deep
 
 REPAIR_PLAN_SCHEMA = "spurctl.repair-plan/v1"
 # A plan names a few nodes; one larger than this is not one.
@@ -51,6 +52,9 @@ def load_repair_plan(path: Path) -> SavedRepairPlan:
         ) from exc
     if len(raw) > PLAN_LIMIT:
         raise _fail(path, f"larger than {PLAN_LIMIT} bytes")
+    deep = too_deep(raw)
+    if deep is not None:
+        raise _fail(path, deep)
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -20,6 +20,7 @@ from spurctl.errors import SpurctlError, register_secret
 from spurctl.errors import warn as _warn
 from spurctl.sources import bounded
 from spurctl.sources.controller_url import DEFAULT_CONTROLLER_PORT, normalize_url
+from spurctl.sources.nesting import too_deep
 
 if TYPE_CHECKING:
     from spurctl.sources.cluster_binding import Binding
@@ -80,9 +81,11 @@ def load_conf(path: Path | None, warn: Callable[[str], None] | None = None) -> S
         ) from None
     try:
         doc = tomllib.loads(raw.decode("utf-8", errors="replace"))
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        # tomllib parses nested arrays and tables by recursion: deep enough, it gives up.
+        why = "nested too deep to read" if isinstance(exc, RecursionError) else exc
         raise SpurctlError(
-            f"{path} is not valid TOML ({exc}); fix the file or pass --conf"
+            f"{path} is not valid TOML ({why}); fix the file or pass --conf"
         ) from None
 
     def section(name: str) -> dict[str, Any]:
@@ -261,6 +264,11 @@ def read_agent_map(path: Path) -> tuple[dict[str, str], Binding]:
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
         raise SpurctlError(f"cannot read --agent-map {path}: {why}") from None
+    deep = too_deep(text)
+    if deep is not None:
+        raise SpurctlError(
+            f'--agent-map {path} is {deep}; write an object like {{"gpu017": "10.0.3.17:6818"}}'
+        )
     doc: Any
     try:
         doc = json.loads(text)

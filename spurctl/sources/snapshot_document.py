@@ -29,6 +29,7 @@ from spurctl.sources.documents import (
     time_field,
     u32_field,
 )
+from spurctl.sources.nesting import too_deep
 
 
 def snapshot_to_dict(view: ControllerView, watermark: Watermark) -> dict[str, Any]:
@@ -125,9 +126,17 @@ def snapshot_from_dict(d: Any, *, where: str) -> tuple[ControllerView, Watermark
 
 def read_snapshot(path: Path) -> tuple[ControllerView, Watermark]:
     try:
-        doc = json.loads(redact(bounded.read_text(path, bounded.SNAPSHOT, f"--snapshot {path}")))
+        text = redact(bounded.read_text(path, bounded.SNAPSHOT, f"--snapshot {path}"))
     except OSError as exc:
         raise DocumentError(f"cannot read snapshot {path}: {exc.strerror}") from None
+    deep = too_deep(text)
+    if deep is not None:
+        raise DocumentError(
+            f"{path}: not a {SNAPSHOT_SCHEMA} document ({deep}); "
+            "save a fresh one with `spurctl snapshot -o FILE`"
+        )
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); "

@@ -118,7 +118,7 @@ def _load_topology(path: Path) -> Any:
         raise SpurctlError(f"{where}: cannot read it ({why})") from None
     root = root_name()
     try:
-        return _Parsed(text, str(path)).tree(root)
+        tree = _Parsed(text, str(path)).tree(root)
     except TopologyError as exc:
         if "not a valid root" in str(exc):
             raise SpurctlError(
@@ -129,6 +129,30 @@ def _load_topology(path: Path) -> Any:
     except Exception as exc:  # configparser's errors, a malformed node set
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpurctlError(f"{where}: not a ClusterShell topology file ({first})") from None
+    _check_gateways(tree, where)
+    return tree
+
+
+def _check_gateways(tree: Any, where: str) -> None:
+    """Refuse a gateway whose name could reach ssh as anything but a host: one starting
+    with `-` would be read as an option (`-oProxyCommand=...` runs a command here), and
+    one with characters a shell interprets is no host name. The relays also end ssh's
+    options with `--`, so a name that got past this would still be a destination."""
+    from spurctl.hostlist import is_node_name
+
+    for group in tree:
+        if not group.children_len() or group is tree.root:
+            continue  # this host, or the nodes a route ends at (scope names, checked)
+        for name in group.nodeset:
+            if not is_node_name(name):
+                what = (
+                    "starts with '-', which ssh would read as an option"
+                    if name.startswith("-")
+                    else "is not a host name (only letters, digits, '.', '_' and '-')"
+                )
+                raise SpurctlError(
+                    f"{where}: gateway {name!r} {what}; name each gateway by its host name"
+                )
 
 
 def _last_line(lines: list[bytes]) -> str:

@@ -131,13 +131,24 @@ def config_path(environ: dict[str, str] | None = None) -> Path:
     return root / "spurctl" / "config.toml"
 
 
+# A part of a dotted TOML key: bare, or quoted either way.
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
+
+
 def _line_of(text: str, key: str) -> int | None:
-    """The line (1-based) where `key` is set, for an error message."""
-    pattern = re.compile(rf"^\s*(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*=")
+    """The line (1-based) where `key` is set (alone, or as the last part of a dotted key:
+    `contexts.a.collect = true`), or where table `key` opens, for an error message."""
+    quoted = rf"""(?:{re.escape(key)}|"{re.escape(key)}"|'{re.escape(key)}')"""
+    pattern = re.compile(rf"^\s*(?:{_KEY_PART}\s*\.\s*)*{quoted}\s*=")
     for number, line in enumerate(text.splitlines(), 1):
         if pattern.match(line) or line.strip() in (f"[{key}]", f"[[{key}]]"):
             return number
     return None
+
+
+def _at(path: Path, line: int | None) -> str:
+    """Where an error is: `PATH:LINE`, or the file alone when no line can be named."""
+    return f"{path}:{line}" if line else str(path)
 
 
 _FIX = "fix it or move it aside"
@@ -149,6 +160,8 @@ def parse(text: str, path: Path) -> UserConfig:
     naming the file and the line."""
     try:
         doc = tomllib.loads(text)
+    except RecursionError:  # tomllib parses nested arrays and tables by recursion
+        raise SpurctlError(f"{path}: not valid TOML (nested too deep to read); {_FIX}") from None
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message ends "(at line N, column M)": lead with the place.
         message = str(exc)
@@ -164,8 +177,7 @@ def parse(text: str, path: Path) -> UserConfig:
         unknown = re.match(r"Object contains unknown field `([^`]*)`", message)
         if unknown:
             key = unknown[1]
-            line = _line_of(text, key)
-            where = f"{path}:{line}" if line else str(path)
+            where = _at(path, _line_of(text, key))
             in_table = " - at `$.contexts" in message
             allowed = CONTEXT_KEYS if in_table else KEYS
             what = "a context's keys are" if in_table else "the keys are"
@@ -174,31 +186,30 @@ def parse(text: str, path: Path) -> UserConfig:
             ) from None
         at = re.search(r"- at `\$\.([A-Za-z_]+)", message)
         key = at[1] if at else None
-        line = _line_of(text, key) if key else None
-        where = f"{path}:{line}" if line else str(path)
+        where = _at(path, _line_of(text, key) if key else None)
         what = message.split(" - at ")[0]
         raise SpurctlError(f"{where}: {key or 'value'}: {what} ({_FIX})") from None
     for keys in (file, *(file.contexts or {}).values()):
         if keys.inventory is not None and keys.collect:
-            line = _line_of(text, "collect")
+            where = _at(path, _line_of(text, "collect"))
             raise SpurctlError(
-                f"{path}:{line}: set inventory or collect = true, not both: they are two "
+                f"{where}: set inventory or collect = true, not both: they are two "
                 f"sources of the same holdings ({_FIX})"
             )
     from spurctl.sources.cluster_binding import cluster_name
 
     for name, keys in [(None, file), *(file.contexts or {}).items()]:
         table = f"contexts.{name}" if name is not None else None
-        where = f"{path}:{_line_of(text, table) if table else _line_of(text, 'cluster')}"
+        where = _at(path, _line_of(text, table) if table else _line_of(text, "cluster"))
         if name is not None:
             _check_name(name, where)
         if keys.cluster is not None:
             cluster_name(keys.cluster, where)
     contexts = tuple(file.contexts or {})
     if file.current_context is not None and file.current_context not in contexts:
-        line = _line_of(text, "current_context")
+        where = _at(path, _line_of(text, "current_context"))
         raise SpurctlError(
-            f"{path}:{line}: current_context {file.current_context!r} is not one of its "
+            f"{where}: current_context {file.current_context!r} is not one of its "
             f"contexts ({_known(contexts)}); {_FIX}"
         )
     return UserConfig(path, file, None, contexts)

@@ -46,7 +46,6 @@ from spurctl.decide.repair import (
     narrowed_to_saved,
     rejoin_refusal,
     repair_progress,
-    saved_plan_refusal,
     unchecked_rejoin,
 )
 from spurctl.defaults import (
@@ -268,12 +267,14 @@ def _inventory_of(name: str, inventories: Mapping[str, Inventory]) -> Inventory 
 
 
 def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now: datetime) -> None:
-    """The fresh plan narrowed to the saved targets (decide/repair.narrowed_to_saved); a
-    plan too old, or from another controller, is refused whole."""
-    age = (now - saved.taken_at).total_seconds()
-    refused = saved_plan_refusal(age, max_age_s, saved.controller, plan.controller)
-    if refused is not None:
-        raise SpurctlError(refused)
+    """The fresh plan narrowed to the saved targets; one whose charge is no longer the
+    saved one is refused. A plan too old, dated ahead of this host's clock, or from
+    another controller is refused whole, as reclaim's is (decide.saved_plan.check_view)."""
+    from spurctl.decide.saved_plan import check_view
+    from spurctl.model import NextStep
+
+    remake = NextStep.spurctl("repair", "--node", saved.nodes, "--dry-run", "-o", "FILE")
+    check_view(saved.taken_at, saved.controller, plan.controller, max_age_s, now, remake)
     plan.targets, plan.refusals, plan.uncharged = narrowed_to_saved(
         plan.targets, plan.refusals, plan.uncharged, saved.targets
     )

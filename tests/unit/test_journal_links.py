@@ -164,3 +164,69 @@ def test_a_device_is_not_a_journal(tmp_path: Path) -> None:
     with pytest.raises(SpurctlError) as err:
         Journal(link)
     one_line(err, "not a regular file")
+
+
+# -- the path's directories (issue 48.6): no file is created where a link points -------
+
+NOBODY = 65534
+
+
+def test_a_parent_directory_that_is_a_link_to_nothing_is_refused_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "state").symlink_to(tmp_path / "elsewhere" / "cron.d")
+    journal = tmp_path / "state" / "spurctl" / "journal.jsonl"
+    for opening in (lambda: Journal(journal), lambda: journal_lock(journal).__enter__()):
+        with pytest.raises(SpurctlError) as err:
+            opening()
+        one_line(err, str(tmp_path / "state"), "a link to", "does not exist", "--journal")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory to another user")
+def test_a_parent_link_to_a_directory_another_user_owns_is_refused(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    (tmp_path / "state").symlink_to(theirs)
+    journal = tmp_path / "state" / "journal.jsonl"
+    with pytest.raises(SpurctlError) as err:
+        Journal(journal)
+    one_line(err, str(tmp_path / "state"), f"a directory of uid {NOBODY}", "--journal")
+    assert list(theirs.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a link to another user")
+def test_a_parent_link_another_user_owns_is_refused_even_to_a_directory_of_mine(
+    tmp_path: Path,
+) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    link = tmp_path / "state"
+    link.symlink_to(mine)
+    os.lchown(link, NOBODY, NOBODY)
+    with pytest.raises(SpurctlError) as err:
+        Journal(link / "journal.jsonl")
+    one_line(err, str(link), f"a link owned by uid {NOBODY}")
+    assert list(mine.iterdir()) == []
+
+
+def test_links_of_my_own_along_the_path_are_followed(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "state").symlink_to("real")  # relative, as `ln -s real state` makes it
+    (tmp_path / "real" / "up").symlink_to("..")
+    journal = tmp_path / "state" / "up" / "real" / "journal.jsonl"
+    with Journal(journal) as j:
+        j.intent("gpu017", 1, "terminal-held")
+    assert (tmp_path / "real" / "journal.jsonl").is_file()
+
+
+@pytest.mark.parametrize("where", ["/", "dir", "."])
+def test_a_directory_is_no_journal(
+    tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(SpurctlError) as err:
+        Journal(Path(where))
+    one_line(err, "is a directory, not a regular file", "--journal FILE")
