@@ -236,6 +236,7 @@ def _coverage_notes(
     from spurctl.decide.reasons import plural
     from spurctl.hostlist import fold
 
+    findings = list(findings)
     missing = [f.node for f in findings if f.kind is Kind.NOT_INVENTORIED]
     known = [n for n in missing if n in view.nodes]
     unknown = [n for n in missing if n not in view.nodes]
@@ -256,6 +257,19 @@ def _coverage_notes(
             f"{plural(len(unknown), 'node')} in scope {_are(unknown)} unknown to the controller "
             f"and {_have(unknown)} no "
             f"inventory: {fold(unknown)} (check the --nodes hostlist)."
+        )
+    from spurctl.hostlist import loose_key
+
+    keys = {loose_key(n) for n in view.nodes}
+    failed = [
+        f.node
+        for f in findings
+        if f.kind is Kind.AGENT_UNREACHABLE and loose_key(f.node) not in keys
+    ]
+    if failed:
+        notes.append(
+            f"{plural(len(failed), 'node')} in scope {_are(failed)} unknown to the controller "
+            f"and could not be inventoried: {fold(failed)} (check the --nodes hostlist)."
         )
     return notes
 
