@@ -347,9 +347,9 @@ def run_audit(
 
         inputs = replace(inputs, excluded=left_out)
     if cancelled is None and journal is not None:
-        from spurctl.sources.journal_records import cancels_sent
+        from spurctl.sources.journal_records import cancels_sent, cluster_of
 
-        cancelled = cancels_sent(journal)
+        cancelled = cancels_sent(journal, cluster=cluster_of(conn))
     if cancelled is not None:
         from dataclasses import replace
 
@@ -385,9 +385,9 @@ def _node_admin(journal: Path, inputs: AuditInputs, conn: Connection | None) -> 
     if not journal.is_file():
         return NodeAdminMetrics()  # nothing recorded: what admin_metrics makes of no records
     from spurctl.decide.drains import admin_metrics
-    from spurctl.sources.journal_records import records
+    from spurctl.sources.journal_records import run_records
 
-    found = records(journal, warn=lambda _: None)  # said once
+    found = run_records(journal, conn, warn=lambda _: None)  # said once
     scope = inputs.scope
 
     def node(name: str) -> Node | None:

@@ -1,0 +1,97 @@
+"""One admin host, two clusters, one journal: each run reads only its own cluster's records.
+
+Two clusters with the same node names and job ids (`[contexts.prod]`, `[contexts.lab]`)
+share the default journal. Cancels journaled on one turned the other's reclaimable
+holdings into `leftover`s (issue 53.1): every record now names the cluster it was
+written for, and a run reads only its own cluster's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from spurctl.simcluster import SimCluster, incident
+from tests.cli import run_cli
+from tests.reclaim import PLANNED, RECLAIM_NODES, cancelled, journal_records
+
+
+@dataclass
+class Two:
+    prod: SimCluster
+    lab: SimCluster
+    home: Path
+    env: dict[str, str]
+
+    @property
+    def journal(self) -> Path:
+        return self.home / "state" / "spurctl" / "journal.jsonl"  # the default (tests/cli.py)
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[Two]:
+    with SimCluster(incident()) as prod, SimCluster(incident()) as lab:
+        tables = []
+        for name, sim in (("prod", prod), ("lab", lab)):
+            inventory = sim.write_inventories(tmp_path / f"{name}.jsonl")
+            agent_map = tmp_path / f"{name}-agents.json"
+            agent_map.write_text(json.dumps(sim.agent_map()))
+            tables.append(
+                f"[contexts.{name}]\ncontroller = {json.dumps(sim.controller_address)}\n"
+                f"agent_map = {json.dumps(str(agent_map))}\n"
+                f"inventory = {json.dumps(str(inventory))}\n"
+            )
+        config = tmp_path / "config.toml"
+        config.write_text("\n".join(tables))
+        yield Two(prod, lab, tmp_path / "home", {"SPURCTL_CONFIG": str(config)})
+
+
+def _plan(two: Two, context: str) -> set[tuple[str, int]]:
+    run = run_cli(
+        "--context", context, "reclaim", "--node", RECLAIM_NODES, "--dry-run", "--format", "json",
+        home=two.home, env=two.env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    return {(e["node"], e["job_id"]) for e in json.loads(run.stdout)["plan"]}
+
+
+def test_cancels_journaled_on_one_cluster_leave_the_other_clusters_plan_whole(two: Two) -> None:
+    sent = run_cli(
+        "--context", "prod", "reclaim", "--node", RECLAIM_NODES, "--yes",
+        home=two.home, env=two.env,
+    )  # fmt: skip
+    assert sent.returncode == 1, sent.stdout + sent.stderr  # sent, unconfirmed
+    assert set(cancelled(two.prod)) == PLANNED
+    # Every record names the cluster it was written for.
+    written = journal_records(two.journal)
+    assert written
+    assert {(r["cluster"], r["controller"]) for r in written} == {
+        ("prod", two.prod.controller_address)
+    }
+
+    # The lab's plan is whole: prod's cancels are not its own (it shrank to 7, the
+    # processless holdings read as leftovers of cancels sent to prod's agents).
+    assert _plan(two, "lab") == PLANNED
+    assert cancelled(two.lab) == []
+    # prod still remembers its own: its processless holdings are not cancelled again.
+    assert _plan(two, "prod") < PLANNED
+
+
+def test_records_that_name_no_cluster_still_count_for_every_cluster(two: Two) -> None:
+    # A journal written before records named a cluster: its cancels count wherever it
+    # is read (a leftover spares a holding; forgetting them would resend futile cancels).
+    sent = run_cli(
+        "--context", "prod", "reclaim", "--node", RECLAIM_NODES, "--yes",
+        home=two.home, env=two.env,
+    )  # fmt: skip
+    assert sent.returncode == 1, sent.stdout + sent.stderr
+    old = [
+        {k: v for k, v in r.items() if k not in ("cluster", "controller")}
+        for r in journal_records(two.journal)
+    ]
+    two.journal.write_text("".join(json.dumps(r) + "\n" for r in old))
+    assert _plan(two, "lab") == _plan(two, "prod") < PLANNED
