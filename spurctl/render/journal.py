@@ -151,8 +151,8 @@ def outcome_words(run: Run) -> list[tuple[str, str]]:
         if run.unconfirmed:
             sent += f" ({run.unconfirmed} unconfirmed)"
         words.append((sent, "yellow" if run.unconfirmed else "green"))
-    for word, count in run.done.items():  # drained, resumed, repaired, released, not finished
-        words.append((f"{count} {word}", "yellow" if word == "not finished" else "green"))
+    for word, count in run.done.items():  # drained, resumed, repaired, released, incomplete
+        words.append((f"{count} {word}", "yellow" if word == "incomplete" else "green"))
     if run.skipped:
         words.append((f"{run.skipped} skipped", "yellow"))
     if run.failed:

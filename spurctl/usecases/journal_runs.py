@@ -99,7 +99,7 @@ class Run:
     commands: list[str] = field(default_factory=list)
     clusters: list[str] = field(default_factory=list)
     # Of `sent`, what went through that was no agent cancel, by what it did: `drained`,
-    # `resumed`, `repaired`, `released`, and `not finished` (a repair whose last call went
+    # `resumed`, `repaired`, `released`, and `incomplete` (a repair whose last call went
     # through without its `done`).
     done: dict[str, int] = field(default_factory=dict)
 
@@ -279,7 +279,7 @@ def _done_word(action: str | None, outcome: Mapping[str, Any]) -> str | None:
     if action is None:
         return "released" if outcome.get("result") == "released" else None
     if action == "repair" and outcome.get("step") != "done":
-        return "not finished"
+        return "incomplete"  # this run stopped short of `done` (a later one may finish it)
     return _DONE_WORD.get(action, "done")
 
 
