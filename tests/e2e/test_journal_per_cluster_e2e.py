@@ -80,15 +80,8 @@ def test_cancels_journaled_on_one_cluster_leave_the_other_clusters_plan_whole(tw
     # prod still remembers its own: its processless holdings are not cancelled again.
     assert _plan(two, "prod") < PLANNED
 
-
-def test_records_that_name_no_cluster_still_count_for_every_cluster(two: Two) -> None:
-    # A journal written before records named a cluster: its cancels count wherever it
-    # is read (a leftover spares a holding; forgetting them would resend futile cancels).
-    sent = run_cli(
-        "--context", "prod", "reclaim", "--node", RECLAIM_NODES, "--yes",
-        home=two.home, env=two.env,
-    )  # fmt: skip
-    assert sent.returncode == 1, sent.stdout + sent.stderr
+    # A journal written before records named a cluster: its cancels count wherever it is
+    # read (a leftover spares a holding; forgetting them would resend futile cancels).
     old = [
         {k: v for k, v in r.items() if k not in ("cluster", "controller")}
         for r in journal_records(two.journal)
