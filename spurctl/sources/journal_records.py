@@ -6,7 +6,7 @@ journal change under it takes the lock first (act.journal.journal_lock).
 A journal is one admin host's, and may hold several clusters' runs: two clusters with
 the same node names and job ids (`[contexts.prod]`, `[contexts.lab]`) share the default
 journal. Every record says the cluster it was written for (`controller`, `cluster`:
-ClusterOf), and a run reads only its own cluster's (`records(..., cluster=)`, the one
+cluster_of), and a run reads only its own cluster's (`records(..., cluster=)`, the one
 place the records of a run are read): another cluster's cancels must not turn this
 cluster's reclaimable holdings into leftovers, nor its drains count as spurctl's here
 (issue 53.1). A record naming no cluster (written before records said one) counts for
