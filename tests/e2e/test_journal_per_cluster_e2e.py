@@ -13,8 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import pytest
 
+from spurctl.proto import slurm_pb2 as pb
+from spurctl.proto import slurm_pb2_grpc as rpc
 from spurctl.simcluster import SimCluster, incident
 from tests.cli import run_cli
 from tests.reclaim import PLANNED, RECLAIM_NODES, cancelled, journal_records
@@ -88,3 +91,44 @@ def test_cancels_journaled_on_one_cluster_leave_the_other_clusters_plan_whole(tw
     ]
     two.journal.write_text("".join(json.dumps(r) + "\n" for r in old))
     assert _plan(two, "lab") == _plan(two, "prod") < PLANNED
+
+
+def test_a_drain_journaled_on_one_cluster_is_not_spurctls_on_the_other(two: Two) -> None:
+    # prod's spurctl drains gpu001 (a node its drain may take); the lab's gpu001 carries
+    # the very same reason, set by someone else (another admin host's spurctl, or a copy).
+    # Read with prod's records, the lab's resume took it for its own and lifted it.
+    reason = "spurctl: phantom allocation 64 CPUs"
+    for sim in (two.prod, two.lab):
+        channel = grpc.insecure_channel(sim.controller_address.removeprefix("http://"))
+        with channel:
+            rpc.SlurmControllerStub(channel).UpdateNode(
+                pb.UpdateNodeRequest(name="gpu001", state=pb.NODE_DRAIN, reason=reason),
+                timeout=5,
+            )
+    # What prod's drain journaled (act/node_admin.py: an intent, then its outcome).
+    record = {
+        "schema": "spurctl.journal/v1", "run": "20261205T080000-abcdef",
+        "at": "2026-12-05T08:00:00Z", "operator": "ops", "cluster": "prod",
+        "controller": two.prod.controller_address, "node": "gpu001", "job_id": 0,
+        "kind": "phantom-alloc", "action": "drain", "step": "drain",
+    }  # fmt: skip
+    two.journal.parent.mkdir(parents=True)
+    two.journal.write_text(
+        json.dumps({**record, "event": "intent", "reason": reason}) + "\n"
+        + json.dumps({**record, "event": "outcome", "result": "sent", "confirmed": True,
+                      "detail": f"drained: {reason}"}) + "\n"
+    )  # fmt: skip
+    two.journal.chmod(0o600)
+
+    mine = run_cli(
+        "--context", "prod", "resume", "--node", "gpu001", "--dry-run", home=two.home, env=two.env
+    )
+    theirs = run_cli(
+        "--context", "lab", "resume", "--node", "gpu001", "--dry-run", home=two.home, env=two.env
+    )
+    assert f"gpu001  UpdateNode(state=IDLE): lifts {reason!r}" in mine.stdout, (
+        mine.stdout + mine.stderr
+    )
+    assert "spurctl never journaled setting on gpu001" in theirs.stdout, (
+        theirs.stdout + theirs.stderr
+    )
