@@ -23,7 +23,10 @@ EPILOG = (
 
 FileOpt = Annotated[
     Path | None,
-    opt.journal_option("Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim)."),
+    opt.journal_option(
+        "Journal file (default the config file's journal, else "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim)."
+    ),
 ]
 LastOpt = Annotated[
     int, number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs.")
