@@ -236,6 +236,7 @@ def _coverage_notes(
     from spurctl.decide.reasons import plural
     from spurctl.hostlist import fold
 
+    findings = list(findings)
     missing = [f.node for f in findings if f.kind is Kind.NOT_INVENTORIED]
     known = [n for n in missing if n in view.nodes]
     unknown = [n for n in missing if n not in view.nodes]
@@ -256,6 +257,19 @@ def _coverage_notes(
             f"{plural(len(unknown), 'node')} in scope {_are(unknown)} unknown to the controller "
             f"and {_have(unknown)} no "
             f"inventory: {fold(unknown)} (check the --nodes hostlist)."
+        )
+    from spurctl.hostlist import loose_key
+
+    keys = {loose_key(n) for n in view.nodes}
+    failed = [
+        f.node
+        for f in findings
+        if f.kind is Kind.AGENT_UNREACHABLE and loose_key(f.node) not in keys
+    ]
+    if failed:
+        notes.append(
+            f"{plural(len(failed), 'node')} in scope {_are(failed)} unknown to the controller "
+            f"and could not be inventoried: {fold(failed)} (check the --nodes hostlist)."
         )
     return notes
 
@@ -333,9 +347,9 @@ def run_audit(
 
         inputs = replace(inputs, excluded=left_out)
     if cancelled is None and journal is not None:
-        from spurctl.sources.journal_records import cancels_sent
+        from spurctl.sources.journal_records import cancels_sent, cluster_of
 
-        cancelled = cancels_sent(journal)
+        cancelled = cancels_sent(journal, cluster=cluster_of(conn))
     if cancelled is not None:
         from dataclasses import replace
 
@@ -371,9 +385,9 @@ def _node_admin(journal: Path, inputs: AuditInputs, conn: Connection | None) -> 
     if not journal.is_file():
         return NodeAdminMetrics()  # nothing recorded: what admin_metrics makes of no records
     from spurctl.decide.drains import admin_metrics
-    from spurctl.sources.journal_records import records
+    from spurctl.sources.journal_records import run_records
 
-    found = records(journal, warn=lambda _: None)  # said once
+    found = run_records(journal, conn, warn=lambda _: None)  # said once
     scope = inputs.scope
 
     def node(name: str) -> Node | None:

@@ -120,12 +120,15 @@ def _spur_conf(sim: SimCluster) -> str:
     )
 
 
-def _config_toml(command: str, agent_map: Path) -> str:
-    # A JSON string is a TOML basic string: the same quotes and escapes.
+def _config_toml(command: str, agent_map: Path, journal: Path) -> str:
+    # A JSON string is a TOML basic string: the same quotes and escapes. The journal is
+    # the demo's own, removed with it: a command run without --journal must not leave
+    # the simulated cluster's runs in the operator's default journal (issue 53.2).
     return (
         "# spurctl's defaults for the simulated cluster of `spurctl demo` (SPURCTL_CONFIG).\n"
         f"collect_command = {json.dumps(command)}\n"
         f"agent_map = {json.dumps(str(agent_map))}\n"
+        f"journal = {json.dumps(str(journal))}\n"
     )
 
 
@@ -161,7 +164,8 @@ def demo_cluster(
             inventory = directory / "inventories.jsonl"
             command = node_line.command(inventory)
             config = directory / "config.toml"
-            config.write_text(_config_toml(command, agent_map))
+            journal = directory / "journal.jsonl"
+            config.write_text(_config_toml(command, agent_map, journal))
             cluster = DemoCluster(
                 sim=sim,
                 directory=directory,
@@ -169,7 +173,7 @@ def demo_cluster(
                 agent_map=agent_map,
                 key_file=key_file,
                 conf=conf,
-                journal=directory / "journal.jsonl",
+                journal=journal,
                 # `ssh NODE spurctl node-inventory` without an sshd: the node's line of
                 # the served inventory file.
                 node_command=command,
@@ -554,7 +558,8 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         f"  agent map: {cluster.agent_map}",
         f"  key file:  {cluster.key_file} (mode 0600)",
         f"  spur.conf: {cluster.conf}",
-        f"  config:    {cluster.config} (the collect command and the agent map)",
+        f"  journal:   {cluster.journal}",
+        f"  config:    {cluster.config} (the collect command, the agent map and the journal)",
         "",
         "In another shell:",
         f"  export SPUR_CONTROLLER_ADDR={cluster.sim.controller_address}",
@@ -578,9 +583,8 @@ def _banner(cluster: DemoCluster, scenario: str, heartbeat: float) -> list[str]:
         lines += [
             f"  spurctl explain gpu003 4711 --inventory {inv}",
             f"  spurctl reclaim --node gpu003 --inventory {inv} --dry-run",
-            f"  spurctl reclaim --node gpu003 --inventory {inv} --journal {cluster.journal}"
-            "   # asks before it sends",
-            f"  spurctl journal --journal {cluster.journal}",
+            f"  spurctl reclaim --node gpu003 --inventory {inv}   # asks before it sends",
+            "  spurctl journal",
             f"  spurctl snapshot -o {d / 'snapshot.json'}",
         ]
     lines += [

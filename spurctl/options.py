@@ -656,6 +656,7 @@ HistoryJournalOpt = Annotated[
     journal_option(
         "Reclaim's journal, read for the agent cancels already sent: a holding with no "
         "process gets one at most, then it is a leftover (default "
+        "the config file's journal, else "
         "$XDG_STATE_HOME/spurctl/journal.jsonl)."
     ),
 ]

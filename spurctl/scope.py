@@ -5,9 +5,10 @@ down; nothing below re-parses a hostlist the operator gave. The rules, the same
 everywhere:
 
 - `-w` may be repeated: the nodes are the union (`-w a -w b` is `-w a,b`), as in clush.
-- `@group` (or `@source:group`) is resolved through ClusterShell's own group
-  configuration (groups.conf, read when the scope is parsed); a group that names no
-  node is an error, never "every node".
+- `@group` (or `@source:group`) is resolved through the operator's ClusterShell group
+  configuration (groups.conf, read when the scope is parsed; never the example files
+  ClusterShell installs with itself); a group that names no node, or one no
+  configuration defines, is an error, never "every node" nor an example's nodes.
 - `-x` (also repeatable) is applied once, with the audit's loose name match: case and
   domain aside, so `-x gpu021` also leaves out the inventory of `gpu021.cluster.local`.
 - A scope that comes out empty is a usage error naming the option that emptied it.
@@ -15,7 +16,9 @@ everywhere:
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -32,16 +35,51 @@ def _top_parts(text: str) -> list[str]:
     return [p.strip() for p in split_top_level(text)]
 
 
-def _group_nodes(group: str, option: str) -> frozenset[str]:
-    """The nodes of one `@group`, through ClusterShell's groups.conf as it is now."""
+def group_config_paths() -> list[str]:
+    """The groups.conf files an operator's `@group` is read from: the system's
+    (/etc/clustershell), the user's ($XDG_CONFIG_HOME/clustershell), the directory
+    $CLUSTERSHELL_CFGDIR names, and spurctl's own (groups.conf beside config.toml), in
+    ClusterShell's order of precedence. Never the files ClusterShell installs with
+    itself (under the Python prefix, or ~/.local/etc for a pip --user install): those
+    are its examples (`@gpu` is example[156-159]), no cluster's groups."""
     from ClusterShell.Defaults import config_paths
-    from ClusterShell.NodeSet import ILLEGAL_GROUP_CHARS, NodeSet, NodeSetError
-    from ClusterShell.NodeUtils import GroupResolverConfig, GroupResolverError
 
-    # A resolver of its own: ClusterShell's default one read its paths at import time.
-    resolver = GroupResolverConfig(config_paths("groups.conf"), ILLEGAL_GROUP_CHARS)
+    from spurctl.sources.user_config import config_path
+
+    shipped = {
+        os.path.normpath(os.path.join(root, "etc", "clustershell"))
+        for root in (sys.prefix, sys.base_prefix, os.path.expanduser("~/.local"))
+    }
+    paths = [p for p in config_paths("groups.conf") if os.path.dirname(p) not in shipped]
+    return [*paths, str(config_path().parent / "groups.conf")]
+
+
+def _group_nodes(group: str, option: str) -> frozenset[str]:
+    """The nodes of one `@group`, through the operator's groups.conf as it is now."""
+    from ClusterShell.NodeSet import ILLEGAL_GROUP_CHARS, NodeSet, NodeSetError
+    from ClusterShell.NodeUtils import (
+        GroupResolverConfig,
+        GroupResolverError,
+        GroupResolverSourceError,
+    )
+
+    # A resolver of its own: ClusterShell's default one read its paths at import time,
+    # its examples included.
+    paths = group_config_paths()
+    resolver = GroupResolverConfig(paths, ILLEGAL_GROUP_CHARS)
     try:
         names = frozenset(NodeSet(group, resolver=resolver))
+    except GroupResolverSourceError:
+        if any(os.path.isfile(p) for p in paths):
+            raise SpurctlError(
+                f"{option} {group}: no group source of groups.conf defines it; check the "
+                "group's name (`nodeset -LL` lists the groups it knows)"
+            ) from None
+        raise SpurctlError(
+            f"{option} {group}: no groups are defined: spurctl reads groups from "
+            "/etc/clustershell/groups.conf, $XDG_CONFIG_HOME/clustershell/groups.conf or "
+            "groups.conf beside spurctl's config.toml; write one, or name the nodes"
+        ) from None
     except (NodeSetError, GroupResolverError) as exc:
         raise SpurctlError(
             f"{option} {group}: ClusterShell cannot resolve the group ({exc}); check "

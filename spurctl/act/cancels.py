@@ -37,6 +37,7 @@ from spurctl.model import Job, utcnow
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal
     from spurctl.sources.journal_records import Unresolved
+    from spurctl.sources.settings import Connection
 
 
 class JournalFailed(OSError):
@@ -352,7 +353,7 @@ def journal_stop(run: ReclaimRun, journal: Journal, *, cut_short: bool) -> None:
 
 
 @contextmanager
-def opened_journal(path: Path) -> Iterator[Journal]:
+def opened_journal(path: Path, conn: Connection | None = None) -> Iterator[Journal]:
     """The run's one Journal, closed at the end without letting a failed close hide why
     the run stopped.
 
@@ -361,7 +362,7 @@ def opened_journal(path: Path) -> Iterator[Journal]:
     """
     from spurctl.act.journal import Journal
 
-    journal = Journal(path)
+    journal = Journal(path, conn)
     try:
         yield journal
     finally:

@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spurctl.errors import SpurctlError, redact
 from spurctl.model import format_time, utcnow
@@ -51,11 +51,23 @@ from spurctl.sources.journal_records import (
     Unresolved,
     check_path,
     check_start,
+    cluster_of,
+    stamp,
     unresolved,
 )
 
+if TYPE_CHECKING:
+    from spurctl.sources.settings import Connection
+
 
 def default_path() -> Path:
+    """The journal when no --journal names one: the config file's `journal` (the context's,
+    sources/user_config.py), else $XDG_STATE_HOME/spurctl/journal.jsonl."""
+    from spurctl.sources import user_config
+
+    named = user_config.load().journal
+    if named is not None:
+        return named
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "spurctl" / "journal.jsonl"
 
@@ -232,9 +244,12 @@ class Journal:
     once would otherwise queue every send behind every other record's fsync.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, conn: Connection | None = None) -> None:
         self.path = path
         self.operator = operator_name()
+        # The cluster every record is written for, that of the run's connection
+        # (journal_records.cluster_of): a run reads back only its own cluster's records.
+        self.cluster = stamp(cluster_of(conn))
         self._lock = threading.Lock()  # orders writes
         self._sync_lock = threading.Lock()  # one fsync at a time
         self._written = 0  # records written and flushed to the OS
@@ -320,14 +335,15 @@ class Journal:
                 self._synced = covered
 
     def record_of(self, event: str, node: str, job_id: int, kind: str) -> dict[str, Any]:
-        """What every record of one entry opens with: this run, the event, when, who, and
-        the entry (node, job, kind)."""
+        """What every record of one entry opens with: this run, the event, when, who, the
+        cluster it was written for, and the entry (node, job, kind)."""
         return {
             "schema": SCHEMA,
             "run": self.run,
             "event": event,
             "at": format_time(utcnow().replace(microsecond=0)),
             "operator": self.operator,
+            **self.cluster,
             "node": node,
             "job_id": job_id,
             "kind": kind,

@@ -468,8 +468,9 @@ class RepairRun:
             self._note(t, "verify", "failed", why)
             self.results[t.node] = NodeResult(t.node, Status.FAILED, why)
             return None
+        # Its registration is `return`'s outcome: `done` says the end, not that again.
+        self._note(t, "done", "sent", f"repaired: no charge{said}", confirmed=True)
         detail = f"{t.node} registered again with no charge{said}"
-        self._note(t, "done", "sent", detail, confirmed=True)
         self.results[t.node] = NodeResult(t.node, Status.REPAIRED, detail)
         return None
 

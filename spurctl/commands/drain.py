@@ -30,6 +30,7 @@ JournalOpt = Annotated[
     Path | None,
     opt.journal_option(
         "Journal file, shared with reclaim and repair (default "
+        "the config file's journal, else "
         "$XDG_STATE_HOME/spurctl/journal.jsonl); also read for the cancels reclaim sent."
     ),
 ]

@@ -1,4 +1,5 @@
-"""spurctl journal: the runs reclaim and node-release journaled, newest first."""
+"""spurctl journal: the runs reclaim, repair, drain, resume and node-release journaled,
+newest first."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ EPILOG = (
 
 FileOpt = Annotated[
     Path | None,
-    opt.journal_option("Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim)."),
+    opt.journal_option(
+        "Journal file (default the config file's journal, else "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl, as reclaim)."
+    ),
 ]
 LastOpt = Annotated[
     int, number_option("--last", kind=int, low=1, metavar="N", help="Show the newest N runs.")
@@ -59,12 +63,14 @@ def command(
     as_json: opt.JsonOpt = False,
     scope: Scope = Scope(),
 ) -> int:
-    """The runs reclaim and node-release journaled, newest first.
+    """Every run spurctl journaled (reclaim, repair, drain, resume, node-release).
 
-    Per run: its operator, when it began, the nodes, and how many cancels were
-    sent (and of those, unconfirmed: no re-collect journaled the job gone),
-    skipped and failed, and every intent without an outcome (an interrupted
-    run: that cancel may or may not have gone out; check the node). A torn line
+    Per run: its operator, when it began, its cluster, the command (reclaim, repair,
+    drain, resume, node-release), the nodes, and what it did: cancels sent (and of
+    those, unconfirmed: no re-collect journaled the job gone), nodes drained,
+    resumed, repaired or released, what was skipped and failed, and every intent
+    without an outcome (an interrupted run: that call may or may not have gone out;
+    check the node). --run ID shows one run, one line per outcome. A torn line
     is reported on stderr and skipped. --node (and -x) keeps the runs that touched
     those nodes, each counted for them alone; --since TIME (ISO 8601, or 2h, 30m
     back from now) the runs with a record since then. Exit 0, also when nothing has been

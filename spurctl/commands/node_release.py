@@ -64,7 +64,8 @@ ProcRootOpt = Annotated[
 JournalOpt = Annotated[
     Path | None,
     opt.journal_option(
-        "Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl)."
+        "Journal file, shared with reclaim (default the config file's journal, else "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl)."
     ),
 ]
 

@@ -51,7 +51,11 @@ PlanOpt = Annotated[
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 JournalOpt = Annotated[
-    Path | None, opt.journal_option("Journal file (default $XDG_STATE_HOME/spurctl/journal.jsonl).")
+    Path | None,
+    opt.journal_option(
+        "Journal file (default the config file's journal, else "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl)."
+    ),
 ]
 SettleOpt = Annotated[
     float,

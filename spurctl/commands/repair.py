@@ -44,7 +44,8 @@ YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 JournalOpt = Annotated[
     Path | None,
     opt.journal_option(
-        "Journal file, shared with reclaim (default $XDG_STATE_HOME/spurctl/journal.jsonl); "
+        "Journal file, shared with reclaim (default the config file's journal, else "
+        "$XDG_STATE_HOME/spurctl/journal.jsonl); "
         "it keeps what a stopped repair must put back."
     ),
 ]

@@ -184,9 +184,11 @@ def classify(
             spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)
         if inv.error is not None:
-            findings.append(
-                node_finding(inv.node, Kind.AGENT_UNREACHABLE, unreachable(inv), age=age)
-            )
+            # A name the controller does not know, not even loosely, is said to be one: a
+            # typo in --nodes fails its collect too, and ssh's error alone hides why.
+            unknown = names.match(inv.node)[0] is None and inv.target_node is None
+            why = unreachable(inv, unknown=unknown)
+            findings.append(node_finding(inv.node, Kind.AGENT_UNREACHABLE, why, age=age))
             continue
         if age is not None:
             ages[inv.node] = age

@@ -27,7 +27,13 @@ from spurctl.model import (
 )
 
 
-def unreachable(inv: Inventory) -> str:
+def unreachable(inv: Inventory, *, unknown: bool = False) -> str:
+    """agent-unreachable; `unknown`: the controller does not know the node's name either."""
+    if unknown:
+        return (
+            f"{inv.node} is unknown to the controller (check the --nodes hostlist), and it "
+            f"could not be inventoried ({inv.error}); what it holds is unknown"
+        )
     return f"{inv.node} could not be inventoried ({inv.error}); what it holds is unknown"
 
 

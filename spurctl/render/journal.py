@@ -66,6 +66,8 @@ def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "run": run.run,
         "legacy": run.legacy,
+        "commands": run.commands,
+        "clusters": run.clusters,
         "operators": run.operators,
         "started_at": run.started_at,
         "ended_at": run.ended_at,
@@ -74,6 +76,7 @@ def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
         "sent": run.sent,
         "confirmed": run.confirmed,
         "unconfirmed": run.unconfirmed,
+        "done": run.done,
         "skipped": run.skipped,
         "failed": run.failed,
         "other": run.other,
@@ -85,6 +88,8 @@ def run_document(run: Run, *, records: bool = False) -> dict[str, Any]:
                 "node": u.node,
                 "job_id": u.job_id,
                 "kind": u.kind,
+                "command": u.command,
+                "step": u.step,
                 "at": u.at,
                 "closed_later": u.closed_later,
             }
@@ -141,11 +146,13 @@ def outcome_words(run: Run) -> list[tuple[str, str]]:
     """`9 sent (9 unconfirmed)`, `1 skipped`, `2 failed`, `7 not sent`, `1 without an
     outcome`, and `interrupted (SIGINT)` for a run a signal stopped: the ones that apply."""
     words: list[tuple[str, str]] = []
-    if run.sent:
-        sent = f"{run.sent} sent"
+    if run.cancels_sent:
+        sent = f"{run.cancels_sent} sent"
         if run.unconfirmed:
             sent += f" ({run.unconfirmed} unconfirmed)"
         words.append((sent, "yellow" if run.unconfirmed else "green"))
+    for word, count in run.done.items():  # drained, resumed, repaired, released, incomplete
+        words.append((f"{count} {word}", "yellow" if word == "incomplete" else "green"))
     if run.skipped:
         words.append((f"{run.skipped} skipped", "yellow"))
     if run.failed:
@@ -183,12 +190,11 @@ def _interrupted_lines(run: Run) -> list[Text]:
     lines = []
     for u in run.no_outcome:
         later = "; a later run closed it as unknown" if u.closed_later else ""
-        lines.append(
-            Text(
-                f"  job {u.job_id} on {u.node} ({u.kind}, intent {when(u.at)}): "
-                f"check the node{later}"
-            )
-        )
+        what = f"job {u.job_id} on {u.node}"
+        if u.command not in ("reclaim", "node-release"):  # a node administration's call
+            what = " ".join(filter(None, (u.command, u.step))) + f" of {u.node}"
+            what += f" for job {u.job_id}" if u.job_id else ""
+        lines.append(Text(f"  {what} ({u.kind}, intent {when(u.at)}): check the node{later}"))
     return lines
 
 
@@ -209,7 +215,16 @@ def _stopped_line(run: Run) -> Text:
     )
 
 
-_HEADINGS = ("run", "when", "operator", "nodes")
+_HEADINGS = ("run", "when", "operator", "cluster", "command", "nodes")
+
+
+def cluster_cell(run: Run) -> str:
+    """The clusters a run's records name (their name, else controller), `-` for none."""
+    return ", ".join(run.clusters) or "-"
+
+
+def command_cell(run: Run) -> str:
+    return ", ".join(run.commands) or "-"
 
 
 def print_runs(
@@ -252,13 +267,15 @@ def print_runs(
             Text(r.run),
             Text(when(r.started_at)),
             Text(", ".join(r.operators) or "?"),
+            Text(cluster_cell(r)),
+            Text(command_cell(r)),
             Text(fold(r.nodes)),
             outcomes_text(r),
         )
         for r in runs
     ]
     rows = [
-        Row([c.plain for c in row[:4]], row[4].plain, _run_style(r), ("bold",))
+        Row([c.plain for c in row[:6]], row[6].plain, _run_style(r), ("bold",))
         for row, r in zip(cells, runs, strict=True)
     ]
     table = Table(_HEADINGS, rows, "outcomes")
@@ -268,8 +285,11 @@ def print_runs(
         # Too narrow for every cell whole on one line: each run on lines of its own, its
         # hostlist whole on one of them (a hostlist folded across lines no longer
         # reads, greps or pastes), as audit stacks its findings.
-        for run_id, at, operators, nodes, outcomes in cells:
-            console.print(Text.assemble(run_id, "  ", at, "  ", operators), soft_wrap=True)
+        for run_id, at, operators, cluster, command, nodes, outcomes in cells:
+            console.print(
+                Text.assemble(run_id, "  ", at, "  ", operators, "  ", command), soft_wrap=True
+            )
+            console.print(Text.assemble("    cluster:   ", cluster), soft_wrap=True)
             console.print(Text.assemble("    nodes:     ", nodes), soft_wrap=True)
             console.print(Text.assemble("    outcomes:  ", outcomes))
     for r in runs:
@@ -318,23 +338,53 @@ def print_one(
     counts = ", ".join(word for word, _ in outcome_words(run))
     console.print(
         Text(
-            f"Run {run.run} by {', '.join(run.operators) or '?'}, {when(run.started_at)} to "
-            f"{when(run.ended_at)}, on {fold(run.nodes) or 'no node'}: {counts}"
+            f"Run {run.run} ({command_cell(run)}) by {', '.join(run.operators) or '?'}, "
+            f"{when(run.started_at)} to {when(run.ended_at)}, cluster {cluster_cell(run)}, "
+            f"on {fold(run.nodes) or 'no node'}: {counts}"
         )
     )
     rows = [
-        Row(
-            [when(str(rec.get("at", "")))]
-            + [str(rec.get(key, "")) for key in ("event", "node", "job_id", "kind", "result")],
-            str(rec.get("detail", "")),
-        )
-        for rec in run.records
+        Row([when(str(rec.get("at", ""))), *cells], str(rec.get("detail", "")))
+        for rec, cells in _outcome_rows(run.records)
     ]
-    console.print(Text(_plural(len(run.records), "record")))
-    console.print(Table(("at", "event", "node", "job", "kind", "result"), rows, "detail"))
+    console.print(
+        Text(f"{_plural(len(run.records), 'record')}, one line per outcome (its intent in it):")
+    )
+    console.print(Table(("at", "command", "step", "node", "job", "kind", "result"), rows, "detail"))
     if run.stopped_by is not None:
         console.print(_stopped_line(run))
     if run.no_outcome:
         console.print(_interrupted_head(run, named=False))
         for line in _interrupted_lines(run):
             console.print(line)
+
+
+def _outcome_rows(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[str]]]:
+    """One row per outcome, the intent it closes folded into it; an intent no outcome
+    closed, and a stop's `interrupted` record, get a row of their own. A row: the record
+    whose time and detail it shows, and its command, step, node, job (`-` for the node as
+    a whole), kind and result."""
+    from spurctl.usecases.journal_runs import command_of
+
+    def cells(rec: dict[str, Any], result: str) -> list[str]:
+        action = rec.get("action")
+        job = rec.get("job_id")
+        shown = "-" if action and job == 0 else str(job)
+        step = str(rec.get("step") or "-")
+        return [command_of(rec), step, str(rec.get("node")), shown, str(rec.get("kind")), result]
+
+    rows: list[tuple[dict[str, Any], list[str]]] = []
+    open_intents: dict[tuple[object, object, object], dict[str, Any]] = {}
+    for rec in records:
+        key = (rec.get("node"), rec.get("job_id"), rec.get("action"))
+        event = rec.get("event")
+        if event == "intent":
+            open_intents[key] = rec
+        elif event == "outcome":
+            open_intents.pop(key, None)
+            rows.append((rec, cells(rec, str(rec.get("result", "")))))
+        elif event == "interrupted":
+            rows.append((rec, cells(rec, f"interrupted ({rec.get('signal') or 'a signal'})")))
+    for rec in open_intents.values():
+        rows.append((rec, cells(rec, "no outcome")))
+    return sorted(rows, key=lambda row: str(row[0].get("at", "")))

@@ -2,6 +2,19 @@
 they sent (act/journal.py writes it). Reading never takes the journal's lock: a dry
 run or an audit must not wait for a running reclaim; a run that must not see the
 journal change under it takes the lock first (act.journal.journal_lock).
+
+A journal is one admin host's, and may hold several clusters' runs: two clusters with
+the same node names and job ids (`[contexts.prod]`, `[contexts.lab]`) share the default
+journal. Every record says the cluster it was written for (`controller`, `cluster`:
+cluster_of), and a run reads only its own cluster's (`records(..., cluster=)`, the one
+place the records of a run are read): another cluster's cancels must not turn this
+cluster's reclaimable holdings into leftovers, nor its drains count as spurctl's here
+(issue 53.1). A record naming no cluster (written before records said one) counts for
+every cluster, as it always did: of what it can do, counting an old cancel spares a
+holding (a leftover, never a wrong send); counting an old drain as spurctl's lifts
+only a node whose reason is exactly one spurctl journaled setting, and only once a
+fresh audit of it is clean; ignoring them would instead resend futile cancels and
+leave spurctl's own drains and unfinished repairs behind.
 """
 
 from __future__ import annotations
@@ -13,11 +26,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spurctl.errors import SpurctlError
 from spurctl.errors import warn as _warn
 from spurctl.model import MAX_JOB_ID, parse_time
+from spurctl.sources.cluster_binding import Binding
+
+if TYPE_CHECKING:
+    from spurctl.sources.settings import Connection
 
 SCHEMA = "spurctl.journal/v1"
 
@@ -25,6 +42,60 @@ SCHEMA = "spurctl.journal/v1"
 FIRST_LINE_LIMIT = 1 << 20
 # How every record spurctl writes begins: a first record cut short by a crash still does.
 _RECORD_START = b'{"schema": "' + SCHEMA.encode() + b'"'
+
+
+def cluster_of(conn: Connection | None) -> Binding | None:
+    """The cluster a run against `conn` journals and reads as its own: the controller
+    URLs it reads (normalised as --controller's; none for the built-in localhost
+    default, which names no cluster) and the cluster's name (spur.conf's cluster_name,
+    else the config file's). None without a connection (a snapshot audit): every record
+    counts."""
+    if conn is None:
+        return None
+    from spurctl.sources.settings import DEFAULT_CONTROLLER
+
+    controllers = () if conn.controllers == (DEFAULT_CONTROLLER,) else tuple(conn.controllers)
+    return Binding(controllers, conn.cluster)
+
+
+def run_records(
+    path: Path, conn: Connection | None, warn: Callable[[str], None] = _warn
+) -> list[dict[str, Any]]:
+    """The records a run against `conn` reads as its own (cluster_of), in the order
+    written; none when there is no journal. Never takes the lock."""
+    return _readable(path, warn, cluster_of(conn))
+
+
+def stamp(binding: Binding | None) -> dict[str, str]:
+    """The fields saying which cluster a record was written for (none when unknown)."""
+    if binding is None:
+        return {}
+    out = {}
+    if binding.cluster is not None:
+        out["cluster"] = binding.cluster
+    if binding.controllers:
+        out["controller"] = ",".join(binding.controllers)
+    return out
+
+
+def recorded_cluster(rec: dict[str, Any]) -> Binding:
+    """The cluster a record says it was written for (empty: a record that says none)."""
+    controller, cluster = rec.get("controller"), rec.get("cluster")
+    urls = tuple(u for u in controller.split(",") if u) if isinstance(controller, str) else ()
+    return Binding(urls, cluster if isinstance(cluster, str) and cluster else None)
+
+
+def belongs(rec: dict[str, Any], cluster: Binding | None) -> bool:
+    """Whether `rec` is a record of `cluster`'s runs: everything both name agrees (the
+    cluster's name, and at least one controller URL, compared as written: a controller
+    reached under another name reads as another cluster, which only forgets). A record
+    naming no cluster, or a reader that knows none, counts."""
+    if cluster is None:
+        return True
+    theirs = recorded_cluster(rec)
+    names = theirs.cluster is None or cluster.cluster is None or theirs.cluster == cluster.cluster
+    urls = not theirs.controllers or not cluster.controllers
+    return names and (urls or bool(set(theirs.controllers) & set(cluster.controllers)))
 
 
 def check_start(data: bytes, path: Path) -> None:
@@ -118,7 +189,9 @@ class Unresolved:
     run: str | None = None
 
 
-def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolved]:
+def unresolved(
+    path: Path, warn: Callable[[str], None] = _warn, cluster: Binding | None = None
+) -> list[Unresolved]:
     """Intents with no outcome after them (an interrupted or crashed reclaim).
 
     Never takes the lock (a dry run must not wait for a running reclaim). A line
@@ -126,17 +199,20 @@ def unresolved(path: Path, warn: Callable[[str], None] = _warn) -> list[Unresolv
     no job id can be, not JSON) is reported through `warn` with its line number
     and skipped.
     """
-    return open_intents(_readable(path, warn))
+    return open_intents(_readable(path, warn, cluster))
 
 
-def _readable(path: Path, warn: Callable[[str], None]) -> list[dict[str, Any]]:
-    """The journal's records, or none when there is no journal. Never takes the lock."""
+def _readable(
+    path: Path, warn: Callable[[str], None], cluster: Binding | None = None
+) -> list[dict[str, Any]]:
+    """The journal's records of `cluster`, or none when there is no journal. Never takes
+    the lock."""
     # A journal that is not a regular file (a device, a pipe) holds no earlier run,
     # and reading one may never end (/dev/full reads zeros forever).
     if not path.is_file():
         return []
     try:
-        return records(path, warn)
+        return records(path, warn, cluster=cluster)
     except FileNotFoundError:
         return []
 
@@ -180,11 +256,13 @@ class History:
     went_out: dict[tuple[str, int], WentOut] = field(default_factory=dict)
 
 
-def history(path: Path, warn: Callable[[str], None] = _warn) -> History:
-    """The journal at `path` read once for what a reclaim needs of the earlier runs; an
-    empty History when there is none. Never takes the lock: a run that must not see
-    the journal change under it takes the lock first (journal_lock)."""
-    found = _readable(path, warn)
+def history(
+    path: Path, warn: Callable[[str], None] = _warn, cluster: Binding | None = None
+) -> History:
+    """The journal at `path` read once for what a reclaim of `cluster` needs of its earlier
+    runs; an empty History when there is none. Never takes the lock: a run that must not
+    see the journal change under it takes the lock first (journal_lock)."""
+    found = _readable(path, warn, cluster)
     return History(open_intents(found), sent_at(found), went_out(found))
 
 
@@ -208,16 +286,16 @@ AGENT_CANCEL_KINDS = frozenset({"terminal-held", "active-elsewhere", "below-wate
 
 
 def cancels_sent(
-    path: Path, warn: Callable[[str], None] = _warn
+    path: Path, warn: Callable[[str], None] = _warn, cluster: Binding | None = None
 ) -> dict[tuple[str, int], datetime]:
     """When an agent cancel was last sent, or may have been, for each (node, job id).
 
     An outcome `sent` counts at its own time (the send came just before it); so does
     an intent no outcome of its run closed, or one closed as unknown (an interrupted
     send may have gone out). A skip, or a failure the send itself reported, does not.
-    No journal: nothing was sent. Never takes the lock.
+    No journal: nothing was sent. Only `cluster`'s records count. Never takes the lock.
     """
-    return sent_at(_readable(path, warn))
+    return sent_at(_readable(path, warn, cluster))
 
 
 def sent_at(found: Iterable[dict[str, Any]]) -> dict[tuple[str, int], datetime]:
@@ -254,8 +332,11 @@ def sent_at(found: Iterable[dict[str, Any]]) -> dict[tuple[str, int], datetime]:
     return out
 
 
-def records(path: Path, warn: Callable[[str], None] = _warn) -> list[dict[str, Any]]:
-    """Every whole, readable record of the journal at `path`, in the order written.
+def records(
+    path: Path, warn: Callable[[str], None] = _warn, *, cluster: Binding | None = None
+) -> list[dict[str, Any]]:
+    """Every whole, readable record of the journal at `path`, in the order written; with
+    `cluster`, only those of that cluster's runs (belongs).
 
     A line that is not one (a crash mid-write) is reported through `warn` with its
     line number and skipped. Records written before the schema and run ids are
@@ -279,10 +360,13 @@ def records(path: Path, warn: Callable[[str], None] = _warn) -> list[dict[str, A
         if not raw.strip():
             continue
         try:
-            out.append(record_of(raw))
+            rec = record_of(raw)
         except Exception as exc:  # whatever a torn line does, it must not stop the reader
             why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
             warn(f"journal {path} line {lineno}: unreadable record skipped ({why})")
+            continue
+        if belongs(rec, cluster):
+            out.append(rec)
     return out
 
 

@@ -3,7 +3,7 @@ $SPURCTL_CONFIG names.
 
 Values an operator would otherwise type on every command (the agent map, the
 controller, spur.conf, the cluster's name, where inventories come from, the collect
-command, the acknowledged controller version), read once per command; for several
+command, the acknowledged controller version, the journal), read once per command; for several
 clusters, one `[contexts.NAME]` table each, chosen by --context, SPURCTL_CONTEXT or
 the file's `current_context`, as kubectl's contexts are. A command-line option or its
 environment variable wins over the file; the file wins over spur.conf and the
@@ -36,6 +36,9 @@ class ContextKeys(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froz
     collect: bool | None = None
     collect_command: str | None = None
     ack_version: str | None = None
+    # The journal every command reads and writes when no --journal names one: one per
+    # context keeps each cluster's runs apart (the demo's lives in its own directory).
+    journal: str | None = None
 
 
 class ConfigFile(ContextKeys, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -108,6 +111,10 @@ class UserConfig:
     @property
     def ack_version(self) -> str | None:
         return self.file.ack_version
+
+    @property
+    def journal(self) -> Path | None:
+        return self._path(self.file.journal)
 
     def _path(self, text: str | None) -> Path | None:
         if text is None:

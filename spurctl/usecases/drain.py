@@ -92,7 +92,7 @@ class Changed:
 def plan_changes(request: DrainRequest) -> DrainPlan:
     from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.hostlist import parse_scope
-    from spurctl.sources.journal_records import records
+    from spurctl.sources.journal_records import run_records
     from spurctl.sources.settings import credential_uid
 
     # -x: an excluded node is never drained or resumed (checked when it was parsed).
@@ -100,7 +100,7 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
     report, inputs = run_audit(src, request.conn, journal=request.journal_path)
     refuse_another_cluster(inputs, request.conn, f"the {request.verb.value}")
-    found = records(request.journal_path) if request.journal_path.is_file() else []
+    found = run_records(request.journal_path, request.conn)
     plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
     nodes = inputs.view.nodes
     # spurctl's drains: exactly a reason its journal records it setting (decide/owner.py).
@@ -169,7 +169,7 @@ def _send(
     try:
         with (
             journal_lock(request.journal_path),
-            Journal(request.journal_path) as journal,
+            Journal(request.journal_path, request.conn) as journal,
             ControllerWriter(request.conn) as writer,
             ControllerClient(request.conn) as client,
         ):

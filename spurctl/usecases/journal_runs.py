@@ -1,4 +1,5 @@
-"""`spurctl journal`: the reclaim journal read back as runs, newest first.
+"""`spurctl journal`: the journal read back as runs (reclaim, repair, drain, resume,
+node-release), newest first.
 
 `summarize` is pure (records in, runs out); `load` reads the journal through
 act.journal, which reports and skips a torn line. A run is every record with
@@ -26,6 +27,34 @@ from spurctl.scope import Scope
 # Records of one old (run-less) reclaim are seconds apart (a re-collect waits --settle).
 LEGACY_GAP_S = 300.0
 DEFAULT_LAST = 20
+# node-release journals these kinds; reclaim never sends them an agent cancel.
+_RELEASE_KINDS = frozenset({"agent-orphan", "leftover"})
+# What a node administration's call that went through did, by its `action`.
+_DONE_WORD = {"drain": "drained", "resume": "resumed", "repair": "repaired"}
+
+
+def command_of(rec: Mapping[str, Any]) -> str:
+    """The spurctl command that wrote `rec`: its `command` when it names one (a run that
+    drives the others, as autopilot), else its node administration's `action` (`repair`,
+    `drain`, `resume`), else `node-release` for the kinds it journals, else `reclaim`."""
+    for key in ("command", "action"):
+        value = rec.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "node-release" if rec.get("kind") in _RELEASE_KINDS else "reclaim"
+
+
+def _action(rec: Mapping[str, Any]) -> str | None:
+    value = rec.get("action")
+    return value if isinstance(value, str) and value else None
+
+
+def cluster_words(rec: Mapping[str, Any]) -> str | None:
+    """The cluster a record names, for a reader: its name, else its controller URL(s)."""
+    from spurctl.sources.journal_records import recorded_cluster
+
+    named = recorded_cluster(dict(rec))
+    return named.cluster or (",".join(named.controllers) or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +67,9 @@ class NoOutcome:
     kind: str
     # A later run closed it as "unknown" (failed, check the node): still no outcome of its own.
     closed_later: bool
+    # The command that wrote it (command_of), and a node administration's step.
+    command: str = "reclaim"
+    step: str | None = None
 
 
 @dataclass(slots=True)
@@ -62,6 +94,19 @@ class Run:
     # then never sent.
     stopped_by: str | None = None
     not_sent: int = 0
+    # What the run was (command_of: reclaim, node-release, repair, drain, resume, ...), and
+    # the clusters its records name (cluster_words), in the order first written.
+    commands: list[str] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)
+    # Of `sent`, what went through that was no agent cancel, by what it did: `drained`,
+    # `resumed`, `repaired`, `released`, and `incomplete` (a repair whose last call went
+    # through without its `done`).
+    done: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cancels_sent(self) -> int:
+        """Agent cancels sent (reclaim's)."""
+        return self.sent - sum(self.done.values())
 
     @property
     def unconfirmed(self) -> int:
@@ -169,10 +214,12 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
     out.started_at = ats[0] if ats else None
     out.ended_at = ats[-1] if ats else None
     out.operators = sorted({str(r.get("operator")) for r in records if r.get("operator")})
-    # (node, job) -> [intent or None, own outcome or None, closed by a later run]
-    state: dict[tuple[str, int], list[Any]] = {}
+    out.commands = list(dict.fromkeys(command_of(r) for r in records))
+    out.clusters = list(dict.fromkeys(c for c in map(cluster_words, records) if c))
+    # (node, job, action) -> [intent or None, own outcome or None, closed by a later run]
+    state: dict[tuple[str, int, str | None], list[Any]] = {}
     for rec in records:
-        key = (rec["node"], rec["job_id"])
+        key = (rec["node"], rec["job_id"], _action(rec))
         event = rec.get("event")
         if event == "interrupted":
             # A stop the run journaled itself: never an intent or an outcome.
@@ -191,19 +238,30 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
                 continue  # this run closing an older run-less intent: not this run's doing
             state.setdefault(key, [None, None, False])[1] = rec
     out.intents = sum(1 for s in state.values() if s[0] is not None)
-    out.nodes = sorted({node for node, _ in state})
-    for (node, job_id), (intent, outcome, closed_later) in state.items():
+    out.nodes = sorted({node for node, _, _ in state})
+    for (node, job_id, action), (intent, outcome, closed_later) in state.items():
         if outcome is None:
+            step = intent.get("step")
             out.no_outcome.append(
                 NoOutcome(
-                    str(intent.get("at")), node, job_id, str(intent.get("kind")), closed_later
+                    str(intent.get("at")),
+                    node,
+                    job_id,
+                    str(intent.get("kind")),
+                    closed_later,
+                    command_of(intent),
+                    str(step) if step else None,
                 )
             )
             continue
         result = outcome.get("result")
         if result in ("sent", "released", "unconfirmed"):
             out.sent += 1
-            if result == "released" or outcome.get("confirmed") is True:
+            word = _done_word(action, outcome)
+            if word is not None:
+                out.done[word] = out.done.get(word, 0) + 1
+                out.confirmed += result == "released" or outcome.get("confirmed") is True
+            elif outcome.get("confirmed") is True:
                 out.confirmed += 1
             else:
                 out.unconfirmed_nodes.append(node)
@@ -214,6 +272,15 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
         else:
             out.other += 1
     return out
+
+
+def _done_word(action: str | None, outcome: Mapping[str, Any]) -> str | None:
+    """What an outcome that went through did, unless it was an agent cancel (None)."""
+    if action is None:
+        return "released" if outcome.get("result") == "released" else None
+    if action == "repair" and outcome.get("step") != "done":
+        return "incomplete"  # this run stopped short of `done` (a later one may finish it)
+    return _DONE_WORD.get(action, "done")
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> list[Run]:

@@ -162,13 +162,13 @@ def prepare(
     """
     from spurctl.act.journal import default_path
     from spurctl.audit_view import run_audit
-    from spurctl.sources.journal_records import history
+    from spurctl.sources.journal_records import cluster_of, history
     from spurctl.sources.send_targets import resolve_targets
 
     path = journal_path or default_path()
     # Read: the journal of earlier runs, once (its open intents, and the memory of cancels
     # sent: a holding with no process gets one at most, then it is a leftover); the nodes.
-    earlier = history(path)
+    earlier = history(path, cluster=cluster_of(conn))
     report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
     # -x: an excluded node is never planned, whichever of its names --node gave (the
     # scope refused one that leaves out every node when it was parsed).
@@ -252,7 +252,10 @@ def carry_out(
         raise SpurctlError(refused)
     # One lock from the first intent to the last verified outcome: a second run on
     # this journal in between would resend cancels and close our intents.
-    with journal_lock(prepared.journal_path), opened_journal(prepared.journal_path) as journal:
+    with (
+        journal_lock(prepared.journal_path),
+        opened_journal(prepared.journal_path, conn) as journal,
+    ):
         agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
         try:
             with _asking(conn, client) as jobs:

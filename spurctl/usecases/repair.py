@@ -174,10 +174,10 @@ def _earlier(
 ) -> tuple[dict[str, RepairProgress], Ownership, dict[str, datetime]]:
     """What the journal says of earlier repairs, which drains are spurctl's, and when
     spurctl last resumed each node."""
-    from spurctl.sources.journal_records import records
+    from spurctl.sources.journal_records import run_records
     from spurctl.sources.settings import credential_uid
 
-    found = records(request.journal_path) if request.journal_path.is_file() else []
+    found = run_records(request.journal_path, request.conn)
     owned = Ownership.of(found, credential_uid(request.conn))
     return repair_progress(found), owned, resumed_at(found)
 
@@ -329,7 +329,7 @@ def carry_out(
     run = RepairRun(plan, request, sleep, _inventory_of)
     with (
         journal_lock(request.journal_path),
-        Journal(request.journal_path) as journal,
+        Journal(request.journal_path, request.conn) as journal,
         ControllerWriter(request.conn) as writer,
         ControllerClient(request.conn) as client,
     ):

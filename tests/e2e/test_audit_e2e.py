@@ -301,3 +301,33 @@ def test_audit_collect_never_tells_the_operator_to_use_collect(
     )  # fmt: skip
     (stale,) = [n for n in json.loads(files.stdout)["notes"] if "two agent heartbeats" in n]
     assert "re-collect them, or use --collect" in stale
+
+
+def test_a_collect_that_fails_on_a_node_the_controller_does_not_know_says_it_is_unknown(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    # A typo in --nodes: `gpu1003` is no node of the controller's. Its collect failed and
+    # it read agent-unreachable with the command's error alone, where --inventory says it
+    # is unknown to the controller (issue 53.4): now both are said.
+    from spurctl.simcluster import node_line
+
+    printed = sim.write_inventories(tmp_path / "printed.jsonl")
+    run = run_cli(
+        "audit", "--collect", "--nodes", "gpu003,gpu1003",
+        "--command", node_line.command(printed), "--format", "json",
+        env={"SPUR_CONTROLLER_ADDR": sim.controller_address},
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    doc = json.loads(run.stdout)
+    (typo,) = [f for f in doc["findings"] if f["node"] == "gpu1003"]
+    assert typo["kind"] == "agent-unreachable"
+    assert typo["reason"].startswith(
+        "gpu1003 is unknown to the controller (check the --nodes hostlist), and it could not "
+        "be inventoried (command exited with status 255: ssh: Could not resolve hostname gpu1003"
+    )
+    assert (
+        "1 node in scope is unknown to the controller and could not be inventoried: gpu1003 "
+        "(check the --nodes hostlist)." in doc["notes"]
+    )
+    (known,) = [f for f in doc["findings"] if f["node"] == "gpu003"]
+    assert "unknown to the controller" not in known["reason"]

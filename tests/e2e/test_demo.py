@@ -249,3 +249,30 @@ def test_demo_rebuilds_the_phantom_node_through_spurs_one_path() -> None:
     assert "DeregisterNode(force=false)" in repair
     assert "Repair result: 1 repaired, 0 refused after the re-read, 0 failed, 0 not back." in repair
     assert "Phantom allocations: 1 before (gpu009), 0 after." in repair
+
+
+def test_serve_keeps_its_journal_in_its_own_directory_and_nothing_under_home(
+    tmp_path: Path,
+) -> None:
+    # The served demo's config set no journal: a reclaim tried by hand without --journal
+    # wrote the simulated cluster's runs to ~/.local/state/spurctl, whose next demo (the
+    # same node names, the same job ids) read them as its own (issue 53.2).
+    home = tmp_path / "home"
+    with cli_process("demo", "--serve", home=home, cwd=REPO) as proc:
+        printed = _banner(proc)
+        exports = dict(re.findall(r"^\s*export (\w+)=(\S+)$", "".join(printed), re.M))
+        inventory = re.findall(r"inventory: (\S+)", "".join(printed))[0]
+        before = sorted(home.rglob("*"))
+        reclaim = run_cli(
+            "reclaim", "--node", "gpu003", "--inventory", inventory, "--yes",
+            home=home, env=exports, cwd=REPO,
+        )  # fmt: skip
+        assert reclaim.returncode == 1, reclaim.stdout + reclaim.stderr  # sent, unconfirmed
+        journal = Path(exports["SPURCTL_CONFIG"]).parent / "journal.jsonl"
+        assert f"Journal: {journal}" in reclaim.stdout
+        assert sorted(home.rglob("*")) == before
+        shown = run_cli("journal", home=home, env=exports, cwd=REPO)
+        assert "gpu003" in shown.stdout, shown.stdout + shown.stderr
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+    assert not journal.exists()

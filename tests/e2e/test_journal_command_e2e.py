@@ -108,7 +108,7 @@ def test_journal_run_shows_one_runs_records_and_a_wrong_id_is_one_line(
 
     one = run_cli("journal", "--run", run_id[:-2], home=home)
     assert one.returncode == 0, one.stderr
-    assert f"Run {run_id} by " in one.stdout
+    assert f"Run {run_id} (reclaim) by " in one.stdout
     assert f"{2 * len(PLANNED)} records" in one.stdout
     doc = json.loads(run_cli("journal", "--run", run_id, "--format", "json", home=home).stdout)
     assert len(doc["runs"][0]["records"]) == 2 * len(PLANNED)
@@ -153,6 +153,7 @@ def _normalized(text: str) -> list[str]:
     text = re.sub(r"\d{8}T\d{6}-[0-9a-f]{6}", "RUN", text)
     text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d( UTC)?", "WHEN", text)
     text = re.sub(r"^Journal \S+: ", "Journal PATH: ", text, flags=re.M)
+    text = re.sub(r"http://127\.0\.0\.1:\d+", "http://ctl:6817", text)
     lines = [" ".join(line.replace("─", "").split()) for line in text.splitlines()]
     return [re.sub(r"(?<=WHEN )\S+ ", "OPERATOR ", line) for line in lines if line]
 

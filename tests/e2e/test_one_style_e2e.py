@@ -82,9 +82,9 @@ def test_one_table_style_and_one_time_format_on_every_screen(  # type: ignore[no
     headings = {
         "audit": ["node", "job", "kind", "action", "live", "reason"],
         "nodes": ["node", "state", "jobs", "held", "agent", "inv-age", "findings"],
-        "journal": ["run", "when", "operator", "nodes", "outcomes"],
+        "journal": ["run", "when", "operator", "cluster", "command", "nodes", "outcomes"],
         "reclaim": ["node", "job", "kind", "agent", "will", "stop", "why"],
-        "journal --run": ["at", "event", "node", "job", "kind", "result", "detail"],
+        "journal --run": ["at", "command", "step", "node", "job", "kind", "result", "detail"],
     }
     for name, words in headings.items():
         assert words in [ln.split() for ln in screens[name]], (name, screens[name])

@@ -260,3 +260,22 @@ def test_short_secrets_are_redacted_where_they_stand_alone() -> None:
     assert redact('{"key": "Q7"}') == '{"key": "<redacted>"}'
     assert redact("token=xY9z;") == "token=<redacted>;"
     assert redact("aQ7b stays") == "aQ7b stays"  # inside a longer word: not the secret
+
+
+def test_a_record_belongs_to_a_cluster_when_everything_both_name_agrees() -> None:
+    from spurctl.sources.cluster_binding import Binding
+    from spurctl.sources.journal_records import belongs
+
+    prod = Binding(("http://ctl-prod:6817",), "prod")
+    assert belongs({"cluster": "prod", "controller": "http://ctl-prod:6817"}, prod)
+    assert not belongs({"cluster": "lab", "controller": "http://ctl-prod:6817"}, prod)
+    assert not belongs({"cluster": "prod", "controller": "http://ctl-lab:6817"}, prod)
+    # HA: one controller in common is one cluster.
+    assert belongs({"controller": "http://ctl-b:6817,http://ctl-prod:6817"}, prod)
+    # What one side does not name is not held against it.
+    assert belongs({"controller": "http://ctl-prod:6817"}, Binding((), "prod"))
+    assert belongs({"cluster": "prod"}, Binding(("http://ctl-prod:6817",)))
+    # A record from before records named a cluster counts for every cluster; a reader
+    # that knows no cluster (a snapshot audit) reads every record.
+    assert belongs({}, prod)
+    assert belongs({"cluster": "lab"}, None)

@@ -228,6 +228,8 @@ def test_the_table_names_every_interrupted_intent_and_json_is_the_runs_document(
             "node": "gpu003",
             "job_id": 4711,
             "kind": "active-elsewhere",
+            "command": "reclaim",
+            "step": None,
             "at": "2026-12-02T10:00:00Z",
             "closed_later": False,
         }

@@ -90,3 +90,26 @@ def test_reclaim_without_nodes_names_the_missing_option_and_both_ways_to_give_th
     said = one_line_error(run_cli("reclaim", "--dry-run", home=tmp_path))
     assert "missing option --node: " in said
     assert "--plan FILE" in said and "spurctl reclaim --help" in said
+
+
+def test_a_group_no_configuration_of_the_operators_defines_is_one_clear_error(
+    tmp_path: Path,
+) -> None:
+    # ClusterShell installs example groups with itself (@gpu is example[156-159] under
+    # the Python prefix): with no groups of the operator's, @gpu named those nodes and
+    # collect ran its command on them (issue 53.9).
+    run = run_cli("collect", "-w", "@gpu", "--command", "echo %h", home=tmp_path)
+    said = one_line_error(run, "-w/--nodes @gpu: no groups are defined")
+    assert "example" not in run.stdout + said
+
+
+def test_spurctls_own_groups_conf_beside_its_config_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _groups(tmp_path / "config")
+    (tmp_path / "config" / "clustershell").rename(tmp_path / "config" / "spurctl")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert Scope.parse("@gpus").named == {"gpu001", "gpu002", "gpu003", "gpu004"}
+    with pytest.raises(SpurctlError, match=r"^-w/--nodes @gpu: ClusterShell's groups name no"):
+        Scope.parse("@gpu")
