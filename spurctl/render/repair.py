@@ -95,8 +95,10 @@ def result_lines(done: Repaired) -> list[str]:
         return [f"Declined: {NOTHING_SENT}"]
     counts = {s: sum(1 for r in done.results if r.status is s) for s in Status}
     lines = [
-        f"Repair result: {counts[Status.REPAIRED]} repaired, {counts[Status.REFUSED]} refused "
-        f"after the re-read, {counts[Status.FAILED]} failed, {counts[Status.NOT_BACK]} not back"
+        f"Repair result: {counts[Status.REPAIRED] + counts[Status.LANDED]} repaired"
+        + (f" ({counts[Status.LANDED]} with a job landed)" if counts[Status.LANDED] else "")
+        + f", {counts[Status.REFUSED]} refused after the re-read, {counts[Status.FAILED]} failed, "
+        f"{counts[Status.NOT_BACK]} not back"
         + (f", {counts[Status.INTERRUPTED]} interrupted" if counts[Status.INTERRUPTED] else "")
         + "."
     ]
