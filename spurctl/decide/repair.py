@@ -570,7 +570,10 @@ def repair_progress(records: Iterable[Mapping[str, Any]]) -> dict[str, RepairPro
 
 def stopped_sentence(p: RepairProgress) -> str:
     """Where a repair stopped, for `spurctl journal` and the next repair run."""
-    if p.removed:
+    if p.owes:
+        owed = owed_text(p.hold, p.labels) or "nothing but the journal's record"
+        where = f"with the node back, owed what its fresh record lacks of: {owed}"
+    elif p.removed:
         where = (
             "after DeregisterNode: the controller has no record of the node until its spurd "
             "registers again"

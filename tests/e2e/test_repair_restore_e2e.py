@@ -115,6 +115,9 @@ def test_a_hold_or_labels_the_controller_refuses_are_said_owed_and_the_next_repa
     assert "    spurctl repair --node gpu009 " in proc.stdout, proc.stdout
     assert steps(w)[-1] == ("verify", "outcome", "owed")
     journal = run_cli("journal", "--journal", str(w.journal), home=w.home)
+    assert "stopped with the node back, owed what its fresh record lacks of: the drain" in (
+        journal.stdout
+    ), journal.stdout
     assert "spurctl repair --node gpu009" in journal.stdout, journal.stdout
 
     w.sim.state.update_failure.clear()
