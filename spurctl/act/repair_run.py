@@ -6,7 +6,7 @@ the run and hands it here.
 Whatever stops a run (Ctrl-C, SIGTERM, SIGHUP, a journal that cannot be written, a
 controller that fails the re-read), nothing new is sent after it, and what the run owes
 each node is put back or said: spurctl's drain of a node not removed is lifted (its
-earlier drain put back), a removed node that is back gets its labels and drain back,
+earlier drain put back), a removed node that is back gets its drain and labels back,
 and one that is not is named with what it is owed and the command that settles it (the
 journal keeps it for that run). The wait rides out a controller that does not answer
 for a while; a put-back goes out whether the journal can record it or not.

@@ -189,3 +189,18 @@ def test_a_refused_update_node_label_change_applies_its_state_and_not_its_labels
     assert (error.code(), error.details()) == (grpc.StatusCode.INTERNAL, "raft propose failed")
     node = sim.node("gpu010")
     assert node.state_reason == "x" and "a" not in node.labels
+
+
+def test_a_graceful_spurd_restart_before_784_registers_afresh_the_same_way() -> None:
+    """Up to 0.11 a graceful stop removes the record (remove_node(force=true)) and the new
+    spurd registers a fresh one: its partitions from its labels, a waiting job placed."""
+    from spurctl.model import utcnow
+    from spurctl.simcluster.releases import V0_8_0
+    from tests.e2e.restore_window import WAITING, window
+
+    with SimCluster(window(), spur_release=V0_8_0) as sim:
+        _label(sim, "gpu009", pool="reserved")
+        sim.restart_agent("gpu009", utcnow(), graceful=True)
+        assert sim.node("gpu009").partitions == ("batch",)
+        job = sim.job(WAITING)
+        assert job is not None and (job.state, job.nodelist) == (JobState.RUNNING, "gpu009")
