@@ -6,7 +6,7 @@ the run and hands it here.
 Whatever stops a run (Ctrl-C, SIGTERM, SIGHUP, a journal that cannot be written, a
 controller that fails the re-read), nothing new is sent after it, and what the run owes
 each node is put back or said: spurctl's drain of a node not removed is lifted (its
-earlier drain put back), a removed node that is back gets its labels and drain back,
+earlier drain put back), a removed node that is back gets its drain and labels back,
 and one that is not is named with what it is owed and the command that settles it (the
 journal keeps it for that run). The wait rides out a controller that does not answer
 for a while; a put-back goes out whether the journal can record it or not.
@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 from spurctl.decide.owner import Seen
 from spurctl.decide.repair import (
     HOLDS,
+    Hold,
     Target,
     charge_text,
     labels_to_restore,
+    landed_sentence,
     loose_inventories,
     not_back_sentence,
     owed_text,
@@ -35,8 +37,8 @@ from spurctl.decide.repair import (
     unrecorded_sentence,
 )
 from spurctl.errors import SpurctlError
-from spurctl.hostlist import fold
-from spurctl.model import Inventory, Kind, NextStep, Node, NodeState, format_time, utcnow
+from spurctl.hostlist import fold, may_name
+from spurctl.model import Inventory, Job, Kind, NextStep, Node, NodeState, format_time, utcnow
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
@@ -55,6 +57,8 @@ class Status(enum.StrEnum):
     REFUSED = "refused"  # re-checked and not removed (spurctl's drain lifted)
     FAILED = "failed"
     NOT_BACK = "not-back"  # removed, and not registered again within --wait
+    # Repaired, and a job landed on it before what it was owed went back: worth a look.
+    LANDED = "landed"
     INTERRUPTED = "interrupted"
 
 
@@ -431,47 +435,96 @@ class RepairRun:
         self._owing(t, Status.NOT_BACK, why, owed_text(t.hold, t.labels), steps)
 
     def _finish(self, t: Target, node: Node) -> None:
-        """`t` is back: what it is owed put back first (an admin's drain, whatever the
-        charge shows), then its charge judged."""
+        """`t` is back: what it is owed put back first, whatever its charge shows (the hold
+        before the labels: a drain stops the scheduler placing more there; each tried
+        whatever became of the other), then the node read again and its charge judged."""
         since = format_time(node.agent_start_time) or "now"
         self._note(t, "return", "sent", f"{t.node} registered again (slurmd_start_time {since})")
-        put_back = []
-        labels = labels_to_restore(t.labels, node.labels)
-        back = Seen.of(node)  # as it registered again: nothing is put over a drain set since
-        if labels:
-            failed = self._update(
-                t, "labels", f"labels put back: {labels}", labels=labels, expect=back,
-                putting_back=True,
-            )  # fmt: skip
-            if failed == _LEFT:
-                return None
-            if failed is not None:
-                return self._owing(t, Status.FAILED, failed, owed_text(t.hold, labels))
-            put_back.append(owed_text(None, labels))
+        put_back: list[str] = []
+        failures: list[str] = []
+        owed_hold: Hold | None = None
+        expect = Seen.of(node)  # as it registered again: nothing is put over a drain set since
         if t.hold is not None:
             done = f"drain put back: {t.hold.reason!r}"
             failed = self._update(
-                t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason, expect=back,
+                t, "redrain", done, state=NodeState.DRAIN, reason=t.hold.reason, expect=expect,
                 putting_back=True,
             )  # fmt: skip
             if failed == _LEFT:
                 return None
-            if failed is not None:
-                return self._owing(t, Status.FAILED, failed, owed_text(t.hold, {}))
-            put_back.append(owed_text(t.hold, {}))
+            if failed is None:
+                put_back.append(owed_text(t.hold, {}))
+                expect = Seen.drained(t.hold.reason, self.uid)
+            else:
+                owed_hold = t.hold
+                failures.append(failed)
+        labels = labels_to_restore(t.labels, node.labels)
+        owed_labels: dict[str, str] = {}
+        if labels:
+            failed = self._update(
+                t, "labels", f"labels put back: {labels}", labels=labels, expect=expect,
+                putting_back=True,
+            )  # fmt: skip
+            if failed == _LEFT:
+                return None
+            if failed is None:
+                put_back.append(owed_text(None, labels))
+            else:
+                owed_labels = labels
+                failures.append(failed)
+        self._judge(t, node, put_back, failures, owed_text(owed_hold, owed_labels))
+        return None
+
+    def _judge(
+        self, t: Target, node: Node, put_back: Sequence[str], failures: Sequence[str], owed: str
+    ) -> None:
+        """`t`'s charge judged once what it is owed went back (or could not): read again, as a
+        job may have landed since it registered; the jobs that list it named."""
+        from spurctl.sources.node_records import active_jobs_on
+
+        assert self.client is not None
+        version = self.plan.controller_version
+        jobs: list[Job] | None = []
+        try:
+            node = self._read(t.node) or node
+            if not node.alloc.empty:  # the active jobs are read only for a charged node
+                jobs = [
+                    j
+                    for j in active_jobs_on(self.client, t.node, version)
+                    if j.nodelist and may_name(j.nodelist, t.node)
+                ]
+        except SpurctlError:
+            jobs = None  # not read: its charge is judged as the last read showed it
         said = f"; put back {' and '.join(put_back)}" if put_back else ""
-        if not node.alloc.empty:
-            why = (
-                f"{t.node} registered again but is charged {charge_text(node.alloc)}: a job "
-                f"may have landed there; audit it{said}"
+        charge = "" if node.alloc.empty else landed_sentence(node.alloc, jobs)
+        if failures:
+            why = f"{t.node} registered again{said}; could not put back {owed}: " + "; ".join(
+                failures
             )
+            why += f"; {charge}" if charge else ""
+            self._note(t, "verify", "owed", why)
+            return self._owing(t, Status.FAILED, why, owed)
+        if node.alloc.empty:
+            detail = f"{t.node} registered again with no charge{said}"
+            # Its registration is `return`'s outcome: `done` says the end, not that again.
+            self._note(t, "done", "sent", f"repaired: no charge{said}", confirmed=True)
+            self.results[t.node] = NodeResult(t.node, Status.REPAIRED, detail)
+            return None
+        if not jobs:
+            why = f"{t.node} registered again but {charge}{said}"
             self._note(t, "verify", "failed", why)
             self.results[t.node] = NodeResult(t.node, Status.FAILED, why)
             return None
-        # Its registration is `return`'s outcome: `done` says the end, not that again.
-        self._note(t, "done", "sent", f"repaired: no charge{said}", confirmed=True)
-        detail = f"{t.node} registered again with no charge{said}"
-        self.results[t.node] = NodeResult(t.node, Status.REPAIRED, detail)
+        # The phantom charge went with the old record; what it carries now is its jobs'.
+        status = Status.LANDED if put_back else Status.REPAIRED
+        detail = f"{t.node} registered again and {charge}{said}"
+        if put_back:
+            detail += (
+                f": it landed before they went back; see that it belongs there "
+                f"(spurctl explain {t.node})"
+            )
+        self._note(t, "done", "sent", detail, confirmed=True)
+        self.results[t.node] = NodeResult(t.node, status, detail)
         return None
 
     def journal_line(self) -> tuple[str | None, NextStep | None]:

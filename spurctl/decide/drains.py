@@ -322,6 +322,7 @@ _REPAIR_ENDS = {
     ("return", "failed"): "not-back",
     ("undrain", "sent"): "refused",
     ("verify", "failed"): "failed",
+    ("verify", "owed"): "failed",  # a hold or labels could not be put back
 }
 
 

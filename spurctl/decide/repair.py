@@ -400,6 +400,25 @@ def owed_text(hold: Hold | None, labels: Mapping[str, str]) -> str:
     return " and ".join(parts)
 
 
+def landed_sentence(alloc: Allocation, jobs: Sequence[Job] | None) -> str:
+    """What a node back from its repair is charged with: the jobs that landed on it since it
+    registered afresh (a fresh record starts with none), or why the charge is a doubt
+    (`jobs` None: the active jobs could not be read)."""
+    charged = f"is charged {charge_text(alloc)}"
+    if jobs is None:
+        return f"{charged}: a job may have landed there (its jobs could not be read); audit it"
+    if not jobs:
+        return (
+            f"{charged} and no active job lists it: the phantom charge is still there (the "
+            "old record may never have been removed); audit it"
+        )
+    named = ", ".join(
+        f"{j.job_id} ({j.state.name}, user {j.user or '?'}, partition {j.partition or '?'})"
+        for j in sorted(jobs, key=lambda j: j.job_id)
+    )
+    return f"job{'s' if len(jobs) > 1 else ''} {named} landed on it ({charged})"
+
+
 def not_back_sentence(node: str, wait_s: float, unanswered: str | None) -> str:
     """Why a removed node is not back at the end of --wait (`unanswered`: the controller's
     last failure, when it was not answering then)."""
@@ -480,7 +499,12 @@ class RepairProgress:
     hold: Hold | None
     charge_text: str
     at: str
+    # Back, and stopped before (or failing) a put-back: its fresh record's charge is a job's.
+    owes: bool = False
 
+
+# Where a repair stops with the node back and what it is owed not all put back.
+_OWING = {("return", "sent"), ("labels", "failed"), ("redrain", "failed"), ("verify", "owed")}
 
 # A repair is over once one of these (step, result) outcomes is journaled; `skipped`: the
 # node had changed since the plan (act/node_admin.py), so it was left to whoever changed it.
@@ -539,13 +563,17 @@ def repair_progress(records: Iterable[Mapping[str, Any]]) -> dict[str, RepairPro
             hold=Hold(str(hold.get("state")), str(hold.get("reason"))) if hold else None,
             charge_text=str(restore.get("charge_text") or "unknown"),
             at=str(last.get("at")),
+            owes=removed and (key in _OWING or last.get("step") in ("labels", "redrain")),
         )
     return out
 
 
 def stopped_sentence(p: RepairProgress) -> str:
     """Where a repair stopped, for `spurctl journal` and the next repair run."""
-    if p.removed:
+    if p.owes:
+        owed = owed_text(p.hold, p.labels) or "nothing but the journal's record"
+        where = f"with the node back, owed what its fresh record lacks of: {owed}"
+    elif p.removed:
         where = (
             "after DeregisterNode: the controller has no record of the node until its spurd "
             "registers again"

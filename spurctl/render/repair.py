@@ -33,23 +33,25 @@ def _steps(t: Target, plan: RepairPlan) -> str:
     if t.removed:
         return (
             f"its record was removed by repair run {t.resumes}: wait up to {duration(plan.wait_s)} "
-            "for its spurd to register it again, verify no charge"
+            "for its spurd to register it again"
         )
     return (
         f"drain ({t.reason!r}), re-read after {duration(plan.tick_s)}, "
         f"DeregisterNode(force=false), wait up to {duration(plan.wait_s)} for its spurd to "
-        "register it again, verify no charge"
+        "register it again"
     )
 
 
 def _put_back(t: Target) -> str:
+    """What goes back the moment the node is back (the hold first), then the judgement."""
     parts = []
     if t.hold is not None:
         parts.append(f"put back the {t.hold.state} {t.hold.reason!r}")
     if t.labels:
         labels = ", ".join(f"{k}={v}" for k, v in sorted(t.labels.items()))
         parts.append(f"put back whichever of its labels {labels} the fresh record lacks")
-    return "; then " + " and ".join(parts) if parts else ""
+    back = "; as soon as it is back " + " and ".join(parts) if parts else ""
+    return f"{back}; then judge its charge"
 
 
 def plan_lines(plan: RepairPlan) -> list[str]:
@@ -95,8 +97,10 @@ def result_lines(done: Repaired) -> list[str]:
         return [f"Declined: {NOTHING_SENT}"]
     counts = {s: sum(1 for r in done.results if r.status is s) for s in Status}
     lines = [
-        f"Repair result: {counts[Status.REPAIRED]} repaired, {counts[Status.REFUSED]} refused "
-        f"after the re-read, {counts[Status.FAILED]} failed, {counts[Status.NOT_BACK]} not back"
+        f"Repair result: {counts[Status.REPAIRED] + counts[Status.LANDED]} repaired"
+        + (f" ({counts[Status.LANDED]} with a job landed)" if counts[Status.LANDED] else "")
+        + f", {counts[Status.REFUSED]} refused after the re-read, {counts[Status.FAILED]} failed, "
+        f"{counts[Status.NOT_BACK]} not back"
         + (f", {counts[Status.INTERRUPTED]} interrupted" if counts[Status.INTERRUPTED] else "")
         + "."
     ]

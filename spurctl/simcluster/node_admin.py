@@ -21,7 +21,10 @@ docs/spur-facts.md, "Phantom charges and node administration" (read at 4cc3da8):
   failure: `ClusterState.remove_failure`) is answered FAILED_PRECONDITION too, with its
   own text, and the record stays. The node's spurd is not told: its next
   heartbeat meets NOT_FOUND and it registers again (spurd reporter.rs
-  `should_reregister`), a fresh record (`registered_afresh`).
+  `should_reregister`), a fresh record (`registered_afresh`), its partitions assigned from
+  its labels and a waiting job placed on it at once (simcluster/registration.py).
+- UpdateNode's labels assign the node's partitions again (`NodeLabelsUpdate`). A fault,
+  `ClusterState.update_failure`, refuses UpdateNode's state or labels (INTERNAL).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from google.protobuf import empty_pb2
 from spurctl.model import JobState, Node, NodeState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster.nodelists import allocated
+from spurctl.simcluster.registration import partitions_of, place_waiting
 from spurctl.simcluster.restarts import registered_afresh
 from spurctl.simcluster.scenario import busy_state, charged
 
@@ -76,6 +80,8 @@ def update_node(
         node = state.nodes.get(name)
         if node is None:
             raise Refused(grpc.StatusCode.INTERNAL, f"node {name} not found")
+        if new_state is not None and "state" in state.update_failure:
+            raise Refused(grpc.StatusCode.INTERNAL, state.update_failure["state"])
         if new_state is not None:
             if new_state is NodeState.DRAIN and charged(node.alloc):
                 new_state = NodeState.DRAINING
@@ -85,9 +91,14 @@ def update_node(
             )  # fmt: skip
             if new_state in _UP:
                 node = dataclasses.replace(node, state=busy_state(node, node.alloc))
+        if (labels or remove_labels) and "labels" in state.update_failure:
+            state.nodes[name] = node  # the state, applied before the labels failed
+            state.generation += 1
+            raise Refused(grpc.StatusCode.INTERNAL, state.update_failure["labels"])
         if labels or remove_labels:
             kept = {k: v for k, v in node.labels.items() if k not in set(remove_labels)}
-            node = dataclasses.replace(node, labels={**kept, **(labels or {})})
+            relabelled = dataclasses.replace(node, labels={**kept, **(labels or {})})
+            node = partitions_of(state, relabelled)
         state.nodes[name] = node
         state.generation += 1
         if new_state is NodeState.DOWN:
@@ -161,10 +172,12 @@ def reregister(state: ClusterState, agents: Iterable[str], at: datetime) -> list
         for name in agents:
             if name not in state.removed or name in state.registration_refused:
                 continue
-            state.nodes[name] = registered_afresh(
-                state.removed.pop(name), at, state.agent_labels.get(name, {})
+            state.nodes[name] = partitions_of(
+                state,
+                registered_afresh(state.removed.pop(name), at, state.agent_labels.get(name, {})),
             )
             back.append(name)
+            place_waiting(state, name, at)  # the scheduler's next tick: a job may land at once
         state.generation += bool(back)
     return back
 

@@ -30,6 +30,7 @@ import msgspec
 
 from spurctl.model import Allocation, Holding, Job, JobState, Node, NodeState
 from spurctl.simcluster.nodelists import allocated
+from spurctl.simcluster.registration import partitions_of, place_waiting
 from spurctl.simcluster.scenario import busy_state
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ def restart_agent(
         after = _deregistered(state.nodes[node], at, keeps_node=keeps, agent_labels=own)
         # Node::new carries no allocation, so a phantom charge goes with the old record.
         state.nodes[node] = dataclasses.replace(after, state=busy_state(after, after.alloc))
+        if not keeps:  # registered afresh: partitions from its labels, a waiting job placed
+            state.nodes[node] = partitions_of(state, state.nodes[node])
+            place_waiting(state, node, at)
         if requeue:
             for job_id in evicted:
                 _requeue_at_once(state, node, job_id, at + timedelta(seconds=1), allocated)

@@ -22,6 +22,7 @@ from spurctl.model import (
     Device,
     Holding,
     Job,
+    JobState,
     Node,
     NodeState,
     format_time,
@@ -70,6 +71,15 @@ class Scenario:
     # When each node's current spurd started (the inventory's `agent`); a node absent
     # here reports no agent. A run held since before it is an orphan the agent lost.
     agent_started_at: dict[str, datetime] = field(default_factory=dict)
+    # spur.conf's partitions with a label selector (partition -> labels it requires) and
+    # its default partition: a node registering afresh, or relabelled, is assigned its
+    # partitions from them as spurctld does (simcluster/registration.py). Empty: each
+    # node keeps its listed partitions.
+    partition_selectors: dict[str, dict[str, str]] = field(default_factory=dict)
+    default_partition: str = ""
+    # PENDING jobs waiting for any node: the scheduler places each that fits on a node
+    # the moment it registers afresh (simcluster/registration.py).
+    waiting: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.next_job_id == 0:
@@ -109,6 +119,10 @@ class Scenario:
             held_ids = [h.job_id for h in held]
             if len(set(held_ids)) != len(held_ids):
                 raise DocumentError(f"{where}: node {node!r} holds the same job id twice")
+        states = {j.job_id: j.state for j in self.jobs}
+        for job_id in self.waiting:
+            if states.get(job_id) is not JobState.PENDING:
+                raise DocumentError(f"{where}: waiting names job {job_id}, which is not PENDING")
 
 
 # -- per-node shares of a job's allocation ---------------------------------------
@@ -183,6 +197,9 @@ def scenario_to_dict(s: Scenario) -> dict[str, Any]:
         "jobs": [job_to_dict(j) for j in s.jobs],
         "holdings": {node: [holding_to_dict(h) for h in held] for node, held in s.holdings.items()},
         "agent_started_at": {n: format_time(t) for n, t in s.agent_started_at.items()},
+        "partition_selectors": {p: dict(sel) for p, sel in s.partition_selectors.items()},
+        "default_partition": s.default_partition,
+        "waiting": list(s.waiting),
     }
 
 
@@ -244,6 +261,20 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
         agent_started_at = {str(k): parse_time(v) for k, v in agents_raw.items()}
     except ValueError as exc:
         raise DocumentError(f"{where}: agent_started_at: {exc}") from None
+    selectors_raw = _object(d.get("partition_selectors"), where=f"{where}: partition_selectors")
+    if not all(
+        isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values()))
+        for v in selectors_raw.values()
+    ):
+        raise DocumentError(f"{where}: partition_selectors must map partitions to label objects")
+    default_partition = d.get("default_partition") or ""
+    waiting = d.get("waiting") or []
+    if not isinstance(default_partition, str):
+        raise DocumentError(f"{where}: 'default_partition' must be a string")
+    if not isinstance(waiting, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in waiting
+    ):
+        raise DocumentError(f"{where}: 'waiting' must be a list of job ids")
     scenario = Scenario(
         version=version,
         jobs=[job_from_dict(j, where=f"{where}: jobs[{i}]") for i, j in enumerate(jobs_raw)],
@@ -259,6 +290,9 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
         hostname=hostname,
         target_names={str(k): list(v) for k, v in targets_raw.items()},
         agent_started_at={k: v for k, v in agent_started_at.items() if v is not None},
+        partition_selectors={str(k): dict(v) for k, v in selectors_raw.items()},
+        default_partition=default_partition,
+        waiting=list(waiting),
     )
     scenario.check(where)
     return scenario

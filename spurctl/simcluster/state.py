@@ -230,6 +230,16 @@ class ClusterState:
         # A fault: `remove_node` fails past its running-jobs check (a Raft propose failure),
         # answered FAILED_PRECONDITION with this text as spurctld maps every such error.
         self.remove_failure: str | None = None
+        # Partitions from labels, the default one, each node's listed (hostlist) ones, and
+        # the jobs waiting for any node (simcluster/registration.py).
+        self.partition_selectors = {p: dict(v) for p, v in scenario.partition_selectors.items()}
+        self.default_partition = scenario.default_partition
+        self.listed_partitions = {n.name: n.partitions for n in scenario.nodes}
+        self.waiting = list(scenario.waiting)
+        # A fault: UpdateNode's labels ("labels") or state ("state") answered INTERNAL with
+        # this text, as spurctld answers update_node_labels' and update_node_state's errors;
+        # nothing of that part applied (a state sent with labels is applied first).
+        self.update_failure: dict[str, str] = {}
         # The labels each node's spurd registers with (an admin's UpdateNode adds others).
         self.agent_labels = {n.name: dict(n.labels) for n in scenario.nodes}
         # Nodes GetNodes no longer lists while jobs still name them (`unlist_node`).

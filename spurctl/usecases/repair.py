@@ -216,8 +216,13 @@ def prepare(
         for name in sorted(scope):
             pending = progress.get(name)
             node = view.nodes.get(name)
-            if pending is not None and pending.removed and (node is None or node.alloc.empty):
-                # An earlier run removed it: wait for it (or take it as it came back).
+            if (
+                pending is not None
+                and pending.removed
+                and (node is None or node.alloc.empty or pending.owes)
+            ):
+                # An earlier run removed it: wait for it (or take it as it came back; one
+                # back and still owed its hold or labels is taken up whatever landed on it).
                 plan.targets.append(
                     Target(name, Allocation(), pending.labels, pending.hold, pending.run, True)
                 )

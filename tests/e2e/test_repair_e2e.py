@@ -799,8 +799,8 @@ def test_a_journal_full_after_deregister_still_puts_everything_back_and_says_so_
     [line] = err.splitlines()
     said = (
         f"spurctl: journal {p.journal}: File too large: sent without its record: "
-        "UpdateNode(gpu009, labels={'owner': 'ml'}), UpdateNode(gpu009, state=DRAIN, "
-        "reason='ops: bad DIMM'); still owed: nothing; settled by `spurctl repair --node gpu009 "
+        "UpdateNode(gpu009, state=DRAIN, reason='ops: bad DIMM'), UpdateNode(gpu009, "
+        "labels={'owner': 'ml'}); still owed: nothing; settled by `spurctl repair --node gpu009 "
     )
     assert line.startswith(said), line
     assert "  gpu009  repaired: gpu009 registered again with no charge; put back" in out, out
@@ -890,7 +890,7 @@ def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is
     done = run_repair(request, show_plan=lambda plan: None, ask=None, sleep=pause)
     [result] = done.results
     assert result.status is Status.REPAIRED, result
-    assert "put back labels owner=ml and the drain 'ops: bad DIMM'" in result.detail, result
+    assert "put back the drain 'ops: bad DIMM' and labels owner=ml" in result.detail, result
     node = p.sim.node("gpu009")
     assert (node.state_reason, node.labels.get("owner")) == ("ops: bad DIMM", "ml"), node
 

@@ -142,3 +142,65 @@ def test_update_node_on_an_unknown_node_is_internal_as_spurctld_answers(sim: Sim
     )
     error = failure(call)
     assert (error.code(), error.details()) == (grpc.StatusCode.INTERNAL, "node gpu999 not found")
+
+
+# -- a fresh registration: partitions from labels, a waiting job placed at once ----------
+
+
+def test_a_fresh_registration_takes_its_partitions_from_its_labels_and_a_waiting_job_lands() -> (
+    None
+):
+    """spurctld's NodeRegister assigns partitions by hostlist or label selector, else the
+    default; its scheduler places a pending job that fits at its next tick (here at once)."""
+    from tests.e2e.restore_window import WAITING, window
+
+    with SimCluster(window()) as sim:
+        _label(sim, "gpu009", pool="reserved")
+        assert sim.node("gpu009").partitions == ("reserved",)
+        assert sim.job(WAITING).state is JobState.PENDING  # nothing waits for `reserved`
+        controller(sim).DeregisterNode(pb.DeregisterNodeRequest(name="gpu009"), timeout=5)
+        sim.heartbeat()
+        node = sim.node("gpu009")
+        assert (node.state, node.partitions) == (NodeState.MIXED, ("batch",))
+        assert "pool" not in node.labels
+        job = sim.job(WAITING)
+        assert (job.state, job.nodelist) == (JobState.RUNNING, "gpu009")
+        assert node.alloc.cpus == 32 and WAITING in {h.job_id for h in sim.holdings("gpu009")}
+        assert sim.node("gpu010").partitions == ("gpu",)  # listed by name: kept
+
+
+def test_labels_put_back_put_the_node_back_in_its_partition() -> None:
+    from tests.e2e.restore_window import window
+
+    with SimCluster(window()) as sim:
+        controller(sim).DeregisterNode(pb.DeregisterNodeRequest(name="gpu009"), timeout=5)
+        sim.heartbeat()
+        assert sim.node("gpu009").partitions == ("batch",)
+        _label(sim, "gpu009", pool="reserved")
+        assert sim.node("gpu009").partitions == ("reserved",)
+
+
+def test_a_refused_update_node_label_change_applies_its_state_and_not_its_labels(
+    sim: SimCluster,
+) -> None:
+    sim.state.update_failure["labels"] = "raft propose failed"
+    call = pb.UpdateNodeRequest(name="gpu010", state=pb.NODE_DRAIN, reason="x", labels={"a": "b"})
+    error = failure(lambda: controller(sim).UpdateNode(call, timeout=5))
+    assert (error.code(), error.details()) == (grpc.StatusCode.INTERNAL, "raft propose failed")
+    node = sim.node("gpu010")
+    assert node.state_reason == "x" and "a" not in node.labels
+
+
+def test_a_graceful_spurd_restart_before_784_registers_afresh_the_same_way() -> None:
+    """Up to 0.11 a graceful stop removes the record (remove_node(force=true)) and the new
+    spurd registers a fresh one: its partitions from its labels, a waiting job placed."""
+    from spurctl.model import utcnow
+    from spurctl.simcluster.releases import V0_8_0
+    from tests.e2e.restore_window import WAITING, window
+
+    with SimCluster(window(), spur_release=V0_8_0) as sim:
+        _label(sim, "gpu009", pool="reserved")
+        sim.restart_agent("gpu009", utcnow(), graceful=True)
+        assert sim.node("gpu009").partitions == ("batch",)
+        job = sim.job(WAITING)
+        assert job is not None and (job.state, job.nodelist) == (JobState.RUNNING, "gpu009")
