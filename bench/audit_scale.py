@@ -34,6 +34,12 @@ machine's load average (1, 5, 15 minutes) when its runs ended.
 times; preencoded_controller.py --lean): the download is small, spurctl's own
 CPU shows, and the target is the CLI within 1.5x the floor.
 
+`--full` serves the cluster of an audit with `--collect` of the whole of it (issue 51):
+issue 49's striped shape (`simcluster.striped`: 10N jobs, half of them RUNNING on one
+node each, each held by its node's agent, the other half ended, one node in twenty also
+holding an ended job), every node inventoried: ~5.05N holdings against half-inventoried
+`large()`'s ~2.5N. Combine with `--lean` for the issue's figure.
+
 `--release` chooses the Spur release the controller plays (spurctl.simcluster.
 releases; default main-4cc3da8, whose Ping says 0.8.0 as main's did until 0.9.0):
 a controller that says 0.8.0 is read by job-id range (sources/id_ranges.py), one
@@ -90,12 +96,20 @@ def cli(ready: dict[str, Any]) -> Run:
 
 
 def measure(
-    nodes: int, repeat: int, library: bool, inventoried: float, lean: bool, release: str
+    nodes: int,
+    repeat: int,
+    library: bool,
+    inventoried: float,
+    lean: bool,
+    release: str,
+    full: bool = False,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="spurctl-bench-") as tmp:
         args = ["--nodes", str(nodes), "--jobs", str(10 * nodes), "--held", str(5 * nodes),
-                "--inventoried", str(inventoried), "--release", release,
+                "--inventoried", "1" if full else str(inventoried), "--release", release,
                 ] + (["--lean"] if lean else [])  # fmt: skip
+        if full:
+            args += ["--shape", "striped"]
         with serve(Path(tmp), *args, script="preencoded_controller.py") as ready:
             out: dict[str, Any] = {
                 "ready": ready,
@@ -237,6 +251,11 @@ def main() -> int:
     )
     p.add_argument("--lean", action="store_true", help="minimal JobInfo records; target 1.5x")
     p.add_argument(
+        "--full",
+        action="store_true",
+        help="every node inventoried, each running job held by its node (striped(); issue 51)",
+    )
+    p.add_argument(
         "--release",
         choices=list(SPUR_RELEASES),
         default=MAIN_4CC3DA8.name,
@@ -247,7 +266,9 @@ def main() -> int:
     ok = True
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
-        m = measure(size, args.repeat, args.library, args.inventoried, args.lean, args.release)
+        m = measure(
+            size, args.repeat, args.library, args.inventoried, args.lean, args.release, args.full
+        )
         good, cells = report(m)
         ok &= good
         rows.append(cells)
