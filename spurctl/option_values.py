@@ -203,3 +203,15 @@ def parse_per_hour(value: str | int) -> int:
 
 
 NUMBER_PARSERS.add(parse_per_hour)
+
+
+def parse_wait(value: str | float) -> float:
+    """A duration that may be 0 (`--grace 0`: act at first sight), as parse_duration."""
+    if isinstance(value, int | float) and value == 0:
+        return 0.0
+    if isinstance(value, str) and value.strip().lower() in ("0", "0s", "0.0"):
+        return 0.0
+    return parse_duration(value)
+
+
+NUMBER_PARSERS.add(parse_wait)

@@ -22,7 +22,13 @@ from spurctl.decide.autopilot import (
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import SpurctlError
-from spurctl.option_values import number_option, parse_breaker, parse_duration, parse_per_hour
+from spurctl.option_values import (
+    number_option,
+    parse_breaker,
+    parse_duration,
+    parse_per_hour,
+    parse_wait,
+)
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
@@ -37,8 +43,9 @@ EPILOG = (
 PAUSE_NAME = "autopilot.pause"
 
 
-def _seconds(flag: str, help_text: str, shown: str) -> object:
-    return typer.Option(flag, help=help_text, parser=parse_duration, metavar="DURATION",
+def _seconds(flag: str, help_text: str, shown: str, zero: bool = False) -> object:
+    parse = parse_wait if zero else parse_duration
+    return typer.Option(flag, help=help_text, parser=parse, metavar="DURATION",
                         show_default=shown)  # fmt: skip
 
 
@@ -46,11 +53,11 @@ IntervalOpt = Annotated[float, _seconds("--interval", "Time between rounds' star
 GraceOpt = Annotated[
     float,
     _seconds("--grace", "Act only on a finding seen this long (two agent heartbeats: a 0.9+ "
-             "controller's own reclaim had its chance).", "60s"),
+             "controller's own reclaim had its chance; 0: at first sight).", "60s", zero=True),
 ]  # fmt: skip
 ResumeAfterOpt = Annotated[
     float,
-    _seconds("--resume-after", "Lift spurctl's drain of a node clean this long.", "5m"),
+    _seconds("--resume-after", "Lift spurctl's drain of a node clean this long.", "5m", zero=True),
 ]
 RoundsOpt = Annotated[
     int | None,

@@ -276,7 +276,10 @@ class _Pilot:
              if f.needs_action],
             now,
         )  # fmt: skip
-        plans = _plans(request, report, inputs, found, now, self.sightings)
+        if self.breaker.open:  # nothing planned either: the view is not one to act on
+            plans = _Plans([], Ownership.of(found, None), {}, {}, {}, [])
+        else:
+            plans = _plans(request, report, inputs, found, now, self.sightings)
         owned = plans.owned
         nodes = inputs.view.nodes
         room = request.max_unavailable.cap(len(nodes)) - len(out_by_spurctl(nodes.values(), owned))
