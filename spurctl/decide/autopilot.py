@@ -298,9 +298,15 @@ class Sightings:
 
     first: dict[tuple[str, str, int, str], datetime] = field(default_factory=dict)
 
-    def seen(self, keys: Iterable[tuple[str, str, int, str]], now: datetime) -> None:
+    def seen(
+        self, keys: Iterable[tuple[str, str, int, str]], now: datetime, family: str = "finding"
+    ) -> None:
+        """This round's keys of one `family` (a key's second part: "finding", "clean"); the
+        family's others are forgotten, the other families' kept."""
         keep = set(keys)
-        self.first = {k: self.first.get(k, now) for k in keep}
+        self.first = {k: v for k, v in self.first.items() if k[1] != family or k in keep} | {
+            k: self.first.get(k, now) for k in keep
+        }
 
     def since(self, key: tuple[str, str, int, str], now: datetime) -> datetime:
         return self.first.get(key, now)

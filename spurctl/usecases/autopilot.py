@@ -407,8 +407,7 @@ def _plans(
         max_age_s=request.max_inventory_age_s, owned=owned, repairing=repair_progress(found),
     )  # fmt: skip
     resumes = {c.node: c for c in lifts}
-    clean = [(c.node, "clean", 0, "resume") for c in lifts]
-    sightings.first.update({k: sightings.first.get(k, now) for k in clean})
+    sightings.seen([(c.node, "clean", 0, "resume") for c in lifts], now, family="clean")
     for c in lifts:
         since = sightings.since((c.node, "clean", 0, "resume"), now)
         cands.append(Candidate(Act.RESUME, c.node, 0, c.kind, since, c.reason))

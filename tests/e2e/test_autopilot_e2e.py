@@ -323,3 +323,40 @@ def test_after_kill_9_mid_call_the_restart_settles_the_open_intent_first(tmp_pat
         # The open intent closed (its fate unknown) before anything else was written.
         assert records[1]["event"] == "outcome" and records[1]["round"] == 0
         assert "interrupted" in records[1]["detail"]
+
+
+def test_an_agent_orphan_is_drained_and_resumed_once_clean_and_another_drain_is_never_touched(
+    tmp_path: Path,
+) -> None:
+    scenario = fleet(20)
+    # gpu0005's spurd restarted after its run began: an agent orphan no cancel frees.
+    scenario.agent_started_at[node_name(5)] = T0 + timedelta(hours=1)
+    with SimCluster(scenario, agents=[node_name(5), node_name(9)]) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        with kept_fresh(sim, live):
+            f = Fleet(sim, live, tmp_path / "journal.jsonl", tmp_path / "home", agent_map, tmp_path)
+            sim.admin_update(node_name(9), NodeState.DRAIN, "ops: bad DIMM")
+            strand(sim, 9)  # something to act on under another's drain
+            args = f.args("--interval", "0.2", "--grace", "0", "--resume-after", "0.5")
+            rounds = rounds_of(run_cli(*args, "--rounds", "2", home=f.home).stdout)
+            drains = [c for r in rounds for c in r["calls"] if c["action"] == "drain"]
+            assert [(c["node"], c["result"]) for c in drains] == [(node_name(5), "sent")]
+            reason = sim.node(node_name(5)).state_reason
+            assert reason == f"spurctl: agent-orphan job 5 (spurctl explain {node_name(5)})"
+            # The orphan freed on the node (node-release, by a person) and the job ended.
+            sim.state.cancel_job(5)
+            sim.release(node_name(5), 5)
+            wait_for(lambda: '"job_id": 5,' not in live.read_text())
+            rounds = rounds_of(run_cli(*args, "--rounds", "6", home=f.home).stdout)
+            resumes = [
+                (r["round"], c) for r in rounds for c in r["calls"] if c["action"] == "resume"
+            ]
+            assert [c["node"] for _, c in resumes] == [node_name(5)]
+            assert resumes[0][0] >= 3  # clean for --resume-after first (0.5 s: 3 rounds)
+            assert sim.node(node_name(5)).state_reason == ""
+            # The admin's drain on gpu0009 is never touched (its held run is reclaimed).
+            assert sim.node(node_name(9)).state_reason == "ops: bad DIMM"
+            updates = [r for r in autopilot_records(f.journal) if r.get("node") == node_name(9)]
+            assert all(r.get("action") is None for r in updates)  # agent cancels only

@@ -193,3 +193,11 @@ def test_budgets_and_rules_always_hold(
             assert k.act is Act.DRAIN and FLAPPING in k.reason
     flapping_drains = [c.candidate.node for c in going if FLAPPING in c.candidate.reason]
     assert len(flapping_drains) == len(set(flapping_drains))  # once per node
+
+
+def test_sightings_of_one_family_do_not_forget_another() -> None:
+    s = Sightings()
+    clean = ("gpu001", "clean", 0, "resume")
+    s.seen([clean], NOW, family="clean")
+    s.seen([], NOW + timedelta(seconds=30))  # a round's findings: none
+    assert s.since(clean, NOW + timedelta(seconds=60)) == NOW
