@@ -168,7 +168,14 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
     ats = [str(r["at"]) for r in records if isinstance(r.get("at"), str)]
     out.started_at = ats[0] if ats else None
     out.ended_at = ats[-1] if ats else None
-    out.operators = sorted({str(r.get("operator")) for r in records if r.get("operator")})
+    # An autopilot's calls read as its operator's, marked: `root (autopilot)`.
+    out.operators = sorted(
+        {
+            str(r.get("operator")) + (" (autopilot)" if r.get("origin") == "autopilot" else "")
+            for r in records
+            if r.get("operator")
+        }
+    )
     # (node, job) -> [intent or None, own outcome or None, closed by a later run]
     state: dict[tuple[str, int], list[Any]] = {}
     for rec in records:
