@@ -363,3 +363,36 @@ def test_an_agent_orphan_is_drained_and_resumed_once_clean_and_another_drain_is_
             assert sim.node(node_name(9)).state_reason == "ops: bad DIMM"
             updates = [r for r in autopilot_records(f.journal) if r.get("node") == node_name(9)]
             assert all(r.get("action") is None for r in updates)  # agent cancels only
+
+
+def test_old_inventories_open_the_breaker(tmp_path: Path) -> None:
+    sim = SimCluster(fleet(20), agents=[node_name(3)])
+    with sim:
+        strand(sim, 3)
+        live = sim.write_inventories(tmp_path / "live.jsonl")  # never re-collected
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        f = Fleet(sim, live, tmp_path / "journal.jsonl", tmp_path / "home", agent_map, tmp_path)
+        time.sleep(1.1)
+        proc = run_cli(*f.args("--grace", "0", "--rounds", "1", "--max-inventory-age", "1s"),
+                       home=f.home)  # fmt: skip
+        [r] = rounds_of(proc.stdout)
+        assert r["state"] == "breaker-open" and "older than --max-inventory-age" in r["why"][0]
+        assert sim.cancels == []
+
+
+def test_sighup_rereads_the_configuration_and_goes_on(tmp_path: Path) -> None:
+    with (
+        running_fleet(tmp_path, 10, agents=[]) as f,
+        cli_process(*f.args("--interval", "0.2", "--grace", "60"), home=f.home) as proc,
+    ):
+        assert proc.stdout is not None
+        lines = lines_of(proc.stdout)
+        _first_line(lines)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert proc.poll() is None  # a reload, not a stop
+        later = [_first_line(lines) for _ in range(3)]
+        assert all(r["state"] == "acting" for r in later)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0

@@ -201,3 +201,17 @@ def test_sightings_of_one_family_do_not_forget_another() -> None:
     s.seen([clean], NOW, family="clean")
     s.seen([], NOW + timedelta(seconds=30))  # a round's findings: none
     assert s.since(clean, NOW + timedelta(seconds=60)) == NOW
+
+
+def test_the_human_line_is_one_line_with_control_characters_escaped() -> None:
+    from spurctl.decide.autopilot import State
+    from spurctl.render.autopilot import human_line, json_line
+    from spurctl.usecases.autopilot import Done, RoundReport
+
+    r = RoundReport(4, NOW, 0.5, State.BREAKER_OPEN, ["breaker open: gpu\x1b[2J001"],
+                    {"terminal-held": 2}, actions=[Done("reclaim", "gpu\x1b001", 7,
+                    "terminal-held", "skipped", "x")])  # fmt: skip
+    line = human_line(r)
+    assert line.count("\n") == 1 and "\x1b" not in line
+    assert line.startswith("spurctl autopilot: round 4 breaker-open, 2 findings, 0 sent")
+    assert "\x1b" not in json_line(r) and json_line(r).count("\n") == 1
