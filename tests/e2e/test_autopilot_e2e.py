@@ -18,63 +18,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
+from spurctl.model import Holding, Job, JobState, NodeState
 from spurctl.simcluster import SimCluster
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import (
-    CPUS_PER_GPU,
-    MEM_PER_GPU_MB,
-    NODE_TOTAL,
-    SPUR_VERSION,
-    job_allocation,
-    job_pids,
-)
+from spurctl.simcluster.fleet_scenario import T0, fleet, node_name, strand
+from spurctl.simcluster.scenario_parts import job_allocation
 from tests.cli import cli_process, lines_of, run_cli, wait_for
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.reclaim import journal_records
-
-T0 = datetime(2026, 12, 4, 20, 0, tzinfo=UTC)
-GPUS = tuple(range(8))
-
-
-def fleet(nodes: int) -> Scenario:
-    """`nodes` nodes, each running one whole-node job its agent holds: nothing to find."""
-    names = [f"gpu{i:04d}" for i in range(1, nodes + 1)]
-    per_job = job_allocation(GPUS, 1)
-    per_node = Allocation(
-        cpus=8 * CPUS_PER_GPU,
-        memory_mb=8 * MEM_PER_GPU_MB,
-        devices={"gpu": tuple(Device(g, 1) for g in GPUS)},
-    )
-    boot = T0 - timedelta(days=1)
-    jobs, holdings, node_list = [], {}, []
-    for i, name in enumerate(names, start=1):
-        jobs.append(Job(i, JobState.RUNNING, name, "train", "alice", 20001, "gpu", "research",
-                        "", T0, T0, None, 1, 8, per_job))  # fmt: skip
-        holdings[name] = [Holding(i, 8 * CPUS_PER_GPU, 8 * MEM_PER_GPU_MB, GPUS,
-                                  job_pids(i, i, 8), T0 + timedelta(seconds=1))]  # fmt: skip
-        node_list.append(Node(name, NodeState.ALLOCATED, "", ("gpu",), NODE_TOTAL, per_node,
-                              boot, None, boot, {}))  # fmt: skip
-    return Scenario(version=SPUR_VERSION, jobs=jobs, nodes=node_list, holdings=holdings)
-
-
-def strand(sim: SimCluster, job_id: int) -> None:
-    """The controller finished `job_id` (a restart lost its cancel); its agent holds it."""
-    job = sim.job(job_id)
-    assert job is not None
-    sim.set_job(
-        msgspec.structs.replace(job, state=JobState.COMPLETED, end_time=T0 + timedelta(hours=1))
-    )
-
-
-def node_name(i: int) -> str:
-    return f"gpu{i:04d}"
 
 
 @dataclass
