@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,7 +189,10 @@ def run(
                     flags.reload = False
                     request = dataclasses.replace(request, conn=request.reconnect())
                 n += 1
-                on_round(pilot.round(n, request))
+                # A round's time is when it was due (as the watch's): the ages it judges are
+                # whole intervals, however late a round started.
+                late = max(0.0, time.monotonic() - due)
+                on_round(pilot.round(n, request, late))
                 if flags.stopping or (request.rounds is not None and n >= request.rounds):
                     break
                 due += request.interval_s
@@ -233,8 +236,8 @@ class _Pilot:
     actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
     settled: int = 0
 
-    def round(self, n: int, request: AutopilotRequest) -> RoundReport:
-        started = utcnow()
+    def round(self, n: int, request: AutopilotRequest, late: float = 0.0) -> RoundReport:
+        started = utcnow() - timedelta(seconds=late)
         t0 = time.monotonic()
         report = self._round(n, request, started)
         report.took_s = time.monotonic() - t0
