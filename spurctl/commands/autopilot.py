@@ -21,7 +21,7 @@ from spurctl.decide.autopilot import (
 )
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
-from spurctl.errors import SpurctlError
+from spurctl.errors import SpurctlError, warn
 from spurctl.option_values import (
     number_option,
     parse_breaker,
@@ -192,7 +192,10 @@ def _shown(metrics_file: Path | None) -> Callable[[RoundReport], None]:
         if tty:
             sys.stderr.write(line)
         if metrics_file is not None:
-            write_output(shown.metrics(report), metrics_file, create_mode=PUBLIC_FILE_MODE)
+            try:
+                write_output(shown.metrics(report), metrics_file, create_mode=PUBLIC_FILE_MODE)
+            except (OSError, SpurctlError) as exc:  # the rounds go on; the alert sees it age
+                warn(f"metrics file {metrics_file} not written: {exc}")
         notify(*(("READY=1",) if report.round == 1 else ()), "WATCHDOG=1",
                f"STATUS={line.strip()}")  # fmt: skip
 

@@ -193,17 +193,23 @@ def choose(
     limits: Limits,
     spent_: Spent,
     room: int,
+    left_to_person: frozenset[str] = frozenset(),
 ) -> list[Choice]:
     """Each candidate sent now or held back, and why (one sentence each). `room`: how many
     more nodes spurctl may take out of service (--max-unavailable, counted from the
     controller). A node the autopilot acted on in `flap_limit` rounds of the last day is
     drained with the flapping reason instead (once; its other candidates wait), and a
-    flapping drain is never lifted."""
+    flapping drain is never lifted. `left_to_person`: nodes out of service under the
+    autopilot's flapping drain, on which nothing more is done."""
     left = max(0, limits.max_actions - spent_.last_hour)
     out: list[Choice] = []
     flapped: set[str] = set()
     for c in sorted(candidates, key=lambda c: (_ORDER[c.act], c.since, c.node, c.job_id)):
         age = (now - c.since).total_seconds()
+        if c.node in left_to_person:
+            out.append(Choice(c, False, f"{c.node} is drained as flapping: left to a person",
+                              FLAPPING))  # fmt: skip
+            continue
         if c.act is Act.RESUME:
             if FLAPPING in c.reason:
                 out.append(

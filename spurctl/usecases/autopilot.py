@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 # What no agent cancel can free now: the autopilot drains these (and only these).
 DRAINED_KINDS = frozenset({Kind.AGENT_ORPHAN.value, Kind.LEFTOVER.value})
 TICK_S = 10.0
+FLAPPING_PREFIX = f"spurctl: {FLAPPING}:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,8 +266,9 @@ class _Pilot:
                     request.src, request.conn, cancelled=earlier.cancelled, client=client
                 )
             refuse_another_cluster(inputs, request.conn, "the autopilot")
-        except SpurctlError as exc:
-            blind = redact(f"no view to act on this round: {exc}")
+        except Exception as exc:  # a daemon goes on: a round that cannot read acts on nothing
+            said = str(exc) if isinstance(exc, SpurctlError) else f"{type(exc).__name__}: {exc}"
+            blind = redact(f"no view to act on this round: {said}")
             self.breaker = breaker_step(self.breaker, 0, 0, blind)
             return RoundReport(n, now, 0.0, State.BREAKER_OPEN, [blind], {}, breaker=self.breaker,
                                paused=paused)  # fmt: skip
@@ -287,7 +289,12 @@ class _Pilot:
         nodes = inputs.view.nodes
         room = request.max_unavailable.cap(len(nodes)) - len(out_by_spurctl(nodes.values(), owned))
         budget = spent(found, now)
-        choices = choose(plans.candidates, now=now, limits=request.limits, spent_=budget, room=room)
+        flapping = frozenset(
+            n.name for n in nodes.values()
+            if n.state in OUT_OF_SERVICE and n.state_reason.startswith(FLAPPING_PREFIX)
+        )  # fmt: skip
+        choices = choose(plans.candidates, now=now, limits=request.limits, spent_=budget,
+                         room=room, left_to_person=flapping)  # fmt: skip
         state = (
             State.BREAKER_OPEN if self.breaker.open
             else State.PAUSED if paused

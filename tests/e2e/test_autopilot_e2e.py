@@ -168,6 +168,13 @@ def test_a_flapping_node_is_drained_once_with_the_flapping_reason(tmp_path: Path
         assert len(drains) == 1 and "flapping" in drains[0]["reason"]
         reclaims = [r for r in records if r["event"] == "intent" and r.get("action") is None]
         assert len(reclaims) == 3
+        # After it, nothing more is done there: its stranded run waits for a person.
+        rounds = rounds_of(proc.stdout)
+        drained = next(
+            r["round"] for r in rounds if any(c["action"] == "drain" for c in r["calls"])
+        )
+        later = [r for r in rounds if r["round"] > drained]
+        assert later and all(r["calls"] == [] for r in later)
         node = f.sim.node(node_name(1))
         assert node.state in (NodeState.DRAIN, NodeState.DRAINING)
         assert "flapping" in node.state_reason

@@ -215,3 +215,9 @@ def test_the_human_line_is_one_line_with_control_characters_escaped() -> None:
     assert line.count("\n") == 1 and "\x1b" not in line
     assert line.startswith("spurctl autopilot: round 4 breaker-open, 2 findings, 0 sent")
     assert "\x1b" not in json_line(r) and json_line(r).count("\n") == 1
+
+
+def test_nothing_more_is_done_on_a_node_left_to_a_person() -> None:
+    choices = choose([cand(Act.RECLAIM), cand(Act.RESUME, age=10_000)], now=NOW, limits=LIMITS,
+                     spent_=Spent(), room=5, left_to_person=frozenset({"gpu001"}))  # fmt: skip
+    assert [(c.go, c.wait) for c in choices] == [(False, FLAPPING), (False, FLAPPING)]
