@@ -55,7 +55,7 @@ from spurctl.decide.budget import (
     resumed_at,
 )
 from spurctl.decide.drains import NodeChange, cancel_states, drain_plan, resume_plan
-from spurctl.decide.owner import Ownership, Seen
+from spurctl.decide.owner import Ownership, Seen, journaled_drains
 from spurctl.decide.plan import Entry, reclaimable
 from spurctl.decide.reclaim_plan import decide, selection
 from spurctl.decide.repair import repair_progress
@@ -403,17 +403,23 @@ def _plans(
                 cands.append(Candidate(Act.RECLAIM, e.node, e.job_id, e.finding.kind.value,
                                        sightings.since(key, now)))  # fmt: skip
     owned = Ownership.of(found, credential_uid(conn))
+    # Only a node whose own name holds a finding can be drained (drain_plan sets a drain
+    # on nothing else), so only those are planned: not 20,000 nodes a round. The autopilot
+    # never names a node alone: the cooldown always holds.
+    held = sorted({f.node for f in report.findings if f.job_id is not None} & set(names))
     changes, _left = drain_plan(
-        names, view.nodes, report.findings, cancel_states(found), owned,
-        resumed=resumed_at(found), now=now, cooldown_s=request.cooldown_s,
+        held, view.nodes, report.findings, cancel_states(found), owned,
+        resumed=resumed_at(found), now=now, cooldown_s=request.cooldown_s, alone=False,
     )  # fmt: skip
     drains = {c.node: c for c in changes if c.kind in DRAINED_KINDS}
     for c in drains.values():
         key = (c.node, "finding", c.job_id, c.kind)
         cands.append(Candidate(Act.DRAIN, c.node, c.job_id, c.kind, sightings.since(key, now),
                                c.reason))  # fmt: skip
+    # Only a drain the journal records spurctl setting can be spurctl's (decide/owner.py).
+    drained = sorted(set(journaled_drains(found)) & set(names))
     lifts, _left = resume_plan(
-        names, view.nodes, report.findings, inputs.inventories, now=now,
+        drained, view.nodes, report.findings, inputs.inventories, now=now,
         max_age_s=request.max_inventory_age_s, owned=owned, repairing=repair_progress(found),
     )  # fmt: skip
     resumes = {c.node: c for c in lifts}
