@@ -261,6 +261,8 @@ def test_sigterm_mid_call_lets_the_call_finish_and_be_journaled(tmp_path: Path) 
         with cli_process(*f.args("--interval", "0.2", "--grace", "0"), home=f.home) as proc:
             wait_for(lambda: any(r["event"] == "intent" for r in autopilot_records(f.journal)),
                      timeout=30)  # fmt: skip
+            # Past the re-check (ms): the cancel is in flight at the agent (1.5 s).
+            time.sleep(0.4)
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
         records = autopilot_records(f.journal)
