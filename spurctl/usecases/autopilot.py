@@ -287,10 +287,13 @@ class _Pilot:
             plans = _plans(request, report, inputs, found, now, self.sightings)
         owned = plans.owned
         nodes = inputs.view.nodes
-        room = request.max_unavailable.cap(len(nodes)) - len(out_by_spurctl(nodes.values(), owned))
+        # Only a node the journal records spurctl draining can be out by spurctl's reason
+        # (decide/owner.py): those are read, not all 20,000 nodes of the view.
+        journaled = [nodes[n] for n in journaled_drains(found) if n in nodes]
+        room = request.max_unavailable.cap(len(nodes)) - len(out_by_spurctl(journaled, owned))
         budget = spent(found, now)
         flapping = frozenset(
-            n.name for n in nodes.values()
+            n.name for n in journaled
             if n.state in OUT_OF_SERVICE and n.state_reason.startswith(FLAPPING_PREFIX)
         )  # fmt: skip
         choices = choose(plans.candidates, now=now, limits=request.limits, spent_=budget,
