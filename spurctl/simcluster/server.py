@@ -334,12 +334,6 @@ class SimCluster:
             self.state.unlisted.add(node)
             self.state.generation += 1
 
-    def stop_controller(self) -> None:
-        """spurctld goes away (its port closes, calls in flight cut); the agents stay up."""
-        server, self._controller = self._controller, None
-        if server is not None:
-            self._run(server.stop(0))
-
     def stop_agent(self, node: str) -> None:
         """The node's spurd goes away: its port closes and it stops heartbeating."""
         self._agents_up.pop(node, None)

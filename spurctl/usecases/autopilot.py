@@ -496,8 +496,9 @@ def _send(
                     # The call and its journal outcome are never cut apart by a stop.
                     with stops_deferred():
                         said.append(change_node(admin, client, k.act is Act.DRAIN, change))
-                except JournalUnwritable as exc:
-                    done.append(Done(k.act.value, k.node, k.job_id, k.kind, "failed", str(exc)))
+                except JournalUnwritable as exc:  # nothing more is sent; a sent call is said
+                    result = "sent" if exc.sent else "failed"
+                    done.append(Done(k.act.value, k.node, k.job_id, k.kind, result, str(exc)))
                     break
                 except KeyboardInterrupt:  # the stop, deferred past this call: no more calls
                     stopped = True

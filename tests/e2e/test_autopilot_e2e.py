@@ -198,6 +198,10 @@ def test_the_controller_gone_mid_round_sends_nothing_that_round(tmp_path: Path) 
         assert all(c["result"] != "sent" for c in r["calls"]), r
         assert f.sim.cancels == []
         assert not any(x.get("result") == "sent" for x in autopilot_records(f.journal))
+        # The controller back: the next round acts (its view is whole again).
+        f.sim.start_controller()
+        [r] = rounds_of(run_cli(*f.args("--grace", "0", "--rounds", "1"), home=f.home).stdout)
+        assert [(c["node"], c["result"]) for c in r["calls"]] == [(node_name(3), "sent")]
 
 
 def test_a_pause_file_audits_only(tmp_path: Path) -> None:
