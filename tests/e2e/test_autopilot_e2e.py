@@ -363,3 +363,23 @@ def test_sighup_rereads_the_configuration_and_goes_on(tmp_path: Path) -> None:
         assert all(r["state"] == "acting" for r in later)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+def test_max_unavailable_is_never_exceeded_the_rest_waits(tmp_path: Path) -> None:
+    scenario = fleet(20)
+    for i in (4, 5, 6):  # three agent orphans: three drains wanted
+        scenario.agent_started_at[node_name(i)] = T0 + timedelta(hours=1)
+    with SimCluster(scenario, agents=[]) as sim:
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        f = Fleet(sim, live, tmp_path / "journal.jsonl", tmp_path / "home", agent_map, tmp_path)
+        proc = run_cli(*f.args("--grace", "0", "--interval", "0.1", "--rounds", "3",
+                               "--max-unavailable", "1"), home=f.home)  # fmt: skip
+        rounds = rounds_of(proc.stdout)
+        drains = [c for r in rounds for c in r["calls"] if c["action"] == "drain"]
+        assert [c["node"] for c in drains] == [node_name(4)]
+        assert rounds[-1]["waiting"] == {"max-unavailable": 2}
+        assert rounds[-1]["budgets_left"]["max-unavailable"] == 0
+        out = [n for n in (4, 5, 6) if sim.node(node_name(n)).state_reason]
+        assert out == [4]
