@@ -383,3 +383,21 @@ def test_max_unavailable_is_never_exceeded_the_rest_waits(tmp_path: Path) -> Non
         assert rounds[-1]["budgets_left"]["max-unavailable"] == 0
         out = [n for n in (4, 5, 6) if sim.node(node_name(n)).state_reason]
         assert out == [4]
+
+
+def test_an_incomplete_view_opens_the_breaker(tmp_path: Path) -> None:
+    from spurctl.sources import credentials as auth
+    from tests.live import KEY
+
+    with SimCluster(fleet(20), agents=[node_name(3)], auth="required", jwt_key=KEY) as sim:
+        strand(sim, 3)
+        live = sim.write_inventories(tmp_path / "live.jsonl")
+        agent_map = tmp_path / "agents.json"
+        agent_map.write_text(json.dumps(sim.agent_map()))
+        f = Fleet(sim, live, tmp_path / "journal.jsonl", tmp_path / "home", agent_map, tmp_path)
+        # bob's credential: Spur answers GetJobs with bob's jobs only (none of alice's).
+        proc = run_cli(*f.args("--grace", "0", "--rounds", "1", "--token",
+                               auth.mint(KEY, "bob")), home=f.home)  # fmt: skip
+        [r] = rounds_of(proc.stdout)
+        assert r["state"] == "breaker-open" and "incomplete" in r["why"][0], r
+        assert sim.cancels == []
