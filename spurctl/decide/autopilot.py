@@ -152,13 +152,19 @@ class Spent:
 
 
 def spent(records: Iterable[Mapping[str, Any]], now: datetime) -> Spent:
-    """The autopilot's intents in the journal (each a mutating call about to go out),
-    counted for `--max-actions` (the last hour) and `--flap-limit` (distinct rounds per
-    node in the last day). Read from the journal, so a restart does not reset them."""
+    """The autopilot's calls in the journal (each outcome `sent` or `failed`: a mutating
+    call that went out, or may have; one skipped at its re-check is none), counted for
+    `--max-actions` (the last hour) and `--flap-limit` (distinct rounds per node in the
+    last day). Read from the journal, so a restart does not reset them."""
     out = Spent()
     rounds: dict[str, set[tuple[str, Any]]] = {}
     for rec in records:
-        if rec.get("event") != "intent" or rec.get("origin") != ORIGIN:
+        # A call that went out (or may have: failed): a re-check that stopped it is none.
+        if (
+            rec.get("event") != "outcome"
+            or rec.get("origin") != ORIGIN
+            or rec.get("result") not in ("sent", "failed")
+        ):
             continue
         try:
             at = parse_time(rec.get("at"))

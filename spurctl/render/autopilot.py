@@ -78,7 +78,8 @@ def metrics(r: RoundReport) -> str:
         for res in RESULTS
     ]
     findings = [(f'{{kind="{_label(k)}"}}', float(n)) for k, n in sorted(r.findings.items())]
-    budgets = [(f'{{budget="{b}"}}', float(r.budgets.get(b, 0))) for b in BUDGETS]
+    # A budget the round could not count (no view) is left out, never said to be spent.
+    budgets = [(f'{{budget="{b}"}}', float(r.budgets[b])) for b in BUDGETS if b in r.budgets]
     lines = [
         *_family("autopilot_rounds_total", "counter", "Rounds since the autopilot started.",
                  [("", float(r.rounds_total))]),

@@ -270,8 +270,10 @@ class _Pilot:
             said = str(exc) if isinstance(exc, SpurctlError) else f"{type(exc).__name__}: {exc}"
             blind = redact(f"no view to act on this round: {said}")
             self.breaker = breaker_step(self.breaker, 0, 0, blind)
+            # The budget the journal counts is known; the view's is not (so not said).
+            left = request.limits.max_actions - spent(found, now).last_hour
             return RoundReport(n, now, 0.0, State.BREAKER_OPEN, [blind], {}, breaker=self.breaker,
-                               paused=paused)  # fmt: skip
+                               paused=paused, budgets={"max-actions": max(0, left)})  # fmt: skip
         needing = len({f.node for f in report.findings if f.needs_action})
         threshold = request.breaker.of(report.nodes_in_scope)
         self.breaker = breaker_step(self.breaker, needing, threshold, _blind(report, inputs, now,

@@ -95,15 +95,16 @@ def test_the_sixth_call_waits_under_max_actions_5() -> None:
 def test_spent_counts_only_the_autopilots_intents_in_the_window_and_rounds_per_node() -> None:
     def rec(minutes_ago: float, node: str = "gpu001", rnd: int = 1, **kw: object) -> dict:
         at = (NOW - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return {"event": "intent", "origin": ORIGIN, "at": at, "node": node, "run": "r1",
-                "round": rnd, **kw}  # fmt: skip
+        return {"event": "outcome", "result": "sent", "origin": ORIGIN, "at": at,
+                "node": node, "run": "r1", "round": rnd, **kw}  # fmt: skip
 
     records = [
         rec(5, rnd=1), rec(5, rnd=1),  # two calls, one round
         rec(30, rnd=2), rec(90, rnd=3),  # outside the hour, inside the day
         rec(60 * 25, rnd=4),  # outside the day
         {**rec(1), "origin": None},  # a manual reclaim: not the autopilot's
-        {**rec(1), "event": "outcome"},
+        {**rec(1), "event": "intent"},  # its outcome counts, not the intent
+        {**rec(1), "result": "skipped"},  # stopped at its re-check: no call went out
         rec(1, node="gpu002", rnd=5),
     ]  # fmt: skip
     s = spent(records, NOW)
@@ -221,3 +222,16 @@ def test_nothing_more_is_done_on_a_node_left_to_a_person() -> None:
     choices = choose([cand(Act.RECLAIM), cand(Act.RESUME, age=10_000)], now=NOW, limits=LIMITS,
                      spent_=Spent(), room=5, left_to_person=frozenset({"gpu001"}))  # fmt: skip
     assert [(c.go, c.wait) for c in choices] == [(False, FLAPPING), (False, FLAPPING)]
+
+
+def test_a_budget_a_blind_round_could_not_count_is_never_said_spent() -> None:
+    from spurctl.decide.autopilot import State
+    from spurctl.render.autopilot import metrics
+    from spurctl.usecases.autopilot import RoundReport
+
+    r = RoundReport(2, NOW, 0.1, State.BREAKER_OPEN, ["no view"], {}, budgets={"max-actions": 12},
+                    breaker=Breaker(True, 0, "no view"))  # fmt: skip
+    text = metrics(r)
+    assert 'spurctl_autopilot_budget_remaining{budget="max-actions"} 12' in text
+    assert 'budget="max-unavailable"' not in text
+    assert "spurctl_autopilot_breaker_open 1" in text
