@@ -32,7 +32,7 @@ from spurctl.render import sink
 # Each command's module under spurctl/commands/, in the order `spurctl --help` lists them.
 COMMANDS = (
     "snapshot", "audit", "nodes", "explain", "reclaim", "repair", "drain", "resume",
-    "journal", "checklist", "node_inventory", "collect", "demo", "node_release",
+    "autopilot", "journal", "checklist", "node_inventory", "collect", "demo", "node_release",
 )  # fmt: skip
 _GROUPS = ("checklist",)  # a Typer of its own, with subcommands
 _HEADERLESS = ("audit", "nodes")  # -h is --no-header, as sinfo's and squeue's

@@ -161,3 +161,57 @@ def parse_max_unavailable(value: str | object) -> Any:
 
 
 NUMBER_PARSERS.add(parse_max_unavailable)
+
+
+def parse_breaker(value: str | object) -> Any:
+    """`--breaker N|P%`: a number of nodes needing action (0: any), or a percentage of the
+    audited nodes (above 0, at most 100; never below 10 nodes)."""
+    from spurctl.decide.autopilot import Threshold
+
+    if isinstance(value, Threshold):
+        return value
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if math.isfinite(percent) and 0 < percent <= 100:
+                return Threshold(percent=percent)
+        else:
+            count = int(text)
+            if count >= 0:
+                return Threshold(count=count)
+    except ValueError:
+        pass
+    raise typer.BadParameter(
+        f"{text!r} is neither a number of nodes (0 or more) nor a percentage of the audited "
+        "nodes (above 0%, at most 100%), e.g. 10 or 5%"
+    )
+
+
+NUMBER_PARSERS.add(parse_breaker)
+
+
+def parse_per_hour(value: str | int) -> int:
+    """`--max-actions N/h` (or N): mutating calls in a sliding hour, 1 or more."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    number_text = text.removesuffix("/h")
+    if number_text.isdigit() and int(number_text) >= 1:
+        return int(number_text)
+    raise typer.BadParameter(f"{text!r} is not a number of calls per hour, e.g. 60/h")
+
+
+NUMBER_PARSERS.add(parse_per_hour)
+
+
+def parse_wait(value: str | float) -> float:
+    """A duration that may be 0 (`--grace 0`: act at first sight), as parse_duration."""
+    if isinstance(value, int | float) and value == 0:
+        return 0.0
+    if isinstance(value, str) and value.strip().lower() in ("0", "0s", "0.0"):
+        return 0.0
+    return parse_duration(value)
+
+
+NUMBER_PARSERS.add(parse_wait)

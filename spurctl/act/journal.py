@@ -259,6 +259,8 @@ class Journal:
         self.run = _held_run(path)
         # (node, job_id) -> the earlier run whose open intent an outcome here closes.
         self._closing: dict[tuple[str, int], str | None] = {}
+        # Fields every record adds after the common ones (the autopilot's `origin`, `round`).
+        self.tags: dict[str, Any] = {}
         try:
             fd = _open_journal(path)
         except BaseException:
@@ -347,6 +349,7 @@ class Journal:
             "node": node,
             "job_id": job_id,
             "kind": kind,
+            **self.tags,
         }
 
     def intent(

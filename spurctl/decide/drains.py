@@ -139,9 +139,12 @@ def drain_plan(
     resumed: Mapping[str, datetime] | None = None,
     now: datetime | None = None,
     cooldown_s: float = DEFAULT_COOLDOWN_S,
+    alone: bool | None = None,
 ) -> tuple[list[NodeChange], list[Left]]:
     """The nodes to drain, and those left as they are (with why); `resumed`: when spurctl
-    last resumed each node (decide/budget.py `cooling`, against `now`)."""
+    last resumed each node (decide/budget.py `cooling`, against `now`). `alone`: whether
+    the operator named the node alone (None: the scope has one node), which the cooldown
+    yields to."""
     drain: list[NodeChange] = []
     left: list[Left] = []
     names = sorted(scope)
@@ -192,7 +195,8 @@ def drain_plan(
             cool := None
             if resumed is None or now is None
             else cooling(
-                name, resumed, now=now, cooldown_s=cooldown_s, named_alone=len(names) == 1,
+                name, resumed, now=now, cooldown_s=cooldown_s,
+                named_alone=len(names) == 1 if alone is None else alone,
                 verb="drain",
             )
         ) is not None:  # fmt: skip

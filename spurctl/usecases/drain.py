@@ -28,16 +28,14 @@ from spurctl.decide.budget import (
 )
 from spurctl.decide.drains import Left, NodeChange, cancel_states, drain_plan, resume_plan
 from spurctl.decide.owner import Ownership
-from spurctl.decide.repair import HOLDS, repair_progress
+from spurctl.decide.repair import repair_progress
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
-from spurctl.model import NodeState, utcnow
+from spurctl.model import utcnow
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
-    from spurctl.act.node_admin import NodeAdmin
-    from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
 
@@ -161,6 +159,7 @@ def _send(
     a stop ended the run between two nodes)."""
     from spurctl.act.journal import Journal, journal_lock
     from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
+    from spurctl.act.node_changes import change_node
     from spurctl.act.stops import stops_deferred
     from spurctl.sources.controller import ControllerClient
 
@@ -179,7 +178,7 @@ def _send(
                     # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
                     with stops_deferred():
                         try:
-                            done[c.node] = _change(admin, client, plan.verb, c)
+                            done[c.node] = change_node(admin, client, plan.verb is Verb.DRAIN, c)
                         except JournalUnwritable as exc:
                             if exc.sent:  # it went out: said, though its record is not
                                 done[c.node] = (True, "sent; the journal could not record it")
@@ -189,41 +188,3 @@ def _send(
     except JournalUnwritable as exc:
         return done, str(exc), interrupted
     return done, None, interrupted
-
-
-def _change(
-    admin: NodeAdmin, client: ControllerClient, verb: Verb, c: NodeChange
-) -> tuple[bool, str]:
-    """One node's UpdateNode, journaled and read back: (sent, detail)."""
-    from spurctl.act.node_admin import AdminCallFailed, ControllerWriter, NodeChanged, Step
-    from spurctl.sources.node_records import read_node
-
-    drain = verb is Verb.DRAIN
-
-    def shows() -> bool:
-        node = read_node(client, c.node)
-        if node is None:
-            return False
-        if drain:
-            return node.state in HOLDS and node.state_reason == c.reason
-        return node.state not in HOLDS and node.state is not NodeState.DOWN
-
-    state = NodeState.DRAIN if drain else NodeState.IDLE
-    words = f"state={state.name}" + (f", reason={c.reason!r}" if drain else "")
-    step = Step(c.node, c.kind, verb.value, verb.value, f"UpdateNode({c.node}, {words})",
-                {"reason": c.reason}, job_id=c.job_id)  # fmt: skip
-    said = f"drained: {c.reason}" if drain else f"resumed: lifted {c.reason!r}"
-
-    def send(w: ControllerWriter) -> None:
-        w.update_node(c.node, state=state, reason=c.reason if drain else None)
-
-    assert c.seen is not None  # drain_plan and resume_plan say what they saw
-    try:
-        # Sent only while the node is as the plan saw it: an admin may have drained it
-        # (or lifted spurctl's) while the prompt was open.
-        admin.send(step, send, said, confirm=shows, expect=c.seen)
-    except NodeChanged as exc:
-        return False, f"not sent: {exc.message}"
-    except AdminCallFailed as exc:
-        return False, exc.message
-    return True, said

@@ -36,7 +36,10 @@ _DONE_WORD = {"drain": "drained", "resume": "resumed", "repair": "repaired"}
 def command_of(rec: Mapping[str, Any]) -> str:
     """The spurctl command that wrote `rec`: its `command` when it names one (a run that
     drives the others, as autopilot), else its node administration's `action` (`repair`,
-    `drain`, `resume`), else `node-release` for the kinds it journals, else `reclaim`."""
+    `drain`, `resume`), else `node-release` for the kinds it journals, else `reclaim`.
+    The autopilot's records say so by their `origin`."""
+    if rec.get("origin") == "autopilot":
+        return "autopilot"
     for key in ("command", "action"):
         value = rec.get(key)
         if isinstance(value, str) and value:
@@ -213,7 +216,14 @@ def summarize_run(run_id: str, legacy: bool, records: list[dict[str, Any]]) -> R
     ats = [str(r["at"]) for r in records if isinstance(r.get("at"), str)]
     out.started_at = ats[0] if ats else None
     out.ended_at = ats[-1] if ats else None
-    out.operators = sorted({str(r.get("operator")) for r in records if r.get("operator")})
+    # An autopilot's calls read as its operator's, marked: `root (autopilot)`.
+    out.operators = sorted(
+        {
+            str(r.get("operator")) + (" (autopilot)" if r.get("origin") == "autopilot" else "")
+            for r in records
+            if r.get("operator")
+        }
+    )
     out.commands = list(dict.fromkeys(command_of(r) for r in records))
     out.clusters = list(dict.fromkeys(c for c in map(cluster_words, records) if c))
     # (node, job, action) -> [intent or None, own outcome or None, closed by a later run]

@@ -1,0 +1,534 @@
+"""`spurctl autopilot`: rounds of audit -> decide -> act within budgets, until stopped.
+
+Each round audits the scope afresh (audit_view.run_audit, as `audit` does), lets the
+manual commands' own planners say what they would do (reclaim: decide/reclaim_plan.py
+with its endpoint and cluster guards; drain and resume: decide/drains.py), lets
+decide/autopilot.py choose what goes out now (grace, budgets, flapping, the breaker),
+and sends through the same act/ paths as the manual commands: reclaim's `execute`
+(a fresh GetJob right before each cancel, one cancel per holding, journaled) and
+NodeAdmin (the node re-read right before each UpdateNode, journaled). The journal's
+lock is held from start to stop: one autopilot per journal, and a manual reclaim,
+drain or repair on the same journal refuses in one line naming its pid.
+
+Signals: SIGTERM and SIGINT stop it; a call in flight finishes and its outcome is
+journaled first (reclaim's pool finishes what it sent; a node call runs under
+`stops_deferred`). SIGHUP re-reads the configuration before the next round. An
+intent a killed autopilot left open is closed (fate unknown) before anything is sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spurctl.decide.autopilot import (
+    DEFAULT_BREAKER,
+    FLAPPING,
+    ORIGIN,
+    Act,
+    Breaker,
+    Candidate,
+    Choice,
+    Limits,
+    Sightings,
+    State,
+    Threshold,
+    breaker_step,
+    choose,
+    spent,
+    waits_by_budget,
+)
+from spurctl.decide.budget import (
+    DEFAULT_COOLDOWN_S,
+    DEFAULT_MAX_UNAVAILABLE,
+    OUT_OF_SERVICE,
+    MaxUnavailable,
+    out_by_spurctl,
+    resumed_at,
+)
+from spurctl.decide.drains import NodeChange, cancel_states, drain_plan, resume_plan
+from spurctl.decide.owner import Ownership, Seen, journaled_drains
+from spurctl.decide.plan import Entry, reclaimable
+from spurctl.decide.reclaim_plan import decide, selection
+from spurctl.decide.repair import repair_progress
+from spurctl.decide.send_guards import key_refusal, legit_nodes
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.errors import ExitStatus, SpurctlError, redact
+from spurctl.hostlist import fold
+from spurctl.model import Kind, utcnow
+
+if TYPE_CHECKING:
+    from spurctl.audit_view import AuditInputs
+    from spurctl.model import AuditReport
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import Connection
+
+# What no agent cancel can free now: the autopilot drains these (and only these).
+DRAINED_KINDS = frozenset({Kind.AGENT_ORPHAN.value, Kind.LEFTOVER.value})
+TICK_S = 10.0
+FLAPPING_PREFIX = f"spurctl: {FLAPPING}:"
+
+
+@dataclass(frozen=True, slots=True)
+class AutopilotRequest:
+    """What `spurctl autopilot` was asked."""
+
+    src: Sources
+    conn: Connection
+    journal_path: Path
+    pause_file: Path
+    interval_s: float = 30.0
+    rounds: int | None = None
+    limits: Limits = field(default_factory=Limits)
+    breaker: Threshold = DEFAULT_BREAKER
+    max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
+    cooldown_s: float = DEFAULT_COOLDOWN_S
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
+    dry_run: bool = False
+    # SIGHUP: the connection read again from the options, spur.conf and the config file.
+    reconnect: Callable[[], Connection] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """One call the round sent (or, in a dry run, would send), and what came of it."""
+
+    act: str
+    node: str
+    job_id: int
+    kind: str
+    result: str  # sent, failed, skipped, would-send
+    detail: str
+
+
+@dataclass(slots=True)
+class RoundReport:
+    """One round: what the JSON line, the stderr line and the metrics say."""
+
+    round: int
+    started_at: datetime
+    took_s: float
+    state: State
+    why: list[str]
+    findings: dict[str, int]
+    nodes_audited: int = 0
+    nodes_needing_action: int = 0
+    actions: list[Done] = field(default_factory=list)
+    waiting: dict[str, int] = field(default_factory=dict)
+    budgets: dict[str, int] = field(default_factory=dict)
+    breaker: Breaker = field(default_factory=Breaker)
+    settled: int = 0  # open intents of a killed run closed before this round
+    # Since the autopilot started: rounds, and calls by (action, result).
+    rounds_total: int = 0
+    actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
+    paused: bool = False
+
+
+@dataclass(slots=True)
+class _Flags:
+    stopping: bool = False
+    reload: bool = False
+
+
+@contextmanager
+def _signals(flags: _Flags) -> Iterator[None]:
+    """SIGTERM/SIGINT: stop (a KeyboardInterrupt where it lands; the send paths defer it
+    past the call in flight); SIGHUP: re-read the configuration before the next round."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_n: int, _f: object) -> None:
+        flags.stopping = True
+        raise KeyboardInterrupt
+
+    def reload(_n: int, _f: object) -> None:
+        flags.reload = True
+
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, stop),
+        signal.SIGINT: signal.signal(signal.SIGINT, stop),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, reload),
+    }
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def run(
+    request: AutopilotRequest,
+    *,
+    on_round: Callable[[RoundReport], None],
+    tick: Callable[[], object] | None = None,
+) -> ExitStatus:
+    """Rounds until stopped (a signal) or `request.rounds` are done; exit 0 then.
+    `on_round` is told each round's report. A second autopilot (or a manual run) on the
+    same journal: SpurctlError naming the first's pid (exit 2). `tick` is called at least
+    every 10 s between rounds (systemd's watchdog)."""
+    from spurctl.act.journal import journal_lock
+
+    flags = _Flags()
+    pilot = _Pilot()
+    with _signals(flags), journal_lock(request.journal_path):
+        try:
+            if not request.dry_run:
+                pilot.settled = _settle(request.journal_path)
+            due = time.monotonic()
+            n = 0
+            while True:
+                if flags.reload and request.reconnect is not None:
+                    flags.reload = False
+                    request = dataclasses.replace(request, conn=request.reconnect())
+                n += 1
+                # A round's time is when it was due (as the watch's): the ages it judges are
+                # whole intervals, however late a round started.
+                late = max(0.0, time.monotonic() - due)
+                on_round(pilot.round(n, request, late))
+                if flags.stopping or (request.rounds is not None and n >= request.rounds):
+                    break
+                due += request.interval_s
+                wait = due - time.monotonic()
+                if wait <= 0:  # behind: the next round starts now, not in a burst
+                    due = time.monotonic()
+                while wait > 0:
+                    time.sleep(min(wait, TICK_S))
+                    if tick is not None:
+                        tick()
+                    wait = due - time.monotonic()
+        except KeyboardInterrupt:
+            pass
+    return ExitStatus.OK
+
+
+def _settle(path: Path) -> int:
+    """Close the intents a killed run left open (their fate unknown) before any send."""
+    from spurctl.act.cancels import close_unresolved
+    from spurctl.act.journal import Journal
+    from spurctl.act.stops import stops_deferred
+    from spurctl.sources.journal_records import history
+
+    earlier = history(path)
+    if not earlier.unresolved:
+        return 0
+    with stops_deferred(), Journal(path) as journal:
+        journal.tags = {"origin": ORIGIN, "round": 0}
+        still = journal.still_open(earlier.unresolved)
+        close_unresolved(journal, still, [])
+    return len(still)
+
+
+@dataclass(slots=True)
+class _Pilot:
+    """What the autopilot carries from round to round: first sightings, the breaker, totals."""
+
+    sightings: Sightings = field(default_factory=Sightings)
+    breaker: Breaker = field(default_factory=Breaker)
+    rounds_total: int = 0
+    actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
+    settled: int = 0
+
+    def round(self, n: int, request: AutopilotRequest, late: float = 0.0) -> RoundReport:
+        started = utcnow() - timedelta(seconds=late)
+        t0 = time.monotonic()
+        report = self._round(n, request, started)
+        report.took_s = time.monotonic() - t0
+        self.rounds_total += 1
+        for d in report.actions:
+            key = (d.act, d.result)
+            self.actions_total[key] = self.actions_total.get(key, 0) + 1
+        report.rounds_total = self.rounds_total
+        report.actions_total = dict(self.actions_total)
+        report.settled, self.settled = self.settled, 0
+        return report
+
+    def _round(self, n: int, request: AutopilotRequest, now: datetime) -> RoundReport:
+        from spurctl.audit_view import refuse_another_cluster, run_audit
+        from spurctl.sources.controller import ControllerClient
+        from spurctl.sources.journal_records import history, records
+
+        path = request.journal_path
+        paused = request.pause_file.exists()
+        found = records(path) if path.is_file() else []
+        earlier = history(path)
+        try:
+            with ControllerClient(request.conn) as client:
+                report, inputs = run_audit(
+                    request.src, request.conn, cancelled=earlier.cancelled, client=client
+                )
+            refuse_another_cluster(inputs, request.conn, "the autopilot")
+        except Exception as exc:  # a daemon goes on: a round that cannot read acts on nothing
+            said = str(exc) if isinstance(exc, SpurctlError) else f"{type(exc).__name__}: {exc}"
+            blind = redact(f"no view to act on this round: {said}")
+            self.breaker = breaker_step(self.breaker, 0, 0, blind)
+            # The budget the journal counts is known; the view's is not (so not said).
+            left = request.limits.max_actions - spent(found, now).last_hour
+            return RoundReport(n, now, 0.0, State.BREAKER_OPEN, [blind], {}, breaker=self.breaker,
+                               paused=paused, budgets={"max-actions": max(0, left)})  # fmt: skip
+        needing = len({f.node for f in report.findings if f.needs_action})
+        threshold = request.breaker.of(report.nodes_in_scope)
+        self.breaker = breaker_step(self.breaker, needing, threshold, _blind(report, inputs, now,
+                                    request.max_inventory_age_s))  # fmt: skip
+        self.sightings.seen(
+            [(f.node, "finding", f.job_id or 0, f.kind.value) for f in report.findings
+             if f.needs_action],
+            now,
+        )  # fmt: skip
+        if self.breaker.open:  # nothing planned either: the view is not one to act on
+            plans = _Plans([], Ownership.of(found, None), {}, {}, {}, [])
+        else:
+            plans = _plans(request, report, inputs, found, now, self.sightings)
+        owned = plans.owned
+        nodes = inputs.view.nodes
+        # Only a node the journal records spurctl draining can be out by spurctl's reason
+        # (decide/owner.py): those are read, not all 20,000 nodes of the view.
+        journaled = [nodes[n] for n in journaled_drains(found) if n in nodes]
+        room = request.max_unavailable.cap(len(nodes)) - len(out_by_spurctl(journaled, owned))
+        budget = spent(found, now)
+        flapping = frozenset(
+            n.name for n in journaled
+            if n.state in OUT_OF_SERVICE and n.state_reason.startswith(FLAPPING_PREFIX)
+        )  # fmt: skip
+        choices = choose(plans.candidates, now=now, limits=request.limits, spent_=budget,
+                         room=room, left_to_person=flapping)  # fmt: skip
+        state = (
+            State.BREAKER_OPEN if self.breaker.open
+            else State.PAUSED if paused
+            else State.DRY_RUN if request.dry_run
+            else State.ACTING
+        )  # fmt: skip
+        why = list(plans.notes)
+        if self.breaker.open:
+            why.insert(0, f"breaker open, nothing sent: {self.breaker.why}")
+        elif paused:
+            why.insert(0, f"paused ({request.pause_file} exists): audit only, nothing sent")
+        going = [c for c in choices if c.go]
+        if state is State.ACTING:
+            actions = _send(going, plans, request, inputs, n)
+        elif state is State.DRY_RUN:
+            actions = [_would(c) for c in going]
+        else:
+            actions = []
+        sent = sum(1 for d in actions if d.result != "would-send" and d.result != "skipped")
+        drained = sum(1 for d in actions if d.act == Act.DRAIN.value and d.result == "sent")
+        return RoundReport(
+            n, now, 0.0, state, why, report.by_kind,
+            nodes_audited=report.nodes_in_scope,
+            nodes_needing_action=needing,
+            actions=actions,
+            waiting=waits_by_budget(choices),
+            budgets={
+                "max-actions": max(0, request.limits.max_actions - budget.last_hour - sent),
+                "max-unavailable": max(0, room - drained),
+            },
+            breaker=self.breaker,
+            paused=paused,
+        )  # fmt: skip
+
+
+def _blind(report: AuditReport, inputs: AuditInputs, now: datetime, max_age_s: float) -> str | None:
+    """Why this round's view cannot be trusted to act on, or None."""
+    if not report.view_complete:
+        return (
+            f"the controller's view is incomplete ({report.jobs_seen} of {report.jobs_total} "
+            "jobs): a controller restart?"
+        )
+    old = sorted(
+        name
+        for name, inv in inputs.inventories.items()
+        if inv.collected_at is not None and (now - inv.collected_at).total_seconds() > max_age_s
+    )
+    if old:
+        return (
+            f"the inventories of {len(old)} nodes ({fold(old)}) are older than "
+            f"--max-inventory-age ({max_age_s:.0f}s): re-collect"
+        )
+    return None
+
+
+@dataclass(slots=True)
+class _Plans:
+    candidates: list[Candidate]
+    owned: Ownership
+    entries: dict[tuple[str, int], Entry]
+    drains: dict[str, NodeChange]
+    resumes: dict[str, NodeChange]
+    notes: list[str]
+
+
+def _plans(
+    request: AutopilotRequest,
+    report: AuditReport,
+    inputs: AuditInputs,
+    found: list[dict[str, Any]],
+    now: datetime,
+    sightings: Sightings,
+) -> _Plans:
+    """What the manual commands' planners would do with this round's audit."""
+    from spurctl.sources.send_targets import resolve_targets
+    from spurctl.sources.settings import credential_uid
+
+    conn = request.conn
+    view = inputs.view
+    names = sorted(request.src.scope.keep(inputs.scope if inputs.scope is not None else view.nodes))
+    notes: list[str] = []
+    cands: list[Candidate] = []
+    # reclaim: the plan reclaim would make of every node in scope, its guards included.
+    selected, _unknown = selection(names, view.nodes, inputs.inventories)
+    wanted = reclaimable(report, selected, None)
+    entries: dict[tuple[str, int], Entry] = {}
+    if wanted:
+        legit = legit_nodes(
+            sorted({f.job_id for f in wanted if f.job_id is not None}),
+            lambda j: view.jobs.get(j) or inputs.confirmed.get(j),
+        )
+        targets = resolve_targets({f.node for f in wanted}, legit, inputs.inventories, conn)
+        decided = decide(
+            report, selected, None, targets, legit, inputs.inventories, view.nodes,
+            inputs.watermark.value, now, request.max_inventory_age_s,
+        )  # fmt: skip
+        if decided.refusal is not None:
+            notes.append(f"no reclaim this round: {decided.refusal}")
+        else:
+            for e in decided.entries:
+                if (e.node, e.job_id) in decided.stale:
+                    notes.append(decided.stale[(e.node, e.job_id)])
+                    continue
+                entries[(e.node, e.job_id)] = e
+                key = (e.node, "finding", e.job_id, e.finding.kind.value)
+                cands.append(Candidate(Act.RECLAIM, e.node, e.job_id, e.finding.kind.value,
+                                       sightings.since(key, now)))  # fmt: skip
+    owned = Ownership.of(found, credential_uid(conn))
+    # Only a node whose own name holds a finding can be drained (drain_plan sets a drain
+    # on nothing else), so only those are planned: not 20,000 nodes a round. The autopilot
+    # never names a node alone: the cooldown always holds.
+    held = sorted({f.node for f in report.findings if f.job_id is not None} & set(names))
+    changes, _left = drain_plan(
+        held, view.nodes, report.findings, cancel_states(found), owned,
+        resumed=resumed_at(found), now=now, cooldown_s=request.cooldown_s, alone=False,
+    )  # fmt: skip
+    drains = {c.node: c for c in changes if c.kind in DRAINED_KINDS}
+    for c in drains.values():
+        key = (c.node, "finding", c.job_id, c.kind)
+        cands.append(Candidate(Act.DRAIN, c.node, c.job_id, c.kind, sightings.since(key, now),
+                               c.reason))  # fmt: skip
+    # Only a drain the journal records spurctl setting can be spurctl's (decide/owner.py).
+    drained = sorted(set(journaled_drains(found)) & set(names))
+    lifts, _left = resume_plan(
+        drained, view.nodes, report.findings, inputs.inventories, now=now,
+        max_age_s=request.max_inventory_age_s, owned=owned, repairing=repair_progress(found),
+    )  # fmt: skip
+    resumes = {c.node: c for c in lifts}
+    sightings.seen([(c.node, "clean", 0, "resume") for c in lifts], now, family="clean")
+    for c in lifts:
+        since = sightings.since((c.node, "clean", 0, "resume"), now)
+        cands.append(Candidate(Act.RESUME, c.node, 0, c.kind, since, c.reason))
+    return _Plans(cands, owned, entries, drains, resumes, notes)
+
+
+def _would(c: Choice) -> Done:
+    k = c.candidate
+    return Done(k.act.value, k.node, k.job_id, k.kind, "would-send", c.why)
+
+
+def _send(
+    going: list[Choice],
+    plans: _Plans,
+    request: AutopilotRequest,
+    inputs: AuditInputs,
+    n: int,
+) -> list[Done]:
+    """Send the round's chosen calls through the manual commands' act/ paths."""
+    from spurctl.act.agents import AgentPool
+    from spurctl.act.cancels import JournalFailed, execute
+    from spurctl.act.journal import Journal
+    from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
+    from spurctl.act.node_changes import change_node
+    from spurctl.act.stops import stops_deferred
+    from spurctl.sources.controller import ControllerClient
+
+    conn = request.conn
+    done: list[Done] = []
+    reclaims = [c for c in going if c.candidate.act is Act.RECLAIM]
+    nodes = [c for c in going if c.candidate.act is not Act.RECLAIM]
+    with Journal(request.journal_path) as journal, ControllerClient(conn) as client:
+        journal.tags = {"origin": ORIGIN, "round": n}
+        if reclaims:
+            refused = key_refusal(conn.jwt_key is not None, conn.conf.auth_mode)
+            entries = [plans.entries[(c.candidate.node, c.candidate.job_id)] for c in reclaims]
+            if refused is not None:
+                done += [Done("reclaim", e.node, e.job_id, e.finding.kind.value, "skipped",
+                              refused) for e in entries]  # fmt: skip
+            else:
+                agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
+                try:
+                    ran = execute(
+                        entries, jobs=client, agents=agents, journal=journal,
+                        watermark=inputs.watermark.value, not_found_doubt=conn.not_found_doubt(),
+                        max_inventory_age_s=request.max_inventory_age_s,
+                    )  # fmt: skip
+                    outcomes = ran.outcomes
+                except JournalFailed as exc:
+                    outcomes = exc.run.outcomes
+                finally:
+                    agents.close()
+                done += [Done("reclaim", o.entry.node, o.entry.job_id, o.entry.finding.kind.value,
+                              o.result.value, o.detail) for o in outcomes]  # fmt: skip
+        if not nodes:
+            return done
+        with ControllerWriter(conn) as writer:
+            admin = NodeAdmin(writer, journal)
+            for c in nodes:
+                k = c.candidate
+                change = _change_of(k, plans, inputs)
+                if isinstance(change, str):
+                    done.append(Done(k.act.value, k.node, k.job_id, k.kind, "skipped", change))
+                    continue
+                said: list[tuple[bool, str]] = []
+                try:
+                    # The call and its journal outcome are never cut apart by a stop.
+                    with stops_deferred():
+                        said.append(change_node(admin, client, k.act is Act.DRAIN, change))
+                except JournalUnwritable as exc:  # nothing more is sent; a sent call is said
+                    result = "sent" if exc.sent else "failed"
+                    done.append(Done(k.act.value, k.node, k.job_id, k.kind, result, str(exc)))
+                    break
+                except KeyboardInterrupt:  # the stop, deferred past this call: no more calls
+                    stopped = True
+                else:
+                    stopped = False
+                if said:
+                    ok, detail = said[0]
+                    result = (
+                        "sent" if ok else "skipped" if detail.startswith("not sent") else "failed"
+                    )
+                    done.append(Done(k.act.value, k.node, k.job_id, k.kind, result, detail))
+                if stopped:
+                    break
+    return done
+
+
+def _change_of(k: Candidate, plans: _Plans, inputs: AuditInputs) -> NodeChange | str:
+    """The UpdateNode the manual command's plan would send for `k`, or why none goes out."""
+    if k.act is Act.RESUME:
+        return plans.resumes[k.node]
+    if FLAPPING not in k.reason:
+        return plans.drains[k.node]
+    node = inputs.view.nodes.get(k.node)
+    if node is None:
+        return f"{k.node} is not a node the controller has"
+    if node.state in OUT_OF_SERVICE:
+        return (
+            f"{k.node} is flapping but already {node.state.name} ({node.state_reason!r}): "
+            "left as it is, to a person"
+        )
+    return NodeChange(k.node, k.reason, k.kind, k.job_id, Seen.of(node))
