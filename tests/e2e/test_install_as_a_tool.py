@@ -31,6 +31,8 @@ from tests.cli import WORKTREE, cli_process, lines_of, run_cli
 README = WORKTREE / "README.md"
 UNIT = WORKTREE / "contrib" / "systemd" / "spurctl-audit.service"
 TEXTFILE = "/var/lib/prometheus/node-exporter/spurctl.prom"
+# The autopilot writes its own file beside it: two writers of one file would clobber it.
+AUTOPILOT_TEXTFILE = "/var/lib/prometheus/node-exporter/spurctl-autopilot.prom"
 # How long one step of the recipe may take (building and installing reach the index).
 STEP_TIMEOUT = 900
 
@@ -196,7 +198,14 @@ def test_docs_help_and_the_unit_name_one_textfile_path(tmp_path: Path) -> None:
     texts["spurctl audit --help"] = help_text.stdout
     found = {where: _prom_paths(text) for where, text in texts.items() if _prom_paths(text)}
     assert {"README.md", "spurctl audit --help", str(UNIT.relative_to(WORKTREE))} <= set(found)
-    assert all(paths == {TEXTFILE} for paths in found.values()), found
+    assert all(paths <= {TEXTFILE, AUTOPILOT_TEXTFILE} for paths in found.values()), found
+    autopilot = ("docs/autopilot.md", "contrib/systemd/spurctl-autopilot.service")
+    assert all(found[where] == {AUTOPILOT_TEXTFILE} for where in autopilot), found
+    assert all(
+        TEXTFILE in paths and AUTOPILOT_TEXTFILE not in paths
+        for where, paths in found.items()
+        if where not in autopilot and "autopilot" not in where
+    ), found
     # The unit may write only there.
     assert f"ReadWritePaths={Path(TEXTFILE).parent}" in UNIT.read_text()
 
@@ -217,8 +226,11 @@ def test_the_readme_names_the_files_demo_serve_makes(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
     listed = set(re.findall(rf"^\s+\w[\w .]*:\s+{re.escape(str(directory))}/(\S+)", banner, re.M))
-    assert listed == {"inventories.jsonl", "agents.json", "jwt.key", "spur.conf", "config.toml"}
-    assert listed <= made
+    assert listed == {
+        "inventories.jsonl", "agents.json", "jwt.key", "spur.conf", "config.toml", "journal.jsonl"
+    }  # fmt: skip
+    # The journal is made by the first command that writes one (config.toml names it).
+    assert listed - {"journal.jsonl"} <= made
 
     text = README.read_text()
     try_it = text[text.index("\n## Try it\n") : text.index("\n## Install on an admin host\n")]
