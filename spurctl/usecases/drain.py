@@ -130,6 +130,8 @@ def change(
     ask: Callable[[DrainPlan], bool] | None,
 ) -> Changed:
     """Plan, show, ask unless --yes (`ask` None: no terminal, so refuse), send."""
+    from spurctl.act.node_changes import send_changes
+
     plan = plan_changes(request)
     show_plan(plan)
     # resume: a spurctl drain kept (not clean) still needs action; drain: nothing does.
@@ -144,47 +146,13 @@ def change(
             )
         if not ask(plan):
             return Changed(plan, False, True, ExitStatus.ACTION_NEEDED)
-    done, error, interrupted = _send(plan, request)
-    failed = interrupted or any(not sent for sent, _ in done.values())
-    status = (
-        ExitStatus.ERROR if error else ExitStatus.ACTION_NEEDED if failed or kept else ExitStatus.OK
+    sent = send_changes(
+        plan.changes,
+        drain=plan.verb is Verb.DRAIN,
+        conn=request.conn,
+        journal_path=request.journal_path,
     )
-    return Changed(plan, False, False, status, done, error, interrupted)
-
-
-def _send(
-    plan: DrainPlan, request: DrainRequest
-) -> tuple[dict[str, tuple[bool, str]], str | None, bool]:
-    """Each change sent and journaled: (node -> (sent, detail), the journal's error, whether
-    a stop ended the run between two nodes)."""
-    from spurctl.act.journal import Journal, journal_lock
-    from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
-    from spurctl.act.node_changes import change_node
-    from spurctl.act.stops import stops_deferred
-    from spurctl.sources.controller import ControllerClient
-
-    done: dict[str, tuple[bool, str]] = {}
-    interrupted = False
-    try:
-        with (
-            journal_lock(request.journal_path),
-            Journal(request.journal_path, request.conn) as journal,
-            ControllerWriter(request.conn) as writer,
-            ControllerClient(request.conn) as client,
-        ):
-            admin = NodeAdmin(writer, journal)
-            try:
-                for c in plan.changes:
-                    # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
-                    with stops_deferred():
-                        try:
-                            done[c.node] = change_node(admin, client, plan.verb is Verb.DRAIN, c)
-                        except JournalUnwritable as exc:
-                            if exc.sent:  # it went out: said, though its record is not
-                                done[c.node] = (True, "sent; the journal could not record it")
-                            raise
-            except KeyboardInterrupt:  # between two nodes (stops_deferred): say so
-                interrupted = True
-    except JournalUnwritable as exc:
-        return done, str(exc), interrupted
-    return done, None, interrupted
+    failed = sent.interrupted or any(not ok for ok, _ in sent.done.values())
+    unmet = ExitStatus.ACTION_NEEDED if failed or kept else ExitStatus.OK
+    status = ExitStatus.ERROR if sent.error else unmet
+    return Changed(plan, False, False, status, sent.done, sent.error, sent.interrupted)
