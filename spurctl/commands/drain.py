@@ -71,11 +71,11 @@ CooldownOpt = Annotated[
 ]
 
 
-def hostlist_of(scope: Scope) -> str:
-    """The named nodes as one hostlist; a usage error when none were named."""
-    if scope.hostlist is None:
+def named(scope: Scope) -> Scope:
+    """The scope, checked: a usage error when no node was named."""
+    if scope.named is None:
         raise SpurctlError("missing option --node: name the nodes with --node HOSTLIST (or -w)")
-    return scope.hostlist
+    return scope
 
 
 @opt.scoped("Nodes to consider.")
@@ -140,8 +140,7 @@ def run_change(
 
     request = DrainRequest(
         verb=verb,
-        nodes=hostlist_of(scope),
-        src=holdings.sources(scope),
+        src=holdings.sources(named(scope)),
         conn=conn.connect(),
         journal_path=journal_path or default_path(),
         dry_run=dry_run,

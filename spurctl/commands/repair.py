@@ -163,21 +163,17 @@ def command(
             raise SpurctlError("--plan carries out a saved plan: drop --dry-run, or drop --plan")
         saved = load_repair_plan(plan_file)
         scope = Scope.parse(saved.nodes, scope.exclude_typed)
-        hostlist = saved.nodes
     elif scope.hostlist is None:
         raise SpurctlError(
             "missing option --node: name the nodes to repair with --node HOSTLIST (or -w), "
             "or carry out a saved plan with --plan FILE"
         )
-    else:
-        hostlist = scope.hostlist
     if holdings.inventory and "-" in holdings.inventory:
         raise SpurctlError(
             "repair reads the inventories again after its drain, and standard input (-) can "
             "be read only once: write them to a file (spurctl collect -o FILE), or --collect"
         )
     request = RepairRequest(
-        nodes=hostlist,
         src=holdings.sources(scope),
         conn=conn.connect(),
         journal_path=journal_path or default_path(),

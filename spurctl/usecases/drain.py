@@ -50,8 +50,7 @@ class DrainRequest:
     """What `spurctl drain` or `spurctl resume` was asked."""
 
     verb: Verb
-    nodes: str
-    src: Sources
+    src: Sources  # its scope: the nodes named (a command's edge refuses none named)
     conn: Connection
     journal_path: Path
     dry_run: bool = False
@@ -89,12 +88,11 @@ class Changed:
 
 def plan_changes(request: DrainRequest) -> DrainPlan:
     from spurctl.audit_view import refuse_another_cluster, run_audit
-    from spurctl.hostlist import parse_scope
     from spurctl.sources.journal_records import run_records
     from spurctl.sources.settings import credential_uid
 
     # -x: an excluded node is never drained or resumed (checked when it was parsed).
-    scope = set(request.src.scope.keep(parse_scope(request.nodes)))
+    scope = set(request.src.scope.kept())
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
     report, inputs = run_audit(src, request.conn, journal=request.journal_path)
     refuse_another_cluster(inputs, request.conn, f"the {request.verb.value}")
