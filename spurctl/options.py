@@ -240,6 +240,14 @@ def journal_option(help_text: str) -> Any:
     return typer.Option("--journal", help=help_text, metavar="FILE", callback=journal_file)
 
 
+def journal_at(given: Path | None) -> Path:
+    """The journal a command reads or writes: --journal, else the default. Resolved here,
+    once per command; everything below takes the path it is handed."""
+    from spurctl.act.journal import default_path
+
+    return given if given is not None else default_path()
+
+
 def journal_file(value: Path | None) -> Path | None:
     from spurctl.sources.journal_records import check_path
 

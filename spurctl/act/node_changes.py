@@ -1,10 +1,10 @@
 """drain's and resume's sends: each planned UpdateNode journaled and read back.
 
-`send_changes` is a whole run of `spurctl drain`/`resume` (one call, the journal's lock
-held from the first record to the last); `change_node` is one node's call, shared with
-the autopilot, so both send through the same guards (NodeAdmin: the node re-read right
-before the call, intent before, outcome after). Whether a read-back shows the change
-is decide/drains.py's judgement.
+`send_changes` is a whole run of `spurctl drain`/`resume` (one call; its Journal holds
+the journal's lock from the first record to the last, joining a caller's: re-entrant);
+`change_node` is one node's call, shared with the autopilot, so both send through the
+same guards (NodeAdmin: the node re-read right before the call, intent before, outcome
+after). Whether a read-back shows the change is decide/drains.py's judgement.
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ def send_changes(
 ) -> Sent:
     """Each change sent and journaled, in order, until the last, a stop or the journal's
     failure."""
-    from spurctl.act.journal import Journal, journal_lock
+    from spurctl.act.journal import Journal
     from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
     from spurctl.act.stops import stops_deferred
     from spurctl.sources.controller import ControllerClient
 
     sent = Sent()
     try:
+        # The Journal holds the journal's lock from its first record to its last.
         with (
-            journal_lock(journal_path),
             Journal(journal_path, conn) as journal,
             ControllerWriter(conn) as writer,
             ControllerClient(conn) as client,

@@ -132,7 +132,6 @@ def run_change(
 ) -> int:
     """drain's or resume's one request, use-case call and render call (they differ only
     in the verb and resume's inventory age)."""
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import drain as shown
     from spurctl.render.common import asker
@@ -142,7 +141,7 @@ def run_change(
         verb=verb,
         src=holdings.sources(named(scope)),
         conn=conn.connect(),
-        journal_path=journal_path or default_path(),
+        journal_path=opt.journal_at(journal_path),
         dry_run=dry_run,
         yes=yes,
         max_inventory_age_s=max_inventory_age_s,

@@ -190,7 +190,7 @@ def command(
         ),
         ask=asker(env.ask, shown.question),
         jobs=job,
-        journal_path=journal_path,
+        journal_path=opt.journal_at(journal_path),
         max_inventory_age_s=max_inventory_age,
         dry_run=dry_run,
         yes=yes,

@@ -143,7 +143,6 @@ def command(
     phantom charge), 1 when one was refused, failed or did not come back, 2 on
     errors (nothing sent).
     """
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import repair as shown
     from spurctl.render.common import asker
@@ -176,7 +175,7 @@ def command(
     request = RepairRequest(
         src=holdings.sources(scope),
         conn=conn.connect(),
-        journal_path=journal_path or default_path(),
+        journal_path=opt.journal_at(journal_path),
         dry_run=dry_run,
         yes=yes,
         saved=saved,

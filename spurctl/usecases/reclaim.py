@@ -145,8 +145,8 @@ def prepare(
     src: Sources,
     conn: Connection,
     *,
+    journal_path: Path,
     jobs: Sequence[int] | None = None,
-    journal_path: Path | None = None,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     now: datetime | None = None,
     given: Given = Given(),
@@ -160,15 +160,13 @@ def prepare(
     this cluster's (decide/send_guards.py). `client`: the run's controller client;
     `given`: the options it was given, which the commands it points at repeat.
     """
-    from spurctl.act.journal import default_path
     from spurctl.audit_view import run_audit
     from spurctl.sources.journal_records import cluster_of, history
     from spurctl.sources.send_targets import resolve_targets
 
-    path = journal_path or default_path()
     # Read: the journal of earlier runs, once (its open intents, and the memory of cancels
     # sent: a holding with no process gets one at most, then it is a leftover); the nodes.
-    earlier = history(path, cluster=cluster_of(conn))
+    earlier = history(journal_path, cluster=cluster_of(conn))
     report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
     # -x: an excluded node is never planned, whichever of its names --node gave (the
     # scope refused one that leaves out every node when it was parsed).
@@ -198,7 +196,7 @@ def prepare(
         report,
         inputs,
         decided.entries,
-        path,
+        journal_path,
         earlier.unresolved,
         unmatched_jobs=decided.unmatched_jobs,
         fallback_nodes=decided.fallback_nodes,
@@ -245,17 +243,14 @@ def carry_out(
     verified outcome; every re-check through `client` (the run's controller client).
     """
     from spurctl.act.agents import AgentPool
-    from spurctl.act.journal import journal_lock
 
     refused = key_refusal(conn.jwt_key is not None, conn.conf.auth_mode)
     if refused is not None:
         raise SpurctlError(refused)
-    # One lock from the first intent to the last verified outcome: a second run on
-    # this journal in between would resend cancels and close our intents.
-    with (
-        journal_lock(prepared.journal_path),
-        opened_journal(prepared.journal_path, conn) as journal,
-    ):
+    # The Journal holds the journal's lock from the first intent to the last verified
+    # outcome (a second run on it in between would resend cancels and close our intents);
+    # under `reclaim` it joins the run's lock, taken before the journal was read.
+    with opened_journal(prepared.journal_path, conn) as journal:
         agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
         try:
             with _asking(conn, client) as jobs:
@@ -449,8 +444,8 @@ def reclaim(
     *,
     show_plan: Callable[[Prepared], None],
     ask: Callable[[Prepared], bool] | None,
+    journal_path: Path,
     jobs: Sequence[int] | None = None,
-    journal_path: Path | None = None,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     dry_run: bool = False,
     yes: bool = False,
@@ -485,14 +480,13 @@ def reclaim(
     """
     import dataclasses
 
-    from spurctl.act.journal import default_path, journal_lock
+    from spurctl.act.journal import journal_lock
     from spurctl.sources.controller import ControllerClient
 
-    path = journal_path or default_path()
-    locked = nullcontext() if dry_run else journal_lock(path)
+    locked = nullcontext() if dry_run else journal_lock(journal_path)
     with locked, ControllerClient(conn) as client:
         prepared = prepare(
-            nodes, src, conn, jobs=jobs, journal_path=path,
+            nodes, src, conn, jobs=jobs, journal_path=journal_path,
             max_inventory_age_s=max_inventory_age_s, given=given,
             client=client,
         )  # fmt: skip

@@ -322,14 +322,14 @@ def carry_out(
     """Drain, tick, re-check, remove, wait, put back, verify; journaled. Returns each
     target's result and, when the journal failed, the one line saying so (what went out
     unrecorded, what is still owed) with the command that settles it."""
-    from spurctl.act.journal import Journal, journal_lock
+    from spurctl.act.journal import Journal
     from spurctl.act.node_admin import ControllerWriter, NodeAdmin
     from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
     run = RepairRun(plan, request, sleep, _inventory_of)
+    # The Journal holds the journal's lock from the first record to the last.
     with (
-        journal_lock(request.journal_path),
         Journal(request.journal_path, request.conn) as journal,
         ControllerWriter(request.conn) as writer,
         ControllerClient(request.conn) as client,
