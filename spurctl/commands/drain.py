@@ -10,7 +10,6 @@ import typer
 from spurctl import options as opt
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
-from spurctl.errors import SpurctlError
 from spurctl.option_values import parse_duration, parse_max_unavailable
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
@@ -69,13 +68,6 @@ CooldownOpt = Annotated[
         show_default="10m",
     ),
 ]
-
-
-def named(scope: Scope) -> Scope:
-    """The scope, checked: a usage error when no node was named."""
-    if scope.named is None:
-        raise SpurctlError("missing option --node: name the nodes with --node HOSTLIST (or -w)")
-    return scope
 
 
 @opt.scoped("Nodes to consider.")
@@ -139,8 +131,7 @@ def run_change(
 
     request = DrainRequest(
         verb=verb,
-        src=holdings.sources(named(scope)),
-        conn=conn.connect(),
+        scope=scope,
         journal_path=opt.journal_at(journal_path),
         dry_run=dry_run,
         yes=yes,
@@ -150,6 +141,8 @@ def run_change(
     )
     done = change(
         request,
+        holdings.sources(scope),
+        conn.connect(),
         show_plan=lambda plan: shown.show_plan(plan, fmt),
         ask=asker(detect().ask, shown.question),
     )

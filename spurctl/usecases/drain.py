@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
 
 
+MISSING_NODES = "missing option --node: name the nodes with --node HOSTLIST (or -w)"
+
+
 class Verb(enum.StrEnum):
     DRAIN = "drain"
     RESUME = "resume"
@@ -47,11 +50,12 @@ class Verb(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class DrainRequest:
-    """What `spurctl drain` or `spurctl resume` was asked."""
+    """What `spurctl drain` or `spurctl resume` was asked: the nodes, the journal, the
+    run's options; refused when built (SpurctlError) when no node is named, before
+    anything is read or any connection made."""
 
     verb: Verb
-    src: Sources  # its scope: the nodes named (a command's edge refuses none named)
-    conn: Connection
+    scope: Scope
     journal_path: Path
     dry_run: bool = False
     yes: bool = False
@@ -60,6 +64,10 @@ class DrainRequest:
     # (decide/budget.py); a node spurctl resumed is not drained again before the cooldown.
     max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
     cooldown_s: float = DEFAULT_COOLDOWN_S
+
+    def __post_init__(self) -> None:
+        if self.scope.named is None:
+            raise SpurctlError(MISSING_NODES)
 
 
 @dataclass(slots=True)
@@ -86,21 +94,23 @@ class Changed:
     interrupted: bool = False
 
 
-def plan_changes(request: DrainRequest) -> DrainPlan:
+def plan_changes(request: DrainRequest, src: Sources, conn: Connection) -> DrainPlan:
+    """The changes `request` asks of its nodes, read through `src` (whose scope is the
+    request's) and the controller `conn` reaches."""
     from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.sources.journal_records import run_records
     from spurctl.sources.settings import credential_uid
 
     # -x: an excluded node is never drained or resumed (checked when it was parsed).
-    scope = set(request.src.scope.kept())
-    src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
-    report, inputs = run_audit(src, request.conn, journal=request.journal_path)
-    refuse_another_cluster(inputs, request.conn, f"the {request.verb.value}")
-    found = run_records(request.journal_path, request.conn)
+    scope = set(request.scope.kept())
+    src = dataclasses.replace(src, scope=Scope(frozenset(scope)))
+    report, inputs = run_audit(src, conn, journal=request.journal_path)
+    refuse_another_cluster(inputs, conn, f"the {request.verb.value}")
+    found = run_records(request.journal_path, conn)
     plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
     nodes = inputs.view.nodes
     # spurctl's drains: exactly a reason its journal records it setting (decide/owner.py).
-    owned = Ownership.of(found, credential_uid(request.conn))
+    owned = Ownership.of(found, credential_uid(conn))
     if request.verb is Verb.DRAIN:
         plan.changes, plan.left = drain_plan(
             scope, nodes, report.findings, cancel_states(found), owned,
@@ -123,6 +133,8 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
 
 def change(
     request: DrainRequest,
+    src: Sources,
+    conn: Connection,
     *,
     show_plan: Callable[[DrainPlan], None],
     ask: Callable[[DrainPlan], bool] | None,
@@ -130,7 +142,7 @@ def change(
     """Plan, show, ask unless --yes (`ask` None: no terminal, so refuse), send."""
     from spurctl.act.node_changes import send_changes
 
-    plan = plan_changes(request)
+    plan = plan_changes(request, src, conn)
     show_plan(plan)
     # resume: a spurctl drain kept (not clean) still needs action; drain: nothing does.
     kept = any(left.kept for left in plan.left)
@@ -147,7 +159,7 @@ def change(
     sent = send_changes(
         plan.changes,
         drain=plan.verb is Verb.DRAIN,
-        conn=request.conn,
+        conn=conn,
         journal_path=request.journal_path,
     )
     failed = sent.interrupted or any(not ok for ok, _ in sent.done.values())

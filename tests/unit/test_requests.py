@@ -1,6 +1,6 @@
-"""usecases/reclaim.ReclaimRequest: every mix of reclaim's options that cannot mean anything
-is refused when the request is built, before a file is read or a connection made; no
-cluster, simulated or real, is needed to ask."""
+"""The changing commands' requests (usecases/reclaim.ReclaimRequest, usecases/drain.DrainRequest):
+every mix of options that cannot mean anything is refused when the request is built, before
+a file is read or a connection made; no cluster, simulated or real, is needed to ask."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 from spurctl.errors import SpurctlError
 from spurctl.model import PlanDocument
 from spurctl.scope import Scope
+from spurctl.usecases import drain
+from spurctl.usecases.drain import DrainRequest, Verb
 from spurctl.usecases.reclaim import MISSING_NODES, ReclaimRequest
 
 JOURNAL = Path("/nonexistent/journal.jsonl")
@@ -65,3 +67,12 @@ def test_a_saved_plan_brings_its_nodes_and_keeps_the_typed_exclusion() -> None:
     assert request.saved is saved
     assert request.scope.kept() == {"gpu001", "gpu003", "gpu004"}
     assert request.nodes == "gpu[001-004]"
+
+
+@pytest.mark.parametrize("verb", list(Verb))
+def test_drain_and_resume_refuse_a_request_that_names_no_node(verb: Verb) -> None:
+    with pytest.raises(SpurctlError) as refused:
+        DrainRequest(verb, Scope.parse(None, "gpu002"), JOURNAL)
+    assert str(refused.value) == drain.MISSING_NODES
+    request = DrainRequest(verb, Scope.parse("gpu[001-003]", "gpu002"), JOURNAL, yes=True)
+    assert request.scope.kept() == {"gpu001", "gpu003"} and not request.dry_run
