@@ -26,7 +26,6 @@ JobOpt = Annotated[
         "--job", parser=job_id_parser(), help="Only these job ids. Repeatable.", metavar="ID"
     ),
 ]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
 DetailedExitcodeOpt = Annotated[
     bool,
     typer.Option(
@@ -49,7 +48,6 @@ PlanOpt = Annotated[
         show_default=False,
     ),
 ]
-YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 JournalOpt = Annotated[
     Path | None,
     opt.journal_option(
@@ -108,11 +106,12 @@ FormatOpt = Annotated[
 def command(
     ctx: typer.Context,
     job: JobOpt = None,
-    dry_run: DryRunOpt = False,
+    # Not @opt.changing: --help lists --detailed-exitcode between --dry-run and -o.
+    dry_run: opt.DryRunOpt = False,
     detailed_exitcode: DetailedExitcodeOpt = False,
     output: PlanOutputOpt = None,
     plan_file: PlanOpt = None,
-    yes: YesOpt = False,
+    yes: opt.YesOpt = False,
     journal_path: JournalOpt = None,
     settle: SettleOpt = DEFAULT_SETTLE_S,
     verify_inventory: VerifyInventoryOpt = False,
