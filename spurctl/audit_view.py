@@ -301,9 +301,7 @@ def run_audit(
         nonlocal scope, left_out
         if not src.scope.excluded:
             return holdings
-        from spurctl.scope import excluding
-
-        kept = excluding(src.scope.excluded, view.nodes, holdings, scope)
+        kept = src.scope.exclude_from(view.nodes, holdings, scope)
         scope, left_out = kept.scope, kept.left_out
         return kept.inventories
 

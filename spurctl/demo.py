@@ -445,7 +445,6 @@ def _repair_step(
     )
     cluster.refresh_inventory()
     request = RepairRequest(
-        nodes=nodes,
         src=Sources(Scope.parse(nodes), [str(cluster.inventory)], False, "", 1),
         conn=conn,
         journal_path=cluster.journal,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -215,3 +217,30 @@ def parse_wait(value: str | float) -> float:
 
 
 NUMBER_PARSERS.add(parse_wait)
+
+
+def journal_at(given: Path | None) -> Path:
+    """The journal a command reads or writes: --journal, else the default. Resolved at the
+    command's edge, once; everything below takes the path it is handed."""
+    from spurctl.act.journal import default_path
+
+    return given if given is not None else default_path()
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeOptions:
+    """How a changing command was told to go (options.changing): a dry run or not, whether
+    to prompt, its journal; where a dry run's plan is saved (-o), which saved plan to
+    carry out (--plan)."""
+
+    dry_run: bool = False
+    yes: bool = False
+    # --journal as typed: the printed next steps repeat it only when it was given.
+    journal_path: Path | None = None
+    output: Path | None = None
+    plan_file: Path | None = None
+
+    @property
+    def journal(self) -> Path:
+        """The journal this run reads and writes (--journal, else the default)."""
+        return journal_at(self.journal_path)

@@ -26,6 +26,8 @@ import typer
 from spurctl.errors import SpurctlError
 from spurctl.option_defaults import SOURCE_OPTIONS, configured
 from spurctl.option_values import DAY_S, number_option
+from spurctl.option_values import ChangeOptions as ChangeOptions
+from spurctl.option_values import journal_at as journal_at
 from spurctl.output_words import output_file, output_path
 from spurctl.render.common import choose
 from spurctl.scope import Scope
@@ -54,12 +56,13 @@ def _option_group(
     build: Callable[..., Group],
     *,
     first: bool = False,
+    in_place: bool = False,
 ) -> Callable[[Command], Command]:
     """Add `options` to a command's own, handed to it as one `param` built by `build`.
 
     Typer reads the signature given here (the command's options, then these; with
-    `first`, these first); the command receives `build(**those options)` instead.
-    Groups stack.
+    `first`, these first; with `in_place`, these where the command declares `param`);
+    the command receives `build(**those options)` instead. Groups stack.
     """
 
     def decorate(command: Command) -> Command:
@@ -85,7 +88,11 @@ def _option_group(
         mine = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept]
         if not passes_ctx:
             mine.insert(0, context)
-        params = added + mine if first else mine + added
+        if in_place:
+            at = list(own.parameters).index(param) + (not passes_ctx)
+            params = mine[:at] + added + mine[at:]
+        else:
+            params = added + mine if first else mine + added
         if first and passes_ctx:  # the Context leads whatever the order
             params.sort(key=lambda p: p.name != _CTX)
         wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
@@ -238,6 +245,30 @@ def journal_option(help_text: str) -> Any:
     """--journal FILE on every command that takes it, refused as the journal itself would
     refuse it (a directory, a link to nothing or someone else's) before anything runs."""
     return typer.Option("--journal", help=help_text, metavar="FILE", callback=journal_file)
+
+
+# -- changing: --dry-run, --yes, --journal, and a saved plan's -o and --plan -------------
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
+YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
+
+
+def changing(
+    journal_help: str, *, output_help: str | None = None, plan_help: str | None = None
+) -> Callable[[Command], Command]:
+    """--dry-run, (-o, --plan,) --yes and --journal, declared once; the command takes
+    `change: ChangeOptions` and lists them in --help where it declares that parameter."""
+    options: list[tuple[str, Any, Any]] = [("dry_run", DryRunOpt, False)]
+    if output_help is not None:
+        options.append(("output", Annotated[Path | None, output_option(output_help)], None))
+    if plan_help is not None:
+        plan = typer.Option("--plan", help=plan_help, metavar="FILE", show_default=False)
+        options.append(("plan_file", Annotated[Path | None, plan], None))
+    options += [
+        ("yes", YesOpt, False),
+        ("journal_path", Annotated[Path | None, journal_option(journal_help)], None),
+    ]
+    return _option_group("change", options, ChangeOptions, in_place=True)
 
 
 def journal_file(value: Path | None) -> Path | None:

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from spurctl.errors import SpurctlError
 from spurctl.hostlist import fold, loose_key, parse_scope
@@ -132,6 +132,11 @@ class Scope:
     excluded: frozenset[str] = frozenset()
     nodes_typed: tuple[str, ...] = ()
     exclude_typed: tuple[str, ...] = ()
+    # -x's nodes by their loose names, built once: every match against -x uses these.
+    left_out_keys: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "left_out_keys", frozenset(loose_key(n) for n in self.excluded))
 
     @classmethod
     def parse(
@@ -172,19 +177,31 @@ class Scope:
     def exclude_hostlist(self) -> str | None:
         return fold(self.excluded) if self.excluded else None
 
-    def _left_out_keys(self) -> frozenset[str]:
-        return frozenset(loose_key(n) for n in self.excluded)
-
     def leaves_out(self, name: str) -> bool:
         """Whether -x names `name`, by either of its names (case and domain aside)."""
-        return bool(self.excluded) and loose_key(name) in self._left_out_keys()
+        return bool(self.excluded) and loose_key(name) in self.left_out_keys
 
     def keep(self, names: Iterable[str]) -> list[str]:
         """Those of `names` -x does not leave out, in their order."""
         if not self.excluded:
             return list(names)
-        out = self._left_out_keys()
+        out = self.left_out_keys
         return [n for n in names if loose_key(n) not in out]
+
+    def kept(self) -> frozenset[str]:
+        """The named nodes less -x; a command that acts only on named nodes checked at its
+        edge that some were named."""
+        assert self.named is not None
+        return frozenset(self.keep(self.named))
+
+    def exclude_from(
+        self,
+        view_nodes: Collection[str],
+        inventories: Iterable[Inventory],
+        scope: Collection[str] | None,
+    ) -> Excluded:
+        """What was read, with -x applied (`excluding`, with this scope's loose names)."""
+        return _excluding(self.left_out_keys, view_nodes, inventories, scope)
 
     def targets(self, known: Collection[str]) -> list[str]:
         """The nodes to read: the named ones, else every `known` node; less -x."""
@@ -225,7 +242,15 @@ def excluding(
 ) -> Excluded:
     """`inventories` and `scope` (None: every controller node and every inventory) with
     every node of `exclude` taken out."""
-    keys = {loose_key(n) for n in exclude}
+    return _excluding({loose_key(n) for n in exclude}, view_nodes, inventories, scope)
+
+
+def _excluding(
+    keys: frozenset[str] | set[str],
+    view_nodes: Collection[str],
+    inventories: Iterable[Inventory],
+    scope: Collection[str] | None,
+) -> Excluded:
     invs = list(inventories)
     kept = [inv for inv in invs if not (_keys(inv) & keys)]
     whole = set(scope) if scope is not None else set(view_nodes) | {i.node for i in invs}

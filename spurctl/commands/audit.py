@@ -300,7 +300,6 @@ def command(
     lasted; a reclaim finding that outlives two agent heartbeats (60 s) is
     STRANDED: the controller will not release it by itself.
     """
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.usecases import audit as use_case
 
@@ -319,7 +318,7 @@ def command(
         watch=Watch(use_case.WATCH_INTERVAL if interval is None else interval, rounds)
         if watch
         else None,
-        journal=journal_path or default_path(),
+        journal=opt.journal_at(journal_path),
         ack=opt.ack_version(ctx, ack_version),
         columns=tuple(dict.fromkeys(c for v in columns or () for c in v.split(","))),
     )

@@ -145,7 +145,6 @@ def command(
     round's JSON line (stdout). SIGTERM/SIGINT: the call in flight finishes, exit 0;
     SIGHUP re-reads the configuration. One autopilot per journal.
     """
-    from spurctl.act.journal import default_path
     from spurctl.decide.autopilot import Limits
     from spurctl.usecases.autopilot import AutopilotRequest, run
 
@@ -154,7 +153,7 @@ def command(
             "--repair is not in this version of the autopilot: run `spurctl repair` on the "
             "phantom-alloc nodes its rounds report"
         )
-    journal = journal_path or default_path()
+    journal = opt.journal_at(journal_path)
     request = AutopilotRequest(
         src=holdings.sources(scope),
         conn=conn.connect(),

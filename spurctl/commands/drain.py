@@ -10,7 +10,6 @@ import typer
 from spurctl import options as opt
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
-from spurctl.errors import SpurctlError
 from spurctl.option_values import parse_duration, parse_max_unavailable
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
@@ -24,16 +23,15 @@ EPILOG = (
     "  spurctl drain -w gpu017 --collect --yes"
 )
 
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
-YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
-JournalOpt = Annotated[
-    Path | None,
-    opt.journal_option(
-        "Journal file, shared with reclaim and repair (default "
-        "the config file's journal, else "
-        "$XDG_STATE_HOME/spurctl/journal.jsonl); also read for the cancels reclaim sent."
-    ),
-]
+JOURNAL_HELP = (
+    "Journal file, shared with reclaim and repair (default "
+    "the config file's journal, else "
+    "$XDG_STATE_HOME/spurctl/journal.jsonl); also read for the cancels reclaim sent."
+)
+# drain's and resume's --dry-run, --yes and --journal.
+CHANGING = opt.changing(JOURNAL_HELP)
+# The autopilot's --journal (it prompts for nothing, and its --dry-run is its own).
+JournalOpt = Annotated[Path | None, opt.journal_option(JOURNAL_HELP)]
 MaxAgeOpt = Annotated[
     float,
     typer.Option(
@@ -71,21 +69,13 @@ CooldownOpt = Annotated[
 ]
 
 
-def hostlist_of(scope: Scope) -> str:
-    """The named nodes as one hostlist; a usage error when none were named."""
-    if scope.hostlist is None:
-        raise SpurctlError("missing option --node: name the nodes with --node HOSTLIST (or -w)")
-    return scope.hostlist
-
-
 @opt.scoped("Nodes to consider.")
 @opt.connected()
 @opt.with_holdings()
+@CHANGING
 def command(
     ctx: typer.Context,
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    journal_path: JournalOpt = None,
+    change: opt.ChangeOptions = opt.ChangeOptions(),
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
     max_unavailable: MaxUnavailableOpt = DEFAULT_MAX_UNAVAILABLE,
@@ -110,8 +100,7 @@ def command(
     from spurctl.usecases.drain import Verb
 
     return run_change(
-        Verb.DRAIN, opt.with_json(ctx, fmt, as_json), scope, holdings, conn,
-        journal_path=journal_path, dry_run=dry_run, yes=yes,
+        Verb.DRAIN, opt.with_json(ctx, fmt, as_json), scope, holdings, conn, change,
         max_unavailable=max_unavailable, cooldown_s=cooldown,
     )  # fmt: skip
 
@@ -122,36 +111,34 @@ def run_change(
     scope: Scope,
     holdings: opt.HoldingOptions,
     conn: opt.ConnectionOptions,
+    change: opt.ChangeOptions,
     *,
-    journal_path: Path | None,
-    dry_run: bool,
-    yes: bool,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE,
     cooldown_s: float = DEFAULT_COOLDOWN_S,
 ) -> int:
     """drain's or resume's one request, use-case call and render call (they differ only
     in the verb and resume's inventory age)."""
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import drain as shown
     from spurctl.render.common import asker
-    from spurctl.usecases.drain import DrainRequest, change
+    from spurctl.usecases.drain import DrainRequest
+    from spurctl.usecases.drain import change as use_case
 
     request = DrainRequest(
         verb=verb,
-        nodes=hostlist_of(scope),
-        src=holdings.sources(scope),
-        conn=conn.connect(),
-        journal_path=journal_path or default_path(),
-        dry_run=dry_run,
-        yes=yes,
+        scope=scope,
+        journal_path=change.journal,
+        dry_run=change.dry_run,
+        yes=change.yes,
         max_inventory_age_s=max_inventory_age_s,
         max_unavailable=max_unavailable,
         cooldown_s=cooldown_s,
     )
-    done = change(
+    done = use_case(
         request,
+        holdings.sources(scope),
+        conn.connect(),
         show_plan=lambda plan: shown.show_plan(plan, fmt),
         ask=asker(detect().ask, shown.question),
     )

@@ -52,7 +52,6 @@ def command(
     --node NODE` would send to which agent. Exit 0; 2 when neither the controller
     nor any inventory knows NODE.
     """
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render.explain import show
     from spurctl.usecases.explain import run_explain
@@ -62,7 +61,7 @@ def command(
     names = opt.next_command("nodes", flags=opt.view_flags(holdings, conn))
     doc = run_explain(
         node, job, holdings.sources(Scope()), conn.connect(),
-        journal=journal_path or default_path(), names_command=names,
+        journal=opt.journal_at(journal_path), names_command=names,
     )  # fmt: skip
     show(doc, fmt, detect(), ack=ack)
     return ExitStatus.OK

@@ -77,7 +77,6 @@ def command(
     journaled yet (that is said in one line): the journal is a record to read,
     not a check; exit 2 when it cannot be read or --run names no run.
     """
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.errors import warn
     from spurctl.render.journal import missing_sentence, print_one, print_runs
@@ -85,7 +84,7 @@ def command(
 
     fmt = opt.with_json(ctx, fmt, as_json)
     only = journal_runs.JournalFilter(scope, since)
-    view = journal_runs.filtered(journal_runs.load(journal_path or default_path()), only)
+    view = journal_runs.filtered(journal_runs.load(opt.journal_at(journal_path)), only)
     if run is not None:
         if not view.exists:
             raise SpurctlError(missing_sentence(view))

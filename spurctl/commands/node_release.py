@@ -93,7 +93,6 @@ def command(
     Example:
       spurctl node-release --job 4711 --started-at 2026-12-01T14:02:11Z --dry-run
     """
-    from spurctl.act import journal
     from spurctl.act.node_release import run
 
     done = run(
@@ -103,7 +102,7 @@ def command(
         grace_s=grace,
         cgroup_root=cgroup_root,
         proc_root=proc_root,
-        journal_path=journal_path or journal.default_path(),
+        journal_path=opt.journal_at(journal_path),
         out=print,
     )
     return ExitStatus.OK if done is None or done.complete else ExitStatus.ACTION_NEEDED

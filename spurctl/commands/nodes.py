@@ -102,11 +102,10 @@ def command(
         raise SpurctlError("--no-header is for the table: drop --format (or drop --no-header)")
     ack = opt.ack_version(ctx, ack_version)
     states = [NodeState[w.upper()] for v in state or () for w in v.split(",")]
-    from spurctl.act.journal import default_path
 
     listing = run_nodes(
         holdings.sources(scope, snapshot), None if snapshot else conn.connect(), states=states,
-        journal=journal_path or default_path(),
+        journal=opt.journal_at(journal_path),
     )  # fmt: skip
     show(listing, fmt, detect(), header=not no_header, ack=ack)
     return ExitStatus.OK

@@ -26,7 +26,6 @@ JobOpt = Annotated[
         "--job", parser=job_id_parser(), help="Only these job ids. Repeatable.", metavar="ID"
     ),
 ]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
 DetailedExitcodeOpt = Annotated[
     bool,
     typer.Option(
@@ -49,7 +48,6 @@ PlanOpt = Annotated[
         show_default=False,
     ),
 ]
-YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
 JournalOpt = Annotated[
     Path | None,
     opt.journal_option(
@@ -102,23 +100,18 @@ FormatOpt = Annotated[
 ]
 
 
-MISSING_NODES = (
-    "missing option --node: name the nodes to act on with --node HOSTLIST (or --nodes, -w), "
-    "or apply a saved plan with --plan FILE; see `spurctl reclaim --help`"
-)
-
-
 @opt.scoped("Nodes to act on.")
 @opt.connected(agents=True)
 @opt.with_holdings()
 def command(
     ctx: typer.Context,
     job: JobOpt = None,
-    dry_run: DryRunOpt = False,
+    # Not @opt.changing: --help lists --detailed-exitcode between --dry-run and -o.
+    dry_run: opt.DryRunOpt = False,
     detailed_exitcode: DetailedExitcodeOpt = False,
     output: PlanOutputOpt = None,
     plan_file: PlanOpt = None,
-    yes: YesOpt = False,
+    yes: opt.YesOpt = False,
     journal_path: JournalOpt = None,
     settle: SettleOpt = DEFAULT_SETTLE_S,
     verify_inventory: VerifyInventoryOpt = False,
@@ -145,67 +138,48 @@ def command(
     from spurctl.render import reclaim as shown
     from spurctl.render.common import asker, write_output
     from spurctl.sources.plan_file import load_plan
-    from spurctl.usecases.reclaim import Given, plan_document
+    from spurctl.usecases.reclaim import Given, ReclaimRequest, plan_document
     from spurctl.usecases.reclaim import reclaim as use_case
 
     fmt = opt.with_json(ctx, fmt, as_json)
     ack = opt.ack_version(ctx, ack_version)
-    if output is not None and not dry_run:
-        raise SpurctlError(
-            "-o saves the plan of a dry run: add --dry-run (then apply it with --plan FILE)"
-        )
-    if detailed_exitcode and not dry_run:
-        raise SpurctlError(
-            "--detailed-exitcode says whether a dry run would send anything: add --dry-run"
-        )
-    saved = None
-    if plan_file is not None:
-        if not scope.everything or job:
-            raise SpurctlError(
-                "--plan names its own nodes and jobs: drop --node/--job, or drop --plan"
-            )
-        if dry_run:
-            raise SpurctlError("--plan applies a saved plan: drop --dry-run, or drop --plan")
-        saved = load_plan(plan_file)
-        scope = Scope.parse(saved.nodes, scope.exclude_typed)
-    elif scope.everything:
-        raise SpurctlError(MISSING_NODES)
-    hostlist = scope.hostlist
-    assert hostlist is not None
-    env = detect()
-    connection = conn.connect()
-    # What the commands it points at repeat, so that they read this very view.
-    given = Given(
-        view=tuple(opt.view_flags(holdings, conn)),
-        agents=_agent_flags(conn),
-        exclude=scope.exclude_hostlist,
-        journal=("--journal", str(journal_path)) if journal_path is not None else (),
-    )
-    done = use_case(
-        hostlist,
-        holdings.sources(scope),
-        connection,
-        show_plan=lambda prepared: shown.show_plan(
-            prepared, fmt, env, ack, agent_map_given=bool(connection.agent_map)
-        ),
-        ask=asker(env.ask, shown.question),
-        jobs=job,
-        journal_path=journal_path,
+    request = ReclaimRequest(
+        scope=scope,
+        journal_path=opt.journal_at(journal_path),
+        jobs=tuple(job) if job else None,
         max_inventory_age_s=max_inventory_age,
         dry_run=dry_run,
         yes=yes,
         settle=settle,
         concurrency=concurrency,
         verify_inventory=verify_inventory,
-        saved=saved,
         plan_file=plan_file,
         plan_output=output,
         detailed_exitcode=detailed_exitcode,
-        given=given,
+        # What the commands it points at repeat, so that they read this very view.
+        given=Given(
+            view=tuple(opt.view_flags(holdings, conn)),
+            agents=_agent_flags(conn),
+            exclude=scope.exclude_hostlist,
+            journal=("--journal", str(journal_path)) if journal_path is not None else (),
+        ),
+    )
+    if plan_file is not None:
+        request = request.with_saved(load_plan(plan_file))
+    env = detect()
+    connection = conn.connect()
+    done = use_case(
+        request,
+        holdings.sources(request.scope),
+        connection,
+        show_plan=lambda prepared: shown.show_plan(
+            prepared, fmt, env, ack, agent_map_given=bool(connection.agent_map)
+        ),
+        ask=asker(env.ask, shown.question),
         on_settle=shown.settling,
     )
     if output is not None:
-        write_output(shown.plan_text(plan_document(done.prepared, hostlist)), output)
+        write_output(shown.plan_text(plan_document(done.prepared, request.nodes)), output)
     shown.show_reclaimed(
         done, fmt, env, confirm_flags=opt.confirm_flags(holdings, conn), settle_s=settle
     )

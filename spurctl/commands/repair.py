@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -24,31 +23,6 @@ EPILOG = (
     "  spurctl repair --plan plan.json --collect --yes"
 )
 
-PlanOutputOpt = Annotated[
-    Path | None,
-    opt.output_option("With --dry-run: save the plan here, for `spurctl repair --plan FILE`."),
-]
-PlanOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--plan",
-        help="Repair only the nodes of this saved plan (repair --dry-run -o FILE), each "
-        "judged afresh and refused when its charge is no longer the saved one; the whole "
-        "plan is refused when older than --max-inventory-age or from another controller.",
-        metavar="FILE",
-        show_default=False,
-    ),
-]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
-YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
-JournalOpt = Annotated[
-    Path | None,
-    opt.journal_option(
-        "Journal file, shared with reclaim (default the config file's journal, else "
-        "$XDG_STATE_HOME/spurctl/journal.jsonl); "
-        "it keeps what a stopped repair must put back."
-    ),
-]
 MaxAgeOpt = Annotated[
     float,
     typer.Option(
@@ -107,13 +81,18 @@ FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "repair", 
 @opt.scoped("Nodes to repair.")
 @opt.connected()
 @opt.with_holdings()
+@opt.changing(
+    "Journal file, shared with reclaim (default the config file's journal, else "
+    "$XDG_STATE_HOME/spurctl/journal.jsonl); "
+    "it keeps what a stopped repair must put back.",
+    output_help="With --dry-run: save the plan here, for `spurctl repair --plan FILE`.",
+    plan_help="Repair only the nodes of this saved plan (repair --dry-run -o FILE), each "
+    "judged afresh and refused when its charge is no longer the saved one; the whole "
+    "plan is refused when older than --max-inventory-age or from another controller.",
+)
 def command(
     ctx: typer.Context,
-    dry_run: DryRunOpt = False,
-    output: PlanOutputOpt = None,
-    plan_file: PlanOpt = None,
-    yes: YesOpt = False,
-    journal_path: JournalOpt = None,
+    change: opt.ChangeOptions = opt.ChangeOptions(),
     max_inventory_age: MaxAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     tick: TickOpt = DEFAULT_TICK_S,
     wait: WaitOpt = DEFAULT_REJOIN_WAIT_S,
@@ -143,7 +122,6 @@ def command(
     phantom charge), 1 when one was refused, failed or did not come back, 2 on
     errors (nothing sent).
     """
-    from spurctl.act.journal import default_path
     from spurctl.commands.environment import detect
     from spurctl.render import repair as shown
     from spurctl.render.common import asker
@@ -151,6 +129,7 @@ def command(
     from spurctl.usecases.repair import RepairRequest, repair
 
     fmt = opt.with_json(ctx, fmt, as_json)
+    dry_run, output, plan_file = change.dry_run, change.output, change.plan_file
     if output is not None and not dry_run:
         raise SpurctlError(
             "-o saves the plan of a dry run: add --dry-run (then repair with --plan FILE)"
@@ -163,26 +142,22 @@ def command(
             raise SpurctlError("--plan carries out a saved plan: drop --dry-run, or drop --plan")
         saved = load_repair_plan(plan_file)
         scope = Scope.parse(saved.nodes, scope.exclude_typed)
-        hostlist = saved.nodes
     elif scope.hostlist is None:
         raise SpurctlError(
             "missing option --node: name the nodes to repair with --node HOSTLIST (or -w), "
             "or carry out a saved plan with --plan FILE"
         )
-    else:
-        hostlist = scope.hostlist
     if holdings.inventory and "-" in holdings.inventory:
         raise SpurctlError(
             "repair reads the inventories again after its drain, and standard input (-) can "
             "be read only once: write them to a file (spurctl collect -o FILE), or --collect"
         )
     request = RepairRequest(
-        nodes=hostlist,
         src=holdings.sources(scope),
         conn=conn.connect(),
-        journal_path=journal_path or default_path(),
+        journal_path=change.journal,
         dry_run=dry_run,
-        yes=yes,
+        yes=change.yes,
         saved=saved,
         max_inventory_age_s=max_inventory_age,
         tick_s=tick,
@@ -193,7 +168,7 @@ def command(
         cooldown_s=cooldown,
         view_flags=(
             *opt.view_flags(holdings, conn),
-            *(["--journal", str(journal_path)] if journal_path else []),
+            *(["--journal", str(change.journal_path)] if change.journal_path else []),
             *(["--rejoin-checked"] if rejoin_checked else []),
             *(["--restore-drain"] if restore_drain else []),
         ),

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from spurctl import options as opt
-from spurctl.commands.drain import DryRunOpt, JournalOpt, MaxAgeOpt, YesOpt, run_change
+from spurctl.commands.drain import CHANGING, MaxAgeOpt, run_change
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
@@ -23,11 +23,10 @@ FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "resume", 
 @opt.scoped("Nodes whose spurctl drains to lift.")
 @opt.connected()
 @opt.with_holdings()
+@CHANGING
 def command(
     ctx: typer.Context,
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    journal_path: JournalOpt = None,
+    change: opt.ChangeOptions = opt.ChangeOptions(),
     max_inventory_age: MaxAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
@@ -47,7 +46,6 @@ def command(
     from spurctl.usecases.drain import Verb
 
     return run_change(
-        Verb.RESUME, opt.with_json(ctx, fmt, as_json), scope, holdings, conn,
-        journal_path=journal_path, dry_run=dry_run, yes=yes,
+        Verb.RESUME, opt.with_json(ctx, fmt, as_json), scope, holdings, conn, change,
         max_inventory_age_s=max_inventory_age,
     )  # fmt: skip

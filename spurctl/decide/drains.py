@@ -129,6 +129,16 @@ def drain_reason(node: str, held: Sequence[tuple[Finding, str]]) -> str:
     return f"{SPURCTL_PREFIX} {what} (spurctl explain {node})"
 
 
+def shows_change(node: Node | None, *, drain: bool, reason: str) -> bool:
+    """Whether a node read back after an UpdateNode shows it: drained with spurctl's
+    `reason`, or (resume) back in service and not DOWN. A node no longer listed does not."""
+    if node is None:
+        return False
+    if drain:
+        return node.state in HOLDS and node.state_reason == reason
+    return node.state not in HOLDS and node.state is not NodeState.DOWN
+
+
 def drain_plan(
     scope: Iterable[str],
     nodes: Mapping[str, Node],

@@ -100,9 +100,7 @@ def run_post_wipe(
         view = client.view(everything=True)  # the wipe's time is the earliest submission
         holdings = gather_holdings(src, view.nodes)
         if src.scope.excluded:
-            from spurctl.scope import excluding
-
-            kept = excluding(src.scope.excluded, view.nodes, holdings, scope)
+            kept = src.scope.exclude_from(view.nodes, holdings, scope)
             holdings, scope = kept.inventories, kept.scope
         checklist = post_wipe(
             view,

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
 
 
+MISSING_NODES = "missing option --node: name the nodes with --node HOSTLIST (or -w)"
+
+
 class Verb(enum.StrEnum):
     DRAIN = "drain"
     RESUME = "resume"
@@ -47,12 +50,12 @@ class Verb(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class DrainRequest:
-    """What `spurctl drain` or `spurctl resume` was asked."""
+    """What `spurctl drain` or `spurctl resume` was asked: the nodes, the journal, the
+    run's options; refused when built (SpurctlError) when no node is named, before
+    anything is read or any connection made."""
 
     verb: Verb
-    nodes: str
-    src: Sources
-    conn: Connection
+    scope: Scope
     journal_path: Path
     dry_run: bool = False
     yes: bool = False
@@ -61,6 +64,10 @@ class DrainRequest:
     # (decide/budget.py); a node spurctl resumed is not drained again before the cooldown.
     max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
     cooldown_s: float = DEFAULT_COOLDOWN_S
+
+    def __post_init__(self) -> None:
+        if self.scope.named is None:
+            raise SpurctlError(MISSING_NODES)
 
 
 @dataclass(slots=True)
@@ -87,22 +94,23 @@ class Changed:
     interrupted: bool = False
 
 
-def plan_changes(request: DrainRequest) -> DrainPlan:
+def plan_changes(request: DrainRequest, src: Sources, conn: Connection) -> DrainPlan:
+    """The changes `request` asks of its nodes, read through `src` (whose scope is the
+    request's) and the controller `conn` reaches."""
     from spurctl.audit_view import refuse_another_cluster, run_audit
-    from spurctl.hostlist import parse_scope
     from spurctl.sources.journal_records import run_records
     from spurctl.sources.settings import credential_uid
 
     # -x: an excluded node is never drained or resumed (checked when it was parsed).
-    scope = set(request.src.scope.keep(parse_scope(request.nodes)))
-    src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
-    report, inputs = run_audit(src, request.conn, journal=request.journal_path)
-    refuse_another_cluster(inputs, request.conn, f"the {request.verb.value}")
-    found = run_records(request.journal_path, request.conn)
+    scope = set(request.scope.kept())
+    src = dataclasses.replace(src, scope=Scope(frozenset(scope)))
+    report, inputs = run_audit(src, conn, journal=request.journal_path)
+    refuse_another_cluster(inputs, conn, f"the {request.verb.value}")
+    found = run_records(request.journal_path, conn)
     plan = DrainPlan(request.verb, report.controller_address, fold(sorted(scope)))
     nodes = inputs.view.nodes
     # spurctl's drains: exactly a reason its journal records it setting (decide/owner.py).
-    owned = Ownership.of(found, credential_uid(request.conn))
+    owned = Ownership.of(found, credential_uid(conn))
     if request.verb is Verb.DRAIN:
         plan.changes, plan.left = drain_plan(
             scope, nodes, report.findings, cancel_states(found), owned,
@@ -125,12 +133,16 @@ def plan_changes(request: DrainRequest) -> DrainPlan:
 
 def change(
     request: DrainRequest,
+    src: Sources,
+    conn: Connection,
     *,
     show_plan: Callable[[DrainPlan], None],
     ask: Callable[[DrainPlan], bool] | None,
 ) -> Changed:
     """Plan, show, ask unless --yes (`ask` None: no terminal, so refuse), send."""
-    plan = plan_changes(request)
+    from spurctl.act.node_changes import send_changes
+
+    plan = plan_changes(request, src, conn)
     show_plan(plan)
     # resume: a spurctl drain kept (not clean) still needs action; drain: nothing does.
     kept = any(left.kept for left in plan.left)
@@ -144,47 +156,13 @@ def change(
             )
         if not ask(plan):
             return Changed(plan, False, True, ExitStatus.ACTION_NEEDED)
-    done, error, interrupted = _send(plan, request)
-    failed = interrupted or any(not sent for sent, _ in done.values())
-    status = (
-        ExitStatus.ERROR if error else ExitStatus.ACTION_NEEDED if failed or kept else ExitStatus.OK
+    sent = send_changes(
+        plan.changes,
+        drain=plan.verb is Verb.DRAIN,
+        conn=conn,
+        journal_path=request.journal_path,
     )
-    return Changed(plan, False, False, status, done, error, interrupted)
-
-
-def _send(
-    plan: DrainPlan, request: DrainRequest
-) -> tuple[dict[str, tuple[bool, str]], str | None, bool]:
-    """Each change sent and journaled: (node -> (sent, detail), the journal's error, whether
-    a stop ended the run between two nodes)."""
-    from spurctl.act.journal import Journal, journal_lock
-    from spurctl.act.node_admin import ControllerWriter, JournalUnwritable, NodeAdmin
-    from spurctl.act.node_changes import change_node
-    from spurctl.act.stops import stops_deferred
-    from spurctl.sources.controller import ControllerClient
-
-    done: dict[str, tuple[bool, str]] = {}
-    interrupted = False
-    try:
-        with (
-            journal_lock(request.journal_path),
-            Journal(request.journal_path, request.conn) as journal,
-            ControllerWriter(request.conn) as writer,
-            ControllerClient(request.conn) as client,
-        ):
-            admin = NodeAdmin(writer, journal)
-            try:
-                for c in plan.changes:
-                    # A Ctrl-C lands between nodes: each call's outcome is journaled whole.
-                    with stops_deferred():
-                        try:
-                            done[c.node] = change_node(admin, client, plan.verb is Verb.DRAIN, c)
-                        except JournalUnwritable as exc:
-                            if exc.sent:  # it went out: said, though its record is not
-                                done[c.node] = (True, "sent; the journal could not record it")
-                            raise
-            except KeyboardInterrupt:  # between two nodes (stops_deferred): say so
-                interrupted = True
-    except JournalUnwritable as exc:
-        return done, str(exc), interrupted
-    return done, None, interrupted
+    failed = sent.interrupted or any(not ok for ok, _ in sent.done.values())
+    unmet = ExitStatus.ACTION_NEEDED if failed or kept else ExitStatus.OK
+    status = ExitStatus.ERROR if sent.error else unmet
+    return Changed(plan, False, False, status, sent.done, sent.error, sent.interrupted)

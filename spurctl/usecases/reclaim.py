@@ -31,6 +31,7 @@ journal:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -69,6 +70,7 @@ from spurctl.model import (
     PlannedCancel,
     utcnow,
 )
+from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.act.journal import Journal
@@ -145,8 +147,8 @@ def prepare(
     src: Sources,
     conn: Connection,
     *,
+    journal_path: Path,
     jobs: Sequence[int] | None = None,
-    journal_path: Path | None = None,
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     now: datetime | None = None,
     given: Given = Given(),
@@ -160,15 +162,13 @@ def prepare(
     this cluster's (decide/send_guards.py). `client`: the run's controller client;
     `given`: the options it was given, which the commands it points at repeat.
     """
-    from spurctl.act.journal import default_path
     from spurctl.audit_view import run_audit
     from spurctl.sources.journal_records import cluster_of, history
     from spurctl.sources.send_targets import resolve_targets
 
-    path = journal_path or default_path()
     # Read: the journal of earlier runs, once (its open intents, and the memory of cancels
     # sent: a holding with no process gets one at most, then it is a leftover); the nodes.
-    earlier = history(path, cluster=cluster_of(conn))
+    earlier = history(journal_path, cluster=cluster_of(conn))
     report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
     # -x: an excluded node is never planned, whichever of its names --node gave (the
     # scope refused one that leaves out every node when it was parsed).
@@ -198,7 +198,7 @@ def prepare(
         report,
         inputs,
         decided.entries,
-        path,
+        journal_path,
         earlier.unresolved,
         unmatched_jobs=decided.unmatched_jobs,
         fallback_nodes=decided.fallback_nodes,
@@ -245,17 +245,14 @@ def carry_out(
     verified outcome; every re-check through `client` (the run's controller client).
     """
     from spurctl.act.agents import AgentPool
-    from spurctl.act.journal import journal_lock
 
     refused = key_refusal(conn.jwt_key is not None, conn.conf.auth_mode)
     if refused is not None:
         raise SpurctlError(refused)
-    # One lock from the first intent to the last verified outcome: a second run on
-    # this journal in between would resend cancels and close our intents.
-    with (
-        journal_lock(prepared.journal_path),
-        opened_journal(prepared.journal_path, conn) as journal,
-    ):
+    # The Journal holds the journal's lock from the first intent to the last verified
+    # outcome (a second run on it in between would resend cancels and close our intents);
+    # under `reclaim` it joins the run's lock, taken before the journal was read.
+    with opened_journal(prepared.journal_path, conn) as journal:
         agents = AgentPool(jwt_key=conn.jwt_key, timeout=conn.timeout)
         try:
             with _asking(conn, client) as jobs:
@@ -375,8 +372,6 @@ def only_saved(
     fresh audit no longer plans stays in, spared with why: the fresh finding, the
     journal's record of the cancel that freed it, or this run's -x (`excluded`).
     `remake`: the command that makes a new plan, which a refusal ends with."""
-    import dataclasses
-
     from spurctl.decide.saved_plan import check_saved, narrow_to_saved
 
     check_saved(saved, prepared.report.controller_address, max_age_s, utcnow(), fresh=remake)
@@ -442,34 +437,79 @@ class Reclaimed:
     apply: NextStep | None = None
 
 
+MISSING_NODES = (
+    "missing option --node: name the nodes to act on with --node HOSTLIST (or --nodes, -w), "
+    "or apply a saved plan with --plan FILE; see `spurctl reclaim --help`"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimRequest:
+    """One reclaim as asked: the nodes (those named, or the saved plan's), the journal, the
+    run's options; every mix of them that cannot mean anything refused when it is built
+    (SpurctlError), before anything is read or any connection made."""
+
+    scope: Scope
+    journal_path: Path
+    jobs: tuple[int, ...] | None = None
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
+    dry_run: bool = False
+    yes: bool = False
+    settle: float = DEFAULT_SETTLE_S
+    concurrency: int = DEFAULT_CONCURRENCY
+    verify_inventory: bool = False
+    # --plan FILE, and the plan read from it (with_saved): the only entries that may be sent.
+    plan_file: Path | None = None
+    saved: PlanDocument | None = None
+    # -o: where a dry run's plan is saved, which its result then says how to apply.
+    plan_output: Path | None = None
+    detailed_exitcode: bool = False
+    given: Given = Given()
+
+    def __post_init__(self) -> None:
+        if self.plan_output is not None and not self.dry_run:
+            raise SpurctlError(
+                "-o saves the plan of a dry run: add --dry-run (then apply it with --plan FILE)"
+            )
+        if self.detailed_exitcode and not self.dry_run:
+            raise SpurctlError(
+                "--detailed-exitcode says whether a dry run would send anything: add --dry-run"
+            )
+        if self.plan_file is not None:
+            if self.saved is None and (not self.scope.everything or self.jobs):
+                raise SpurctlError(
+                    "--plan names its own nodes and jobs: drop --node/--job, or drop --plan"
+                )
+            if self.dry_run:
+                raise SpurctlError("--plan applies a saved plan: drop --dry-run, or drop --plan")
+        elif self.scope.everything:
+            raise SpurctlError(MISSING_NODES)
+
+    def with_saved(self, saved: PlanDocument) -> ReclaimRequest:
+        """This request carrying out `saved` (read from --plan): its nodes, less -x."""
+        scope = Scope.parse(saved.nodes, self.scope.exclude_typed)
+        return dataclasses.replace(self, scope=scope, saved=saved)
+
+    @property
+    def nodes(self) -> str:
+        """The nodes named, as one hostlist (for the commands the run points at)."""
+        hostlist = self.scope.hostlist
+        assert hostlist is not None  # refused when built
+        return hostlist
+
+
 def reclaim(
-    nodes: str,
+    request: ReclaimRequest,
     src: Sources,
     conn: Connection,
     *,
     show_plan: Callable[[Prepared], None],
     ask: Callable[[Prepared], bool] | None,
-    jobs: Sequence[int] | None = None,
-    journal_path: Path | None = None,
-    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
-    dry_run: bool = False,
-    yes: bool = False,
-    settle: float = DEFAULT_SETTLE_S,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    verify_inventory: bool = False,
-    saved: PlanDocument | None = None,
-    plan_file: Path | None = None,
-    plan_output: Path | None = None,
-    detailed_exitcode: bool = False,
-    given: Given = Given(),
     on_settle: OnSettle | None = None,
 ) -> Reclaimed:
     """The whole command: plan, show the plan (`show_plan`), ask unless `yes` (`ask`;
     None: there is no terminal to ask on, so refuse), then send and verify
     (`on_settle`: told what the re-collect waits for, and how long at most).
-    `saved`: the plan read from `plan_file` (--plan), the only entries that may be
-    sent; `plan_output`: where a dry run's plan is saved (-o), which its result then
-    says how to apply.
 
     Exit 0 only when everything planned was sent and a node showed it freed; a --job
     that matches nothing is a request not met (1), even with nothing to do. A dry run
@@ -483,35 +523,35 @@ def reclaim(
     the plan is made from a journal no other run writes meanwhile. A dry run takes
     no lock (it must not wait for a running reclaim).
     """
-    import dataclasses
-
-    from spurctl.act.journal import default_path, journal_lock
+    from spurctl.act.journal import journal_lock
     from spurctl.sources.controller import ControllerClient
 
-    path = journal_path or default_path()
-    locked = nullcontext() if dry_run else journal_lock(path)
+    r, given = request, request.given
+    locked = nullcontext() if r.dry_run else journal_lock(r.journal_path)
     with locked, ControllerClient(conn) as client:
         prepared = prepare(
-            nodes, src, conn, jobs=jobs, journal_path=path,
-            max_inventory_age_s=max_inventory_age_s, given=given,
+            r.nodes, src, conn, jobs=r.jobs, journal_path=r.journal_path,
+            max_inventory_age_s=r.max_inventory_age_s, given=given,
             client=client,
         )  # fmt: skip
-        if saved is not None:
-            remake = fresh_plan(saved, plan_file, given) if plan_file is not None else None
-            prepared = only_saved(prepared, saved, max_inventory_age_s, remake, src.scope.excluded)
+        if r.saved is not None:
+            remake = fresh_plan(r.saved, r.plan_file, given) if r.plan_file is not None else None
+            prepared = only_saved(
+                prepared, r.saved, r.max_inventory_age_s, remake, src.scope.excluded
+            )
         show_plan(prepared)
         entries = prepared.entries
         unmet = ExitStatus.ACTION_NEEDED if prepared.unmatched_jobs else ExitStatus.OK
         has_key, auth_mode = conn.jwt_key is not None, conn.conf.auth_mode
-        if dry_run:
+        if r.dry_run:
             warning = key_warning(has_key, auth_mode) if entries else None
-            if detailed_exitcode:
+            if r.detailed_exitcode:
                 sends = would_send(entries, prepared.stale, prepared.spared)
                 unmet = ExitStatus.ACTION_NEEDED if sends else ExitStatus.OK
             apply = None
-            if plan_output is not None:
+            if r.plan_output is not None:
                 apply = NextStep.spurctl(
-                    "reclaim", "--plan", str(plan_output), *given.excluding(), *given.view,
+                    "reclaim", "--plan", str(r.plan_output), *given.excluding(), *given.view,
                     *given.agents, *given.journal,
                     why="send exactly this plan's cancels, each re-checked",
                 )  # fmt: skip
@@ -521,7 +561,7 @@ def reclaim(
         refused = key_refusal(has_key, auth_mode)
         if refused is not None:  # before the prompt: every agent would reject the sends
             raise SpurctlError(refused)
-        if not yes:
+        if not r.yes:
             if ask is None:
                 raise SpurctlError(
                     "refusing to reclaim without --yes: standard input is not a terminal"
@@ -530,14 +570,14 @@ def reclaim(
                 return Reclaimed(prepared, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
         # --verify-inventory: re-collect the touched nodes as --collect would, whatever the
         # plan was read from.
-        recollect = dataclasses.replace(src, collect=True) if verify_inventory else src
+        recollect = dataclasses.replace(src, collect=True) if r.verify_inventory else src
         try:
             run = carry_out(
                 prepared,
                 conn,
-                concurrency=concurrency,
+                concurrency=r.concurrency,
                 recollect=recollect,
-                settle=settle,
+                settle=r.settle,
                 on_settle=on_settle,
                 client=client,
             )

@@ -75,8 +75,7 @@ if TYPE_CHECKING:
 class RepairRequest:
     """Everything `spurctl repair` was asked, checked by the command line."""
 
-    nodes: str | None  # a hostlist; None with `saved`
-    src: Sources
+    src: Sources  # its scope: the nodes named, or the saved plan's
     conn: Connection
     journal_path: Path
     dry_run: bool = False
@@ -193,15 +192,12 @@ def prepare(
     for --cooldown). A plan that would take more nodes out of service than
     --max-unavailable allows is refused whole (SpurctlError)."""
     from spurctl.audit_view import refuse_another_cluster, run_audit
-    from spurctl.hostlist import parse_scope
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.node_records import active_jobs_on
 
     rejoin, unsendable = _rejoin(request.conn, request.rejoin_checked, request.dry_run)
-    hostlist = request.saved.nodes if request.saved is not None else request.nodes
-    assert hostlist is not None
     # -x: an excluded node is never repaired (the scope was checked when it was parsed).
-    scope = set(request.src.scope.keep(parse_scope(hostlist)))
+    scope = set(request.src.scope.kept())
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
     report, inputs = run_audit(src, request.conn, journal=request.journal_path)
     refuse_another_cluster(inputs, request.conn, "the repair")
@@ -326,14 +322,14 @@ def carry_out(
     """Drain, tick, re-check, remove, wait, put back, verify; journaled. Returns each
     target's result and, when the journal failed, the one line saying so (what went out
     unrecorded, what is still owed) with the command that settles it."""
-    from spurctl.act.journal import Journal, journal_lock
+    from spurctl.act.journal import Journal
     from spurctl.act.node_admin import ControllerWriter, NodeAdmin
     from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
     run = RepairRun(plan, request, sleep, _inventory_of)
+    # The Journal holds the journal's lock from the first record to the last.
     with (
-        journal_lock(request.journal_path),
         Journal(request.journal_path, request.conn) as journal,
         ControllerWriter(request.conn) as writer,
         ControllerClient(request.conn) as client,

@@ -63,8 +63,8 @@ def _in_process(
     """The use case run as the command runs it, with `ask` as the operator at the prompt."""
     conn = connect_settings(controller=c.sim.controller_address, token=token, home=c.home)
     src = Sources(Scope.parse(nodes), [str(c.live)], False, "", 1)
-    request = DrainRequest(verb, nodes, src, conn, c.journal)
-    return change(request, show_plan=lambda plan: None, ask=ask)
+    request = DrainRequest(verb, src.scope, c.journal)
+    return change(request, src, conn, show_plan=lambda plan: None, ask=ask)
 
 
 # -- item 1: ownership ---------------------------------------------------------------------

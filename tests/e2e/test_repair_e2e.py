@@ -520,7 +520,6 @@ def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -
     assert job is not None
     conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
     request = RepairRequest(
-        nodes="gpu009",
         src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
         conn=conn,
         journal_path=p.journal,
@@ -876,7 +875,7 @@ def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is
     p.sim.state.refuse_registration("gpu009", "held back until the wait's first pause")
     conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
     request = RepairRequest(
-        nodes="gpu009", src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
+        src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
         conn=conn, journal_path=p.journal, yes=True, tick_s=0, wait_s=30, restore_drain=True,
     )  # fmt: skip
 

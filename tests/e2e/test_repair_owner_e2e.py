@@ -75,7 +75,6 @@ def test_a_killed_repairs_drain_an_admin_amended_is_not_taken_up_as_spurctls(
 def _in_process(p: Phantom, ask: Any) -> Any:
     conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
     request = RepairRequest(
-        nodes="gpu009",
         src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
         conn=conn,
         journal_path=p.journal,

@@ -1,0 +1,78 @@
+"""The changing commands' requests (usecases/reclaim.ReclaimRequest, usecases/drain.DrainRequest):
+every mix of options that cannot mean anything is refused when the request is built, before
+a file is read or a connection made; no cluster, simulated or real, is needed to ask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from spurctl.errors import SpurctlError
+from spurctl.model import PlanDocument
+from spurctl.scope import Scope
+from spurctl.usecases import drain
+from spurctl.usecases.drain import DrainRequest, Verb
+from spurctl.usecases.reclaim import MISSING_NODES, ReclaimRequest
+
+JOURNAL = Path("/nonexistent/journal.jsonl")
+
+
+def asked(
+    nodes: str | None = "gpu[001-004]", exclude: str | None = None, **more: Any
+) -> ReclaimRequest:
+    return ReclaimRequest(scope=Scope.parse(nodes, exclude), journal_path=JOURNAL, **more)
+
+
+def test_a_request_names_its_nodes_as_one_hostlist() -> None:
+    request = asked("gpu001,gpu[002-004]", jobs=(4711,))
+    assert request.nodes == "gpu[001-004]"
+    assert request.jobs == (4711,) and not request.dry_run
+
+
+def test_no_node_and_no_plan_is_refused() -> None:
+    with pytest.raises(SpurctlError, match="missing option --node") as refused:
+        asked(None)
+    assert str(refused.value) == MISSING_NODES
+
+
+@pytest.mark.parametrize(
+    ("more", "says"),
+    [
+        ({"plan_output": Path("plan.json")}, "-o saves the plan of a dry run"),
+        ({"detailed_exitcode": True}, "--detailed-exitcode says whether a dry run"),
+    ],
+)
+def test_what_only_a_dry_run_means_is_refused_without_one(more: dict[str, Any], says: str) -> None:
+    with pytest.raises(SpurctlError, match=says):
+        asked(**more)
+    asked(dry_run=True, **more)  # with it: a request
+
+
+def test_a_saved_plan_is_refused_beside_nodes_jobs_or_a_dry_run() -> None:
+    plan = Path("plan.json")
+    for given in ({"nodes": "gpu001"}, {"nodes": None, "jobs": (4711,)}):
+        with pytest.raises(SpurctlError, match="--plan names its own nodes and jobs"):
+            asked(plan_file=plan, **given)
+    with pytest.raises(SpurctlError, match="--plan applies a saved plan: drop --dry-run"):
+        asked(None, plan_file=plan, dry_run=True)
+    assert asked(None, plan_file=plan).saved is None
+
+
+def test_a_saved_plan_brings_its_nodes_and_keeps_the_typed_exclusion() -> None:
+    saved = cast(PlanDocument, SimpleNamespace(nodes="gpu[001-004]"))
+    request = asked(None, exclude="gpu002", plan_file=Path("plan.json")).with_saved(saved)
+    assert request.saved is saved
+    assert request.scope.kept() == {"gpu001", "gpu003", "gpu004"}
+    assert request.nodes == "gpu[001-004]"
+
+
+@pytest.mark.parametrize("verb", list(Verb))
+def test_drain_and_resume_refuse_a_request_that_names_no_node(verb: Verb) -> None:
+    with pytest.raises(SpurctlError) as refused:
+        DrainRequest(verb, Scope.parse(None, "gpu002"), JOURNAL)
+    assert str(refused.value) == drain.MISSING_NODES
+    request = DrainRequest(verb, Scope.parse("gpu[001-003]", "gpu002"), JOURNAL, yes=True)
+    assert request.scope.kept() == {"gpu001", "gpu003"} and not request.dry_run
