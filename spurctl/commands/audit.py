@@ -359,10 +359,16 @@ def command(
         )  # fmt: skip
     else:
         live = snapshot is None  # a reclaim acts on the live cluster, never on a saved view
-        step = reclaim_step(report, opt.view_flags(holdings, conn)) if live else None
+        steps: list[NextStep] = []
+        if live:  # a saved view's nodes may have moved on: its next steps read a live one
+            from spurctl.decide.next_steps import beyond_reclaim
+
+            flags = opt.view_flags(holdings, conn)
+            steps = [s for s in [reclaim_step(report, flags)] if s is not None]
+            steps += beyond_reclaim(report.findings, flags)
         show_audit(
             report, request.fmt, only, request.output, env,
-            fold=request.fold, ack=request.ack, header=request.header, next_step=step,
+            fold=request.fold, ack=request.ack, header=request.header, next_steps=steps,
         )  # fmt: skip
     return ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK
 

@@ -149,6 +149,10 @@ def run_change(
         max_inventory_age_s=max_inventory_age_s,
         max_unavailable=max_unavailable,
         cooldown_s=cooldown_s,
+        given=(
+            *opt.view_flags(holdings, conn),
+            *(["--journal", str(journal_path)] if journal_path is not None else []),
+        ),
     )
     done = change(
         request,

@@ -198,6 +198,7 @@ def command(
             *(["--restore-drain"] if restore_drain else []),
         ),
         names_command=opt.next_command("nodes", flags=opt.controller_flags(conn)),
+        plan_file=output,
     )
     done = repair(
         request,

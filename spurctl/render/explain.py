@@ -185,6 +185,14 @@ def render_text(doc: dict[str, Any]) -> str:
                 ]
             else:
                 lines.append(f"  Reclaim sends:  nothing: {r['why']}")
+    if doc.get("next_steps"):
+        from spurctl.model import NextStep
+        from spurctl.render.common import command_line
+
+        lines.append("Next:")
+        for step in doc["next_steps"]:
+            command = command_line(NextStep(tuple(step["argv"])))
+            lines += [f"  - {step['why']}:", f"{_COMMAND_INDENT}{command}"]
     if doc["notes"]:
         lines.append("Notes:")
         lines += [f"  - {n}" for n in doc["notes"]]
@@ -194,6 +202,8 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A next step's command, the only lines indented so: never wrapped (it must paste whole).
+_COMMAND_INDENT = " " * 6
 _VALUE_COLUMN = 18  # where `Label:` lines put their value (_kv)
 _LABELLED = re.compile(r"^ *[A-Z][^:]*: +")
 _BULLET = re.compile(r"^ *(?:- |\S+ {2,})")
@@ -219,7 +229,9 @@ def wrapped(text: str, width: int) -> str:
 
     out: list[str] = []
     for line in text.splitlines():
-        if len(line) <= width:
+        if len(line) <= width or (
+            line.startswith(_COMMAND_INDENT) and not line[len(_COMMAND_INDENT)].isspace()
+        ):
             out.append(line)
             continue
         indent = _hanging(line)

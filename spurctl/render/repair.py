@@ -90,7 +90,10 @@ def step_text(step: NextStep) -> str:
 
 def result_lines(done: Repaired) -> list[str]:
     if done.stage is Stage.PLANNED:
-        return ["DRY RUN: nothing sent"]
+        lines = ["DRY RUN: nothing sent"]
+        if done.apply is not None:
+            lines += [f"{done.apply.why}:", f"  {command_line(done.apply)}"]
+        return lines
     if done.stage is Stage.NOTHING:
         return ["Nothing to repair: nothing sent"]
     if done.stage is Stage.DECLINED:
