@@ -364,8 +364,10 @@ def command(
             from spurctl.decide.next_steps import beyond_reclaim
 
             flags = opt.view_flags(holdings, conn)
-            steps = [s for s in [reclaim_step(report, flags)] if s is not None]
-            steps += beyond_reclaim(report.findings, flags)
+            reclaim = reclaim_step(report, flags)
+            # The reclaim last: the table's last line is the command that acts on most.
+            steps = beyond_reclaim(report.findings, flags, reclaiming=reclaim is not None)
+            steps += [reclaim] if reclaim is not None else []
         show_audit(
             report, request.fmt, only, request.output, env,
             fold=request.fold, ack=request.ack, header=request.header, next_steps=steps,

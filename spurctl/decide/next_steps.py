@@ -2,7 +2,9 @@
 what reclaim cannot free (docs/contract.md "Findings").
 
 - Ids from before a controller wipe (`above-watermark-unknown`, `id-reuse-suspected`) are
-  freed only by recycling those nodes' agents: `spurctl checklist post-wipe` walks it.
+  freed only by recycling those nodes' agents: `spurctl checklist post-wipe` walks it. A
+  wipe shows as an id reissued since, or as such ids on several nodes; one node holding
+  an id from elsewhere is that node's to investigate (explain, a drain).
 - A live holding spurctl can only investigate, or an agent orphan no CancelJob frees, keeps
   taking dispatches the node then rejects until it is drained: `spurctl drain` (which sets
   its drain only on a node's own name, as here).
@@ -38,7 +40,8 @@ def _nodes(findings: Iterable[Finding]) -> str:
 def post_wipe_step(findings: Sequence[Finding], flags: Sequence[str]) -> NextStep | None:
     """`spurctl checklist post-wipe` of the nodes holding ids from before a wipe, or None."""
     pre = [f for f in findings if f.kind in PRE_WIPE]
-    if not pre:
+    wiped = any(f.kind is Kind.ID_REUSE_SUSPECTED for f in pre) or len({f.node for f in pre}) > 1
+    if not wiped:
         return None
     nodes = _nodes(pre)
     return NextStep.spurctl(
@@ -61,10 +64,14 @@ def drain_step(findings: Sequence[Finding], flags: Sequence[str]) -> NextStep | 
     )  # fmt: skip
 
 
-def beyond_reclaim(findings: Sequence[Finding], flags: Sequence[str]) -> list[NextStep]:
-    """The next steps for what reclaim cannot free: the post-wipe checklist, then a drain."""
-    steps = (post_wipe_step(findings, flags), drain_step(findings, flags))
-    return [s for s in steps if s is not None]
+def beyond_reclaim(
+    findings: Sequence[Finding], flags: Sequence[str], *, reclaiming: bool = False
+) -> list[NextStep]:
+    """The next steps for what reclaim cannot free: the post-wipe checklist, then a drain.
+    `reclaiming`: a reclaim is the screen's next step, so the drain is left to `spurctl
+    explain NODE` (which every such finding's node shows) and the screen stays one screen."""
+    drain = None if reclaiming else drain_step(findings, flags)
+    return [s for s in (post_wipe_step(findings, flags), drain) if s is not None]
 
 
 def applying(step: NextStep) -> NextStep:

@@ -50,7 +50,8 @@ def test_what_only_a_drain_holds_back_gets_a_drain_command_in_audit_and_explain(
     with SimCluster(incident()) as sim:
         inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
         view = ["--controller", sim.controller_address, "--inventory", str(inventory)]
-        audit = run_cli("audit", *view)
+        # Beside reclaim's command the screen stays one screen: explain carries the drain.
+        audit = run_cli("audit", *view, "-w", "gpu[009-011,014]")
         drain = after(audit.stdout, "Drain gpu014 so the scheduler stops dispatching")
         assert drain[:4] == ["spurctl", "drain", "--node", "gpu014"]
         explained = run_cli("explain", "gpu014", *view)
