@@ -150,8 +150,15 @@ def document(listing: NodeListing) -> dict[str, Any]:
     }
 
 
+def _text(r: NodeRow) -> str:
+    """The row's last column, the one that may wrap: its findings, and the name its
+    inventory reports when that is not the node's (a long name never widens the cells)."""
+    named = f" (its inventory says {r.inventory_node})" if r.inventory_node else ""
+    return visible(findings_cell(r) + named)
+
+
 def _cells(r: NodeRow) -> tuple[str, ...]:
-    agent = r.agent.value + (f" as {r.inventory_node}" if r.inventory_node else "")
+    agent = r.agent.value
     age = "-" if r.inventory_age_s is None else duration(max(r.inventory_age_s, 0.0))
     if r.inventory_age_s is not None and r.inventory_age_s < 0:
         age = f"{duration(-r.inventory_age_s)} ahead"
@@ -164,7 +171,6 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
             "?" if r.held is None else ranges(r.held) or "-",
             agent,
             age,
-            findings_cell(r),
         )
     )
 
@@ -176,10 +182,12 @@ def _table(
     terminal's `width` too narrow for a row, each node's cells stacked under its name."""
     from spurctl.render.table import Row, Table
 
-    table = Table(HEADERS, [Row(_cells(r)) for r in listing.rows])
+    # The findings are the text column: a long one (below-watermark-unknown, several kinds)
+    # carries on under its row rather than stacking every row without headings.
+    rows = [Row(_cells(r), _text(r)) for r in listing.rows]
+    table = Table(HEADERS[:-1], rows, HEADERS[-1], short_text=True)
     if not header:
-        rows = table.whole_lines(heading=False)
-        return "".join(f"{line}\n" for line in rows)
+        return "".join(f"{line}\n" for line in table.whole_lines(heading=False))
     view = "complete" if listing.view_complete else "INCOMPLETE"
     cluster = f"Cluster {listing.cluster}: controller" if listing.cluster else "Controller"
     lines = [
