@@ -204,6 +204,7 @@ def command(
         request,
         show_plan=lambda plan: shown.show_plan(plan, fmt),
         ask=asker(detect().ask, shown.question),
+        waiting=shown.waiting,
     )
     shown.show(done, fmt, output)
     return int(done.exit_status)

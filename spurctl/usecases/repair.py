@@ -318,6 +318,7 @@ def repair(
     show_plan: Callable[[RepairPlan], None],
     ask: Callable[[RepairPlan], bool] | None,
     sleep: Callable[[float], None] = time.sleep,
+    waiting: Callable[[str], None] = lambda _: None,
 ) -> Repaired:
     """Plan, show the plan, ask unless --yes (`ask` None: no terminal, so refuse), carry out.
 
@@ -340,16 +341,21 @@ def repair(
             raise SpurctlError("refusing to repair without --yes: standard input is not a terminal")
         if not ask(plan):
             return Repaired(plan, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
-    results, error, settle = carry_out(plan, request, sleep=sleep)
+    results, error, settle = carry_out(plan, request, sleep=sleep, waiting=waiting)
     ok = not plan.refusals and all(r.status is Status.REPAIRED for r in results)
     status = ExitStatus.ERROR if error else ExitStatus.OK if ok else ExitStatus.ACTION_NEEDED
     return Repaired(plan, Stage.DONE, status, results, error, settle)
 
 
 def carry_out(
-    plan: RepairPlan, request: RepairRequest, *, sleep: Callable[[float], None] = time.sleep
+    plan: RepairPlan,
+    request: RepairRequest,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    waiting: Callable[[str], None] = lambda _: None,
 ) -> tuple[list[NodeResult], str | None, NextStep | None]:
-    """Drain, tick, re-check, remove, wait, put back, verify; journaled. Returns each
+    """Drain, tick, re-check, remove, wait, put back, verify; journaled (`waiting`: told
+    what each long wait waits for). Returns each
     target's result and, when the journal failed, the one line saying so (what went out
     unrecorded, what is still owed) with the command that settles it."""
     from spurctl.act.journal import Journal, journal_lock
@@ -357,7 +363,7 @@ def carry_out(
     from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
-    run = RepairRun(plan, request, sleep, _inventory_of)
+    run = RepairRun(plan, request, sleep, _inventory_of, waiting)
     with (
         journal_lock(request.journal_path),
         Journal(request.journal_path, request.conn) as journal,
