@@ -8,6 +8,7 @@ it DRAINING while 4950 runs.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,3 +58,35 @@ def test_nodes_takes_sinfos_state_names_and_drain_means_drained_or_draining(
         assert listed("-t", "drng") == listed("-t", "draining") == ["gpu012"]
         assert listed("-t", "drain*") == ["gpu012"]  # sinfo's not-responding flag
         assert listed("-t", "drained") == []
+
+
+def test_nodes_without_inventories_lists_the_controllers_columns_and_each_reason(
+    tmp_path: Path,
+) -> None:
+    scenario = incident()
+    scenario.agent_started_at["gpu012"] = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
+    with SimCluster(scenario) as sim:
+        inventory = sim.write_inventories(tmp_path / "inventory.jsonl")
+        view = ["--controller", sim.controller_address]
+        journal = ["--journal", str(tmp_path / "journal.jsonl")]
+        drained = run_cli(
+            "drain", "--node", "gpu012", *view, "--inventory", str(inventory), *journal, "--yes",
+            home=tmp_path,
+        )  # fmt: skip
+        assert drained.returncode == 0, drained.stdout + drained.stderr
+        # As sinfo: no inventory is no refusal, every agent not-inventoried.
+        run = run_cli("nodes", *view, *journal, home=tmp_path)
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        rows = [ln.split() for ln in lines if re.match(r"gpu\d{3} ", ln)]
+        assert len(rows) == 24 and {r[4] for r in rows} == {"not-inventoried"}
+        # As sinfo -R: the reason, who set it where the controller says, and when.
+        at = lines.index(next(ln for ln in lines if ln.startswith("who ")))
+        assert lines[at].split() == ["who", "when", "nodes", "reason"]
+        reasons = {re.split(r"\s{2,}", ln)[2]: re.split(r"\s{2,}", ln) for ln in lines[at + 1 :]}
+        assert reasons["gpu[003-005]"] == ["-", "-", "gpu[003-005]", "Not responding"]
+        ours = reasons["gpu012"]
+        assert ours[1].endswith(" UTC") and ours[3].startswith("spurctl: agent-orphan job")
+        doc = json.loads(run_cli("nodes", *view, *journal, "--json", home=tmp_path).stdout)
+        (row,) = [n for n in doc["nodes"] if n["node"] == "gpu012"]
+        assert row["reason"].startswith("spurctl: ") and row["reason_since"].endswith("Z")
