@@ -70,6 +70,9 @@ FINDING_FIELDS = (
     "allocated_nodes",
     "inventory_age_s",
 )
+# The CSV's header: the contract's fields, then since when each finding has lasted (and
+# what dates it), as the JSON carries them.
+CSV_FIELDS = (*FINDING_FIELDS, "since", "since_evidence")
 
 
 # -- the json document -------------------------------------------------------
@@ -407,7 +410,7 @@ def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
     buf = io.StringIO()
     # "\n", not csv's default "\r\n": this goes to a terminal or a Unix pipe.
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(FINDING_FIELDS)
+    writer.writerow(CSV_FIELDS)
     writer.writerows(
         [
             _csv_cell(v)
@@ -421,6 +424,8 @@ def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
                 f.controller_state,
                 f.allocated_nodes,
                 f.inventory_age_s,
+                None if f.since is None else format_time(f.since),
+                None if f.since_evidence is None else f.since_evidence.value,
             )
         ]
         for f in only.shown(report.findings)
