@@ -258,9 +258,10 @@ def render(doc: dict[str, Any], fmt: str, width: int | None = None, ack: str | N
 
 
 def _screen_notes(doc: dict[str, Any], ack: str | None) -> list[str]:
-    """The notes as the text shows them: the controller-version note whole, with how to
-    hide it, or left out once the operator acknowledged that version."""
-    from spurctl.releases import hide_hint, spur_version_note
+    """The notes as the text shows them: the controller-version note in its short form, as
+    every screen gives it (what it means, how to hide it: releases.spur_version_line; the
+    JSON keeps it whole), or left out once the operator acknowledged that version."""
+    from spurctl.releases import spur_version_line, spur_version_note
 
     version = doc["controller"].get("version") or ""
     note = spur_version_note(version)
@@ -268,7 +269,8 @@ def _screen_notes(doc: dict[str, Any], ack: str | None) -> list[str]:
         return list(doc["notes"])
     if same_version(ack, version):
         return [n for n in doc["notes"] if n != note]
-    return [f"{n.rstrip('.')}. {hide_hint(version)}" if n == note else n for n in doc["notes"]]
+    line = spur_version_line(version) or note
+    return [line if n == note else n for n in doc["notes"]]
 
 
 def show(doc: dict[str, Any], fmt: str, env: Environment, ack: str | None = None) -> None:
