@@ -261,9 +261,11 @@ class _Narrator:
         self.out.flush()
         if self.tty:
             print_audit(report, "table", self.env, file=self.out, ack=self.ack)
-        else:
+        else:  # as `spurctl audit` down a pipe: one finding per line, its reason whole
             width = self.console.width
-            self.out.write(render_audit(report, "table", console_width=width, ack=self.ack))
+            self.out.write(
+                render_audit(report, "table", console_width=width, ack=self.ack, whole=True)
+            )
         self.out.flush()
 
 

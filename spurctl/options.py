@@ -82,7 +82,9 @@ def _option_group(
         def wrapper(**kwargs: Any) -> int | None:
             ctx = kwargs[_CTX] if passes_ctx else kwargs.pop(_CTX)
             given = {name: kwargs.pop(name) for name, _, _ in options}
-            group = build(**configured(ctx, given, options))
+            values = configured(ctx, given, options)
+            _note_implied(ctx, given, values)
+            group = build(**values)
             return command(**{param: group}, **kwargs)
 
         mine = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept]
@@ -610,14 +612,37 @@ def with_holdings() -> Callable[[Command], Command]:
 
 # -- the groups back as argv: what a printed next command carries -------------------
 
+# ctx.meta's key: the options whose value came from the environment or config.toml.
+_IMPLIED = "spurctl.implied_options"
+
+
+def _note_implied(ctx: typer.Context, given: dict[str, Any], values: dict[str, Any]) -> None:
+    """Remember which options' values the command line did not state (an environment
+    variable's, config.toml's): a printed command pasted here finds them as this one did,
+    so it leaves them out and the nodes it names stand out."""
+    implied: set[str] = ctx.meta.setdefault(_IMPLIED, set())
+    for name in given:
+        source = getattr(ctx.get_parameter_source(name), "name", "DEFAULT")
+        if source == "ENVIRONMENT" or (source != "COMMANDLINE" and values[name] != given[name]):
+            implied.add(name)
+
+
+def _implied() -> set[str]:
+    from typer.main import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return set() if ctx is None else set(ctx.meta.get(_IMPLIED, ()))
+
 
 def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
     """The argv words that give each of `options` the value `group` holds, for those
-    not at their default, read off the options' own declarations."""
+    not at their default nor set by the environment or config.toml (a command pasted
+    here reads those as this one did), read off the options' own declarations."""
     words: list[str] = []
+    implied = _implied()
     for name, annotated, default in options:
         value = getattr(group, name)
-        if value == default:
+        if value == default or name in implied:
             continue
         info = typing.get_args(annotated)[1]
         flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))

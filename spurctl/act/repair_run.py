@@ -76,10 +76,14 @@ class RepairRun:
     def __init__(
         self, plan: RepairPlan, request: RepairRequest, sleep: Callable[[float], None],
         inventory_of: Callable[[str, Mapping[str, Inventory]], Inventory | None],
+        waiting: Callable[[str], None] = lambda _: None,
     ) -> None:  # fmt: skip
         from spurctl.sources.settings import credential_uid
 
         self.plan, self.request, self.sleep = plan, request, sleep
+        # Told what the run waits for before each wait that may pass a second (the
+        # command shows it: an operator never watches a silent minute).
+        self.waiting = waiting
         self.inventory_of = inventory_of  # the plan's match of a node to its inventory
         self.results: dict[str, NodeResult] = {}
         self.admin: NodeAdmin | None = None
@@ -268,6 +272,12 @@ class RepairRun:
                         drained.append(t)
                     raise
         if drained:
+            if self.request.tick_s > 1:
+                self.waiting(
+                    f"waiting {self.request.tick_s:g} s (--tick) before re-reading "
+                    f"{fold(t.node for t in drained)}: a dispatch already under way lands "
+                    "or fails meanwhile"
+                )
             self.sleep(self.request.tick_s)
         for t in self._rechecked(drained):
             with stops_deferred():
@@ -314,6 +324,8 @@ class RepairRun:
         if not drained:
             return []
         assert self.admin is not None and self.client is not None
+        if self.request.src.collect:
+            self.waiting(f"collecting {fold(t.node for t in drained)} afresh before removing them")
         fresh = fresh_inventories(self.request.src, [t.node for t in drained])
         now = utcnow()
         passing = []
@@ -379,6 +391,11 @@ class RepairRun:
         from spurctl.act.stops import stops_deferred
 
         waiting = {t.node: t for t in removed if t.node not in self.results}
+        if waiting:
+            self.waiting(
+                f"waiting up to {self.request.wait_s:g} s (--wait) for {fold(waiting)} to "
+                "register again (its spurd's next heartbeat)"
+            )
         self.deadline = time.monotonic() + self.request.wait_s
         every = max(0.05, min(1.0, self.request.wait_s / 20))
         unanswered: str | None = None

@@ -358,10 +358,18 @@ def command(
         )  # fmt: skip
     else:
         live = snapshot is None  # a reclaim acts on the live cluster, never on a saved view
-        step = reclaim_step(report, opt.view_flags(holdings, conn)) if live else None
+        steps: list[NextStep] = []
+        if live:  # a saved view's nodes may have moved on: its next steps read a live one
+            from spurctl.decide.next_steps import beyond_reclaim
+
+            flags = opt.view_flags(holdings, conn)
+            reclaim = reclaim_step(report, flags)
+            # The reclaim last: the table's last line is the command that acts on most.
+            steps = beyond_reclaim(report.findings, flags, reclaiming=reclaim is not None)
+            steps += [reclaim] if reclaim is not None else []
         show_audit(
             report, request.fmt, only, request.output, env,
-            fold=request.fold, ack=request.ack, header=request.header, next_step=step,
+            fold=request.fold, ack=request.ack, header=request.header, next_steps=steps,
         )  # fmt: skip
     return ExitStatus.ACTION_NEEDED if report.needs_action else ExitStatus.OK
 

@@ -134,6 +134,10 @@ def run_change(
         max_inventory_age_s=max_inventory_age_s,
         max_unavailable=max_unavailable,
         cooldown_s=cooldown_s,
+        given=(
+            *opt.view_flags(holdings, conn),
+            *(["--journal", str(change.journal_path)] if change.journal_path is not None else []),
+        ),
     )
     done = use_case(
         request,

@@ -58,10 +58,11 @@ def command(
 
     fmt = opt.with_json(ctx, fmt, as_json)
     ack = opt.ack_version(ctx, ack_version)
-    names = opt.next_command("nodes", flags=opt.view_flags(holdings, conn))
+    flags = opt.view_flags(holdings, conn)
+    names = opt.next_command("nodes", flags=flags)
     doc = run_explain(
         node, job, holdings.sources(Scope()), conn.connect(),
-        journal=opt.journal_at(journal_path), names_command=names,
+        journal=opt.journal_at(journal_path), names_command=names, view_flags=flags,
     )  # fmt: skip
     show(doc, fmt, detect(), ack=ack)
     return ExitStatus.OK

@@ -21,8 +21,20 @@ FormatOpt = Annotated[
     NodesFormat, opt.format_option(NodesFormat, "nodes", "the nodes (json: spurctl.nodes/v1)")
 ]
 
-# sinfo -t's short names, beside the states' own.
-_STATE_ALIASES = {"alloc": "allocated", "mix": "mixed", "drng": "draining"}
+# sinfo -t's names, beside the states' own: as in sinfo, `drain` is a node drained or
+# draining (Spur's DRAIN is sinfo's `drained`).
+_STATE_ALIASES = {
+    "alloc": ("allocated",),
+    "mix": ("mixed",),
+    "drng": ("draining",),
+    "drained": ("drain",),
+    "drain": ("drain", "draining"),
+    "susp": ("suspended",),
+    "unk": ("unknown",),
+    "err": ("error",),
+}
+# The flags sinfo appends to a state (`drain*`: not responding, `idle~`: powered down...).
+_SINFO_FLAGS = "*~#!%$@^-"
 
 
 def _state_names() -> list[str]:
@@ -33,14 +45,18 @@ def _state_names() -> list[str]:
 
 def _states(value: str) -> str:
     names = _state_names()
-    words = [w.strip().lower() for w in str(value).split(",")]
-    for word in words:
-        if _STATE_ALIASES.get(word, word) not in names:
+    out: list[str] = []
+    for typed in str(value).split(","):
+        word = typed.strip().lower().rstrip(_SINFO_FLAGS)
+        states = _STATE_ALIASES.get(word, (word,))
+        if not all(s in names for s in states):
             raise typer.BadParameter(
-                f"unknown node state {word!r}; use one of {', '.join(names)} (several: "
-                "repeat the option, or separate them with commas)"
+                f"unknown node state {typed.strip()!r}; use one of {', '.join(names)} or "
+                "sinfo's names (drng, drained, drain*...); several: repeat the option, or "
+                "separate them with commas"
             )
-    return ",".join(_STATE_ALIASES.get(w, w) for w in words)
+        out += states
+    return ",".join(dict.fromkeys(out))
 
 
 def _complete_states(incomplete: str) -> list[str]:
@@ -55,8 +71,9 @@ StateOpt = Annotated[
         "--state",
         "-t",
         help="Only nodes the controller has in this state (repeatable, or a comma list; as "
-        "sinfo -t): idle, allocated (alloc), mixed (mix), down, drain, draining, error, "
-        "unknown, suspended. A node the controller does not know has none.",
+        "sinfo -t): idle, allocated (alloc), mixed (mix), down, drain (drained or draining), "
+        "drained, draining (drng), error, unknown, suspended; sinfo's flags (drain*) are "
+        "ignored. A node the controller does not know has none.",
         parser=_states,
         autocompletion=_complete_states,
         metavar="STATE[,...]",

@@ -173,11 +173,13 @@ def command(
             *(["--restore-drain"] if restore_drain else []),
         ),
         names_command=opt.next_command("nodes", flags=opt.controller_flags(conn)),
+        plan_file=output,
     )
     done = repair(
         request,
         show_plan=lambda plan: shown.show_plan(plan, fmt),
         ask=asker(detect().ask, shown.question),
+        waiting=shown.waiting,
     )
     shown.show(done, fmt, output)
     return int(done.exit_status)

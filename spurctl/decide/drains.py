@@ -245,7 +245,11 @@ def resume_plan(
         if node.state not in _OUT_OF_SERVICE and not (node.state_reason and owned.owns(node)):
             continue  # up, or DOWN/ERROR for no reason of spurctl's
         if node.state is NodeState.DOWN and not owned.looks_owned(node):
-            continue  # Spur's own DOWN (not responding) or an admin's: not a drain
+            # Spur's own DOWN (not responding) or an admin's: not resume's, and said, so
+            # a node named for resume is never passed over in silence.
+            why = f" ({node.state_reason!r})" if node.state_reason else ""
+            kept.append(Left(name, f"{name} is DOWN{why}, not by spurctl: resume never lifts it"))
+            continue
         if owned.looks_owned(node) and not owned.owns(node):
             kept.append(
                 Left(

@@ -70,6 +70,9 @@ FINDING_FIELDS = (
     "allocated_nodes",
     "inventory_age_s",
 )
+# The CSV's header: the contract's fields, then since when each finding has lasted (and
+# what dates it), as the JSON carries them.
+CSV_FIELDS = (*FINDING_FIELDS, "since", "since_evidence")
 
 
 # -- the json document -------------------------------------------------------
@@ -313,11 +316,11 @@ def audit_view(
     only: FindingFilter = NO_FILTER,
     fold: bool = True,
     ack: str | None = None,
-    next_step: NextStep | None = None,
+    next_steps: Sequence[NextStep] = (),
 ) -> list[RenderableType]:
     """The notes, the findings (default: the report's) `only` keeps or that there are
     none, `after_findings`, the filter's line when one is on, then the summary, where
-    the view came from and `next_step` (why, then the command on a line of its own).
+    the view came from and `next_steps` (each: why, then the command on a line of its own).
     `fold`: one row for findings that differ only in their node; `ack`: the
     acknowledged controller version (screen_notes)."""
     from rich.text import Text
@@ -337,8 +340,8 @@ def audit_view(
         out.append(Text(only.sentence(total, len(findings)), style="yellow"))
     out.append(Text(summary_line(report), style="bold"))
     out.append(Text(context_line(report), style="dim"))
-    if next_step is not None:
-        out += step_text(next_step)
+    for step in next_steps:
+        out += step_text(step)
     return out
 
 
@@ -407,7 +410,7 @@ def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
     buf = io.StringIO()
     # "\n", not csv's default "\r\n": this goes to a terminal or a Unix pipe.
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(FINDING_FIELDS)
+    writer.writerow(CSV_FIELDS)
     writer.writerows(
         [
             _csv_cell(v)
@@ -421,6 +424,8 @@ def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
                 f.controller_state,
                 f.allocated_nodes,
                 f.inventory_age_s,
+                None if f.since is None else format_time(f.since),
+                None if f.since_evidence is None else f.since_evidence.value,
             )
         ]
         for f in only.shown(report.findings)
@@ -505,7 +510,7 @@ def render_audit(
     ack: str | None = None,
     whole: bool = False,
     header: bool = True,
-    next_step: NextStep | None = None,
+    next_steps: Sequence[NextStep] = (),
 ) -> str:
     """The report as text in `fmt`, ending in a newline; the table has no colour.
 
@@ -515,7 +520,7 @@ def render_audit(
     one row (JSON, CSV and Prometheus keep one record per finding). `whole`: the
     table as a pipe or a file gets it, one finding per line, its reason never wrapped;
     `header` False (`--no-header`): those lines alone, no heading, notes or summary;
-    `next_step`: the table's last lines (audit_view).
+    `next_steps`: the table's last lines (audit_view).
     """
     fmt = choose(AuditFormat, fmt)
     if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
@@ -526,7 +531,7 @@ def render_audit(
         lines = FindingsTable(shown, fold=fold).whole_lines(header=False) if shown else []
         return "".join(f"{line}\n" for line in lines)
     if fmt is AuditFormat.TABLE:
-        view = audit_view(report, only=only, fold=fold, ack=ack, next_step=next_step)
+        view = audit_view(report, only=only, fold=fold, ack=ack, next_steps=next_steps)
         return plain_text(view, console_width, whole=whole)
     if fmt is AuditFormat.MARKDOWN:
         return _render_markdown(report, only, fold)
@@ -552,13 +557,13 @@ def print_audit(
     fold: bool = True,
     ack: str | None = None,
     header: bool = True,
-    next_step: NextStep | None = None,
+    next_steps: Sequence[NextStep] = (),
 ) -> None:
     """Write the report to `file` (default stdout). The table on a terminal (`env`) is
     laid out at its width, coloured, folded unless `fold` is off; anywhere else it is
     one line per finding, unfolded and whole, for grep (coloured only under FORCE_COLOR).
     `header` False (`--no-header`): the findings' lines alone, the notes on stderr;
-    `next_step`: the table's last lines."""
+    `next_steps`: the table's last lines."""
     fmt = choose(AuditFormat, fmt)
     out = sys.stdout if file is None else file
     fold = fold and env.tty if fmt is AuditFormat.TABLE else fold
@@ -567,7 +572,7 @@ def print_audit(
         out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, header=False))
     elif fmt is AuditFormat.TABLE and (env.tty or env.colour):
         console = terminal_console(out, env)
-        view = audit_view(escaped(report), only=only, fold=fold, ack=ack, next_step=next_step)
+        view = audit_view(escaped(report), only=only, fold=fold, ack=ack, next_steps=next_steps)
         for renderable in view:
             # A command to paste goes out whole, however wide (never cropped or wrapped).
             console.print(renderable, soft_wrap=isinstance(renderable, OneLine))
@@ -575,7 +580,7 @@ def print_audit(
         whole = fmt is AuditFormat.TABLE
         out.write(
             render_audit(
-                report, fmt, only=only, fold=fold, ack=ack, whole=whole, next_step=next_step
+                report, fmt, only=only, fold=fold, ack=ack, whole=whole, next_steps=next_steps
             )
         )
     out.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from spurctl.decide.reasons import plural
@@ -28,18 +29,18 @@ def show_audit(
     fold: bool = True,
     ack: str | None = None,
     header: bool = True,
-    next_step: NextStep | None = None,
+    next_steps: Sequence[NextStep] = (),
 ) -> None:
     """The report as `fmt`, with the note a CSV's filter cannot carry on stderr;
     `fold`: same-reason rows as one hostlist row (render.common.folded) where a person
     reads them (a terminal, `env`; Markdown anywhere); `ack`: the acknowledged controller
     version (render.audit.version_text); `header` False (`--no-header`): the table's
-    rows alone, its notes on stderr; `next_step`: the table's last lines. A file gets
+    rows alone, its notes on stderr; `next_steps`: the table's last lines. A file gets
     the table as a pipe does: one finding per line, unfolded."""
     notice = filter_notice(report, fmt, only)
     if output is None:
         print_audit(
-            report, fmt, env, only=only, fold=fold, ack=ack, header=header, next_step=next_step
+            report, fmt, env, only=only, fold=fold, ack=ack, header=header, next_steps=next_steps
         )
     else:  # whole or not at all: a textfile collector must never read half a report
         if not header:
@@ -48,7 +49,7 @@ def show_audit(
         fold = fold and chosen is not AuditFormat.TABLE
         text = render_audit(
             report, fmt, only=only, fold=fold, ack=ack, whole=True, header=header,
-            next_step=next_step,
+            next_steps=next_steps,
         )  # fmt: skip
         public = chosen is AuditFormat.PROMETHEUS
         shown = len(only.shown(report.findings))

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from spurctl.decide.reasons import plural
 from spurctl.errors import visible
 from spurctl.model import NodeState
-from spurctl.render.common import ReclaimFormat, dump_json
+from spurctl.render.common import ReclaimFormat, command_line, dump_json
 from spurctl.usecases.drain import Changed, DrainPlan, Verb
 
 SCHEMA = "spurctl.node-changes/v1"
@@ -55,7 +55,10 @@ def question(plan: DrainPlan) -> str:
 
 def result_lines(done: Changed) -> list[str]:
     if done.dry_run:
-        return ["DRY RUN: nothing sent"]
+        lines = ["DRY RUN: nothing sent"]
+        if done.apply is not None:
+            lines += [f"{done.apply.why}:", f"  {command_line(done.apply)}"]
+        return lines
     if done.declined:
         return [f"Declined: {NOTHING_SENT}"]
     if not done.plan.changes:

@@ -185,6 +185,14 @@ def render_text(doc: dict[str, Any]) -> str:
                 ]
             else:
                 lines.append(f"  Reclaim sends:  nothing: {r['why']}")
+    if doc.get("next_steps"):
+        from spurctl.model import NextStep
+        from spurctl.render.common import command_line
+
+        lines.append("Next:")
+        for step in doc["next_steps"]:
+            command = command_line(NextStep(tuple(step["argv"])))
+            lines += [f"  - {step['why']}:", f"{_COMMAND_INDENT}{command}"]
     if doc["notes"]:
         lines.append("Notes:")
         lines += [f"  - {n}" for n in doc["notes"]]
@@ -194,6 +202,8 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A next step's command, the only lines indented so: never wrapped (it must paste whole).
+_COMMAND_INDENT = " " * 6
 _VALUE_COLUMN = 18  # where `Label:` lines put their value (_kv)
 _LABELLED = re.compile(r"^ *[A-Z][^:]*: +")
 _BULLET = re.compile(r"^ *(?:- |\S+ {2,})")
@@ -219,7 +229,9 @@ def wrapped(text: str, width: int) -> str:
 
     out: list[str] = []
     for line in text.splitlines():
-        if len(line) <= width:
+        if len(line) <= width or (
+            line.startswith(_COMMAND_INDENT) and not line[len(_COMMAND_INDENT)].isspace()
+        ):
             out.append(line)
             continue
         indent = _hanging(line)
@@ -246,9 +258,10 @@ def render(doc: dict[str, Any], fmt: str, width: int | None = None, ack: str | N
 
 
 def _screen_notes(doc: dict[str, Any], ack: str | None) -> list[str]:
-    """The notes as the text shows them: the controller-version note whole, with how to
-    hide it, or left out once the operator acknowledged that version."""
-    from spurctl.releases import hide_hint, spur_version_note
+    """The notes as the text shows them: the controller-version note in its short form, as
+    every screen gives it (what it means, how to hide it: releases.spur_version_line; the
+    JSON keeps it whole), or left out once the operator acknowledged that version."""
+    from spurctl.releases import spur_version_line, spur_version_note
 
     version = doc["controller"].get("version") or ""
     note = spur_version_note(version)
@@ -256,7 +269,8 @@ def _screen_notes(doc: dict[str, Any], ack: str | None) -> list[str]:
         return list(doc["notes"])
     if same_version(ack, version):
         return [n for n in doc["notes"] if n != note]
-    return [f"{n.rstrip('.')}. {hide_hint(version)}" if n == note else n for n in doc["notes"]]
+    line = spur_version_line(version) or note
+    return [line if n == note else n for n in doc["notes"]]
 
 
 def show(doc: dict[str, Any], fmt: str, env: Environment, ack: str | None = None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from spurctl.decide.reasons import duration
@@ -35,8 +36,9 @@ SCHEMA = "spurctl.nodes/v1"
 HEADERS = ("node", "state", "jobs", "held", "agent", "inv-age", "findings")
 CSV_FIELDS = (
     "node", "state", "jobs", "held", "agent", "inventory_node", "inventory_age_s", "error",
-    "findings",
+    "findings", "reason", "reason_uid", "reason_since",
 )  # fmt: skip
+REASON_HEADERS = ("who", "when", "nodes")
 
 
 def render(
@@ -104,6 +106,9 @@ def _row_document(r: NodeRow) -> dict[str, Any]:
         "inventory_age_s": r.inventory_age_s,
         "error": r.error,
         "findings": {kind.value: n for kind, n in r.findings},
+        "reason": r.reason,
+        "reason_uid": r.reason_uid,
+        "reason_since": None if r.reason_since is None else format_time(r.reason_since),
     }
 
 
@@ -150,8 +155,15 @@ def document(listing: NodeListing) -> dict[str, Any]:
     }
 
 
+def _text(r: NodeRow) -> str:
+    """The row's last column, the one that may wrap: its findings, and the name its
+    inventory reports when that is not the node's (a long name never widens the cells)."""
+    named = f" (its inventory says {r.inventory_node})" if r.inventory_node else ""
+    return visible(findings_cell(r) + named)
+
+
 def _cells(r: NodeRow) -> tuple[str, ...]:
-    agent = r.agent.value + (f" as {r.inventory_node}" if r.inventory_node else "")
+    agent = r.agent.value
     age = "-" if r.inventory_age_s is None else duration(max(r.inventory_age_s, 0.0))
     if r.inventory_age_s is not None and r.inventory_age_s < 0:
         age = f"{duration(-r.inventory_age_s)} ahead"
@@ -164,7 +176,6 @@ def _cells(r: NodeRow) -> tuple[str, ...]:
             "?" if r.held is None else ranges(r.held) or "-",
             agent,
             age,
-            findings_cell(r),
         )
     )
 
@@ -176,10 +187,12 @@ def _table(
     terminal's `width` too narrow for a row, each node's cells stacked under its name."""
     from spurctl.render.table import Row, Table
 
-    table = Table(HEADERS, [Row(_cells(r)) for r in listing.rows])
+    # The findings are the text column: a long one (below-watermark-unknown, several kinds)
+    # carries on under its row rather than stacking every row without headings.
+    rows = [Row(_cells(r), _text(r)) for r in listing.rows]
+    table = Table(HEADERS[:-1], rows, HEADERS[-1], short_text=True)
     if not header:
-        rows = table.whole_lines(heading=False)
-        return "".join(f"{line}\n" for line in rows)
+        return "".join(f"{line}\n" for line in table.whole_lines(heading=False))
     view = "complete" if listing.view_complete else "INCOMPLETE"
     cluster = f"Cluster {listing.cluster}: controller" if listing.cluster else "Controller"
     lines = [
@@ -197,7 +210,34 @@ def _table(
         lines += table.whole_lines() if width is None else table.plain_lines(width)
     for status, names in listing.by_agent().items():
         lines.append(visible(f"{status.value} ({len(names):,}): {hostlist_of(names)}"))
+    lines += _reasons(listing, width)
     return "\n".join(lines) + "\n"
+
+
+def _reasons(listing: NodeListing, width: int | None) -> list[str]:
+    """As sinfo -R: each reason a node is held out of service for, who set it and when,
+    and its nodes; `-` where the controller or the journal does not say."""
+    from spurctl.render.table import Row, Table
+
+    grouped: dict[tuple[str, int | None, datetime | None], list[str]] = {}
+    for r in listing.rows:
+        if r.reason:
+            grouped.setdefault((r.reason, r.reason_uid, r.reason_since), []).append(r.node)
+    if not grouped:
+        return []
+    rows = [
+        Row(
+            (
+                "-" if uid is None else f"uid {uid}",
+                "-" if since is None else text_time(since),
+                visible(hostlist_of(names)),
+            ),
+            visible(reason),
+        )
+        for (reason, uid, since), names in grouped.items()
+    ]
+    table = Table(REASON_HEADERS, rows, "reason")
+    return ["", *(table.whole_lines() if width is None else table.plain_lines(width))]
 
 
 def _at_width(lines: list[str], width: int | None) -> list[str]:
@@ -225,6 +265,9 @@ def _csv(listing: NodeListing) -> str:
             r.inventory_age_s,
             r.error,
             " ".join(f"{k.value}={n}" for k, n in r.findings),
+            r.reason,
+            r.reason_uid,
+            None if r.reason_since is None else format_time(r.reason_since),
         )
         writer.writerow(["" if v is None else csv_safe(v) for v in values])
     return buf.getvalue()

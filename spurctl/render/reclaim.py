@@ -488,11 +488,12 @@ def print_confirmation(run: ReclaimRun, facts: PlanFacts, console: Console) -> N
         # One line, never folded: it is meant to be copied and run as printed.
         _command(console, confirm_step(pending, facts.confirm_flags))
     elif facts.verified and sent:
-        nodes = len({o.entry.node for o in run.outcomes if o.result is Result.SENT})
+        freed = [o.entry for o in run.outcomes if o.result is Result.SENT]
+        nodes = len({e.node for e in freed})
         console.print(
             Text(
                 f"Confirmed: a re-collect of {plural(nodes, 'node')} no longer shows "
-                f"{plural(sent, 'job')}."
+                f"{held_words(sent, len({e.job_id for e in freed}))}."
             )
         )
     if facts.verified and facts.waited_s is not None:
@@ -585,6 +586,12 @@ def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
         if len(ids) <= 4
         else f"{len(ids)} jobs"
     )
+    if len(pairs) != len(ids):  # a job held on several nodes: say both counts
+        jobs = (
+            f"{plural(len(pairs), 'holding')} of {jobs}"
+            if len(ids) <= 4
+            else held_words(len(pairs), len(ids))
+        )
     if settle_s <= 0:
         said = f"re-collecting {nodes} once to see {jobs} freed"
     else:
@@ -593,6 +600,14 @@ def settling(pairs: Sequence[tuple[str, int]], settle_s: float) -> None:
             "Ctrl-C stops the wait and leaves them unconfirmed"
         )
     print(f"spurctl: {said} ...", file=sys.stderr, flush=True)
+
+
+def held_words(holdings: int, jobs: int) -> str:
+    """`3 jobs`, or `9 holdings of 8 jobs` where a job is held on several nodes: one count
+    for the wait and the confirmation alike."""
+    if holdings == jobs:
+        return plural(jobs, "job")
+    return f"{plural(holdings, 'holding')} of {plural(jobs, 'job')}"
 
 
 def show_reclaimed(

@@ -88,9 +88,20 @@ def step_text(step: NextStep) -> str:
     return f"{command_line(step)}   # {step.why}" if step.why else command_line(step)
 
 
+def waiting(what: str) -> None:
+    """What a repair waits for, said before the wait: one stderr line (on a terminal and
+    in a log alike), so a minute's wait is never silent."""
+    from spurctl.errors import note
+
+    note(what)
+
+
 def result_lines(done: Repaired) -> list[str]:
     if done.stage is Stage.PLANNED:
-        return ["DRY RUN: nothing sent"]
+        lines = ["DRY RUN: nothing sent"]
+        if done.apply is not None:
+            lines += [f"{done.apply.why}:", f"  {command_line(done.apply)}"]
+        return lines
     if done.stage is Stage.NOTHING:
         return ["Nothing to repair: nothing sent"]
     if done.stage is Stage.DECLINED:

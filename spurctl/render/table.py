@@ -63,8 +63,17 @@ class Table:
     table has none). A rich renderable, drawn at the console's width."""
 
     def __init__(
-        self, headings: Sequence[str], rows: Sequence[Row], text_heading: str | None = None
+        self,
+        headings: Sequence[str],
+        rows: Sequence[Row],
+        text_heading: str | None = None,
+        *,
+        short_text: bool = False,
     ) -> None:
+        # `short_text`: the text is a word or two (nodes' findings), kept beside its row
+        # wherever it fits whole, however narrow the room left, and carried on under the
+        # row only where it does not.
+        self.short_text = short_text
         self.headings = list(headings)
         self.rows = list(rows)
         self.text_heading = text_heading
@@ -94,7 +103,8 @@ class Table:
         """The headings over their cells, and the text's where the text starts beside
         them (the text under the rows needs none)."""
         line = (" " * GAP).join(self._padded(self.headings))
-        beside = width is None or width - self.cells_width >= MIN_BESIDE
+        least = cell_len(self.text_heading or "") if self.short_text else MIN_BESIDE
+        beside = width is None or width - self.cells_width >= least
         if self.text_heading is not None and beside:
             line += " " * GAP + self.text_heading
         return line.rstrip()
@@ -114,6 +124,8 @@ class Table:
         """The row's text laid out at `width`: its lines, and whether they hang (the first
         beside the cells, the rest under the row at HANG) rather than stay in a column."""
         beside = width - self.cells_width
+        if self.short_text and cell_len(text) <= beside:
+            return [text], False
         column = wrapped(text, beside) if beside >= MIN_BESIDE else None
         first = first_words(text, beside) if beside >= MIN_BESIDE else ""
         rest = text[len(first) :].lstrip(" ")

@@ -32,9 +32,60 @@ def usage_error(exc: BaseException) -> str | None:
         where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
         no_option = getattr(click_exceptions, "NoSuchOption", None)
         if no_option is not None and isinstance(exc, no_option):
+            habit = _habit(exc.option_name, ctx)
+            if habit is not None:
+                return f"no such option: {exc.option_name}: {habit}"
             return f"no such option: {exc.option_name}{_close(exc)}{where}"
+        extra = _extra_arguments(exc, ctx)
+        if extra is not None:
+            return extra
         return f"{exc.format_message().rstrip('.')}{where}"
     return None
+
+
+def _options_of(ctx: Any) -> set[str]:
+    return {o for p in getattr(ctx.command, "params", ()) for o in getattr(p, "opts", ())}
+
+
+def _habit(typed: str, ctx: Any) -> str | None:
+    """What an option from another tool's habits (kubectl's -o, apt's -y, head's -n,
+    sinfo's -t on a command that is not `nodes`) is called here, or None."""
+    if ctx is None:
+        return None
+    path = ctx.command_path
+    have = _options_of(ctx)
+    if typed == "-o" and "--format" in have:
+        return f"the output format is --format here (`{path} ... --format json`)"
+    if typed == "-y" and "--yes" in have:
+        return f"spurctl spells it --yes (`{path} --yes`)"
+    if typed == "-n" and "--last" in have:
+        return f"the newest runs are --last N here (`{path} --last 5`)"
+    if typed in ("-t", "--state") and "--state" not in have:
+        return (
+            "choosing nodes by their state is `spurctl nodes -t STATE`'s (as sinfo -t); "
+            "list them with it, then name them here with -w"
+        )
+    return None
+
+
+def _extra_arguments(exc: Any, ctx: Any) -> str | None:
+    """`spurctl reclaim gpu003`: the nodes go to --node on the commands that take them."""
+    message = exc.format_message()
+    if (
+        ctx is None
+        or "unexpected extra argument" not in message
+        or "--node" not in _options_of(ctx)
+    ):
+        return None
+    import re
+
+    from spurctl.model import NextStep
+    from spurctl.render.common import command_line
+
+    given = re.search(r"\(([^()]*)\)\s*\.?$", message.strip())
+    nodes = ",".join((given.group(1) if given else "").split()) or "HOSTLIST"
+    example = command_line(NextStep((*ctx.command_path.split(), "--node", nodes)))
+    return f"{ctx.command_path} takes its nodes as --node HOSTLIST, not as an argument: `{example}`"
 
 
 def _close(exc: Any) -> str:

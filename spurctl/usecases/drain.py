@@ -32,7 +32,7 @@ from spurctl.decide.repair import repair_progress
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
-from spurctl.model import utcnow
+from spurctl.model import NextStep, utcnow
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
@@ -64,6 +64,20 @@ class DrainRequest:
     # (decide/budget.py); a node spurctl resumed is not drained again before the cooldown.
     max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
     cooldown_s: float = DEFAULT_COOLDOWN_S
+    # The options that made the view and the journal named, as a next command restates
+    # them (opt.view_flags, plus --journal when one was given).
+    given: tuple[str, ...] = ()
+
+    def applying(self) -> NextStep:
+        """This very run without --dry-run: the command that sends what it planned."""
+        words = [self.verb.value, "--node", fold(sorted(self.scope.kept())), *self.given]
+        if self.max_inventory_age_s != DEFAULT_MAX_INVENTORY_AGE_S:
+            words += ["--max-inventory-age", f"{self.max_inventory_age_s:g}s"]
+        if self.verb is Verb.DRAIN and self.max_unavailable != DEFAULT_MAX_UNAVAILABLE:
+            words += ["--max-unavailable", str(self.max_unavailable)]
+        if self.verb is Verb.DRAIN and self.cooldown_s != DEFAULT_COOLDOWN_S:
+            words += ["--cooldown", f"{self.cooldown_s:g}s"]
+        return NextStep.spurctl(*words, why="Send this plan with")
 
     def __post_init__(self) -> None:
         if self.scope.named is None:
@@ -92,6 +106,8 @@ class Changed:
     error: str | None = None
     # Stopped by Ctrl-C (SIGTERM, SIGHUP) between two nodes: the rest not attempted.
     interrupted: bool = False
+    # A dry run with something to send: the command that sends it.
+    apply: NextStep | None = None
 
 
 def plan_changes(request: DrainRequest, src: Sources, conn: Connection) -> DrainPlan:
@@ -148,7 +164,8 @@ def change(
     kept = any(left.kept for left in plan.left)
     unmet = ExitStatus.ACTION_NEEDED if kept else ExitStatus.OK
     if request.dry_run or not plan.changes:
-        return Changed(plan, request.dry_run, False, unmet)
+        apply = request.applying() if request.dry_run and plan.changes else None
+        return Changed(plan, request.dry_run, False, unmet, apply=apply)
     if not request.yes:
         if ask is None:
             raise SpurctlError(

@@ -12,6 +12,7 @@ prints it as text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -424,9 +425,12 @@ def explain(
     max_inventory_age_s: float = 600.0,
     now: datetime | None = None,
     names_command: str = NAMES_COMMAND,
+    view_flags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The spurctl.explain/v1 document for NODE (and JOB); `names_command` lists the
-    controller's node names, for a NODE that none of the inputs knows."""
+    controller's node names, for a NODE that none of the inputs knows; `view_flags` (the
+    options that made this view, opt.view_flags): the commands for what reclaim cannot
+    free on it (decide/next_steps.py), live views only."""
     where = locate(name, inputs, names_command)
     inv = where.inventory
     names = {name, *(n for n in (where.controller_name,) if n)}
@@ -451,6 +455,13 @@ def explain(
         "notes": list(report.notes),
         "cannot_see": cannot_see(where.controller_name or name),
     }
+    if view_flags is not None and conn is not None:
+        from spurctl.decide.next_steps import beyond_reclaim
+
+        mine = [f for f in findings if job_id is None or f.job_id == job_id]
+        doc["next_steps"] = [
+            {"argv": list(s.argv), "why": s.why} for s in beyond_reclaim(mine, view_flags)
+        ]
     if job_id is None:
         return doc
     held = None if inv is None else next((h for h in inv.held if h.job_id == job_id), None)
@@ -480,9 +491,10 @@ def run_explain(
     *,
     journal: Path | None = None,
     names_command: str = NAMES_COMMAND,
+    view_flags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Audit (every holding, healthy ones too) and explain NODE (and JOB); `journal` as
-    run_audit's."""
+    run_audit's; `view_flags` as explain's."""
     from dataclasses import replace
 
     from spurctl.audit_view import run_audit
@@ -493,7 +505,9 @@ def run_explain(
         # Collect only this node: its findings need no other node's inventory.
         src = replace(src, scope=Scope.parse(name))
     report, inputs = run_audit(src, conn, include_healthy=True, journal=journal)
-    doc = explain(name, job_id, report, inputs, conn, names_command=names_command)
+    doc = explain(
+        name, job_id, report, inputs, conn, names_command=names_command, view_flags=view_flags
+    )
     job = doc.get("job")
     if job is not None and not job["held"] and job["controller"]["job"] is None and conn:
         # Not held here and not in the view: ask the controller by id.

@@ -53,6 +53,12 @@ class NodeRow:
     # The audit's findings on the node (under either of its names): how many of each
     # kind, in the contract's order of kinds.
     findings: tuple[tuple[Kind, int], ...] = ()
+    # Why the controller holds it out of service (sinfo -R): the reason, who set it
+    # (#860's reason_uid, where the controller sends it) and when (spurctl's own drains,
+    # from its journal; the controller's reason_time is not on the wire spurctl reads).
+    reason: str | None = None
+    reason_uid: int | None = None
+    reason_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +183,8 @@ def listing(
                 inventory_node=inv.node if inv is not None and inv.node != name else None,
                 inventory_age_s=age,
                 error=None if inv is None else inv.error,
+                reason=None if node is None else node.state_reason or None,
+                reason_uid=None if node is None or not node.state_reason else node.reason_uid,
             )
         )
     return NodeListing(view.address, view.taken_at, view.complete, rows, list(notes))
@@ -227,6 +235,10 @@ def from_audit(report: AuditReport, inputs: AuditInputs) -> NodeListing:
     listed = listing(
         inputs.view, inputs.inventories, scope=inputs.scope, now=inputs.now, notes=report.notes
     )
+    if report.node_admin is not None:  # when spurctl's own drains were set, by its journal
+        drained = report.node_admin.drained
+        rows = [replace(r, reason_since=drained.get(r.node)) for r in listed.rows]
+        listed = replace(listed, rows=rows)
     return replace(
         with_findings(listed, report.findings),
         controller_version=report.controller_version,
@@ -246,7 +258,11 @@ def run_nodes(
     """`spurctl nodes`: read the controller (or a snapshot) and the inventories as an
     audit does, then list them (only those in `states`, when given); `journal`: read as
     the audit reads it (spurctl's drains that went DOWN are said in the notes)."""
+    from dataclasses import replace
+
     from spurctl.audit_view import run_audit
 
+    if not src.inventory and not src.collect:  # as sinfo: the controller's columns alone
+        src = replace(src, holdings_optional=True)
     report, inputs = run_audit(src, conn, journal=journal)
     return with_states(from_audit(report, inputs), states)

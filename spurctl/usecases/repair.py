@@ -93,6 +93,28 @@ class RepairRequest:
     # argv words that read this view again (the resume command the result prints).
     view_flags: tuple[str, ...] = ()
     names_command: str = NAMES_COMMAND
+    # Where a dry run saves its plan (-o), for the command that carries it out.
+    plan_file: Path | None = None
+
+    def applying(self, nodes: str) -> NextStep:
+        """This dry run's plan carried out: its saved file, else the same run without
+        --dry-run, with the options it was given that a default would not restate."""
+        given = list(self.view_flags)
+        if self.max_inventory_age_s != DEFAULT_MAX_INVENTORY_AGE_S:
+            given += ["--max-inventory-age", f"{self.max_inventory_age_s:g}s"]
+        if self.max_unavailable != DEFAULT_MAX_UNAVAILABLE:
+            given += ["--max-unavailable", str(self.max_unavailable)]
+        if self.cooldown_s != DEFAULT_COOLDOWN_S:
+            given += ["--cooldown", f"{self.cooldown_s:g}s"]
+        if self.tick_s != DEFAULT_TICK_S:
+            given += ["--tick", f"{self.tick_s:g}"]
+        if self.wait_s != DEFAULT_REJOIN_WAIT_S:
+            given += ["--wait", f"{self.wait_s:g}"]
+        if self.plan_file is not None:
+            return NextStep.spurctl(
+                "repair", "--plan", str(self.plan_file), *given, why="Carry out the saved plan with"
+            )
+        return NextStep.spurctl("repair", "--node", nodes, *given, why="Carry out this plan with")
 
 
 @dataclass(slots=True)
@@ -143,6 +165,8 @@ class Repaired:
     # command that settles what it left (the line ends with it).
     error: str | None = None
     settle: NextStep | None = None
+    # A dry run a real run would carry out: the command that does.
+    apply: NextStep | None = None
 
 
 # -- the plan ------------------------------------------------------------------------
@@ -290,6 +314,7 @@ def repair(
     show_plan: Callable[[RepairPlan], None],
     ask: Callable[[RepairPlan], bool] | None,
     sleep: Callable[[float], None] = time.sleep,
+    waiting: Callable[[str], None] = lambda _: None,
 ) -> Repaired:
     """Plan, show the plan, ask unless --yes (`ask` None: no terminal, so refuse), carry out.
 
@@ -302,7 +327,9 @@ def repair(
     unsendable = plan.unsendable and bool(plan.targets)
     unmet = ExitStatus.ACTION_NEEDED if plan.refusals or unsendable else ExitStatus.OK
     if request.dry_run:
-        return Repaired(plan, Stage.PLANNED, unmet)
+        sendable = plan.targets and not unsendable
+        apply = request.applying(plan.nodes) if sendable else None
+        return Repaired(plan, Stage.PLANNED, unmet, apply=apply)
     if not plan.targets:
         return Repaired(plan, Stage.NOTHING, unmet)
     if not request.yes:
@@ -310,16 +337,21 @@ def repair(
             raise SpurctlError("refusing to repair without --yes: standard input is not a terminal")
         if not ask(plan):
             return Repaired(plan, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
-    results, error, settle = carry_out(plan, request, sleep=sleep)
+    results, error, settle = carry_out(plan, request, sleep=sleep, waiting=waiting)
     ok = not plan.refusals and all(r.status is Status.REPAIRED for r in results)
     status = ExitStatus.ERROR if error else ExitStatus.OK if ok else ExitStatus.ACTION_NEEDED
     return Repaired(plan, Stage.DONE, status, results, error, settle)
 
 
 def carry_out(
-    plan: RepairPlan, request: RepairRequest, *, sleep: Callable[[float], None] = time.sleep
+    plan: RepairPlan,
+    request: RepairRequest,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    waiting: Callable[[str], None] = lambda _: None,
 ) -> tuple[list[NodeResult], str | None, NextStep | None]:
-    """Drain, tick, re-check, remove, wait, put back, verify; journaled. Returns each
+    """Drain, tick, re-check, remove, wait, put back, verify; journaled (`waiting`: told
+    what each long wait waits for). Returns each
     target's result and, when the journal failed, the one line saying so (what went out
     unrecorded, what is still owed) with the command that settles it."""
     from spurctl.act.journal import Journal
@@ -327,7 +359,7 @@ def carry_out(
     from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
-    run = RepairRun(plan, request, sleep, _inventory_of)
+    run = RepairRun(plan, request, sleep, _inventory_of, waiting)
     # The Journal holds the journal's lock from the first record to the last.
     with (
         Journal(request.journal_path, request.conn) as journal,

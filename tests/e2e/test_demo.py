@@ -276,3 +276,17 @@ def test_serve_keeps_its_journal_in_its_own_directory_and_nothing_under_home(
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 0
     assert not journal.exists()
+
+
+def test_the_demo_down_a_pipe_prints_each_finding_on_one_line_as_audit_does(
+    tmp_path: Path,
+) -> None:
+    proc = run_cli("demo", "--ack-version", "0.8.0", home=tmp_path, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    first = _sections(proc.stdout)[0]
+    lines = first.splitlines()
+    at = lines.index(next(ln for ln in lines if ln.startswith("node ")))
+    rows = lines[at + 1 : at + 15]
+    # Every row starts with its node, its reason whole on it: no line carries one on.
+    assert all(re.match(r"gpu\d{3}", row) for row in rows), "\n".join(rows)
+    assert any(row.endswith("different controller") for row in rows)

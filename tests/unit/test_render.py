@@ -24,7 +24,13 @@ from spurctl.model import (
     Watermark,
     WatermarkSource,
 )
-from spurctl.render.audit import FINDING_FIELDS, audit_document, print_audit, render_audit
+from spurctl.render.audit import (
+    CSV_FIELDS,
+    FINDING_FIELDS,
+    audit_document,
+    print_audit,
+    render_audit,
+)
 from spurctl.render.environment import Environment
 
 TAKEN_AT = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
@@ -246,7 +252,7 @@ def test_csv_round_trips_through_dictreader_one_row_per_finding() -> None:
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == len(report.findings)
     for row, f in zip(rows, report.findings, strict=True):
-        assert list(row) == list(FINDING_FIELDS)
+        assert list(row) == list(CSV_FIELDS)
         assert row["node"] == f.node  # survives the embedded quote, backslash and newline
         assert row["job_id"] == ("" if f.job_id is None else str(f.job_id))
         assert row["kind"] == f.kind.value and row["action"] == f.action.value
@@ -260,7 +266,7 @@ def test_csv_round_trips_through_dictreader_one_row_per_finding() -> None:
 
 
 def test_csv_of_an_empty_audit_is_just_the_header() -> None:
-    assert render_audit(_empty_report(), "csv") == ",".join(FINDING_FIELDS) + "\n"
+    assert render_audit(_empty_report(), "csv") == ",".join(CSV_FIELDS) + "\n"
 
 
 # -- markdown ----------------------------------------------------------------
@@ -439,6 +445,15 @@ def test_prometheus_counts_reclaimable_holdings_per_node_with_escaped_labels() -
         (("node", "gpu10"),): 1.0,
         (("node", WEIRD_NODE),): 1.0,
     }
+
+
+def test_csv_says_since_when_each_finding_has_lasted_and_what_dates_it() -> None:
+    ended = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    findings = _findings()
+    findings[3] = replace(findings[3], since=ended, since_evidence=SinceEvidence.JOB_END)
+    rows = list(csv.DictReader(io.StringIO(render_audit(_report(findings), "csv"))))
+    assert (rows[3]["since"], rows[3]["since_evidence"]) == ("2026-11-30T08:00:00Z", "job-end")
+    assert (rows[0]["since"], rows[0]["since_evidence"]) == ("", "")
 
 
 def test_prometheus_names_each_node_with_each_kind_of_finding_and_when_evidence_dates_it() -> None:

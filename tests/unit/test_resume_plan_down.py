@@ -33,7 +33,10 @@ def test_spurctls_drain_gone_down_is_lifted_when_clean_and_spurd_runs_no_other_d
     down = Node("gpu012", NodeState.DOWN, R)
     assert plan(down, inventory(agent=True)) == (["gpu012"], [])
     for reason in ("Not responding", "ops: PSU"):  # Spur's own DOWN, an admin's: not resume's
-        assert plan(Node("gpu012", NodeState.DOWN, reason), inventory(agent=True)) == ([], [])
+        assert plan(Node("gpu012", NodeState.DOWN, reason), inventory(agent=True)) == (
+            [],
+            [f"gpu012: gpu012 is DOWN ({reason!r}), not by spurctl: resume never lifts it"],
+        )
 
 
 def test_it_stays_while_no_spurd_runs_or_the_inventory_does_not_say() -> None:
