@@ -8,6 +8,7 @@ same words, and no option takes a number any other way.
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -244,3 +245,46 @@ class ChangeOptions:
     def journal(self) -> Path:
         """The journal this run reads and writes (--journal, else the default)."""
         return journal_at(self.journal_path)
+
+
+# -- options back as argv: which values a printed next command must state ----------------
+
+# ctx.meta's key: the options whose value came from the environment or config.toml.
+_IMPLIED = "spurctl.implied_options"
+
+
+def note_implied(ctx: typer.Context, given: dict[str, Any], values: dict[str, Any]) -> None:
+    """Remember which options' values the command line did not state (an environment
+    variable's, config.toml's): a printed command pasted here finds them as this one did,
+    so it leaves them out and the nodes it names stand out."""
+    implied: set[str] = ctx.meta.setdefault(_IMPLIED, set())
+    for name in given:
+        source = getattr(ctx.get_parameter_source(name), "name", "DEFAULT")
+        if source == "ENVIRONMENT" or (source != "COMMANDLINE" and values[name] != given[name]):
+            implied.add(name)
+
+
+def _implied() -> set[str]:
+    from typer.main import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return set() if ctx is None else set(ctx.meta.get(_IMPLIED, ()))
+
+
+def as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
+    """The argv words that give each of `options` the value `group` holds, for those
+    not at their default nor set by the environment or config.toml (a command pasted
+    here reads those as this one did), read off the options' own declarations."""
+    words: list[str] = []
+    implied = _implied()
+    for name, annotated, default in options:
+        value = getattr(group, name)
+        if value == default or name in implied:
+            continue
+        info = typing.get_args(annotated)[1]
+        flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
+        if isinstance(value, list):  # a repeatable option: once per value
+            words += [w for v in value for w in (flag, str(v))]
+        else:
+            words += [flag] if value is True else [flag, str(value)]
+    return words

@@ -25,7 +25,7 @@ import typer
 
 from spurctl.errors import SpurctlError
 from spurctl.option_defaults import SOURCE_OPTIONS, configured
-from spurctl.option_values import DAY_S, number_option
+from spurctl.option_values import DAY_S, as_flags, note_implied, number_option
 from spurctl.option_values import ChangeOptions as ChangeOptions
 from spurctl.option_values import journal_at as journal_at
 from spurctl.output_words import output_file, output_path
@@ -83,7 +83,7 @@ def _option_group(
             ctx = kwargs[_CTX] if passes_ctx else kwargs.pop(_CTX)
             given = {name: kwargs.pop(name) for name, _, _ in options}
             values = configured(ctx, given, options)
-            _note_implied(ctx, given, values)
+            note_implied(ctx, given, values)
             group = build(**values)
             return command(**{param: group}, **kwargs)
 
@@ -612,58 +612,18 @@ def with_holdings() -> Callable[[Command], Command]:
 
 # -- the groups back as argv: what a printed next command carries -------------------
 
-# ctx.meta's key: the options whose value came from the environment or config.toml.
-_IMPLIED = "spurctl.implied_options"
-
-
-def _note_implied(ctx: typer.Context, given: dict[str, Any], values: dict[str, Any]) -> None:
-    """Remember which options' values the command line did not state (an environment
-    variable's, config.toml's): a printed command pasted here finds them as this one did,
-    so it leaves them out and the nodes it names stand out."""
-    implied: set[str] = ctx.meta.setdefault(_IMPLIED, set())
-    for name in given:
-        source = getattr(ctx.get_parameter_source(name), "name", "DEFAULT")
-        if source == "ENVIRONMENT" or (source != "COMMANDLINE" and values[name] != given[name]):
-            implied.add(name)
-
-
-def _implied() -> set[str]:
-    from typer.main import get_current_context
-
-    ctx = get_current_context(silent=True)
-    return set() if ctx is None else set(ctx.meta.get(_IMPLIED, ()))
-
-
-def _as_flags(group: object, options: list[tuple[str, Any, Any]]) -> list[str]:
-    """The argv words that give each of `options` the value `group` holds, for those
-    not at their default nor set by the environment or config.toml (a command pasted
-    here reads those as this one did), read off the options' own declarations."""
-    words: list[str] = []
-    implied = _implied()
-    for name, annotated, default in options:
-        value = getattr(group, name)
-        if value == default or name in implied:
-            continue
-        info = typing.get_args(annotated)[1]
-        flag = next(n for n in (info.default, *info.param_decls) if str(n).startswith("--"))
-        if isinstance(value, list):  # a repeatable option: once per value
-            words += [w for v in value for w in (flag, str(v))]
-        else:
-            words += [flag] if value is True else [flag, str(value)]
-    return words
-
 
 def collect_flags(holdings: HoldingOptions) -> list[str]:
     """The collect options given (--command, --fanout, --topology, ...), as `spurctl
     collect` takes them: for a printed collect that must reach the nodes as this did."""
-    return _as_flags(holdings, [o for o in _HOLDING_OPTIONS if o[0] not in SOURCE_OPTIONS])
+    return as_flags(holdings, [o for o in _HOLDING_OPTIONS if o[0] not in SOURCE_OPTIONS])
 
 
 def controller_flags(conn: ConnectionOptions) -> list[str]:
     """The context, controller and transport options in use (never --token: no secret),
     for a printed command that must read the controller this command read."""
     options = [*_CONTROLLER_OPTIONS, *_TRANSPORT_OPTIONS]
-    return context_flags() + _as_flags(conn, [o for o in options if o[0] != "token"])
+    return context_flags() + as_flags(conn, [o for o in options if o[0] != "token"])
 
 
 def confirm_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
@@ -676,7 +636,7 @@ def view_flags(holdings: HoldingOptions, conn: ConnectionOptions) -> list[str]:
     """The options that produced this view (holdings, the collect ones only when it collected,
     and controller; never --token), for a printed next command to read the same view."""
     read = [o for o in _HOLDING_OPTIONS if holdings.collect or o[0] in SOURCE_OPTIONS]
-    return _as_flags(holdings, read) + controller_flags(conn)
+    return as_flags(holdings, read) + controller_flags(conn)
 
 
 def next_command(*words: str, flags: Sequence[str] = (), exclude: str | None = None) -> str:
