@@ -6,8 +6,10 @@ one, such as draining a node, changes it for the tests after it in that module).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,3 +66,30 @@ def incident_cluster(tmp_path: Path) -> Iterator[tuple[SimCluster, Path, Path]]:
         agent_map = tmp_path / "agents.json"
         agent_map.write_text(json.dumps(sim.agent_map()))
         yield sim, inventory, agent_map
+
+
+# Tests that start a stand-in spurd on this host's real /proc: node-side code refuses
+# to tell two top-level spurds apart (docs/node-evidence.md), so two such tests at
+# once (the two xdist workers, or another checkout's run on this machine) would see
+# each other's. One lock file on the host lets one run at a time.
+STANDIN_SPURD_LOCK = Path("/tmp/spurctl-tests-standin-spurd.lock")
+STANDIN_SPURD_WAIT_S = 600.0
+
+
+@pytest.fixture
+def one_standin_spurd() -> Iterator[None]:
+    """Hold the host-wide stand-in spurd lock for one test (waited for, with a deadline)."""
+    with STANDIN_SPURD_LOCK.open("a") as lock:
+        deadline = time.monotonic() + STANDIN_SPURD_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"another run held {STANDIN_SPURD_LOCK} for too long")
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -31,6 +31,9 @@ import pytest
 from tests.cli import run_cli
 from tests.e2e.test_node_scan_cgroup_v2 import Kernel, _writable_base, spurd_env
 
+# A stand-in spurd on the real /proc: one such test on this host at a time (conftest).
+pytestmark = pytest.mark.usefixtures("one_standin_spurd")
+
 DEADLINE = 15.0
 
 

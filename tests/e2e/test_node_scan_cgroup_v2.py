@@ -28,6 +28,9 @@ import pytest
 
 from tests.cli import run_cli
 
+# A stand-in spurd on the real /proc: one such test on this host at a time (conftest).
+pytestmark = pytest.mark.usefixtures("one_standin_spurd")
+
 DEADLINE = 10.0
 
 
