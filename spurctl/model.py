@@ -22,13 +22,11 @@ from typing import Annotated, Literal
 import msgspec
 
 from spurctl.errors import SpurctlError
+from spurctl.holdings import MAX_JOB_ID as MAX_JOB_ID
 from spurctl.holdings import AgentProcess as AgentProcess
 from spurctl.holdings import Holding as Holding
 from spurctl.holdings import Inventory as Inventory
 from spurctl.next_step import NextStep as NextStep
-
-# JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
-MAX_JOB_ID = 2**32 - 1
 
 
 class JobState(enum.IntEnum):
