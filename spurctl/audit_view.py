@@ -237,9 +237,12 @@ def _coverage_notes(
     from spurctl.hostlist import fold
 
     findings = list(findings)
-    missing = [f.node for f in findings if f.kind is Kind.NOT_INVENTORIED]
-    known = [n for n in missing if n in view.nodes]
-    unknown = [n for n in missing if n not in view.nodes]
+    known: list[str] = []
+    unknown: list[str] = []
+    nodes = view.nodes
+    for f in findings:
+        if f.kind is Kind.NOT_INVENTORIED:
+            (known if f.node in nodes else unknown).append(f.node)
     notes = []
     if known:
         notes.append(
@@ -258,14 +261,13 @@ def _coverage_notes(
             f"and {_have(unknown)} no "
             f"inventory: {fold(unknown)} (check the --nodes hostlist)."
         )
-    from spurctl.hostlist import loose_key
+    unreachable = [f.node for f in findings if f.kind is Kind.AGENT_UNREACHABLE]
+    failed: list[str] = []
+    if unreachable:  # the view's loose keys only then: 20,000 names in a large cluster
+        from spurctl.hostlist import loose_key
 
-    keys = {loose_key(n) for n in view.nodes}
-    failed = [
-        f.node
-        for f in findings
-        if f.kind is Kind.AGENT_UNREACHABLE and loose_key(f.node) not in keys
-    ]
+        keys = {loose_key(n) for n in view.nodes}
+        failed = [n for n in unreachable if loose_key(n) not in keys]
     if failed:
         notes.append(
             f"{plural(len(failed), 'node')} in scope {_are(failed)} unknown to the controller "
