@@ -346,7 +346,8 @@ def run_audit(
         from dataclasses import replace
 
         inputs = replace(inputs, excluded=left_out)
-    if cancelled is None and journal is not None:
+    if cancelled is None and journal is not None and journal.is_file():
+        # (cancels_sent reads no journal that is not a file: the reader is not imported)
         from spurctl.sources.journal_records import cancels_sent, cluster_of
 
         cancelled = cancels_sent(journal, cluster=cluster_of(conn))

@@ -274,9 +274,9 @@ def changing(
 
 
 def journal_file(value: Path | None) -> Path | None:
-    from spurctl.sources.journal_records import check_path
-
     if value is not None:
+        from spurctl.sources.journal_records import check_path
+
         check_path(value)
     return value
 
