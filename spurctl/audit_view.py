@@ -237,9 +237,12 @@ def _coverage_notes(
     from spurctl.hostlist import fold
 
     findings = list(findings)
-    missing = [f.node for f in findings if f.kind is Kind.NOT_INVENTORIED]
-    known = [n for n in missing if n in view.nodes]
-    unknown = [n for n in missing if n not in view.nodes]
+    known: list[str] = []
+    unknown: list[str] = []
+    nodes = view.nodes
+    for f in findings:
+        if f.kind is Kind.NOT_INVENTORIED:
+            (known if f.node in nodes else unknown).append(f.node)
     notes = []
     if known:
         notes.append(
@@ -258,14 +261,13 @@ def _coverage_notes(
             f"and {_have(unknown)} no "
             f"inventory: {fold(unknown)} (check the --nodes hostlist)."
         )
-    from spurctl.hostlist import loose_key
+    unreachable = [f.node for f in findings if f.kind is Kind.AGENT_UNREACHABLE]
+    failed: list[str] = []
+    if unreachable:  # the view's loose keys only then: 20,000 names in a large cluster
+        from spurctl.hostlist import loose_key
 
-    keys = {loose_key(n) for n in view.nodes}
-    failed = [
-        f.node
-        for f in findings
-        if f.kind is Kind.AGENT_UNREACHABLE and loose_key(f.node) not in keys
-    ]
+        keys = {loose_key(n) for n in view.nodes}
+        failed = [n for n in unreachable if loose_key(n) not in keys]
     if failed:
         notes.append(
             f"{plural(len(failed), 'node')} in scope {_are(failed)} unknown to the controller "
@@ -344,7 +346,8 @@ def run_audit(
         from dataclasses import replace
 
         inputs = replace(inputs, excluded=left_out)
-    if cancelled is None and journal is not None:
+    if cancelled is None and journal is not None and journal.is_file():
+        # (cancels_sent reads no journal that is not a file: the reader is not imported)
         from spurctl.sources.journal_records import cancels_sent, cluster_of
 
         cancelled = cancels_sent(journal, cluster=cluster_of(conn))
@@ -355,10 +358,11 @@ def run_audit(
     report = audit(inputs, include_healthy=include_healthy)
     report.cluster = None if conn is None else conn.cluster
     if journal is not None:
-        from spurctl.decide.drains import down_notes
-
         report.node_admin = _node_admin(journal, inputs, conn)
-        report.notes.extend(down_notes(report.node_admin))
+        if report.node_admin.down:  # else no note: the drain planner is not imported (~7 ms)
+            from spurctl.decide.drains import down_notes
+
+            report.notes.extend(down_notes(report.node_admin))
     return report, inputs
 
 

@@ -13,6 +13,9 @@ DEFAULT_MAX_INVENTORY_AGE_S = 600.0
 # `reclaim --settle`: spurd frees a run that ignores SIGTERM ~7 s after the cancel
 # (docs/spur-facts.md, "The agent's CancelJob"); 15 s leaves room for a slow collect.
 DEFAULT_SETTLE_S = 15.0
+# `--command` of --collect and `spurctl collect`: here, not in sources/collect.py, which
+# every command's options would otherwise import (~6 ms) for this one string.
+DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 # What an "unknown node" error tells the operator to run to see the controller's node
 # names; the command line gives it with the options that read this controller.
 NAMES_COMMAND = "spurctl nodes"

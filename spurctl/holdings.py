@@ -17,8 +17,19 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Annotated
 
 import msgspec
+
+# JobInfo.job_id is a uint32 on the wire: a larger id can name no Spur job.
+MAX_JOB_ID = 2**32 - 1
+
+# The bounds an inventory document's holding is read with (sources/inventory_document.py
+# decodes a document's holdings straight into Holding): declared on the fields, checked
+# only when a document is decoded, never when a Holding is built.
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+_JobId = Annotated[int, msgspec.Meta(ge=0, le=MAX_JOB_ID)]
+_Name = Annotated[str, msgspec.Meta(min_length=1)]
 
 
 class SessionBinding(enum.StrEnum):
@@ -55,22 +66,22 @@ class SessionRefusal(msgspec.Struct, frozen=True, gc=False):
 class Holding(msgspec.Struct, gc=False):
     """One job a node agent holds, as its node inventory saw it. Treat as read-only."""
 
-    job_id: int
-    cpus: int | None = None
-    memory_mb: int | None = None
-    gpus: tuple[int, ...] = ()
-    pids: tuple[int, ...] = ()
+    job_id: _JobId
+    cpus: _Count | None = None
+    memory_mb: _Count | None = None
+    gpus: tuple[_Count, ...] = ()
+    pids: tuple[_Count, ...] = ()
     started_at: datetime | None = None
     # The run's attempt: its live spurstepd session's, else its `job_<id>_<attempt>`
     # cgroup's (newer spurd); None for `job_<id>`, no cgroup, or sessions that disagree.
-    attempt: int | None = None
+    attempt: _Count | None = None
     # What showed the holding on the node: HOLDING_TRACES (empty: not recorded).
-    traces: tuple[str, ...] = ()
+    traces: tuple[_Name, ...] = ()
     # Of `pids`, those descended from the node's current spurd: its own run of the job
     # (after a graceful restart a requeued run shares the cgroup with the old one's orphans).
-    tracked_pids: tuple[int, ...] = ()
+    tracked_pids: tuple[_Count, ...] = ()
     # Live `spurstepd` supervisors of the job (Spur #754): spurd adopts their runs.
-    supervisors: tuple[int, ...] = ()
+    supervisors: tuple[_Count, ...] = ()
     # Its spurstepd sessions, live and stale (Spur #754): the strongest binding of a run.
     sessions: tuple[Session, ...] = ()
 

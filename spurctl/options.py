@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from spurctl.defaults import DEFAULT_COMMAND
 from spurctl.errors import SpurctlError
 from spurctl.option_defaults import SOURCE_OPTIONS, configured
 from spurctl.option_values import DAY_S, as_flags, note_implied, number_option
@@ -31,7 +32,6 @@ from spurctl.option_values import journal_at as journal_at
 from spurctl.output_words import output_file, output_path
 from spurctl.render.common import choose
 from spurctl.scope import Scope
-from spurctl.sources.collect import DEFAULT_COMMAND
 from spurctl.sources.inventories import Sources
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
 from spurctl.sources.user_config import context_flags
@@ -274,9 +274,9 @@ def changing(
 
 
 def journal_file(value: Path | None) -> Path | None:
-    from spurctl.sources.journal_records import check_path
-
     if value is not None:
+        from spurctl.sources.journal_records import check_path
+
         check_path(value)
     return value
 

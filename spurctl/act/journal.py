@@ -61,15 +61,10 @@ if TYPE_CHECKING:
 
 
 def default_path() -> Path:
-    """The journal when no --journal names one: the config file's `journal` (the context's,
-    sources/user_config.py), else $XDG_STATE_HOME/spurctl/journal.jsonl."""
-    from spurctl.sources import user_config
+    """The journal when no --journal names one (sources/user_config.default_journal)."""
+    from spurctl.sources.user_config import default_journal
 
-    named = user_config.load().journal
-    if named is not None:
-        return named
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "spurctl" / "journal.jsonl"
+    return default_journal()
 
 
 def operator_name() -> str:

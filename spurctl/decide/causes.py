@@ -16,7 +16,6 @@ Two things the classifier's arms cannot see from the job alone (docs/spur-facts.
 from __future__ import annotations
 
 from spurctl.decide.health import is_health_check_drain, spare_reason
-from spurctl.decide.repair import SPURCTL_PREFIX
 from spurctl.model import Action, Job, JobState, Kind, Node, NodeState
 
 # The reasons Spur gives a node it marks DOWN itself, and then cancels its evicted jobs'
@@ -36,6 +35,9 @@ def admin_down(node: Node | None) -> str | None:
     reason = node.state_reason.strip()
     if reason in SPUR_DOWN_REASONS or is_health_check_drain(reason):
         return None
+    # Here, not at the top: an audit would import the repair planner (~5 ms) for a DOWN node.
+    from spurctl.decide.repair import SPURCTL_PREFIX
+
     if reason.startswith(SPURCTL_PREFIX):
         # spurctl never sets DOWN: a drain's reason on a DOWN node is the heartbeat timeout
         # keeping a drain's reason (node.rs, cluster.rs apply_health_actions), and that

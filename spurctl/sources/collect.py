@@ -30,6 +30,7 @@ from string import Template
 from typing import Any
 
 from spurctl import hostlist
+from spurctl.defaults import DEFAULT_COMMAND
 from spurctl.errors import DocumentError, SpurctlError
 from spurctl.hostlist import is_node_name
 from spurctl.model import Inventory, utcnow
@@ -37,7 +38,6 @@ from spurctl.sources.inventory_document import parse_inventory_text
 from spurctl.sources.output_cap import cut_error
 from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Relayed, Tree, check_tree
 
-DEFAULT_COMMAND = "ssh -o BatchMode=yes %h spurctl node-inventory"
 # What a node runs through the tree with --ship-scanner: the scanner arrives on stdin.
 SHIP_REMOTE_COMMAND = "python3 -"
 

@@ -109,8 +109,19 @@ class _InventoryDoc(msgspec.Struct, gc=False):
     agent_config: _AgentConfigDoc | None = None
 
 
+class _HeldDoc(_InventoryDoc, gc=False):
+    """The same document with its holdings decoded straight into the model's Holding,
+    whose fields carry _HoldingDoc's bounds: no second record per holding (a large
+    cluster's inventory file holds ~50,000). A document this does not read as
+    `_inventory` would (a null list, a session, a time not in UTC) is read as
+    `_InventoryDoc` (`_held`)."""
+
+    held: tuple[Holding, ...] | None = None  # type: ignore[assignment]  # read so here
+
+
 _ONE = msgspec.json.Decoder(_InventoryDoc, strict=True)
 _MANY = msgspec.json.Decoder(list[_InventoryDoc], strict=True)
+_ONE_HELD = msgspec.json.Decoder(_HeldDoc, strict=True)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -120,6 +131,21 @@ def _utc(value: datetime | None) -> datetime | None:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+def _held(line: str | bytes) -> _InventoryDoc | None:
+    """One JSON Lines document with its holdings as the model's, when it reads so and
+    they are as `_inventory` would build them; None: read it as `_InventoryDoc`."""
+    try:
+        doc = _ONE_HELD.decode(line)
+    except (msgspec.DecodeError, RecursionError, UnicodeError):  # ValidationError too
+        return None
+    utc = UTC
+    for h in doc.held or ():
+        started = h.started_at
+        if h.sessions or (started is not None and started.tzinfo is not utc):
+            return None  # sessions are read from SessionDoc; a time is made UTC
+    return doc
 
 
 def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
@@ -136,7 +162,9 @@ def _inventory(doc: _InventoryDoc, *, where: str) -> Inventory:
         collected if collected is None or collected.tzinfo is utc else _utc(collected),
         doc.source or "",
         doc.error,
-        tuple(
+        (doc.held or ())
+        if isinstance(doc, _HeldDoc)
+        else tuple(
             [
                 Holding(
                     h.job_id,
@@ -234,6 +262,10 @@ def parse_inventory_records(text: str, *, name: str) -> Iterator[tuple[str, Inve
         if not line.strip():
             continue
         where = f"{name}: line {lineno}"
+        held = _held(line)
+        if held is not None:
+            yield where, _inventory(held, where=where)
+            continue
         try:
             doc = _ONE.decode(line)
         except msgspec.ValidationError as exc:

@@ -110,7 +110,7 @@ class JobRead:
 
     messages: list[pb.JobInfo] = field(default_factory=list)
     converted: dict[int, Job] = field(default_factory=dict)
-    encoded: dict[int, Encoded] = field(default_factory=dict)
+    encoded: dict[int, Encoded | bytes] = field(default_factory=dict)
     # `encoded`'s placements by nodelist (wire.keep_encoded); None once an id came twice.
     grouped: dict[str, list[Placement]] | None = field(default_factory=dict)
     glanced: dict[int, JobGlance] = field(default_factory=dict)  # `encoded`'s glances

@@ -301,6 +301,17 @@ def context_flags() -> list[str]:
     return [] if name is None else ["--context", name]
 
 
+def default_journal() -> Path:
+    """The journal when no --journal names one: the config file's `journal` (the context's),
+    else $XDG_STATE_HOME/spurctl/journal.jsonl. Here, not in act/journal.py: a command that
+    only reads the journal (audit) would import the journal's writer (~6 ms) to name it."""
+    named = load().journal
+    if named is not None:
+        return named
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "spurctl" / "journal.jsonl"
+
+
 def load(path: Path | None = None) -> UserConfig:
     """config.toml (default config_path()) as the context in use sees it; none is no
     defaults."""

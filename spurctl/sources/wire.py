@@ -257,7 +257,8 @@ class Encoded(msgspec.Struct, frozen=True, gc=False):
     """A job kept as its wire encoding until something reads it, with its placement
     when it is active (the node checks read every active job's placement, and only
     a few of those jobs whole) and, for a job a holding names, its glance (most
-    holdings are plainly healthy, which the glance tells)."""
+    holdings are plainly healthy, which the glance tells). A job with neither is kept
+    as its encoding alone (`bytes`)."""
 
     data: bytes
     placement: Placement | None
@@ -268,15 +269,17 @@ def keep_encoded(
     part: JobRecords,
     shapes: Shapes,
     wanted: Collection[int],
-    into: dict[int, Encoded],
+    into: dict[int, Encoded | bytes],
     grouped: dict[str, list[Placement]],
     glanced: dict[int, JobGlance],
 ) -> list[int]:
     """Every job of `part` kept compact, stored in `into` by id (a later record wins): its
     encoding, its placement when it is active and, for an id in `wanted`, its glance, read
-    from its glimpse; each placement also added to `grouped`, under its nodelist, and each
-    glance to `glanced`, by id. Returns the ids, in order (when one was in `into` already,
-    `grouped` holds both its records' placements: the caller tells by `into`'s length).
+    from its glimpse (a job with neither, such as a waiting one, is kept as its bytes
+    alone: no Encoded); each placement also added to `grouped`, under its nodelist, and
+    each glance to `glanced`, by id. Returns the ids, in order (when one was in `into`
+    already, `grouped` holds both its records' placements: the caller tells by `into`'s
+    length).
 
     One loop with no call per job: a lean 20,000-node audit keeps ~113,000 jobs, and a
     function call per job cost a fifth of it. Grouping them here spares the node checks
@@ -314,6 +317,8 @@ def keep_encoded(
             )
             into[job_id] = Encoded(record, placement, seen)
             glanced[job_id] = seen
+        elif placement is None:
+            into[job_id] = record  # neither placed nor glanced: its encoding alone
         else:
             into[job_id] = Encoded(record, placement)
     return ids
@@ -351,7 +356,7 @@ class JobsFromPb(JobTable):
         messages: Sequence[pb.JobInfo],
         converted: Mapping[int, Job] | None = None,
         shapes: Shapes | None = None,
-        encoded: Mapping[int, Encoded] | None = None,
+        encoded: Mapping[int, Encoded | bytes] | None = None,
         grouped: Mapping[str, list[Placement]] | None = None,
         glanced: Mapping[int, JobGlance] | None = None,
     ) -> None:
@@ -367,7 +372,7 @@ class JobsFromPb(JobTable):
         jobs: dict[int, Job] = dict(converted or {})
         for job_id in position.keys() & jobs.keys():
             del jobs[job_id]
-        kept: Mapping[int, Encoded] = encoded or {}
+        kept: Mapping[int, Encoded | bytes] = encoded or {}
         dropped = (position.keys() & kept.keys()) | (jobs.keys() & kept.keys())
         if dropped:
             kept = {i: e for i, e in kept.items() if i not in dropped}
@@ -386,11 +391,11 @@ class JobsFromPb(JobTable):
         job = self._jobs.get(job_id)
         if job is None:
             at = self._position.get(job_id)
-            msg = (
-                self._messages[at]
-                if at is not None
-                else pb.JobInfo.FromString(self._encoded[job_id].data)
-            )
+            if at is not None:
+                msg = self._messages[at]
+            else:
+                kept = self._encoded[job_id]
+                msg = pb.JobInfo.FromString(kept if isinstance(kept, bytes) else kept.data)
             job = self._jobs[job_id] = job_from_pb(msg, self._shapes)
         return job
 
@@ -413,7 +418,7 @@ class JobsFromPb(JobTable):
         if at is not None:
             return glance_from_pb(self._messages[at])
         kept = self._encoded.get(job_id)
-        if kept is not None and kept.glance is not None:
+        if isinstance(kept, Encoded) and kept.glance is not None:
             return kept.glance
         return self.get(job_id)
 
@@ -440,7 +445,11 @@ class JobsFromPb(JobTable):
         (three fields each, and a resource record shared by equal encodings); once."""
         if self._placements is None:
             found = self._unkept_placements()
-            found += [p for e in self._encoded.values() if (p := e.placement) is not None]
+            found += [
+                p
+                for e in self._encoded.values()
+                if not isinstance(e, bytes) and (p := e.placement) is not None
+            ]
             self._placements = found
         return self._placements
 

@@ -90,6 +90,59 @@ def test_any_inventory_the_model_holds_reads_back_unchanged(invs: list[Inventory
             assert t is None or t.tzinfo is UTC
 
 
+# A holding as a document may write it: nulls, times in any offset or none, sessions, values
+# out of bounds. JSON Lines decode a line's holdings straight into Holding when they read so.
+_raw_times = st.sampled_from(
+    [None, "2026-12-01T22:14:05Z", "2026-12-01T22:14:05.123456+00:00", "2026-12-01T22:14:05",
+     "2026-12-01T23:14:05+01:00", "2026-12-01T17:14:05-05:00", "not a time", 7]
+)  # fmt: skip
+_raw_counts = st.sampled_from([None, 0, 3, -1, 2**32, "3", True])
+_raw_lists = st.sampled_from([None, [], [0, 1], [-1], ["x"], [2**40]])
+_raw_sessions = st.sampled_from(
+    [None, [], [{"attempt": 1, "step": 0, "supervisor": 10, "binding": "live"}],
+     [{"attempt": -1, "step": 0, "supervisor": 10, "binding": "live"}],
+     [{"attempt": 1, "step": 0, "supervisor": 10, "binding": "gone"}]]
+)  # fmt: skip
+raw_holdings = st.fixed_dictionaries(
+    {"job_id": st.sampled_from([0, 4711, MAX_JOB_ID, MAX_JOB_ID + 1, -1, None, "1"])},
+    optional={
+        "cpus": _raw_counts,
+        "memory_mb": _raw_counts,
+        "gpus": _raw_lists,
+        "pids": _raw_lists,
+        "started_at": _raw_times,
+        "attempt": _raw_counts,
+        "traces": st.sampled_from([None, [], ["cgroup"], [""], ["newer"], [1]]),
+        "tracked_pids": _raw_lists,
+        "supervisors": _raw_lists,
+        "sessions": _raw_sessions,
+    },
+)
+
+
+def _read(text: str, name: str) -> list[Inventory] | str:
+    try:
+        return list(parse_inventory_text(text, name=name))
+    except DocumentError as exc:
+        return str(exc)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(raw_holdings, max_size=4))
+def test_json_lines_read_holdings_as_one_document_does(held: list[dict[str, Any]]) -> None:
+    line = json.dumps({"schema": INVENTORY_SCHEMA, "node": "gpu017", "held": held})
+    # Two lines are JSON Lines (each line decoded straight into Holding when it can be);
+    # one line alone is one document, read through _HoldingDoc.
+    one = _read(line, "f")
+    lines = _read(f"{line}\n{line}\n", "f")
+    if isinstance(one, str):
+        assert lines == one.replace("f:", "f: line 1:", 1)
+    else:
+        assert lines == one + one
+        # Equal times in other offsets compare equal: the model's are UTC's own.
+        assert all(h.started_at is None or h.started_at.tzinfo is UTC for h in lines[0].held)
+
+
 def test_a_line_holding_a_unicode_line_separator_is_still_one_line() -> None:
     # Written with ensure_ascii=False, U+2028 stays raw; JSON Lines end only at "\n".
     inv = Inventory("gpu\u2028x", None, "src\x1c", hostname="h\u2029")

@@ -24,6 +24,7 @@ from spurctl.sources.job_reads import JobRead, off_list
 from spurctl.sources.wire import (
     Encoded,
     JobRecords,
+    JobsFromPb,
     Shapes,
     job_from_pb,
     job_to_pb,
@@ -89,7 +90,11 @@ def test_a_split_read_keeps_each_job_encoded_with_what_it_reads_of_it() -> None:
     assert read.keep(JobRecords(answer(JOBS))) == {41, 42, 43, 44}
     assert read.converted == {}
     assert read.encoded[41].glance == JobGlance(41, JobState.RUNNING, "gpu[001-002]", SUBMITTED)
-    assert read.encoded[43].glance is None and read.encoded[43].placement is None
+    # Neither placed (not active) nor glanced (not wanted): kept as its encoding alone.
+    pending = read.encoded[43]
+    assert isinstance(pending, bytes) and job_from_pb(pb.JobInfo.FromString(pending)) == JOBS[2]
+    table = JobsFromPb((), encoded=read.encoded)
+    assert table.glance(43) == table[43] == JOBS[2] and len(table.placements()) == 2
     assert job_from_pb(pb.JobInfo.FromString(read.encoded[44].data)) == JOBS[3]
     read.measure(JobRecords(answer(JOBS)))
     assert read.largest == max(len(job_to_pb(j).SerializeToString()) for j in JOBS)
