@@ -43,9 +43,9 @@ from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.act.node_admin import NodeAdmin, Step
+    from spurctl.repair_view import RepairPlan, RepairRequest
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
-    from spurctl.usecases.repair import RepairPlan, RepairRequest
 
 KIND = Kind.PHANTOM_ALLOC.value
 # RepairRun._update's answer when the node had changed: left as it is, its result said.
