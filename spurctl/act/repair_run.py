@@ -564,3 +564,15 @@ def fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory
 
     again = dataclasses.replace(src, scope=Scope(frozenset(names)), progress=False)
     return inventories_by_node(gather_holdings(again, names))
+
+
+def run_within(
+    plan: RepairPlan, request: RepairRequest, admin: NodeAdmin, client: ControllerClient
+) -> list[NodeResult]:
+    """`plan` carried out through a caller's journal, writer and client (the autopilot's
+    round: its journal lock held, its records tagged): each target's result. What a node
+    not back within request.wait_s is owed stays in the journal for the next repair."""
+    run = RepairRun(plan, request, time.sleep, lambda name, found: found.get(name))
+    run.admin, run.client = admin, client
+    run.go()
+    return run.ordered()
