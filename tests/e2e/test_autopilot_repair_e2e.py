@@ -11,6 +11,9 @@ here) with no charge and the admin's labels. A mesh refuses it; a dry run sends 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from typing import Any
 import pytest
 
 from spurctl.model import NodeState
-from tests.cli import run_cli, wait_for
+from tests.cli import cli_process, run_cli, wait_for
 from tests.e2e.test_repair_e2e import CONF, Phantom, phantom, update
 from tests.reclaim import journal_records
 
@@ -132,4 +135,34 @@ def test_a_node_not_back_within_wait_is_owed_and_the_next_round_puts_its_labels_
     assert (settled["action"], settled["result"]) == ("repair", "sent"), settled
     after = p.sim.node("gpu009")
     assert after.alloc.empty and after.labels == {**before.labels, "owner": "ml-infra"}
+    assert len(p.sim.state.deregistrations) == 1
+
+
+def test_sigterm_while_waiting_for_the_node_exits_0_and_a_later_round_puts_it_back(
+    p: Phantom,
+) -> None:
+    update(p, name="gpu009", labels={"owner": "ml-infra"})
+    p.sim.state.refuse_registration("gpu009", "join token expired")
+    args = (
+        "autopilot", "-w", "gpu009", "--controller", p.sim.controller_address,
+        "--inventory", str(p.live), "--conf", str(p.conf), "--journal", str(p.journal),
+        "--pause-file", str(p.journal.parent / "pause"), "--repair", "--interval", "0.3",
+        "--grace", "0", "--tick", "0",
+    )  # fmt: skip
+    with cli_process(*args, "--wait", "60", home=p.home, stdout=subprocess.PIPE) as proc:
+        wait_for(lambda: bool(p.sim.state.deregistrations), timeout=30)
+        time.sleep(0.3)  # in the wait for gpu009 to register again
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0  # not the 60 s --wait
+        assert proc.stdout is not None
+        [line] = [json.loads(x) for x in proc.stdout.read().splitlines() if x.strip()]
+    [stopped] = line["calls"]
+    assert (stopped["action"], stopped["result"]) == ("repair", "interrupted"), stopped
+    assert "owner=ml-infra" in stopped["detail"]
+    del p.sim.state.registration_refused["gpu009"]
+    wait_for(lambda: "gpu009" in p.sim.state.nodes, timeout=30)
+    rounds, _ = autopilot(p, "--repair", "--grace", "0", rounds=1)
+    [settled] = calls(rounds)
+    assert (settled["action"], settled["result"]) == ("repair", "sent"), settled
+    assert p.sim.node("gpu009").labels.get("owner") == "ml-infra"
     assert len(p.sim.state.deregistrations) == 1
