@@ -43,9 +43,9 @@ from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.act.node_admin import NodeAdmin, Step
+    from spurctl.repair_view import RepairPlan, RepairRequest
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
-    from spurctl.usecases.repair import RepairPlan, RepairRequest
 
 KIND = Kind.PHANTOM_ALLOC.value
 # RepairRun._update's answer when the node had changed: left as it is, its result said.
@@ -564,3 +564,15 @@ def fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory
 
     again = dataclasses.replace(src, scope=Scope(frozenset(names)), progress=False)
     return inventories_by_node(gather_holdings(again, names))
+
+
+def run_within(
+    plan: RepairPlan, request: RepairRequest, admin: NodeAdmin, client: ControllerClient
+) -> list[NodeResult]:
+    """`plan` carried out through a caller's journal, writer and client (the autopilot's
+    round: its journal lock held, its records tagged): each target's result. What a node
+    not back within request.wait_s is owed stays in the journal for the next repair."""
+    run = RepairRun(plan, request, time.sleep, lambda name, found: found.get(name))
+    run.admin, run.client = admin, client
+    run.go()
+    return run.ordered()

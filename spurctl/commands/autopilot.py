@@ -11,16 +11,18 @@ import typer
 
 from spurctl import options as opt
 from spurctl.commands.drain import CooldownOpt, JournalOpt, MaxAgeOpt, MaxUnavailableOpt
+from spurctl.commands.repair import TickOpt, WaitOpt
 from spurctl.decide.autopilot import (
     DEFAULT_BREAKER,
     DEFAULT_FLAP_LIMIT,
     DEFAULT_GRACE_S,
     DEFAULT_MAX_ACTIONS,
+    DEFAULT_REPAIR_WAIT_S,
     DEFAULT_RESUME_AFTER_S,
     Threshold,
 )
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
-from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_TICK_S
 from spurctl.errors import SpurctlError, warn
 from spurctl.option_values import (
     number_option,
@@ -73,8 +75,9 @@ DryRunOpt = Annotated[
 ]
 RepairOpt = Annotated[
     bool,
-    typer.Option("--repair", help="Also repair phantom-alloc nodes (not in this version: "
-                 "refused)."),
+    typer.Option("--repair", help="Also repair phantom-alloc nodes as `spurctl repair` does "
+                 "(it deregisters them): one a round, where spur.conf shows a removed node "
+                 "registers again or --rejoin-checked is given."),
 ]  # fmt: skip
 RejoinOpt = Annotated[
     bool,
@@ -121,6 +124,8 @@ def command(
     dry_run: DryRunOpt = False,
     repair: RepairOpt = False,
     rejoin_checked: RejoinOpt = False,
+    tick: TickOpt = DEFAULT_TICK_S,
+    wait: WaitOpt = DEFAULT_REPAIR_WAIT_S,
     resume_after: ResumeAfterOpt = DEFAULT_RESUME_AFTER_S,
     max_unavailable: MaxUnavailableOpt = DEFAULT_MAX_UNAVAILABLE,
     max_actions: MaxActionsOpt = DEFAULT_MAX_ACTIONS,
@@ -148,11 +153,8 @@ def command(
     from spurctl.decide.autopilot import Limits
     from spurctl.usecases.autopilot import AutopilotRequest, run
 
-    if repair or rejoin_checked:
-        raise SpurctlError(
-            "--repair is not in this version of the autopilot: run `spurctl repair` on the "
-            "phantom-alloc nodes its rounds report"
-        )
+    if rejoin_checked and not repair:
+        raise SpurctlError("--rejoin-checked goes with --repair: add --repair, or leave it out")
     journal = opt.journal_at(journal_path)
     request = AutopilotRequest(
         src=holdings.sources(scope),
@@ -168,6 +170,10 @@ def command(
         cooldown_s=cooldown,
         max_inventory_age_s=max_inventory_age,
         dry_run=dry_run,
+        repair=repair,
+        rejoin_checked=rejoin_checked,
+        tick_s=tick,
+        wait_s=wait,
         reconnect=conn.connect,
     )  # fmt: skip
     from spurctl.sd_notify import notify

@@ -33,7 +33,16 @@ DEFAULT_GRACE_S = 60.0  # two agent heartbeats
 DEFAULT_RESUME_AFTER_S = 300.0
 DEFAULT_MAX_ACTIONS = 60  # per sliding hour
 DEFAULT_FLAP_LIMIT = 3  # actions on one node in 24 h
+# --repair: the longest a round waits for a removed node to register again (--wait). A
+# node not back by then is left owed in the journal; a later round (or `spurctl repair`)
+# puts back what it is owed once it is back.
+DEFAULT_REPAIR_WAIT_S = 10.0
 CALM_ROUNDS = 3  # rounds below half the breaker's threshold before it closes
+# A repair's mutating calls: spurctl's drain, DeregisterNode, and a put-back (the labels
+# or the hold the fresh record dropped). One already removed owes its put-back only.
+REPAIR_CALLS = 3
+# Its journaled notes (GetNode reads: the node back, its charge judged) are no calls.
+REPAIR_NOTES = frozenset({"return", "verify", "done", "recheck"})
 HOUR = timedelta(hours=1)
 DAY = timedelta(hours=24)
 
@@ -42,6 +51,7 @@ class Act(enum.StrEnum):
     RECLAIM = "reclaim"
     DRAIN = "drain"
     RESUME = "resume"
+    REPAIR = "repair"
 
 
 class State(enum.StrEnum):
@@ -121,6 +131,15 @@ class Candidate:
     since: datetime
     # The drain's reason (drain), or the drain it lifts (resume).
     reason: str = ""
+    # A repair of a node an earlier run removed: it takes no node out, owes a put-back.
+    removed: bool = False
+
+    @property
+    def calls(self) -> int:
+        """The mutating calls it makes, counted against --max-actions."""
+        if self.act is Act.REPAIR:
+            return 1 if self.removed else REPAIR_CALLS
+        return 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +183,7 @@ def spent(records: Iterable[Mapping[str, Any]], now: datetime) -> Spent:
             rec.get("event") != "outcome"
             or rec.get("origin") != ORIGIN
             or rec.get("result") not in ("sent", "failed")
+            or (rec.get("action") == "repair" and rec.get("step") in REPAIR_NOTES)
         ):
             continue
         try:
@@ -189,7 +209,7 @@ def flapping_reason(node: str, times: int) -> str:
     )
 
 
-_ORDER = {Act.RECLAIM: 0, Act.DRAIN: 1, Act.RESUME: 2}
+_ORDER = {Act.RECLAIM: 0, Act.DRAIN: 1, Act.RESUME: 2, Act.REPAIR: 3}
 
 
 def choose(
@@ -206,10 +226,12 @@ def choose(
     controller). A node the autopilot acted on in `flap_limit` rounds of the last day is
     drained with the flapping reason instead (once; its other candidates wait), and a
     flapping drain is never lifted. `left_to_person`: nodes out of service under the
-    autopilot's flapping drain, on which nothing more is done."""
+    autopilot's flapping drain, on which nothing more is done. At most one repair goes
+    out a round (each blocks the round for its tick and its wait): the others wait."""
     left = max(0, limits.max_actions - spent_.last_hour)
     out: list[Choice] = []
     flapped: set[str] = set()
+    repairing = False
     for c in sorted(candidates, key=lambda c: (_ORDER[c.act], c.since, c.node, c.job_id)):
         age = (now - c.since).total_seconds()
         if c.node in left_to_person:
@@ -239,7 +261,7 @@ def choose(
                     )
                 )
                 continue
-        elif age < limits.grace_s:
+        elif age < limits.grace_s and not c.removed:  # one owed its put-back: at once
             out.append(
                 Choice(
                     c,
@@ -254,7 +276,7 @@ def choose(
             out.append(Choice(c, False, f"{c.node} is drained as flapping this round", FLAPPING))
             continue
         times = spent_.rounds_on.get(c.node, 0)
-        if c.act is not Act.RESUME and times >= limits.flap_limit:
+        if c.act is not Act.RESUME and not c.removed and times >= limits.flap_limit:
             flapped.add(c.node)
             c = replace(c, act=Act.DRAIN, reason=flapping_reason(c.node, times))
             if room <= 0:
@@ -267,29 +289,34 @@ def choose(
                     )
                 )
                 continue
-        if left <= 0:
+        if c.act is Act.REPAIR and repairing:
+            out.append(Choice(c, False, f"one repair a round: {c.node}'s waits", "one-repair"))
+            continue
+        if left < c.calls:
             out.append(
                 Choice(
                     c,
                     False,
-                    f"--max-actions {limits.max_actions}/h spent: {c.act.value} of {c.node} waits",
+                    f"--max-actions {limits.max_actions}/h spent: {c.act.value} of {c.node} waits"
+                    + (f" (it makes {c.calls} calls, {left} left)" if c.calls > 1 else ""),
                     "max-actions",
                 )
             )
             continue
-        if c.act is Act.DRAIN:
+        if c.act is Act.DRAIN or (c.act is Act.REPAIR and not c.removed):
             if room <= 0:
                 out.append(
                     Choice(
                         c,
                         False,
-                        f"draining {c.node} would pass --max-unavailable",
+                        f"{c.act.value}ing {c.node} would pass --max-unavailable",
                         "max-unavailable",
                     )
                 )
                 continue
             room -= 1
-        left -= 1
+        repairing = repairing or c.act is Act.REPAIR
+        left -= c.calls
         out.append(Choice(c, True, _go_why(c, age, times)))
     return out
 
@@ -299,6 +326,8 @@ def _go_why(c: Candidate, age: float, times: int) -> str:
         return f"{c.node} was acted on in {times} rounds in 24 h: drained as flapping"
     if c.act is Act.RESUME:
         return f"{c.node}'s audit clean for {age:.0f}s: lifts spurctl's drain"
+    if c.removed:
+        return f"{c.node} was removed by an earlier repair: waited for, what it is owed put back"
     what = f"job {c.job_id} " if c.job_id else ""
     return f"{c.kind} {what}on {c.node} has lasted {age:.0f}s: {c.act.value}"
 

@@ -12,8 +12,8 @@ from spurctl.render.node_admin_metrics import _family, _label
 from spurctl.usecases.autopilot import RoundReport
 
 SCHEMA = "spurctl.autopilot/v1"
-ACTIONS = ("reclaim", "drain", "resume")
-RESULTS = ("sent", "failed", "skipped", "would-send")
+ACTIONS = ("reclaim", "drain", "resume", "repair")
+RESULTS = ("sent", "failed", "skipped", "would-send", "owed", "interrupted")
 BUDGETS = ("max-actions", "max-unavailable")
 
 
@@ -40,6 +40,8 @@ def document(r: RoundReport) -> dict[str, Any]:
         # The calls themselves; in a dry run, what it would send.
         ("would_send" if r.state.value == "dry-run" else "calls"): calls,
         "waiting": r.waiting,
+        # Nodes needing a person, and why (a phantom charge without --repair, a refusal).
+        "left_to_person": [{"node": n, "why": w} for n, w in sorted(r.to_person.items())],
         "budgets_left": r.budgets,
         "breaker": {"open": r.breaker.open, "calm_rounds": r.breaker.calm},
         "settled": r.settled,

@@ -6,7 +6,10 @@ with its endpoint and cluster guards; drain and resume: decide/drains.py), lets
 decide/autopilot.py choose what goes out now (grace, budgets, flapping, the breaker),
 and sends through the same act/ paths as the manual commands: reclaim's `execute`
 (a fresh GetJob right before each cancel, one cancel per holding, journaled) and
-NodeAdmin (the node re-read right before each UpdateNode, journaled). The journal's
+NodeAdmin (the node re-read right before each UpdateNode, journaled). With --repair,
+a phantom-alloc node is planned as `spurctl repair` plans it (repair_view.judge_node,
+where spur.conf shows a removed node registers again) and repaired by its run
+(act/repair_run.run_within), one a round, bounded by --tick and --wait. The journal's
 lock is held from start to stop: one autopilot per journal, and a manual reclaim,
 drain or repair on the same journal refuses in one line naming its pid.
 
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from spurctl.decide.autopilot import (
     DEFAULT_BREAKER,
+    DEFAULT_REPAIR_WAIT_S,
     FLAPPING,
     ORIGIN,
     Act,
@@ -51,6 +55,7 @@ from spurctl.decide.budget import (
     DEFAULT_MAX_UNAVAILABLE,
     OUT_OF_SERVICE,
     MaxUnavailable,
+    cooling,
     out_by_spurctl,
     resumed_at,
 )
@@ -58,16 +63,18 @@ from spurctl.decide.drains import NodeChange, cancel_states, drain_plan, resume_
 from spurctl.decide.owner import Ownership, Seen, journaled_drains
 from spurctl.decide.plan import Entry, reclaimable
 from spurctl.decide.reclaim_plan import decide, selection
-from spurctl.decide.repair import repair_progress
+from spurctl.decide.repair import Refusal, Target, repair_progress
 from spurctl.decide.send_guards import key_refusal, legit_nodes
-from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_TICK_S
 from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold
 from spurctl.model import Kind, utcnow
 
 if TYPE_CHECKING:
+    from spurctl.act.node_admin import NodeAdmin
     from spurctl.audit_view import AuditInputs
     from spurctl.model import AuditReport
+    from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
     from spurctl.sources.settings import Connection
 
@@ -93,6 +100,11 @@ class AutopilotRequest:
     cooldown_s: float = DEFAULT_COOLDOWN_S
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
     dry_run: bool = False
+    # --repair (phantom-alloc nodes, one a round), --rejoin-checked, --tick and --wait.
+    repair: bool = False
+    rejoin_checked: bool = False
+    tick_s: float = DEFAULT_TICK_S
+    wait_s: float = DEFAULT_REPAIR_WAIT_S
     # SIGHUP: the connection read again from the options, spur.conf and the config file.
     reconnect: Callable[[], Connection] | None = None
 
@@ -130,6 +142,9 @@ class RoundReport:
     rounds_total: int = 0
     actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
     paused: bool = False
+    # Nodes left to a person this round, and why (a phantom charge without --repair, a
+    # repair refused).
+    to_person: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -284,7 +299,7 @@ class _Pilot:
             now,
         )  # fmt: skip
         if self.breaker.open:  # nothing planned either: the view is not one to act on
-            plans = _Plans([], Ownership.of(found, None), {}, {}, {}, [])
+            plans = _Plans([], Ownership.of(found, None), {}, {}, {}, [], {}, {})
         else:
             plans = _plans(request, report, inputs, found, now, self.sightings)
         owned = plans.owned
@@ -318,8 +333,14 @@ class _Pilot:
             actions = [_would(c) for c in going]
         else:
             actions = []
-        sent = sum(1 for d in actions if d.result != "would-send" and d.result != "skipped")
+        sent = sum(1 for d in actions if d.result not in ("would-send", "skipped")
+                   and d.act != Act.REPAIR.value)  # fmt: skip
+        # A repair's calls, as decide/autopilot counts them (its journal, next round).
+        sent += sum(c.candidate.calls for c in going
+                    if state is State.ACTING and c.candidate.act is Act.REPAIR)  # fmt: skip
         drained = sum(1 for d in actions if d.act == Act.DRAIN.value and d.result == "sent")
+        drained += sum(1 for c in going if state is State.ACTING and c.candidate.act is Act.REPAIR
+                       and not c.candidate.removed)  # fmt: skip
         return RoundReport(
             n, now, 0.0, state, why, report.by_kind,
             nodes_audited=report.nodes_in_scope,
@@ -332,6 +353,7 @@ class _Pilot:
             },
             breaker=self.breaker,
             paused=paused,
+            to_person=plans.to_person,
         )  # fmt: skip
 
 
@@ -363,6 +385,8 @@ class _Plans:
     drains: dict[str, NodeChange]
     resumes: dict[str, NodeChange]
     notes: list[str]
+    repairs: dict[str, Target]
+    to_person: dict[str, str]
 
 
 def _plans(
@@ -432,7 +456,69 @@ def _plans(
     for c in lifts:
         since = sightings.since((c.node, "clean", 0, "resume"), now)
         cands.append(Candidate(Act.RESUME, c.node, 0, c.kind, since, c.reason))
-    return _Plans(cands, owned, entries, drains, resumes, notes)
+    repairs, to_person = _repairs(request, report, inputs, found, owned, now, notes)
+    for t in repairs.values():
+        since = sightings.since((t.node, "finding", 0, Kind.PHANTOM_ALLOC.value), now)
+        cands.append(Candidate(Act.REPAIR, t.node, 0, Kind.PHANTOM_ALLOC.value, since,
+                               t.reason, removed=t.removed))  # fmt: skip
+    return _Plans(cands, owned, entries, drains, resumes, notes, repairs, to_person)
+
+
+def _repairs(
+    request: AutopilotRequest,
+    report: AuditReport,
+    inputs: AuditInputs,
+    found: list[dict[str, Any]],
+    owned: Ownership,
+    now: datetime,
+    notes: list[str],
+) -> tuple[dict[str, Target], dict[str, str]]:
+    """The repairs `spurctl repair` would plan of this round's phantom-alloc nodes (and of
+    the nodes an earlier repair removed and still owes), and the nodes left to a person,
+    each with why: no --repair, spur.conf not saying a removed node registers again, or
+    the repair's own guards (decide/repair.judge, the cooldown)."""
+    from spurctl.repair_view import judge_node, rejoin_said
+    from spurctl.sources.controller import ControllerClient
+
+    view = inputs.view
+    scope = request.src.scope
+    phantom = sorted({f.node for f in report.findings if f.kind is Kind.PHANTOM_ALLOC})
+    phantom = scope.keep(phantom)
+    progress = repair_progress(found)
+    # Removed by an earlier repair (back since, or not yet): judge_node says what is owed.
+    owed = [n for n, p in progress.items() if p.removed]
+    owed = [n for n in scope.keep(owed) if scope.named is None or n in scope.kept()]
+    if not phantom and not owed:
+        return {}, {}
+    if not request.repair:
+        said = "phantom allocation: rebuilt only by a repair (--repair, or spurctl repair -w {})"
+        owes = "removed by an earlier repair, owed a put-back (--repair, or spurctl repair -w {})"
+        return {}, {n: (said if n in phantom else owes).format(n) for n in {*phantom, *owed}}
+    said, refused = rejoin_said(request.conn, request.rejoin_checked, dry_run=True)
+    if refused:
+        notes.append(f"no repair: {said}")
+        return {}, {n: f"repair refused: {said}" for n in phantom}
+    targets: dict[str, Target] = {}
+    person: dict[str, str] = {}
+    resumed = resumed_at(found)
+    with ControllerClient(request.conn) as client, client.sharing():
+        for name in sorted({*phantom, *owed}):
+            decision = judge_node(
+                name, view.nodes.get(name), progress.get(name), report.findings,
+                inputs.inventories, client, view.version, now=now,
+                max_age_s=request.max_inventory_age_s, view_complete=view.complete,
+                restore_hold=False, owned=owned,
+            )  # fmt: skip
+            if isinstance(decision, Refusal):
+                person[name] = decision.why
+            elif isinstance(decision, Target):
+                cool = cooling(name, resumed, now=now, verb="repair",
+                               cooldown_s=request.cooldown_s, named_alone=False)  # fmt: skip
+                if cool and not decision.removed and decision.resumes is None:
+                    person[name] = cool
+                else:
+                    targets[name] = decision
+    return targets, person
 
 
 def _would(c: Choice) -> Done:
@@ -459,7 +545,8 @@ def _send(
     conn = request.conn
     done: list[Done] = []
     reclaims = [c for c in going if c.candidate.act is Act.RECLAIM]
-    nodes = [c for c in going if c.candidate.act is not Act.RECLAIM]
+    repairs = [c for c in going if c.candidate.act is Act.REPAIR]
+    nodes = [c for c in going if c.candidate.act in (Act.DRAIN, Act.RESUME)]
     with Journal(request.journal_path) as journal, ControllerClient(conn) as client:
         journal.tags = {"origin": ORIGIN, "round": n}
         if reclaims:
@@ -483,10 +570,14 @@ def _send(
                     agents.close()
                 done += [Done("reclaim", o.entry.node, o.entry.job_id, o.entry.finding.kind.value,
                               o.result.value, o.detail) for o in outcomes]  # fmt: skip
-        if not nodes:
+        if not nodes and not repairs:
             return done
         with ControllerWriter(conn) as writer:
             admin = NodeAdmin(writer, journal)
+            for c in repairs:  # one a round (decide/autopilot.choose)
+                done += _repair(plans.repairs[c.candidate.node], request, inputs, admin, client)
+                if any(d.result == "interrupted" for d in done):  # a stop: nothing more
+                    return done
             for c in nodes:
                 k = c.candidate
                 change = _change_of(k, plans, inputs)
@@ -515,6 +606,33 @@ def _send(
                 if stopped:
                     break
     return done
+
+
+def _repair(
+    t: Target, request: AutopilotRequest, inputs: AuditInputs, admin: NodeAdmin,
+    client: ControllerClient,
+) -> list[Done]:  # fmt: skip
+    """`t` repaired as `spurctl repair` does (act/repair_run.py), within --tick and --wait."""
+    from spurctl.act.repair_run import Status, run_within
+    from spurctl.repair_view import RepairPlan, RepairRequest, rejoin_said
+
+    rejoin, _ = rejoin_said(request.conn, request.rejoin_checked, dry_run=True)
+    view = inputs.view
+    asked = RepairRequest(
+        request.src, request.conn, request.journal_path, yes=True,
+        max_inventory_age_s=request.max_inventory_age_s, tick_s=request.tick_s,
+        wait_s=request.wait_s, rejoin_checked=request.rejoin_checked,
+        max_unavailable=request.max_unavailable, cooldown_s=request.cooldown_s,
+    )  # fmt: skip
+    plan = RepairPlan(view.address, view.version, view.taken_at, t.node, [t], rejoin=rejoin,
+                      tick_s=request.tick_s, wait_s=request.wait_s)  # fmt: skip
+    result = {Status.REPAIRED: "sent", Status.LANDED: "sent", Status.REFUSED: "skipped",
+              Status.NOT_BACK: "owed", Status.INTERRUPTED: "interrupted"}  # fmt: skip
+    return [
+        Done(Act.REPAIR.value, r.node, 0, Kind.PHANTOM_ALLOC.value,
+             result.get(r.status, "failed"), r.detail)
+        for r in run_within(plan, asked, admin, client)
+    ]  # fmt: skip
 
 
 def _change_of(k: Candidate, plans: _Plans, inputs: AuditInputs) -> NodeChange | str:

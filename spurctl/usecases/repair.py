@@ -24,14 +24,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spurctl.act.repair_run import NodeResult, Status
 from spurctl.decide.budget import (
-    DEFAULT_COOLDOWN_S,
-    DEFAULT_MAX_UNAVAILABLE,
-    MaxUnavailable,
     cooling,
     over_budget,
     resumed_at,
@@ -41,111 +37,19 @@ from spurctl.decide.repair import (
     Refusal,
     RepairProgress,
     Target,
-    judge,
-    loose_inventories,
     narrowed_to_saved,
-    rejoin_refusal,
     repair_progress,
-    unchecked_rejoin,
-)
-from spurctl.defaults import (
-    DEFAULT_MAX_INVENTORY_AGE_S,
-    DEFAULT_REJOIN_WAIT_S,
-    DEFAULT_TICK_S,
-    NAMES_COMMAND,
 )
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
-from spurctl.model import (
-    Allocation,
-    Inventory,
-    NextStep,
-    format_time,
-    utcnow,
-)
+from spurctl.model import Inventory, NextStep, utcnow
+from spurctl.repair_view import RepairPlan as RepairPlan
+from spurctl.repair_view import RepairRequest as RepairRequest
+from spurctl.repair_view import judge_node, rejoin_said
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
-    from spurctl.sources.inventories import Sources
     from spurctl.sources.repair_plan import SavedRepairPlan
-    from spurctl.sources.settings import Connection
-
-
-@dataclass(frozen=True, slots=True)
-class RepairRequest:
-    """Everything `spurctl repair` was asked, checked by the command line."""
-
-    src: Sources  # its scope: the nodes named, or the saved plan's
-    conn: Connection
-    journal_path: Path
-    dry_run: bool = False
-    yes: bool = False
-    saved: SavedRepairPlan | None = None
-    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
-    tick_s: float = DEFAULT_TICK_S
-    wait_s: float = DEFAULT_REJOIN_WAIT_S
-    rejoin_checked: bool = False
-    restore_drain: bool = False
-    # spurctl's nodes out of service, this run's drains included, never above this; a
-    # node spurctl resumed is not drained again before the cooldown (decide/budget.py).
-    max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
-    cooldown_s: float = DEFAULT_COOLDOWN_S
-    # argv words that read this view again (the resume command the result prints).
-    view_flags: tuple[str, ...] = ()
-    names_command: str = NAMES_COMMAND
-    # Where a dry run saves its plan (-o), for the command that carries it out.
-    plan_file: Path | None = None
-
-    def applying(self, nodes: str) -> NextStep:
-        """This dry run's plan carried out: its saved file, else the same run without
-        --dry-run, with the options it was given that a default would not restate."""
-        given = list(self.view_flags)
-        if self.max_inventory_age_s != DEFAULT_MAX_INVENTORY_AGE_S:
-            given += ["--max-inventory-age", f"{self.max_inventory_age_s:g}s"]
-        if self.max_unavailable != DEFAULT_MAX_UNAVAILABLE:
-            given += ["--max-unavailable", str(self.max_unavailable)]
-        if self.cooldown_s != DEFAULT_COOLDOWN_S:
-            given += ["--cooldown", f"{self.cooldown_s:g}s"]
-        if self.tick_s != DEFAULT_TICK_S:
-            given += ["--tick", f"{self.tick_s:g}"]
-        if self.wait_s != DEFAULT_REJOIN_WAIT_S:
-            given += ["--wait", f"{self.wait_s:g}"]
-        if self.plan_file is not None:
-            return NextStep.spurctl(
-                "repair", "--plan", str(self.plan_file), *given, why="Carry out the saved plan with"
-            )
-        return NextStep.spurctl("repair", "--node", nodes, *given, why="Carry out this plan with")
-
-
-@dataclass(slots=True)
-class RepairPlan:
-    """What a repair would do: targets, refusals, nodes with no charge, and from what."""
-
-    controller: str
-    controller_version: str
-    taken_at: datetime
-    nodes: str
-    targets: list[Target] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
-    uncharged: list[str] = field(default_factory=list)
-    # What spur.conf said about a removed node registering again, or that it was checked.
-    rejoin: str = ""
-    tick_s: float = DEFAULT_TICK_S
-    wait_s: float = DEFAULT_REJOIN_WAIT_S
-    # A dry run's plan that a real run would refuse for what spur.conf says (or does not).
-    unsendable: bool = False
-
-    def document(self) -> dict[str, Any]:
-        """The plan as `repair --dry-run -o FILE` saves it (spurctl.repair-plan/v1)."""
-        from spurctl.sources.repair_plan import REPAIR_PLAN_SCHEMA
-
-        return {
-            "schema": REPAIR_PLAN_SCHEMA,
-            "controller": {"address": self.controller, "version": self.controller_version},
-            "taken_at": format_time(self.taken_at),
-            "nodes": self.nodes,
-            "targets": [{"node": t.node, **t.restore()} for t in self.targets],
-        }
 
 
 class Stage(enum.StrEnum):
@@ -170,26 +74,6 @@ class Repaired:
 
 
 # -- the plan ------------------------------------------------------------------------
-
-
-def _rejoin(conn: Connection, checked: bool, dry_run: bool = False) -> tuple[str, bool]:
-    """What spur.conf says about rejoining (one phrase for the plan) and whether a real
-    run would be refused for it; a real run's refusal is a SpurctlError, a dry run's is
-    said in the phrase (the plan is still shown)."""
-    from spurctl.sources.node_records import rejoin_conf
-
-    rc = rejoin_conf(conn.conf)
-    refused = rejoin_refusal(
-        rc.path, wg_enabled=rc.wg_enabled, k0s_enabled=rc.k0s_enabled,
-        admission=rc.admission, unreadable=rc.unreadable, checked=checked,
-    )  # fmt: skip
-    if refused is not None:
-        if not dry_run:
-            raise SpurctlError(refused)
-        return unchecked_rejoin(refused, mesh=rc.wg_enabled or rc.k0s_enabled), True
-    if rc.path is None or rc.unreadable is not None or rc.admission == "token":
-        return "the operator checked that a removed node registers again (--rejoin-checked)", False
-    return f"{rc.path}: no WireGuard mesh, no k0s, admission {rc.admission}", False
 
 
 def _earlier(
@@ -217,9 +101,8 @@ def prepare(
     --max-unavailable allows is refused whole (SpurctlError)."""
     from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.sources.controller import ControllerClient
-    from spurctl.sources.node_records import active_jobs_on
 
-    rejoin, unsendable = _rejoin(request.conn, request.rejoin_checked, request.dry_run)
+    rejoin, unsendable = rejoin_said(request.conn, request.rejoin_checked, request.dry_run)
     # -x: an excluded node is never repaired (the scope was checked when it was parsed).
     scope = set(request.src.scope.kept())
     src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
@@ -236,29 +119,17 @@ def prepare(
         for name in sorted(scope):
             pending = progress.get(name)
             node = view.nodes.get(name)
-            if (
-                pending is not None
-                and pending.removed
-                and (node is None or node.alloc.empty or pending.owes)
-            ):
-                # An earlier run removed it: wait for it (or take it as it came back; one
-                # back and still owed its hold or labels is taken up whatever landed on it).
-                plan.targets.append(
-                    Target(name, Allocation(), pending.labels, pending.hold, pending.run, True)
-                )
-                continue
-            if node is None:
+            if node is None and (pending is None or not pending.removed):
                 unknown.append(name)
                 continue
-            inv = _inventory_of(name, inputs.inventories)
-            found = [f for f in report.findings if f.node == name]
-            jobs = active_jobs_on(client, name, view.version) if not node.alloc.empty else []
-            decision = judge(
-                node, found, jobs, inv, now=now, max_age_s=request.max_inventory_age_s,
-                view_complete=view.complete, restore_hold=request.restore_drain,
-                owned=owned or Ownership(), pending=pending,
-                loose=loose_inventories(name, inputs.inventories.values()),
+            decision = judge_node(
+                name, node, pending, report.findings, inputs.inventories, client, view.version,
+                now=now, max_age_s=request.max_inventory_age_s, view_complete=view.complete,
+                restore_hold=request.restore_drain, owned=owned or Ownership(),
             )  # fmt: skip
+            if isinstance(decision, Target) and decision.removed:
+                plan.targets.append(decision)
+                continue
             fresh = isinstance(decision, Target) and decision.resumes is None
             if fresh and (cool := cooling(name, resumed or {}, now=now, verb="repair",
                           cooldown_s=request.cooldown_s, named_alone=len(scope) == 1)):  # fmt: skip

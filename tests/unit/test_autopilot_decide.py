@@ -36,8 +36,9 @@ LIMITS = Limits(grace_s=60, resume_after_s=300, max_actions=60, flap_limit=3)
 def cand(
     act: Act, node: str = "gpu001", age: float = 120, job: int = 7, reason: str = ""
 ) -> Candidate:
-    kind = {Act.RECLAIM: "terminal-held", Act.DRAIN: "agent-orphan", Act.RESUME: "resume"}[act]
-    return Candidate(act, node, job if act is not Act.RESUME else 0, kind,
+    kind = {Act.RECLAIM: "terminal-held", Act.DRAIN: "agent-orphan", Act.RESUME: "resume",
+            Act.REPAIR: "phantom-alloc"}[act]  # fmt: skip
+    return Candidate(act, node, job if act in (Act.RECLAIM, Act.DRAIN) else 0, kind,
                      NOW - timedelta(seconds=age), reason)  # fmt: skip
 
 
@@ -181,8 +182,9 @@ def test_budgets_and_rules_always_hold(
                      spent_=Spent(last_hour, rounds_on), room=room)  # fmt: skip
     going = [c for c in choices if c.go]
     assert len(choices) == len(cands)
-    assert len(going) <= max(0, max_actions - last_hour)
-    assert sum(1 for c in going if c.candidate.act is Act.DRAIN) <= room
+    assert sum(c.candidate.calls for c in going) <= max(0, max_actions - last_hour)
+    assert sum(1 for c in going if c.candidate.act in (Act.DRAIN, Act.REPAIR)) <= room
+    assert sum(1 for c in going if c.candidate.act is Act.REPAIR) <= 1
     for c in going:
         age = (NOW - c.candidate.since).total_seconds()
         k = c.candidate
@@ -235,3 +237,30 @@ def test_a_budget_a_blind_round_could_not_count_is_never_said_spent() -> None:
     assert 'spurctl_autopilot_budget_remaining{budget="max-actions"} 12' in text
     assert 'budget="max-unavailable"' not in text
     assert "spurctl_autopilot_breaker_open 1" in text
+
+
+def test_one_repair_a_round_counting_three_calls_and_its_drain() -> None:
+    cands = [cand(Act.REPAIR, node="gpu001"), cand(Act.REPAIR, node="gpu002")]
+    choices = choose(cands, now=NOW, limits=LIMITS, spent_=Spent(), room=5)
+    assert [(c.go, c.wait) for c in choices] == [(True, None), (False, "one-repair")]
+    # Its drain takes room under --max-unavailable; its three calls need --max-actions.
+    [held] = choose(cands[:1], now=NOW, limits=LIMITS, spent_=Spent(), room=0)
+    assert (held.go, held.wait) == (False, "max-unavailable")
+    [held] = choose(cands[:1], now=NOW, limits=LIMITS, spent_=Spent(last_hour=58), room=5)
+    assert (held.go, held.wait) == (False, "max-actions") and "3 calls, 2 left" in held.why
+    [young] = choose([cand(Act.REPAIR, age=30)], now=NOW, limits=LIMITS, spent_=Spent(), room=5)
+    assert (young.go, young.wait) == (False, "grace")
+
+
+def test_a_node_only_owed_its_put_back_goes_at_once_and_takes_no_room() -> None:
+    owed = Candidate(Act.REPAIR, "gpu001", 0, "phantom-alloc", NOW, "", removed=True)
+    [c] = choose([owed], now=NOW, limits=LIMITS, spent_=Spent(last_hour=59), room=0)
+    assert c.go and "earlier repair" in c.why
+
+
+def test_a_repairs_getnode_notes_are_no_calls() -> None:
+    at = (NOW - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    base = {"event": "outcome", "result": "sent", "origin": ORIGIN, "at": at, "node": "gpu001",
+            "run": "r1", "round": 1, "action": "repair"}  # fmt: skip
+    steps = ["drain", "deregister", "return", "labels", "done"]
+    assert spent([{**base, "step": s} for s in steps], NOW).last_hour == 3

@@ -30,6 +30,7 @@ USE_CASES = "spurctl.usecases"
 ENTRY_POINTS = ("spurctl.cli", "spurctl.demo", "spurctl.commands")
 # What every use case starts from (run_audit), below them all.
 SHARED_VIEW = "spurctl.audit_view"
+SHARED_REPAIR = "spurctl.repair_view"
 CLI_ENTRY_POINT = "spurctl.__main__"
 
 
@@ -172,12 +173,14 @@ def _use_cases_stand_alone(imp: Import) -> str | None:
 
 
 def _shared_view_is_below_the_use_cases(imp: Import) -> str | None:
-    if not _within(imp.importer, SHARED_VIEW):
+    # repair_view (what repair and the autopilot's --repair share) sits beside it.
+    shared = next((v for v in (SHARED_VIEW, SHARED_REPAIR) if _within(imp.importer, v)), None)
+    if shared is None:
         return None
     for banned in ("spurctl.render", "spurctl.act", USE_CASES, *ENTRY_POINTS):
         if _within(imp.target, banned):
             return (
-                f"{SHARED_VIEW} sits below the use cases and only reads: it never imports "
+                f"{shared} sits below the use cases and only reads: it never imports "
                 f"render/, act/, a use case or a command; it imports {imp.target}"
             )
     return None

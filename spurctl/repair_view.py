@@ -1,0 +1,178 @@
+"""What a repair is asked and what it plans, below the use cases that repair.
+
+`spurctl repair` (usecases/repair.py) and the autopilot's `--repair`
+(usecases/autopilot.py) both plan a repair of a node from a fresh audit and hand the
+plan to act/repair_run.py: the request, the plan, what spur.conf says of a removed
+node registering again, and each node's judgement (decide/repair.judge) live here,
+below them both, as audit_view does for the audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
+from spurctl.decide.owner import Ownership
+from spurctl.decide.repair import (
+    Refusal,
+    RepairProgress,
+    Target,
+    judge,
+    loose_inventories,
+    rejoin_refusal,
+    unchecked_rejoin,
+)
+from spurctl.defaults import (
+    DEFAULT_MAX_INVENTORY_AGE_S,
+    DEFAULT_REJOIN_WAIT_S,
+    DEFAULT_TICK_S,
+    NAMES_COMMAND,
+)
+from spurctl.errors import SpurctlError
+from spurctl.model import Allocation, Finding, Inventory, NextStep, Node, format_time
+
+if TYPE_CHECKING:
+    from spurctl.sources.controller import ControllerClient
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.repair_plan import SavedRepairPlan
+    from spurctl.sources.settings import Connection
+
+
+@dataclass(frozen=True, slots=True)
+class RepairRequest:
+    """Everything `spurctl repair` was asked, checked by the command line."""
+
+    src: Sources  # its scope: the nodes named, or the saved plan's
+    conn: Connection
+    journal_path: Path
+    dry_run: bool = False
+    yes: bool = False
+    saved: SavedRepairPlan | None = None
+    max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S
+    tick_s: float = DEFAULT_TICK_S
+    wait_s: float = DEFAULT_REJOIN_WAIT_S
+    rejoin_checked: bool = False
+    restore_drain: bool = False
+    # spurctl's nodes out of service, this run's drains included, never above this; a
+    # node spurctl resumed is not drained again before the cooldown (decide/budget.py).
+    max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
+    cooldown_s: float = DEFAULT_COOLDOWN_S
+    # argv words that read this view again (the resume command the result prints).
+    view_flags: tuple[str, ...] = ()
+    names_command: str = NAMES_COMMAND
+    # Where a dry run saves its plan (-o), for the command that carries it out.
+    plan_file: Path | None = None
+
+    def applying(self, nodes: str) -> NextStep:
+        """This dry run's plan carried out: its saved file, else the same run without
+        --dry-run, with the options it was given that a default would not restate."""
+        given = list(self.view_flags)
+        if self.max_inventory_age_s != DEFAULT_MAX_INVENTORY_AGE_S:
+            given += ["--max-inventory-age", f"{self.max_inventory_age_s:g}s"]
+        if self.max_unavailable != DEFAULT_MAX_UNAVAILABLE:
+            given += ["--max-unavailable", str(self.max_unavailable)]
+        if self.cooldown_s != DEFAULT_COOLDOWN_S:
+            given += ["--cooldown", f"{self.cooldown_s:g}s"]
+        if self.tick_s != DEFAULT_TICK_S:
+            given += ["--tick", f"{self.tick_s:g}"]
+        if self.wait_s != DEFAULT_REJOIN_WAIT_S:
+            given += ["--wait", f"{self.wait_s:g}"]
+        if self.plan_file is not None:
+            return NextStep.spurctl(
+                "repair", "--plan", str(self.plan_file), *given, why="Carry out the saved plan with"
+            )
+        return NextStep.spurctl("repair", "--node", nodes, *given, why="Carry out this plan with")
+
+
+@dataclass(slots=True)
+class RepairPlan:
+    """What a repair would do: targets, refusals, nodes with no charge, and from what."""
+
+    controller: str
+    controller_version: str
+    taken_at: datetime
+    nodes: str
+    targets: list[Target] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    uncharged: list[str] = field(default_factory=list)
+    # What spur.conf said about a removed node registering again, or that it was checked.
+    rejoin: str = ""
+    tick_s: float = DEFAULT_TICK_S
+    wait_s: float = DEFAULT_REJOIN_WAIT_S
+    # A dry run's plan that a real run would refuse for what spur.conf says (or does not).
+    unsendable: bool = False
+
+    def document(self) -> dict[str, Any]:
+        """The plan as `repair --dry-run -o FILE` saves it (spurctl.repair-plan/v1)."""
+        from spurctl.sources.repair_plan import REPAIR_PLAN_SCHEMA
+
+        return {
+            "schema": REPAIR_PLAN_SCHEMA,
+            "controller": {"address": self.controller, "version": self.controller_version},
+            "taken_at": format_time(self.taken_at),
+            "nodes": self.nodes,
+            "targets": [{"node": t.node, **t.restore()} for t in self.targets],
+        }
+
+
+def rejoin_said(conn: Connection, checked: bool, dry_run: bool = False) -> tuple[str, bool]:
+    """What spur.conf says about rejoining (one phrase for the plan) and whether a real
+    run would be refused for it; a real run's refusal is a SpurctlError, a dry run's is
+    said in the phrase (the plan is still shown)."""
+    from spurctl.sources.node_records import rejoin_conf
+
+    rc = rejoin_conf(conn.conf)
+    refused = rejoin_refusal(
+        rc.path, wg_enabled=rc.wg_enabled, k0s_enabled=rc.k0s_enabled,
+        admission=rc.admission, unreadable=rc.unreadable, checked=checked,
+    )  # fmt: skip
+    if refused is not None:
+        if not dry_run:
+            raise SpurctlError(refused)
+        return unchecked_rejoin(refused, mesh=rc.wg_enabled or rc.k0s_enabled), True
+    if rc.path is None or rc.unreadable is not None or rc.admission == "token":
+        return "the operator checked that a removed node registers again (--rejoin-checked)", False
+    return f"{rc.path}: no WireGuard mesh, no k0s, admission {rc.admission}", False
+
+
+def judge_node(
+    name: str,
+    node: Node | None,
+    pending: RepairProgress | None,
+    findings: Sequence[Finding],
+    inventories: Mapping[str, Inventory],
+    client: ControllerClient,
+    version: str,
+    *,
+    now: datetime,
+    max_age_s: float,
+    view_complete: bool,
+    restore_hold: bool,
+    owned: Ownership,
+) -> Target | Refusal | None:
+    """One node's repair as a fresh audit shows it (`node` None: the controller has no such
+    node): one an earlier run removed is waited for (or taken as it came back: one back and
+    still owed its hold or labels is taken up whatever landed on it); else
+    decide/repair.judge over its findings, its exact-named inventory and its active jobs.
+    None: nothing to repair (no phantom charge, or no such node and no repair under way)."""
+    from spurctl.sources.node_records import active_jobs_on
+
+    if (
+        pending is not None
+        and pending.removed
+        and (node is None or node.alloc.empty or pending.owes)
+    ):
+        return Target(name, Allocation(), pending.labels, pending.hold, pending.run, True)
+    if node is None:
+        return None
+    found = [f for f in findings if f.node == name]
+    jobs = active_jobs_on(client, name, version) if not node.alloc.empty else []
+    return judge(
+        node, found, jobs, inventories.get(name), now=now, max_age_s=max_age_s,
+        view_complete=view_complete, restore_hold=restore_hold, owned=owned, pending=pending,
+        loose=loose_inventories(name, inventories.values()),
+    )  # fmt: skip
