@@ -32,6 +32,8 @@ ENTRY_POINTS = ("spurctl.cli", "spurctl.demo", "spurctl.commands")
 SHARED_VIEW = "spurctl.audit_view"
 SHARED_REPAIR = "spurctl.repair_view"
 CLI_ENTRY_POINT = "spurctl.__main__"
+# What runs on a node or a gateway (docs/layout.md): the admin side's layers are above it.
+NODE_SIDE = "spurctl.node"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +145,23 @@ def _sources_do_not_decide(imp: Import) -> str | None:
     return None
 
 
+def _node_side_stays_below(imp: Import) -> str | None:
+    # node/ runs on a node or a gateway (the scan, the shipped scanner, the relay): it
+    # never reaches up into what only the admin host runs.
+    if not _within(imp.importer, NODE_SIDE):
+        return None
+    for banned in ("spurctl.decide", "spurctl.act", "spurctl.render", USE_CASES, SHARED_VIEW):
+        if _within(imp.target, banned):
+            return (
+                "node/ never imports decide/, act/, render/, audit_view or a use case; "
+                f"it imports {imp.target}"
+            )
+    for banned in ENTRY_POINTS:
+        if _within(imp.target, banned):
+            return f"node/ never imports cli, commands or demo; it imports {imp.target}"
+    return None
+
+
 def _render_only_renders(imp: Import) -> str | None:
     if not _within(imp.importer, "spurctl.render"):
         return None
@@ -205,6 +224,7 @@ def _nothing_imports_cli(imp: Import) -> str | None:
 RULES: Mapping[str, Rule] = {
     "decide-is-pure": _decide_is_pure,
     "sources-do-not-decide": _sources_do_not_decide,
+    "node-side-stays-below": _node_side_stays_below,
     "render-only-renders": _render_only_renders,
     "use-cases-do-not-render": _use_cases_do_not_render,
     "nothing-imports-cli": _nothing_imports_cli,
@@ -399,6 +419,7 @@ def test_every_layer_is_read() -> None:
     names = {m.name for m in package_modules()}
     for layer in (
         "spurctl.decide", "spurctl.sources", "spurctl.render", "spurctl.act", USE_CASES,
+        NODE_SIDE,
     ):  # fmt: skip
         assert any(_within(n, layer) and n != layer for n in names), layer
 
@@ -474,6 +495,26 @@ def test_checker_catches_a_use_case_imported_by_a_source() -> None:
         }
     )
     assert len(violations(imports, RULES["sources-do-not-decide"])) == 1
+
+
+def test_checker_catches_the_node_side_reaching_up() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/node/node_scan.py": (
+                "from spurctl.holdings import Inventory\n"
+                "from spurctl.node import node_files\n"
+                "def f():\n    from spurctl.decide import classify\n"
+                "from spurctl.commands import collect\n"
+            ),
+            "spurctl/node/node_files.py": "",
+            "spurctl/decide/classify.py": "",
+            "spurctl/commands/collect.py": "",
+        }
+    )
+    assert [b.split(":")[1] for b in violations(imports, RULES["node-side-stays-below"])] == [
+        "4",
+        "5",
+    ]
 
 
 def test_checker_catches_a_use_case_that_renders() -> None:
