@@ -34,6 +34,8 @@ SHARED_REPAIR = "spurctl.repair_view"
 CLI_ENTRY_POINT = "spurctl.__main__"
 # What runs on a node or a gateway (docs/layout.md): the admin side's layers are above it.
 NODE_SIDE = "spurctl.node"
+# The simulated cluster, for the demo, the tests and the benchmarks (docs/layout.md).
+SIMULATOR = "spurctl.simcluster"
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +216,16 @@ def _only_cli_imports_commands(imp: Import) -> str | None:
     return f"only spurctl.cli imports spurctl/commands/; {imp.importer} does"
 
 
+def _only_the_demo_runs_the_simulator(imp: Import) -> str | None:
+    # The simulator (and its protobuf encoders) is what an admin host never needs: only
+    # the narrated tour starts it, so it can leave the installed package behind demo.
+    if not _within(imp.target, SIMULATOR):
+        return None
+    if _within(imp.importer, SIMULATOR) or imp.importer == "spurctl.demo":
+        return None
+    return f"only spurctl.demo imports {SIMULATOR}; {imp.importer} does"
+
+
 def _nothing_imports_cli(imp: Import) -> str | None:
     # demo is the one most tempted (it narrates the commands); it is covered here too.
     if imp.target == "spurctl.cli" and imp.importer != CLI_ENTRY_POINT:
@@ -228,6 +240,7 @@ RULES: Mapping[str, Rule] = {
     "render-only-renders": _render_only_renders,
     "use-cases-do-not-render": _use_cases_do_not_render,
     "nothing-imports-cli": _nothing_imports_cli,
+    "only-the-demo-runs-the-simulator": _only_the_demo_runs_the_simulator,
     "shared-view-below-use-cases": _shared_view_is_below_the_use_cases,
     "only-cli-imports-commands": _only_cli_imports_commands,
     "use-cases-stand-alone": _use_cases_stand_alone,
@@ -554,6 +567,21 @@ def test_checker_lets_only_the_entry_point_import_cli() -> None:
     )
     assert violations(imports, RULES["nothing-imports-cli"]) == [
         "spurctl/demo.py:2: nothing imports spurctl.cli but spurctl.__main__; spurctl.demo does"
+    ]
+
+
+def test_checker_lets_only_the_demo_import_the_simulator() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/demo.py": "def run():\n    from spurctl.simcluster import SimCluster\n",
+            "spurctl/simcluster/__init__.py": "from spurctl.simcluster.encoders import job_to_pb\n",
+            "spurctl/simcluster/encoders.py": "",
+            "spurctl/sources/controller.py": "from spurctl.simcluster.encoders import job_to_pb\n",
+        }
+    )
+    assert violations(imports, RULES["only-the-demo-runs-the-simulator"]) == [
+        "spurctl/sources/controller.py:1: only spurctl.demo imports spurctl.simcluster; "
+        "spurctl.sources.controller does"
     ]
 
 
