@@ -13,7 +13,7 @@ rounds; the best (fastest) run of each is the figure:
 - direct: `spurctl collect --command 'STANDIN %h CMD'`, `--fanout` at once from
   this host (ClusterShell's exec worker);
 - tree: `spurctl collect --topology FILE --ssh STANDIN --remote-command CMD`:
-  spurctl's JSON relay (sources/gateway_relay.py) here and on each of
+  spurctl's JSON relay (node/gateway_relay.py) here and on each of
   `--gateways` gateways, each running `--fanout` nodes at once;
 - clush: `clush -N -f F -u T -O ssh_path=STANDIN --topology FILE -w NODES CMD`:
   ClusterShell's own CLI through the same topology, its gateways

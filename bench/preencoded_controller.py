@@ -65,11 +65,11 @@ from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import large
 from spurctl.simcluster.controller_service import ANSWER_LIMIT, too_large
+from spurctl.simcluster.encoders import allocation_to_pb, node_to_pb, time_to_pb
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
 from spurctl.simcluster.state import ClusterState, expand, framed
 from spurctl.simcluster.striped_scenario import striped
 from spurctl.sources.inventory_document import inventory_to_dict
-from spurctl.sources.wire import allocation_to_pb, node_to_pb, time_to_pb
 
 MAX_GRPC_MESSAGE_SIZE = ANSWER_LIMIT  # spur-proto crates/spur-proto/src/lib.rs
 MAX_GRPC_REQUEST_SIZE = 8 * 1024 * 1024

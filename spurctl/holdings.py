@@ -1,7 +1,7 @@
 """What node agents hold: a node's inventory (`spurctl.inventory/v1`) and its records.
 
-The node scan (sources/node_scan.py, also shipped to a node as one standard-library
-program: sources/shipped_scan.py) builds these; the inventory documents
+The node scan (node/node_scan.py, also shipped to a node as one standard-library
+program: node/shipped_scan.py) builds these; the inventory documents
 (sources/inventory_document.py) read and write them; decide/ weighs each holding
 against the controller's view (model.py), which is the other half of what spurctl
 reasons about. They are the node's side, apart from model.py (the controller's side
@@ -124,7 +124,7 @@ class Inventory:
     # The controller URL(s) and cluster name `spurctl collect` was told (sources/cluster_binding).
     controller: str | None = None
     cluster: str | None = None
-    # The node's own word (sources/agent_config.py): the controller URL(s) its spurd was
+    # The node's own word (node/agent_config.py): the controller URL(s) its spurd was
     # started with and the cluster_name of the spur.conf it reads.
     agent_controller: str | None = None
     agent_cluster: str | None = None

@@ -582,7 +582,7 @@ class HoldingOptions:
         tree = tree_of(self.topology, self.remote_command, self.ssh, self.command)
         command = self.command
         if self.ship_scanner and command == DEFAULT_COMMAND:
-            from spurctl.sources.shipped_scan import SHIP_COMMAND
+            from spurctl.node.shipped_scan import SHIP_COMMAND
 
             command = SHIP_COMMAND
         return Sources(

@@ -40,14 +40,14 @@ from spurctl.decide.release import held_run, refusal
 from spurctl.decide.release import select as select_processes
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory, format_time
-from spurctl.sources import bounded
-from spurctl.sources.node_scan import (
+from spurctl.node.node_scan import (
     cgroup_pids,
     job_cgroup_dirs,
     process_stats,
     scan_for_release,
     walk_dirs,
 )
+from spurctl.sources import bounded
 
 KIND = "agent-orphan"
 LEFTOVER_KIND = "leftover"  # a job's trace with no process: nothing to signal

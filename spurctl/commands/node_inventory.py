@@ -10,7 +10,7 @@ import typer
 
 from spurctl import options as opt
 from spurctl.errors import ExitStatus
-from spurctl.sources.stepd_sessions import STATE_DIR
+from spurctl.node.stepd_sessions import STATE_DIR
 
 NAME = "node-inventory"
 EPILOG = None
@@ -74,11 +74,11 @@ def command(
     Example:
       spurctl node-inventory -o /tmp/inventory.json
     """
+    from spurctl.node.node_scan import scan_this_node
     from spurctl.render.collect import tell_scan
     from spurctl.render.common import write_told
     from spurctl.sources.documents import dump_json
     from spurctl.sources.inventory_document import inventory_to_dict
-    from spurctl.sources.node_scan import scan_this_node
 
     inventory, denied = scan_this_node(cgroup_root, proc_root, hostname, state_dir=state_dir)
     tell_scan(inventory, denied, proc_root=str(proc_root), as_root=os.geteuid() == 0)

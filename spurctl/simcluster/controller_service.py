@@ -19,11 +19,11 @@ from google.protobuf import empty_pb2, timestamp_pb2
 from spurctl.model import JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import node_admin
+from spurctl.simcluster.encoders import job_to_pb, node_to_pb
 from spurctl.simcluster.identity import Body, Identity
 from spurctl.simcluster.node_admin import Refused as _Refused
 from spurctl.simcluster.releases import as_received
 from spurctl.simcluster.state import ClusterState, framed
-from spurctl.sources.wire import job_to_pb, node_to_pb
 
 if TYPE_CHECKING:
     from spurctl.simcluster.server import SimCluster

@@ -31,6 +31,7 @@ from spurctl.model import (
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.encoders import job_to_pb
 from spurctl.simcluster.nodelists import allocated, expand
 from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
 from spurctl.simcluster.restarts import restart_agent
@@ -41,7 +42,6 @@ from spurctl.simcluster.scenario import (
     charged,
     node_share,
 )
-from spurctl.sources.wire import job_to_pb
 
 TERMINATING_SIGNALS = frozenset({0, 9, 15})  # graceful cancel, SIGKILL, SIGTERM
 SIM_AGENT_PID = 2201  # every simulated node's spurd, as its inventory shows it

@@ -5,7 +5,7 @@ made for (`controller`: its URL, or URLs for HA, as --controller takes them) and
 the cluster (`cluster`: spur.conf's `cluster_name`). `spurctl collect` records
 the controller and cluster it was told; `spurctl node-inventory` records the
 node's own word (`agent_config`: the controller its spurd was started with and
-its spur.conf's `cluster_name`, sources/agent_config.py). A reclaim, repair,
+its spur.conf's `cluster_name`, node/agent_config.py). A reclaim, repair,
 drain or resume reading files that name
 another cluster than the view's refuses (decide/send_guards.py): with one
 cluster's inventories and agent map and another's controller (same node names,

@@ -117,7 +117,7 @@ def collect(
     With `tree`, `command` is not used: `tree.remote_command` runs on every node
     through the gateways of `tree.topology` (spurctl's relay, sources/tree.py).
     With `ship_scanner`, each command gets the node scanner on its standard
-    input (sources/shipped_scan.py) and prints what the scan found.
+    input (node/shipped_scan.py) and prints what the scan found.
 
     Results follow the order of `nodes` (a repeated name is collected once).
     An inventory whose `node` differs from the target is kept as reported: the
@@ -209,7 +209,7 @@ def _run(
             stderr=True,
         )
         if ship_scanner:
-            from spurctl.sources.shipped_scan import scanner_program
+            from spurctl.node.shipped_scan import scanner_program
 
             worker.write(scanner_program())  # buffered per node until its command starts
             worker.set_write_eof()
@@ -269,7 +269,7 @@ def _read_document(text: str) -> list[Inventory]:
 
 
 def _read_scan(text: str) -> list[Inventory]:
-    from spurctl.sources.shipped_scan import read_scan
+    from spurctl.node.shipped_scan import read_scan
 
     return read_scan(text, name="output")
 

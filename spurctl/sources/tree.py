@@ -3,7 +3,7 @@
 A topology file in ClusterShell's topology.conf format routes nodes through
 gateways (`admin1: gw[1-8]`, `gw[1-8]: gpu[0001-8000]`). ClusterShell reads the
 file and its router splits the nodes over the gateways, level by level
-(`shipped_plan`); spurctl's own relay (sources/gateway_relay.py, standard library
+(`shipped_plan`); spurctl's own relay (node/gateway_relay.py, standard library
 only) carries the work: sent over ssh to each gateway's `python3 -I -S -`, it runs
 the remote command on its share of the nodes over ssh, `fanout` at a time,
 killing one that outlives `timeout`, and ships itself to the gateways below.
@@ -225,7 +225,7 @@ def run_tree(
 ) -> dict[str, Relayed]:
     """Run `tree.remote_command` on every node through the gateways; one Relayed per node.
 
-    spurctl's standard-library relay (sources/gateway_relay.py) runs on each gateway,
+    spurctl's standard-library relay (node/gateway_relay.py) runs on each gateway,
     sent over ssh, so a gateway needs only python3. With `ship_scanner` each node's
     command gets the node scanner on its standard input; otherwise its stdin is empty.
     `on_done` is called once per node as its line arrives (a progress bar's tick).
@@ -233,13 +233,14 @@ def run_tree(
     import subprocess
     import sys
 
-    from spurctl.sources import children, gateway_relay
+    from spurctl.node import gateway_relay
+    from spurctl.sources import children
     from spurctl.sources.output_cap import OUTPUT_CAP
 
     plan = shipped_plan(nodes, _load_topology(tree.topology), root_name())
     scanner = ""
     if ship_scanner:
-        from spurctl.sources.shipped_scan import scanner_program
+        from spurctl.node.shipped_scan import scanner_program
 
         scanner = scanner_program().decode()
     data = {

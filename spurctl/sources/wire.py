@@ -1,7 +1,8 @@
 """Conversion between Spur's protobuf messages and spurctl's model.
 
 This is the edge: past it, nothing sees a protobuf message. The reverse
-direction (model -> message) serves the simulated cluster.
+direction (model -> message) serves only the simulated cluster and the benchmarks:
+it lives with the simulator (simcluster/encoders.py).
 
 A 200,000-job GetJobs answer is the hot path. `JobsFromPb` keeps the decoded
 answer and converts a job only when it is asked for (the node checks read only
@@ -58,11 +59,6 @@ def time_from_pb(ts: Timestamp) -> datetime | None:
 
 _from_timestamp = datetime.fromtimestamp
 _timedelta = timedelta
-
-
-def time_to_pb(value: datetime | None, out: Timestamp) -> None:
-    if value is not None:
-        out.FromDatetime(value.astimezone(UTC))
 
 
 def _job_state(value: int) -> JobState:
@@ -135,15 +131,6 @@ class Shapes:
         return found
 
 
-def allocation_to_pb(alloc: Allocation, out: pb.ResourceAllocations) -> None:
-    out.cpus = alloc.cpus
-    out.memory_mb = alloc.memory_mb
-    for name, devices in alloc.devices.items():
-        entry = out.devices[name]
-        for d in devices:
-            entry.devices.add(device_id=d.device_id, count=d.count)
-
-
 def resource_set_from_pb(msg: pb.ResourceSet) -> ResourceSet:
     return ResourceSet(
         cpus=msg.cpus,
@@ -151,15 +138,6 @@ def resource_set_from_pb(msg: pb.ResourceSet) -> ResourceSet:
         gpus=tuple(Gpu(g.device_id, g.gpu_type, g.memory_mb) for g in msg.gpus),
         generic=dict(msg.generic),
     )
-
-
-def resource_set_to_pb(rs: ResourceSet, out: pb.ResourceSet) -> None:
-    out.cpus = rs.cpus
-    out.memory_mb = rs.memory_mb
-    for g in rs.gpus:
-        out.gpus.add(device_id=g.device_id, gpu_type=g.gpu_type, memory_mb=g.memory_mb)
-    for k, v in rs.generic.items():
-        out.generic[k] = v
 
 
 def job_from_pb(msg: pb.JobInfo, shapes: Shapes | None = None) -> Job:
@@ -548,29 +526,6 @@ def _without(kept: Mapping[int, JobGlance], ids: set[int]) -> Mapping[int, JobGl
     return {i: g for i, g in kept.items() if i not in ids}
 
 
-def job_to_pb(job: Job) -> pb.JobInfo:
-    msg = pb.JobInfo(
-        job_id=job.job_id,
-        name=job.name,
-        user=job.user,
-        uid=job.uid,
-        partition=job.partition,
-        account=job.account,
-        state=int(job.state),  # type: ignore[arg-type]
-        state_reason=job.state_reason,
-        num_nodes=job.num_nodes,
-        num_tasks=job.num_tasks,
-        nodelist=job.nodelist,
-        array_job_id=job.array_job_id,
-        array_task_id=job.array_task_id,
-    )
-    time_to_pb(job.submit_time, msg.submit_time)
-    time_to_pb(job.start_time, msg.start_time)
-    time_to_pb(job.end_time, msg.end_time)
-    allocation_to_pb(job.resources, msg.resources)
-    return msg
-
-
 def node_from_pb(msg: pb.NodeInfo, shapes: Shapes | None = None) -> Node:
     """The Node a NodeInfo describes; `shapes` shares resource records across one answer."""
     shapes = shapes or Shapes()
@@ -664,22 +619,3 @@ class NodesFromPb(NodeTable):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {len(self)} nodes, {len(self._nodes)} converted>"
-
-
-def node_to_pb(node: Node) -> pb.NodeInfo:
-    msg = pb.NodeInfo(
-        name=node.name,
-        state=int(node.state),  # type: ignore[arg-type]
-        state_reason=node.state_reason,
-        partitions=list(node.partitions),
-    )
-    resource_set_to_pb(node.total, msg.total_resources)
-    allocation_to_pb(node.alloc, msg.alloc_resources)
-    time_to_pb(node.boot_time, msg.boot_time)
-    time_to_pb(node.last_busy, msg.last_busy)
-    time_to_pb(node.agent_start_time, msg.slurmd_start_time)
-    for k, v in node.labels.items():
-        msg.labels[k] = v
-    if node.reason_uid is not None:
-        msg.reason_uid = node.reason_uid
-    return msg

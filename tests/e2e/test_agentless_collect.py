@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from spurctl.node.shipped_scan import read_scan, scanner_program
 from spurctl.simcluster import SimCluster
 from spurctl.sources.inventory_document import inventory_to_dict
-from spurctl.sources.shipped_scan import read_scan, scanner_program
 from spurctl.sources.tree import Tree, root_name, run_tree
 from tests.cli import run_process
 from tests.e2e.test_real_openssh import (  # noqa: F401 (a fixture)

@@ -1,7 +1,7 @@
 """collect --topology: the gateway tree over real OpenSSH, on this one machine.
 
 tests/sshd.py's sshd plays every host: spurctl ships its relay
-(sources/gateway_relay.py) to each gateway's `python3 -I -S -` through /usr/bin/ssh
+(node/gateway_relay.py) to each gateway's `python3 -I -S -` through /usr/bin/ssh
 and sshd, and each gateway reaches its nodes through ssh and sshd again; a node's
 command prints its prepared inventory (node_line.py: the node's answer is not what
 these tests are about, the transport is). The failing gateways are real too: a dead

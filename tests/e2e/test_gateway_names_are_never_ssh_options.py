@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.sources import gateway_relay
+from spurctl.node import gateway_relay
 from spurctl.sources.output_cap import OUTPUT_CAP
 from spurctl.sources.tree import root_name
 from tests import standin_ssh

@@ -1,4 +1,4 @@
-"""The gateway relay's own nodes (sources/gateway_relay.py), run as a gateway runs it.
+"""The gateway relay's own nodes (node/gateway_relay.py), run as a gateway runs it.
 
 The relay is started as spurctl starts it on a gateway, `python3 -I -S -` with its
 program and plan on standard input, and reaches each node through a stand-in ssh
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.sources import gateway_relay
+from spurctl.node import gateway_relay
 from spurctl.sources.output_cap import OUTPUT_CAP
 from tests import standin_ssh
 

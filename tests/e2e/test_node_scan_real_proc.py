@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from spurctl.model import Holding
-from spurctl.sources.node_scan import scan
+from spurctl.node.node_scan import scan
 from tests.unit.test_node_scan import holdings
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from spurctl.holdings import Holding, SessionBinding
-from spurctl.sources.node_scan import scan
+from spurctl.node.node_scan import scan
 from tests.unit.test_node_scan import holdings
 
 JOB = 3_999_999_002

@@ -42,6 +42,7 @@ from spurctl.model import (
     Placement,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster import encoders
 from spurctl.sources import wire
 
 NOW = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
@@ -88,7 +89,7 @@ def live_view(jobs: list[Job], wanted: set[int], cut: int) -> wire.JobsFromPb:
     those from `cut` on left as the answer's messages (read through `glance`, not the
     kept glances)."""
     kept_part, messages = jobs[:cut], jobs[cut:]
-    answer = pb.GetJobsResponse(jobs=[wire.job_to_pb(j) for j in kept_part])
+    answer = pb.GetJobsResponse(jobs=[encoders.job_to_pb(j) for j in kept_part])
     shapes = wire.Shapes()
     kept: dict[int, wire.Encoded] = {}
     grouped: dict[str, list[Placement]] = {}
@@ -102,7 +103,7 @@ def live_view(jobs: list[Job], wanted: set[int], cut: int) -> wire.JobsFromPb:
         glanced,
     )
     return wire.JobsFromPb(
-        [wire.job_to_pb(j) for j in messages],
+        [encoders.job_to_pb(j) for j in messages],
         shapes=shapes,
         encoded=kept,
         grouped=grouped,

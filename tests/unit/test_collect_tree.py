@@ -165,7 +165,7 @@ def test_help_says_the_default_topology_file_is_not_read(command: str) -> None:
 def test_a_line_from_a_gateway_past_the_limit_is_skipped_whole_and_the_next_read() -> None:
     import io
 
-    from spurctl.sources.gateway_relay import lines
+    from spurctl.node.gateway_relay import lines
 
     stream = io.BufferedReader(io.BytesIO(b"short\n" + b"x" * 100 + b"\nnext\n" + b"y" * 50))
     assert list(lines(stream, 20)) == [b"short\n", b"next\n"]

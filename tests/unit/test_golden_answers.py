@@ -33,6 +33,7 @@ from spurctl.model import (
     ResourceSet,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.encoders import job_to_pb
 from spurctl.sources import scrub
 from spurctl.sources.wire import (
     Encoded,
@@ -41,7 +42,6 @@ from spurctl.sources.wire import (
     Shapes,
     counts_from_pb,
     job_from_pb,
-    job_to_pb,
     keep_encoded,
 )
 

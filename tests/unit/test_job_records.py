@@ -19,6 +19,7 @@ from spurctl.model import (
     group_by_nodelist,
 )
 from spurctl.proto import slurm_pb2 as pb
+from spurctl.simcluster.encoders import job_to_pb, node_to_pb
 from spurctl.sources import scrub
 from spurctl.sources.job_reads import JobRead, off_list
 from spurctl.sources.wire import (
@@ -27,9 +28,7 @@ from spurctl.sources.wire import (
     JobsFromPb,
     Shapes,
     job_from_pb,
-    job_to_pb,
     keep_encoded,
-    node_to_pb,
 )
 
 GPUS = Allocation(16, 2048, {"gpu": (Device(3), Device(4))})

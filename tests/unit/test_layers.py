@@ -32,6 +32,10 @@ ENTRY_POINTS = ("spurctl.cli", "spurctl.demo", "spurctl.commands")
 SHARED_VIEW = "spurctl.audit_view"
 SHARED_REPAIR = "spurctl.repair_view"
 CLI_ENTRY_POINT = "spurctl.__main__"
+# What runs on a node or a gateway (docs/layout.md): the admin side's layers are above it.
+NODE_SIDE = "spurctl.node"
+# The simulated cluster, for the demo, the tests and the benchmarks (docs/layout.md).
+SIMULATOR = "spurctl.simcluster"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,23 @@ def _sources_do_not_decide(imp: Import) -> str | None:
     return None
 
 
+def _node_side_stays_below(imp: Import) -> str | None:
+    # node/ runs on a node or a gateway (the scan, the shipped scanner, the relay): it
+    # never reaches up into what only the admin host runs.
+    if not _within(imp.importer, NODE_SIDE):
+        return None
+    for banned in ("spurctl.decide", "spurctl.act", "spurctl.render", USE_CASES, SHARED_VIEW):
+        if _within(imp.target, banned):
+            return (
+                "node/ never imports decide/, act/, render/, audit_view or a use case; "
+                f"it imports {imp.target}"
+            )
+    for banned in ENTRY_POINTS:
+        if _within(imp.target, banned):
+            return f"node/ never imports cli, commands or demo; it imports {imp.target}"
+    return None
+
+
 def _render_only_renders(imp: Import) -> str | None:
     if not _within(imp.importer, "spurctl.render"):
         return None
@@ -195,6 +216,16 @@ def _only_cli_imports_commands(imp: Import) -> str | None:
     return f"only spurctl.cli imports spurctl/commands/; {imp.importer} does"
 
 
+def _only_the_demo_runs_the_simulator(imp: Import) -> str | None:
+    # The simulator (and its protobuf encoders) is what an admin host never needs: only
+    # the narrated tour starts it, so it can leave the installed package behind demo.
+    if not _within(imp.target, SIMULATOR):
+        return None
+    if _within(imp.importer, SIMULATOR) or imp.importer == "spurctl.demo":
+        return None
+    return f"only spurctl.demo imports {SIMULATOR}; {imp.importer} does"
+
+
 def _nothing_imports_cli(imp: Import) -> str | None:
     # demo is the one most tempted (it narrates the commands); it is covered here too.
     if imp.target == "spurctl.cli" and imp.importer != CLI_ENTRY_POINT:
@@ -205,9 +236,11 @@ def _nothing_imports_cli(imp: Import) -> str | None:
 RULES: Mapping[str, Rule] = {
     "decide-is-pure": _decide_is_pure,
     "sources-do-not-decide": _sources_do_not_decide,
+    "node-side-stays-below": _node_side_stays_below,
     "render-only-renders": _render_only_renders,
     "use-cases-do-not-render": _use_cases_do_not_render,
     "nothing-imports-cli": _nothing_imports_cli,
+    "only-the-demo-runs-the-simulator": _only_the_demo_runs_the_simulator,
     "shared-view-below-use-cases": _shared_view_is_below_the_use_cases,
     "only-cli-imports-commands": _only_cli_imports_commands,
     "use-cases-stand-alone": _use_cases_stand_alone,
@@ -399,6 +432,7 @@ def test_every_layer_is_read() -> None:
     names = {m.name for m in package_modules()}
     for layer in (
         "spurctl.decide", "spurctl.sources", "spurctl.render", "spurctl.act", USE_CASES,
+        NODE_SIDE,
     ):  # fmt: skip
         assert any(_within(n, layer) and n != layer for n in names), layer
 
@@ -476,6 +510,26 @@ def test_checker_catches_a_use_case_imported_by_a_source() -> None:
     assert len(violations(imports, RULES["sources-do-not-decide"])) == 1
 
 
+def test_checker_catches_the_node_side_reaching_up() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/node/node_scan.py": (
+                "from spurctl.holdings import Inventory\n"
+                "from spurctl.node import node_files\n"
+                "def f():\n    from spurctl.decide import classify\n"
+                "from spurctl.commands import collect\n"
+            ),
+            "spurctl/node/node_files.py": "",
+            "spurctl/decide/classify.py": "",
+            "spurctl/commands/collect.py": "",
+        }
+    )
+    assert [b.split(":")[1] for b in violations(imports, RULES["node-side-stays-below"])] == [
+        "4",
+        "5",
+    ]
+
+
 def test_checker_catches_a_use_case_that_renders() -> None:
     imports = _synthetic(
         {
@@ -513,6 +567,21 @@ def test_checker_lets_only_the_entry_point_import_cli() -> None:
     )
     assert violations(imports, RULES["nothing-imports-cli"]) == [
         "spurctl/demo.py:2: nothing imports spurctl.cli but spurctl.__main__; spurctl.demo does"
+    ]
+
+
+def test_checker_lets_only_the_demo_import_the_simulator() -> None:
+    imports = _synthetic(
+        {
+            "spurctl/demo.py": "def run():\n    from spurctl.simcluster import SimCluster\n",
+            "spurctl/simcluster/__init__.py": "from spurctl.simcluster.encoders import job_to_pb\n",
+            "spurctl/simcluster/encoders.py": "",
+            "spurctl/sources/controller.py": "from spurctl.simcluster.encoders import job_to_pb\n",
+        }
+    )
+    assert violations(imports, RULES["only-the-demo-runs-the-simulator"]) == [
+        "spurctl/sources/controller.py:1: only spurctl.demo imports spurctl.simcluster; "
+        "spurctl.sources.controller does"
     ]
 
 

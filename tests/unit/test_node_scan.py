@@ -10,9 +10,9 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Holding, Inventory
-from spurctl.sources.cgroup_limits import parse_cpu_list, parse_memory_max
+from spurctl.node.cgroup_limits import parse_cpu_list, parse_memory_max
+from spurctl.node.node_scan import scan
 from spurctl.sources.inventory_document import inventory_from_dict, inventory_to_dict
-from spurctl.sources.node_scan import scan
 
 BTIME = 1_780_000_000  # boot time of the fixture node, seconds since the epoch
 HZ = os.sysconf("SC_CLK_TCK")
@@ -208,7 +208,7 @@ def test_a_process_environment_that_is_not_ours_is_skipped(
     # Another user's process, as a scan that is not root meets it (root, as CI runs, reads
     # any file whatever its mode, so a chmod would prove nothing there).
     not_ours = proc / "70" / "environ"
-    from spurctl.sources import node_procs
+    from spurctl.node import node_procs
 
     read_bytes = node_procs.read_whole  # every environment the scan reads goes through it
 
@@ -413,7 +413,7 @@ def _unnest(deepest: Path, top: Path) -> None:
 def test_a_cgroup_nested_past_any_recursion_limit_is_walked_to_the_depth_and_cut_there(
     tmp_path: Path,
 ) -> None:
-    from spurctl.sources.node_scan import MAX_CGROUP_DEPTH, CgroupTooDeep, walk_dirs
+    from spurctl.node.node_scan import MAX_CGROUP_DEPTH, CgroupTooDeep, walk_dirs
 
     top = tmp_path / "spur" / "job_30"
     deepest = _nest(top, 1_200)

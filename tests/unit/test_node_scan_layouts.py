@@ -34,8 +34,8 @@ import pytest
 
 from spurctl.errors import DocumentError
 from spurctl.model import AgentProcess, Holding, Inventory
+from spurctl.node.node_scan import find_cgroup_roots, scan
 from spurctl.sources.inventory_document import inventory_from_dict, inventory_to_dict
-from spurctl.sources.node_scan import find_cgroup_roots, scan
 
 BTIME = 1_780_000_000
 HZ = os.sysconf("SC_CLK_TCK")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from spurctl.holdings import SessionBinding
-from spurctl.sources import agent_config
-from spurctl.sources.node_files import ignore
+from spurctl.node import agent_config
+from spurctl.node.node_files import ignore
 from tests.unit.test_node_scan_layouts import by_id
 from tests.unit.test_node_scan_sessions import StepdNode
 

@@ -14,8 +14,9 @@ import pytest
 from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import incident, large, post_wipe
+from spurctl.simcluster.encoders import job_to_pb
 from spurctl.simcluster.state import ClusterState, expand, upstream_extras
-from spurctl.sources.wire import job_from_pb, job_to_pb
+from spurctl.sources.wire import job_from_pb
 
 # Upstream spur proto/slurm.proto JobInfo (docs/spur-facts.md): number -> wire type.
 UPSTREAM_ONLY = {

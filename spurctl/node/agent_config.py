@@ -16,7 +16,7 @@ its environment and the spur.conf it reads (crates/spurd/src/main.rs `Args`).
 The spur.conf is TOML, read up to MAX_CONF bytes and parsed, never executed; of
 it only `cluster_name` and `[controller] state_dir` are kept (it also holds the
 cluster's `jwt_key`, which goes nowhere). Standard library only: it is shipped to
-nodes (sources/shipped_scan.py).
+nodes (node/shipped_scan.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from spurctl.sources.node_files import SkipHook, read_bytes, read_text, read_whole
-from spurctl.sources.node_procs import option_value
+from spurctl.node.node_files import SkipHook, read_bytes, read_text, read_whole
+from spurctl.node.node_procs import option_value
 
 CONF = "/etc/spur/spur.conf"
 DEFAULT_STATE_DIR = "/var/spool/spur"

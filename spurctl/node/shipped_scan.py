@@ -35,7 +35,7 @@ _RECORDS: dict[str, type] = {
     cls.__name__: cls
     for cls in (Inventory, Holding, AgentProcess, JobProcess, Session, SessionRefusal)
 }
-# node_scan's own imports from the rest of spurctl.sources, shipped before it in this order.
+# node_scan's own imports from the rest of spurctl.node, shipped before it in this order.
 _SHIPPED = ("node_files", "cgroup_limits", "stepd_sessions", "node_procs", "agent_config")
 
 # Runs on the node with only the standard library; the sources are filled in below.
@@ -88,10 +88,10 @@ for name in {records!r}:
 model.MAX_JOB_ID = {max_job_id!r}
 model.utcnow = lambda: datetime.now(UTC)
 holdings.SessionBinding = enum.StrEnum("SessionBinding", {{"LIVE": "live", "STALE": "stale"}})
-spurctl.sources = module("spurctl.sources")
+spurctl.node = module("spurctl.node")
 for name, source in {shipped!r}:
-    setattr(spurctl.sources, name, module("spurctl.sources." + name, source))
-node_scan = module("spurctl.sources.node_scan", {node_scan!r})
+    setattr(spurctl.node, name, module("spurctl.node." + name, source))
+node_scan = module("spurctl.node.node_scan", {node_scan!r})
 
 
 def plain(value):
@@ -125,7 +125,7 @@ def scanner_program() -> bytes:
     from importlib import import_module
 
     from spurctl import errors
-    from spurctl.sources import node_scan
+    from spurctl.node import node_scan
 
     def source(module: Any) -> str:
         return Path(module.__file__).read_text(encoding="utf-8")
@@ -134,9 +134,7 @@ def scanner_program() -> bytes:
         schema=SCHEMA,
         errors=source(errors),
         node_scan=source(node_scan),
-        shipped=tuple(
-            (name, source(import_module(f"spurctl.sources.{name}"))) for name in _SHIPPED
-        ),
+        shipped=tuple((name, source(import_module(f"spurctl.node.{name}"))) for name in _SHIPPED),
         max_job_id=MAX_JOB_ID,
         records=tuple(_RECORDS),
     ).encode()

@@ -30,11 +30,11 @@ from pathlib import Path
 
 from spurctl.holdings import Session, SessionBinding, SessionRefusal
 from spurctl.model import MAX_JOB_ID
-from spurctl.sources.node_files import SkipHook, read_bytes
+from spurctl.node.node_files import SkipHook, read_bytes
 
 STATE_DIR = Path("/var/spool/spur")
 """spurd's default state directory: `--state-dir` / SPUR_STEPD_STATE_DIR, else spur.conf
-`[controller] state_dir`, else this (crates/spurd/src/main.rs; sources/agent_config.py
+`[controller] state_dir`, else this (crates/spurd/src/main.rs; node/agent_config.py
 reads which one the node's spurd has)."""
 RUNTIME = "runtime"
 DESCRIPTOR = "descriptor.json"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spurctl import hostlist
 from spurctl.errors import SpurctlError
-from spurctl.sources.node_files import SkipHook, read_text
+from spurctl.node.node_files import SkipHook, read_text
 
 _MIB = 1024 * 1024
 

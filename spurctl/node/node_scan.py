@@ -33,11 +33,11 @@ from pathlib import Path
 from spurctl.errors import warn
 from spurctl.holdings import AgentProcess, Holding, Inventory, JobProcess
 from spurctl.model import MAX_JOB_ID, utcnow
-from spurctl.sources import agent_config, stepd_sessions
-from spurctl.sources.cgroup_limits import cgroup_cpus, memory_mb
-from spurctl.sources.node_files import MAX_FILE, SkipHook, read_text
-from spurctl.sources.node_files import ignore as _ignore
-from spurctl.sources.node_procs import (
+from spurctl.node import agent_config, stepd_sessions
+from spurctl.node.cgroup_limits import cgroup_cpus, memory_mb
+from spurctl.node.node_files import MAX_FILE, SkipHook, read_text
+from spurctl.node.node_files import ignore as _ignore
+from spurctl.node.node_procs import (
     ProcEnv,
     ProcTable,
     agent_hostname_option,
@@ -48,7 +48,7 @@ from spurctl.sources.node_procs import (
     stat_fields,
     ticks_to_time,
 )
-from spurctl.sources.stepd_sessions import STATE_DIR, SUPERVISOR_COMM
+from spurctl.node.stepd_sessions import STATE_DIR, SUPERVISOR_COMM
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/spur")
 """Where Spur main's spurd creates job cgroups (executor.rs CGROUP_ROOT)."""

@@ -1,6 +1,6 @@
 """What a node's /proc shows of Spur: job processes by their environment, process
 start times, and the spurd process itself (node_scan.py puts them together with the
-job cgroups). Standard library only: it is shipped to nodes (sources/shipped_scan.py).
+job cgroups). Standard library only: it is shipped to nodes (node/shipped_scan.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from spurctl.errors import SpurctlError
 from spurctl.holdings import AgentProcess
 from spurctl.model import MAX_JOB_ID
-from spurctl.sources.node_files import SkipHook, read_text, read_whole
+from spurctl.node.node_files import SkipHook, read_text, read_whole
 
 JOB_ID_VARS = ("SPUR_JOB_ID", "SLURM_JOB_ID")
 # The job's GPUs: SPUR_JOB_GPUS first, then the vendor variable spurd sets; never
