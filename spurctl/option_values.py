@@ -138,6 +138,21 @@ def rfc3339(text: str, option: str) -> datetime:
     return when
 
 
+def _count_or_percent(text: str) -> tuple[int | None, float | None] | None:
+    """`N` (0 or more) as (N, None), `P%` (above 0, at most 100) as (None, P); None for
+    anything else. The one reading of `--max-unavailable` and `--breaker`."""
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if math.isfinite(percent) and 0 < percent <= 100:
+                return None, percent
+        elif (count := int(text)) >= 0:
+            return count, None
+    except ValueError:
+        pass
+    return None
+
+
 def parse_max_unavailable(value: str | object) -> Any:
     """`--max-unavailable N|P%`: a number of nodes (0 or more), or a percentage of the
     nodes the controller lists (more than 0, at most 100; never fewer than one node)."""
@@ -146,17 +161,9 @@ def parse_max_unavailable(value: str | object) -> Any:
     if isinstance(value, MaxUnavailable):
         return value
     text = str(value).strip()
-    try:
-        if text.endswith("%"):
-            percent = float(text[:-1])
-            if math.isfinite(percent) and 0 < percent <= 100:
-                return MaxUnavailable(percent=percent)
-        else:
-            count = int(text)
-            if count >= 0:
-                return MaxUnavailable(count=count)
-    except ValueError:
-        pass
+    read = _count_or_percent(text)
+    if read is not None:
+        return MaxUnavailable(count=read[0], percent=read[1])
     raise typer.BadParameter(
         f"{text!r} is neither a number of nodes (0 or more) nor a percentage of the "
         "controller's nodes (above 0%, at most 100%), e.g. 5 or 2%"
@@ -174,17 +181,9 @@ def parse_breaker(value: str | object) -> Any:
     if isinstance(value, Threshold):
         return value
     text = str(value).strip()
-    try:
-        if text.endswith("%"):
-            percent = float(text[:-1])
-            if math.isfinite(percent) and 0 < percent <= 100:
-                return Threshold(percent=percent)
-        else:
-            count = int(text)
-            if count >= 0:
-                return Threshold(count=count)
-    except ValueError:
-        pass
+    read = _count_or_percent(text)
+    if read is not None:
+        return Threshold(count=read[0], percent=read[1])
     raise typer.BadParameter(
         f"{text!r} is neither a number of nodes (0 or more) nor a percentage of the audited "
         "nodes (above 0%, at most 100%), e.g. 10 or 5%"
