@@ -69,6 +69,7 @@ from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_TICK_S
 from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold
 from spurctl.model import Kind, utcnow
+from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.act.node_admin import NodeAdmin
@@ -618,12 +619,18 @@ def _repair(
 
     rejoin, _ = rejoin_said(request.conn, request.rejoin_checked, dry_run=True)
     view = inputs.view
-    asked = RepairRequest(
-        request.src, request.conn, request.journal_path, yes=True,
-        max_inventory_age_s=request.max_inventory_age_s, tick_s=request.tick_s,
-        wait_s=request.wait_s, rejoin_checked=request.rejoin_checked,
-        max_unavailable=request.max_unavailable, cooldown_s=request.cooldown_s,
-    )  # fmt: skip
+    # The request names the one node (the round's scope may be every node).
+    src = dataclasses.replace(request.src, scope=Scope(frozenset({t.node})))
+    try:
+        asked = RepairRequest(
+            src, request.conn, request.journal_path, yes=True,
+            max_inventory_age_s=request.max_inventory_age_s, tick_s=request.tick_s,
+            wait_s=request.wait_s, rejoin_checked=request.rejoin_checked,
+            max_unavailable=request.max_unavailable, cooldown_s=request.cooldown_s,
+        )  # fmt: skip
+    except SpurctlError as refused:  # --inventory -: nothing to read again after the drain
+        return [Done(Act.REPAIR.value, t.node, 0, Kind.PHANTOM_ALLOC.value, "skipped",
+                     str(refused))]  # fmt: skip
     plan = RepairPlan(view.address, view.version, view.taken_at, t.node, [t], rejoin=rejoin,
                       tick_s=request.tick_s, wait_s=request.wait_s)  # fmt: skip
     result = {Status.REPAIRED: "sent", Status.LANDED: "sent", Status.REFUSED: "skipped",
