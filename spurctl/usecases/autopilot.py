@@ -85,9 +85,14 @@ TICK_S = 10.0
 FLAPPING_PREFIX = f"spurctl: {FLAPPING}:"
 
 
+REJOIN_WITHOUT_REPAIR = "--rejoin-checked goes with --repair: add --repair, or leave it out"
+
+
 @dataclass(frozen=True, slots=True)
 class AutopilotRequest:
-    """What `spurctl autopilot` was asked."""
+    """What `spurctl autopilot` was asked; an option that means nothing without another
+    refused when it is built (SpurctlError). Each option's own range is its parser's
+    (option_values)."""
 
     src: Sources
     conn: Connection
@@ -108,6 +113,10 @@ class AutopilotRequest:
     wait_s: float = DEFAULT_REPAIR_WAIT_S
     # SIGHUP: the connection read again from the options, spur.conf and the config file.
     reconnect: Callable[[], Connection] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rejoin_checked and not self.repair:
+            raise SpurctlError(REJOIN_WITHOUT_REPAIR)
 
 
 @dataclass(frozen=True, slots=True)

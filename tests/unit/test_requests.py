@@ -1,7 +1,7 @@
 """The changing commands' requests (usecases/reclaim.ReclaimRequest, usecases/drain.DrainRequest,
-repair_view.RepairRequest):
-every mix of options that cannot mean anything is refused when the request is built, before
-a file is read or a connection made; no cluster, simulated or real, is needed to ask."""
+repair_view.RepairRequest, usecases/autopilot.AutopilotRequest): every mix of options that
+cannot mean anything is refused when the request is built; no cluster, simulated or real, is
+needed to ask (repair's and the autopilot's carry a connection, never asked while building)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from spurctl.sources.inventories import Sources
 from spurctl.sources.repair_plan import SavedRepairPlan
 from spurctl.sources.settings import Connection
 from spurctl.usecases import drain
+from spurctl.usecases.autopilot import AutopilotRequest
 from spurctl.usecases.drain import DrainRequest, Verb
 from spurctl.usecases.reclaim import MISSING_NODES, ReclaimRequest
 
@@ -151,3 +152,21 @@ def test_a_saved_repair_plan_brings_its_nodes_and_keeps_the_typed_exclusion() ->
     request = repair_asked(None, exclude="gpu002", plan_file=Path("plan.json")).with_saved(saved)
     assert request.saved is saved
     assert request.src.scope.kept() == {"gpu001", "gpu003", "gpu004"}
+
+
+# -- autopilot (usecases/autopilot.AutopilotRequest) -----------------------------------
+
+
+def autopilot_asked(**more: Any) -> AutopilotRequest:
+    src = Sources(Scope.parse(None), None, True, "", 1)
+    return AutopilotRequest(src, NO_CONNECTION, JOURNAL, JOURNAL.parent / "autopilot.pause", **more)
+
+
+def test_an_autopilot_checked_rejoin_without_repair_is_refused() -> None:
+    with pytest.raises(SpurctlError) as refused:
+        autopilot_asked(rejoin_checked=True)
+    assert str(refused.value) == (
+        "--rejoin-checked goes with --repair: add --repair, or leave it out"
+    )
+    request = autopilot_asked(rejoin_checked=True, repair=True, rounds=1)
+    assert request.repair and request.rejoin_checked and request.src.scope.everything
