@@ -9,6 +9,7 @@ below them both, as audit_view does for the audit.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +35,7 @@ from spurctl.defaults import (
 )
 from spurctl.errors import SpurctlError
 from spurctl.model import Allocation, Finding, Inventory, NextStep, Node, format_time
+from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.sources.controller import ControllerClient
@@ -42,11 +44,19 @@ if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
 
 
+MISSING_NODES = (
+    "missing option --node: name the nodes to repair with --node HOSTLIST (or -w), "
+    "or carry out a saved plan with --plan FILE"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class RepairRequest:
-    """Everything `spurctl repair` was asked, checked by the command line."""
+    """Everything `spurctl repair` (or the autopilot's --repair) was asked; every mix of
+    options that cannot mean anything refused when it is built (SpurctlError), before a
+    saved plan is read or the controller asked."""
 
-    src: Sources  # its scope: the nodes named, or the saved plan's
+    src: Sources  # its scope: the nodes named, or the saved plan's (with_saved)
     conn: Connection
     journal_path: Path
     dry_run: bool = False
@@ -64,8 +74,37 @@ class RepairRequest:
     # argv words that read this view again (the resume command the result prints).
     view_flags: tuple[str, ...] = ()
     names_command: str = NAMES_COMMAND
-    # Where a dry run saves its plan (-o), for the command that carries it out.
+    # --plan FILE, and the plan read from it (with_saved): the only nodes repaired.
     plan_file: Path | None = None
+    # -o: where a dry run saves its plan, for the command that carries it out.
+    plan_output: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.plan_output is not None and not self.dry_run:
+            raise SpurctlError(
+                "-o saves the plan of a dry run: add --dry-run (then repair with --plan FILE)"
+            )
+        if self.plan_file is not None:
+            if self.saved is None and not self.src.scope.everything:
+                raise SpurctlError("--plan names its own nodes: drop --node, or drop --plan")
+            if self.dry_run:
+                raise SpurctlError(
+                    "--plan carries out a saved plan: drop --dry-run, or drop --plan"
+                )
+        elif self.src.scope.hostlist is None:
+            raise SpurctlError(MISSING_NODES)
+        if self.src.inventory and "-" in self.src.inventory:
+            raise SpurctlError(
+                "repair reads the inventories again after its drain, and standard input (-) "
+                "can be read only once: write them to a file (spurctl collect -o FILE), or "
+                "--collect"
+            )
+
+    def with_saved(self, saved: SavedRepairPlan) -> RepairRequest:
+        """This request carrying out `saved` (read from --plan): its nodes, less -x."""
+        scope = Scope.parse(saved.nodes, self.src.scope.exclude_typed)
+        src = dataclasses.replace(self.src, scope=scope)
+        return dataclasses.replace(self, src=src, saved=saved)
 
     def applying(self, nodes: str) -> NextStep:
         """This dry run's plan carried out: its saved file, else the same run without
@@ -81,9 +120,10 @@ class RepairRequest:
             given += ["--tick", f"{self.tick_s:g}"]
         if self.wait_s != DEFAULT_REJOIN_WAIT_S:
             given += ["--wait", f"{self.wait_s:g}"]
-        if self.plan_file is not None:
+        if self.plan_output is not None:
+            saved = str(self.plan_output)
             return NextStep.spurctl(
-                "repair", "--plan", str(self.plan_file), *given, why="Carry out the saved plan with"
+                "repair", "--plan", saved, *given, why="Carry out the saved plan with"
             )
         return NextStep.spurctl("repair", "--node", nodes, *given, why="Carry out this plan with")
 

@@ -153,8 +153,6 @@ def command(
     from spurctl.decide.autopilot import Limits
     from spurctl.usecases.autopilot import AutopilotRequest, run
 
-    if rejoin_checked and not repair:
-        raise SpurctlError("--rejoin-checked goes with --repair: add --repair, or leave it out")
     journal = opt.journal_at(journal_path)
     request = AutopilotRequest(
         src=holdings.sources(scope),

@@ -10,7 +10,6 @@ from spurctl import options as opt
 from spurctl.commands.drain import CooldownOpt, MaxUnavailableOpt
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_REJOIN_WAIT_S, DEFAULT_TICK_S
-from spurctl.errors import SpurctlError
 from spurctl.option_values import parse_duration
 from spurctl.render.common import ReclaimFormat
 from spurctl.scope import Scope
@@ -129,36 +128,12 @@ def command(
     from spurctl.usecases.repair import RepairRequest, repair
 
     fmt = opt.with_json(ctx, fmt, as_json)
-    dry_run, output, plan_file = change.dry_run, change.output, change.plan_file
-    if output is not None and not dry_run:
-        raise SpurctlError(
-            "-o saves the plan of a dry run: add --dry-run (then repair with --plan FILE)"
-        )
-    saved = None
-    if plan_file is not None:
-        if not scope.everything:
-            raise SpurctlError("--plan names its own nodes: drop --node, or drop --plan")
-        if dry_run:
-            raise SpurctlError("--plan carries out a saved plan: drop --dry-run, or drop --plan")
-        saved = load_repair_plan(plan_file)
-        scope = Scope.parse(saved.nodes, scope.exclude_typed)
-    elif scope.hostlist is None:
-        raise SpurctlError(
-            "missing option --node: name the nodes to repair with --node HOSTLIST (or -w), "
-            "or carry out a saved plan with --plan FILE"
-        )
-    if holdings.inventory and "-" in holdings.inventory:
-        raise SpurctlError(
-            "repair reads the inventories again after its drain, and standard input (-) can "
-            "be read only once: write them to a file (spurctl collect -o FILE), or --collect"
-        )
     request = RepairRequest(
         src=holdings.sources(scope),
         conn=conn.connect(),
         journal_path=change.journal,
-        dry_run=dry_run,
+        dry_run=change.dry_run,
         yes=change.yes,
-        saved=saved,
         max_inventory_age_s=max_inventory_age,
         tick_s=tick,
         wait_s=wait,
@@ -173,13 +148,16 @@ def command(
             *(["--restore-drain"] if restore_drain else []),
         ),
         names_command=opt.next_command("nodes", flags=opt.controller_flags(conn)),
-        plan_file=output,
+        plan_file=change.plan_file,
+        plan_output=change.output,
     )
+    if change.plan_file is not None:
+        request = request.with_saved(load_repair_plan(change.plan_file))
     done = repair(
         request,
         show_plan=lambda plan: shown.show_plan(plan, fmt),
         ask=asker(detect().ask, shown.question),
         waiting=shown.waiting,
     )
-    shown.show(done, fmt, output)
+    shown.show(done, fmt, change.output)
     return int(done.exit_status)

@@ -69,6 +69,7 @@ from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_TICK_S
 from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold
 from spurctl.model import Kind, utcnow
+from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.act.node_admin import NodeAdmin
@@ -84,9 +85,14 @@ TICK_S = 10.0
 FLAPPING_PREFIX = f"spurctl: {FLAPPING}:"
 
 
+REJOIN_WITHOUT_REPAIR = "--rejoin-checked goes with --repair: add --repair, or leave it out"
+
+
 @dataclass(frozen=True, slots=True)
 class AutopilotRequest:
-    """What `spurctl autopilot` was asked."""
+    """What `spurctl autopilot` was asked; an option that means nothing without another
+    refused when it is built (SpurctlError). Each option's own range is its parser's
+    (option_values)."""
 
     src: Sources
     conn: Connection
@@ -107,6 +113,10 @@ class AutopilotRequest:
     wait_s: float = DEFAULT_REPAIR_WAIT_S
     # SIGHUP: the connection read again from the options, spur.conf and the config file.
     reconnect: Callable[[], Connection] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rejoin_checked and not self.repair:
+            raise SpurctlError(REJOIN_WITHOUT_REPAIR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -618,12 +628,18 @@ def _repair(
 
     rejoin, _ = rejoin_said(request.conn, request.rejoin_checked, dry_run=True)
     view = inputs.view
-    asked = RepairRequest(
-        request.src, request.conn, request.journal_path, yes=True,
-        max_inventory_age_s=request.max_inventory_age_s, tick_s=request.tick_s,
-        wait_s=request.wait_s, rejoin_checked=request.rejoin_checked,
-        max_unavailable=request.max_unavailable, cooldown_s=request.cooldown_s,
-    )  # fmt: skip
+    # The request names the one node (the round's scope may be every node).
+    src = dataclasses.replace(request.src, scope=Scope(frozenset({t.node})))
+    try:
+        asked = RepairRequest(
+            src, request.conn, request.journal_path, yes=True,
+            max_inventory_age_s=request.max_inventory_age_s, tick_s=request.tick_s,
+            wait_s=request.wait_s, rejoin_checked=request.rejoin_checked,
+            max_unavailable=request.max_unavailable, cooldown_s=request.cooldown_s,
+        )  # fmt: skip
+    except SpurctlError as refused:  # --inventory -: nothing to read again after the drain
+        return [Done(Act.REPAIR.value, t.node, 0, Kind.PHANTOM_ALLOC.value, "skipped",
+                     str(refused))]  # fmt: skip
     plan = RepairPlan(view.address, view.version, view.taken_at, t.node, [t], rejoin=rejoin,
                       tick_s=request.tick_s, wait_s=request.wait_s)  # fmt: skip
     result = {Status.REPAIRED: "sent", Status.LANDED: "sent", Status.REFUSED: "skipped",
