@@ -359,10 +359,11 @@ def run_audit(
     report.cluster = None if conn is None else conn.cluster
     if journal is not None:
         report.node_admin = _node_admin(journal, inputs, conn)
-        if report.node_admin.down:  # else no note: the drain planner is not imported (~7 ms)
+        admin = report.node_admin
+        if admin.down or admin.lost:  # else no note: the drain planner is not imported (~7 ms)
             from spurctl.decide.drains import down_notes
 
-            report.notes.extend(down_notes(report.node_admin))
+            report.notes.extend(down_notes(admin, inputs.view.version))
     return report, inputs
 
 
@@ -395,6 +396,10 @@ def _node_admin(journal: Path, inputs: AuditInputs, conn: Connection | None) -> 
     def node(name: str) -> Node | None:
         return inputs.view.nodes.get(name) if scope is None or name in scope else None
 
+    from spurctl.releases import replaces_hold_reason
     from spurctl.sources.settings import credential_uid
 
-    return admin_metrics(found, node, None if conn is None else credential_uid(conn))
+    version = inputs.view.version
+    lost_release = version if replaces_hold_reason(version) else None
+    uid = None if conn is None else credential_uid(conn)
+    return admin_metrics(found, node, uid, lost_release)

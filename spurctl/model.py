@@ -516,6 +516,9 @@ class NodeAdminMetrics(msgspec.Struct, frozen=True):
     drained: dict[str, datetime | None] = msgspec.field(default_factory=dict)
     # Those of `drained` that are DOWN: their heartbeat was lost since spurctl drained them.
     down: tuple[str, ...] = ()
+    # Those it drained now DOWN `Not responding`, the drain's reason replaced by a heartbeat
+    # timeout (Spur v0.8.0 and older: decide/lost_reason.py), with the drain's time.
+    lost: dict[str, datetime] = msgspec.field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -10,6 +10,11 @@ sha): the only thing a controller says about itself. Two things hang on it
 - what the controller reclaims by itself on a heartbeat: #580 (terminal jobs) is
   in release v0.8.0, #623 (the whole predicate) in 0.9.0 and every later release.
 
+A third hangs on it too: what a heartbeat timeout leaves of a drain's reason. Release
+v0.8.0 and every older one replace an admin hold's reason with `Not responding` and keep
+its lock (cluster.rs `apply_health_actions`); #624 (main 2026-08-16, 0.9.0) keeps the
+hold's own reason.
+
 "0.8.0" is the one ambiguous string: release v0.8.0 (2026-08-11) and every build
 of main until 0.9.0 (2026-08-24) report it, and main gained #628 (2026-08-13),
 #623 (2026-08-16) and #629 (2026-08-18) in between. spurctl takes it at its
@@ -64,6 +69,14 @@ def filters_for(version: str) -> Filters:
     parsed = parse_version(version)
     known = parsed is not None and parsed > AMBIGUOUS
     return Filters(nodes=known, requeued=known)
+
+
+def replaces_hold_reason(version: str) -> bool:
+    """Whether a controller of `version` may replace a drain's reason with `Not responding`
+    when the node's heartbeat times out, keeping the lock (before #624): 0.8.0 and older,
+    or a string that is not a version number (taken at its weakest, as filters_for does)."""
+    parsed = parse_version(version)
+    return parsed is None or parsed <= AMBIGUOUS
 
 
 def _kinds(kinds: Iterable[Kind]) -> str:

@@ -116,9 +116,10 @@ def run_change(
     max_inventory_age_s: float = DEFAULT_MAX_INVENTORY_AGE_S,
     max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE,
     cooldown_s: float = DEFAULT_COOLDOWN_S,
+    lost_reason: bool = False,
 ) -> int:
     """drain's or resume's one request, use-case call and render call (they differ only
-    in the verb and resume's inventory age)."""
+    in the verb, drain's budget and resume's inventory age and --lost-reason)."""
     from spurctl.commands.environment import detect
     from spurctl.render import drain as shown
     from spurctl.render.common import asker
@@ -134,6 +135,7 @@ def run_change(
         max_inventory_age_s=max_inventory_age_s,
         max_unavailable=max_unavailable,
         cooldown_s=cooldown_s,
+        lost_reason=lost_reason,
         given=(
             *opt.view_flags(holdings, conn),
             *(["--journal", str(change.journal_path)] if change.journal_path is not None else []),

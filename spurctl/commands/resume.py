@@ -15,8 +15,20 @@ from spurctl.scope import Scope
 NAME = "resume"
 EPILOG = (
     "\b\nExamples:\n  spurctl resume --node 'gpu[001-128]' --collect --dry-run\n"
-    "  spurctl resume -w gpu017 --collect --yes"
+    "  spurctl resume -w gpu017 --collect --yes\n"
+    "  spurctl resume -w gpu017 --collect --lost-reason --yes"
 )
+LostReasonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lost-reason",
+        help="Lift only the named nodes that spurctl drained and that Spur v0.8.0 (or "
+        "older) then marked DOWN 'Not responding' when their heartbeat timed out, keeping "
+        "the lock: each only when the journal records that drain still set, its audit is "
+        "clean and its spurd runs. Refused on Spur 0.9 and later, which keeps the drain's "
+        "reason (plain resume lifts it there).",
+    ),
+]
 FormatOpt = Annotated[ReclaimFormat, opt.format_option(ReclaimFormat, "resume", "the result")]
 
 
@@ -28,6 +40,7 @@ def command(
     ctx: typer.Context,
     change: opt.ChangeOptions = opt.ChangeOptions(),
     max_inventory_age: MaxAgeOpt = DEFAULT_MAX_INVENTORY_AGE_S,
+    lost_reason: LostReasonOpt = False,
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
     scope: Scope = Scope(),
@@ -39,7 +52,9 @@ def command(
     Only a drain whose reason starts `spurctl:` is ever lifted (UpdateNode to IDLE),
     and only when the node's audit, on an inventory no older than
     --max-inventory-age, finds nothing that needs action; anyone else's drain (an
-    admin's, a health check's) is never touched. Journaled. Exit 0 when every
+    admin's, a health check's) is never touched. On Spur v0.8.0 a drain of spurctl's
+    whose heartbeat timed out reads DOWN 'Not responding' for ever: it is said, and
+    lifted only with --lost-reason. Journaled. Exit 0 when every
     spurctl drain in scope was lifted, 1 when one stays (the node is not clean) or
     failed, 2 on errors.
     """
@@ -47,5 +62,5 @@ def command(
 
     return run_change(
         Verb.RESUME, opt.with_json(ctx, fmt, as_json), scope, holdings, conn, change,
-        max_inventory_age_s=max_inventory_age,
+        max_inventory_age_s=max_inventory_age, lost_reason=lost_reason,
     )  # fmt: skip

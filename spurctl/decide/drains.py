@@ -22,6 +22,13 @@ from typing import Any
 
 from spurctl.decide.budget import DEFAULT_COOLDOWN_S, cooling
 from spurctl.decide.health import is_health_check_drain
+from spurctl.decide.lost_reason import (
+    LOST_KIND,
+    NOT_RESPONDING,
+    keeps_reason_line,
+    lost_drain,
+    lost_line,
+)
 from spurctl.decide.owner import Ownership, Seen, down_since
 from spurctl.decide.reasons import duration
 from spurctl.decide.repair import HOLDS, SPURCTL_PREFIX, is_repair_drain
@@ -34,6 +41,7 @@ from spurctl.model import (
     Node,
     NodeAdminMetrics,
     NodeState,
+    format_time,
 )
 
 # Kinds reclaim sends an agent cancel for (act/journal.py AGENT_CANCEL_KINDS).
@@ -232,9 +240,11 @@ def resume_plan(
     max_age_s: float,
     owned: Ownership,
     repairing: Iterable[str] = (),
+    lost_release: str | None = None,
 ) -> tuple[list[NodeChange], list[Left]]:
     """The nodes whose spurctl drain may be lifted (a clean, fresh audit), and the others in
-    scope with why they stay as they are."""
+    scope with why they stay as they are; `lost_release`: the controller's version where a
+    heartbeat timeout replaces a drain's reason (decide/lost_reason.py), else None."""
     resume: list[NodeChange] = []
     kept: list[Left] = []
     under_repair = set(repairing)
@@ -244,6 +254,11 @@ def resume_plan(
             continue
         if node.state not in _OUT_OF_SERVICE and not (node.state_reason and owned.owns(node)):
             continue  # up, or DOWN/ERROR for no reason of spurctl's
+        lost = None if lost_release is None else lost_drain(node, owned)
+        if lost is not None and lost_release is not None:
+            # Not spurctl's by the Ownership rule: only --lost-reason lifts it (said).
+            kept.append(Left(name, lost_line(name, lost[1], lost_release), kept=True))
+            continue
         if node.state is NodeState.DOWN and not owned.looks_owned(node):
             # Spur's own DOWN (not responding) or an admin's: not resume's, and said, so
             # a node named for resume is never passed over in silence.
@@ -290,40 +305,9 @@ def resume_plan(
                 )
             )
             continue
-        needing = [f for f in _on(name, findings) if f.needs_action]
-        if needing:
-            f = needing[0]
-            job = f" job {f.job_id}" if f.job_id is not None else ""
-            kept.append(Left(name, f"{still}: {f.kind.value}{job}: {f.reason}", kept=True))
-            continue
-        inv = inventories.get(name)
-        age = (
-            None
-            if inv is None or inv.collected_at is None
-            else (now - inv.collected_at).total_seconds()
-        )
-        if age is None or age > max_age_s:
-            said = "no collection time" if age is None else f"collected {duration(age)} ago"
-            kept.append(
-                Left(
-                    name,
-                    f"{still}: its inventory is not fresh ({said}, --max-inventory-age "
-                    f"{duration(max_age_s)}): collect it again",
-                    kept=True,
-                )
-            )
-            continue
-        assert inv is not None  # fresh, so there is one
-        if down and inv.agent is None:
-            # Lifted with no spurd running, the node would only go DOWN again at the next
-            # health check, and nothing would have looked at it since: it stays.
-            said = (
-                "its inventory finds no spurd running"
-                if inv.agent_checked
-                else "its inventory does not say whether spurd runs (collect it with a "
-                "current spurctl node-inventory)"
-            )
-            kept.append(Left(name, f"{still}: {said}; start spurd, then resume", kept=True))
+        unclean = _unclean(name, still, down, findings, inventories, now=now, max_age_s=max_age_s)
+        if unclean is not None:
+            kept.append(unclean)
             continue
         words = node.state_reason.split()
         kind = (
@@ -332,6 +316,115 @@ def resume_plan(
         kind = Kind.PHANTOM_ALLOC.value if is_repair_drain(node.state_reason) else kind
         resume.append(NodeChange(name, node.state_reason, kind, seen=Seen.of(node)))
     return resume, kept
+
+
+def _unclean(
+    name: str,
+    still: str,
+    down: bool,
+    findings: Sequence[Finding],
+    inventories: Mapping[str, Inventory],
+    *,
+    now: datetime,
+    max_age_s: float,
+) -> Left | None:
+    """Why a node spurctl may lift (`still`: how it stays, as a phrase) is not clean yet
+    (a finding needing action, an inventory not fresh, no spurd on a DOWN node); None
+    when it is."""
+    needing = [f for f in _on(name, findings) if f.needs_action]
+    if needing:
+        f = needing[0]
+        job = f" job {f.job_id}" if f.job_id is not None else ""
+        return Left(name, f"{still}: {f.kind.value}{job}: {f.reason}", kept=True)
+    inv = inventories.get(name)
+    age = None if inv is None or inv.collected_at is None else (now - inv.collected_at)
+    seconds = None if age is None else age.total_seconds()
+    if seconds is None or seconds > max_age_s:
+        said = "no collection time" if seconds is None else f"collected {duration(seconds)} ago"
+        return Left(
+            name,
+            f"{still}: its inventory is not fresh ({said}, --max-inventory-age "
+            f"{duration(max_age_s)}): collect it again",
+            kept=True,
+        )
+    assert inv is not None  # fresh, so there is one
+    if down and inv.agent is None:
+        # Lifted with no spurd running, the node would only go DOWN again at the next
+        # health check, and nothing would have looked at it since: it stays.
+        said = (
+            "its inventory finds no spurd running"
+            if inv.agent_checked
+            else "its inventory does not say whether spurd runs (collect it with a "
+            "current spurctl node-inventory)"
+        )
+        return Left(name, f"{still}: {said}; start spurd, then resume", kept=True)
+    return None
+
+
+def lost_reason_plan(
+    scope: Iterable[str],
+    nodes: Mapping[str, Node],
+    findings: Sequence[Finding],
+    inventories: Mapping[str, Inventory],
+    *,
+    now: datetime,
+    max_age_s: float,
+    owned: Ownership,
+    lost_release: str | None,
+    version: str,
+) -> tuple[list[NodeChange], list[Left]]:
+    """`resume --lost-reason`: each node in scope lifted only when a heartbeat timeout
+    replaced spurctl's drain on it (decide/lost_reason.py; `lost_release`: the controller's
+    version where its release does that, else None), its audit is clean and its spurd
+    runs; every other node refused with what was seen. The call goes out only while the
+    node is still DOWN `Not responding` (Seen)."""
+    resume: list[NodeChange] = []
+    refused: list[Left] = []
+    for name in sorted(scope):
+        node = nodes.get(name)
+        if lost_release is None:
+            refused.append(Left(name, keeps_reason_line(name, version), kept=True))
+            continue
+        if node is None:
+            refused.append(Left(name, f"{name} is not lifted: the controller has no such node"))
+            continue
+        lost = lost_drain(node, owned)
+        if lost is None:
+            refused.append(Left(name, _not_lost(node, owned), kept=True))
+            continue
+        reason, at = lost
+        still = (
+            f"{name} is not lifted (DOWN 'Not responding' since spurctl's drain of "
+            f"{format_time(at)}, whose reason Spur replaced)"
+        )
+        unclean = _unclean(name, still, True, findings, inventories, now=now, max_age_s=max_age_s)
+        if unclean is not None:
+            refused.append(unclean)
+            continue
+        resume.append(NodeChange(name, reason, LOST_KIND, seen=Seen.of(node)))
+    return resume, refused
+
+
+def _not_lost(node: Node, owned: Ownership) -> str:
+    """Why --lost-reason does not lift `node`: what it saw."""
+    said = f"is {node.state.name} with reason {node.state_reason!r}"
+    if node.state is not NodeState.DOWN or node.state_reason != NOT_RESPONDING:
+        also = ""
+        if owned.owns(node):
+            also = ", spurctl's own: plain `spurctl resume` handles it"
+        elif node.state_reason:
+            also = ", not spurctl's: never touched"
+        return f"{node.name} is not lifted: it {said}, not DOWN 'Not responding'{also}"
+    if not owned.reasons.get(node.name):
+        return (
+            f"{node.name} is not lifted: it {said}, and the journal records no drain of "
+            "spurctl's on it still set (none sent, or lifted or removed since): Spur's own "
+            "DOWN, not spurctl's"
+        )
+    return (
+        f"{node.name} is not lifted: it {said}, and its controller record was registered "
+        "after spurctl's drain (slurmd_start_time), so that drain is gone with the old record"
+    )
 
 
 # A repair's end, by the step its run journaled last (usecases/repair.py).
@@ -348,13 +441,16 @@ def admin_metrics(
     records: Iterable[Mapping[str, Any]],
     node: Callable[[str], Node | None],
     uid: int | None = None,
+    lost_release: str | None = None,
 ) -> NodeAdminMetrics:
     """What spurctl's node administration did (counted over the journal, so the counts only
     grow) and the nodes the journal says spurctl drained that a drain of spurctl's still
     holds out of service (`node`: the view's record of a node, None outside it), each with
     the time of the last drain the journal records under the reason the node carries
     (`uid`: the one the controller records for spurctl's calls, Ownership); those among
-    them DOWN (their heartbeat lost since) in `down`."""
+    them DOWN (their heartbeat lost since) in `down`; in `lost`, those DOWN `Not
+    responding` whose drain the heartbeat timeout replaced, where the controller's release
+    does that (`lost_release`, its version: decide/lost_reason.py)."""
     records = list(records)
     owned = Ownership.of(records, uid)
     repairs: dict[str, int] = {}
@@ -376,20 +472,26 @@ def admin_metrics(
             resumes += 1
     held: dict[str, datetime | None] = {}
     down: list[str] = []
+    lost: dict[str, datetime] = {}
     for name in sorted(drained):
         now = node(name)
         if now is not None and now.state in _OUT_OF_SERVICE and owned.owns(now):
             held[name] = owned.since.get((name, now.state_reason))
             if now.state is NodeState.DOWN:
                 down.append(name)
-    return NodeAdminMetrics(repairs, drains, resumes, held, tuple(down))
+        elif now is not None and lost_release is not None:
+            replaced = lost_drain(now, owned)
+            if replaced is not None:
+                lost[name] = replaced[1]
+    return NodeAdminMetrics(repairs, drains, resumes, held, tuple(down), lost)
 
 
-def down_notes(metrics: NodeAdminMetrics) -> list[str]:
+def down_notes(metrics: NodeAdminMetrics, version: str) -> list[str]:
     """The audit's note on each node spurctl drained whose heartbeat was lost since: Spur
-    keeps it DOWN, locked, until someone lifts it; no admin set that DOWN."""
+    keeps it DOWN, locked, until someone lifts it; no admin set that DOWN. `version`: the
+    controller's, named where it replaced the drain's reason (`lost`)."""
     return [
         f"{name} is {down_since(metrics.drained.get(name))}: {LOCKED_DOWN}; `spurctl resume "
         f"-w {name}` lifts it once its audit is clean and its spurd answers"
         for name in metrics.down
-    ]
+    ] + [lost_line(name, at, version) for name, at in metrics.lost.items()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from spurctl.decide.lost_reason import LOST_KIND
 from spurctl.decide.reasons import plural
 from spurctl.errors import visible
 from spurctl.model import NodeState
@@ -33,6 +34,11 @@ def plan_lines(plan: DrainPlan) -> list[str]:
     for c in plan.changes:
         if plan.verb is Verb.DRAIN:
             lines.append(f"  {c.node}  UpdateNode(state=DRAIN, reason={c.reason!r})")
+        elif c.kind == LOST_KIND:
+            lines.append(
+                f"  {c.node}  UpdateNode(state=IDLE): lifts the DOWN 'Not responding' that "
+                f"replaced spurctl's {c.reason!r}, its audit is clean and its spurd runs"
+            )
         else:
             down = c.seen is not None and NodeState.DOWN in c.seen.states
             also = " and its spurd runs (DOWN since its heartbeat was lost)" if down else ""

@@ -83,6 +83,7 @@ def update_node(
         if new_state is not None and "state" in state.update_failure:
             raise Refused(grpc.StatusCode.INTERNAL, state.update_failure["state"])
         if new_state is not None:
+            state.locked_not_responding.discard(name)  # the lock is the new state's now
             if new_state is NodeState.DRAIN and charged(node.alloc):
                 new_state = NodeState.DRAINING
             node = dataclasses.replace(
@@ -123,6 +124,7 @@ def drain_node(state: ClusterState, name: str, reason: str, uid: int = 0) -> tup
         if node is None:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"node {name} not found")
         running = len(_active_on(state, name))
+        state.locked_not_responding.discard(name)
         drained = NodeState.DRAINING if running else NodeState.DRAIN
         state.nodes[name] = dataclasses.replace(
             node, state=drained, state_reason=reason,
@@ -159,6 +161,7 @@ def deregister_node(state: ClusterState, name: str, *, force: bool, at: datetime
                 if other in state.nodes:  # spawn_cancel_for_evicted: nodes with an address
                     state.agent_cancel(other, job_id, 9)
         state.removed[name] = state.nodes.pop(name)
+        state.locked_not_responding.discard(name)
         state.generation += 1
         return evicted
 

@@ -46,6 +46,11 @@ class SpurRelease:
     # #860 (merged after 0.11.0, from its pull request): NodeInfo.reason_uid, who set the
     # node's reason (the caller's uid from its JWT); a resume clears it.
     reason_uid: bool = False
+    # #624 (33b65f6, main 2026-08-16, 0.9.0): a heartbeat timeout on an admin hold keeps
+    # the hold's own reason. Before it (release v0.8.0 and older, cluster.rs
+    # `apply_health_actions`, v0.8.0 l. 2311-2340) the reason becomes `Not responding`
+    # and the lock is kept all the same.
+    hold_keeps_reason: bool = True
 
     def knows(self, state: JobState) -> bool:
         """Whether this release's JobState has `state`."""
@@ -67,6 +72,7 @@ V0_8_0 = SpurRelease(
     deregister_keeps_node=False,
     spurstepd=False,
     health_checks=False,
+    hold_keeps_reason=False,
 )
 # main at 4cc3da8 (2026-08-23), the newest commit read in source: #628, #629 and #623,
 # and still the workspace version 0.8.0. What the simulated cluster always played.

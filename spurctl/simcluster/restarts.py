@@ -75,6 +75,7 @@ def restart_agent(
         # Node::new carries no allocation, so a phantom charge goes with the old record.
         state.nodes[node] = dataclasses.replace(after, state=busy_state(after, after.alloc))
         if not keeps:  # registered afresh: partitions from its labels, a waiting job placed
+            state.locked_not_responding.discard(node)
             state.nodes[node] = partitions_of(state, state.nodes[node])
             place_waiting(state, node, at)
         if requeue:

@@ -218,6 +218,9 @@ class ClusterState:
         self.agent_started_at = dict(scenario.agent_started_at)
         # Nodes whose spurd is not running (simcluster/liveness.py): a scan finds none.
         self.spurd_stopped: set[str] = set()
+        # Nodes DOWN `Not responding` that kept an admin hold's lock (release v0.8.0, before
+        # #624: simcluster/liveness.py); an UpdateNode, a DrainNode or a new record ends it.
+        self.locked_not_responding: set[str] = set()
         self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: spur_release.played(j) for j in scenario.jobs}

@@ -26,13 +26,21 @@ from spurctl.decide.budget import (
     over_budget,
     resumed_at,
 )
-from spurctl.decide.drains import Left, NodeChange, cancel_states, drain_plan, resume_plan
+from spurctl.decide.drains import (
+    Left,
+    NodeChange,
+    cancel_states,
+    drain_plan,
+    lost_reason_plan,
+    resume_plan,
+)
 from spurctl.decide.owner import Ownership
 from spurctl.decide.repair import repair_progress
 from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import NextStep, utcnow
+from spurctl.releases import replaces_hold_reason
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
@@ -64,6 +72,9 @@ class DrainRequest:
     # (decide/budget.py); a node spurctl resumed is not drained again before the cooldown.
     max_unavailable: MaxUnavailable = DEFAULT_MAX_UNAVAILABLE
     cooldown_s: float = DEFAULT_COOLDOWN_S
+    # resume --lost-reason: lift the named nodes whose drain of spurctl's a heartbeat
+    # timeout replaced with `Not responding` (Spur v0.8.0: decide/lost_reason.py), only.
+    lost_reason: bool = False
     # The options that made the view and the journal named, as a next command restates
     # them (opt.view_flags, plus --journal when one was given).
     given: tuple[str, ...] = ()
@@ -77,11 +88,15 @@ class DrainRequest:
             words += ["--max-unavailable", str(self.max_unavailable)]
         if self.verb is Verb.DRAIN and self.cooldown_s != DEFAULT_COOLDOWN_S:
             words += ["--cooldown", f"{self.cooldown_s:g}s"]
+        if self.lost_reason:
+            words += ["--lost-reason"]
         return NextStep.spurctl(*words, why="Send this plan with")
 
     def __post_init__(self) -> None:
         if self.scope.named is None:
             raise SpurctlError(MISSING_NODES)
+        if self.lost_reason and self.verb is not Verb.RESUME:
+            raise SpurctlError("--lost-reason is resume's: it lifts a DOWN, never drains")
 
 
 @dataclass(slots=True)
@@ -138,11 +153,21 @@ def plan_changes(request: DrainRequest, src: Sources, conn: Connection) -> Drain
         )
         if refused is not None:
             raise SpurctlError(refused)
+        return plan
+    # Where a heartbeat timeout replaces a drain's reason (decide/lost_reason.py).
+    version = inputs.view.version
+    lost_release = version if replaces_hold_reason(version) else None
+    if request.lost_reason:
+        plan.changes, plan.left = lost_reason_plan(
+            scope, nodes, report.findings, inputs.inventories, now=utcnow(),
+            max_age_s=request.max_inventory_age_s, owned=owned,
+            lost_release=lost_release, version=version,
+        )  # fmt: skip
     else:
         plan.changes, plan.left = resume_plan(
             scope, nodes, report.findings, inputs.inventories, now=utcnow(),
             max_age_s=request.max_inventory_age_s, owned=owned,
-            repairing=repair_progress(found),
+            repairing=repair_progress(found), lost_release=lost_release,
         )  # fmt: skip
     return plan
 

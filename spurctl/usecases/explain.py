@@ -206,9 +206,10 @@ def _ahead(inv: Inventory, inputs: AuditInputs) -> float | None:
 
 
 def _node_doc(
-    name: str | None, node: Node | None, admin: NodeAdminMetrics | None = None
+    name: str | None, node: Node | None, admin: NodeAdminMetrics | None = None, version: str = ""
 ) -> dict[str, Any] | None:
-    """The controller's record of the node; `admin`: what spurctl's own drains left."""
+    """The controller's record of the node; `admin`: what spurctl's own drains left;
+    `version`: the controller's."""
     if name is None or node is None:
         return None
     cause = admin_down(node)
@@ -217,6 +218,10 @@ def _node_doc(
         from spurctl.decide.owner import down_since
 
         cause = f"{down_since(admin.drained.get(name))}: {LOCKED_DOWN} (`spurctl resume -w {name}`)"
+    if admin is not None and name in admin.lost:
+        from spurctl.decide.lost_reason import lost_line
+
+        cause = lost_line(name, admin.lost[name], version)
     a = node.alloc
     return {
         "name": name,
@@ -441,7 +446,9 @@ def explain(
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "node": name,
-        "controller_node": _node_doc(where.controller_name, where.node, report.node_admin),
+        "controller_node": _node_doc(
+            where.controller_name, where.node, report.node_admin, report.controller_version
+        ),
         "controller": {
             "cluster": report.cluster,
             "address": report.controller_address,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from spurctl.model import JobState, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import NEWEST
+from spurctl.simcluster.releases import NEWEST, V0_8_0
 from tests.e2e.test_simcluster import controller
 
 
@@ -67,3 +67,25 @@ def test_after_784_a_graceful_spurd_stop_turns_a_draining_hold_down_locked() -> 
         assert sim.node("gpu009").reason_uid == 1000  # the hold's, kept
         sim.heartbeat()
         assert _state(sim, "gpu009") == (pb.NODE_DOWN, "ops: check")
+
+
+def test_v0_8_0_replaces_a_holds_reason_with_not_responding_and_keeps_its_lock() -> None:
+    """Release v0.8.0 (cluster.rs `apply_health_actions`, l. 2311-2340, before #624): the
+    timeout stamps `Not responding` on a hold too, and the lock stays: the heartbeat's
+    return and the node's registration do not bring it back; an UpdateNode IDLE does."""
+    with SimCluster(incident(), spur_release=V0_8_0) as sim:
+        sim.admin_update("gpu009", NodeState.DRAIN, "ops: check")
+        sim.lose_heartbeat("gpu009")
+        assert _state(sim, "gpu009") == (pb.NODE_DOWN, "Not responding")
+        sim.start_agent("gpu009")
+        sim.heartbeat()
+        assert _state(sim, "gpu009") == (pb.NODE_DOWN, "Not responding")  # locked
+        assert sim.inventory("gpu009").agent is not None
+        controller(sim).UpdateNode(
+            pb.UpdateNodeRequest(name="gpu009", state=pb.NODE_IDLE), timeout=5
+        )
+        assert _state(sim, "gpu009")[0] != pb.NODE_DOWN
+        # An up node's DOWN is unlocked there too: it recovers by itself.
+        sim.lose_heartbeat("gpu012")
+        sim.start_agent("gpu012")
+        assert _state(sim, "gpu012")[0] != pb.NODE_DOWN
