@@ -21,9 +21,11 @@ PYTHON = sys.executable
 
 
 def env() -> dict[str, str]:
-    """This checkout first on the path, so a benchmark measures the code beside it."""
+    """This checkout first on the path (spurctl, and the simulator in sim/), so a benchmark
+    measures the code beside it."""
     out = dict(os.environ)
-    out["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    ours = [str(REPO), str(REPO / "sim")]
+    out["PYTHONPATH"] = os.pathsep.join([*ours, *filter(None, [os.environ.get("PYTHONPATH")])])
     return out
 
 
@@ -37,8 +39,9 @@ def compile_bytecode() -> None:
     """
     import compileall
 
-    if not compileall.compile_dir(REPO / "spurctl", quiet=1):
-        raise RuntimeError(f"cannot compile {REPO / 'spurctl'}")
+    for package in (REPO / "spurctl", REPO / "sim" / "spurctl_sim"):
+        if not compileall.compile_dir(package, quiet=1):
+            raise RuntimeError(f"cannot compile {package}")
 
 
 @contextlib.contextmanager

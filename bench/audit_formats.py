@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import PYTHON, Run, compile_bytecode, run, serve, verdict
 
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES
+from spurctl_sim.releases import MAIN_4CC3DA8, SPUR_RELEASES
 
 TARGET_RATIO = 1.3
 TARGET_NODES = 20_000

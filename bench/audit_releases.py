@@ -9,7 +9,7 @@ answers every job of the state), so an audit that split its running jobs by node
 sent it 2,149 GetJobs requests in 240 s and never finished; a 0.9 controller takes
 a few seconds. spurctl now reads a controller that says 0.8.0 by job-id range.
 
-For each release (`--releases`, names of spurctl.simcluster.releases) the same
+For each release (`--releases`, names of spurctl_sim.releases) the same
 `scenarios.large(N nodes, 10N jobs, 5N holdings)`, with real-sized JobInfo records
 and inventories for half the nodes, is served by bench/preencoded_controller.py
 `--release R` in its own process, on its port that refuses answers over spurctld's
@@ -25,7 +25,7 @@ Then one verdict line: every release's audit complete, with the same findings
 state, and both are not-started), and a comparable number of GetJobs requests (at
 most COMPARABLE times the fewest, plus SLACK).
 
-`--shape striped` serves issue 49's cluster instead (spurctl.simcluster.striped_scenario:
+`--shape striped` serves issue 49's cluster instead (spurctl_sim.striped_scenario:
 ids 1..10N, odd ones COMPLETED, even ones RUNNING on one node each, every node
 inventoried, a stale terminal holding on one node in twenty).
 """

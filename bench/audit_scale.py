@@ -4,7 +4,7 @@
     python bench/audit_scale.py --sizes 1000,5000,20000,50000 [--lean] [--release R] [--library]
 
 Each size gets N nodes, 10*N jobs with real-sized JobInfo records (400-700
-bytes) and inventories for half the nodes (`simcluster.large`),
+bytes) and inventories for half the nodes (`spurctl_sim.large`),
 served by bench/preencoded_controller.py in its own process, from bytes
 encoded once at its start, on two ports: one refusing answers over spurctld's
 32 MiB, one without a cap. Measured side by side in the same run, each in a
@@ -35,12 +35,12 @@ times; preencoded_controller.py --lean): the download is small, spurctl's own
 CPU shows, and the target is the CLI within 1.5x the floor.
 
 `--full` serves the cluster of an audit with `--collect` of the whole of it (issue 51):
-issue 49's striped shape (`simcluster.striped`: 10N jobs, half of them RUNNING on one
+issue 49's striped shape (`spurctl_sim.striped`: 10N jobs, half of them RUNNING on one
 node each, each held by its node's agent, the other half ended, one node in twenty also
 holding an ended job), every node inventoried: ~5.05N holdings against half-inventoried
 `large()`'s ~2.5N. Combine with `--lean` for the issue's figure.
 
-`--release` chooses the Spur release the controller plays (spurctl.simcluster.
+`--release` chooses the Spur release the controller plays (spurctl_sim.
 releases; default main-4cc3da8, whose Ping says 0.8.0 as main's did until 0.9.0):
 a controller that says 0.8.0 is read by job-id range (sources/id_ranges.py), one
 that says 0.9.0 or later (`--release 0.9-0.11`) node by node.
@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import PYTHON, REPO, Run, compile_bytecode, run, serve, verdict
 
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES
+from spurctl_sim.releases import MAIN_4CC3DA8, SPUR_RELEASES
 
 TARGET_RATIO = 1.2
 TARGET_RATIO_LEAN = 1.5

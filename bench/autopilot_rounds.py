@@ -3,7 +3,7 @@
     python bench/autopilot_rounds.py                     # 20,000 nodes, 30 s, grace 60 s
     python bench/autopilot_rounds.py --memory --nodes 2000 --rounds 1000 --interval 0.001
 
-The cluster is spurctl.simcluster.fleet_scenario's: N nodes each running one job its
+The cluster is spurctl_sim.fleet_scenario's: N nodes each running one job its
 agent holds, every node in one inventory file that is rewritten whenever what the
 agents hold changes (as a collector would), served by the simulated Spur cluster in
 this process (the measured autopilot is a process of its own; the controller's CPU is
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import PYTHON, compile_bytecode, env, run, verdict
 
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster.fleet_scenario import fleet, node_name, strand
+from spurctl_sim import SimCluster
+from spurctl_sim.fleet_scenario import fleet, node_name, strand
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -3,7 +3,7 @@
     python bench/preencoded_controller.py --dir DIR [--nodes 20000 --jobs 200000 --held 100000]
         [--release v0.8.0|main-4cc3da8|0.9-0.11|newest]
 
-The data is the simulated cluster's (`spurctl.simcluster.large` and
+The data is the simulated cluster's (`spurctl_sim.large` and
 `ClusterState.encoded`, so each JobInfo carries the upstream fields a real
 spurctld sends: 400-700 bytes), with inventories written for only a fraction
 of the nodes (`--inventoried`, half by default). At start every JobInfo and
@@ -27,13 +27,13 @@ GetJobMetrics (total and by_state), GetJobs with `states`, `job_ids`, `nodes`
 (and `user`, `partition`, `account`, `name`, through the simulated cluster's
 own selection), GetJob (NOT_FOUND for an untracked id), GetNodes (with its
 filters), GetNode. No authentication. `--release` plays one Spur release
-(spurctl.simcluster.releases): release v0.8.0 skips GetJobsRequest.nodes and
+(spurctl_sim.releases): release v0.8.0 skips GetJobsRequest.nodes and
 drops the REQUEUED state from `states`, as its proto makes it, and Ping answers
 its version. `spurctl.bench.Counters/Take` answers the requests served per
 method since the last Take, as JSON, and starts counting again; `TakeWork` the
 GetJobs answer bytes sent and an estimate of what spurctld would have spent on
 those requests (`Answers.work_of`: job-map entries visited, id comparisons).
-`--shape striped` serves issue 49's cluster (`spurctl.simcluster.striped_scenario`)
+`--shape striped` serves issue 49's cluster (`spurctl_sim.striped_scenario`)
 instead of `large()`.
 
 `--lean` serves minimal JobInfo records instead: id, state, nodelist,
@@ -63,13 +63,13 @@ from google.protobuf import timestamp_pb2
 
 from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import large
-from spurctl.simcluster.controller_service import ANSWER_LIMIT, too_large
-from spurctl.simcluster.encoders import allocation_to_pb, node_to_pb, time_to_pb
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
-from spurctl.simcluster.state import ClusterState, expand, framed
-from spurctl.simcluster.striped_scenario import striped
 from spurctl.sources.inventory_document import inventory_to_dict
+from spurctl_sim import large
+from spurctl_sim.controller_service import ANSWER_LIMIT, too_large
+from spurctl_sim.encoders import allocation_to_pb, node_to_pb, time_to_pb
+from spurctl_sim.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease, as_received
+from spurctl_sim.state import ClusterState, expand, framed
+from spurctl_sim.striped_scenario import striped
 
 MAX_GRPC_MESSAGE_SIZE = ANSWER_LIMIT  # spur-proto crates/spur-proto/src/lib.rs
 MAX_GRPC_REQUEST_SIZE = 8 * 1024 * 1024

@@ -4,7 +4,7 @@ The benchmarks run the cluster here, not in the measuring process: the
 simulated spurctld is Python, and sharing the client's interpreter (and GIL)
 would charge its CPU to spurctl. Scenarios:
 
-- `large`: `spurctl.simcluster.large(nodes, jobs, held, seed)`, no agents
+- `large`: `spurctl_sim.large(nodes, jobs, held, seed)`, no agents
   (an audit needs none).
 - `reclaim`: `nodes` nodes, each holding one job the controller has finished
   (one `terminal-held` finding per node), and an agent on every node.
@@ -27,8 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster import Scenario, SimCluster, large
-from spurctl.simcluster.scenario_parts import NODE_TOTAL
+from spurctl_sim import Scenario, SimCluster, large
+from spurctl_sim.scenario_parts import NODE_TOTAL
 
 
 def reclaim_scenario(nodes: int) -> Scenario:

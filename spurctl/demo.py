@@ -1,6 +1,6 @@
 """`spurctl demo`: the whole audit-and-reclaim loop on a simulated Spur cluster, on loopback.
 
-The cluster is spurctl.simcluster (spurctld plus one spurd per node, real gRPC on
+The cluster is spurctl_sim (spurctld plus one spurd per node, real gRPC on
 127.0.0.1) loaded with the production incident of Spur PR #623. Every step calls
 the library functions the real commands call, on files the real commands would
 read, so what the demo prints is what `spurctl audit` and `spurctl reclaim`
@@ -45,10 +45,10 @@ from spurctl.sources.bounded import JOURNAL, read_text
 
 if TYPE_CHECKING:
     from spurctl.audit_view import AuditInputs
-    from spurctl.simcluster import SimCluster
-    from spurctl.simcluster.identity import AuthMode
     from spurctl.sources.settings import Connection
     from spurctl.usecases.reclaim import Prepared, ReclaimRun
+    from spurctl_sim import SimCluster
+    from spurctl_sim.identity import AuthMode
 
 # Wide enough for the audit table's reason column when the output is not a
 # terminal (a pipe, a file, a test); a terminal's own width wins.
@@ -142,7 +142,7 @@ def demo_cluster(
 
     The key is random unless given; it is written only to a mode-0600 file.
     """
-    from spurctl.simcluster import SimCluster, incident, node_line, post_wipe
+    from spurctl_sim import SimCluster, incident, node_line, post_wipe
 
     key = jwt_key or secrets.token_urlsafe(32)
     # The directory outlives the servers: they stop (closing their ports) before it goes.

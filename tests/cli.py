@@ -43,7 +43,8 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
         XDG_STATE_HOME=str(home / "state"),
         # The run's own config.toml (none unless the test writes one), never the developer's.
         XDG_CONFIG_HOME=str(home / ".config"),
-        PYTHONPATH=str(WORKTREE),
+        # This checkout's spurctl and simulator (sim/, a distribution of its own).
+        PYTHONPATH=os.pathsep.join([str(WORKTREE), str(WORKTREE / "sim")]),
         # Wide enough that rich never folds a table cell the test reads.
         COLUMNS="240",
     )

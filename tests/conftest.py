@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.live import KEY
 
 

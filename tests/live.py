@@ -7,9 +7,9 @@ from pathlib import Path
 from spurctl.audit_view import run_audit
 from spurctl.model import AuditReport, Finding
 from spurctl.scope import Scope
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
+from spurctl_sim import SimCluster, incident
 
 KEY = "e2e-cluster-key-0123456789abcdef0123"
 

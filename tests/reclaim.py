@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 
 # The incident's reclaimable holdings on gpu003-008 (stale runs of requeued jobs),

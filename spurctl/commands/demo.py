@@ -8,10 +8,18 @@ from typing import Annotated
 import typer
 
 from spurctl import options as opt
-from spurctl.errors import ExitStatus
+from spurctl.errors import ExitStatus, SpurctlError
 
 NAME = "demo"
 EPILOG = None
+
+# The simulator is a distribution of its own (sim/, spurctl-sim): an admin host's spurctl
+# has none unless it is added (README.md, "Install on an admin host").
+NO_SIMULATOR = (
+    "spurctl demo needs the simulated cluster (spurctl-sim), which this spurctl was "
+    "installed without: from a checkout, pip install ./sim; where pipx installed spurctl, "
+    "pipx inject spurctl ./sim (or a spurctl_sim wheel: README.md, Install on an admin host)"
+)
 
 
 class DemoScenario(enum.StrEnum):
@@ -58,6 +66,13 @@ def command(
       spurctl demo --serve    # then point spurctl at it by hand
       spurctl demo --serve --scenario post-wipe
     """
+    try:
+        # Only here (tests/unit/test_layers.py): every other command runs without it.
+        import spurctl_sim  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "spurctl_sim":  # the simulator is there but broken: show it
+            raise
+        raise SpurctlError(NO_SIMULATOR) from None
     from spurctl.demo import command as run_demo
 
     run_demo(keep_up=serve, scenario=scenario.value, ack=opt.ack_version(ctx, ack_version))

@@ -4,7 +4,7 @@ field readers, and the records of the controller's view.
 Each document carries "schema". Readers validate at the edge and raise
 DocumentError naming what is wrong; writers emit RFC 3339 UTC times and state
 names ("RUNNING", "DRAIN"). Job and node records keep Spur's proto field names;
-a snapshot (snapshot_document.py) and a scenario (simcluster/scenario.py) carry
+a snapshot (snapshot_document.py) and a scenario (spurctl_sim/scenario.py) carry
 them. The inventory document is inventory_document.py.
 """
 

@@ -2,7 +2,7 @@
 
 This is the edge: past it, nothing sees a protobuf message. The reverse
 direction (model -> message) serves only the simulated cluster and the benchmarks:
-it lives with the simulator (simcluster/encoders.py).
+it lives with the simulator (spurctl_sim/encoders.py).
 
 A 200,000-job GetJobs answer is the hot path. `JobsFromPb` keeps the decoded
 answer and converts a job only when it is asked for (the node checks read only

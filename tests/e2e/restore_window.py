@@ -1,7 +1,7 @@
 """The repair window's cluster: the incident with spur.conf partitions taken from labels
 (`reserved` for nodes labelled pool=reserved, `batch` the default) and job 5121 PENDING in
 `batch`, waiting for any node: the scheduler places it on a node the moment one registers
-afresh (simcluster/registration.py). gpu009 is listed in no partition of its own, so its
+afresh (spurctl_sim/registration.py). gpu009 is listed in no partition of its own, so its
 labels alone decide where it belongs."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 
 from spurctl.model import Job, JobState
-from spurctl.simcluster import incident
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import job_allocation, utc_time
+from spurctl_sim import incident
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import job_allocation, utc_time
 
 WAITING = 5121
 WAITING_SHARE = "32 CPUs, 262144 MB of memory, GPUs 0-1"

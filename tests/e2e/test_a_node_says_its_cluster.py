@@ -18,7 +18,7 @@ import json
 import time
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli
 from tests.e2e.test_one_cluster_not_two import clusters, config  # noqa: F401 (a fixture)
 from tests.unit.test_node_scan import add_process, make_proc

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from spurctl.model import NodeState
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 from tests.e2e.test_checklist import set_node_state
 

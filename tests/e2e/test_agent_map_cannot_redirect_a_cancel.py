@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli
 
 # gpu015's agent, written as gRPC would dial it and a plain comparison would not see.

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli, stderr_lines
 from tests.unit.test_node_scan import add_process, make_proc
 

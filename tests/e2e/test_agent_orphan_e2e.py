@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from spurctl.model import format_time
-from spurctl.simcluster import Scenario, incident
+from spurctl_sim import Scenario, incident
 from tests.e2e.test_unsure_evidence_spares_e2e import (
     audit_json,
     by_key,
@@ -89,8 +89,8 @@ def test_without_an_agent_start_time_the_verdicts_stand(tmp_path: Path) -> None:
 def test_a_scenarios_agent_start_times_round_trip_and_reach_the_inventories(
     tmp_path: Path,
 ) -> None:
-    from spurctl.simcluster import read_scenario, write_scenario
-    from spurctl.simcluster.state import SIM_AGENT_PID
+    from spurctl_sim import read_scenario, write_scenario
+    from spurctl_sim.state import SIM_AGENT_PID
 
     scenario = with_restarted_agents()
     write_scenario(scenario, tmp_path / "scenario.json")

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from spurctl.node.shipped_scan import read_scan, scanner_program
-from spurctl.simcluster import SimCluster
 from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.tree import Tree, root_name, run_tree
+from spurctl_sim import SimCluster
 from tests.cli import run_process
 from tests.e2e.test_real_openssh import (  # noqa: F401 (a fixture)
     fixture_nodes,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import WORKTREE, run_cli
 from tests.tools import require
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from spurctl.model import Action, Kind
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli
 from tests.live import KEY, audit_live, by_key
 
@@ -270,9 +270,9 @@ def test_audit_collect_never_tells_the_operator_to_use_collect(
     from datetime import timedelta
 
     from spurctl.model import format_time, utcnow
-    from spurctl.simcluster import node_line
     from spurctl.sources.documents import dump_json
     from spurctl.sources.inventory_document import inventory_to_dict
+    from spurctl_sim import node_line
 
     # gpu003's command prints an inventory dated ten minutes back: its clock is behind.
     lines = []
@@ -309,7 +309,7 @@ def test_a_collect_that_fails_on_a_node_the_controller_does_not_know_says_it_is_
     # A typo in --nodes: `gpu1003` is no node of the controller's. Its collect failed and
     # it read agent-unreachable with the command's error alone, where --inventory says it
     # is unknown to the controller (issue 53.4): now both are said.
-    from spurctl.simcluster import node_line
+    from spurctl_sim import node_line
 
     printed = sim.write_inventories(tmp_path / "printed.jsonl")
     run = run_cli(

@@ -16,7 +16,7 @@ import typer
 
 from spurctl.cli import app
 from spurctl.model import Action, Kind
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import dead_url, one_line_error, run_cli, stderr_lines
 from tests.reclaim import PLANNED, cancelled, reclaim_args
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.model import Holding, Job, JobState, NodeState
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster.fleet_scenario import T0, fleet, node_name, strand
-from spurctl.simcluster.scenario_parts import job_allocation
+from spurctl_sim import SimCluster
+from spurctl_sim.fleet_scenario import T0, fleet, node_name, strand
+from spurctl_sim.scenario_parts import job_allocation
 from tests.cli import cli_process, lines_of, run_cli, wait_for
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.reclaim import journal_records

@@ -25,9 +25,9 @@ from google.protobuf import empty_pb2
 from spurctl.model import JobState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import large
-from spurctl.simcluster.state import ClusterState
 from spurctl.sources.wire import job_from_pb
+from spurctl_sim import large
+from spurctl_sim.state import ClusterState
 from tests.cli import WORKTREE, lines_of, running
 
 NODES, JOBS, HELD, SEED = 80, 800, 400, 7

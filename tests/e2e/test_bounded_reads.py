@@ -23,12 +23,12 @@ from spurctl.decide.classify import classify
 from spurctl.model import TERMINAL_STATES, Job, JobGlance, JobState, Placement
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import SimCluster, incident, large
-from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11
 from spurctl.sources import job_reads, wire
 from spurctl.sources.controller import LOOKUP_BATCH, ControllerClient
 from spurctl.sources.settings import Connection
 from spurctl.sources.wire import Shapes
+from spurctl_sim import SimCluster, incident, large
+from spurctl_sim.releases import V0_8_0, V0_9_TO_0_11
 from tests.cli import run_cli
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}

@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 
 from spurctl.model import parse_time, utcnow
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster.state import CancelTiming
+from spurctl_sim import SimCluster
+from spurctl_sim.state import CancelTiming
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import kept_fresh, node_command
 from tests.reclaim import cancelled, journal_records, reclaim_collecting

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.e2e.test_reclaim_e2e import files, journal, make_sim, reclaim_cli  # noqa: F401
 
 UNFENCED = "unfenced request rejected after a real controller term was observed"

@@ -1,6 +1,6 @@
 """`spurctl checklist post-wipe` against a simulated post-wipe cluster over real gRPC.
 
-The scenario (simcluster.post_wipe): the counter restarted at 1 and stands at 41;
+The scenario (spurctl_sim.post_wipe): the counter restarted at 1 and stands at 41;
 gpu001-007 still hold pre-wipe runs (44, 57, 63 and 61 never issued yet; 23
 reissued to a run on gpu010, 12 to a completed run, 35 to a pending one);
 gpu009-016 were recycled and run post-wipe work.
@@ -28,13 +28,13 @@ from spurctl.model import (
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster import post_wipe as post_wipe_scenario
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.usecases.checklist import post_wipe
+from spurctl_sim import SimCluster
+from spurctl_sim import post_wipe as post_wipe_scenario
+from spurctl_sim.releases import MAIN_4CC3DA8, SPUR_RELEASES, SpurRelease
 from tests.cli import run_cli
 
 KEY = "post-wipe-test-cluster-key-0123456789"
@@ -96,7 +96,7 @@ def recycle(sim: SimCluster, node: str, job_ids: list[int], *, graceful: bool = 
     The node's own spurd start time changes (its inventory's `agent`). A crash restart
     leaves the controller's slurmd_start_time as it was; a graceful one (`systemctl
     restart spurd`) before Spur #784 removes the node's record, and the next spurd
-    registers a fresh one (simcluster/restarts.py).
+    registers a fresh one (spurctl_sim/restarts.py).
     """
     for job_id in job_ids:
         assert sim.release(node, job_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident, node_line
+from spurctl_sim import SimCluster, incident, node_line
 from tests import standin_ssh
 from tests.cli import cli_process
 

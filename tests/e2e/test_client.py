@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from spurctl.errors import SpurctlError
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
+from spurctl_sim import SimCluster, incident
 from tests.cli import dead_url, run_cli, stderr_lines
 from tests.live import KEY
 

@@ -12,9 +12,9 @@ import pytest
 
 from spurctl.errors import SpurctlError
 from spurctl.model import Inventory
-from spurctl.simcluster import SimCluster, node_line
 from spurctl.sources.collect import check_command, collect
 from spurctl.sources.inventory_document import parse_inventory_text
+from spurctl_sim import SimCluster, node_line
 from tests.cli import one_line_error, run_cli
 
 OK_SLEEP = 0.3
@@ -73,7 +73,7 @@ NAMES = [
 
 @pytest.fixture
 def fake_command(tmp_path: Path) -> str:
-    """The shared stand-in (simcluster/node_line.py) answering each of NAMES as above."""
+    """The shared stand-in (spurctl_sim/node_line.py) answering each of NAMES as above."""
     state = tmp_path / "state"
     state.mkdir()
     for node in NAMES:

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster, node_line
-from spurctl.simcluster.incident_scenario import incident
 from spurctl.sources.collect import collect
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_to_dict
 from spurctl.sources.tree import Tree, root_name, run_tree
+from spurctl_sim import SimCluster, node_line
+from spurctl_sim.incident_scenario import incident
 from tests.cli import one_line_error, run_process
 from tests.sshd import SshSite, ssh_site
 
@@ -516,7 +516,7 @@ def test_nodes_behind_a_dead_gateway_are_not_inventoried_and_nothing_is_reclaime
 def test_checklist_through_the_gateways_keeps_nodes_behind_a_dead_one_not_inventoried(
     site: Site,
 ) -> None:
-    from spurctl.simcluster import post_wipe
+    from spurctl_sim import post_wipe
 
     with SimCluster(post_wipe()) as sim:
         names = sorted(sim.state.nodes)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, node_line
+from spurctl_sim import SimCluster, node_line
 from tests.cli import dead_url, one_line_error, run_cli
 
 PLAN = ("reclaim", "--node", "gpu003", "--dry-run")

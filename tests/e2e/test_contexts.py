@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident, post_wipe
+from spurctl_sim import SimCluster, incident, post_wipe
 from tests.cli import answer_on_a_terminal, one_line_error, run_cli
 from tests.reclaim import reclaim_args
 

@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 from spurctl.model import Node, NodeState
-from spurctl.simcluster import Scenario, SimCluster, incident
+from spurctl_sim import Scenario, SimCluster, incident
 from tests.cli import clean_env, on_a_terminal, read_terminal, run_cli, spurctl_argv
 
 TRAP = "\x1b]0;owned\x07\x1b[2J\rX\nY"  # set the title, clear the screen, overwrite, break

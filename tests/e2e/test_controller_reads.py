@@ -25,7 +25,6 @@ from spurctl.model import (
     WatermarkSource,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import SimCluster, large
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import load_inventories, read_view_and_inventories
 from spurctl.sources.settings import Connection
@@ -33,6 +32,7 @@ from spurctl.sources.snapshot_document import snapshot_from_dict, snapshot_to_di
 from spurctl.sources.wire import (
     job_from_pb,
 )
+from spurctl_sim import SimCluster, large
 
 SMALL = {"nodes": 120, "jobs": 1_200, "held": 600, "seed": 3}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, node_line
+from spurctl_sim import SimCluster, node_line
 from tests.cli import run_cli
 
 

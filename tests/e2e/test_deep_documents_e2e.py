@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli
 from tests.e2e.test_config_defaults import write_config
 from tests.e2e.test_repair_e2e import Phantom, p, untouched

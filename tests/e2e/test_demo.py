@@ -8,6 +8,8 @@ import re
 import shlex
 import signal
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from spurctl import demo
 from spurctl.cli import app
 from spurctl.model import Kind
 from spurctl.sources import credentials as auth
-from tests.cli import cli_process, lines_of, run_cli
+from tests.cli import clean_env, cli_process, lines_of, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "demo-test-cluster-key-0123456789abcdef"
@@ -290,3 +292,30 @@ def test_the_demo_down_a_pipe_prints_each_finding_on_one_line_as_audit_does(
     # Every row starts with its node, its reason whole on it: no line carries one on.
     assert all(re.match(r"gpu\d{3}", row) for row in rows), "\n".join(rows)
     assert any(row.endswith("different controller") for row in rows)
+
+
+def test_without_the_simulator_demo_says_how_to_add_it_in_one_line(tmp_path: Path) -> None:
+    # An admin host's spurctl has no simulator (it is spurctl-sim, a distribution of its
+    # own). The real command, in a process whose imports cannot find it: a None in
+    # sys.modules is what `import spurctl_sim` finds first, and fails on as on a missing one.
+    hidden = (
+        "import sys; sys.modules['spurctl_sim'] = None; "
+        "sys.argv[0] = 'spurctl'; from spurctl.cli import entry; entry()"
+    )
+    for args in (["demo"], ["demo", "--serve"]):
+        proc = subprocess.run(
+            [sys.executable, "-c", hidden, *args], capture_output=True, text=True,
+            timeout=60, env=clean_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stdout == ""
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("spurctl: error: spurctl demo needs the simulated cluster")
+        assert "pip install ./sim" in line and "pipx inject spurctl" in line
+    # Every other command, and demo's own --help, runs without it.
+    helped = subprocess.run(
+        [sys.executable, "-c", hidden, "demo", "--help"], capture_output=True, text=True,
+        timeout=60, env=clean_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert helped.returncode == 0, helped.stderr
+    assert "--serve" in helped.stdout

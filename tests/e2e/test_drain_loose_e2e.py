@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.e2e.test_drain_resume_e2e import Cluster, command
 from tests.e2e.test_reclaim_confirm import kept_fresh
 

@@ -18,12 +18,12 @@ import pytest
 
 from spurctl.model import NodeState
 from spurctl.scope import Scope
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import NEWEST
 from spurctl.sources import credentials
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
 from spurctl.usecases.drain import Changed, DrainPlan, DrainRequest, Verb, change
+from spurctl_sim import SimCluster, incident
+from spurctl_sim.releases import NEWEST
 from tests.cli import wait_for
 from tests.e2e.test_drain_resume_e2e import ORPHAN_DRAIN, Cluster, command
 from tests.e2e.test_reclaim_confirm import kept_fresh

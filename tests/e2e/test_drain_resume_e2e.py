@@ -24,7 +24,7 @@ import pytest
 from spurctl.model import NodeState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.reclaim import journal_records, reclaim_args

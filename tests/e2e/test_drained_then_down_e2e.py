@@ -4,7 +4,7 @@ gpu012 holds agent orphans, so `spurctl drain` leaves it DRAINING (4950 still ru
 there). Its spurd then stops: the controller's health check turns the DRAINING node
 DOWN with spurctl's reason and Spur's admin lock, and a locked DOWN never recovers by
 itself, even once spurd is back (node.rs, cluster.rs `apply_health_actions`; the
-simulated controller plays it: simcluster/liveness.py). `resume` must list it and say
+simulated controller plays it: spurctl_sim/liveness.py). `resume` must list it and say
 why it stays, then lift it once its audit is clean and its spurd answers; drain,
 audit, nodes and explain say what happened and never blame an admin's DOWN.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from spurctl.model import NodeState
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import NEWEST
+from spurctl_sim import SimCluster, incident
+from spurctl_sim.releases import NEWEST
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_drain_resume_e2e import ORPHAN_DRAIN, Cluster, command
 from tests.e2e.test_reclaim_confirm import kept_fresh

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
+from spurctl_sim import SimCluster, incident
 from tests.cli import dead_url, one_line_error, run_cli, stderr_lines
 
 KEY = "errors-test-cluster-key-Zq8v3XkP-0123456789"

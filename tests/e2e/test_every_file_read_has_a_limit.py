@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import bounded
+from spurctl_sim import SimCluster, incident
 from tests.cli import clean_env, home_for, one_line_error, spurctl_argv
 
 DEADLINE_S = 60.0  # /dev/zero read to the largest limit (1 GiB) takes a second or two
@@ -215,7 +215,7 @@ def test_a_scenario_file_has_a_limit(tmp_path: Path) -> None:
     # In a process of its own, with the deadline and memory limit of the others.
     check = (
         "import sys; from pathlib import Path; from spurctl.errors import SpurctlError; "
-        "from spurctl.simcluster.scenario import read_scenario\n"
+        "from spurctl_sim.scenario import read_scenario\n"
         "try: read_scenario(Path(sys.argv[1]))\n"
         "except SpurctlError as exc: print(exc)"
     )

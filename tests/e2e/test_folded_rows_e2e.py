@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import on_screen, run_cli
 
 INVENTORIED = ("gpu012", "gpu013")  # every other node has no inventory

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import on_screen, run_cli
 
 SCOPE = "gpu[020-030]"  # gpu025-gpu030 the controller does not have: alike findings

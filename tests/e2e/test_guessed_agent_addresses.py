@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 
 Cluster = tuple[SimCluster, Path, Path]

@@ -4,9 +4,11 @@ The README's "Install on an admin host" block is executed line by line (its /opt
 /usr/local/bin moved under the test's directory): the wheel is built from a copy of the
 package, installed in a fresh virtual environment (pip takes the runtime dependencies
 from the configured index, as the project's own install does), linked where the shipped
-systemd unit runs it, and `spurctl demo` closes its loop from there, with no checkout
-on sys.path. The wheel carries every file of the package. Docs, --help and the unit
-name one node_exporter textfile path, and the README the files `demo --serve` makes.
+systemd unit runs it. That wheel has no simulator: `spurctl demo` says how to add it
+(exit 2); the README's next block adds the spurctl-sim wheel, and the demo closes its loop
+from there, with no checkout on sys.path. The wheel carries every file of the package.
+Docs, --help and the unit name one node_exporter textfile path, and the README the files
+`demo --serve` makes.
 """
 
 from __future__ import annotations
@@ -37,14 +39,25 @@ AUTOPILOT_TEXTFILE = "/var/lib/prometheus/node-exporter/spurctl-autopilot.prom"
 STEP_TIMEOUT = 900
 
 
-def install_block() -> list[str]:
-    """The commands of the README's runtime install (the venv recipe), comments dropped."""
+def _block(index: int) -> list[str]:
+    """The commands of the README's install section's sh block `index`, comments dropped."""
     text = README.read_text()
     section = text[text.index("\n## Install on an admin host\n") :]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.S)
-    assert block is not None, "the README's install section has no sh block"
-    lines = [line.split("  # ")[0].strip() for line in block[1].splitlines()]
+    section = section[: section.index("\n## ", 1)]
+    blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    assert len(blocks) > index, "the README's install section lacks an sh block"
+    lines = [line.split("  # ")[0].strip() for line in blocks[index].splitlines()]
     return [line for line in lines if line]
+
+
+def install_block() -> list[str]:
+    """The README's runtime install (the venv recipe): the spurctl wheel alone."""
+    return _block(0)
+
+
+def demo_block() -> list[str]:
+    """The README's addition of the simulator to that install, and the demo."""
+    return _block(2)  # after the install and its pipx form
 
 
 def pipx_line() -> str:
@@ -58,7 +71,8 @@ def pipx_line() -> str:
 class Installed:
     root: Path  # stands for / in the recipe's paths
     source: Path  # the copy of the package the wheel was built from
-    demo: subprocess.CompletedProcess[str]
+    bare: subprocess.CompletedProcess[str]  # `spurctl demo` from the spurctl wheel alone
+    demo: subprocess.CompletedProcess[str]  # and with the spurctl-sim wheel added
 
     @property
     def wheel(self) -> Path:
@@ -71,9 +85,9 @@ def _copy_package(dest: Path) -> Path:
     dest.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(WORKTREE / name, dest / name)
-    shutil.copytree(
-        WORKTREE / "spurctl", dest / "spurctl", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist")
+    shutil.copytree(WORKTREE / "spurctl", dest / "spurctl", ignore=ignore)
+    shutil.copytree(WORKTREE / "sim", dest / "sim", ignore=ignore)
     return dest
 
 
@@ -116,30 +130,43 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     (root / "opt").mkdir()
     source = _copy_package(base / "checkout")
     env = _environment(root)
-    demo: subprocess.CompletedProcess[str] | None = None
-    for line in install_block():
-        moved = (
-            line.replace("/opt/", f"{root}/opt/")
-            .replace("/usr/local/bin", f"{root}/usr/local/bin")
-            .replace("python3 ", f"{shlex.quote(sys.executable)} ", 1)
-        )
-        if moved.startswith("spurctl "):  # what the operator runs: keep its output
-            started = time.monotonic()
-            demo = subprocess.run(
-                shlex.split(moved), cwd=base, env=env, capture_output=True, text=True,
-                timeout=180, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-            assert time.monotonic() - started < 180
-            continue
-        _run(moved, source, env, STEP_TIMEOUT)
-    assert demo is not None, "the README's install block runs no spurctl command"
-    yield Installed(root, source, demo)
+
+    def demo() -> subprocess.CompletedProcess[str]:
+        started = time.monotonic()
+        proc = subprocess.run(
+            ["spurctl", "demo"], cwd=base, env=env, capture_output=True, text=True,
+            timeout=180, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert time.monotonic() - started < 180
+        return proc
+
+    def run_block(lines: list[str]) -> None:
+        for line in lines:
+            moved = (
+                line.replace("/opt/", f"{root}/opt/")
+                .replace("/usr/local/bin", f"{root}/usr/local/bin")
+                .replace("python3 ", f"{shlex.quote(sys.executable)} ", 1)
+            )
+            if moved != "spurctl demo":  # what the operator runs: kept apart, below
+                _run(moved, source, env, STEP_TIMEOUT)
+
+    run_block(install_block())
+    bare = demo()
+    run_block(demo_block())
+    yield Installed(root, source, bare, demo())
 
 
 def test_the_readme_recipe_installs_the_wheel_and_the_demo_closes_its_loop(
     installed: Installed,
 ) -> None:
-    assert install_block()[-1] == "spurctl demo"
+    assert "spurctl demo" not in install_block()
+    assert demo_block()[-1] == "spurctl demo"
+    # The admin host's wheel alone: no simulator, and demo says how to add it.
+    bare = installed.bare
+    assert bare.returncode == 2 and bare.stdout == "", bare.stdout + bare.stderr
+    (line,) = bare.stderr.splitlines()
+    assert line.startswith("spurctl: error: spurctl demo needs the simulated cluster"), line
+    assert "pipx inject spurctl" in line
     demo = installed.demo
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
     assert "Traceback" not in demo.stderr
@@ -151,13 +178,15 @@ def test_the_readme_recipe_installs_the_wheel_and_the_demo_closes_its_loop(
     venv = installed.root / "opt" / "spurctl"
     assert link.is_symlink() and link.resolve() == (venv / "bin" / "spurctl").resolve()
     where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import spurctl; print(spurctl.__file__)"],
+        [str(venv / "bin" / "python"), "-c",
+         "import spurctl, spurctl_sim; print(spurctl.__file__, spurctl_sim.__file__)"],
         cwd=installed.root, env=_environment(installed.root), capture_output=True, text=True,
         timeout=60,
     )  # fmt: skip
     assert where.returncode == 0, where.stderr
-    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
-    assert not Path(where.stdout.strip()).is_relative_to(WORKTREE)
+    for module in where.stdout.split():
+        assert Path(module).is_relative_to(venv), where.stdout
+        assert not Path(module).is_relative_to(WORKTREE)
 
 
 def test_the_wheel_carries_every_file_of_the_package(installed: Installed) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_to_dict
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli
 
 

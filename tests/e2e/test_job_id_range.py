@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from spurctl.model import MAX_JOB_ID, Holding, JobState, utcnow
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli
 
 

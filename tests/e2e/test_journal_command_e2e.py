@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli
 from tests.reclaim import PLANNED, RECLAIM_NODES, journal_records, reclaim_args
 

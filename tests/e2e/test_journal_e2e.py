@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import cli_process, one_line_error, run_cli, wait_for
 from tests.reclaim import PLANNED, cancelled, journal_records, reclaim_args
 

@@ -18,7 +18,7 @@ import pytest
 
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli
 from tests.reclaim import PLANNED, RECLAIM_NODES, cancelled, journal_records
 

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spurctl.simcluster import incident
+from spurctl_sim import incident
 from tests.cli import run_cli
 from tests.e2e.test_repair_e2e import phantom
 from tests.reclaim import journal_records, reclaim_args

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from spurctl.model import NodeState
-from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
 from spurctl.usecases.drain import DrainRequest, Verb, change
+from spurctl_sim.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_drain_owner_e2e import _clean_gpu012, _cluster
 from tests.e2e.test_drain_resume_e2e import ORPHAN_DRAIN, Cluster, command

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from spurctl.act.journal import Journal, journal_lock
 from spurctl.hostlist import fold
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl_sim import SimCluster
+from spurctl_sim import post_wipe as post_wipe_scenario
 from tests.cli import on_screen, run_cli
 from tests.reclaim import reclaim_args
 

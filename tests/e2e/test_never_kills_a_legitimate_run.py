@@ -44,9 +44,12 @@ from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 
 from spurctl.model import Job, JobState, utcnow
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster.controller_service import VISIBILITIES
-from spurctl.simcluster.random_scenarios import (
+from spurctl.sources import credentials as auth
+from spurctl.sources.controller import ControllerClient
+from spurctl.sources.settings import Connection
+from spurctl_sim import SimCluster
+from spurctl_sim.controller_service import VISIBILITIES
+from spurctl_sim.random_scenarios import (
     USERS,
     ClusterSpec,
     HoldSpec,
@@ -60,10 +63,7 @@ from spurctl.simcluster.random_scenarios import (
     spur_conf_text,
     spur_nodes,
 )
-from spurctl.simcluster.scenario_parts import hostlist
-from spurctl.sources import credentials as auth
-from spurctl.sources.controller import ControllerClient
-from spurctl.sources.settings import Connection
+from spurctl_sim.scenario_parts import hostlist
 from tests.cli import run_cli
 from tests.live import KEY
 

@@ -1,7 +1,7 @@
 """Issue 53.3: what reclaim cannot free gets a next step, and every dry run ends with the
 command that applies it; each printed command works when pasted.
 
-The post-wipe cluster (simcluster.post_wipe): gpu001-007 hold ids from before the wipe
+The post-wipe cluster (spurctl_sim.post_wipe): gpu001-007 hold ids from before the wipe
 (above the watermark, or reissued since). The incident: gpu014 holds job 5187, above the
 watermark with live processes, which spurctl can only investigate; gpu009 carries a
 phantom charge (the repair fixture).
@@ -12,8 +12,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl_sim import SimCluster, incident
+from spurctl_sim import post_wipe as post_wipe_scenario
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_repair_e2e import phantom, repair
 

@@ -26,8 +26,8 @@ import pickle
 import sys
 from pathlib import Path
 
-from spurctl.simcluster import node_line
 from spurctl.sources.tree import root_name
+from spurctl_sim import node_line
 from tests import standin_ssh
 from tests.cli import run_cli
 

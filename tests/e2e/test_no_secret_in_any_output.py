@@ -16,8 +16,8 @@ import msgspec
 import pytest
 
 from spurctl.model import Node, NodeState
-from spurctl.simcluster import Scenario, SimCluster, incident
 from spurctl.sources import credentials as auth
+from spurctl_sim import Scenario, SimCluster, incident
 from tests.cli import run_cli
 from tests.reclaim import reclaim_files
 

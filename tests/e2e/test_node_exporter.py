@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from spurctl.render.common import write_output
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import dead_url, run_process, running
 from tests.tools import require
 

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import on_screen, run_cli
 
 

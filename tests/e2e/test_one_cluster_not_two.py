@@ -22,8 +22,8 @@ import msgspec
 import pytest
 
 from spurctl.model import JobState
-from spurctl.simcluster import SimCluster, incident, node_line
-from spurctl.simcluster.scenario import Scenario
+from spurctl_sim import SimCluster, incident, node_line
+from spurctl_sim.scenario import Scenario
 from tests.cli import one_line_error, run_cli
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 
 

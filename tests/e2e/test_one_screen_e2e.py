@@ -15,7 +15,7 @@ import json
 import shlex
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import on_screen, run_cli
 from tests.reclaim import reclaim_args
 

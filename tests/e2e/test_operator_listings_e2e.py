@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl_sim import SimCluster
+from spurctl_sim import post_wipe as post_wipe_scenario
 from tests.cli import one_line_error, run_cli
 from tests.reclaim import PLANNED, RECLAIM_NODES, cancelled, reclaim_args
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import dead_url, one_line_error, run_cli
 
 
@@ -122,7 +122,7 @@ def test_node_inventory_refuses_a_kubectl_word_too(tmp_path: Path) -> None:
 def test_every_o_file_ends_with_one_stderr_line_saying_what_was_written_where(
     incident_cluster: tuple[SimCluster, Path, Path], tmp_path: Path
 ) -> None:
-    from spurctl.simcluster import node_line
+    from spurctl_sim import node_line
 
     sim, inventory, _ = incident_cluster
     env = {"SPUR_CONTROLLER_ADDR": sim.controller_address}

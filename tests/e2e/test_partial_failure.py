@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from spurctl.simcluster import SimCluster, incident, node_line
 from spurctl.sources.journal_records import unresolved
+from spurctl_sim import SimCluster, incident, node_line
 from tests.cli import dead_url, run_cli, stderr_lines
 from tests.reclaim import PLANNED, cancelled, outcomes, reclaim_args
 

@@ -16,7 +16,7 @@ import shlex
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import answer_on_a_terminal, one_line_error, run_cli
 from tests.reclaim import cancelled, journal_records
 

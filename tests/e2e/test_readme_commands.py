@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli
 from tests.unit.test_readme import argv, readme_commands
 

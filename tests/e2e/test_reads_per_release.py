@@ -23,13 +23,13 @@ import pytest
 
 from spurctl.audit_view import audit, gather
 from spurctl.model import Action, JobState, Kind
-from spurctl.simcluster import Scenario, SimCluster, large
-from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
-from spurctl.simcluster.striped_scenario import striped
 from spurctl.sources import controller
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.settings import Connection
+from spurctl_sim import Scenario, SimCluster, large
+from spurctl_sim.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
+from spurctl_sim.striped_scenario import striped
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.live import KEY

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster import node_line as simulated_node
 from spurctl.sources.tree import root_name
+from spurctl_sim import SimCluster
+from spurctl_sim import node_line as simulated_node
 from tests.cli import run_process
 from tests.e2e.test_reclaim_confirm import NODES, SENT, kept_fresh
 from tests.reclaim import cancelled

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, node_line
+from spurctl_sim import SimCluster, node_line
 from tests.cli import run_cli
 from tests.reclaim import cancelled, journal_records
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import files, kept_fresh, node_command
 

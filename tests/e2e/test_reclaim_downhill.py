@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from spurctl.act import journal as journal_module
-from spurctl.simcluster import SimCluster
 from spurctl.sources import controller
 from spurctl.sources import journal_records as journal_reading
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import NODES, SENT, files, kept_fresh, node_command
 from tests.reclaim import cancelled, journal_records

@@ -17,12 +17,12 @@ from spurctl.decide import plan as rc
 from spurctl.model import Holding
 from spurctl.releases import filters_for
 from spurctl.scope import Scope
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import SPUR_RELEASES, SpurRelease
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
+from spurctl_sim import SimCluster, incident
+from spurctl_sim.releases import SPUR_RELEASES, SpurRelease
 from tests.cli import run_cli
 from tests.live import KEY, secured_incident
 

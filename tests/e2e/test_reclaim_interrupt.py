@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources.journal_records import unresolved
+from spurctl_sim import SimCluster, incident
 from tests.cli import (
     cli_process,
     run_cli,

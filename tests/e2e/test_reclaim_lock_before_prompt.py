@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import clean_env, on_a_terminal, one_line_error, read_terminal, run_cli, spurctl_argv
 from tests.reclaim import cancelled, reclaim_args
 

@@ -12,7 +12,7 @@ import json
 import shlex
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 from tests.e2e.test_narrow_and_piped_e2e import on_screen
 

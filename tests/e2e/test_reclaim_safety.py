@@ -28,11 +28,11 @@ from spurctl.act.journal import Journal
 from spurctl.audit_view import run_audit
 from spurctl.decide import plan as rc
 from spurctl.scope import Scope
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
 from spurctl.sources.controller import ControllerClient
 from spurctl.sources.inventories import Sources
 from spurctl.sources.settings import connect_settings
+from spurctl_sim import SimCluster, incident
 from tests.cli import cli_process, one_line_error, run_cli
 from tests.live import KEY, secured_incident
 from tests.reclaim import cancelled, journal_records

@@ -17,7 +17,7 @@ import signal
 import time
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, incident, node_line
+from spurctl_sim import SimCluster, incident, node_line
 from tests.cli import (
     answer_on_a_terminal,
     cli_process,

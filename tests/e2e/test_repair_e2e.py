@@ -29,9 +29,9 @@ import pytest
 from spurctl.model import Allocation, Holding, NodeState, format_time, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
-from spurctl.simcluster.scenario import Scenario
+from spurctl_sim import SimCluster, incident
+from spurctl_sim.releases import V0_8_0, V0_9_TO_0_11, SpurRelease
+from spurctl_sim.scenario import Scenario
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_reclaim_confirm import kept_fresh
 from tests.reclaim import journal_records

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from spurctl.model import Allocation
-from spurctl.simcluster import incident
+from spurctl_sim import incident
 from tests.cli import run_cli, wait_for
 from tests.e2e.test_repair_e2e import Phantom, phantom, repair, untouched
 

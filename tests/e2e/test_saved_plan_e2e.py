@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spurctl import __version__
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import answer_on_a_terminal
 from tests.e2e import test_reclaim_e2e as base
 from tests.e2e.test_reclaim_e2e import files, journal, reclaim_cli

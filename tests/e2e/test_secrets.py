@@ -12,8 +12,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli
 from tests.reclaim import RECLAIM_NODES, reclaim_args, reclaim_files
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from spurctl.model import JobState, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import NEWEST, V0_8_0
+from spurctl_sim import SimCluster, incident
+from spurctl_sim.releases import NEWEST, V0_8_0
 from tests.e2e.test_simcluster import controller
 
 

@@ -18,7 +18,7 @@ import msgspec
 
 from spurctl.model import JobState, NodeState
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import wait_for
 from tests.e2e.test_simcluster import controller, failure
 
@@ -195,7 +195,7 @@ def test_a_graceful_spurd_restart_before_784_registers_afresh_the_same_way() -> 
     """Up to 0.11 a graceful stop removes the record (remove_node(force=true)) and the new
     spurd registers a fresh one: its partitions from its labels, a waiting job placed."""
     from spurctl.model import utcnow
-    from spurctl.simcluster.releases import V0_8_0
+    from spurctl_sim.releases import V0_8_0
     from tests.e2e.restore_window import WAITING, window
 
     with SimCluster(window(), spur_release=V0_8_0) as sim:

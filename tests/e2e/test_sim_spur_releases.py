@@ -18,8 +18,8 @@ from google.protobuf import empty_pb2
 from spurctl.model import Holding
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster.releases import (
+from spurctl_sim import SimCluster, incident
+from spurctl_sim.releases import (
     MAIN_4CC3DA8,
     NEWEST,
     SPUR_RELEASES,

@@ -19,7 +19,9 @@ from google.protobuf import empty_pb2
 from spurctl.model import Holding, JobState, NodeState
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.proto import slurm_pb2_grpc as rpc
-from spurctl.simcluster import (
+from spurctl.sources import credentials as auth
+from spurctl.sources.inventory_document import parse_inventory_text
+from spurctl_sim import (
     AgentCancel,
     HeartbeatDecision,
     SimCluster,
@@ -27,8 +29,6 @@ from spurctl.simcluster import (
     large,
     post_wipe,
 )
-from spurctl.sources import credentials as auth
-from spurctl.sources.inventory_document import parse_inventory_text
 from tests.cli import clean_env, lines_of, running
 
 KEY = "simulated-cluster-secret-0123456789abcdef"
@@ -492,7 +492,7 @@ def test_the_command_serves_until_interrupted_and_writes_inventory_and_agent_map
     tmp_path: Path,
 ) -> None:
     with running(
-        [sys.executable, "-m", "spurctl.simcluster", "--scenario", "incident", "--auth",
+        [sys.executable, "-m", "spurctl_sim", "--scenario", "incident", "--auth",
          "required", "--dir", str(tmp_path)],
         home=tmp_path / "home",
     ) as proc:  # fmt: skip
@@ -534,7 +534,7 @@ def test_the_command_rejects_a_bad_scenario_file_with_one_line(tmp_path: Path) -
     bad = tmp_path / "scenario.json"
     bad.write_text("[]")
     result = subprocess.run(
-        [sys.executable, "-m", "spurctl.simcluster", "--scenario", str(bad)],
+        [sys.executable, "-m", "spurctl_sim", "--scenario", str(bad)],
         capture_output=True, text=True, env=clean_env(tmp_path), timeout=30,
     )  # fmt: skip
     assert result.returncode == 2

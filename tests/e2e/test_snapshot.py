@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import job_to_dict, node_to_dict
 from spurctl.sources.snapshot_document import read_snapshot
+from spurctl_sim import SimCluster
 from tests.cli import one_line_error, run_cli, stderr_lines
 from tests.live import KEY
 

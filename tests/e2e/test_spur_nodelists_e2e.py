@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState, utcnow
-from spurctl.simcluster import SimCluster
-from spurctl.simcluster.scenario import Scenario, node_share
-from spurctl.simcluster.scenario_parts import NODE_TOTAL
 from spurctl.spur_hostlist import compress
+from spurctl_sim import SimCluster
+from spurctl_sim.scenario import Scenario, node_share
+from spurctl_sim.scenario_parts import NODE_TOTAL
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import kept_fresh
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl_sim import SimCluster, incident
+from spurctl_sim import post_wipe as post_wipe_scenario
 from tests.cli import run_cli
 
 OLD_NOTE = "need spurctl"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.model import utcnow
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import run_cli
 from tests.e2e.test_reclaim_confirm import kept_fresh, node_command
 from tests.reclaim import cancelled, reclaim_collecting

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import WORKTREE, run_process
 from tests.tools import require
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from spurctl.model import Holding
-from spurctl.simcluster import SimCluster, incident
 from spurctl.sources import credentials as auth
+from spurctl_sim import SimCluster, incident
 from tests.cli import run_cli
 from tests.live import KEY
 

@@ -21,10 +21,10 @@ import msgspec
 import pytest
 
 from spurctl.model import Inventory, utcnow
-from spurctl.simcluster import Scenario, SimCluster, incident, post_wipe
 from spurctl.sources import credentials as auth
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_to_dict
+from spurctl_sim import Scenario, SimCluster, incident, post_wipe
 from tests.cli import run_cli
 from tests.live import KEY
 

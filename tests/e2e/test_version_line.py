@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import cli_process, lines_of, read_terminal, run_cli
 from tests.e2e.test_version_note_words import HIDE, SAYS, shown_note
 from tests.e2e.test_watch_cli import Screen, read_round, watch

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
-from spurctl.simcluster import post_wipe as post_wipe_scenario
+from spurctl_sim import SimCluster, incident
+from spurctl_sim import post_wipe as post_wipe_scenario
 from tests.cli import run_cli
 from tests.e2e.test_narrow_and_piped_e2e import WIDTH, on_screen
 

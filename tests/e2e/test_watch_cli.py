@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident, node_line
+from spurctl_sim import SimCluster, incident, node_line
 from tests.cli import cli_process, lines_of, read_terminal, run_cli
 
 # Wide enough that a finding is one line.

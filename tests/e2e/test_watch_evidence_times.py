@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import clean_env, on_a_terminal, read_terminal, run_cli, spurctl_argv
 from tests.e2e.test_watch_cli import Screen, watch
 
 # The incident: 4702 ended on gpu012 at 23:40:51 on Dec 1; 4711 moved to gpu015 and its
-# new run started at 22:16:05, leaving the old run on gpu003 (spurctl/simcluster/scenarios).
+# new run started at 22:16:05, leaving the old run on gpu003 (sim/spurctl_sim/scenarios).
 ENDED = "2026-12-01T23:40:51Z"
 MOVED = "2026-12-01T22:16:05Z"
 

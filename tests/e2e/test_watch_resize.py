@@ -13,7 +13,7 @@ import termios
 import time
 from pathlib import Path
 
-from spurctl.simcluster import SimCluster
+from spurctl_sim import SimCluster
 from tests.cli import cli_process, read_terminal
 from tests.e2e.test_watch_cli import watch
 

@@ -20,8 +20,8 @@ import spurctl.usecases.audit as use_case
 from spurctl import heap
 from spurctl.model import AuditReport
 from spurctl.scope import Scope
-from spurctl.simcluster import SimCluster
 from spurctl.sources.inventories import Sources
+from spurctl_sim import SimCluster
 from tests.cli import clean_env
 from tests.unit.test_watch import TERMINAL, report
 

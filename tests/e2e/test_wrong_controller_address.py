@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spurctl.simcluster import SimCluster, incident
+from spurctl_sim import SimCluster, incident
 from tests.cli import one_line_error, run_cli
 
 SENTENCE = "answered, but not as a Spur controller (an agent's port? an HTTP proxy?)"

@@ -42,8 +42,8 @@ from spurctl.model import (
     Placement,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import encoders
 from spurctl.sources import wire
+from spurctl_sim import encoders
 
 NOW = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
 T0 = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)

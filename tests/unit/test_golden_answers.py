@@ -33,7 +33,6 @@ from spurctl.model import (
     ResourceSet,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster.encoders import job_to_pb
 from spurctl.sources import scrub
 from spurctl.sources.wire import (
     Encoded,
@@ -44,6 +43,7 @@ from spurctl.sources.wire import (
     job_from_pb,
     keep_encoded,
 )
+from spurctl_sim.encoders import job_to_pb
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 RELEASES = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir())

@@ -19,7 +19,6 @@ from spurctl.model import (
     group_by_nodelist,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster.encoders import job_to_pb, node_to_pb
 from spurctl.sources import scrub
 from spurctl.sources.job_reads import JobRead, off_list
 from spurctl.sources.wire import (
@@ -30,6 +29,7 @@ from spurctl.sources.wire import (
     job_from_pb,
     keep_encoded,
 )
+from spurctl_sim.encoders import job_to_pb, node_to_pb
 
 GPUS = Allocation(16, 2048, {"gpu": (Device(3), Device(4))})
 SUBMITTED = datetime(2026, 12, 1, 9, 0, 0, 250000, tzinfo=UTC)

@@ -1,4 +1,5 @@
-"""The layer rules of LAYOUT.md, checked by reading every import in spurctl/.
+"""The layer rules of LAYOUT.md, checked by reading every import in spurctl/ and in the
+simulator beside it (sim/spurctl_sim/, its own distribution).
 
 The folders only mean something while nobody reaches across them: `decide/` stays
 pure because it cannot import I/O, and `sources/` cannot start deciding because
@@ -34,8 +35,13 @@ SHARED_REPAIR = "spurctl.repair_view"
 CLI_ENTRY_POINT = "spurctl.__main__"
 # What runs on a node or a gateway (docs/layout.md): the admin side's layers are above it.
 NODE_SIDE = "spurctl.node"
-# The simulated cluster, for the demo, the tests and the benchmarks (docs/layout.md).
-SIMULATOR = "spurctl.simcluster"
+# The simulated cluster, for the demo, the tests and the benchmarks (docs/layout.md): a
+# distribution of its own (sim/pyproject.toml), which an admin host's spurctl lacks.
+SIMULATOR = "spurctl_sim"
+# Where each package read here lives, relative to the repository.
+PACKAGE_DIRS = {PACKAGE: Path(PACKAGE), SIMULATOR: Path("sim") / SIMULATOR}
+# What runs the simulator: `spurctl demo` (the command, and the tour it narrates).
+DEMO_COMMAND = ("spurctl.commands.demo", "spurctl.demo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,13 +223,18 @@ def _only_cli_imports_commands(imp: Import) -> str | None:
 
 
 def _only_the_demo_runs_the_simulator(imp: Import) -> str | None:
-    # The simulator (and its protobuf encoders) is what an admin host never needs: only
-    # the narrated tour starts it, so it can leave the installed package behind demo.
-    if not _within(imp.target, SIMULATOR):
+    # The simulator (and its protobuf encoders) is what an admin host never needs, and its
+    # spurctl may lack it: only `spurctl demo` starts it, inside its functions, so every
+    # other command (and demo's --help) runs without it.
+    if not _within(imp.target, SIMULATOR) or _within(imp.importer, SIMULATOR):
         return None
-    if _within(imp.importer, SIMULATOR) or imp.importer == "spurctl.demo":
+    if imp.importer in DEMO_COMMAND and not imp.at_import_time:
         return None
-    return f"only spurctl.demo imports {SIMULATOR}; {imp.importer} does"
+    where = "at import time" if imp.at_import_time else "in a function"
+    return (
+        f"only spurctl demo ({', '.join(DEMO_COMMAND)}) imports {SIMULATOR}, inside a "
+        f"function; {imp.importer} does, {where}"
+    )
 
 
 def _nothing_imports_cli(imp: Import) -> str | None:
@@ -278,7 +289,7 @@ def cycles(
     """
     edges: dict[str, dict[str, Import]] = {}
     for imp in imports:
-        if counts(imp) and _within(imp.target, PACKAGE) and imp.target != imp.importer:
+        if counts(imp) and _read_here(imp.target) and imp.target != imp.importer:
             # An import at import time stands for the pair before a deferred one.
             known = edges.setdefault(imp.importer, {}).setdefault(imp.target, imp)
             if imp.at_import_time and not known.at_import_time:
@@ -365,14 +376,19 @@ def _shortest_cycle(
 # -- the package as it is --------------------------------------------------------
 
 
+def _read_here(name: str) -> bool:
+    return any(_within(name, package) for package in PACKAGE_DIRS)
+
+
 def package_modules() -> list[Module]:
     modules = []
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        relative = path.relative_to(ROOT)
-        parts = list(relative.with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules.append(Module(".".join(parts), str(relative), path.read_text(encoding="utf-8")))
+    for package, directory in PACKAGE_DIRS.items():
+        for path in sorted((ROOT / directory).rglob("*.py")):
+            parts = [package, *path.relative_to(ROOT / directory).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            relative = str(path.relative_to(ROOT))
+            modules.append(Module(".".join(parts), relative, path.read_text(encoding="utf-8")))
     return modules
 
 
@@ -432,7 +448,7 @@ def test_every_layer_is_read() -> None:
     names = {m.name for m in package_modules()}
     for layer in (
         "spurctl.decide", "spurctl.sources", "spurctl.render", "spurctl.act", USE_CASES,
-        NODE_SIDE,
+        NODE_SIDE, SIMULATOR,
     ):  # fmt: skip
         assert any(_within(n, layer) and n != layer for n in names), layer
 
@@ -570,19 +586,34 @@ def test_checker_lets_only_the_entry_point_import_cli() -> None:
     ]
 
 
-def test_checker_lets_only_the_demo_import_the_simulator() -> None:
+def test_checker_lets_only_the_demo_command_import_the_simulator_in_a_function() -> None:
     imports = _synthetic(
         {
-            "spurctl/demo.py": "def run():\n    from spurctl.simcluster import SimCluster\n",
-            "spurctl/simcluster/__init__.py": "from spurctl.simcluster.encoders import job_to_pb\n",
-            "spurctl/simcluster/encoders.py": "",
-            "spurctl/sources/controller.py": "from spurctl.simcluster.encoders import job_to_pb\n",
+            "spurctl/demo.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from spurctl_sim import SimCluster\n"
+                "def run():\n    from spurctl_sim import SimCluster\n"
+            ),
+            "spurctl/commands/demo.py": "def command():\n    import spurctl_sim\n",
+            "spurctl/commands/audit.py": "def command():\n    import spurctl_sim\n",
+            "spurctl/cli.py": "from spurctl_sim import incident\n",
+            "spurctl_sim/__init__.py": "from spurctl_sim.encoders import job_to_pb\n",
+            "spurctl_sim/encoders.py": "",
+            "spurctl/sources/controller.py": "from spurctl_sim.encoders import job_to_pb\n",
         }
     )
     assert violations(imports, RULES["only-the-demo-runs-the-simulator"]) == [
-        "spurctl/sources/controller.py:1: only spurctl.demo imports spurctl.simcluster; "
-        "spurctl.sources.controller does"
+        "spurctl/commands/audit.py:2: only spurctl demo (spurctl.commands.demo, spurctl.demo) "
+        "imports spurctl_sim, inside a function; spurctl.commands.audit does, in a function",
+        "spurctl/cli.py:1: only spurctl demo (spurctl.commands.demo, spurctl.demo) "
+        "imports spurctl_sim, inside a function; spurctl.cli does, at import time",
+        "spurctl/sources/controller.py:1: only spurctl demo (spurctl.commands.demo, "
+        "spurctl.demo) imports spurctl_sim, inside a function; spurctl.sources.controller "
+        "does, at import time",
     ]
+    # Not even the demo at import time: `spurctl demo --help` needs no simulator.
+    top = _synthetic({"spurctl/demo.py": "from spurctl_sim import SimCluster\n"})
+    assert len(violations(top, RULES["only-the-demo-runs-the-simulator"])) == 1
 
 
 def test_checker_passes_a_clean_package() -> None:

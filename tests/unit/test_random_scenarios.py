@@ -1,4 +1,4 @@
-"""The property test's ground truth and scenario builder (simcluster/random_scenarios.py)."""
+"""The property test's ground truth and scenario builder (spurctl_sim/random_scenarios.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from spurctl.model import Job, JobState
-from spurctl.simcluster.random_scenarios import (
+from spurctl_sim.random_scenarios import (
     ClusterSpec,
     HoldSpec,
     JobSpec,

@@ -59,6 +59,18 @@ def test_every_readme_command_parses(command: str) -> None:
 # -- the ones that need no ssh, run against a simulated cluster ------------------------
 
 
+def test_ci_installs_with_the_readmes_command() -> None:
+    # The developer's install is the README's first line, and CI runs it as written: both
+    # packages (spurctl and, from sim/, the simulator the tests and the demo run).
+    first = re.search(r"```sh\n(.*?)```", README.read_text(), flags=re.S)
+    assert first is not None
+    install, test = first[1].splitlines()[:2]
+    assert install == "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' -e ./sim"
+    ci = (README.parent / ".ci" / "run").read_text().splitlines()
+    assert install in ci and test in ci
+    assert ci.index(install) < ci.index(test)
+
+
 def test_a_wrong_readme_command_would_fail() -> None:
     with pytest.raises(Exception, match="--bogus"):
         resolve(["audit", "--bogus"])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from spurctl.errors import DocumentError
 from spurctl.model import JobState
-from spurctl.simcluster import (
+from spurctl_sim import (
     incident,
     large,
     post_wipe,
@@ -21,7 +21,7 @@ from spurctl.simcluster import (
     scenario_to_dict,
     write_scenario,
 )
-from spurctl.simcluster.scenario_parts import hostlist
+from spurctl_sim.scenario_parts import hostlist
 
 
 def test_scenario_round_trips_through_its_json_file(tmp_path: Path) -> None:

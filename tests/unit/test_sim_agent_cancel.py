@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from spurctl.model import Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.state import CancelTiming, ClusterState
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.state import CancelTiming, ClusterState
 
 SPURD = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 LATER = SPURD + timedelta(hours=1)

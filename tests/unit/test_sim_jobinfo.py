@@ -13,10 +13,10 @@ import pytest
 
 from spurctl.model import Job, JobState
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import incident, large, post_wipe
-from spurctl.simcluster.encoders import job_to_pb
-from spurctl.simcluster.state import ClusterState, expand, upstream_extras
 from spurctl.sources.wire import job_from_pb
+from spurctl_sim import incident, large, post_wipe
+from spurctl_sim.encoders import job_to_pb
+from spurctl_sim.state import ClusterState, expand, upstream_extras
 
 # Upstream spur proto/slurm.proto JobInfo (docs/spur-facts.md): number -> wire type.
 UPSTREAM_ONLY = {

@@ -14,15 +14,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from spurctl.model import Allocation, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.releases import (
+from spurctl_sim.releases import (
     MAIN_4CC3DA8,
     NEWEST,
     V0_8_0,
     V0_9_TO_0_11,
     SpurRelease,
 )
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.state import ClusterState
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.state import ClusterState
 
 REGISTERED = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)  # slurmd_start_time: first registration
 SPURD = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)

@@ -33,12 +33,12 @@ from spurctl.model import (
     group_by_nodelist,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster.encoders import job_to_pb, node_to_pb, time_to_pb
 from spurctl.sources import wire
 from spurctl.sources.documents import dump_json
 from spurctl.sources.inventory_document import inventory_from_dict
 from spurctl.sources.job_reads import JobRead
 from spurctl.sources.wire import JobsFromPb, NodesFromPb, Shapes, time_from_pb
+from spurctl_sim.encoders import job_to_pb, node_to_pb, time_to_pb
 
 
 def answer_of(jobs: list[Job]) -> pb.GetJobsResponse:

@@ -18,15 +18,15 @@ from google.protobuf import empty_pb2, timestamp_pb2
 
 from spurctl.model import JobState
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import node_admin
-from spurctl.simcluster.encoders import job_to_pb, node_to_pb
-from spurctl.simcluster.identity import Body, Identity
-from spurctl.simcluster.node_admin import Refused as _Refused
-from spurctl.simcluster.releases import as_received
-from spurctl.simcluster.state import ClusterState, framed
+from spurctl_sim import node_admin
+from spurctl_sim.encoders import job_to_pb, node_to_pb
+from spurctl_sim.identity import Body, Identity
+from spurctl_sim.node_admin import Refused as _Refused
+from spurctl_sim.releases import as_received
+from spurctl_sim.state import ClusterState, framed
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.server import SimCluster
+    from spurctl_sim.server import SimCluster
 
 # spur.conf `[controller] job_info_visibility`: what GetJob shows a non-admin caller
 # of another user's job (redacted: the job without nodelist and resources).
@@ -226,7 +226,7 @@ class ControllerService:
             )
 
     def _admin(self, rpc: Callable[[ClusterState, Any, int], Any], admin_only: str = "") -> Body:
-        """A node administration RPC (simcluster/node_admin.py) on the leader, given the
+        """A node administration RPC (spurctl_sim/node_admin.py) on the leader, given the
         caller's uid (0 when anonymous); `admin_only` names an operation spurctld gates on a
         verified admin (at 4cc3da8 UpdateNode is; DrainNode and DeregisterNode are not)."""
 

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import grpc
 
-from spurctl.simcluster.node_admin import Refused as _Refused
 from spurctl.sources import credentials as auth
+from spurctl_sim.node_admin import Refused as _Refused
 
 AuthMode = Literal["disabled", "permissive", "required"]
 AUTH_MODES: tuple[AuthMode, ...] = ("disabled", "permissive", "required")

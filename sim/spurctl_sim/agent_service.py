@@ -16,13 +16,13 @@ import grpc
 from google.protobuf import empty_pb2
 
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster.encoders import resource_set_to_pb
-from spurctl.simcluster.identity import Body, Identity
-from spurctl.simcluster.node_admin import Refused as _Refused
 from spurctl.sources import credentials as auth
+from spurctl_sim.encoders import resource_set_to_pb
+from spurctl_sim.identity import Body, Identity
+from spurctl_sim.node_admin import Refused as _Refused
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.server import SimCluster
+    from spurctl_sim.server import SimCluster
 
 
 class AgentCancel(NamedTuple):

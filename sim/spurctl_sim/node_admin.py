@@ -22,7 +22,7 @@ docs/spur-facts.md, "Phantom charges and node administration" (read at 4cc3da8):
   own text, and the record stays. The node's spurd is not told: its next
   heartbeat meets NOT_FOUND and it registers again (spurd reporter.rs
   `should_reregister`), a fresh record (`registered_afresh`), its partitions assigned from
-  its labels and a waiting job placed on it at once (simcluster/registration.py).
+  its labels and a waiting job placed on it at once (spurctl_sim/registration.py).
 - UpdateNode's labels assign the node's partitions again (`NodeLabelsUpdate`). A fault,
   `ClusterState.update_failure`, refuses UpdateNode's state or labels (INTERNAL).
 """
@@ -40,13 +40,13 @@ from google.protobuf import empty_pb2
 
 from spurctl.model import JobState, Node, NodeState
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster.nodelists import allocated
-from spurctl.simcluster.registration import partitions_of, place_waiting
-from spurctl.simcluster.restarts import registered_afresh
-from spurctl.simcluster.scenario import busy_state, charged
+from spurctl_sim.nodelists import allocated
+from spurctl_sim.registration import partitions_of, place_waiting
+from spurctl_sim.restarts import registered_afresh
+from spurctl_sim.scenario import busy_state, charged
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.state import ClusterState
+    from spurctl_sim.state import ClusterState
 
 
 class Refused(Exception):

@@ -1,4 +1,4 @@
-"""Serve a simulated Spur cluster until Ctrl-C: `python -m spurctl.simcluster --scenario incident`.
+"""Serve a simulated Spur cluster until Ctrl-C: `python -m spurctl_sim --scenario incident`.
 
 Prints the controller address and where it wrote the nodes' inventories
 (JSON Lines, rewritten whenever what the agents hold changes) and the agent map.
@@ -18,11 +18,11 @@ from types import FrameType
 
 from spurctl.errors import SpurctlError
 from spurctl.render.common import write_key_file
-from spurctl.simcluster.identity import AUTH_MODES
-from spurctl.simcluster.incident_scenario import incident
-from spurctl.simcluster.post_wipe_scenario import post_wipe
-from spurctl.simcluster.scenario import Scenario, read_scenario
-from spurctl.simcluster.server import SimCluster
+from spurctl_sim.identity import AUTH_MODES
+from spurctl_sim.incident_scenario import incident
+from spurctl_sim.post_wipe_scenario import post_wipe
+from spurctl_sim.scenario import Scenario, read_scenario
+from spurctl_sim.server import SimCluster
 
 NAMED = {"incident": incident, "post_wipe": post_wipe}
 
@@ -34,7 +34,7 @@ def _scenario(value: str) -> Scenario:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m spurctl.simcluster",
+        prog="python -m spurctl_sim",
         description="Serve a simulated Spur cluster (spurctld + one spurd per node) on 127.0.0.1.",
     )
     parser.add_argument(
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario = _scenario(args.scenario)
     except SpurctlError as exc:
-        print(f"spurctl.simcluster: error: {exc}", file=sys.stderr)
+        print(f"spurctl_sim: error: {exc}", file=sys.stderr)
         return 2
     out = args.dir or Path(tempfile.mkdtemp(prefix="spurctl-sim-"))
     out.mkdir(parents=True, exist_ok=True)

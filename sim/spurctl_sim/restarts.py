@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from spurctl.model import Allocation, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.nodelists import allocated
-from spurctl.simcluster.registration import partitions_of, place_waiting
-from spurctl.simcluster.scenario import busy_state
+from spurctl_sim.nodelists import allocated
+from spurctl_sim.registration import partitions_of, place_waiting
+from spurctl_sim.scenario import busy_state
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.state import ClusterState
+    from spurctl_sim.state import ClusterState
 
 # DeregisterAgentRequest.reason as spurd sends it (crates/spurd/src/main.rs).
 SHUTDOWN_REASON = "agent shutdown"
@@ -90,7 +90,7 @@ def _deregistered(
     """The node's record once the new spurd heartbeats: kept (#784) or registered afresh."""
     if keeps_node:
         if before.state is NodeState.DRAINING:
-            # Marked Down as a heartbeat timeout would (simcluster/liveness.py): the hold
+            # Marked Down as a heartbeat timeout would (spurctl_sim/liveness.py): the hold
             # keeps its reason, who set it and its lock, so it never comes back by itself.
             return dataclasses.replace(before, state=NodeState.DOWN)
         if before.state in _HELD_BY_ADMIN:
@@ -103,7 +103,7 @@ def registered_afresh(before: Node, at: datetime, agent_labels: dict[str, str]) 
     """The record spurd's registration makes when the controller has none for its node
     (`Node::new`, cluster.rs `register_node`): IDLE, nothing allocated, no drain or reason,
     the agent's own labels (an admin's are gone), and a new `slurmd_start_time`. The same
-    for a graceful restart before #784 and for a DeregisterNode (simcluster/node_admin.py)."""
+    for a graceful restart before #784 and for a DeregisterNode (spurctl_sim/node_admin.py)."""
     return dataclasses.replace(
         before,
         state=NodeState.IDLE,

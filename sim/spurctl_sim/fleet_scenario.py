@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import (
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import (
     CPUS_PER_GPU,
     MEM_PER_GPU_MB,
     NODE_TOTAL,
@@ -20,7 +20,7 @@ from spurctl.simcluster.scenario_parts import (
 )
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.server import SimCluster
+    from spurctl_sim.server import SimCluster
 
 T0 = datetime(2026, 12, 4, 20, 0, tzinfo=UTC)
 GPUS = tuple(range(8))

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import (
+from spurctl.spur_hostlist import compress
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import (
     CPUS_PER_GPU,
     GPUS_PER_NODE,
     MEM_PER_GPU_MB,
@@ -21,7 +22,6 @@ from spurctl.simcluster.scenario_parts import (
     job_pids,
     utc_time,
 )
-from spurctl.spur_hostlist import compress
 
 # GPU slices that fill a node with n jobs (n = 0..8); one holding per slice.
 _FILLS: dict[int, tuple[tuple[int, ...], ...]] = {

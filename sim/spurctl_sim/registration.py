@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from spurctl.model import Holding, JobState, Node, NodeState
-from spurctl.simcluster.scenario import node_share
+from spurctl_sim.scenario import node_share
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.state import ClusterState
+    from spurctl_sim.state import ClusterState
 
 
 def partitions_of(state: ClusterState, node: Node) -> Node:

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from spurctl import spur_hostlist
 from spurctl.model import Allocation, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.scenario import add_allocations, busy_state, node_share
-from spurctl.simcluster.scenario_parts import (
+from spurctl_sim.scenario import add_allocations, busy_state, node_share
+from spurctl_sim.scenario_parts import (
     NODE_TOTAL,
     hostlist,
     job_allocation,

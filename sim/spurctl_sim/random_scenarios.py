@@ -19,9 +19,9 @@ from typing import Literal
 
 from spurctl import spur_hostlist
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.controller_service import Visibility
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import NODE_TOTAL, SPUR_VERSION
+from spurctl_sim.controller_service import Visibility
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import NODE_TOTAL, SPUR_VERSION
 
 # When a holding's run began, relative to its job: the job's current run, an
 # earlier attempt of it (a stale copy after a requeue), before the job was even

@@ -32,21 +32,21 @@ import grpc
 
 from spurctl.model import Holding, Inventory, Job, Node, NodeState, utcnow
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster import liveness, node_admin
-from spurctl.simcluster.agent_service import AgentCancel, agent_handler
-from spurctl.simcluster.controller_service import (
+from spurctl.sources.inventory_document import inventory_to_dict
+from spurctl_sim import liveness, node_admin
+from spurctl_sim.agent_service import AgentCancel, agent_handler
+from spurctl_sim.controller_service import (
     ANSWER_LIMIT,
     VISIBILITIES,
     ControllerCancel,
     ControllerService,
     Visibility,
 )
-from spurctl.simcluster.identity import AUTH_MODES, AuthMode, Body, authenticate
-from spurctl.simcluster.node_admin import Refused as _Refused
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.state import ClusterState, HeartbeatDecision
-from spurctl.sources.inventory_document import inventory_to_dict
+from spurctl_sim.identity import AUTH_MODES, AuthMode, Body, authenticate
+from spurctl_sim.node_admin import Refused as _Refused
+from spurctl_sim.releases import MAIN_4CC3DA8, SpurRelease
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.state import ClusterState, HeartbeatDecision
 
 # Stopping with a grace period sends clients a clean GOAWAY; without one, every
 # open client channel in the process logs a "Got goaway ... Cancelling all calls".
@@ -100,7 +100,7 @@ class SimCluster:
     such an agent refuses every cancel without a term. `job_info_visibility` is the
     controller's setting of that name: under `owner_only`, GetJob answers NOT_FOUND to
     a non-admin caller for another user's job, exactly as for an untracked id.
-    `spur_release` is the Spur it plays (simcluster/releases.py: GetJobs' filters,
+    `spur_release` is the Spur it plays (spurctl_sim/releases.py: GetJobs' filters,
     JobMetrics, Ping's version, the heartbeat reclaim's arms, what a graceful spurd
     restart does).
     """
@@ -344,13 +344,13 @@ class SimCluster:
 
     def lose_heartbeat(self, node: str, at: datetime | None = None) -> list[int]:
         """The node's spurd stops and the controller times its heartbeat out
-        (simcluster/liveness.py): DOWN, an admin hold's reason kept. Returns the evicted ids."""
+        (spurctl_sim/liveness.py): DOWN, an admin hold's reason kept. Returns the evicted ids."""
         self.stop_agent(node)
         return liveness.heartbeat_lost(self.state, node, at or utcnow())
 
     def start_agent(self, node: str, at: datetime | None = None) -> None:
         """The node's spurd starts again at `at` (its port served, its heartbeat back): a
-        locked DOWN stays DOWN (simcluster/liveness.py)."""
+        locked DOWN stays DOWN (spurctl_sim/liveness.py)."""
         liveness.heartbeat_back(self.state, node, at or utcnow())
         if node not in self._agents_up:
             self._agents_up[node] = None
@@ -386,7 +386,7 @@ class SimCluster:
 
     def heartbeat(self) -> list[HeartbeatDecision]:
         """One heartbeat from every running agent: one whose node record was removed registers
-        again (simcluster/node_admin.py), and the held ids are decided as spurctld would (its
+        again (spurctl_sim/node_admin.py), and the held ids are decided as spurctld would (its
         release's arms: #580 or #623). Reclaimable holdings are released (the agent
         CancelJob, signal 0) and appended to `heartbeat_reclaims`. Returns every decision,
         spared ones included; a controller without `heartbeat_reclaim` decides nothing."""

@@ -17,8 +17,8 @@ import random
 from datetime import timedelta
 
 from spurctl.model import Allocation, Device, Holding, Job, JobState, Node, NodeState
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import (
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import (
     CPUS_PER_GPU,
     MEM_PER_GPU_MB,
     NODE_TOTAL,

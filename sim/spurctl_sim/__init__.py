@@ -1,11 +1,11 @@
 """A simulated Spur cluster on loopback (spurctld + one spurd per node): tests, demo, benchmarks."""
 
-from spurctl.simcluster.agent_service import AgentCancel
-from spurctl.simcluster.controller_service import ControllerCancel
-from spurctl.simcluster.incident_scenario import incident
-from spurctl.simcluster.large_scenario import large
-from spurctl.simcluster.post_wipe_scenario import post_wipe
-from spurctl.simcluster.scenario import (
+from spurctl_sim.agent_service import AgentCancel
+from spurctl_sim.controller_service import ControllerCancel
+from spurctl_sim.incident_scenario import incident
+from spurctl_sim.large_scenario import large
+from spurctl_sim.post_wipe_scenario import post_wipe
+from spurctl_sim.scenario import (
     SCENARIO_SCHEMA,
     Scenario,
     read_scenario,
@@ -13,8 +13,11 @@ from spurctl.simcluster.scenario import (
     scenario_to_dict,
     write_scenario,
 )
-from spurctl.simcluster.server import Refusal, SimCluster
-from spurctl.simcluster.state import HeartbeatDecision, spur_reclaim_arm
+from spurctl_sim.server import Refusal, SimCluster
+from spurctl_sim.state import HeartbeatDecision, spur_reclaim_arm
+
+# The spurctl release it is built on (sim/pyproject.toml pins spurctl to it).
+__version__ = "0.1.0"
 
 __all__ = [
     "SCENARIO_SCHEMA",

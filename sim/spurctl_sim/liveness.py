@@ -30,10 +30,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from spurctl.model import NodeState
-from spurctl.simcluster.scenario import busy_state
+from spurctl_sim.scenario import busy_state
 
 if TYPE_CHECKING:
-    from spurctl.simcluster.state import ClusterState
+    from spurctl_sim.state import ClusterState
 
 NOT_RESPONDING = "Not responding"
 _LOCKED = (NodeState.DRAIN, NodeState.DRAINING, NodeState.DOWN)
@@ -42,7 +42,7 @@ _LOCKED = (NodeState.DRAIN, NodeState.DRAINING, NodeState.DOWN)
 def heartbeat_lost(state: ClusterState, name: str, at: datetime) -> list[int]:
     """`name`'s spurd stops (its processes and cgroups stay) and the controller's health
     check times its heartbeat out; returns the ids of the jobs evicted."""
-    from spurctl.simcluster.state import allocated
+    from spurctl_sim.state import allocated
 
     with state.lock:
         state.spurd_stopped.add(name)

@@ -6,9 +6,9 @@ them, one of each other case a reconciler must tell apart.
 from __future__ import annotations
 
 from spurctl.model import NodeState
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import SPUR_VERSION, job_allocation
-from spurctl.simcluster.scenario_tables import holdings_from_table, jobs_from_table, nodes_for_jobs
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import SPUR_VERSION, job_allocation
+from spurctl_sim.scenario_tables import holdings_from_table, jobs_from_table, nodes_for_jobs
 
 _INCIDENT_USERS = {
     "alice": 1001,

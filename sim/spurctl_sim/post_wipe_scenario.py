@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from spurctl.simcluster.scenario import Scenario
-from spurctl.simcluster.scenario_parts import SPUR_VERSION, utc_time
-from spurctl.simcluster.scenario_tables import holdings_from_table, jobs_from_table, nodes_for_jobs
+from spurctl_sim.scenario import Scenario
+from spurctl_sim.scenario_parts import SPUR_VERSION, utc_time
+from spurctl_sim.scenario_tables import holdings_from_table, jobs_from_table, nodes_for_jobs
 
 # Since the 06:00 wipe: ids 1-40. 12 completed and 35 is pending, 23 runs on gpu010;
 # all three ids are also held by pre-wipe runs on gpu003-005.

@@ -73,12 +73,12 @@ class Scenario:
     agent_started_at: dict[str, datetime] = field(default_factory=dict)
     # spur.conf's partitions with a label selector (partition -> labels it requires) and
     # its default partition: a node registering afresh, or relabelled, is assigned its
-    # partitions from them as spurctld does (simcluster/registration.py). Empty: each
+    # partitions from them as spurctld does (spurctl_sim/registration.py). Empty: each
     # node keeps its listed partitions.
     partition_selectors: dict[str, dict[str, str]] = field(default_factory=dict)
     default_partition: str = ""
     # PENDING jobs waiting for any node: the scheduler places each that fits on a node
-    # the moment it registers afresh (simcluster/registration.py).
+    # the moment it registers afresh (spurctl_sim/registration.py).
     waiting: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -226,7 +226,7 @@ def scenario_from_dict(d: Any, *, where: str) -> Scenario:
     if d.get("schema") != SCENARIO_SCHEMA:
         raise DocumentError(
             f"{where}: schema is {d.get('schema')!r}, expected {SCENARIO_SCHEMA!r} "
-            "(write one with spurctl.simcluster.write_scenario)"
+            "(write one with spurctl_sim.write_scenario)"
         )
     version = d.get("version")
     if not isinstance(version, str) or not version:

@@ -31,11 +31,11 @@ from spurctl.model import (
     utcnow,
 )
 from spurctl.proto import slurm_pb2 as pb
-from spurctl.simcluster.encoders import job_to_pb
-from spurctl.simcluster.nodelists import allocated, expand
-from spurctl.simcluster.releases import MAIN_4CC3DA8, SpurRelease
-from spurctl.simcluster.restarts import restart_agent
-from spurctl.simcluster.scenario import (
+from spurctl_sim.encoders import job_to_pb
+from spurctl_sim.nodelists import allocated, expand
+from spurctl_sim.releases import MAIN_4CC3DA8, SpurRelease
+from spurctl_sim.restarts import restart_agent
+from spurctl_sim.scenario import (
     Scenario,
     add_allocations,
     busy_state,
@@ -216,17 +216,17 @@ class ClusterState:
         # Each node's spurd start as its inventory shows it: slurmd_start_time changing
         # later (as a test may make it lie) does not move it; restart_agent does.
         self.agent_started_at = dict(scenario.agent_started_at)
-        # Nodes whose spurd is not running (simcluster/liveness.py): a scan finds none.
+        # Nodes whose spurd is not running (spurctl_sim/liveness.py): a scan finds none.
         self.spurd_stopped: set[str] = set()
         # Nodes DOWN `Not responding` that kept an admin hold's lock (release v0.8.0, before
-        # #624: simcluster/liveness.py); an UpdateNode, a DrainNode or a new record ends it.
+        # #624: spurctl_sim/liveness.py); an UpdateNode, a DrainNode or a new record ends it.
         self.locked_not_responding: set[str] = set()
         self.target_names = {n: list(v) for n, v in scenario.target_names.items()}
         self.next_job_id = scenario.next_job_id
         self.jobs: dict[int, Job] = {j.job_id: spur_release.played(j) for j in scenario.jobs}
         self.nodes: dict[str, Node] = {n.name: n for n in scenario.nodes}
         # DeregisterNode: removed records, until each node's spurd registers again
-        # (simcluster/node_admin.py), unless its registration is refused.
+        # (spurctl_sim/node_admin.py), unless its registration is refused.
         self.removed: dict[str, Node] = {}
         self.registration_refused: dict[str, str] = {}
         self.deregistrations: list[tuple[str, bool, str]] = []  # (node, force, reason)
@@ -234,7 +234,7 @@ class ClusterState:
         # answered FAILED_PRECONDITION with this text as spurctld maps every such error.
         self.remove_failure: str | None = None
         # Partitions from labels, the default one, each node's listed (hostlist) ones, and
-        # the jobs waiting for any node (simcluster/registration.py).
+        # the jobs waiting for any node (spurctl_sim/registration.py).
         self.partition_selectors = {p: dict(v) for p, v in scenario.partition_selectors.items()}
         self.default_partition = scenario.default_partition
         self.listed_partitions = {n.name: n.partitions for n in scenario.nodes}
@@ -380,7 +380,7 @@ class ClusterState:
         self, node: str, at: datetime, *, graceful: bool = False, requeue: bool = False
     ) -> list[int]:
         """spurd restarts on `node` at `at`, a crash or `graceful`, as this cluster's Spur
-        release handles it (simcluster/restarts.py); returns the ids the controller evicted."""
+        release handles it (spurctl_sim/restarts.py); returns the ids the controller evicted."""
         self._known_node(node)
         return restart_agent(self, node, at, graceful=graceful, requeue=requeue)
 
