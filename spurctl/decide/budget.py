@@ -5,7 +5,10 @@ hold agent orphans, and one `spurctl drain -w ALL` would drain the fleet. So a r
 drains (drain, repair, later the autopilot) is refused whole when the nodes out of
 service by spurctl's own reason (any run's, counted over the controller's whole node
 list, not only the scope: decide/owner.py) plus this run's would pass
-`--max-unavailable` (N nodes, or P% of the controller's nodes, at least 1). And a node
+`--max-unavailable` (N nodes, or P% of the controller's nodes, at least 1). A drain of
+spurctl's that Spur v0.8.0 turned into DOWN `Not responding` on a heartbeat timeout
+(decide/lost_reason.py) counts too: the reason is no longer spurctl's, but the node is
+out of service because of spurctl's drain, and stays so until a person lifts it. And a node
 spurctl resumed is not drained again by spurctl before `--cooldown` has passed, unless
 the operator names it alone: a node flapping between drained and resumed is a person's
 question. Pure: the use cases bring the nodes, the journal's records and the clock.
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from spurctl.decide.lost_reason import lost_drain
 from spurctl.decide.owner import Ownership
 from spurctl.hostlist import fold
 from spurctl.model import Node, NodeState, format_time, parse_time
@@ -53,9 +57,17 @@ class MaxUnavailable:
 DEFAULT_MAX_UNAVAILABLE = MaxUnavailable(percent=2.0)
 
 
-def out_by_spurctl(nodes: Iterable[Node], owned: Ownership) -> list[str]:
-    """The nodes out of service under a reason of spurctl's own (any run's)."""
-    return sorted(n.name for n in nodes if n.state in OUT_OF_SERVICE and owned.owns(n))
+def out_by_spurctl(nodes: Iterable[Node], owned: Ownership, *, reason_replaced: bool) -> list[str]:
+    """The nodes out of service under a reason of spurctl's own (any run's) and, where the
+    controller's release replaces a drain's reason on a heartbeat timeout
+    (`reason_replaced`: releases.replaces_hold_reason), those of spurctl's drains it
+    turned into DOWN `Not responding` (lost_drain)."""
+    return sorted(
+        n.name
+        for n in nodes
+        if n.state in OUT_OF_SERVICE
+        and (owned.owns(n) or (reason_replaced and lost_drain(n, owned) is not None))
+    )
 
 
 def over_budget(
@@ -64,18 +76,24 @@ def over_budget(
     taking: Iterable[str],
     limit: MaxUnavailable,
     verb: str,
+    *,
+    reason_replaced: bool,
 ) -> str | None:
     """Why a run that would take `taking` out of service is refused whole (one line), or
-    None when spurctl's nodes out of service, these included, stay within `limit` of
-    the controller's `nodes` (every node it lists)."""
-    out = out_by_spurctl(nodes.values(), owned)
+    None when spurctl's nodes out of service (out_by_spurctl, `reason_replaced` as
+    there), these included, stay within `limit` of the controller's `nodes` (every node
+    it lists)."""
+    out = out_by_spurctl(nodes.values(), owned, reason_replaced=reason_replaced)
     new = sorted(set(taking) - set(out))
     cap = limit.cap(len(nodes))
     total = len(out) + len(new)
     if not new or total <= cap:
         return None
+    lost = [n for n in out if not owned.owns(nodes[n])]
     already = (
-        f"beside the {len(out)} already out of service by spurctl's reason ({fold(out)})"
+        f"beside the {len(out)} already out of service by spurctl's reason ({fold(out)}"
+        + (f"; {fold(lost)} DOWN 'Not responding' since spurctl's drain" if lost else "")
+        + ")"
         if out
         else "with none out of service by spurctl's reason yet"
     )

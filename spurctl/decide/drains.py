@@ -158,11 +158,13 @@ def drain_plan(
     now: datetime | None = None,
     cooldown_s: float = DEFAULT_COOLDOWN_S,
     alone: bool | None = None,
+    lost_release: str | None = None,
 ) -> tuple[list[NodeChange], list[Left]]:
     """The nodes to drain, and those left as they are (with why); `resumed`: when spurctl
     last resumed each node (decide/budget.py `cooling`, against `now`). `alone`: whether
     the operator named the node alone (None: the scope has one node), which the cooldown
-    yields to."""
+    yields to. `lost_release`: the controller's version where a heartbeat timeout
+    replaces a drain's reason (decide/lost_reason.py), else None."""
     drain: list[NodeChange] = []
     left: list[Left] = []
     names = sorted(scope)
@@ -179,8 +181,13 @@ def drain_plan(
             if found:
                 left.append(_loosely_held(name, found))
             continue
+        lost = None if node is None or lost_release is None else lost_drain(node, owned)
         if node is None:
             left.append(Left(name, f"{name} is not a node the controller has: nothing to drain"))
+        elif lost is not None and lost_release is not None:
+            # Out of service by spurctl's own drain, whose reason Spur replaced: said as
+            # audit says it, with the one command that lifts it.
+            left.append(Left(name, lost_line(name, lost[1], lost_release)))
         elif is_health_check_drain(node.state_reason):
             left.append(
                 Left(

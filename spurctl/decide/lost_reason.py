@@ -16,6 +16,7 @@ whether the controller's release replaces the reason (spurctl/releases.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from spurctl.decide.owner import Ownership
@@ -45,6 +46,12 @@ def lost_drain(node: Node, owned: Ownership) -> tuple[str, datetime] | None:
     if node.agent_start_time is not None and node.agent_start_time > at:
         return None
     return reason, at
+
+
+def lost_drains(nodes: Iterable[Node], owned: Ownership) -> dict[str, datetime]:
+    """Those of `nodes` whose drain of spurctl's a heartbeat timeout replaced (lost_drain),
+    each with the drain's time."""
+    return {n.name: lost[1] for n in nodes if (lost := lost_drain(n, owned)) is not None}
 
 
 def lost_line(name: str, at: datetime, version: str) -> str:

@@ -93,6 +93,10 @@ def metrics(r: RoundReport) -> str:
                  [("", 1.0 if r.breaker.open else 0.0)]),
         *_family("autopilot_paused", "gauge", "1 while the pause file exists.",
                  [("", 1.0 if r.paused else 0.0)]),
+        *_family("autopilot_nodes_drain_reason_lost", "gauge",
+                 "Nodes in scope that spurctl drained and Spur v0.8.0 then marked DOWN 'Not "
+                 "responding', locked: left to a person (spurctl resume --lost-reason).",
+                 [("", float(r.reason_lost))]),
         *_family("autopilot_budget_remaining", "gauge",
                  "What is left of each budget after the last round.", budgets),
         *_family("autopilot_last_round_timestamp_seconds", "gauge",

@@ -4,7 +4,14 @@ Counters (from the journal, which is only appended to, so they only grow):
 `spurctl_repairs_total{result}`, `spurctl_drains_total{command}`,
 `spurctl_resumes_total`; gauges: `spurctl_nodes_left_drained` (nodes a drain of
 spurctl's still holds) and `spurctl_node_drained_since_timestamp_seconds{node}`
-(when spurctl drained it), which the alert SpurctlDrainLeftTooLong reads.
+(when spurctl drained it), which the alert SpurctlDrainLeftTooLong reads. A node spurctl
+drained that Spur v0.8.0 then marked DOWN `Not responding` on a heartbeat timeout (its
+reason no longer spurctl's, its lock kept: it never recovers by itself) is in neither:
+it has its own pair, `spurctl_nodes_drain_reason_lost` and
+`spurctl_node_drain_reason_lost_since_timestamp_seconds{node}` (when spurctl drained it),
+which the alert SpurctlDrainReasonLost reads. Apart, so the existing series keep their
+meaning (a drain whose reason is spurctl's, which plain `spurctl resume` lifts) and each
+alert names the one command that lifts its nodes.
 """
 
 from __future__ import annotations
@@ -62,5 +69,17 @@ def node_admin_series(report: AuditReport) -> list[str]:
                 for node, at in sorted(m.drained.items())
                 if at is not None
             ],
+        ),
+        *_family(
+            "nodes_drain_reason_lost", "gauge",
+            "Nodes in the audit's view that spurctl drained and Spur (v0.8.0 or older) then "
+            "marked DOWN 'Not responding', keeping the lock: they never recover by themselves.",
+            [("", len(m.lost))],
+        ),
+        *_family(
+            "node_drain_reason_lost_since_timestamp_seconds", "gauge",
+            "Unix time spurctl drained the node, for each node whose drain's reason Spur "
+            "replaced with 'Not responding'.",
+            [(f'{{node="{_label(node)}"}}', at.timestamp()) for node, at in sorted(m.lost.items())],
         ),
     ]  # fmt: skip

@@ -60,6 +60,7 @@ from spurctl.decide.budget import (
     resumed_at,
 )
 from spurctl.decide.drains import NodeChange, cancel_states, drain_plan, resume_plan
+from spurctl.decide.lost_reason import lost_drains, lost_line
 from spurctl.decide.owner import Ownership, Seen, journaled_drains
 from spurctl.decide.plan import Entry, reclaimable
 from spurctl.decide.reclaim_plan import decide, selection
@@ -69,6 +70,7 @@ from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_TICK_S
 from spurctl.errors import ExitStatus, SpurctlError, redact
 from spurctl.hostlist import fold
 from spurctl.model import Kind, utcnow
+from spurctl.releases import replaces_hold_reason
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
@@ -153,8 +155,10 @@ class RoundReport:
     actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
     paused: bool = False
     # Nodes left to a person this round, and why (a phantom charge without --repair, a
-    # repair refused).
+    # repair refused, a drain of spurctl's whose reason Spur v0.8.0 replaced).
     to_person: dict[str, str] = field(default_factory=dict)
+    # Those in scope DOWN `Not responding` since spurctl's drain (decide/lost_reason.py).
+    reason_lost: int = 0
 
 
 @dataclass(slots=True)
@@ -317,7 +321,16 @@ class _Pilot:
         # Only a node the journal records spurctl draining can be out by spurctl's reason
         # (decide/owner.py): those are read, not all 20,000 nodes of the view.
         journaled = [nodes[n] for n in journaled_drains(found) if n in nodes]
-        room = request.max_unavailable.cap(len(nodes)) - len(out_by_spurctl(journaled, owned))
+        # Spur v0.8.0 turns a drain whose heartbeat timed out into DOWN `Not responding`,
+        # locked: out by spurctl's drain all the same (counted), and left to a person.
+        version = inputs.view.version
+        replaced = replaces_hold_reason(version)
+        lost = lost_drains(journaled, owned) if replaced else {}
+        lost_here = request.src.scope.keep(
+            n for n in lost if inputs.scope is None or n in inputs.scope
+        )
+        out = out_by_spurctl(journaled, owned, reason_replaced=replaced)
+        room = request.max_unavailable.cap(len(nodes)) - len(out)
         budget = spent(found, now)
         flapping = frozenset(
             n.name for n in journaled
@@ -363,7 +376,8 @@ class _Pilot:
             },
             breaker=self.breaker,
             paused=paused,
-            to_person=plans.to_person,
+            to_person={**plans.to_person, **{n: lost_line(n, lost[n], version) for n in lost_here}},
+            reason_lost=len(lost_here),
         )  # fmt: skip
 
 
@@ -449,6 +463,7 @@ def _plans(
     changes, _left = drain_plan(
         held, view.nodes, report.findings, cancel_states(found), owned,
         resumed=resumed_at(found), now=now, cooldown_s=request.cooldown_s, alone=False,
+        lost_release=view.version if replaces_hold_reason(view.version) else None,
     )  # fmt: skip
     drains = {c.node: c for c in changes if c.kind in DRAINED_KINDS}
     for c in drains.values():

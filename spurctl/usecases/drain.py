@@ -142,21 +142,23 @@ def plan_changes(request: DrainRequest, src: Sources, conn: Connection) -> Drain
     nodes = inputs.view.nodes
     # spurctl's drains: exactly a reason its journal records it setting (decide/owner.py).
     owned = Ownership.of(found, credential_uid(conn))
+    # Where a heartbeat timeout replaces a drain's reason (decide/lost_reason.py).
+    version = inputs.view.version
+    lost_release = version if replaces_hold_reason(version) else None
     if request.verb is Verb.DRAIN:
         plan.changes, plan.left = drain_plan(
             scope, nodes, report.findings, cancel_states(found), owned,
             resumed=resumed_at(found), now=utcnow(), cooldown_s=request.cooldown_s,
+            lost_release=lost_release,
         )  # fmt: skip
         # Counted over every node the controller lists, not only the scope.
         refused = over_budget(
-            nodes, owned, [c.node for c in plan.changes], request.max_unavailable, "drain"
-        )
+            nodes, owned, [c.node for c in plan.changes], request.max_unavailable, "drain",
+            reason_replaced=lost_release is not None,
+        )  # fmt: skip
         if refused is not None:
             raise SpurctlError(refused)
         return plan
-    # Where a heartbeat timeout replaces a drain's reason (decide/lost_reason.py).
-    version = inputs.view.version
-    lost_release = version if replaces_hold_reason(version) else None
     if request.lost_reason:
         plan.changes, plan.left = lost_reason_plan(
             scope, nodes, report.findings, inputs.inventories, now=utcnow(),

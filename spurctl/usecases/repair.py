@@ -43,6 +43,7 @@ from spurctl.decide.repair import (
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import Inventory, NextStep, utcnow
+from spurctl.releases import replaces_hold_reason
 from spurctl.repair_view import RepairPlan as RepairPlan
 from spurctl.repair_view import RepairRequest as RepairRequest
 from spurctl.repair_view import judge_node, rejoin_said
@@ -150,8 +151,10 @@ def prepare(
         _only_saved(plan, request.saved, request.max_inventory_age_s, now)
     # Counted over every node the controller lists; a removed node is out already.
     taking = [t.node for t in plan.targets if not t.removed]
+    # A drain of spurctl's Spur v0.8.0 turned DOWN `Not responding` counts (decide/budget.py).
+    replaced = replaces_hold_reason(view.version)
     if refused := over_budget(view.nodes, owned or Ownership(), taking, request.max_unavailable,
-                              "repair"):  # fmt: skip
+                              "repair", reason_replaced=replaced):  # fmt: skip
         raise SpurctlError(refused)
     return plan
 

@@ -27,7 +27,7 @@ def promtool(*args: str) -> subprocess.CompletedProcess[str]:
 def test_promtool_accepts_the_rules() -> None:
     check = promtool("check", "rules", RULES.name)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 8 rules found" in check.stdout
+    assert "SUCCESS: 9 rules found" in check.stdout
 
 
 def test_the_rules_unit_tests_pass_in_promtool() -> None:
@@ -48,6 +48,7 @@ def test_each_alert_the_issue_asks_for_is_shipped_and_unit_tested() -> None:
         "SpurctlAgentsUnreachable",
         "SpurctlControllerViewIncomplete",
         "SpurctlDrainLeftTooLong",
+        "SpurctlDrainReasonLost",
     }
     assert alerts["SpurctlStrandedNode"]["for"] == "15m"
     # The alerts on one node's kind of finding name the node (#43 item 11).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,57 @@ def test_v0_8_0_audit_nodes_explain_and_plain_resume_say_the_drain_went_down_and
     assert f"  {said}" in proc.stdout and step in proc.stdout
     assert c.sim.node("gpu012").state is NodeState.DOWN
     assert _resumes(c) == []
+
+
+def test_drain_says_the_lost_reason_line_of_such_a_node_and_sends_nothing(c: Cluster) -> None:
+    at = _drained_then_lost(c)
+    drains = len(journal_records(c.journal))
+    proc = command(c, "drain", "gpu012", "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # One line, audit's own words, with the one command that lifts it.
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("  gpu012  ")]
+    audit = run_cli(
+        "audit", "-w", "gpu012", "--controller", c.sim.controller_address, "--inventory",
+        str(c.live), "--journal", str(c.journal), "--format", "json", home=c.home,
+    )  # fmt: skip
+    [note] = [n for n in json.loads(audit.stdout)["notes"] if n.startswith(_said(at))]
+    assert line == f"  gpu012  {note}"
+    assert "for another reason" not in proc.stdout
+    assert "Nothing to drain: nothing sent" in proc.stdout
+    assert len(journal_records(c.journal)) == drains  # nothing journaled, nothing sent
+    assert c.sim.node("gpu012").state_reason == "Not responding"
+
+
+def test_the_audits_metrics_count_such_a_node_apart_and_the_lift_clears_it(
+    c: Cluster, tmp_path: Path
+) -> None:
+    """Not in `spurctl_nodes_left_drained` (a drain whose reason is spurctl's, which plain
+    resume lifts: its meaning unchanged), but in its own pair, which SpurctlDrainReasonLost
+    reads (contrib/prometheus)."""
+    prom = tmp_path / "spurctl.prom"
+
+    def metrics() -> dict[str, float]:
+        proc = run_cli(
+            "audit", "--controller", c.sim.controller_address, "--inventory", str(c.live),
+            "--journal", str(c.journal), "--format", "prometheus", "-o", str(prom), home=c.home,
+        )  # fmt: skip
+        assert proc.returncode in (0, 1), proc.stderr
+        lines = [x for x in prom.read_text().splitlines() if x and not x.startswith("#")]
+        return {x.rpartition(" ")[0]: float(x.rpartition(" ")[2]) for x in lines}
+
+    assert metrics()["spurctl_nodes_drain_reason_lost"] == 0
+    at = _drained_then_lost(c)
+    since = 'spurctl_node_drain_reason_lost_since_timestamp_seconds{node="gpu012"}'
+    lost = metrics()
+    assert lost["spurctl_nodes_drain_reason_lost"] == 1
+    assert lost[since] == datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+    assert lost["spurctl_nodes_left_drained"] == 0
+    assert not any(k.startswith("spurctl_node_drained_since_timestamp_seconds") for k in lost)
+    c.sim.start_agent("gpu012")
+    _clean_gpu012(c)
+    assert command(c, "resume", "gpu012", LOST, "--yes").returncode == 0
+    lifted = metrics()
+    assert lifted["spurctl_nodes_drain_reason_lost"] == 0 and since not in lifted
 
 
 def test_lost_reason_lifts_it_once_clean_with_spurd_running_journaled(c: Cluster) -> None:

@@ -70,18 +70,65 @@ def test_only_nodes_out_of_service_by_spurctls_own_reason_count() -> None:
         gpu005=(NodeState.DOWN, "Not responding"),
     )
     owned = mine("gpu001", "gpu002", "gpu005")
-    assert out_by_spurctl(nodes.values(), owned) == ["gpu001", "gpu002"]
-    assert over_budget(nodes, owned, [], MaxUnavailable(count=2), "drain") is None
+    assert out_by_spurctl(nodes.values(), owned, reason_replaced=False) == ["gpu001", "gpu002"]
+    assert (
+        over_budget(nodes, owned, [], MaxUnavailable(count=2), "drain", reason_replaced=False)
+        is None
+    )
     # A node already out by spurctl's reason is not counted twice.
-    assert over_budget(nodes, owned, ["gpu001"], MaxUnavailable(count=2), "drain") is None
-    why = over_budget(nodes, owned, ["gpu010", "gpu011"], MaxUnavailable(count=3), "drain")
+    assert (
+        over_budget(
+            nodes, owned, ["gpu001"], MaxUnavailable(count=2), "drain", reason_replaced=False
+        )
+        is None
+    )
+    why = over_budget(
+        nodes, owned, ["gpu010", "gpu011"], MaxUnavailable(count=3), "drain", reason_replaced=False
+    )
     assert why == (
         "refusing to drain, nothing sent: it would take 2 more nodes out of service "
         "(gpu[010-011]) beside the 2 already out of service by spurctl's reason "
         "(gpu[001-002]): 4, above --max-unavailable 3 (3 of the controller's 100 nodes); "
         "name fewer nodes, or pass a larger --max-unavailable"
     )
-    assert over_budget(nodes, owned, ["gpu010", "gpu011"], MaxUnavailable(count=4), "x") is None
+    assert (
+        over_budget(
+            nodes, owned, ["gpu010", "gpu011"], MaxUnavailable(count=4), "x", reason_replaced=False
+        )
+        is None
+    )
+
+
+def test_a_drain_whose_reason_v0_8_0_replaced_counts_where_the_release_does_that() -> None:
+    """Spur v0.8.0 turns a drain of spurctl's whose heartbeat timed out into DOWN `Not
+    responding`, keeping the lock (decide/lost_reason.py): no longer spurctl's reason, but
+    out of service because of spurctl's drain, for ever. Only the journal tells it from
+    Spur's own DOWN (gpu006, never drained by spurctl); a node registered again since the
+    drain (gpu007) is a new record, not the one spurctl drained."""
+    nodes = fleet(
+        100,
+        gpu001=(NodeState.DRAIN, "spurctl: x (gpu001)"),
+        gpu005=(NodeState.DOWN, "Not responding"),
+        gpu006=(NodeState.DOWN, "Not responding"),
+        gpu007=(NodeState.DOWN, "Not responding"),
+    )
+    nodes["gpu007"] = Node("gpu007", NodeState.DOWN, "Not responding",
+                           agent_start_time=T0 + timedelta(hours=1))  # fmt: skip
+    drained = {n: frozenset({f"spurctl: x ({n})"}) for n in ("gpu001", "gpu005", "gpu007")}
+    since = {(n, f"spurctl: x ({n})"): T0 for n in drained}
+    owned = Ownership(drained, None, since)
+    assert out_by_spurctl(nodes.values(), owned, reason_replaced=True) == ["gpu001", "gpu005"]
+    # Where the release keeps a drain's reason (#624), such a DOWN is not spurctl's drain.
+    assert out_by_spurctl(nodes.values(), owned, reason_replaced=False) == ["gpu001"]
+    limit = MaxUnavailable(count=2)
+    assert over_budget(nodes, owned, ["gpu010"], limit, "drain", reason_replaced=False) is None
+    why = over_budget(nodes, owned, ["gpu010"], limit, "drain", reason_replaced=True)
+    assert why == (
+        "refusing to drain, nothing sent: it would take 1 more node out of service (gpu010) "
+        "beside the 2 already out of service by spurctl's reason (gpu[001,005]; gpu005 DOWN "
+        "'Not responding' since spurctl's drain): 3, above --max-unavailable 2 (2 of the "
+        "controller's 100 nodes); name fewer nodes, or pass a larger --max-unavailable"
+    )
 
 
 def rec(node: str, at: datetime, result: str = "sent", **more: Any) -> dict[str, Any]:
