@@ -332,9 +332,7 @@ class _Pilot:
         version = inputs.view.version
         replaced = replaces_hold_reason(version)
         lost = lost_drains(journaled, owned) if replaced else {}
-        lost_here = request.src.scope.keep(
-            n for n in lost if inputs.scope is None or n in inputs.scope
-        )
+        lost_here = request.scope.keep(n for n in lost if inputs.scope is None or n in inputs.scope)
         out = out_by_spurctl(journaled, owned, reason_replaced=replaced)
         room = request.max_unavailable.cap(len(nodes)) - len(out)
         budget = spent(found, now)
