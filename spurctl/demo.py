@@ -447,14 +447,12 @@ def _repair_step(
     )
     cluster.refresh_inventory()
     request = RepairRequest(
-        src=Sources(Scope.parse(nodes), [str(cluster.inventory)], False, "", 1),
-        conn=conn,
-        journal_path=cluster.journal,
-        yes=True,
-        tick_s=1.0,
-        wait_s=10.0,
+        scope=Scope.parse(nodes), journal_path=cluster.journal, yes=True, tick_s=1.0, wait_s=10.0
     )
-    done = repair(request, show_plan=lambda plan: _lines(say, plan_lines(plan)), ask=None)
+    src = Sources(request.scope, [str(cluster.inventory)], False, "", 1)
+    done = repair(
+        request, src, conn, show_plan=lambda plan: _lines(say, plan_lines(plan)), ask=None
+    )
     _lines(say, result_lines(done))
     cluster.refresh_inventory()
     again, _ = _audit(cluster, conn, nodes)

@@ -39,7 +39,6 @@ from spurctl.scope import Scope
 
 if TYPE_CHECKING:
     from spurctl.sources.controller import ControllerClient
-    from spurctl.sources.inventories import Sources
     from spurctl.sources.repair_plan import SavedRepairPlan
     from spurctl.sources.settings import Connection
 
@@ -52,13 +51,16 @@ MISSING_NODES = (
 
 @dataclass(frozen=True, slots=True)
 class RepairRequest:
-    """Everything `spurctl repair` (or the autopilot's --repair) was asked; every mix of
-    options that cannot mean anything refused when it is built (SpurctlError), before a
-    saved plan is read or the controller asked."""
+    """Everything `spurctl repair` (or the autopilot's --repair) was asked: options only,
+    as reclaim's request; every mix of them that cannot mean anything refused when it is
+    built (SpurctlError), before anything is read (spur.conf, the token, the topology, a
+    saved plan) or any connection made. The run is given its Sources (built from `scope`)
+    and its Connection beside it."""
 
-    src: Sources  # its scope: the nodes named, or the saved plan's (with_saved)
-    conn: Connection
+    scope: Scope  # the nodes named, or the saved plan's (with_saved)
     journal_path: Path
+    # --inventory as given: read by the run's Sources, checked here (standard input once).
+    inventory: tuple[str, ...] = ()
     dry_run: bool = False
     yes: bool = False
     saved: SavedRepairPlan | None = None
@@ -85,15 +87,15 @@ class RepairRequest:
                 "-o saves the plan of a dry run: add --dry-run (then repair with --plan FILE)"
             )
         if self.plan_file is not None:
-            if self.saved is None and not self.src.scope.everything:
+            if self.saved is None and not self.scope.everything:
                 raise SpurctlError("--plan names its own nodes: drop --node, or drop --plan")
             if self.dry_run:
                 raise SpurctlError(
                     "--plan carries out a saved plan: drop --dry-run, or drop --plan"
                 )
-        elif self.src.scope.hostlist is None:
+        elif self.scope.hostlist is None:
             raise SpurctlError(MISSING_NODES)
-        if self.src.inventory and "-" in self.src.inventory:
+        if "-" in self.inventory:
             raise SpurctlError(
                 "repair reads the inventories again after its drain, and standard input (-) "
                 "can be read only once: write them to a file (spurctl collect -o FILE), or "
@@ -102,9 +104,8 @@ class RepairRequest:
 
     def with_saved(self, saved: SavedRepairPlan) -> RepairRequest:
         """This request carrying out `saved` (read from --plan): its nodes, less -x."""
-        scope = Scope.parse(saved.nodes, self.src.scope.exclude_typed)
-        src = dataclasses.replace(self.src, scope=scope)
-        return dataclasses.replace(self, src=src, saved=saved)
+        scope = Scope.parse(saved.nodes, self.scope.exclude_typed)
+        return dataclasses.replace(self, scope=scope, saved=saved)
 
     def applying(self, nodes: str) -> NextStep:
         """This dry run's plan carried out: its saved file, else the same run without

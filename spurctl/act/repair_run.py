@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from spurctl.repair_view import RepairPlan, RepairRequest
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import Connection
 
 KIND = Kind.PHANTOM_ALLOC.value
 # RepairRun._update's answer when the node had changed: left as it is, its result said.
@@ -74,13 +75,15 @@ class RepairRun:
     """One repair run over all its targets (the module's docstring says what it owes)."""
 
     def __init__(
-        self, plan: RepairPlan, request: RepairRequest, sleep: Callable[[float], None],
+        self, plan: RepairPlan, request: RepairRequest, src: Sources, conn: Connection,
+        sleep: Callable[[float], None],
         inventory_of: Callable[[str, Mapping[str, Inventory]], Inventory | None],
         waiting: Callable[[str], None] = lambda _: None,
     ) -> None:  # fmt: skip
         from spurctl.sources.settings import credential_uid
 
         self.plan, self.request, self.sleep = plan, request, sleep
+        self.src = src  # the holdings read again after the drain (its scope the request's)
         # Told what the run waits for before each wait that may pass a second (the
         # command shows it: an operator never watches a silent minute).
         self.waiting = waiting
@@ -95,7 +98,7 @@ class RepairRun:
         # node -> what it is still owed, when the run could not put it back.
         self.owed: dict[str, str] = {}
         # Who the controller records as setting spurctl's drains (#860), where known.
-        self.uid = credential_uid(request.conn)
+        self.uid = credential_uid(conn)
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -324,9 +327,9 @@ class RepairRun:
         if not drained:
             return []
         assert self.admin is not None and self.client is not None
-        if self.request.src.collect:
+        if self.src.collect:
             self.waiting(f"collecting {fold(t.node for t in drained)} afresh before removing them")
-        fresh = fresh_inventories(self.request.src, [t.node for t in drained])
+        fresh = fresh_inventories(self.src, [t.node for t in drained])
         now = utcnow()
         passing = []
         # One read of the active jobs for every drained node.
@@ -567,12 +570,17 @@ def fresh_inventories(src: Sources, names: Sequence[str]) -> dict[str, Inventory
 
 
 def run_within(
-    plan: RepairPlan, request: RepairRequest, admin: NodeAdmin, client: ControllerClient
+    plan: RepairPlan,
+    request: RepairRequest,
+    src: Sources,
+    conn: Connection,
+    admin: NodeAdmin,
+    client: ControllerClient,
 ) -> list[NodeResult]:
     """`plan` carried out through a caller's journal, writer and client (the autopilot's
     round: its journal lock held, its records tagged): each target's result. What a node
     not back within request.wait_s is owed stays in the journal for the next repair."""
-    run = RepairRun(plan, request, time.sleep, lambda name, found: found.get(name))
+    run = RepairRun(plan, request, src, conn, time.sleep, lambda name, found: found.get(name))
     run.admin, run.client = admin, client
     run.go()
     return run.ordered()

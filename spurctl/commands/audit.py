@@ -15,7 +15,6 @@ from spurctl.model import Action, AuditReport, Kind, NextStep
 from spurctl.option_values import DAY_S, number_option
 from spurctl.render.common import AuditFormat
 from spurctl.scope import Scope
-from spurctl.sources.inventories import Sources
 
 if TYPE_CHECKING:
     from spurctl.decide.tracker import WatchRound
@@ -184,44 +183,47 @@ AuditRoundsOpt = Annotated[
 
 
 @dataclass(frozen=True, slots=True)
-class Watch:
-    """--watch: re-audit every `interval` seconds, `rounds` times (None: until stopped)."""
-
-    interval: float
-    rounds: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class AuditRequest:
-    """One audit as asked for, every mix of options that cannot mean anything refused."""
+    """One audit as asked for: options only, every mix of them that cannot mean anything
+    refused when it is built (SpurctlError), before anything is read (the topology,
+    spur.conf, the token) or any connection made; the holdings' Sources are built from
+    `scope` and `snapshot` after it."""
 
-    sources: Sources
-    fmt: AuditFormat
-    kinds: tuple[Kind, ...]
-    actions: tuple[Action, ...]
-    output: Path | None
-    watermark: int | None
-    show_all: bool
-    fold: bool
-    header: bool
-    watch: Watch | None
+    scope: Scope
     journal: Path
-    ack: str | None
+    fmt: AuditFormat = AuditFormat.TABLE
+    kinds: tuple[Kind, ...] = ()
+    actions: tuple[Action, ...] = ()
+    output: Path | None = None
+    watermark: int | None = None
+    show_all: bool = False
+    fold: bool = True
+    header: bool = True
+    # --snapshot, and --inventory as given (read by the Sources, checked here).
+    snapshot: Path | None = None
+    inventory: tuple[str, ...] = ()
+    # --watch: a round every `interval` seconds (None: WATCH_INTERVAL), `rounds` times
+    # (None: until stopped); either without --watch is refused.
+    watch: bool = False
+    interval: float | None = None
+    rounds: int | None = None
+    ack: str | None = None
     columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        src = self.sources
-        if self.watch is not None:
+        if not self.watch and (self.interval is not None or self.rounds is not None):
+            raise SpurctlError("--interval and --rounds only apply with --watch")
+        if self.watch:
             if self.fmt not in (AuditFormat.TABLE, AuditFormat.JSON):
                 raise SpurctlError(
                     f"--watch draws a table or writes JSON Lines (--format json); "
                     f"--format {self.fmt} is for one-shot audits (drop --watch)"
                 )
-            if src.snapshot is not None:
+            if self.snapshot is not None:
                 raise SpurctlError(
                     "--watch follows the live controller; a saved --snapshot never changes"
                 )
-            if src.inventory and "-" in src.inventory:
+            if "-" in self.inventory:
                 raise SpurctlError(
                     "--watch re-reads the inventories every round and standard input (-) can "
                     "be read only once: write them to a file (spurctl collect -o FILE)"
@@ -231,14 +233,14 @@ class AuditRequest:
                     "--kind, --action and -o do not apply with --watch (every round shows "
                     "every finding, on stdout: redirect it to keep it)"
                 )
-        if self.columns and self.watch is not None:
+        if self.columns and self.watch:
             raise SpurctlError("--columns is for a one-shot table: drop --watch or --columns")
         if self.columns and self.fmt is not AuditFormat.TABLE:
             raise SpurctlError(
                 f"--columns chooses the table's columns, and --format {self.fmt} carries "
                 "every field: drop one of them"
             )
-        if not self.header and (self.watch is not None or self.fmt is not AuditFormat.TABLE):
+        if not self.header and (self.watch or self.fmt is not AuditFormat.TABLE):
             raise SpurctlError(
                 "--no-header is for the table: drop --watch and --format (or drop --no-header)"
             )
@@ -303,10 +305,10 @@ def command(
     from spurctl.commands.environment import detect
     from spurctl.usecases import audit as use_case
 
-    if not watch and (interval is not None or rounds is not None):
-        raise SpurctlError("--interval and --rounds only apply with --watch")
+    # Every option check first (the request refuses when built), then what they name is read.
     request = AuditRequest(
-        sources=holdings.sources(scope, snapshot),
+        scope=scope,
+        journal=opt.journal_at(journal_path),
         fmt=opt.with_json(ctx, fmt, as_json),
         kinds=chosen(Kind, kind),
         actions=chosen(Action, action),
@@ -315,24 +317,27 @@ def command(
         show_all=show_all,
         fold=not per_node,
         header=not no_header,
-        watch=Watch(use_case.WATCH_INTERVAL if interval is None else interval, rounds)
-        if watch
-        else None,
-        journal=opt.journal_at(journal_path),
+        snapshot=snapshot,
+        inventory=tuple(holdings.inventory or ()),
+        watch=watch,
+        interval=interval,
+        rounds=rounds,
         ack=opt.ack_version(ctx, ack_version),
         columns=tuple(dict.fromkeys(c for v in columns or () for c in v.split(","))),
     )
+    src = holdings.sources(request.scope, request.snapshot)
     env = detect()
     connection = None if snapshot is not None else conn.connect()
-    if request.watch is not None:
+    if request.watch:
         from functools import partial
 
         # A live view redrawn in place has no room for a progress bar under it.
-        src = replace(request.sources, progress=False) if env.tty else request.sources
+        src = replace(src, progress=False) if env.tty else src
+        interval = use_case.WATCH_INTERVAL if request.interval is None else request.interval
         rounds_of = partial(
             use_case.watch_rounds, src, connection, watermark=request.watermark,
             include_healthy=request.show_all, journal=request.journal,
-            interval=request.watch.interval, rounds=request.watch.rounds,
+            interval=interval, rounds=request.rounds,
             view_flags=tuple(opt.view_flags(holdings, conn)),
         )  # fmt: skip
         return _watch(rounds_of, request, env)
@@ -342,7 +347,7 @@ def command(
     from spurctl.render.finding_filter import FindingFilter
 
     report, inputs = run_audit(
-        request.sources, connection, watermark=request.watermark,
+        src, connection, watermark=request.watermark,
         include_healthy=request.show_all, journal=request.journal,
     )  # fmt: skip
     heap.keep_until_exit(report, inputs)

@@ -154,9 +154,9 @@ def command(
     from spurctl.usecases.autopilot import AutopilotRequest, run
 
     journal = opt.journal_at(journal_path)
+    # Every option check first (the request refuses when built), then what they name is read.
     request = AutopilotRequest(
-        src=holdings.sources(scope),
-        conn=conn.connect(),
+        scope=scope,
         journal_path=journal,
         pause_file=pause_file or journal.parent / PAUSE_NAME,
         interval_s=interval,
@@ -172,11 +172,16 @@ def command(
         rejoin_checked=rejoin_checked,
         tick_s=tick,
         wait_s=wait,
-        reconnect=conn.connect,
     )  # fmt: skip
     from spurctl.sd_notify import notify
 
-    return int(run(request, on_round=_shown(metrics_file), tick=lambda: notify("WATCHDOG=1")))
+    return int(
+        run(
+            request, holdings.sources(request.scope), conn.connect(),
+            on_round=_shown(metrics_file), tick=lambda: notify("WATCHDOG=1"),
+            reconnect=conn.connect,
+        )
+    )  # fmt: skip
 
 
 def _shown(metrics_file: Path | None) -> Callable[[RoundReport], None]:

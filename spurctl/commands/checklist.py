@@ -85,21 +85,26 @@ def post_wipe(
     """
     from spurctl.commands.environment import detect
     from spurctl.render.checklist import show
-    from spurctl.usecases.checklist import run_post_wipe
+    from spurctl.usecases.checklist import ChecklistRequest, run_post_wipe
 
     fmt = opt.with_json(ctx, fmt, as_json)
     ack = opt.ack_version(ctx, ack_version)
+    # Every option check first (the request refuses when built), then what they name is read.
+    request = ChecklistRequest(
+        scope=scope,
+        watermark=watermark,
+        verify=verify,
+        collect_flags=tuple(opt.collect_flags(holdings)),
+        # The commands it prints collect and read as this run did.
+        read_flags=(
+            *opt.controller_flags(conn),
+            *(["--watermark", str(watermark)] if watermark is not None else []),
+        ),
+    )
     # Markdown unless it is for eyes: asked for by --format, or written to -o or a pipe.
     asked = getattr(ctx.get_parameter_source("fmt"), "name", "DEFAULT") == "COMMANDLINE"
     env = detect()
     on_screen = not asked and not as_json and output is None and env.tty
-    # The commands it prints collect and read as this run did.
-    read = opt.controller_flags(conn) + (
-        ["--watermark", str(watermark)] if watermark is not None else []
-    )
-    result = run_post_wipe(
-        holdings.sources(scope), conn.connect(), watermark=watermark, verify=verify,
-        collect_flags=opt.collect_flags(holdings), read_flags=read,
-    )  # fmt: skip
+    result = run_post_wipe(request, holdings.sources(request.scope), conn.connect())
     show(result, fmt, output, env, on_screen=on_screen, ack=ack)
     return ExitStatus.OK if result.ok else ExitStatus.ACTION_NEEDED

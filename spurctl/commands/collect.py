@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -54,21 +55,34 @@ NodeTimeoutOpt = Annotated[
 ]
 
 
-def node_timeout(node_limit: float | None, old: float | None) -> float:
-    """--node-timeout, or its old spelling --timeout with one warning line."""
-    if old is None:
-        return opt.COLLECT_NODE_TIMEOUT_S if node_limit is None else node_limit
-    if node_limit is not None:
-        raise SpurctlError(
-            "collect's --timeout is the old name of --node-timeout; give --node-timeout only"
-        )
-    from spurctl.errors import warn
+MISSING_NODES = "missing option --nodes: name the nodes to collect with -w HOSTLIST"
 
-    warn(
-        "collect --timeout is the old name of --node-timeout (each node's limit; in every "
-        "other command --timeout is the RPC deadline): use --node-timeout"
-    )
-    return old
+
+@dataclass(frozen=True, slots=True)
+class CollectRequest:
+    """One collect as asked: options only, every mix of them that cannot mean anything
+    refused when it is built (SpurctlError), before config.toml, the topology or any node
+    is read. The holdings' options (--command, --topology, ...) are checked where every
+    command checks them (options.HoldingOptions.sources)."""
+
+    scope: Scope
+    node_timeout_s: float | None = None
+    # collect's --timeout: the old name of --node-timeout, taken with a warning.
+    old_timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope.everything:
+            raise SpurctlError(MISSING_NODES)
+        if self.old_timeout_s is not None and self.node_timeout_s is not None:
+            raise SpurctlError(
+                "collect's --timeout is the old name of --node-timeout; give --node-timeout only"
+            )
+
+    @property
+    def limit(self) -> float:
+        """How long each node's command may run: --node-timeout, its old name, the default."""
+        given = self.node_timeout_s if self.old_timeout_s is None else self.old_timeout_s
+        return opt.COLLECT_NODE_TIMEOUT_S if given is None else given
 
 
 def configured_command(ctx: typer.Context, given: str, topology: Path | None) -> str:
@@ -117,15 +131,21 @@ def command(
     from spurctl.sources.inventory_document import inventory_lines
     from spurctl.sources.settings import told
 
-    if scope.everything:
-        raise SpurctlError("missing option --nodes: name the nodes to collect with -w HOSTLIST")
-    limit = node_timeout(node_timeout_s, timeout)
+    request = CollectRequest(scope, node_timeout_s, timeout)
+    if request.old_timeout_s is not None:
+        from spurctl.errors import warn
+
+        warn(
+            "collect --timeout is the old name of --node-timeout (each node's limit; in every "
+            "other command --timeout is the RPC deadline): use --node-timeout"
+        )
+    limit = request.limit
     # The same defaults, checks and command as an audit's --collect: one way to read them.
     holdings = opt.HoldingOptions(
         None, True, configured_command(ctx, command, topology), fanout, topology,
         remote_command, ssh, ship_scanner, limit,
     )  # fmt: skip
-    src = holdings.sources(scope)
+    src = holdings.sources(request.scope)
     named = configured(
         ctx, {"controller": controller, "conf": conf},
         [("controller", opt.ControllerOpt, None), ("conf", opt.ConfOpt, None)],
@@ -133,7 +153,7 @@ def command(
     # Recorded: a reclaim elsewhere refuses these.
     binding = told(named["controller"], named["conf"])
     results = collect(
-        scope.targets(()), command=src.command, fanout=src.fanout, timeout=limit,
+        request.scope.targets(()), command=src.command, fanout=src.fanout, timeout=limit,
         tree=src.tree, ship_scanner=src.ship_scanner,
     )  # fmt: skip
     show_collected(inventory_lines(stamped(inv, binding) for inv in results), results, output)

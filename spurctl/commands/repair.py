@@ -128,10 +128,11 @@ def command(
     from spurctl.usecases.repair import RepairRequest, repair
 
     fmt = opt.with_json(ctx, fmt, as_json)
+    # Every option check first (the request refuses when built), then what they name is read.
     request = RepairRequest(
-        src=holdings.sources(scope),
-        conn=conn.connect(),
+        scope=scope,
         journal_path=change.journal,
+        inventory=tuple(holdings.inventory or ()),
         dry_run=change.dry_run,
         yes=change.yes,
         max_inventory_age_s=max_inventory_age,
@@ -155,6 +156,8 @@ def command(
         request = request.with_saved(load_repair_plan(change.plan_file))
     done = repair(
         request,
+        holdings.sources(request.scope),
+        conn.connect(),
         show_plan=lambda plan: shown.show_plan(plan, fmt),
         ask=asker(detect().ask, shown.question),
         waiting=shown.waiting,

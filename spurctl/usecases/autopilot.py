@@ -92,12 +92,12 @@ REJOIN_WITHOUT_REPAIR = "--rejoin-checked goes with --repair: add --repair, or l
 
 @dataclass(frozen=True, slots=True)
 class AutopilotRequest:
-    """What `spurctl autopilot` was asked; an option that means nothing without another
-    refused when it is built (SpurctlError). Each option's own range is its parser's
-    (option_values)."""
+    """What `spurctl autopilot` was asked: options only, as reclaim's request; an option that
+    means nothing without another refused when it is built (SpurctlError), before anything
+    is read or any connection made (the run is given its Sources and Connection beside it).
+    Each option's own range is its parser's (option_values)."""
 
-    src: Sources
-    conn: Connection
+    scope: Scope
     journal_path: Path
     pause_file: Path
     interval_s: float = 30.0
@@ -113,8 +113,6 @@ class AutopilotRequest:
     rejoin_checked: bool = False
     tick_s: float = DEFAULT_TICK_S
     wait_s: float = DEFAULT_REPAIR_WAIT_S
-    # SIGHUP: the connection read again from the options, spur.conf and the config file.
-    reconnect: Callable[[], Connection] | None = None
 
     def __post_init__(self) -> None:
         if self.rejoin_checked and not self.repair:
@@ -196,11 +194,17 @@ def _signals(flags: _Flags) -> Iterator[None]:
 
 def run(
     request: AutopilotRequest,
+    src: Sources,
+    conn: Connection,
     *,
     on_round: Callable[[RoundReport], None],
     tick: Callable[[], object] | None = None,
+    reconnect: Callable[[], Connection] | None = None,
 ) -> ExitStatus:
-    """Rounds until stopped (a signal) or `request.rounds` are done; exit 0 then.
+    """Rounds until stopped (a signal) or `request.rounds` are done; exit 0 then. Each
+    round reads the holdings through `src` (its scope the request's) and the cluster
+    through `conn`; SIGHUP: `conn` read again by `reconnect` (the options, spur.conf and
+    the config file) before the next round.
     `on_round` is told each round's report. A second autopilot (or a manual run) on the
     same journal: SpurctlError naming the first's pid (exit 2). `tick` is called at least
     every 10 s between rounds (systemd's watchdog)."""
@@ -215,14 +219,14 @@ def run(
             due = time.monotonic()
             n = 0
             while True:
-                if flags.reload and request.reconnect is not None:
+                if flags.reload and reconnect is not None:
                     flags.reload = False
-                    request = dataclasses.replace(request, conn=request.reconnect())
+                    conn = reconnect()
                 n += 1
                 # A round's time is when it was due (as the watch's): the ages it judges are
                 # whole intervals, however late a round started.
                 late = max(0.0, time.monotonic() - due)
-                on_round(pilot.round(n, request, late))
+                on_round(pilot.round(n, request, src, conn, late))
                 if flags.stopping or (request.rounds is not None and n >= request.rounds):
                     break
                 due += request.interval_s
@@ -266,10 +270,12 @@ class _Pilot:
     actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
     settled: int = 0
 
-    def round(self, n: int, request: AutopilotRequest, late: float = 0.0) -> RoundReport:
+    def round(
+        self, n: int, request: AutopilotRequest, src: Sources, conn: Connection, late: float = 0.0
+    ) -> RoundReport:
         started = utcnow() - timedelta(seconds=late)
         t0 = time.monotonic()
-        report = self._round(n, request, started)
+        report = self._round(n, request, src, conn, started)
         report.took_s = time.monotonic() - t0
         self.rounds_total += 1
         for d in report.actions:
@@ -280,7 +286,9 @@ class _Pilot:
         report.settled, self.settled = self.settled, 0
         return report
 
-    def _round(self, n: int, request: AutopilotRequest, now: datetime) -> RoundReport:
+    def _round(
+        self, n: int, request: AutopilotRequest, src: Sources, conn: Connection, now: datetime
+    ) -> RoundReport:
         from spurctl.audit_view import refuse_another_cluster, run_audit
         from spurctl.sources.controller import ControllerClient
         from spurctl.sources.journal_records import history, records
@@ -290,11 +298,9 @@ class _Pilot:
         found = records(path) if path.is_file() else []
         earlier = history(path)
         try:
-            with ControllerClient(request.conn) as client:
-                report, inputs = run_audit(
-                    request.src, request.conn, cancelled=earlier.cancelled, client=client
-                )
-            refuse_another_cluster(inputs, request.conn, "the autopilot")
+            with ControllerClient(conn) as client:
+                report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
+            refuse_another_cluster(inputs, conn, "the autopilot")
         except Exception as exc:  # a daemon goes on: a round that cannot read acts on nothing
             said = str(exc) if isinstance(exc, SpurctlError) else f"{type(exc).__name__}: {exc}"
             blind = redact(f"no view to act on this round: {said}")
@@ -315,7 +321,7 @@ class _Pilot:
         if self.breaker.open:  # nothing planned either: the view is not one to act on
             plans = _Plans([], Ownership.of(found, None), {}, {}, {}, [], {}, {})
         else:
-            plans = _plans(request, report, inputs, found, now, self.sightings)
+            plans = _plans(request, conn, report, inputs, found, now, self.sightings)
         owned = plans.owned
         nodes = inputs.view.nodes
         # Only a node the journal records spurctl draining can be out by spurctl's reason
@@ -326,9 +332,7 @@ class _Pilot:
         version = inputs.view.version
         replaced = replaces_hold_reason(version)
         lost = lost_drains(journaled, owned) if replaced else {}
-        lost_here = request.src.scope.keep(
-            n for n in lost if inputs.scope is None or n in inputs.scope
-        )
+        lost_here = request.scope.keep(n for n in lost if inputs.scope is None or n in inputs.scope)
         out = out_by_spurctl(journaled, owned, reason_replaced=replaced)
         room = request.max_unavailable.cap(len(nodes)) - len(out)
         budget = spent(found, now)
@@ -351,7 +355,7 @@ class _Pilot:
             why.insert(0, f"paused ({request.pause_file} exists): audit only, nothing sent")
         going = [c for c in choices if c.go]
         if state is State.ACTING:
-            actions = _send(going, plans, request, inputs, n)
+            actions = _send(going, plans, request, src, conn, inputs, n)
         elif state is State.DRY_RUN:
             actions = [_would(c) for c in going]
         else:
@@ -415,6 +419,7 @@ class _Plans:
 
 def _plans(
     request: AutopilotRequest,
+    conn: Connection,
     report: AuditReport,
     inputs: AuditInputs,
     found: list[dict[str, Any]],
@@ -425,9 +430,8 @@ def _plans(
     from spurctl.sources.send_targets import resolve_targets
     from spurctl.sources.settings import credential_uid
 
-    conn = request.conn
     view = inputs.view
-    names = sorted(request.src.scope.keep(inputs.scope if inputs.scope is not None else view.nodes))
+    names = sorted(request.scope.keep(inputs.scope if inputs.scope is not None else view.nodes))
     notes: list[str] = []
     cands: list[Candidate] = []
     # reclaim: the plan reclaim would make of every node in scope, its guards included.
@@ -481,7 +485,7 @@ def _plans(
     for c in lifts:
         since = sightings.since((c.node, "clean", 0, "resume"), now)
         cands.append(Candidate(Act.RESUME, c.node, 0, c.kind, since, c.reason))
-    repairs, to_person = _repairs(request, report, inputs, found, owned, now, notes)
+    repairs, to_person = _repairs(request, conn, report, inputs, found, owned, now, notes)
     for t in repairs.values():
         since = sightings.since((t.node, "finding", 0, Kind.PHANTOM_ALLOC.value), now)
         cands.append(Candidate(Act.REPAIR, t.node, 0, Kind.PHANTOM_ALLOC.value, since,
@@ -491,6 +495,7 @@ def _plans(
 
 def _repairs(
     request: AutopilotRequest,
+    conn: Connection,
     report: AuditReport,
     inputs: AuditInputs,
     found: list[dict[str, Any]],
@@ -506,7 +511,7 @@ def _repairs(
     from spurctl.sources.controller import ControllerClient
 
     view = inputs.view
-    scope = request.src.scope
+    scope = request.scope
     phantom = sorted({f.node for f in report.findings if f.kind is Kind.PHANTOM_ALLOC})
     phantom = scope.keep(phantom)
     progress = repair_progress(found)
@@ -519,14 +524,14 @@ def _repairs(
         said = "phantom allocation: rebuilt only by a repair (--repair, or spurctl repair -w {})"
         owes = "removed by an earlier repair, owed a put-back (--repair, or spurctl repair -w {})"
         return {}, {n: (said if n in phantom else owes).format(n) for n in {*phantom, *owed}}
-    said, refused = rejoin_said(request.conn, request.rejoin_checked, dry_run=True)
+    said, refused = rejoin_said(conn, request.rejoin_checked, dry_run=True)
     if refused:
         notes.append(f"no repair: {said}")
         return {}, {n: f"repair refused: {said}" for n in phantom}
     targets: dict[str, Target] = {}
     person: dict[str, str] = {}
     resumed = resumed_at(found)
-    with ControllerClient(request.conn) as client, client.sharing():
+    with ControllerClient(conn) as client, client.sharing():
         for name in sorted({*phantom, *owed}):
             decision = judge_node(
                 name, view.nodes.get(name), progress.get(name), report.findings,
@@ -555,6 +560,8 @@ def _send(
     going: list[Choice],
     plans: _Plans,
     request: AutopilotRequest,
+    src: Sources,
+    conn: Connection,
     inputs: AuditInputs,
     n: int,
 ) -> list[Done]:
@@ -567,7 +574,6 @@ def _send(
     from spurctl.act.stops import stops_deferred
     from spurctl.sources.controller import ControllerClient
 
-    conn = request.conn
     done: list[Done] = []
     reclaims = [c for c in going if c.candidate.act is Act.RECLAIM]
     repairs = [c for c in going if c.candidate.act is Act.REPAIR]
@@ -600,7 +606,8 @@ def _send(
         with ControllerWriter(conn) as writer:
             admin = NodeAdmin(writer, journal)
             for c in repairs:  # one a round (decide/autopilot.choose)
-                done += _repair(plans.repairs[c.candidate.node], request, inputs, admin, client)
+                t = plans.repairs[c.candidate.node]
+                done += _repair(t, request, src, conn, inputs, admin, client)
                 if any(d.result == "interrupted" for d in done):  # a stop: nothing more
                     return done
             for c in nodes:
@@ -634,20 +641,20 @@ def _send(
 
 
 def _repair(
-    t: Target, request: AutopilotRequest, inputs: AuditInputs, admin: NodeAdmin,
-    client: ControllerClient,
+    t: Target, request: AutopilotRequest, src: Sources, conn: Connection, inputs: AuditInputs,
+    admin: NodeAdmin, client: ControllerClient,
 ) -> list[Done]:  # fmt: skip
     """`t` repaired as `spurctl repair` does (act/repair_run.py), within --tick and --wait."""
     from spurctl.act.repair_run import Status, run_within
     from spurctl.repair_view import RepairPlan, RepairRequest, rejoin_said
 
-    rejoin, _ = rejoin_said(request.conn, request.rejoin_checked, dry_run=True)
+    rejoin, _ = rejoin_said(conn, request.rejoin_checked, dry_run=True)
     view = inputs.view
     # The request names the one node (the round's scope may be every node).
-    src = dataclasses.replace(request.src, scope=Scope(frozenset({t.node})))
+    one = Scope(frozenset({t.node}))
     try:
         asked = RepairRequest(
-            src, request.conn, request.journal_path, yes=True,
+            one, request.journal_path, inventory=tuple(src.inventory or ()), yes=True,
             max_inventory_age_s=request.max_inventory_age_s, tick_s=request.tick_s,
             wait_s=request.wait_s, rejoin_checked=request.rejoin_checked,
             max_unavailable=request.max_unavailable, cooldown_s=request.cooldown_s,
@@ -662,7 +669,7 @@ def _repair(
     return [
         Done(Act.REPAIR.value, r.node, 0, Kind.PHANTOM_ALLOC.value,
              result.get(r.status, "failed"), r.detail)
-        for r in run_within(plan, asked, admin, client)
+        for r in run_within(plan, asked, dataclasses.replace(src, scope=one), conn, admin, client)
     ]  # fmt: skip
 
 

@@ -7,6 +7,7 @@ controller (GetJob, through `confirm`) and checks what the operator asked for.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spurctl.audit_view import confirm_missing
@@ -17,6 +18,7 @@ from spurctl.holdings import Inventory, held_ids
 from spurctl.hostlist import fold
 from spurctl.model import ControllerView, Job, watermark_for
 from spurctl.releases import spur_version_line, spur_version_note
+from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources, gather_holdings
 
 if TYPE_CHECKING:
@@ -27,6 +29,24 @@ VERIFY_NEEDS_NODES = (
     "--verify needs --nodes: the nodes the first run said to recycle "
     "(its verify command lists them)"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ChecklistRequest:
+    """One `checklist post-wipe` as asked: options only, as reclaim's request; a mix that
+    cannot mean anything refused when it is built (SpurctlError), before anything is read
+    or any connection made. The run is given its Sources and Connection beside it."""
+
+    scope: Scope
+    watermark: int | None = None
+    verify: bool = False
+    # What the printed commands repeat, so that they collect and read as this run did.
+    collect_flags: tuple[str, ...] = ()
+    read_flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.verify and self.scope.everything:  # nothing to verify against
+            raise SpurctlError(VERIFY_NEEDS_NODES)
 
 
 def post_wipe(
@@ -80,21 +100,11 @@ def post_wipe(
     )
 
 
-def run_post_wipe(
-    src: Sources,
-    conn: Connection,
-    *,
-    watermark: int | None = None,
-    verify: bool = False,
-    collect_flags: Sequence[str] = (),
-    read_flags: Sequence[str] = (),
-) -> Checklist:
-    """`spurctl checklist post-wipe`: the live controller and the nodes' inventories, judged;
-    its printed commands carry `collect_flags` and `read_flags`."""
+def run_post_wipe(request: ChecklistRequest, src: Sources, conn: Connection) -> Checklist:
+    """`spurctl checklist post-wipe`: the live controller and the nodes' inventories (`src`,
+    its scope the request's), judged; its printed commands carry the request's flags."""
     from spurctl.sources.controller import ControllerClient
 
-    if verify and src.scope.everything:  # before any read: nothing to verify against
-        raise SpurctlError(VERIFY_NEEDS_NODES)
     scope = src.scope.named
     with ControllerClient(conn) as client:
         view = client.view(everything=True)  # the wipe's time is the earliest submission
@@ -107,11 +117,11 @@ def run_post_wipe(
             holdings,
             confirm=client.confirm,
             scope=scope,
-            watermark_flag=watermark,
+            watermark_flag=request.watermark,
             first_job_id=conn.conf.first_job_id,
-            verify=verify,
-            collect_flags=collect_flags,
-            read_flags=read_flags,
+            verify=request.verify,
+            collect_flags=request.collect_flags,
+            read_flags=request.read_flags,
         )
     checklist.assessment.cluster = conn.cluster
     return checklist

@@ -50,7 +50,9 @@ from spurctl.repair_view import judge_node, rejoin_said
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
+    from spurctl.sources.inventories import Sources
     from spurctl.sources.repair_plan import SavedRepairPlan
+    from spurctl.sources.settings import Connection
 
 
 class Stage(enum.StrEnum):
@@ -78,37 +80,40 @@ class Repaired:
 
 
 def _earlier(
-    request: RepairRequest,
+    request: RepairRequest, conn: Connection
 ) -> tuple[dict[str, RepairProgress], Ownership, dict[str, datetime]]:
     """What the journal says of earlier repairs, which drains are spurctl's, and when
     spurctl last resumed each node."""
     from spurctl.sources.journal_records import run_records
     from spurctl.sources.settings import credential_uid
 
-    found = run_records(request.journal_path, request.conn)
-    owned = Ownership.of(found, credential_uid(request.conn))
+    found = run_records(request.journal_path, conn)
+    owned = Ownership.of(found, credential_uid(conn))
     return repair_progress(found), owned, resumed_at(found)
 
 
 def prepare(
     request: RepairRequest,
+    src: Sources,
+    conn: Connection,
     progress: Mapping[str, RepairProgress],
     owned: Ownership | None = None,
     resumed: Mapping[str, datetime] | None = None,
 ) -> RepairPlan:
-    """Audit the nodes afresh and judge each: a target, a refusal, or no charge (`owned`:
+    """Audit the nodes afresh (`src`: where the holdings come from, its scope the
+    request's) and judge each: a target, a refusal, or no charge (`owned`:
     spurctl's drains; none without it; `resumed`: when spurctl last resumed each node,
     for --cooldown). A plan that would take more nodes out of service than
     --max-unavailable allows is refused whole (SpurctlError)."""
     from spurctl.audit_view import refuse_another_cluster, run_audit
     from spurctl.sources.controller import ControllerClient
 
-    rejoin, unsendable = rejoin_said(request.conn, request.rejoin_checked, request.dry_run)
+    rejoin, unsendable = rejoin_said(conn, request.rejoin_checked, request.dry_run)
     # -x: an excluded node is never repaired (the scope was checked when it was parsed).
-    scope = set(request.src.scope.kept())
-    src = dataclasses.replace(request.src, scope=Scope(frozenset(scope)))
-    report, inputs = run_audit(src, request.conn, journal=request.journal_path)
-    refuse_another_cluster(inputs, request.conn, "the repair")
+    scope = set(request.scope.kept())
+    src = dataclasses.replace(src, scope=Scope(frozenset(scope)))
+    report, inputs = run_audit(src, conn, journal=request.journal_path)
+    refuse_another_cluster(inputs, conn, "the repair")
     view = inputs.view
     plan = RepairPlan(
         view.address, view.version, view.taken_at, fold(sorted(scope)), rejoin=rejoin,
@@ -116,7 +121,7 @@ def prepare(
     )  # fmt: skip
     unknown = []
     now = utcnow()
-    with ControllerClient(request.conn) as client, client.sharing():
+    with ControllerClient(conn) as client, client.sharing():
         for name in sorted(scope):
             pending = progress.get(name)
             node = view.nodes.get(name)
@@ -184,19 +189,22 @@ def _only_saved(plan: RepairPlan, saved: SavedRepairPlan, max_age_s: float, now:
 
 def repair(
     request: RepairRequest,
+    src: Sources,
+    conn: Connection,
     *,
     show_plan: Callable[[RepairPlan], None],
     ask: Callable[[RepairPlan], bool] | None,
     sleep: Callable[[float], None] = time.sleep,
     waiting: Callable[[str], None] = lambda _: None,
 ) -> Repaired:
-    """Plan, show the plan, ask unless --yes (`ask` None: no terminal, so refuse), carry out.
+    """Plan, show the plan, ask unless --yes (`ask` None: no terminal, so refuse), carry out;
+    the holdings read through `src` (its scope the request's), the cluster through `conn`.
 
     Exit 0 only when every node in scope was repaired or had no charge; 1 when one was
     refused, failed, did not come back, or the operator declined.
     """
-    progress, owned, resumed = _earlier(request)
-    plan = prepare(request, progress, owned, resumed)
+    progress, owned, resumed = _earlier(request, conn)
+    plan = prepare(request, src, conn, progress, owned, resumed)
     show_plan(plan)
     unsendable = plan.unsendable and bool(plan.targets)
     unmet = ExitStatus.ACTION_NEEDED if plan.refusals or unsendable else ExitStatus.OK
@@ -211,7 +219,7 @@ def repair(
             raise SpurctlError("refusing to repair without --yes: standard input is not a terminal")
         if not ask(plan):
             return Repaired(plan, Stage.DECLINED, ExitStatus.ACTION_NEEDED)
-    results, error, settle = carry_out(plan, request, sleep=sleep, waiting=waiting)
+    results, error, settle = carry_out(plan, request, src, conn, sleep=sleep, waiting=waiting)
     ok = not plan.refusals and all(r.status is Status.REPAIRED for r in results)
     status = ExitStatus.ERROR if error else ExitStatus.OK if ok else ExitStatus.ACTION_NEEDED
     return Repaired(plan, Stage.DONE, status, results, error, settle)
@@ -220,6 +228,8 @@ def repair(
 def carry_out(
     plan: RepairPlan,
     request: RepairRequest,
+    src: Sources,
+    conn: Connection,
     *,
     sleep: Callable[[float], None] = time.sleep,
     waiting: Callable[[str], None] = lambda _: None,
@@ -233,12 +243,12 @@ def carry_out(
     from spurctl.act.repair_run import RepairRun
     from spurctl.sources.controller import ControllerClient
 
-    run = RepairRun(plan, request, sleep, _inventory_of, waiting)
+    run = RepairRun(plan, request, src, conn, sleep, _inventory_of, waiting)
     # The Journal holds the journal's lock from the first record to the last.
     with (
-        Journal(request.journal_path, request.conn) as journal,
-        ControllerWriter(request.conn) as writer,
-        ControllerClient(request.conn) as client,
+        Journal(request.journal_path, conn) as journal,
+        ControllerWriter(conn) as writer,
+        ControllerClient(conn) as client,
     ):
         run.admin, run.client = NodeAdmin(writer, journal), client
         run.go()

@@ -520,13 +520,9 @@ def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -
     assert job is not None
     conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
     request = RepairRequest(
-        src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
-        conn=conn,
-        journal_path=p.journal,
-        yes=True,
-        tick_s=0,
-        wait_s=2,
+        scope=Scope.parse("gpu009"), journal_path=p.journal, yes=True, tick_s=0, wait_s=2
     )
+    src = Sources(request.scope, [str(p.live)], False, "", 1)
     real = node_records.active_jobs_on
     calls: list[str] = []
 
@@ -539,7 +535,7 @@ def test_deregister_refused_by_the_controller_lifts_spurctls_drain(p: Phantom) -
 
     node_records.active_jobs_on = racing  # type: ignore[assignment]
     try:
-        done = run_repair(request, show_plan=lambda plan: None, ask=None)
+        done = run_repair(request, src, conn, show_plan=lambda plan: None, ask=None)
     finally:
         node_records.active_jobs_on = real  # type: ignore[assignment]
     [result] = done.results
@@ -877,9 +873,10 @@ def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is
     p.sim.state.refuse_registration("gpu009", "held back until the wait's first pause")
     conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
     request = RepairRequest(
-        src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
-        conn=conn, journal_path=p.journal, yes=True, tick_s=0, wait_s=30, restore_drain=True,
+        scope=Scope.parse("gpu009"), journal_path=p.journal, yes=True, tick_s=0, wait_s=30,
+        restore_drain=True,
     )  # fmt: skip
+    src = Sources(request.scope, [str(p.live)], False, "", 1)
 
     def pause(seconds: float) -> None:
         if p.sim.state.deregistrations:  # the wait's pause, not the tick's
@@ -888,7 +885,7 @@ def test_ctrl_c_while_waiting_for_a_node_already_back_still_puts_back_what_it_is
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as a terminal sends it
             time.sleep(1)  # it lands in here
 
-    done = run_repair(request, show_plan=lambda plan: None, ask=None, sleep=pause)
+    done = run_repair(request, src, conn, show_plan=lambda plan: None, ask=None, sleep=pause)
     [result] = done.results
     assert result.status is Status.REPAIRED, result
     assert "put back the drain 'ops: bad DIMM' and labels owner=ml" in result.detail, result

@@ -74,14 +74,9 @@ def test_a_killed_repairs_drain_an_admin_amended_is_not_taken_up_as_spurctls(
 
 def _in_process(p: Phantom, ask: Any) -> Any:
     conn = connect_settings(controller=p.sim.controller_address, conf_path=p.conf, home=p.home)
-    request = RepairRequest(
-        src=Sources(Scope.parse("gpu009"), [str(p.live)], False, "", 1),
-        conn=conn,
-        journal_path=p.journal,
-        tick_s=0,
-        wait_s=5,
-    )
-    return run_repair(request, show_plan=lambda plan: None, ask=ask)
+    request = RepairRequest(scope=Scope.parse("gpu009"), journal_path=p.journal, tick_s=0, wait_s=5)
+    src = Sources(request.scope, [str(p.live)], False, "", 1)
+    return run_repair(request, src, conn, show_plan=lambda plan: None, ask=ask)
 
 
 def test_a_drain_an_admin_sets_while_repairs_prompt_is_open_is_left_and_the_node_kept(
