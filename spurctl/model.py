@@ -324,6 +324,9 @@ class ControllerView:
     read_notes: tuple[str, ...] = ()
     # The request budget stopped the reads (a note says so): incomplete, whatever the counts.
     cut_short: bool = False
+    # The controller's own clock as the view was read (Ping's server_time), which its
+    # times for jobs are read against; None when the answer had none (a snapshot).
+    clock: datetime | None = None
 
     @property
     def complete(self) -> bool:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import grpc
 from google.protobuf import empty_pb2, timestamp_pb2
 
-from spurctl.model import JobState
+from spurctl.model import JobState, utcnow
 from spurctl.proto import slurm_pb2 as pb
 from spurctl_sim import node_admin
-from spurctl_sim.encoders import job_to_pb, node_to_pb
+from spurctl_sim.encoders import job_to_pb, node_to_pb, time_to_pb
 from spurctl_sim.identity import Body, Identity
 from spurctl_sim.node_admin import Refused as _Refused
 from spurctl_sim.releases import as_received
@@ -177,7 +177,7 @@ class ControllerService:
 
     def _ping(self, req: empty_pb2.Empty, identity: Identity | None) -> pb.PingResponse:
         now = timestamp_pb2.Timestamp()
-        now.GetCurrentTime()
+        time_to_pb(utcnow() + self.sim.state.clock_offset, now)
         return pb.PingResponse(
             hostname=self.sim.state.hostname, server_time=now, version=self.sim.state.version
         )

@@ -13,7 +13,7 @@ import dataclasses
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
 import msgspec
@@ -255,6 +255,9 @@ class ClusterState:
         # (node, job id) of the runs that ignore SIGTERM: freed only after the SIGKILL grace.
         self.ignores_sigterm: set[tuple[str, int]] = set()
         self.generation = 0  # bumped on every change, so a watcher can tell
+        # How far the controller's clock (Ping's server_time) is off this host's: a test
+        # sets it to skew the controller's clock, or moves it as a watch's fake clock moves.
+        self.clock_offset = timedelta(0)
         self._encoded: dict[int, bytes] = {}
         self._by_node: dict[str, set[int]] | None = None  # see _node_index
 

@@ -24,6 +24,12 @@ STRANDED_AFTER = 2 * HEARTBEAT
 # How much less than the rounds a node's inventories may span and still cover them: a
 # round collects some seconds after it starts, not the same seconds every round.
 EVIDENCE_SLACK = timedelta(seconds=5)
+# The evidence that dates a finding by the controller's own record of its job (the job's
+# end, its current run's start elsewhere): read against the controller's clock, it says
+# since when the controller has had reason to release the holding. A held run's start
+# (RUN_START) or an inventory's time (INVENTORY) dates the holding, not when the
+# controller stopped knowing its job: those findings count from the watch's sighting.
+CONTROLLER_DATED = frozenset({SinceEvidence.JOB_END, SinceEvidence.JOB_START})
 
 FindingKey = tuple[str, int | None, Kind]
 
@@ -38,17 +44,26 @@ class TrackedFinding:
     """A finding of the latest round and its history.
 
     `age` is how long spurctl has seen it (round time minus `first_seen`).
+    `lasted` is what the STRANDED verdict counts: its age, or longer when the
+    controller's record dates it (the job's end, its move elsewhere, read against the
+    controller's own clock at this round's view: `evidence_lasted`).
     `persisted` is how long it is known to have lasted: the shorter of its age
     and the time between the node inventories of its first and latest sighting.
     An inventory file nobody re-collected shows the same holding every round,
     which proves nothing about what the controller did since; a first sighting
     from an old file proves nothing about how long ago the controller agreed.
-    `stranded` is set for a reclaim finding seen for two heartbeats (its age) whose
-    node's inventories span them too, within EVIDENCE_SLACK: seen at rounds 1 to 3
+    `stranded` is set for a reclaim finding that has lasted two heartbeats, shown by
+    evidence of this watch. Either it was seen for two heartbeats (its age) and its
+    node's inventories span them too, within EVIDENCE_SLACK (seen at rounds 1 to 3
     of a 30 s watch, it is stranded at round 3 even if round 3's collect ran a
-    second sooner after its round's start than round 1's did;
-    `evidence_stale` for one old enough to be stranded whose node's inventory
-    has not been re-collected since it was first seen.
+    second sooner after its round's start than round 1's did); or the controller's
+    record dates it two heartbeats back (`lasted`) and this round's inventory of its
+    node was collected during this watch (by the round itself with --collect, or
+    re-collected into the file since the watch first read it): a job that ended days
+    ago and is still held in a fresh inventory is stranded in the first round.
+    `evidence_stale` for one old enough to be stranded (by `lasted`) whose node's
+    inventory was not collected during this watch, or not re-collected since it was
+    first seen.
     `since` is when the evidence says its state began (the finding's own `since`, the
     earliest any round gave: an inventory collected anew each round must not move it
     later), `since_evidence` which evidence dated it; None when nothing did. Two
@@ -64,6 +79,19 @@ class TrackedFinding:
     evidence_stale: bool = False
     since: datetime | None = None
     since_evidence: SinceEvidence | None = None
+    lasted: timedelta = timedelta(0)
+
+
+def evidence_lasted(f: Finding, controller_clock: datetime | None) -> timedelta | None:
+    """How long before the controller's view the controller's own record says `f`'s
+    state began: its `since` read against the controller's clock at that view (Ping's
+    server_time), so an admin host whose clock is off by hours changes nothing. None
+    when nothing the controller recorded dates it, when there is no controller clock
+    to read it against, or when the time is in the controller's future."""
+    if controller_clock is None or f.since is None or f.since_evidence not in CONTROLLER_DATED:
+        return None
+    lasted = controller_clock - f.since
+    return lasted if lasted >= timedelta(0) else None
 
 
 @dataclass(slots=True)
@@ -85,6 +113,9 @@ class Tracker:
     def __init__(self, stranded_after: timedelta = STRANDED_AFTER) -> None:
         self.stranded_after = stranded_after
         self._seen: dict[FindingKey, _Sighting] = {}
+        # Each node's first inventory time this watch read (the node's clock): a later
+        # one was re-collected during the watch.
+        self._first_inventory: dict[str, datetime] = {}
 
     def update(
         self,
@@ -92,21 +123,33 @@ class Tracker:
         now: datetime,
         *,
         evidence_at: Mapping[str, datetime | None] | None = None,
+        collected: bool = False,
+        controller_clock: datetime | None = None,
     ) -> list[TrackedFinding]:
         """Record one round's findings, taken at `now`; return them, in order, with history.
 
         `evidence_at` maps a node name to when its inventory was collected; a node
-        missing from it, or mapped to None, counts as observed at `now`. A finding
-        absent from this round is forgotten (if it comes back, it starts afresh),
-        unless its node had no evidence this round (`blind`): then nothing shows it
-        gone, and it keeps its first sighting.
+        missing from it, or mapped to None, counts as observed at `now`. `collected`:
+        this round collected its inventories itself (--collect), so each is evidence of
+        this watch. `controller_clock`: the controller's clock at this round's view
+        (Ping's server_time), which the controller's times for a job are read against.
+        A finding absent from this round is forgotten (if it comes back, it starts
+        afresh), unless its node had no evidence this round (`blind`): then nothing
+        shows it gone, and it keeps its first sighting.
         """
         evidence = evidence_at or {}
+        if not collected:
+            first = self._first_inventory
+            for node in evidence.keys() - first.keys():  # only nodes new to the watch
+                when = evidence[node]
+                if when is not None:
+                    first[node] = when
         seen: dict[FindingKey, _Sighting] = {}
         out: list[TrackedFinding] = []
         for f in findings:
             key = finding_key(f)
-            observed = evidence.get(f.node) or now
+            collected_at = evidence.get(f.node)
+            observed = collected_at or now
             sighting = seen.get(key) or self._seen.get(key) or _Sighting(now, observed)
             seen[key] = sighting
             sighting.dated(f)
@@ -116,10 +159,19 @@ class Tracker:
             spanned = max(observed - sighting.first_evidence, timedelta(0))
             persisted = min(age, spanned)
             reclaim = f.action is Action.RECLAIM
-            stranded = (
-                reclaim
-                and age >= self.stranded_after
-                and spanned >= self.stranded_after - EVIDENCE_SLACK
+            by_record = (
+                evidence_lasted(f, controller_clock)
+                if f.since_evidence in CONTROLLER_DATED
+                else None
+            )
+            lasted = age if by_record is None else max(age, by_record)
+            stranded = reclaim and (
+                (age >= self.stranded_after and spanned >= self.stranded_after - EVIDENCE_SLACK)
+                or (
+                    by_record is not None
+                    and by_record >= self.stranded_after
+                    and self._of_this_watch(f.node, collected_at, collected)
+                )
             )
             out.append(
                 TrackedFinding(
@@ -128,9 +180,10 @@ class Tracker:
                     age=age,
                     persisted=persisted,
                     stranded=stranded,
-                    evidence_stale=reclaim and not stranded and age >= self.stranded_after,
+                    evidence_stale=reclaim and not stranded and lasted >= self.stranded_after,
                     since=sighting.since,
                     since_evidence=sighting.since_evidence,
+                    lasted=lasted,
                 )
             )
         dark = blind(t.finding for t in out)
@@ -139,6 +192,15 @@ class Tracker:
                 seen.setdefault(key, sighting)
         self._seen = seen
         return out
+
+    def _of_this_watch(self, node: str, collected_at: datetime | None, collected: bool) -> bool:
+        """Whether this round's inventory of `node` was collected during this watch: by
+        the round itself, or re-collected since the watch first read the node's (an
+        inventory file read as it was when the watch started proves nothing since)."""
+        if collected:
+            return True
+        first = self._first_inventory.get(node)
+        return collected_at is not None and first is not None and collected_at > first
 
 
 # A node that yields one of these has no inventory this round: its holdings were not

@@ -14,7 +14,10 @@ kind, a job id or an address is never cut or folded. The last column may be text
 
 Down a pipe or into a file (`whole_lines`) every row is one line, its text whole, for
 grep. A table whose unbreakable cells do not fit the screen at all is for its caller
-to lay out otherwise (`fits`): audit and reclaim stack each row's cells.
+to lay out otherwise (`fits`): audit and reclaim stack each row's cells. A table drawn
+`one_line` (a live view short of lines: the watch) keeps every row to one line of the
+screen: its text cut with `…` to the room its cells leave, and a row whose cells alone
+are wider than the screen cut at its edge.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 GAP = 2  # columns between two cells
 HANG = 2  # the indent of a row's text carried on under it
 MIN_BESIDE = 30  # the fewest columns the text may start in beside a row's cells
+_LEAST_CUT = 4  # the fewest columns a one_line row's cut text is shown in (else left out)
 _HEADING_STYLE = "bold"
 
 
@@ -69,11 +73,13 @@ class Table:
         text_heading: str | None = None,
         *,
         short_text: bool = False,
+        one_line: bool = False,
     ) -> None:
         # `short_text`: the text is a word or two (nodes' findings), kept beside its row
         # wherever it fits whole, however narrow the room left, and carried on under the
         # row only where it does not.
         self.short_text = short_text
+        self.one_line = one_line
         self.headings = list(headings)
         self.rows = list(rows)
         self.text_heading = text_heading
@@ -140,6 +146,9 @@ class Table:
         def style(name: str | None) -> Style | None:
             return None if console is None or not name else console.get_style(name)
 
+        if self.one_line:
+            yield from self._one_line(width, style)
+            return
         if not self.fits(width):
             yield from self._stacked(width, style)
             return
@@ -189,6 +198,30 @@ class Table:
                 for text in wrapped(row.text, width - 2 * HANG):
                     yield [(" " * 2 * HANG + text, row_style)]
 
+    def _one_line(
+        self, width: int, style: Callable[[str | None], Style | None]
+    ) -> Iterator[list[Piece]]:
+        """Each row on one line of `width`: its cells, then its text cut to the room left
+        (none: the text is left out); a line wider than `width` cut at its edge."""
+        gap = " " * GAP
+        room = width - self.cells_width
+        heading = gap.join(self._padded(self.headings))
+        if self.text_heading is not None and room >= cell_len(self.text_heading):
+            heading += gap + self.text_heading
+        yield [(cut(heading.rstrip(), width), style(_HEADING_STYLE))]
+        for row in self.rows:
+            row_style = style(row.style)
+            line: list[Piece] = []
+            used = 0
+            for k, cell in enumerate(self._padded(row.cells)):
+                own = style(row.cell_styles[k]) if k < len(row.cell_styles) else None
+                piece = cut((gap if k else "") + cell, width - used)
+                used += cell_len(piece)
+                line.append((piece, row_style + own if row_style and own else own or row_style))
+            if self.text_heading is not None and row.text and room >= _LEAST_CUT:
+                line.append((gap + cut(row.text, room), row_style))
+            yield line
+
     def plain_lines(self, width: int) -> list[str]:
         return ["".join(text for text, _ in line).rstrip() for line in self.lines(width)]
 
@@ -218,6 +251,21 @@ class OneLine:
 
 
 # -- words ---------------------------------------------------------------------
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` columns: whole where it fits, else cut with `…`."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 0:
+        return ""
+    if text.isascii():
+        return text[: width - 1] + "…"
+    from rich.text import Text
+
+    shown = Text(text)
+    shown.truncate(width, overflow="ellipsis")
+    return shown.plain
 
 
 def first_words(text: str, width: int) -> str:

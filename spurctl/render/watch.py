@@ -30,17 +30,22 @@ from spurctl.model import Action, Finding, NextStep, SinceEvidence, format_time
 from spurctl.render.audit import Column, FindingsTable, screen_notes
 from spurctl.render.common import (
     ACTION_RANK,
-    command_line,
+    ACTION_STYLE,
     context_line,
     escaped,
+    folded,
     grouped,
+    job_text,
     no_discrepancies,
+    node_cell,
     pipe_width,
     summary_line,
 )
 from spurctl.render.environment import Environment
+from spurctl.render.pasted import command_lines
 from spurctl.render.since import since_text
 from spurctl.render.sink import styled
+from spurctl.render.table import Row, Table
 
 
 def format_age(age: timedelta) -> str:
@@ -123,30 +128,44 @@ def _verdict(
     ack: str | None = None,
     tell_version: bool = True,
     width: int | None = None,
+    short: bool = False,
 ) -> list[RenderableType]:
     """The round's verdict: the totals, then what is stranded and the command that
-    reclaims it, on a line of its own (`width`: the live view's, where a command wider
-    than the terminal is cut, visibly, until the watch stops and prints it whole)."""
+    reclaims it, on a line of its own (`width`: the terminal's, where a command wider
+    than it is broken over lines a shell joins back, never cut: render/pasted.py).
+    `short`: the totals and every note cut to one line each (the command never is)."""
     report = state.report
     heartbeats = int(STRANDED_AFTER.total_seconds())
-    out: list[RenderableType] = [Text(summary_line(report), style="bold")]
+    cut = _a_line if short else _as_is
+    out: list[RenderableType] = [cut(Text(summary_line(report), style="bold"))]
     stranded = state.stranded
     if stranded:
         out += _stranded(len(stranded), heartbeats, state.reclaim_step, width)
     stale = [t for t in state.tracked if t.evidence_stale]
     if stale:
         nodes = fold(sorted({t.finding.node for t in stale}))
-        out.append(
-            Text(
-                f"stale inv: {plural(len(stale), 'reclaim finding')} on {nodes} cannot be called "
-                "stranded: their inventories were not re-collected since first seen. "
-                "Re-collect into the --inventory files (spurctl collect -o FILE) or watch "
-                "with --collect.",
-                style="yellow",
-            )
+        said = (
+            f"stale inv: {plural(len(stale), 'reclaim finding')} on {nodes} cannot be called "
+            "stranded: no inventory re-collected during this watch shows them lasting "
+            "two heartbeats. Re-collect into the --inventory files (spurctl collect -o FILE) "
+            "or watch with --collect."
         )
-    out += screen_notes(report, ack=ack, tell_version=tell_version)
+        out.append(cut(Text(said, style="yellow")))
+    out += map(cut, screen_notes(report, ack=ack, tell_version=tell_version))
     return out
+
+
+def _as_is(text: Text) -> Text:
+    return text
+
+
+def _a_line(text: Text) -> Text:
+    """`text` kept to one line, cut with `…` where the screen is narrower."""
+    first = text.split("\n")[0] if "\n" in text.plain else text.copy()
+    if len(first) < len(text):
+        first.append("…")
+    first.no_wrap, first.overflow = True, "ellipsis"
+    return first
 
 
 def _stranded(
@@ -158,15 +177,52 @@ def _stranded(
     )
     if step is None:
         return [Text(said, style="bold red")]
-    command = command_line(step)
-    cut = width is not None and len(command) > width
-    if cut:
-        said += " Reclaim with (cut to this terminal's width; printed whole when the watch stops):"
+    lines = command_lines(step, width)
+    if len(lines) > 1:
+        said += f" Reclaim with (one command on {len(lines)} lines):"
     else:
         said += " Reclaim with:"
-    # Never wrapped: a command broken over two lines does not paste.
-    shown = Text(command, style="bold", no_wrap=True, overflow="ellipsis" if cut else "ignore")
-    return [Text(said, style="bold red"), shown]
+    # Each line as written: never wrapped by rich, never cut (each fits `width`, or no
+    # width was given and the one line is whole however long).
+    shown = [Text(line, style="bold", no_wrap=True, overflow="ignore") for line in lines]
+    return [Text(said, style="bold red"), *shown]
+
+
+def _one_line_table(
+    findings: Sequence[Finding], tracked: Sequence[TrackedFinding], at: datetime, *, fold: bool
+) -> Table:
+    """The findings one line each, for a terminal short of lines: node, job, kind, action
+    and status whole (what an operator acts on), then the reason and its two times, cut
+    with `…` to the room left (render/table.Table one_line)."""
+    history_of = {id(t.finding): t for t in tracked}
+
+    def text(f: Finding) -> str:
+        t = history_of[id(f)]
+        since = since_text(t.since, t.since_evidence, at)
+        dated = "" if since == "-" else f"{since}, "
+        return f"{f.reason} ({dated}watched {format_age(t.age)})"
+
+    pairs = (
+        folded(findings, lambda f: (_status_word(history_of[id(f)]), text(f)))
+        if fold
+        else [(f, f) for f in findings]
+    )
+    stands_for = {id(shown): first for shown, first in pairs}
+    rows = []
+    for node, group in grouped(shown for shown, _ in pairs):
+        for f in group:
+            first = stands_for[id(f)]
+            word = _status_word(history_of[id(first)])
+            cells = [
+                node_cell(node) if first is not f else node,
+                job_text(f.job_id),
+                f.kind.value,
+                f.action.value,
+                word,
+            ]
+            styles = ["bold", None, None, None, _STATUS_STYLE.get(word)]
+            rows.append(Row(cells, text(first), ACTION_STYLE[f.action], styles))
+    return Table(["node", "job", "kind", "action", "status"], rows, "reason", one_line=True)
 
 
 def _more(hidden: Sequence[Finding]) -> Text:
@@ -207,7 +263,7 @@ class WatchView:
         self.height = height
         self.fit_terminal = fit_terminal
 
-    def _head(self, width: int) -> list[RenderableType]:
+    def _head(self, width: int, short: bool = False) -> list[RenderableType]:
         state = self.state
         at = state.at.astimezone(UTC).replace(microsecond=0)
         cluster = f"cluster {state.report.cluster}, " if state.report.cluster else ""
@@ -220,33 +276,37 @@ class WatchView:
         if self.live:
             header += "; Ctrl-C to stop"
         out: list[RenderableType] = [Text(header + ".", style="bold")]
+        cut = _a_line if short else _as_is
         if state.error is not None:
-            out.append(
-                Text(
-                    f"Round {state.number} FAILED: {state.error}. Showing round "
-                    f"{state.report_round}; a failed round clears no finding.",
-                    style="bold red",
-                )
+            failed = (
+                f"Round {state.number} FAILED: {state.error}. Showing round "
+                f"{state.report_round}; a failed round clears no finding."
             )
+            out.append(cut(Text(failed, style="bold red")))
         dark = blind(t.finding for t in state.tracked)
         if dark:
-            out.append(
-                Text(
-                    f"No evidence this round from {fold(sorted(dark))} "
-                    f"({plural(len(dark), 'node')}): their earlier findings keep their ages "
-                    "until an inventory shows them gone.",
-                    style="yellow",
-                )
+            said = (
+                f"No evidence this round from {fold(sorted(dark))} "
+                f"({plural(len(dark), 'node')}): their earlier findings keep their ages "
+                "until an inventory shows them gone."
             )
+            out.append(cut(Text(said, style="yellow")))
+        # On a terminal (live, or the last round printed when the watch stops) a command
+        # wider than it is broken over lines: the view fits the screen, the command pastes.
+        fitted = width if self.live or self.fit_terminal else None
         return out + _verdict(
-            state, ack=self.ack, tell_version=self.tell_version, width=width if self.live else None
+            state, ack=self.ack, tell_version=self.tell_version, width=fitted, short=short
         )
 
-    def _findings(self, shown: Sequence[Finding], hidden: Sequence[Finding]) -> RenderableType:
+    def _findings(
+        self, shown: Sequence[Finding], hidden: Sequence[Finding], compact: bool = False
+    ) -> RenderableType:
         state = self.state
         at = state.at.astimezone(UTC).replace(microsecond=0)
         out: list[RenderableType] = []
-        if shown:
+        if shown and compact:
+            out.append(_one_line_table(shown, state.tracked, at, fold=self.fold))
+        elif shown:
             out.append(FindingsTable(shown, _history_columns(state.tracked, at), fold=self.fold))
         elif not hidden:
             out.append(Text(no_discrepancies(state.report), style="green"))
@@ -262,7 +322,7 @@ class WatchView:
         groups.sort(key=lambda g: ACTION_RANK[g[1][0].action])
         findings = [f for _, rows in groups for f in rows]
         head = Group(*self._head(options.max_width))
-        tail = Text(context_line(self.state.report), style="dim")
+        tail: Text = Text(context_line(self.state.report), style="dim")
         height = self.height
         if self.fit_terminal:
             # One line spare: the cursor rests under the view, and a view as tall as
@@ -274,13 +334,24 @@ class WatchView:
             return len(console.render_lines(renderable, render, pad=False))
 
         shown = len(findings)
+        compact = False
         if height is not None and findings:
             room = height - lines(head) - lines(tail)
 
             def fits(k: int) -> bool:
-                return lines(self._findings(findings[:k], findings[k:])) <= room
+                return lines(self._findings(findings[:k], findings[k:], compact)) <= room
 
             if not fits(shown):
+                # Short of lines: one line a finding, its reason and times cut to the room
+                # its cells leave (the command above is never cut), then as many as fit.
+                compact = True
+            if compact and not fits(shown):
+                # Still short: the totals, the notes and where the view came from one
+                # line each too, before any finding is left out.
+                head = Group(*self._head(options.max_width, short=True))
+                tail = _a_line(tail)
+                room = height - lines(head) - lines(tail)
+            if compact and not fits(shown):
                 # The largest k that fits (0 is assumed to); each finding takes a line at least.
                 low, high = 0, max(min(shown - 1, room), 0)
                 while low < high:
@@ -291,7 +362,7 @@ class WatchView:
                         high = mid - 1
                 shown = low
         yield head
-        yield self._findings(findings[:shown], findings[shown:])
+        yield self._findings(findings[:shown], findings[shown:], compact)
         yield tail
 
 

@@ -36,6 +36,8 @@ def round_document(state: WatchRound) -> dict[str, Any]:
             since_evidence=None if tracked.since_evidence is None else tracked.since_evidence.value,
             first_seen=format_time(tracked.first_seen),
             watched_s=round(tracked.age.total_seconds(), 3),
+            # What STRANDED counts: watched_s, or the controller's own time for the job.
+            lasted_s=round(tracked.lasted.total_seconds(), 3),
             stranded=tracked.stranded,
             evidence_stale=tracked.evidence_stale,
         )

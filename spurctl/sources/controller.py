@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import grpc
@@ -56,7 +57,13 @@ from spurctl.sources.job_reads import (
 from spurctl.sources.node_split import read_by_node
 from spurctl.sources.rpc import describe_rpc_error, open_channel
 from spurctl.sources.settings import Connection
-from spurctl.sources.wire import JobsFromPb, NodesFromPb, counts_from_pb, job_from_pb
+from spurctl.sources.wire import (
+    JobsFromPb,
+    NodesFromPb,
+    counts_from_pb,
+    job_from_pb,
+    time_from_pb,
+)
 from spurctl.sources.wrong_endpoint import CHECK_ADDRESS, NOT_A_CONTROLLER, not_a_controller
 
 # Retryable on another endpoint: the endpoint is down, unreachable or too slow.
@@ -456,7 +463,8 @@ class ControllerClient:
         glance at their job, and only the few holdings that are not plainly healthy the
         job whole.
         """
-        version = self.ping().version
+        ping = self.ping()
+        version = ping.version
         self._budget = RequestBudget(self.request_budget)
         filters = filters_for(version)
         _, planning = self.job_counts()
@@ -544,7 +552,16 @@ class ControllerClient:
             active_expected=expected,
             read_notes=tuple(notes),
             cut_short=self._budget.hit,
+            clock=_server_time(ping),
         )
+
+
+def _server_time(ping: pb.PingResponse) -> datetime | None:
+    """The controller's clock in its Ping answer; None when unset or not a time."""
+    try:
+        return time_from_pb(ping.server_time)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def _not_found(err: grpc.RpcError) -> bool:

@@ -94,8 +94,9 @@ def round_imports(src: Sources) -> None:
         import spurctl.sources.collect  # noqa: F401
 
 
-# What a watch round's child hands back: the report, when each node was collected.
-_RoundResult = tuple[AuditReport, dict[str, datetime | None]]
+# What a watch round's child hands back: the report, when each node was collected, and
+# the controller's clock at its view (Ping's server_time; None when it gave none).
+_RoundResult = tuple[AuditReport, dict[str, datetime | None], datetime | None]
 
 
 def _watch_round(
@@ -107,7 +108,8 @@ def _watch_round(
     include_healthy: bool,
     journal: Path | None,
 ) -> _RoundResult:
-    """One round's audit: its report, and when each inventoried node was collected.
+    """One round's audit: its report, when each inventoried node was collected, and the
+    controller's clock at its view.
 
     Ctrl-C during the first round is FirstRoundInterrupted, saying what it stopped:
     only here, where the interrupt unwinds the audit, can that be read.
@@ -123,7 +125,8 @@ def _watch_round(
     # In a round's child, which exits next: freeing the view and the inventories
     # object by object would cost ~40 ms at 20,000 nodes (heap.keep_until_exit).
     keep_until_exit(inputs)
-    return report, {node: inv.collected_at for node, inv in inputs.inventories.items()}
+    collected = {node: inv.collected_at for node, inv in inputs.inventories.items()}
+    return report, collected, inputs.view.clock
 
 
 def watch_rounds(
@@ -216,8 +219,14 @@ def watch_rounds(
                 # tracks and draws this one meanwhile, rather than after.
                 ahead = (clock(), Child(audit_of(False), result_type=_RoundResult))
             if found is not None:
-                report, evidence = found
-                tracked = tracker.update(report.findings, at, evidence_at=evidence)
+                report, evidence, controller_clock = found
+                tracked = tracker.update(
+                    report.findings,
+                    at,
+                    evidence_at=evidence,
+                    collected=src.collect,
+                    controller_clock=controller_clock,
+                )
                 state = WatchRound(
                     number, at, interval, report, tracked, number, view_flags=view_flags
                 )

@@ -38,7 +38,7 @@ from spurctl.sources.settings import Connection
 src = Sources(Scope(), [sys.argv[2]], False, "", 1)
 use_case.round_imports(src)
 before = set(sys.modules)
-report, evidence = use_case._watch_round(
+report, evidence, _ = use_case._watch_round(
     src, Connection(controllers=(sys.argv[1],), timeout=5.0), first=True,
     watermark=None, include_healthy=False, journal=None,
 )
@@ -127,7 +127,7 @@ class StampedAudit:
         with self.log.open("a") as out:
             out.write(f"{os.getpid()} {time.monotonic()}\n")
         time.sleep(self.takes if first or self.later is None else self.later)
-        return report([TERMINAL]), SimpleNamespace(inventories={})
+        return report([TERMINAL]), SimpleNamespace(inventories={}, view=SimpleNamespace(clock=None))
 
     def stamps(self) -> list[tuple[int, float]]:
         if not self.log.exists():

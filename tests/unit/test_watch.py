@@ -246,6 +246,69 @@ def test_a_node_without_a_collection_time_is_taken_as_observed_each_round() -> N
     assert only(tracker.update([TERMINAL], at(60), evidence_at={"gpu017": None})).stranded
 
 
+# -- the controller's record dates the holding (#53 item 11) -----------------------
+
+# The controller's clock at the view: two days after the job's end, whatever ours says.
+CONTROLLER_NOW = ENDED + timedelta(days=2)
+
+
+def test_a_job_the_controller_ended_days_ago_is_stranded_in_a_round_that_collected_it() -> None:
+    t = only(Tracker().update([TERMINAL], at(0), collected=True, controller_clock=CONTROLLER_NOW))
+
+    assert (t.age, t.lasted, t.stranded, t.evidence_stale) == (
+        timedelta(0), timedelta(days=2), True, False
+    )  # fmt: skip
+
+
+def test_a_file_read_as_the_watch_found_it_proves_nothing_until_it_is_re_collected() -> None:
+    tracker = Tracker()
+    first = only(
+        tracker.update(
+            [TERMINAL], at(0), evidence_at={"gpu017": at(-9)}, controller_clock=CONTROLLER_NOW
+        )
+    )
+    same = only(
+        tracker.update(
+            [TERMINAL], at(5), evidence_at={"gpu017": at(-9)}, controller_clock=CONTROLLER_NOW
+        )
+    )
+    again = only(
+        tracker.update(
+            [TERMINAL], at(10), evidence_at={"gpu017": at(8)}, controller_clock=CONTROLLER_NOW
+        )
+    )
+
+    assert [(t.stranded, t.evidence_stale) for t in (first, same, again)] == [
+        (False, True), (False, True), (True, False)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [None, ENDED - timedelta(seconds=1)],
+    ids=["no-controller-clock", "end-in-the-controllers-future"],
+)
+def test_without_a_controller_clock_to_read_it_against_the_end_counts_for_nothing(
+    clock: datetime | None,
+) -> None:
+    tracker = Tracker()
+    t = only(tracker.update([TERMINAL], at(0), collected=True, controller_clock=clock))
+
+    assert (t.lasted, t.stranded, t.evidence_stale) == (timedelta(0), False, False)
+
+
+def test_a_held_runs_start_does_not_date_when_the_controller_stopped_knowing_its_job() -> None:
+    # below-watermark-unknown, dated by the run's start on the node: the controller forgot
+    # the job at some time after that, which nothing says; the watch's sighting counts.
+    unknown = Finding(
+        "gpu013", 4388, Kind.BELOW_WATERMARK_UNKNOWN, Action.RECLAIM, "job 4388 is untracked.",
+        since=ENDED, since_evidence=SinceEvidence.RUN_START,
+    )  # fmt: skip
+    t = only(Tracker().update([unknown], at(0), collected=True, controller_clock=CONTROLLER_NOW))
+
+    assert (t.lasted, t.stranded) == (timedelta(0), False)
+
+
 @given(
     st.lists(
         st.tuples(st.integers(min_value=1, max_value=40), st.booleans()), min_size=1, max_size=30
@@ -314,8 +377,9 @@ class SlowFirstAudit:
         self.clock.now += 0.9 if self.calls == 1 else 0.2
         taken = datetime.now(UTC)  # what the view's taken_at is: the wall clock, late
         evidence = SimpleNamespace(collected_at=None)
+        # No controller clock: the job's end dates nothing here, the schedule alone does.
         return replace(report([TERMINAL]), taken_at=taken), SimpleNamespace(
-            inventories={"gpu017": evidence}
+            inventories={"gpu017": evidence}, view=SimpleNamespace(clock=None)
         )
 
 
@@ -580,21 +644,25 @@ def test_the_verdict_comes_first_and_the_findings_fold_to_fit_the_terminal(
     assert len(lines) <= height
     assert all(len(line) <= width for line in lines)
     assert all(words in top for words in VERDICT), lines[:8]
-    (more,) = [line for line in lines if line.startswith("... and ")]
-    hidden = int(more.split()[2])
+    more = [line for line in lines if line.startswith("... and ")]
+    hidden = int(more[0].split()[2]) if more else 0
     rows = [i for i, line in enumerate(lines) if ROW.search(line)]
     shown = [lines[i] for i in rows]
-    assert 0 < hidden < 32 and len(shown) + hidden == 32
-    assert more.endswith("; spurctl audit lists all.")
+    # Short of lines, one line a finding: 80x24 still leaves some out, and says so.
+    assert len(shown) + hidden == 32 and (hidden > 0) == (height == 24)
+    assert all(line.endswith("; spurctl audit lists all.") for line in more)
     assert lines[-1].startswith("Controller ") or lines[-2].startswith("Controller ")
-    # The most urgent first: the stranded reclaims are the rows still shown (narrow: the
-    # status on the line of times under the row).
-    status = [lines[i] + lines[i + 1] for i in rows]
-    assert "5001" in shown[0] and all("STRANDED" in line for line in status[:12])
+    # The most urgent first: the stranded reclaims are the rows still shown, each a line.
+    assert "5001" in shown[0] and all("STRANDED" in line for line in shown[:12])
 
 
 def test_at_80_columns_each_folded_reason_reads_on_its_own_indented_lines() -> None:
-    lines = render_watch_round(big_round(), console_width=80, height=24).splitlines()
+    findings = many_findings()[:30]  # the reclaims: their cells fit 80 columns
+    tracker = Tracker()
+    tracker.update(findings[:12], at(0))
+    tracked = tracker.update(findings, at(90))
+    state = WatchRound(4, at(90), 30.0, report(findings), tracked, 4)
+    lines = render_watch_round(state, console_width=80).splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("gpu001 "))
 
     # Every cell whole on the row (no evidence dates these findings: since is "-"), the
@@ -690,9 +758,7 @@ def test_the_reclaim_command_is_never_wrapped_however_narrow_the_log(width: int)
     assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
 
 
-def test_on_a_narrow_terminal_the_live_command_is_cut_visibly_and_printed_whole_at_the_end() -> (
-    None
-):
+def test_on_a_narrow_terminal_the_command_is_never_cut_but_broken_where_a_shell_joins_it() -> None:
     import io
 
     from spurctl.render.environment import Environment
@@ -703,23 +769,44 @@ def test_on_a_narrow_terminal_the_live_command_is_cut_visibly_and_printed_whole_
     tracked = tracker.update([TERMINAL], at(90))
     flags = ("--inventory", "/srv/inventories/rack-17/inv.jsonl", "--controller", "http://ctl:6817")
     state = WatchRound(4, at(90), 30.0, report([TERMINAL]), tracked, 4, view_flags=flags)
+    argv = ["reclaim", "--node", "gpu017", *flags]
     out = io.StringIO()
     terminal = Environment(tty=True, width=60, height=40)
 
     with WatchScreen(terminal, out) as screen:
         screen.show(state)
         live = _plain(out.getvalue())
-        assert "printed whole when the watch stops" in " ".join(live.split())
-        (cut,) = [line for line in live.splitlines() if line.startswith("spurctl reclaim")]
-        assert len(cut) == 60 and cut.endswith("…")
-        screen.resize(200, 40)  # wide enough now: whole, and nothing says it is cut
+        broken = _command(live)
+        assert len(broken) > 1 and all(len(line) <= 60 for line in broken)
+        assert "…" not in live and _read_by_bash(broken) == argv
+        assert f"Reclaim with (one command on {len(broken)} lines):" in " ".join(live.split())
+        screen.resize(200, 40)  # wide enough now: one line
         wide = _plain(out.getvalue())[len(live) :]
-        assert " ".join(["spurctl reclaim --node gpu017", *flags]) in wide.splitlines()
-        assert "printed whole" not in wide
+        assert _command(wide) == [" ".join(["spurctl reclaim --node gpu017", *flags])]
         screen.resize(60, 40)
+    # The last round, printed when the watch stops, fits the terminal as the live view did.
     final = _plain(out.getvalue()).rsplit("spurctl audit --watch:", 1)[1]
-    (command,) = [line for line in final.splitlines() if line.startswith("spurctl reclaim")]
-    assert shlex.split(command) == ["spurctl", "reclaim", "--node", "gpu017", *flags]
+    assert _command(final) == broken
+
+
+def _command(view: str) -> list[str]:
+    """The reclaim command's lines in the last view drawn in `view`."""
+    lines = view.rsplit("spurctl audit --watch:", 1)[-1].splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("spurctl reclaim"))
+    last = first
+    while lines[last].rstrip().endswith("\\"):
+        last += 1
+    return [line.rstrip() for line in lines[first : last + 1]]
+
+
+def _read_by_bash(lines: list[str]) -> list[str]:
+    """The words bash reads from the command's lines, pasted as shown."""
+    import subprocess
+
+    script = 'spurctl() { printf "%s\\0" "$@"; }\n' + "\n".join(lines)
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.split("\0")[:-1]
 
 
 def _plain(drawn: str) -> str:
