@@ -27,7 +27,7 @@ from spurctl.decide.reasons import plural
 from spurctl.decide.tracker import STRANDED_AFTER, TrackedFinding, WatchRound, blind
 from spurctl.hostlist import fold
 from spurctl.model import Action, Finding, NextStep, SinceEvidence, format_time
-from spurctl.render.audit import Column, FindingsTable, screen_notes
+from spurctl.render.audit import Column, FindingsTable, screen_notes, version_text
 from spurctl.render.common import (
     ACTION_RANK,
     ACTION_STYLE,
@@ -129,11 +129,14 @@ def _verdict(
     tell_version: bool = True,
     width: int | None = None,
     short: bool = False,
+    cut_version: bool = False,
 ) -> list[RenderableType]:
     """The round's verdict: the totals, then what is stranded and the command that
     reclaims it, on a line of its own (`width`: the terminal's, where a command wider
     than it is broken over lines a shell joins back, never cut: render/pasted.py).
-    `short`: the totals and every note cut to one line each (the command never is)."""
+    `short`: the totals and every warning cut to one line each (the command never is);
+    the version note too only with `cut_version` (it is news once, in its first round:
+    the findings fold before it is cut)."""
     report = state.report
     heartbeats = int(STRANDED_AFTER.total_seconds())
     cut = _a_line if short else _as_is
@@ -151,7 +154,9 @@ def _verdict(
             "or watch with --collect."
         )
         out.append(cut(Text(said, style="yellow")))
-    out += map(cut, screen_notes(report, ack=ack, tell_version=tell_version))
+    out += map(cut, screen_notes(report, ack=ack, tell_version=False))  # the warnings
+    version = version_text(report, ack=ack, tell=tell_version)
+    out += map(_a_line if cut_version else _as_is, version)
     return out
 
 
@@ -263,7 +268,9 @@ class WatchView:
         self.height = height
         self.fit_terminal = fit_terminal
 
-    def _head(self, width: int, short: bool = False) -> list[RenderableType]:
+    def _head(
+        self, width: int, short: bool = False, cut_version: bool = False
+    ) -> list[RenderableType]:
         state = self.state
         at = state.at.astimezone(UTC).replace(microsecond=0)
         cluster = f"cluster {state.report.cluster}, " if state.report.cluster else ""
@@ -294,9 +301,11 @@ class WatchView:
         # On a terminal (live, or the last round printed when the watch stops) a command
         # wider than it is broken over lines: the view fits the screen, the command pastes.
         fitted = width if self.live or self.fit_terminal else None
-        return out + _verdict(
-            state, ack=self.ack, tell_version=self.tell_version, width=fitted, short=short
-        )
+        verdict = _verdict(
+            state, ack=self.ack, tell_version=self.tell_version, width=fitted, short=short,
+            cut_version=cut_version,
+        )  # fmt: skip
+        return out + verdict
 
     def _findings(
         self, shown: Sequence[Finding], hidden: Sequence[Finding], compact: bool = False
@@ -346,10 +355,16 @@ class WatchView:
                 # its cells leave (the command above is never cut), then as many as fit.
                 compact = True
             if compact and not fits(shown):
-                # Still short: the totals, the notes and where the view came from one
-                # line each too, before any finding is left out.
+                # Still short: the totals, the warnings and where the view came from one
+                # line each too, before any finding is left out. The version note stays
+                # whole: it is told in one round only (docs/watch.md).
                 head = Group(*self._head(options.max_width, short=True))
                 tail = _a_line(tail)
+                room = height - lines(head) - lines(tail)
+            if compact and not fits(0):
+                # Too short even with every finding folded: the version note one line too,
+                # rather than the view's last lines lost below the screen.
+                head = Group(*self._head(options.max_width, short=True, cut_version=True))
                 room = height - lines(head) - lines(tail)
             if compact and not fits(shown):
                 # The largest k that fits (0 is assumed to); each finding takes a line at least.

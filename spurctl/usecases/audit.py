@@ -262,14 +262,22 @@ def scheduled(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[tuple[int, float]]:
     """`every`'s rounds with the `clock` reading each started at: never less than
-    `interval` after the previous one's."""
+    `interval` after the previous one's. A round on time is dated when it was due,
+    exactly: how late the sleep before it woke (a loaded machine) is not the round's
+    age (the error is then a smaller age: a later verdict, never an early one); one
+    after a round that overran is dated when it starts."""
     number = 0
     started = 0.0
     while rounds is None or number < rounds:
         if number:
-            sleep(max(0.0, started + interval - clock()))
-            # A sleep may end a hair early on some clocks; a round is never early.
-            started = max(clock(), started + interval)
+            due = started + interval
+            wait = due - clock()
+            if wait > 0:
+                sleep(wait)  # it may end a hair early or late: the round is dated `due`
+                started = due
+            else:
+                sleep(0.0)
+                started = clock()
         else:
             started = clock()
         number += 1

@@ -102,9 +102,11 @@ def test_the_file_re_collected_during_the_watch_makes_the_old_holding_stranded(
 
     assert _held(first)["stranded"] is False
     # Round 3 at the latest reads the re-collected file: the holding is then stranded
-    # though the watch has seen it for 4 s only.
+    # though the watch has seen it for 4 s only (two intervals: a round on time is
+    # dated when due, usecases/audit.scheduled; more only if a round overran its 2 s
+    # on a loaded machine, and still far short of the 60 s its own sightings need).
     held = _held(later[-1])
-    assert (held["stranded"], held["watched_s"]) == (True, 4)
+    assert held["stranded"] is True and 4 <= held["watched_s"] < 60, held
 
 
 class MovingClocks:

@@ -26,7 +26,7 @@ from spurctl.model import (
 from spurctl.render.watch import format_age, render_watch_round
 from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
-from spurctl.usecases.audit import every
+from spurctl.usecases.audit import every, scheduled
 
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 
@@ -449,6 +449,25 @@ def test_a_round_that_overran_is_followed_at_once_without_a_catch_up_burst() -> 
 
     assert starts == [100.0, 195.0, 225.0, 255.0]
     assert clock.sleeps == [0.0, 29.0, 29.0]
+
+
+def test_a_round_on_time_is_dated_when_it_was_due_however_late_its_sleep_woke() -> None:
+    # A loaded machine wakes a sleep late by a little: 4.001 s between rounds 1 and 3
+    # of a 2 s watch made a finding's watched_s 4.001, not 4.
+    clock = FakeClock()
+    late = iter([0.0007, 0.0, 0.3])
+
+    def oversleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        clock.now += next(late)
+
+    starts = []
+    for number, started in scheduled(2.0, 4, clock=clock, sleep=oversleep):
+        starts.append(started)
+        clock.now += 0.5 if number < 3 else 2.5  # round 3 overruns its 2 s
+
+    assert starts == [100.0, 102.0, 104.0, 106.5 + 0.3]
+    assert clock.sleeps == pytest.approx([1.5, 1.4993, 0.0])
 
 
 def test_rounds_stop_after_the_count_or_never() -> None:
