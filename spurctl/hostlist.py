@@ -297,7 +297,13 @@ def natural_key(name: str) -> tuple[object, ...]:
     """gpu2 before gpu10, as an operator reads a hostlist (and `sort -V`)."""
     # Splitting on a group alternates text and digits, so equal positions always
     # compare like types. (An audit sorts one key per finding: ~10,000 of them.)
-    text = _DIGIT_RUNS.split(name.lower())
+    low = name.lower()
+    head = low.rstrip(_ASCII_DIGITS)
+    if len(head) < len(low) and _DIGIT_RUNS.search(head) is None:
+        # Most node names (gpu00017): one run of digits, last. The split's key, built
+        # without the split (0.65 against 1.1 us a name, fresh in every process).
+        return (head, int(low[len(head) :]), "", name)
+    text = _DIGIT_RUNS.split(low)
     parts: list[object] = list(text)
     parts[1::2] = map(int, text[1::2])
     parts.append(name)
@@ -305,6 +311,7 @@ def natural_key(name: str) -> tuple[object, ...]:
 
 
 _DIGIT_RUNS = re.compile(r"(\d+)")
+_ASCII_DIGITS = "0123456789"
 
 
 def is_node_name(name: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -290,6 +291,29 @@ def test_natural_order_reads_numbers_as_numbers_and_ignores_case(name: str) -> N
     assert key[-1] == name  # ties broken by the name itself
     assert all(isinstance(p, int) for p in key[1:-1:2])
     assert all(isinstance(p, str) and p == p.lower() for p in key[0:-1:2])
+
+
+def _split_key(name: str) -> tuple[object, ...]:
+    """natural_key's definition: the lowered name split on digit runs, the runs as numbers,
+    then the name itself."""
+    text = re.split(r"(\d+)", name.lower())
+    return (*(int(t) if k % 2 else t for k, t in enumerate(text)), name)
+
+
+# Names as clusters spell them (one run of digits, last), beside every other shape: digits
+# inside or first, none, Unicode digits (which \d reads and rstrip does not), case.
+_NAME_PARTS = st.sampled_from(
+    ["gpu", "GPU", "node-", "a.b", "x1y", "", "0", "007", "19", "\u0663", "\u0130", "-"]
+)
+
+
+@given(st.lists(_NAME_PARTS, max_size=5).map("".join) | st.text(max_size=12))
+@example("gpu00017")
+@example("\u0663\u0664")  # Arabic-Indic digits only: no ASCII run to strip
+@example("gpu\u06631")  # a Unicode digit before the ASCII ones
+def test_natural_key_of_a_name_ending_in_digits_is_the_split_key(name: str) -> None:
+    hostlist.natural_key.cache_clear()
+    assert hostlist.natural_key(name) == _split_key(name)
 
 
 def test_natural_order_puts_gpu2_before_gpu10_whatever_the_case() -> None:
