@@ -327,20 +327,11 @@ def loose_key(name: str) -> str:
 
 
 def ranges(ids: Iterable[int]) -> str:
-    """The folded range list of some integers: 0,1,2,3,6 -> '0-3,6'; "" for none."""
-    ids = sorted(set(ids))
-    if len(ids) <= 1:
-        return str(ids[0]) if ids else ""
-    return _fold_ranges(tuple(ids))
+    """The folded range list of some integers: 0,1,2,3,6 -> '0-3,6'; "" for none.
 
-
-@functools.lru_cache(maxsize=4096)
-def _fold_ranges(ids: tuple[int, ...]) -> str:
-    # A finding's GPUs name one of a few sets (0-7 on most nodes), and a RangeSet
-    # costs tens of microseconds: an audit --all of a large cluster asks per holding.
-    from ClusterShell.RangeSet import RangeSet
-
-    return str(RangeSet.fromlist([str(i) for i in ids]))
+    As ClusterShell's RangeSet writes unpadded numbers, from their runs: a finding's GPUs
+    and pids need no RangeSet (tens of microseconds each, and ClusterShell's import)."""
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in _runs(sorted(set(ids))))
 
 
 def expand_ranges(text: str) -> frozenset[int]:

@@ -193,6 +193,13 @@ def test_a_bad_range_list_raises_spurctl_error(text: str) -> None:
         hostlist.expand_ranges(text)
 
 
+@given(st.lists(st.integers(min_value=0, max_value=300), max_size=40))
+def test_ranges_are_written_as_clustershells_rangeset_writes_them(ids: list[int]) -> None:
+    from ClusterShell.RangeSet import RangeSet
+
+    assert hostlist.ranges(ids) == str(RangeSet.fromlist([str(i) for i in ids]))
+
+
 @given(st.sets(st.integers(min_value=0, max_value=5000), max_size=40))
 def test_ranges_round_trip(ids: set[int]) -> None:
     text = hostlist.ranges(ids)
