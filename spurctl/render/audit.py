@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from spurctl.render.table import Table
 
 from spurctl.errors import NOTE_PREFIX, visible
+from spurctl.heap import gc_paused
 from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, format_time
 from spurctl.render.common import (
     ACTION_STYLE,
@@ -522,6 +523,23 @@ def render_audit(
     `header` False (`--no-header`): those lines alone, no heading, notes or summary;
     `next_steps`: the table's last lines (audit_view).
     """
+    # A record, a row or a line per finding (~11,000 in a large audit): bulk, and garbage
+    # once the text is made, built with the collector off (spurctl/heap.py).
+    with gc_paused():
+        return _rendered(report, fmt, console_width, only, fold, ack, whole, header, next_steps)
+
+
+def _rendered(
+    report: AuditReport,
+    fmt: AuditFormat | str,
+    console_width: int | None,
+    only: FindingFilter,
+    fold: bool,
+    ack: str | None,
+    whole: bool,
+    header: bool,
+    next_steps: Sequence[NextStep],
+) -> str:
     fmt = choose(AuditFormat, fmt)
     if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
         return _RENDERERS[fmt](report, only)  # each quotes or escapes what it must
