@@ -8,7 +8,6 @@ the formats never disagree about what the audit found.
 
 from __future__ import annotations
 
-import csv
 import io
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -408,6 +407,8 @@ def _csv_cell(value: Any) -> Any:
 
 
 def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
+    import csv  # only for CSV
+
     buf = io.StringIO()
     # "\n", not csv's default "\r\n": this goes to a terminal or a Unix pipe.
     writer = csv.writer(buf, lineterminator="\n")
