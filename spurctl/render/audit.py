@@ -53,7 +53,6 @@ from spurctl.render.common import (
 from spurctl.render.finding_filter import NO_FILTER, FindingFilter
 from spurctl.render.prometheus import render_prometheus
 from spurctl.render.sink import styled
-from spurctl.render.table import OneLine, wrapped
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
 
@@ -225,6 +224,8 @@ class FindingsTable:
         from rich.segment import Segment
         from rich.text import Text
 
+        from spurctl.render.table import wrapped
+
         fast = self.count > FAST_ROWS
         newline, indent = Segment.line(), Segment(" " * _STACK_INDENT)
         for node, rows in self.groups:
@@ -350,6 +351,8 @@ def step_text(step: NextStep) -> list[RenderableType]:
     own, never wrapped (a command broken over two lines does not paste)."""
     from rich.text import Text
 
+    from spurctl.render.table import OneLine
+
     # Its words name nodes, as the cluster spells them: every control character shown.
     return [Text(f"{visible(step.why)}:"), OneLine(f"  {command_line(step)}")]
 
@@ -360,6 +363,8 @@ def plain_text(
     """Renderables as text without colour, at `console_width` (default: pipe_width());
     `whole`: every line whole however long, the findings one to a line."""
     from rich.console import Console
+
+    from spurctl.render.table import OneLine
 
     buf = io.StringIO()
     console = Console(
@@ -590,6 +595,8 @@ def print_audit(
         warn_notes(report)
         out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, header=False))
     elif fmt is AuditFormat.TABLE and (env.tty or env.colour):
+        from spurctl.render.table import OneLine  # the table's alone: JSON needs none of it
+
         console = terminal_console(out, env)
         view = audit_view(escaped(report), only=only, fold=fold, ack=ack, next_steps=next_steps)
         for renderable in view:
