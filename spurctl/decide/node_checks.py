@@ -95,7 +95,9 @@ def not_inventoried(
             f"was not audited; {fix}{name}{fix_end}",
         )
         for name in known
-        if hostlist.loose_key(name) not in spoken_for
+        # A loose key is lower case with no domain, so a name found among them is its own
+        # key: only the others need theirs (an inventoried cluster's nodes mostly are).
+        if name not in spoken_for and hostlist.loose_key(name) not in spoken_for
     ]
     out.extend(
         node_finding(

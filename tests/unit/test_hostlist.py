@@ -453,3 +453,10 @@ def test_an_operators_hostlist_that_slurm_and_clustershell_read_apart_is_refused
     with pytest.raises(SpurctlError, match=r"put the whole number inside the brackets"):
         hostlist.parse_scope("gpu1[1-10]")
     assert hostlist.parse_scope("gpu[11-19,110]") == slurm  # what the error says to write
+
+
+@given(st.text(max_size=16))
+def test_a_loose_key_is_its_own_loose_key(name: str) -> None:
+    # not_inventoried skips the key of a name found among the keys: it must be the name.
+    key = hostlist.loose_key(name)
+    assert hostlist.loose_key(key) == key
