@@ -180,7 +180,7 @@ def classify(
             spoken_for.add(hostlist.loose_key(inv.node))
         scoped.add(node)
         spoken_for.add(hostlist.loose_key(node))
-        if inv.target_node is not None:
+        if inv.target_node is not None and inv.target_node != node:  # else added just above
             spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)
         if inv.error is not None:
