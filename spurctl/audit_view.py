@@ -142,23 +142,29 @@ def gather(
 
 
 def audit(inputs: AuditInputs, *, include_healthy: bool = False) -> AuditReport:
+    # Classifying converts the jobs the holdings name and the active ones, and makes a
+    # finding for each discrepancy (a large cluster's ~10,000 not-inventoried nodes too),
+    # then the notes and their dating read them: bulk data, built with the collector off.
+    with gc_paused():
+        return _judged(inputs, include_healthy)
+
+
+def _judged(inputs: AuditInputs, include_healthy: bool) -> AuditReport:
     from spurctl.decide.classify import classify
     from spurctl.decide.onset import dated
 
     view = inputs.view
-    # Classifying converts the jobs the holdings name and the active ones.
-    with gc_paused():
-        result = classify(
-            view,
-            inputs.inventories,
-            watermark=inputs.watermark.value,
-            confirmed=inputs.confirmed,
-            scope=inputs.scope,
-            include_healthy=include_healthy,
-            now=inputs.now,
-            collected=inputs.collected,
-            cancelled=inputs.cancelled,
-        )
+    result = classify(
+        view,
+        inputs.inventories,
+        watermark=inputs.watermark.value,
+        confirmed=inputs.confirmed,
+        scope=inputs.scope,
+        include_healthy=include_healthy,
+        now=inputs.now,
+        collected=inputs.collected,
+        cancelled=inputs.cancelled,
+    )
     notes: list[str] = []
     if not view.complete:
         how = (

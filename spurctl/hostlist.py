@@ -297,7 +297,13 @@ def natural_key(name: str) -> tuple[object, ...]:
     """gpu2 before gpu10, as an operator reads a hostlist (and `sort -V`)."""
     # Splitting on a group alternates text and digits, so equal positions always
     # compare like types. (An audit sorts one key per finding: ~10,000 of them.)
-    text = _DIGIT_RUNS.split(name.lower())
+    low = name.lower()
+    head = low.rstrip(_ASCII_DIGITS)
+    if len(head) < len(low) and _DIGIT_RUNS.search(head) is None:
+        # Most node names (gpu00017): one run of digits, last. The split's key, built
+        # without the split (0.65 against 1.1 us a name, fresh in every process).
+        return (head, int(low[len(head) :]), "", name)
+    text = _DIGIT_RUNS.split(low)
     parts: list[object] = list(text)
     parts[1::2] = map(int, text[1::2])
     parts.append(name)
@@ -305,6 +311,7 @@ def natural_key(name: str) -> tuple[object, ...]:
 
 
 _DIGIT_RUNS = re.compile(r"(\d+)")
+_ASCII_DIGITS = "0123456789"
 
 
 def is_node_name(name: str) -> bool:
@@ -320,20 +327,11 @@ def loose_key(name: str) -> str:
 
 
 def ranges(ids: Iterable[int]) -> str:
-    """The folded range list of some integers: 0,1,2,3,6 -> '0-3,6'; "" for none."""
-    ids = sorted(set(ids))
-    if len(ids) <= 1:
-        return str(ids[0]) if ids else ""
-    return _fold_ranges(tuple(ids))
+    """The folded range list of some integers: 0,1,2,3,6 -> '0-3,6'; "" for none.
 
-
-@functools.lru_cache(maxsize=4096)
-def _fold_ranges(ids: tuple[int, ...]) -> str:
-    # A finding's GPUs name one of a few sets (0-7 on most nodes), and a RangeSet
-    # costs tens of microseconds: an audit --all of a large cluster asks per holding.
-    from ClusterShell.RangeSet import RangeSet
-
-    return str(RangeSet.fromlist([str(i) for i in ids]))
+    As ClusterShell's RangeSet writes unpadded numbers, from their runs: a finding's GPUs
+    and pids need no RangeSet (tens of microseconds each, and ClusterShell's import)."""
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in _runs(sorted(set(ids))))
 
 
 def expand_ranges(text: str) -> frozenset[int]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from spurctl.defaults import DEFAULT_COMMAND
+from spurctl.defaults import DEFAULT_COMMAND, DEFAULT_REMOTE_COMMAND
 from spurctl.errors import SpurctlError
 from spurctl.option_defaults import SOURCE_OPTIONS, configured
 from spurctl.option_values import DAY_S, as_flags, note_implied, number_option
@@ -33,11 +33,11 @@ from spurctl.output_words import output_file, output_path
 from spurctl.render.common import choose
 from spurctl.scope import Scope
 from spurctl.sources.inventories import Sources
-from spurctl.sources.tree import DEFAULT_REMOTE_COMMAND, Tree
 from spurctl.sources.user_config import context_flags
 
 if TYPE_CHECKING:
     from spurctl.sources.settings import Connection
+    from spurctl.sources.tree import Tree
 
 # Where --help lists each group's options.
 CONNECTION = "Connection"
@@ -555,7 +555,7 @@ def tree_of(
             "--command runs locally once per node and --topology runs --remote-command "
             "through the gateways; use --remote-command (and --ssh) with --topology"
         )
-    from spurctl.sources.tree import check_tree
+    from spurctl.sources.tree import Tree, check_tree  # only with gateways (--topology)
 
     tree = Tree(topology, remote_command, ssh)
     check_tree(tree)

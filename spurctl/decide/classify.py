@@ -180,7 +180,7 @@ def classify(
             spoken_for.add(hostlist.loose_key(inv.node))
         scoped.add(node)
         spoken_for.add(hostlist.loose_key(node))
-        if inv.target_node is not None:
+        if inv.target_node is not None and inv.target_node != node:  # else added just above
             spoken_for.add(hostlist.loose_key(inv.target_node))
         age = inventory_age(view, inv)
         if inv.error is not None:
@@ -332,7 +332,8 @@ def _plainly_healthy(
     thousands of healthy holdings of a large cluster cost almost nothing; anything
     else, an unreadable nodelist included, takes the full path.
     """
-    if job.state not in ACTIVE_STATES or not job.nodelist:
+    nodelist = job.nodelist
+    if job.state not in ACTIVE_STATES or not nodelist:
         return False
     if started is not None:
         if agent_started is not None and started < agent_started:
@@ -340,8 +341,10 @@ def _plainly_healthy(
         submitted = job.submit_time
         if submitted is not None and started < submitted:
             return False
+    if "[" not in nodelist and "," not in nodelist:  # hostlist.node_in's one-node list,
+        return nodelist.strip(hostlist.WHITESPACE) == node  # inlined: most holdings' jobs
     try:
-        return hostlist.node_in(job.nodelist, node, limit)
+        return hostlist.node_in(nodelist, node, limit)
     except SpurctlError:
         return False
 

@@ -30,19 +30,30 @@ class NameMatcher:
 
     def __init__(self, nodes: Iterable[str]) -> None:
         self._exact = frozenset(nodes)
-        self._loose_keys: dict[str, list[str]] | None = None  # built on the first loose match
+        # By loose key, built on the first loose match: the one node most keys name, and
+        # the sorted nodes of a key several share (a list per node cost ~3x as much).
+        self._loose_keys: tuple[dict[str, str], dict[str, list[str]]] | None = None
 
-    @property
-    def _loose(self) -> dict[str, list[str]]:
+    def _loosely(self, name: str) -> list[str]:
+        """The controller's nodes whose loose key is `name`'s, sorted."""
         if self._loose_keys is None:
-            loose: dict[str, list[str]] = {}
-            for name in self._exact:
-                loose.setdefault(hostlist.loose_key(name), []).append(name)
-            for names in loose.values():
-                if len(names) > 1:  # most keys name one node
-                    names.sort()
-            self._loose_keys = loose
-        return self._loose_keys
+            first: dict[str, str] = {}
+            several: dict[str, list[str]] = {}
+            key_of = hostlist.loose_key
+            for node in self._exact:
+                key = key_of(node)
+                other = first.setdefault(key, node)
+                if other is not node:
+                    several.setdefault(key, [other]).append(node)
+            for names in several.values():
+                names.sort()
+            self._loose_keys = first, several
+        first, several = self._loose_keys
+        key = hostlist.loose_key(name)
+        found = several.get(key)
+        if found is not None:
+            return found
+        return [first[key]] if key in first else []
 
     def controller_name(self, inv: Inventory) -> tuple[str, str | None, str | None]:
         """(the controller node to judge `inv`'s holdings as, why no holding there may be
@@ -97,7 +108,7 @@ class NameMatcher:
         """(controller name or None, why the match is not exact or None)."""
         if name in self._exact:
             return name, None
-        candidates = self._loose.get(hostlist.loose_key(name), [])
+        candidates = self._loosely(name)
         if len(candidates) == 1:
             other = candidates[0]
             how = "by  case" if other.lower() == name.lower() else "by short name"

@@ -8,7 +8,6 @@ the formats never disagree about what the audit found.
 
 from __future__ import annotations
 
-import csv
 import io
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +22,7 @@ if TYPE_CHECKING:  # rich is imported where a table is drawn: JSON, CSV and the 
     from spurctl.render.table import Table
 
 from spurctl.errors import NOTE_PREFIX, visible
+from spurctl.heap import gc_paused
 from spurctl.model import Action, AuditReport, Finding, Kind, NextStep, format_time
 from spurctl.render.common import (
     ACTION_STYLE,
@@ -53,7 +53,6 @@ from spurctl.render.common import (
 from spurctl.render.finding_filter import NO_FILTER, FindingFilter
 from spurctl.render.prometheus import render_prometheus
 from spurctl.render.sink import styled
-from spurctl.render.table import OneLine, wrapped
 
 AUDIT_SCHEMA = "spurctl.audit/v1"
 
@@ -225,6 +224,8 @@ class FindingsTable:
         from rich.segment import Segment
         from rich.text import Text
 
+        from spurctl.render.table import wrapped
+
         fast = self.count > FAST_ROWS
         newline, indent = Segment.line(), Segment(" " * _STACK_INDENT)
         for node, rows in self.groups:
@@ -350,6 +351,8 @@ def step_text(step: NextStep) -> list[RenderableType]:
     own, never wrapped (a command broken over two lines does not paste)."""
     from rich.text import Text
 
+    from spurctl.render.table import OneLine
+
     # Its words name nodes, as the cluster spells them: every control character shown.
     return [Text(f"{visible(step.why)}:"), OneLine(f"  {command_line(step)}")]
 
@@ -360,6 +363,8 @@ def plain_text(
     """Renderables as text without colour, at `console_width` (default: pipe_width());
     `whole`: every line whole however long, the findings one to a line."""
     from rich.console import Console
+
+    from spurctl.render.table import OneLine
 
     buf = io.StringIO()
     console = Console(
@@ -407,6 +412,8 @@ def _csv_cell(value: Any) -> Any:
 
 
 def _render_csv(report: AuditReport, only: FindingFilter = NO_FILTER) -> str:
+    import csv  # only for CSV
+
     buf = io.StringIO()
     # "\n", not csv's default "\r\n": this goes to a terminal or a Unix pipe.
     writer = csv.writer(buf, lineterminator="\n")
@@ -522,6 +529,23 @@ def render_audit(
     `header` False (`--no-header`): those lines alone, no heading, notes or summary;
     `next_steps`: the table's last lines (audit_view).
     """
+    # A record, a row or a line per finding (~11,000 in a large audit): bulk, and garbage
+    # once the text is made, built with the collector off (spurctl/heap.py).
+    with gc_paused():
+        return _rendered(report, fmt, console_width, only, fold, ack, whole, header, next_steps)
+
+
+def _rendered(
+    report: AuditReport,
+    fmt: AuditFormat | str,
+    console_width: int | None,
+    only: FindingFilter,
+    fold: bool,
+    ack: str | None,
+    whole: bool,
+    header: bool,
+    next_steps: Sequence[NextStep],
+) -> str:
     fmt = choose(AuditFormat, fmt)
     if fmt in (AuditFormat.JSON, AuditFormat.CSV, AuditFormat.PROMETHEUS):
         return _RENDERERS[fmt](report, only)  # each quotes or escapes what it must
@@ -571,6 +595,8 @@ def print_audit(
         warn_notes(report)
         out.write(render_audit(report, fmt, only=only, fold=fold, ack=ack, header=False))
     elif fmt is AuditFormat.TABLE and (env.tty or env.colour):
+        from spurctl.render.table import OneLine  # the table's alone: JSON needs none of it
+
         console = terminal_console(out, env)
         view = audit_view(escaped(report), only=only, fold=fold, ack=ack, next_steps=next_steps)
         for renderable in view:

@@ -116,7 +116,17 @@ def read_lines(stream: BinaryIO, limit: Limit, name: str) -> bytes:
     """JSON Lines to their end: refused (TooLarge) at the first line longer than
     `limit.line`, as soon as it is (an endless line ends there), or past `limit.size`."""
     assert limit.line is not None
-    _check_size(stream, limit, name)
+    size = _check_size(stream, limit, name)
+    whole = min(limit.line, limit.size)
+    if size is not None and size <= whole:
+        # A regular file no longer than one line may be holds no line over the limit: read
+        # in one call (a large cluster's 10,000 lines took ~10 ms more one by one, joined).
+        # One that has grown past that since is read again, line by line.
+        start = stream.tell()
+        data = stream.read(whole + 1)
+        if len(data) <= whole:
+            return data
+        stream.seek(start)
     chunks: list[bytes] = []
     size = lineno = 0
     while True:
@@ -135,11 +145,15 @@ def read_lines(stream: BinaryIO, limit: Limit, name: str) -> bytes:
         chunks.append(line)
 
 
-def _check_size(stream: BinaryIO, limit: Limit, name: str) -> None:
-    """Refuse a regular file over the limit by its size, before reading a byte of it."""
+def _check_size(stream: BinaryIO, limit: Limit, name: str) -> int | None:
+    """Refuse a regular file over the limit by its size, before reading a byte of it; the
+    size of a regular file, None for any other stream."""
     try:
         st = os.fstat(stream.fileno())
     except (OSError, ValueError, AttributeError):  # no descriptor (a test's stream)
-        return
-    if stat.S_ISREG(st.st_mode) and st.st_size > limit.size:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if st.st_size > limit.size:
         raise refusal(limit, name)
+    return st.st_size

@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spurctl.defaults import DEFAULT_REMOTE_COMMAND as DEFAULT_REMOTE_COMMAND
 from spurctl.errors import SpurctlError
-
-DEFAULT_REMOTE_COMMAND = "spurctl node-inventory"
 
 
 @dataclass(frozen=True, slots=True)

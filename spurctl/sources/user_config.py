@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -165,6 +164,8 @@ def parse(text: str, path: Path) -> UserConfig:
     """config.toml's text, decoded and validated in one declaration (ConfigFile):
     malformed TOML, an unknown key or a value of the wrong type is one SpurctlError
     naming the file and the line."""
+    import tomllib  # only where a config.toml exists
+
     try:
         doc = tomllib.loads(text)
     except RecursionError:  # tomllib parses nested arrays and tables by recursion

@@ -554,7 +554,15 @@ class NodesFromPb(NodeTable):
     twice).
     """
 
-    __slots__ = ("_allocations", "_glimpses", "_messages", "_nodes", "_position", "_shapes")
+    __slots__ = (
+        "_allocations",
+        "_glimpses",
+        "_messages",
+        "_names",
+        "_nodes",
+        "_position",
+        "_shapes",
+    )
 
     def __init__(
         self,
@@ -565,7 +573,10 @@ class NodesFromPb(NodeTable):
         # Decoded messages, or (with `glimpses`) each node's encoding, decoded when read.
         self._messages = messages
         named = messages if glimpses is None else glimpses
-        self._position = {m.name: i for i, m in enumerate(named)}  # type: ignore[attr-defined]
+        # Each name read once (a record's field is a new string at every read): the
+        # allocations below are keyed by the same strings.
+        self._names = [m.name for m in named]  # type: ignore[union-attr]
+        self._position = {name: i for i, name in enumerate(self._names)}
         self._nodes: dict[str, Node] = {}
         self._shapes = shapes or Shapes()
         self._allocations: dict[str, Allocation] | None = None
@@ -607,7 +618,8 @@ class NodesFromPb(NodeTable):
             if self._glimpses is not None:  # a name that repeats: its last record wins
                 allocation_of = self._shapes.allocation_of
                 self._allocations = {
-                    g.name: allocation_of(g.alloc_resources) for g in self._glimpses
+                    name: allocation_of(g.alloc_resources)
+                    for name, g in zip(self._names, self._glimpses, strict=True)
                 }
             else:
                 allocation, messages = self._shapes.allocation, self._messages

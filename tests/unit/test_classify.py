@@ -1124,3 +1124,28 @@ def test_a_node_its_own_collect_left_uninventoried_is_not_told_to_use_collect() 
     missing = [f for f in result.findings if f.kind is Kind.NOT_INVENTORIED]
     assert missing and all("use --collect" not in f.reason for f in missing)
     assert "this audit's --collect brought no inventory naming it" in missing[0].reason
+
+
+@pytest.mark.parametrize(
+    ("name", "matched", "why"),
+    [
+        ("gpu017", "gpu017", None),
+        (
+            "GPU017",
+            "gpu017",
+            "inventory node 'GPU017' matches controller node 'gpu017' only by  case",
+        ),
+        ("gpu017.ex", "gpu017", "matches controller node 'gpu017' only by short name"),
+        ("gpu018.ex", None, "loosely matches several nodes ('GPU018', 'gpu018.b')"),
+        ("gpu019", None, "inventory node 'gpu019' matches no controller node"),
+    ],
+)
+def test_an_inventory_name_matches_the_controllers_exactly_loosely_or_not_at_all(
+    name: str, matched: str | None, why: str | None
+) -> None:
+    from spurctl.decide.node_names import NameMatcher
+
+    names = NameMatcher(["gpu017", "gpu018.b", "GPU018", "gpu020"])
+    found, said = names.match(name)
+    assert found == matched
+    assert (said is None) if why is None else (said is not None and why in said)

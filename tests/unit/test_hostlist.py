@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -192,6 +193,13 @@ def test_a_bad_range_list_raises_spurctl_error(text: str) -> None:
         hostlist.expand_ranges(text)
 
 
+@given(st.lists(st.integers(min_value=0, max_value=300), max_size=40))
+def test_ranges_are_written_as_clustershells_rangeset_writes_them(ids: list[int]) -> None:
+    from ClusterShell.RangeSet import RangeSet
+
+    assert hostlist.ranges(ids) == str(RangeSet.fromlist([str(i) for i in ids]))
+
+
 @given(st.sets(st.integers(min_value=0, max_value=5000), max_size=40))
 def test_ranges_round_trip(ids: set[int]) -> None:
     text = hostlist.ranges(ids)
@@ -290,6 +298,29 @@ def test_natural_order_reads_numbers_as_numbers_and_ignores_case(name: str) -> N
     assert key[-1] == name  # ties broken by the name itself
     assert all(isinstance(p, int) for p in key[1:-1:2])
     assert all(isinstance(p, str) and p == p.lower() for p in key[0:-1:2])
+
+
+def _split_key(name: str) -> tuple[object, ...]:
+    """natural_key's definition: the lowered name split on digit runs, the runs as numbers,
+    then the name itself."""
+    text = re.split(r"(\d+)", name.lower())
+    return (*(int(t) if k % 2 else t for k, t in enumerate(text)), name)
+
+
+# Names as clusters spell them (one run of digits, last), beside every other shape: digits
+# inside or first, none, Unicode digits (which \d reads and rstrip does not), case.
+_NAME_PARTS = st.sampled_from(
+    ["gpu", "GPU", "node-", "a.b", "x1y", "", "0", "007", "19", "\u0663", "\u0130", "-"]
+)
+
+
+@given(st.lists(_NAME_PARTS, max_size=5).map("".join) | st.text(max_size=12))
+@example("gpu00017")
+@example("\u0663\u0664")  # Arabic-Indic digits only: no ASCII run to strip
+@example("gpu\u06631")  # a Unicode digit before the ASCII ones
+def test_natural_key_of_a_name_ending_in_digits_is_the_split_key(name: str) -> None:
+    hostlist.natural_key.cache_clear()
+    assert hostlist.natural_key(name) == _split_key(name)
 
 
 def test_natural_order_puts_gpu2_before_gpu10_whatever_the_case() -> None:
@@ -422,3 +453,10 @@ def test_an_operators_hostlist_that_slurm_and_clustershell_read_apart_is_refused
     with pytest.raises(SpurctlError, match=r"put the whole number inside the brackets"):
         hostlist.parse_scope("gpu1[1-10]")
     assert hostlist.parse_scope("gpu[11-19,110]") == slurm  # what the error says to write
+
+
+@given(st.text(max_size=16))
+def test_a_loose_key_is_its_own_loose_key(name: str) -> None:
+    # not_inventoried skips the key of a name found among the keys: it must be the name.
+    key = hostlist.loose_key(name)
+    assert hostlist.loose_key(key) == key

@@ -335,3 +335,74 @@ def test_text_swapped_in_for_standard_input_is_read_with_the_same_limits(
     monkeypatch.setattr("sys.stdin", io.StringIO("x" * 2**20))
     with pytest.raises(SpurctlError, match=r"<stdin>: line 1 is longer than 1 KiB"):
         inv_module.load_inventories(["-"])
+
+
+_LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=8)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=_LINES, end=st.booleans(), line=st.integers(1, 64), size=st.integers(0, 400))
+def test_a_regular_file_reads_in_one_call_as_it_reads_line_by_line(
+    tmp_path: Path, lines: list[bytes], end: bool, line: int, size: int
+) -> None:
+    # A regular file no longer than the line limit is read in one call (bounded.read_lines):
+    # its bytes, or its refusal, are what reading it line by line gives.
+    from spurctl.sources import bounded
+
+    limit = bounded.Limit("inventories", size, "split it", line=line)
+    path = tmp_path / "inv.jsonl"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if end and lines else b""))
+    checked = bounded._check_size
+
+    def read(*, whole: bool) -> bytes | str:
+        def check(*args: Any) -> int | None:
+            size = checked(*args)  # refuses a file over the size limit either way
+            return size if whole else None  # None: no size to go by, line by line
+
+        bounded._check_size = check
+        try:
+            with path.open("rb") as fh:
+                return bounded.read_lines(fh, limit, "inv.jsonl")
+        except SpurctlError as exc:
+            return str(exc)
+        finally:
+            bounded._check_size = checked
+
+    assert read(whole=True) == read(whole=False)
+
+
+def test_a_file_grown_past_the_line_limit_since_its_size_was_read_is_read_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spurctl.sources import bounded
+
+    limit = bounded.Limit("inventories", 2**20, "split it", line=100)
+    path = tmp_path / "inv.jsonl"
+    path.write_bytes(b"a\n")
+    # As if a collector appended a line over the limit between the size check and the read.
+    monkeypatch.setattr(bounded, "_check_size", lambda *_: 2)
+    with path.open("ab") as grow:
+        grow.write(b"b" * 200 + b"\n")
+    with path.open("rb") as fh, pytest.raises(SpurctlError, match="line 2 is longer than"):
+        bounded.read_lines(fh, limit, "inv.jsonl")
+
+
+_BLANKS = st.text(alphabet=" \t\n\r\xa0\u2028\x1c", max_size=4)
+
+
+@given(lead=_BLANKS, trail=_BLANKS, held=st.booleans(), bad=st.booleans())
+def test_blanks_around_one_document_never_change_how_it_reads(
+    lead: str, trail: str, held: bool, bad: bool
+) -> None:
+    # parse_inventory_records strips only where it must (a file's last newline is left
+    # on): JSON's blanks and the others strip() takes read alike, before and after it.
+    holding = {"job_id": 7, "pids": [1], "started_at": "2026-12-02T09:00:00Z"}
+    doc = _inv("gpu001", held=[holding] if held else [], error=3 if bad else None)
+
+    def read(text: str) -> list[Any] | str:
+        try:
+            return [repr(i) for i in parse_inventory_text(text, name="inv")]
+        except SpurctlError as exc:
+            return str(exc)
+
+    assert read(lead + doc + trail) == read(doc)
