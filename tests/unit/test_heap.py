@@ -69,11 +69,22 @@ def test_an_outcome_pickle_cannot_carry_is_an_error_not_a_hang() -> None:
 
 def _interrupt_once_started(started: Path) -> threading.Thread:
     """SIGINT to this process (as `kill -INT` would send), once the copy has written
-    `started`; waits 10 s at most."""
+    `started` and this process's main thread waits in heap's read of the answer (a
+    SIGINT before that, on a loaded machine, would be a Ctrl-C the test did not mean);
+    waits 10 s at most."""
+    main = threading.main_thread().ident
+
+    def reading() -> bool:
+        frame = sys._current_frames().get(main or 0)
+        while frame is not None:
+            if frame.f_code is heap._read_all.__code__:
+                return True
+            frame = frame.f_back
+        return False
 
     def fire() -> None:
         deadline = time.monotonic() + 10
-        while not started.exists() and time.monotonic() < deadline:
+        while not (started.exists() and reading()) and time.monotonic() < deadline:
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
 
