@@ -28,6 +28,7 @@ from spurctl.decide.repair import (
     unchecked_rejoin,
 )
 from spurctl.defaults import (
+    DEFAULT_LOCK_WAIT_S,
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_REJOIN_WAIT_S,
     DEFAULT_TICK_S,
@@ -80,6 +81,8 @@ class RepairRequest:
     plan_file: Path | None = None
     # -o: where a dry run saves its plan, for the command that carries it out.
     plan_output: Path | None = None
+    # --lock-wait: how long a real run waits for the journal's lock (an autopilot's round).
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
 
     def __post_init__(self) -> None:
         if self.plan_output is not None and not self.dry_run:

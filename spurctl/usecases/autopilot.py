@@ -9,9 +9,12 @@ and sends through the same act/ paths as the manual commands: reclaim's `execute
 NodeAdmin (the node re-read right before each UpdateNode, journaled). With --repair,
 a phantom-alloc node is planned as `spurctl repair` plans it (repair_view.judge_node,
 where spur.conf shows a removed node registers again) and repaired by its run
-(act/repair_run.run_within), one a round, bounded by --tick and --wait. The journal's
-lock is held from start to stop: one autopilot per journal, and a manual reclaim,
-drain or repair on the same journal refuses in one line naming its pid.
+(act/repair_run.run_within), one a round, bounded by --tick and --wait. Its own lock
+(act/journal.autopilot_lock) is held from start to stop: one autopilot per journal.
+The journal's lock it holds only while a round acts, taken only if free: a manual
+reclaim, drain, resume or repair waits for it between rounds (--lock-wait), and a round
+that finds a manual run holding it sends nothing (state `journal-busy`). A journal
+written since the round's audit read it is audited again under the lock.
 
 Signals: SIGTERM and SIGINT stop it; a call in flight finishes and its outcome is
 journaled first (reclaim's pool finishes what it sent; a node call runs under
@@ -43,6 +46,7 @@ from spurctl.decide.autopilot import (
     Choice,
     Limits,
     Sightings,
+    Spent,
     State,
     Threshold,
     breaker_step,
@@ -208,14 +212,12 @@ def run(
     `on_round` is told each round's report. A second autopilot (or a manual run) on the
     same journal: SpurctlError naming the first's pid (exit 2). `tick` is called at least
     every 10 s between rounds (systemd's watchdog)."""
-    from spurctl.act.journal import journal_lock
+    from spurctl.act.journal import autopilot_lock
 
     flags = _Flags()
-    pilot = _Pilot()
-    with _signals(flags), journal_lock(request.journal_path):
+    pilot = _Pilot(unsettled=not request.dry_run)
+    with _signals(flags), autopilot_lock(request.journal_path):
         try:
-            if not request.dry_run:
-                pilot.settled = _settle(request.journal_path)
             due = time.monotonic()
             n = 0
             while True:
@@ -243,7 +245,13 @@ def run(
     return ExitStatus.OK
 
 
-def _settle(path: Path) -> int:
+def _new_run() -> str:
+    from spurctl.act.journal import new_run_id
+
+    return new_run_id()
+
+
+def _settle(path: Path, run: str | None = None) -> int:
     """Close the intents a killed run left open (their fate unknown) before any send."""
     from spurctl.act.cancels import close_unresolved
     from spurctl.act.journal import Journal
@@ -253,7 +261,7 @@ def _settle(path: Path) -> int:
     earlier = history(path)
     if not earlier.unresolved:
         return 0
-    with stops_deferred(), Journal(path) as journal:
+    with stops_deferred(), Journal(path, run=run) as journal:
         journal.tags = {"origin": ORIGIN, "round": 0}
         still = journal.still_open(earlier.unresolved)
         close_unresolved(journal, still, [])
@@ -269,6 +277,11 @@ class _Pilot:
     rounds_total: int = 0
     actions_total: dict[tuple[str, str], int] = field(default_factory=dict)
     settled: int = 0
+    # Intents a killed run left open not yet closed: done under the journal's lock, before
+    # anything is sent (a dry run sends nothing, and closes none).
+    unsettled: bool = False
+    # One journal run for the autopilot's life, whichever rounds hold the lock.
+    run: str = field(default_factory=lambda: _new_run())
 
     def round(
         self, n: int, request: AutopilotRequest, src: Sources, conn: Connection, late: float = 0.0
@@ -289,6 +302,55 @@ class _Pilot:
     def _round(
         self, n: int, request: AutopilotRequest, src: Sources, conn: Connection, now: datetime
     ) -> RoundReport:
+        """Audit and decide without the journal's lock; take it only to act, and only if it
+        is free (a manual run holding it: nothing sent this round, and why). A journal that
+        changed since the audit read it (a manual run acted meanwhile) is audited again
+        under the lock before anything goes out."""
+        from spurctl.act.journal import journal_lock_if_free
+
+        path = request.journal_path
+        if self.unsettled:
+            with journal_lock_if_free(path) as holder:
+                if holder is None:
+                    self._settle(request, conn)
+        mark = journal_mark(path)
+        breaker = self.breaker
+        look = self._look(request, src, conn, now)
+        if isinstance(look, RoundReport):
+            return _numbered(look, n)
+        if look.state is not State.ACTING or not look.going:
+            actions = [_would(c) for c in look.going] if look.state is State.DRY_RUN else []
+            return look.report(n, request, actions)
+        with journal_lock_if_free(path) as holder:
+            if holder is not None:  # a manual run between our rounds: it goes first
+                look.state = State.JOURNAL_BUSY
+                look.why.insert(0, f"journal in use by {holder}: nothing sent this round; "
+                                "the next round audits again")  # fmt: skip
+                look.waits["journal-busy"] = len(look.going)
+                return look.report(n, request, [])
+            if self.unsettled:
+                self._settle(request, conn)
+            if journal_mark(path) != mark:  # what the audit read is no longer all that is true
+                self.breaker = breaker
+                look = self._look(request, src, conn, now)
+                if isinstance(look, RoundReport):
+                    return _numbered(look, n)
+                look.why.append("the journal changed since this round's audit (a manual run?): "
+                                "audited again under its lock")  # fmt: skip
+                if look.state is not State.ACTING:
+                    return look.report(n, request, [])
+            sent = _send(look.going, look.plans, request, src, conn, look.inputs, n, self.run)
+            return look.report(n, request, sent)
+
+    def _settle(self, request: AutopilotRequest, conn: Connection) -> None:
+        self.settled += _settle(request.journal_path, self.run)
+        self.unsettled = False
+
+    def _look(
+        self, request: AutopilotRequest, src: Sources, conn: Connection, now: datetime
+    ) -> _Look | RoundReport:
+        """This round's audit and what the manual commands' planners and the budgets make
+        of it; a RoundReport (numbered by the caller) when there is no view to act on."""
         from spurctl.audit_view import refuse_another_cluster, run_audit
         from spurctl.sources.controller import ControllerClient
         from spurctl.sources.journal_records import history, records
@@ -307,7 +369,7 @@ class _Pilot:
             self.breaker = breaker_step(self.breaker, 0, 0, blind)
             # The budget the journal counts is known; the view's is not (so not said).
             left = request.limits.max_actions - spent(found, now).last_hour
-            return RoundReport(n, now, 0.0, State.BREAKER_OPEN, [blind], {}, breaker=self.breaker,
+            return RoundReport(0, now, 0.0, State.BREAKER_OPEN, [blind], {}, breaker=self.breaker,
                                paused=paused, budgets={"max-actions": max(0, left)})  # fmt: skip
         needing = len({f.node for f in report.findings if f.needs_action})
         threshold = request.breaker.of(report.nodes_in_scope)
@@ -353,35 +415,78 @@ class _Pilot:
             why.insert(0, f"breaker open, nothing sent: {self.breaker.why}")
         elif paused:
             why.insert(0, f"paused ({request.pause_file} exists): audit only, nothing sent")
-        going = [c for c in choices if c.go]
-        if state is State.ACTING:
-            actions = _send(going, plans, request, src, conn, inputs, n)
-        elif state is State.DRY_RUN:
-            actions = [_would(c) for c in going]
-        else:
-            actions = []
+        to_person = {**plans.to_person, **{n: lost_line(n, lost[n], version) for n in lost_here}}
+        return _Look(now, report, inputs, plans, choices, state, why, needing, room, budget,
+                     self.breaker, paused, waits_by_budget(choices), to_person,
+                     len(lost_here))  # fmt: skip
+
+
+def journal_mark(path: Path) -> tuple[int, int] | None:
+    """What says whether the journal was written since (it is only appended to): its file
+    and its size, or None when there is none."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size)
+
+
+def _numbered(report: RoundReport, n: int) -> RoundReport:
+    report.round = n
+    return report
+
+
+@dataclass(slots=True)
+class _Look:
+    """A round's audit and what it would send, before anything is sent."""
+
+    now: datetime
+    audit: AuditReport
+    inputs: AuditInputs
+    plans: _Plans
+    choices: list[Choice]
+    state: State
+    why: list[str]
+    needing: int
+    room: int
+    budget: Spent
+    breaker: Breaker
+    paused: bool
+    waits: dict[str, int]
+    # Nodes left to a person (the plans' and the lost-reason drains'), and how many of
+    # those in scope are DOWN `Not responding` since spurctl's drain (decide/lost_reason.py).
+    to_person: dict[str, str]
+    reason_lost: int
+
+    @property
+    def going(self) -> list[Choice]:
+        return [c for c in self.choices if c.go]
+
+    def report(self, n: int, request: AutopilotRequest, actions: list[Done]) -> RoundReport:
+        acting = self.state is State.ACTING
+        going = self.going
         sent = sum(1 for d in actions if d.result not in ("would-send", "skipped")
                    and d.act != Act.REPAIR.value)  # fmt: skip
         # A repair's calls, as decide/autopilot counts them (its journal, next round).
         sent += sum(c.candidate.calls for c in going
-                    if state is State.ACTING and c.candidate.act is Act.REPAIR)  # fmt: skip
+                    if acting and c.candidate.act is Act.REPAIR)  # fmt: skip
         drained = sum(1 for d in actions if d.act == Act.DRAIN.value and d.result == "sent")
-        drained += sum(1 for c in going if state is State.ACTING and c.candidate.act is Act.REPAIR
+        drained += sum(1 for c in going if acting and c.candidate.act is Act.REPAIR
                        and not c.candidate.removed)  # fmt: skip
         return RoundReport(
-            n, now, 0.0, state, why, report.by_kind,
-            nodes_audited=report.nodes_in_scope,
-            nodes_needing_action=needing,
+            n, self.now, 0.0, self.state, self.why, self.audit.by_kind,
+            nodes_audited=self.audit.nodes_in_scope,
+            nodes_needing_action=self.needing,
             actions=actions,
-            waiting=waits_by_budget(choices),
+            waiting=self.waits,
             budgets={
-                "max-actions": max(0, request.limits.max_actions - budget.last_hour - sent),
-                "max-unavailable": max(0, room - drained),
+                "max-actions": max(0, request.limits.max_actions - self.budget.last_hour - sent),
+                "max-unavailable": max(0, self.room - drained),
             },
             breaker=self.breaker,
-            paused=paused,
-            to_person={**plans.to_person, **{n: lost_line(n, lost[n], version) for n in lost_here}},
-            reason_lost=len(lost_here),
+            paused=self.paused,
+            to_person=self.to_person,
+            reason_lost=self.reason_lost,
         )  # fmt: skip
 
 
@@ -564,6 +669,7 @@ def _send(
     conn: Connection,
     inputs: AuditInputs,
     n: int,
+    run: str | None = None,
 ) -> list[Done]:
     """Send the round's chosen calls through the manual commands' act/ paths."""
     from spurctl.act.agents import AgentPool
@@ -578,7 +684,7 @@ def _send(
     reclaims = [c for c in going if c.candidate.act is Act.RECLAIM]
     repairs = [c for c in going if c.candidate.act is Act.REPAIR]
     nodes = [c for c in going if c.candidate.act in (Act.DRAIN, Act.RESUME)]
-    with Journal(request.journal_path) as journal, ControllerClient(conn) as client:
+    with Journal(request.journal_path, run=run) as journal, ControllerClient(conn) as client:
         journal.tags = {"origin": ORIGIN, "round": n}
         if reclaims:
             refused = key_refusal(conn.jwt_key is not None, conn.conf.auth_mode)
