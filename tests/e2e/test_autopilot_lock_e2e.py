@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from spurctl.act.journal import journal_lock
-from spurctl.simcluster.fleet_scenario import node_name, strand
+from spurctl_sim.fleet_scenario import node_name, strand
 from tests.cli import cli_process, lines_of, run_cli, wait_for
 from tests.e2e.test_autopilot_e2e import Fleet, autopilot_records, rounds_of, running_fleet
 from tests.reclaim import journal_records
