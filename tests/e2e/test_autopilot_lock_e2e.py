@@ -130,7 +130,12 @@ def test_a_round_finding_a_manual_run_holding_the_journal_sends_nothing_and_says
 @contextmanager
 def fed_fifo(fifo: Path, feeds: list[Callable[[], bytes]]) -> Iterator[threading.Thread]:
     """A FIFO given as the autopilot's --inventory: each time its audit opens it, the
-    next feed runs (while the autopilot waits on the read) and its bytes are written."""
+    next feed runs (while the autopilot waits on the read) and its bytes are written.
+
+    A fresh FIFO replaces the one fed before its writer closes: the next feed's open then
+    waits for the autopilot's next open. Reopening the same FIFO would succeed while the
+    autopilot still read the last feed, and both feeds' bytes would reach one read (no
+    end of file between them), the next audit then waiting for a writer forever."""
     os.mkfifo(fifo)
     failed: list[BaseException] = []
 
@@ -148,7 +153,11 @@ def fed_fifo(fifo: Path, feeds: list[Callable[[], bytes]]) -> Iterator[threading
                         time.sleep(0.02)
                 try:
                     os.set_blocking(fd, True)
-                    os.write(fd, make())
+                    data = memoryview(make())
+                    while data:
+                        data = data[os.write(fd, data) :]
+                    os.unlink(fifo)
+                    os.mkfifo(fifo)
                 finally:
                     os.close(fd)
         except BaseException as exc:
