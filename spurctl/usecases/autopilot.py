@@ -65,6 +65,8 @@ from spurctl.decide.budget import (
 )
 from spurctl.decide.drains import NodeChange, cancel_states, drain_plan, resume_plan
 from spurctl.decide.lost_reason import lost_drains, lost_line
+from spurctl.decide.one_cancel import WAIT as CANCEL_WAIT
+from spurctl.decide.one_cancel import AfterCancel, after_cancel
 from spurctl.decide.owner import Ownership, Seen, journaled_drains
 from spurctl.decide.plan import Entry, reclaimable
 from spurctl.decide.reclaim_plan import decide, selection
@@ -417,8 +419,15 @@ class _Pilot:
             why.insert(0, f"paused ({request.pause_file} exists): audit only, nothing sent")
         to_person = {**plans.to_person, **{n: lost_line(n, lost[n], version) for n in lost_here}}
         return _Look(now, report, inputs, plans, choices, state, why, needing, room, budget,
-                     self.breaker, paused, waits_by_budget(choices), to_person,
+                     self.breaker, paused, _waits(choices, plans), to_person,
                      len(lost_here))  # fmt: skip
+
+
+def _waits(choices: list[Choice], plans: _Plans) -> dict[str, int]:
+    waits = waits_by_budget(choices)
+    if plans.cancel_sent:
+        waits[CANCEL_WAIT] = plans.cancel_sent
+    return waits
 
 
 def journal_mark(path: Path) -> tuple[int, int] | None:
@@ -520,6 +529,9 @@ class _Plans:
     notes: list[str]
     repairs: dict[str, Target]
     to_person: dict[str, str]
+    # Holdings whose journaled cancel spurd may still be acting on: neither cancelled
+    # again nor drained this round (decide/one_cancel.py).
+    cancel_sent: int = 0
 
 
 def _plans(
@@ -543,6 +555,8 @@ def _plans(
     selected, _unknown = selection(names, view.nodes, inputs.inventories)
     wanted = reclaimable(report, selected, None)
     entries: dict[tuple[str, int], Entry] = {}
+    settling = 0  # holdings cancelled that spurd may still be freeing: they wait
+    lingering: set[str] = set()  # nodes still holding what their one cancel did not free
     if wanted:
         legit = legit_nodes(
             sorted({f.job_id for f in wanted if f.job_id is not None}),
@@ -560,6 +574,14 @@ def _plans(
                 if (e.node, e.job_id) in decided.stale:
                     notes.append(decided.stale[(e.node, e.job_id)])
                     continue
+                cancelled = _after_cancel(e, inputs)
+                if cancelled is not None:  # one cancel per holding: never a second
+                    if cancelled.lingers:
+                        lingering.add(e.node)
+                    else:
+                        settling += 1
+                    notes.append(cancelled.why)
+                    continue
                 entries[(e.node, e.job_id)] = e
                 key = (e.node, "finding", e.job_id, e.finding.kind.value)
                 cands.append(Candidate(Act.RECLAIM, e.node, e.job_id, e.finding.kind.value,
@@ -574,7 +596,8 @@ def _plans(
         resumed=resumed_at(found), now=now, cooldown_s=request.cooldown_s, alone=False,
         lost_release=view.version if replaces_hold_reason(view.version) else None,
     )  # fmt: skip
-    drains = {c.node: c for c in changes if c.kind in DRAINED_KINDS}
+    # What no cancel frees: agent orphans, leftovers, and a holding its one cancel did not.
+    drains = {c.node: c for c in changes if c.kind in DRAINED_KINDS or c.node in lingering}
     for c in drains.values():
         key = (c.node, "finding", c.job_id, c.kind)
         cands.append(Candidate(Act.DRAIN, c.node, c.job_id, c.kind, sightings.since(key, now),
@@ -595,7 +618,18 @@ def _plans(
         since = sightings.since((t.node, "finding", 0, Kind.PHANTOM_ALLOC.value), now)
         cands.append(Candidate(Act.REPAIR, t.node, 0, Kind.PHANTOM_ALLOC.value, since,
                                t.reason, removed=t.removed))  # fmt: skip
-    return _Plans(cands, owned, entries, drains, resumes, notes, repairs, to_person)
+    return _Plans(cands, owned, entries, drains, resumes, notes, repairs, to_person,
+                  settling)  # fmt: skip
+
+
+def _after_cancel(e: Entry, inputs: AuditInputs) -> AfterCancel | None:
+    """What the journal's cancel of this holding (if any) leaves for it (one_cancel)."""
+    inv = inputs.inventories.get(e.node)
+    names = (e.node,) if inv is None or inv.node == e.node else (e.node, inv.node)
+    sent = max((t for n in names if (t := inputs.cancelled.get((n, e.job_id)))), default=None)
+    held = [h for h in inv.held if h.job_id == e.job_id] if inv is not None else []
+    started = held[0].started_at if len(held) == 1 else None
+    return after_cancel(e.node, e.job_id, sent=sent, started=started, collected=e.collected_at)
 
 
 def _repairs(
