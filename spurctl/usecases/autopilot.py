@@ -253,17 +253,18 @@ def _new_run() -> str:
     return new_run_id()
 
 
-def _settle(path: Path, run: str | None = None) -> int:
-    """Close the intents a killed run left open (their fate unknown) before any send."""
+def _settle(path: Path, conn: Connection, run: str | None = None) -> int:
+    """Close the intents a killed run of this cluster left open (their fate unknown)
+    before any send."""
     from spurctl.act.cancels import close_unresolved
     from spurctl.act.journal import Journal
     from spurctl.act.stops import stops_deferred
-    from spurctl.sources.journal_records import history
+    from spurctl.sources.journal_records import cluster_of, history
 
-    earlier = history(path)
+    earlier = history(path, cluster=cluster_of(conn))
     if not earlier.unresolved:
         return 0
-    with stops_deferred(), Journal(path, run=run) as journal:
+    with stops_deferred(), Journal(path, conn, run=run) as journal:
         journal.tags = {"origin": ORIGIN, "round": 0}
         still = journal.still_open(earlier.unresolved)
         close_unresolved(journal, still, [])
@@ -345,7 +346,7 @@ class _Pilot:
             return look.report(n, request, sent)
 
     def _settle(self, request: AutopilotRequest, conn: Connection) -> None:
-        self.settled += _settle(request.journal_path, self.run)
+        self.settled += _settle(request.journal_path, conn, self.run)
         self.unsettled = False
 
     def _look(
@@ -355,12 +356,15 @@ class _Pilot:
         of it; a RoundReport (numbered by the caller) when there is no view to act on."""
         from spurctl.audit_view import refuse_another_cluster, run_audit
         from spurctl.sources.controller import ControllerClient
-        from spurctl.sources.journal_records import history, records
+        from spurctl.sources.journal_records import cluster_of, history, records
 
         path = request.journal_path
         paused = request.pause_file.exists()
-        found = records(path) if path.is_file() else []
-        earlier = history(path)
+        # This cluster's records only (journal_records): another cluster's sharing the
+        # journal spend none of this one's budgets, own none of its drains.
+        cluster = cluster_of(conn)
+        found = records(path, cluster=cluster) if path.is_file() else []
+        earlier = history(path, cluster=cluster)
         try:
             with ControllerClient(conn) as client:
                 report, inputs = run_audit(src, conn, cancelled=earlier.cancelled, client=client)
@@ -718,7 +722,7 @@ def _send(
     reclaims = [c for c in going if c.candidate.act is Act.RECLAIM]
     repairs = [c for c in going if c.candidate.act is Act.REPAIR]
     nodes = [c for c in going if c.candidate.act in (Act.DRAIN, Act.RESUME)]
-    with Journal(request.journal_path, run=run) as journal, ControllerClient(conn) as client:
+    with Journal(request.journal_path, conn, run=run) as journal, ControllerClient(conn) as client:
         journal.tags = {"origin": ORIGIN, "round": n}
         if reclaims:
             refused = key_refusal(conn.jwt_key is not None, conn.conf.auth_mode)
