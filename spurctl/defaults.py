@@ -30,3 +30,7 @@ DEFAULT_REJOIN_WAIT_S = 2 * HEARTBEAT_S
 # `[scheduler] interval_secs`) gets to land a dispatch it had already decided, before the
 # node is read again.
 DEFAULT_TICK_S = 5.0
+# `--lock-wait` of reclaim, drain, resume and repair: how long a run waits for the
+# journal's lock (an autopilot holds it only while a round acts, a few seconds) before it
+# refuses; two of the autopilot's default 30 s intervals.
+DEFAULT_LOCK_WAIT_S = 60.0

@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from spurctl.defaults import DEFAULT_LOCK_WAIT_S
 from spurctl.errors import SpurctlError
 from spurctl.model import MAX_JOB_ID
 
@@ -241,6 +242,8 @@ class ChangeOptions:
     journal_path: Path | None = None
     output: Path | None = None
     plan_file: Path | None = None
+    # --lock-wait: how long a real run waits for the journal's lock before it refuses.
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
 
     @property
     def journal(self) -> Path:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from spurctl.defaults import DEFAULT_COMMAND, DEFAULT_REMOTE_COMMAND
+from spurctl.defaults import DEFAULT_COMMAND, DEFAULT_LOCK_WAIT_S, DEFAULT_REMOTE_COMMAND
 from spurctl.errors import SpurctlError
 from spurctl.option_defaults import SOURCE_OPTIONS, configured
 from spurctl.option_values import DAY_S, as_flags, note_implied, number_option
@@ -253,12 +253,25 @@ def journal_option(help_text: str) -> Any:
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan; send nothing.")]
 YesOpt = Annotated[bool, typer.Option("--yes", help="Do not prompt.")]
+LockWaitOpt = Annotated[
+    float,
+    number_option(
+        "--lock-wait",
+        kind=float,
+        low=0,
+        high=DAY_S,
+        help="Wait this long for the journal's lock (an autopilot holds it while a round "
+        "acts; 0: refuse at once), saying what it waits for.",
+        metavar="SECONDS",
+        show_default="60",
+    ),
+]
 
 
 def changing(
     journal_help: str, *, output_help: str | None = None, plan_help: str | None = None
 ) -> Callable[[Command], Command]:
-    """--dry-run, (-o, --plan,) --yes and --journal, declared once; the command takes
+    """--dry-run, (-o, --plan,) --yes, --journal and --lock-wait, declared once; the command takes
     `change: ChangeOptions` and lists them in --help where it declares that parameter."""
     options: list[tuple[str, Any, Any]] = [("dry_run", DryRunOpt, False)]
     if output_help is not None:
@@ -269,6 +282,7 @@ def changing(
     options += [
         ("yes", YesOpt, False),
         ("journal_path", Annotated[Path | None, journal_option(journal_help)], None),
+        ("lock_wait_s", LockWaitOpt, DEFAULT_LOCK_WAIT_S),
     ]
     return _option_group("change", options, ChangeOptions, in_place=True)
 

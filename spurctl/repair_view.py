@@ -4,7 +4,8 @@
 (usecases/autopilot.py) both plan a repair of a node from a fresh audit and hand the
 plan to act/repair_run.py: the request, the plan, what spur.conf says of a removed
 node registering again, and each node's judgement (decide/repair.judge) live here,
-below them both, as audit_view does for the audit.
+below them both, as audit_view does for the audit; so do the repairs an autopilot
+round plans (round_repairs).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spurctl.decide.budget import DEFAULT_COOLDOWN_S, DEFAULT_MAX_UNAVAILABLE, MaxUnavailable
+from spurctl.decide.budget import (
+    DEFAULT_COOLDOWN_S,
+    DEFAULT_MAX_UNAVAILABLE,
+    MaxUnavailable,
+    cooling,
+    resumed_at,
+)
 from spurctl.decide.owner import Ownership
 from spurctl.decide.repair import (
     Refusal,
@@ -25,19 +32,23 @@ from spurctl.decide.repair import (
     judge,
     loose_inventories,
     rejoin_refusal,
+    repair_progress,
     unchecked_rejoin,
 )
 from spurctl.defaults import (
+    DEFAULT_LOCK_WAIT_S,
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_REJOIN_WAIT_S,
     DEFAULT_TICK_S,
     NAMES_COMMAND,
 )
 from spurctl.errors import SpurctlError
-from spurctl.model import Allocation, Finding, Inventory, NextStep, Node, format_time
+from spurctl.model import Allocation, Finding, Inventory, Kind, NextStep, Node, format_time
 from spurctl.scope import Scope
 
 if TYPE_CHECKING:
+    from spurctl.audit_view import AuditInputs
+    from spurctl.model import AuditReport
     from spurctl.sources.controller import ControllerClient
     from spurctl.sources.repair_plan import SavedRepairPlan
     from spurctl.sources.settings import Connection
@@ -80,6 +91,8 @@ class RepairRequest:
     plan_file: Path | None = None
     # -o: where a dry run saves its plan, for the command that carries it out.
     plan_output: Path | None = None
+    # --lock-wait: how long a real run waits for the journal's lock (an autopilot's round).
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
 
     def __post_init__(self) -> None:
         if self.plan_output is not None and not self.dry_run:
@@ -217,3 +230,65 @@ def judge_node(
         view_complete=view_complete, restore_hold=restore_hold, owned=owned, pending=pending,
         loose=loose_inventories(name, inventories.values()),
     )  # fmt: skip
+
+
+def round_repairs(
+    scope: Scope,
+    conn: Connection,
+    report: AuditReport,
+    inputs: AuditInputs,
+    found: list[dict[str, Any]],
+    owned: Ownership,
+    now: datetime,
+    notes: list[str],
+    *,
+    repair: bool,
+    rejoin_checked: bool,
+    max_age_s: float,
+    cooldown_s: float,
+) -> tuple[dict[str, Target], dict[str, str]]:
+    """The autopilot's round (usecases/autopilot.py): the repairs `spurctl repair` would
+    plan of its phantom-alloc nodes in `scope` (and of the nodes an earlier repair removed
+    and still owes), and the nodes left to a person, each with why: no --repair (`repair`
+    False), spur.conf not saying a removed node registers again, or the repair's own guards
+    (decide/repair.judge, the cooldown). A round-wide refusal is added to `notes`."""
+    from spurctl.sources.controller import ControllerClient
+
+    view = inputs.view
+    phantom = sorted({f.node for f in report.findings if f.kind is Kind.PHANTOM_ALLOC})
+    phantom = scope.keep(phantom)
+    progress = repair_progress(found)
+    # Removed by an earlier repair (back since, or not yet): judge_node says what is owed.
+    owed = [n for n, p in progress.items() if p.removed]
+    owed = [n for n in scope.keep(owed) if scope.named is None or n in scope.kept()]
+    if not phantom and not owed:
+        return {}, {}
+    if not repair:
+        said = "phantom allocation: rebuilt only by a repair (--repair, or spurctl repair -w {})"
+        owes = "removed by an earlier repair, owed a put-back (--repair, or spurctl repair -w {})"
+        return {}, {n: (said if n in phantom else owes).format(n) for n in {*phantom, *owed}}
+    said, refused = rejoin_said(conn, rejoin_checked, dry_run=True)
+    if refused:
+        notes.append(f"no repair: {said}")
+        return {}, {n: f"repair refused: {said}" for n in phantom}
+    targets: dict[str, Target] = {}
+    person: dict[str, str] = {}
+    resumed = resumed_at(found)
+    with ControllerClient(conn) as client, client.sharing():
+        for name in sorted({*phantom, *owed}):
+            decision = judge_node(
+                name, view.nodes.get(name), progress.get(name), report.findings,
+                inputs.inventories, client, view.version, now=now,
+                max_age_s=max_age_s, view_complete=view.complete,
+                restore_hold=False, owned=owned,
+            )  # fmt: skip
+            if isinstance(decision, Refusal):
+                person[name] = decision.why
+            elif isinstance(decision, Target):
+                cool = cooling(name, resumed, now=now, verb="repair",
+                               cooldown_s=cooldown_s, named_alone=False)  # fmt: skip
+                if cool and not decision.removed and decision.resumes is None:
+                    person[name] = cool
+                else:
+                    targets[name] = decision
+    return targets, person

@@ -4,9 +4,13 @@ Every cancel gets an `intent` record before it is sent and an `outcome` after;
 each record is flushed and fsynced before the next cancel goes out, so after a
 crash or Ctrl-C an intent without an outcome says exactly which node to check.
 
-One reclaim at a time per journal: an open Journal holds an exclusive lock
+One writer at a time per journal: an open Journal holds an exclusive lock
 (flock on the sibling `<journal>.lock`, which records the holder's pid) for as
-long as it is open, and a second run refuses at once naming that pid. The lock
+long as it is open, and a second run refuses naming that pid, at once or after
+waiting for it (`journal_lock(path, wait_s)`: a manual command's --lock-wait, for an
+autopilot's round to end). An autopilot holds its own lock, `<journal>.autopilot.lock`,
+from start to stop (one autopilot per journal) and the journal's only while a round
+acts (`journal_lock_if_free`: a round that finds it taken sends nothing). The lock
 is the journal's real file's (a link given as the journal is followed once, in
 real_path), so runs reaching one journal by different names exclude each other.
 Neither file is ever opened through a link (O_NOFOLLOW), the lock is truncated
@@ -37,6 +41,7 @@ import os
 import re
 import stat
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -124,11 +129,10 @@ def _key(path: Path) -> str:
 _LOCK_TEXT = re.compile(rb"[0-9]{0,20}\n?")
 
 
-def _open_lock(path: Path) -> int:
-    """The journal's lock file, opened without following a link, and only if it is a lock
-    spurctl wrote: anything else (a link, a device, a file with other links or text) is
-    refused, never truncated."""
-    lock = lock_path(path)
+def _open_lock(path: Path, lock: Path) -> int:
+    """A lock file of the journal at `path` (its lock, or its autopilot's), opened without
+    following a link, and only if it is a lock spurctl wrote: anything else (a link, a
+    device, a file with other links or text) is refused, never truncated."""
     real = real_path(path)
     if real.exists() and not real.is_file():
         # A device or a pipe is no journal, and its lock would land beside it (in /dev).
@@ -171,33 +175,103 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
-def _acquire(path: Path) -> None:
+# How often a run waiting for the journal's lock (--lock-wait) tries it again.
+LOCK_POLL_S = 0.1
+# The lock an autopilot holds from its start to its stop: one autopilot per journal.
+AUTOPILOT_LOCK_SUFFIX = ".autopilot.lock"
+
+
+def autopilot_lock_path(path: Path) -> Path:
+    """The file beside the journal's real file whose flock says an autopilot runs on it."""
+    real = real_path(path)
+    return real.with_name(real.name + AUTOPILOT_LOCK_SUFFIX)
+
+
+def _pid_in(fd: int) -> str:
+    return os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+
+
+def _autopilot_pid(path: Path) -> str | None:
+    """The pid the autopilot lock beside `path` records (its last holder's), or None."""
+    try:
+        fd = os.open(autopilot_lock_path(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return _pid_in(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        os.close(fd)
+
+
+def holder_words(path: Path, pid: str) -> str:
+    """Who holds the journal's lock, as a line says it: the autopilot when its own lock
+    records that pid (it holds the journal's only while a round acts), else another run."""
+    if pid != "unknown" and _autopilot_pid(path) == pid:
+        return f"the autopilot (pid {pid})"
+    return f"another spurctl run (pid {pid})"
+
+
+def _try_acquire(path: Path) -> str | None:
+    """Take the journal's lock if it is free (or this process holds it): None; else who
+    holds it (holder_words)."""
     key = _key(path)
     with _held_lock:
         held = _held.get(key)
         if held is not None:
             held.count += 1
-            return
-        fd = _open_lock(path)
+            return None
+        fd = _open_lock(path, lock_path(path))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             try:
-                pid = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+                pid = _pid_in(fd)
             finally:
                 os.close(fd)
-            raise SpurctlError(
-                f"journal {path} is in use by another reclaim (pid {pid}); "
-                "wait for it to finish (one reclaim at a time per journal) or pass --journal PATH"
-            ) from None
-        try:
-            # Checked under the lock: what is truncated here is the pid another run wrote.
-            if _LOCK_TEXT.fullmatch(os.pread(fd, 64, 0)):
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass  # the lock is what counts; the pid is only for the message
+            return holder_words(path, pid)
+        _write_pid(fd)
         _held[key] = _Held(fd)
+        return None
+
+
+def _write_pid(fd: int) -> None:
+    try:
+        # Checked under the lock: what is truncated here is the pid another run wrote.
+        if _LOCK_TEXT.fullmatch(os.pread(fd, 64, 0)):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass  # the lock is what counts; the pid is only for the message
+
+
+def _acquire(path: Path, wait_s: float = 0.0) -> None:
+    """Take the journal's lock, waiting for it at most `wait_s` seconds (--lock-wait; one
+    stderr line says what it waits for); SpurctlError naming the holder when it is still
+    taken then. A Ctrl-C (or SIGTERM as one) while waiting ends the wait: nothing was
+    sent yet."""
+    holder = _try_acquire(path)
+    if holder is None:
+        return
+    if wait_s > 0:
+        from spurctl.errors import note
+
+        note(
+            f"journal {path} is in use by {holder}: waiting up to {wait_s:g}s for it (--lock-wait)"
+        )
+        deadline = time.monotonic() + wait_s
+        while holder is not None and time.monotonic() < deadline:
+            time.sleep(min(LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
+            holder = _try_acquire(path)
+        if holder is None:
+            return
+        raise SpurctlError(
+            f"journal {path} is still in use by {holder} after {wait_s:g}s (--lock-wait); "
+            "nothing was sent: run again, with a longer --lock-wait, or pass --journal PATH"
+        )
+    raise SpurctlError(
+        f"journal {path} is in use by {holder}; nothing was sent: wait for it with "
+        "--lock-wait SECONDS (one writer at a time per journal) or pass --journal PATH"
+    )
 
 
 def _held_run(path: Path) -> str:
@@ -219,16 +293,50 @@ def _release(path: Path) -> None:
 
 
 @contextmanager
-def journal_lock(path: Path) -> Iterator[None]:
+def journal_lock(path: Path, wait_s: float = 0.0) -> Iterator[None]:
     """Hold the journal's exclusive lock for a whole run (re-entrant in one process).
 
-    Raises SpurctlError naming the holder's pid when another process holds it.
+    Raises SpurctlError naming the holder's pid when another process holds it after
+    `wait_s` seconds (0: at once).
     """
-    _acquire(path)
+    _acquire(path, wait_s)
     try:
         yield
     finally:
         _release(path)
+
+
+@contextmanager
+def journal_lock_if_free(path: Path) -> Iterator[str | None]:
+    """The journal's lock, held for the block when it is free: yields None then, else who
+    holds it (holder_words), without waiting and without it (the autopilot's round)."""
+    holder = _try_acquire(path)
+    try:
+        yield holder
+    finally:
+        if holder is None:
+            _release(path)
+
+
+@contextmanager
+def autopilot_lock(path: Path) -> Iterator[None]:
+    """One autopilot per journal: its own lock beside the journal's, held from start to
+    stop (the journal's lock it takes only while a round acts). SpurctlError naming the
+    first's pid when another autopilot holds it."""
+    lock = autopilot_lock_path(path)
+    fd = _open_lock(path, lock)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise SpurctlError(
+                f"journal {path} already has an autopilot (pid {_pid_in(fd)}): one autopilot "
+                "per journal; stop that one first, or pass --journal PATH"
+            ) from None
+        _write_pid(fd)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
 
 
 class Journal:
@@ -239,7 +347,7 @@ class Journal:
     once would otherwise queue every send behind every other record's fsync.
     """
 
-    def __init__(self, path: Path, conn: Connection | None = None) -> None:
+    def __init__(self, path: Path, conn: Connection | None = None, run: str | None = None) -> None:
         self.path = path
         self.operator = operator_name()
         # The cluster every record is written for, that of the run's connection
@@ -251,7 +359,8 @@ class Journal:
         self._synced = 0  # records known to be on disk
         self._broken: OSError | None = None  # the write that failed: the rest fail too
         _acquire(path)  # held until close(): SpurctlError if another run holds it
-        self.run = _held_run(path)
+        # `run`: one id across several holds of the lock (an autopilot's rounds).
+        self.run = run or _held_run(path)
         # (node, job_id) -> the earlier run whose open intent an outcome here closes.
         self._closing: dict[tuple[str, int], str | None] = {}
         # Fields every record adds after the common ones (the autopilot's `origin`, `round`).

@@ -389,11 +389,16 @@ def run(
             "by pid, which only this system's /proc names; use --dry-run to read another"
         )
     from spurctl.act.journal import Journal
+    from spurctl.sources.cluster_binding import agent_binding
+    from spurctl.sources.journal_records import stamp
 
     with Journal(journal_path) as journal:
         # Under the journal's lock, immediately before acting: what the operator saw may
         # have changed since (the run ended, the id was reissued, spurd restarted).
         target = find_target(job_id, started_at, cgroup_root=cgroup_root, proc_root=proc_root)
+        # Its records say the cluster the node's spurd says it is of (none said: no
+        # cluster fields, a record every cluster's runs read, as before records said one).
+        journal.cluster = stamp(agent_binding(target.inventory))
         for line in plan_lines(target, grace_s):
             out(line)
         kind = KIND if target.holding.pids else LEFTOVER_KIND

@@ -12,6 +12,9 @@ them: the kernel gives a process-wide signal to any thread that does not block i
 (gRPC's among them), and Python then runs the handler in the main thread all the
 same. So the handlers are swapped for the block, and a stop caught meanwhile is
 handed to the handler it would have met, once the block ends.
+
+`daemon_signals` is the autopilot's (a daemon between rounds): SIGTERM and SIGINT stop
+it, SIGHUP asks it to re-read its configuration before its next round.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -86,6 +90,41 @@ def stops_held() -> Iterator[None]:
         yield
         return
     previous = {number: signal.signal(number, lambda _n, _f: None) for number in _STOPS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@dataclass(slots=True)
+class DaemonFlags:
+    """What a daemon's signals asked of it: to stop, or to re-read its configuration."""
+
+    stopping: bool = False
+    reload: bool = False
+
+
+@contextmanager
+def daemon_signals(flags: DaemonFlags) -> Iterator[None]:
+    """SIGTERM/SIGINT: stop (a KeyboardInterrupt where it lands; the send paths defer it
+    past the call in flight); SIGHUP: re-read the configuration before the next round."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_n: int, _f: object) -> None:
+        flags.stopping = True
+        raise KeyboardInterrupt
+
+    def reload(_n: int, _f: object) -> None:
+        flags.reload = True
+
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, stop),
+        signal.SIGINT: signal.signal(signal.SIGINT, stop),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, reload),
+    }
     try:
         yield
     finally:

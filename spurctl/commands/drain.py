@@ -130,6 +130,7 @@ def run_change(
         verb=verb,
         scope=scope,
         journal_path=change.journal,
+        lock_wait_s=change.lock_wait_s,
         dry_run=change.dry_run,
         yes=change.yes,
         max_inventory_age_s=max_inventory_age_s,

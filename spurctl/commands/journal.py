@@ -18,7 +18,7 @@ from spurctl.scope import Scope
 NAME = "journal"
 EPILOG = (
     "\b\nExamples:\n  spurctl journal --last 5\n  spurctl journal --run 20261202T1447\n"
-    "  spurctl journal --node 'gpu[003-008]' --since 2h"
+    "  spurctl journal --node 'gpu[003-008]' --since 2h\n  spurctl journal --cluster prod"
 )
 
 FileOpt = Annotated[
@@ -46,6 +46,17 @@ SinceOpt = Annotated[
         show_default=False,
     ),
 ]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        metavar="NAME",
+        help="Only that cluster's records (spur.conf's cluster_name, as the records name "
+        "it); a record naming no cluster is every cluster's. A name no record gives shows "
+        "nothing, and a note says which names the journal holds.",
+        show_default=False,
+    ),
+]
 FormatOpt = Annotated[
     ReclaimFormat,
     opt.format_option(ReclaimFormat, "journal", "the runs (json: spurctl.journal-runs/v1)"),
@@ -59,6 +70,7 @@ def command(
     last: LastOpt = 20,
     run: RunOpt = None,
     since: SinceOpt = None,
+    cluster: ClusterOpt = None,
     fmt: FormatOpt = ReclaimFormat.TABLE,
     as_json: opt.JsonOpt = False,
     scope: Scope = Scope(),
@@ -73,18 +85,24 @@ def command(
     check the node). --run ID shows one run, one line per outcome. A torn line
     is reported on stderr and skipped. --node (and -x) keeps the runs that touched
     those nodes, each counted for them alone; --since TIME (ISO 8601, or 2h, 30m
-    back from now) the runs with a record since then. Exit 0, also when nothing has been
+    back from now) the runs with a record since then; --cluster NAME that cluster's
+    records (and those naming no cluster). Exit 0, also when nothing has been
     journaled yet (that is said in one line): the journal is a record to read,
     not a check; exit 2 when it cannot be read or --run names no run.
     """
     from spurctl.commands.environment import detect
-    from spurctl.errors import warn
+    from spurctl.errors import note, warn
     from spurctl.render.journal import missing_sentence, print_one, print_runs
     from spurctl.usecases import journal_runs
 
     fmt = opt.with_json(ctx, fmt, as_json)
-    only = journal_runs.JournalFilter(scope, since)
-    view = journal_runs.filtered(journal_runs.load(opt.journal_at(journal_path)), only)
+    if cluster is not None and not cluster.strip():
+        raise SpurctlError("--cluster: give a cluster name (spur.conf's cluster_name)")
+    only = journal_runs.JournalFilter(scope, since, cluster)
+    loaded = journal_runs.load(opt.journal_at(journal_path), cluster=cluster)
+    if loaded.cluster_note is not None:
+        note(loaded.cluster_note)
+    view = journal_runs.filtered(loaded, only)
     if run is not None:
         if not view.exists:
             raise SpurctlError(missing_sentence(view))

@@ -8,7 +8,12 @@ from typing import Annotated
 import typer
 
 from spurctl import options as opt
-from spurctl.defaults import DEFAULT_CONCURRENCY, DEFAULT_MAX_INVENTORY_AGE_S, DEFAULT_SETTLE_S
+from spurctl.defaults import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_LOCK_WAIT_S,
+    DEFAULT_MAX_INVENTORY_AGE_S,
+    DEFAULT_SETTLE_S,
+)
 from spurctl.errors import SpurctlError
 from spurctl.option_values import DAY_S, job_id_parser, number_option, parse_duration
 from spurctl.render.common import ReclaimFormat
@@ -113,6 +118,7 @@ def command(
     plan_file: PlanOpt = None,
     yes: opt.YesOpt = False,
     journal_path: JournalOpt = None,
+    lock_wait: opt.LockWaitOpt = DEFAULT_LOCK_WAIT_S,
     settle: SettleOpt = DEFAULT_SETTLE_S,
     verify_inventory: VerifyInventoryOpt = False,
     concurrency: ConcurrencyOpt = DEFAULT_CONCURRENCY,
@@ -146,6 +152,7 @@ def command(
     request = ReclaimRequest(
         scope=scope,
         journal_path=opt.journal_at(journal_path),
+        lock_wait_s=lock_wait,
         jobs=tuple(job) if job else None,
         max_inventory_age_s=max_inventory_age,
         dry_run=dry_run,

@@ -133,6 +133,7 @@ def command(
         scope=scope,
         journal_path=change.journal,
         inventory=tuple(holdings.inventory or ()),
+        lock_wait_s=change.lock_wait_s,
         dry_run=change.dry_run,
         yes=change.yes,
         max_inventory_age_s=max_inventory_age,

@@ -59,6 +59,8 @@ class State(enum.StrEnum):
     PAUSED = "paused"
     BREAKER_OPEN = "breaker-open"
     DRY_RUN = "dry-run"
+    # The journal's lock held by a manual run: nothing sent this round.
+    JOURNAL_BUSY = "journal-busy"
 
 
 @dataclass(frozen=True, slots=True)

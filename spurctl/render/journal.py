@@ -115,6 +115,7 @@ def document(view: JournalRuns, runs: list[Run], *, records: bool = False) -> di
             "nodes": only.nodes,
             "exclude": only.exclude,
             "since": format_time(only.since),
+            "cluster": only.cluster,
             "runs_in_journal": view.in_journal,
         }
     doc["runs"] = [run_document(r, records=records) for r in runs]
@@ -136,6 +137,7 @@ def filter_words(view: JournalRuns) -> str:
             ("--node", only.nodes),
             ("-x", only.exclude),
             ("--since", format_time(only.since)),
+            ("--cluster", only.cluster),
         )
         if value is not None
     ]

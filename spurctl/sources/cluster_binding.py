@@ -125,6 +125,19 @@ def mismatch(
     return None
 
 
+def agent_binding(inv: Inventory) -> Binding:
+    """The cluster the node's own spurd says it is of (node/agent_config.py: its
+    --controller, its spur.conf's cluster_name); empty when it says neither, or a
+    controller no URL list can be."""
+    controllers: tuple[str, ...] = ()
+    if inv.agent_controller:
+        try:
+            controllers = controller_list(inv.agent_controller, "spurd --controller")
+        except SpurctlError:
+            controllers = ()
+    return Binding(controllers, inv.agent_cluster)
+
+
 def stamped(inv: Inventory, binding: Binding) -> Inventory:
     """`inv` naming the cluster it was collected for (unchanged when nothing was told)."""
     if not binding:

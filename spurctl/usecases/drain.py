@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +37,7 @@ from spurctl.decide.drains import (
 )
 from spurctl.decide.owner import Ownership
 from spurctl.decide.repair import repair_progress
-from spurctl.defaults import DEFAULT_MAX_INVENTORY_AGE_S
+from spurctl.defaults import DEFAULT_LOCK_WAIT_S, DEFAULT_MAX_INVENTORY_AGE_S
 from spurctl.errors import ExitStatus, SpurctlError
 from spurctl.hostlist import fold
 from spurctl.model import NextStep, utcnow
@@ -78,6 +79,8 @@ class DrainRequest:
     # The options that made the view and the journal named, as a next command restates
     # them (opt.view_flags, plus --journal when one was given).
     given: tuple[str, ...] = ()
+    # --lock-wait: how long a real run waits for the journal's lock (an autopilot's round).
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
 
     def applying(self) -> NextStep:
         """This very run without --dry-run: the command that sends what it planned."""
@@ -182,7 +185,24 @@ def change(
     show_plan: Callable[[DrainPlan], None],
     ask: Callable[[DrainPlan], bool] | None,
 ) -> Changed:
-    """Plan, show, ask unless --yes (`ask` None: no terminal, so refuse), send."""
+    """Plan, show, ask unless --yes (`ask` None: no terminal, so refuse), send. A real run
+    holds the journal's lock from before it reads the journal to its last record (waiting
+    for it --lock-wait at most: an autopilot's round); a dry run takes none."""
+    from spurctl.act.journal import journal_lock
+
+    wait = request.lock_wait_s
+    with nullcontext() if request.dry_run else journal_lock(request.journal_path, wait):
+        return _change(request, src, conn, show_plan=show_plan, ask=ask)
+
+
+def _change(
+    request: DrainRequest,
+    src: Sources,
+    conn: Connection,
+    *,
+    show_plan: Callable[[DrainPlan], None],
+    ask: Callable[[DrainPlan], bool] | None,
+) -> Changed:
     from spurctl.act.node_changes import send_changes
 
     plan = plan_changes(request, src, conn)

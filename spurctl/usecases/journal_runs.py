@@ -124,10 +124,13 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class JournalFilter:
-    """`journal --node/-x/--since`: which nodes' records, and from when (as given)."""
+    """`journal --node/-x/--since/--cluster`: which nodes' records, from when, and of
+    which cluster (as given; the cluster's records are chosen when the journal is read,
+    `load`)."""
 
     scope: Scope = field(default_factory=Scope)
     since: datetime | None = None
+    cluster: str | None = None
 
     @property
     def nodes(self) -> str | None:
@@ -139,7 +142,12 @@ class JournalFilter:
 
     @property
     def active(self) -> bool:
-        return self.nodes is not None or self.exclude is not None or self.since is not None
+        return (
+            self.nodes is not None
+            or self.exclude is not None
+            or self.since is not None
+            or self.cluster is not None
+        )
 
 
 @dataclass(slots=True)
@@ -157,6 +165,8 @@ class JournalRuns:
     # Repairs a run began and no run finished (where each stopped): `spurctl repair` of
     # the node takes each up.
     repairs: list[RepairProgress] = field(default_factory=list)
+    # `--cluster NAME` that no record names: why nothing is shown (one line), else None.
+    cluster_note: str | None = None
 
 
 def _time(rec: Mapping[str, Any]) -> datetime | None:
@@ -339,13 +349,19 @@ def select(runs: list[Run], run_id: str) -> Run:
     raise SpurctlError(f"--run {run_id}: {len(found)} runs start with it; give more of the id")
 
 
-def load(path: Path, warn: Callable[[str], None] = _warn) -> JournalRuns:
+def load(
+    path: Path, warn: Callable[[str], None] = _warn, cluster: str | None = None
+) -> JournalRuns:
     """The journal at `path` as runs; a missing journal is no run (`exists` False).
 
-    A torn or unreadable line goes to `warn` (stderr) with its line number and is
-    skipped. SpurctlError when the journal cannot be read or is not a file.
+    `cluster`: only that cluster's records, by the rule every run reads its own with
+    (journal_records.belongs: a record naming no cluster is every cluster's); a name no
+    record gives is no record at all, and `cluster_note` says so and which names the
+    journal holds. A torn or unreadable line goes to `warn` (stderr) with its line number
+    and is skipped. SpurctlError when the journal cannot be read or is not a file.
     """
-    from spurctl.sources.journal_records import records
+    from spurctl.sources.cluster_binding import Binding
+    from spurctl.sources.journal_records import belongs, recorded_cluster, records
 
     warnings: list[str] = []
 
@@ -357,8 +373,21 @@ def load(path: Path, warn: Callable[[str], None] = _warn) -> JournalRuns:
         found = records(path, report)
     except FileNotFoundError:
         return JournalRuns(path, False, [])
+    in_journal, note = None, None
+    if cluster is not None:
+        names = list(dict.fromkeys(n for r in found if (n := recorded_cluster(r).cluster)))
+        in_journal = len(summarize(found))
+        if cluster in names:
+            found = [r for r in found if belongs(r, Binding(cluster=cluster))]
+        else:
+            held = f"the clusters it names: {', '.join(names)}" if names else "it names none"
+            note = f"no record in journal {path} names cluster {cluster!r} ({held}): no run shown"
+            found = []
     repairs = sorted(repair_progress(found).values(), key=lambda p: p.node)
-    return JournalRuns(path, True, summarize(found), unreadable=len(warnings), repairs=repairs)
+    return JournalRuns(
+        path, True, summarize(found), unreadable=len(warnings), repairs=repairs,
+        in_journal=in_journal, cluster_note=note,
+    )  # fmt: skip
 
 
 def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
@@ -394,4 +423,6 @@ def filtered(view: JournalRuns, only: JournalFilter) -> JournalRuns:
                 continue
         runs.append(run)
     repairs = [p for p in view.repairs if keep(p.node)]
-    return replace(view, runs=runs, filter=only, in_journal=len(view.runs), repairs=repairs)
+    # --cluster: `load` kept that cluster's runs, and counted the journal's.
+    whole = view.in_journal if view.in_journal is not None else len(view.runs)
+    return replace(view, runs=runs, filter=only, in_journal=whole, repairs=repairs)

@@ -55,6 +55,7 @@ from spurctl.decide.reclaim_plan import decide, selection, would_send
 from spurctl.decide.send_guards import key_refusal, key_warning, legit_nodes
 from spurctl.defaults import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_LOCK_WAIT_S,
     DEFAULT_MAX_INVENTORY_AGE_S,
     DEFAULT_SETTLE_S,
 )
@@ -465,6 +466,8 @@ class ReclaimRequest:
     plan_output: Path | None = None
     detailed_exitcode: bool = False
     given: Given = Given()
+    # --lock-wait: how long a real run waits for the journal's lock (an autopilot's round).
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
 
     def __post_init__(self) -> None:
         if self.plan_output is not None and not self.dry_run:
@@ -518,16 +521,16 @@ def reclaim(
     the whole run: the audit, and every re-check.
 
     A real run holds the journal's lock from before the journal is read to its last
-    record, the prompt included: a second reclaim on this journal refuses at once,
-    naming this one's pid, instead of planning, asking and sending beside it; and
-    the plan is made from a journal no other run writes meanwhile. A dry run takes
-    no lock (it must not wait for a running reclaim).
+    record, the prompt included: a second reclaim on this journal waits for it at most
+    --lock-wait, then refuses naming this one's pid, instead of planning, asking and
+    sending beside it; and the plan is made from a journal no other run writes
+    meanwhile. A dry run takes no lock (it must not wait for a running reclaim).
     """
     from spurctl.act.journal import journal_lock
     from spurctl.sources.controller import ControllerClient
 
     r, given = request, request.given
-    locked = nullcontext() if r.dry_run else journal_lock(r.journal_path)
+    locked = nullcontext() if r.dry_run else journal_lock(r.journal_path, r.lock_wait_s)
     with locked, ControllerClient(conn) as client:
         prepared = prepare(
             r.nodes, src, conn, jobs=r.jobs, journal_path=r.journal_path,

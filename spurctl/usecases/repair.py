@@ -22,6 +22,7 @@ import dataclasses
 import enum
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -201,8 +202,26 @@ def repair(
     the holdings read through `src` (its scope the request's), the cluster through `conn`.
 
     Exit 0 only when every node in scope was repaired or had no charge; 1 when one was
-    refused, failed, did not come back, or the operator declined.
+    refused, failed, did not come back, or the operator declined. A real run holds the
+    journal's lock from before it reads the journal to its last record (waiting for it
+    --lock-wait at most: an autopilot's round); a dry run takes none.
     """
+    from spurctl.act.journal import journal_lock
+
+    wait = request.lock_wait_s
+    with nullcontext() if request.dry_run else journal_lock(request.journal_path, wait):
+        return _repair(request, src, conn, show_plan, ask, sleep, waiting)
+
+
+def _repair(
+    request: RepairRequest,
+    src: Sources,
+    conn: Connection,
+    show_plan: Callable[[RepairPlan], None],
+    ask: Callable[[RepairPlan], bool] | None,
+    sleep: Callable[[float], None],
+    waiting: Callable[[str], None],
+) -> Repaired:
     progress, owned, resumed = _earlier(request, conn)
     plan = prepare(request, src, conn, progress, owned, resumed)
     show_plan(plan)

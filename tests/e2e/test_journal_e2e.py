@@ -34,7 +34,7 @@ def test_a_second_reclaim_on_the_same_journal_refuses_naming_the_first_runs_pid(
         with cli_process(*args, "--concurrency", "1", home=tmp_path / "home1") as first:
             # The first run is sending: its first intent is journaled, its cancel in flight.
             wait_for(lambda: journal.exists() and '"intent"' in journal.read_text(), timeout=30)
-            second = run_cli(*args, home=tmp_path / "home2")
+            second = run_cli(*args, "--lock-wait", "0", home=tmp_path / "home2")
             sim.agent_latency = 0.0
             _, first_err = first.communicate(timeout=60)
 
@@ -117,7 +117,10 @@ def test_a_second_reclaim_reaching_the_journal_through_a_symlink_refuses_with_th
         with cli_process(*first_args, "--concurrency", "1", home=tmp_path / "home1") as first:
             wait_for(lambda: journal.exists() and '"intent"' in journal.read_text(), timeout=30)
             second = run_cli(
-                *reclaim_args(sim, inventory, agent_map, link), home=tmp_path / "home2"
+                *reclaim_args(sim, inventory, agent_map, link),
+                "--lock-wait",
+                "0",
+                home=tmp_path / "home2",
             )
             sim.agent_latency = 0.0
             _, first_err = first.communicate(timeout=60)

@@ -132,3 +132,47 @@ def test_a_drain_journaled_on_one_cluster_is_not_spurctls_on_the_other(two: Two)
     assert "spurctl never journaled setting on gpu001" in theirs.stdout, (
         theirs.stdout + theirs.stderr
     )
+
+
+def _shown(two: Two, *args: str) -> tuple[dict[str, object], str]:
+    shown = run_cli("journal", *args, "--format", "json", home=two.home, env=two.env)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    return json.loads(shown.stdout), shown.stderr
+
+
+def test_journal_cluster_shows_that_clusters_runs_and_those_naming_none(two: Two) -> None:
+    for context in ("prod", "lab"):
+        sent = run_cli(
+            "--context", context, "reclaim", "--node", RECLAIM_NODES, "--yes",
+            home=two.home, env=two.env,
+        )  # fmt: skip
+        assert sent.returncode == 1, sent.stdout + sent.stderr  # sent, unconfirmed
+    runs = {r["cluster"]: r["run"] for r in journal_records(two.journal)}
+    assert set(runs) == {"prod", "lab"}
+    # A run written before records named a cluster: every cluster's, as every run reads it.
+    old = {
+        "schema": "spurctl.journal/v1", "run": "20261201T080000-0a0b0c",
+        "at": "2026-12-01T08:00:00Z", "operator": "ops", "node": "gpu099", "job_id": 7,
+        "kind": "leftover",
+    }  # fmt: skip
+    with two.journal.open("a") as out:
+        out.write(json.dumps({**old, "event": "intent"}) + "\n")
+        out.write(json.dumps({**old, "event": "outcome", "result": "sent"}) + "\n")
+
+    everything, _ = _shown(two)
+    assert {r["run"] for r in everything["runs"]} == {runs["prod"], runs["lab"], old["run"]}
+    for name, other in (("prod", "lab"), ("lab", "prod")):
+        doc, said = _shown(two, "--cluster", name)
+        assert {r["run"] for r in doc["runs"]} == {runs[name], old["run"]}, doc
+        assert runs[other] not in said and doc["filter"]["cluster"] == name
+        assert doc["filter"]["runs_in_journal"] == 3
+
+    # A name no record gives: nothing shown (not the runs naming none), one line says why.
+    doc, said = _shown(two, "--cluster", "staging")
+    assert doc["runs"] == [] and doc["filter"]["runs_in_journal"] == 3
+    [line] = said.splitlines()
+    assert "names cluster 'staging'" in line and "prod, lab" in line, said
+    table = run_cli("journal", "--cluster", "prod", home=two.home, env=two.env)
+    assert table.returncode == 0, table.stderr
+    assert "2 runs matching --cluster prod (of 3)" in table.stdout, table.stdout
+    assert runs["lab"] not in table.stdout and runs["prod"] in table.stdout

@@ -105,7 +105,7 @@ def test_a_run_reaching_the_journal_through_a_symlink_meets_the_first_runs_lock(
     try:
         with pytest.raises(SpurctlError) as err:
             Journal(link)
-        one_line(err, "in use by another reclaim", "pid 424242")
+        one_line(err, "in use by another spurctl run", "pid 424242")
     finally:
         os.close(fd)
     assert not (tmp_path / "b" / "journal.jsonl.lock").exists()
