@@ -361,6 +361,7 @@ def test_journal_node_shows_only_runs_on_those_nodes_counted_for_them(journal: P
         "nodes": "gpu013",
         "exclude": None,
         "since": None,
+        "cluster": None,
         "runs_in_journal": 2,
     }
 

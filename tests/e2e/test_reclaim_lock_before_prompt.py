@@ -33,7 +33,8 @@ def test_a_second_reclaim_refuses_while_the_first_waits_at_its_prompt(
         # pty.fork's child leads its own session: the terminal's foreground group is it.
         first["pid"] = os.tcgetpgrp(terminal)
         # The first run shows its plan and asks; meanwhile another operator runs one too.
-        meanwhile["second"] = run_cli(*args, home=tmp_path / "home2")
+        # --lock-wait 0: refuse at once (the default waits up to 60 s for the lock).
+        meanwhile["second"] = run_cli(*args, "--lock-wait", "0", home=tmp_path / "home2")
         meanwhile["dry"] = run_cli(*args, "--dry-run", home=tmp_path / "home3")
         first["cancels while asking"] = cancelled(sim)
         os.write(terminal, b"n\r")
