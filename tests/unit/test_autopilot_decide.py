@@ -198,6 +198,21 @@ def test_budgets_and_rules_always_hold(
     assert len(flapping_drains) == len(set(flapping_drains))  # once per node
 
 
+def test_sightings_hold_only_what_the_last_round_showed() -> None:
+    # A long-lived autopilot sees findings come and go on ever other nodes and jobs: what
+    # it carries from round to round is this round's, not every finding it ever saw.
+    s = Sightings()
+    for r in range(300):
+        now = NOW + timedelta(seconds=30 * r)
+        s.seen([(f"gpu{(r * 7 + i) % 5000:04}", "finding", r, "terminal-held")
+                for i in range(40)], now)  # fmt: skip
+        s.seen([(f"gpu{r % 5000:04}", "clean", 0, "resume")], now, family="clean")
+        assert len(s.first) == 41
+    s.seen([], NOW)
+    s.seen([], NOW, family="clean")
+    assert s.first == {}
+
+
 def test_sightings_of_one_family_do_not_forget_another() -> None:
     s = Sightings()
     clean = ("gpu001", "clean", 0, "resume")
