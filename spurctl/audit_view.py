@@ -35,7 +35,7 @@ from spurctl.releases import spur_version_line, spur_version_note
 from spurctl.sources.inventories import (
     Sources,
     gather_holdings,
-    read_view_and_inventories,
+    read_view_and_holdings,
 )
 
 if TYPE_CHECKING:
@@ -105,19 +105,24 @@ def gather(
     scope: frozenset[str] | None = None,
     not_found_doubt: str | None = None,
     collected: bool = False,
+    held: frozenset[int] | None = None,
 ) -> AuditInputs:
     """Confirm what the bulk view could not, then fix the watermark.
 
     A complete view proves absence by itself. An incomplete one (a scoped
     credential) proves nothing: every held id it lacks is asked about with GetJob,
     and only NOT_FOUND counts as untracked. Offline (a snapshot) nothing can be
-    asked, so those ids stay unverifiable.
+    asked, so those ids stay unverifiable. `held`: `held_ids(inventories)` when the
+    caller has it; used only where no node repeats (else the latest inventory of a
+    node is its only one, and the ids are those of the ones kept).
     """
     now = utcnow()  # the inventories are in hand: nothing honest is dated after this
+    inventories = list(inventories)
     by_node = inventories_by_node(inventories)
     confirmed: dict[int, Job | None] = {}
     if client is not None:
-        held = held_ids(by_node.values())
+        if held is None or len(by_node) != len(inventories):
+            held = held_ids(by_node.values())
         if view.bounded:
             view = client.look_up(view, held)
         confirmed = confirm_missing(view, held, client.confirm, not_found_doubt=not_found_doubt)
@@ -333,11 +338,13 @@ def run_audit(
         if conn is None:
             raise SpurctlError("a live audit needs a controller connection")
         with nullcontext(client) if client is not None else ControllerClient(conn) as asked:
+            held: frozenset[int] | None = None  # the inventories' ids, when the read has them
             if src.inventory and not src.collect:
-                view, holdings = read_view_and_inventories(asked, src.inventory)
+                view, holdings, held = read_view_and_holdings(asked, src.inventory)
             else:
                 view = asked.view()
                 holdings = gather_holdings(src, view.nodes)
+            read = holdings
             holdings = leave_out(view, holdings)
             inputs = gather(
                 view,
@@ -347,6 +354,7 @@ def run_audit(
                 scope=scope,
                 not_found_doubt=conn.not_found_doubt(),
                 collected=src.collect,
+                held=held if holdings is read else None,  # -x left some out: theirs go too
             )
     if left_out:
         from dataclasses import replace

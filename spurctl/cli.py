@@ -123,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             completion_init()
         try:
-            made = build_app(None if completing else _command_module(args))
+            with heap.gc_paused():  # the command's module and its imports: no cycles to find
+                made = build_app(None if completing else _command_module(args))
             code = made(args=args, prog_name="spurctl", standalone_mode=False)
         except (KeyboardInterrupt, Exception) as exc:  # one line, never a bare traceback
             from spurctl.render.terminal import report

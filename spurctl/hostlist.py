@@ -26,6 +26,7 @@ import functools
 import re
 import threading
 from collections.abc import Iterable
+from itertools import repeat
 
 from spurctl import spur_hostlist
 from spurctl.errors import SpurctlError
@@ -241,6 +242,38 @@ _folded_lock = threading.Lock()
 
 def _fold(names: list[str]) -> str:
     """`fold` of distinct names, two or more."""
+    one = _fold_one_pattern(names)
+    return one if one is not None else _fold_by_pattern(names)
+
+
+def _fold_one_pattern(names: list[str]) -> str | None:
+    """`_fold_by_pattern` of names that are all one prefix and a number of one width
+    (`gpu00001`, `gpu00003`, ...: a large cluster's names), read with a few passes in C
+    instead of a regex and a dict per name (~3 against ~10 ms for 10,000 names); None
+    for any other names. Its numbers all have the prefix's one width, so each is written
+    back padded to it, as the general path writes them (a property test holds the two
+    to the same text)."""
+    first = names[0]
+    prefix = first.rstrip(_ASCII_DIGITS)
+    start, size = len(prefix), len(first)
+    if start == size or _NODE_NAME.fullmatch(first) is None:
+        return None
+    if len(set(map(len, names))) != 1 or not all(map(str.startswith, names, repeat(prefix))):
+        return None
+    tails = [name[start:] for name in names]
+    digits = "".join(tails)
+    if not (digits.isascii() and digits.isdigit()):  # only 0-9, as _LAST_NUMBER reads
+        return None
+    runs = _runs(sorted(map(int, tails)))
+    width = size - start
+    text = ",".join(
+        [str(a).zfill(width) if a == b else f"{a:0{width}d}-{b:0{width}d}" for a, b in runs]
+    )
+    return f"{prefix}{text}" if len(runs) == 1 and runs[0][0] == runs[0][1] else f"{prefix}[{text}]"
+
+
+def _fold_by_pattern(names: list[str]) -> str:
+    """`fold` of distinct names, two or more: each split at its last number."""
     if not all(_NODE_NAME.fullmatch(n) for n in names):
         from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetError
 

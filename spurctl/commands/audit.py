@@ -19,6 +19,8 @@ from spurctl.scope import Scope
 if TYPE_CHECKING:
     from spurctl.decide.tracker import WatchRound
     from spurctl.render.environment import Environment
+    from spurctl.sources.inventories import Sources
+    from spurctl.sources.settings import Connection
 
 NAME = "audit"
 EPILOG = (
@@ -303,7 +305,6 @@ def command(
     STRANDED: the controller will not release it by itself.
     """
     from spurctl.commands.environment import detect
-    from spurctl.usecases import audit as use_case
 
     # Every option check first (the request refuses when built), then what they name is read.
     request = AuditRequest(
@@ -331,6 +332,8 @@ def command(
     if request.watch:
         from functools import partial
 
+        from spurctl.usecases import audit as use_case
+
         # A live view redrawn in place has no room for a progress bar under it.
         src = replace(src, progress=False) if env.tty else src
         interval = use_case.WATCH_INTERVAL if request.interval is None else request.interval
@@ -342,10 +345,29 @@ def command(
         )  # fmt: skip
         return _watch(rounds_of, request, env)
     from spurctl import heap
+
+    # One audit, and the process ends (cli.entry): its imports, the read and what is made
+    # of it are long-lived or bulk data with no cycles, which the collector would only
+    # rescan (the watch above keeps it on: each round runs in a child of its own).
+    with heap.gc_paused():
+        return _once(request, src, connection, env, holdings, conn)
+
+
+def _once(
+    request: AuditRequest,
+    src: Sources,
+    connection: Connection | None,
+    env: Environment,
+    holdings: opt.HoldingOptions,
+    conn: opt.ConnectionOptions,
+) -> int:
+    """One audit: read, judge, write it as asked; the exit status."""
+    from spurctl import heap
     from spurctl.audit_view import run_audit
     from spurctl.render.audit_command import show_audit
     from spurctl.render.finding_filter import FindingFilter
 
+    snapshot = request.snapshot
     report, inputs = run_audit(
         src, connection, watermark=request.watermark,
         include_healthy=request.show_all, journal=request.journal,

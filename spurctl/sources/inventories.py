@@ -259,7 +259,17 @@ def _read(stream: BinaryIO, name: str) -> str:
 def read_view_and_inventories(
     client: ControllerClient, sources: Sequence[str]
 ) -> tuple[ControllerView, list[Inventory]]:
-    """The controller's view and the inventory files, read at the same time.
+    """The controller's view and the inventory files, read at the same time
+    (`read_view_and_holdings` without the held ids)."""
+    view, inventories, _ = read_view_and_holdings(client, sources)
+    return view, inventories
+
+
+def read_view_and_holdings(
+    client: ControllerClient, sources: Sequence[str]
+) -> tuple[ControllerView, list[Inventory], frozenset[int]]:
+    """The controller's view and the inventory files, read at the same time, and the
+    ids the inventories hold (`held_ids`, which the view's read needs first).
 
     Neither depends on the other, and while the controller builds and sends a
     large answer this process would otherwise sit idle: parsing the inventories
@@ -306,4 +316,6 @@ def read_view_and_inventories(
     except Exception:
         view()
         raise
-    return view(), inventories
+    ids = held[0]
+    assert ids is not None  # set above when the inventories were read
+    return view(), inventories, ids

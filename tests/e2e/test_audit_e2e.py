@@ -331,3 +331,28 @@ def test_a_collect_that_fails_on_a_node_the_controller_does_not_know_says_it_is_
     )
     (known,) = [f for f in doc["findings"] if f["node"] == "gpu003"]
     assert "unknown to the controller" not in known["reason"]
+
+
+def test_a_one_shot_audit_runs_with_the_collector_paused_and_leaves_it_on(
+    sim: SimCluster, inventory: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    # One audit and out: its imports and its read need no cyclic collector; an in-process
+    # caller (a test, the demo) gets it back on when the command returns.
+    import gc
+
+    from spurctl import audit_view
+    from spurctl.cli import main
+
+    real, collector_on = audit_view.run_audit, []
+
+    def run_audit(*args: object, **kwargs: object) -> object:
+        collector_on.append(gc.isenabled())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(audit_view, "run_audit", run_audit)
+    monkeypatch.setenv("SPUR_CONTROLLER_ADDR", sim.controller_address)
+    assert gc.isenabled()
+    assert main(["audit", "--inventory", str(inventory), "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["schema"] == "spurctl.audit/v1"
+    assert collector_on == [False]
+    assert gc.isenabled()

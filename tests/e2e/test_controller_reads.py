@@ -18,6 +18,7 @@ import pytest
 from spurctl.audit_view import audit, gather
 from spurctl.decide.classify import classify
 from spurctl.errors import DocumentError, SpurctlError
+from spurctl.holdings import held_ids
 from spurctl.model import (
     JobTable,
     NodeTable,
@@ -26,7 +27,11 @@ from spurctl.model import (
 )
 from spurctl.proto import slurm_pb2 as pb
 from spurctl.sources.controller import ControllerClient
-from spurctl.sources.inventories import load_inventories, read_view_and_inventories
+from spurctl.sources.inventories import (
+    load_inventories,
+    read_view_and_holdings,
+    read_view_and_inventories,
+)
 from spurctl.sources.settings import Connection
 from spurctl.sources.snapshot_document import snapshot_from_dict, snapshot_to_dict
 from spurctl.sources.wire import (
@@ -108,6 +113,23 @@ def test_both_sources_read_at_once_equal_reading_them_one_after_the_other(
     with client_for(cluster) as client:
         report = audit(gather(view, inventories, client=client))
     assert report.view_complete and report.jobs_total == SMALL["jobs"] and report.findings
+
+
+def test_the_held_ids_read_beside_the_view_are_the_inventories_held_ids(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    # gather takes them instead of computing them again (where no node repeats).
+    inventory = cluster.write_inventories(tmp_path / "inv.jsonl")
+    with client_for(cluster) as client:
+        view, inventories, held = read_view_and_holdings(client, [str(inventory)])
+        assert held == held_ids(inventories) and held
+        given = gather(view, inventories, client=client, held=held)
+        computed = gather(view, inventories, client=client)
+    assert (given.view, given.confirmed, given.watermark) == (
+        computed.view,
+        computed.confirmed,
+        computed.watermark,
+    )
 
 
 def test_ctrl_c_while_a_slow_controller_answers_returns_at_once(tmp_path: Path) -> None:

@@ -460,3 +460,46 @@ def test_a_loose_key_is_its_own_loose_key(name: str) -> None:
     # not_inventoried skips the key of a name found among the keys: it must be the name.
     key = hostlist.loose_key(name)
     assert hostlist.loose_key(key) == key
+
+
+@st.composite
+def _one_pattern_names(draw: st.DrawFn) -> list[str]:
+    """Names mostly of one prefix and one number width (the shortcut's shape), now and
+    then one that breaks it: another width, prefix or suffix, a digit 0-9 does not spell."""
+    prefix = draw(st.sampled_from(["gpu", "node", "r1n", "a-", "x.y", "GPU", "n_", "", "9x"]))
+    width = draw(st.integers(min_value=1, max_value=5))
+    numbers = draw(st.sets(st.integers(min_value=0, max_value=10**width - 1), min_size=2))
+    padded = draw(st.booleans())
+    names = [prefix + (str(n).zfill(width) if padded else str(n)) for n in numbers]
+    tail = "1" * (width - 1)
+    near = ["", "12", "1x", "\u0663", "\u00b2"]  # the width, one more, a suffix, not 0-9
+    odd = draw(st.sampled_from([prefix + tail + end for end in near] + ["q" + tail + "1"]))
+    if odd and draw(st.booleans()):
+        names.insert(draw(st.integers(min_value=0, max_value=len(names))), odd)
+    return list(dict.fromkeys(names))
+
+
+@given(_one_pattern_names())
+@example(["gpu1", "gpu01"])
+@example(["gpu10", "gpu01", "gpu00"])
+@example(["0", "1", "2"])
+def test_the_one_pattern_fold_is_the_general_fold(names: list[str]) -> None:
+    # The shortcut for names of one prefix and width must write what the general
+    # path writes, and decline (None) whatever it cannot read that way.
+    if len(names) < 2:
+        return
+    one = hostlist._fold_one_pattern(names)
+    if one is not None:
+        assert one == hostlist._fold_by_pattern(names)
+    assert hostlist.fold(names) == hostlist._fold_by_pattern(names)
+
+
+def test_the_one_pattern_fold_takes_a_large_clusters_names_and_declines_others() -> None:
+    names = [f"gpu{i:05d}" for i in range(1, 20001, 2)]
+    assert hostlist._fold_one_pattern(names) == hostlist._fold_by_pattern(names)
+    assert hostlist._fold_one_pattern(["gpu001", "gpu002", "gpu003"]) == "gpu[001-003]"
+    assert hostlist._fold_one_pattern(["gpu1", "gpu01"]) is None  # two widths
+    assert hostlist._fold_one_pattern(["gpu01", "cpu01"]) is None  # two prefixes
+    assert hostlist._fold_one_pattern(["gpu01a", "gpu02a"]) is None  # a suffix
+    assert hostlist._fold_one_pattern(["gpu01", "gpu0\u0663"]) is None  # not 0-9
+    assert hostlist._fold_one_pattern(["gpu", "gpv"]) is None  # no number
