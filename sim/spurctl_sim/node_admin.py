@@ -23,6 +23,9 @@ docs/spur-facts.md, "Phantom charges and node administration" (read at 4cc3da8):
   heartbeat meets NOT_FOUND and it registers again (spurd reporter.rs
   `should_reregister`), a fresh record (`registered_afresh`), its partitions assigned from
   its labels and a waiting job placed on it at once (spurctl_sim/registration.py).
+  A test pins when that happens: `ClusterState.registration_held` keeps the node away
+  for a block, `ClusterState.back_at_once` registers it before DeregisterNode answers
+  (a background heartbeat races a run's reads on a loaded machine).
 - UpdateNode's labels assign the node's partitions again (`NodeLabelsUpdate`). A fault,
   `ClusterState.update_failure`, refuses UpdateNode's state or labels (INTERNAL).
 """
@@ -219,4 +222,6 @@ def deregister_node_rpc(
 
     evicted = deregister_node(state, req.name, force=req.force, at=utcnow())
     state.deregistrations.append((req.name, req.force, req.reason))
+    if req.name in state.back_at_once:
+        reregister(state, [req.name], utcnow())
     return pb.DeregisterNodeResponse(evicted_jobs_count=len(evicted))

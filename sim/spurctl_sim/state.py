@@ -9,10 +9,11 @@ stops), so a phantom allocation stays exactly what the scenario put there.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -229,6 +230,9 @@ class ClusterState:
         # (spurctl_sim/node_admin.py), unless its registration is refused.
         self.removed: dict[str, Node] = {}
         self.registration_refused: dict[str, str] = {}
+        # Nodes whose spurd heartbeats the moment their record goes: registered again
+        # before DeregisterNode answers (the earliest a heartbeat can land).
+        self.back_at_once: set[str] = set()
         self.deregistrations: list[tuple[str, bool, str]] = []  # (node, force, reason)
         # A fault: `remove_node` fails past its running-jobs check (a Raft propose failure),
         # answered FAILED_PRECONDITION with this text as spurctld maps every such error.
@@ -581,6 +585,19 @@ class ClusterState:
         record is removed it never comes back."""
         with self.lock:
             self.registration_refused[node] = why
+
+    @contextlib.contextmanager
+    def registration_held(self, node: str) -> Iterator[None]:
+        """`node`'s spurd does not register while the block runs: a test keeps a removed node
+        away until what it runs is over, however late the run's reads come on a loaded
+        machine (no race with the heartbeat). After the block it registers at its spurd's
+        next heartbeat."""
+        self.refuse_registration(node, "held back until the test's block is over")
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.registration_refused.pop(node, None)
 
     # -- the controller's heartbeat reclaim --------------------------------------------
 
