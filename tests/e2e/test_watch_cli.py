@@ -12,6 +12,7 @@ import struct
 import subprocess
 import termios
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,31 @@ class Screen:
 
     def lines(self) -> list[str]:
         return ["".join(r).rstrip() for r in self.rows]
+
+
+def live_and_after_ctrl_c(
+    start: Callable[[int, dict[str, str]], AbstractContextManager[subprocess.Popen[str]]],
+    width: int,
+    height: int,
+) -> tuple[Screen, Screen, subprocess.Popen[str], str]:
+    """A watch on a pseudo-terminal of `width` x `height`: `start(terminal, env)` runs it
+    with stdout on the terminal; the screen once its view is drawn, Ctrl-C, and the screen
+    it leaves (with the process and its stderr)."""
+    controller_side, terminal_side = pty.openpty()
+    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+    size = {"COLUMNS": str(width), "LINES": str(height), "TERM": "xterm-256color"}
+    with start(terminal_side, size) as proc:
+        os.close(terminal_side)
+        seen = read_terminal(controller_side, drawn)
+        live = Screen(width, height)
+        live.feed(seen)
+        proc.send_signal(signal.SIGINT)
+        seen = read_terminal(controller_side, lambda _: False, seen=seen)
+        _, err = proc.communicate(timeout=30)
+        os.close(controller_side)
+    final = Screen(width, height)
+    final.feed(seen)
+    return live, final, proc, err
 
 
 def row(block: list[str], node: str, job: int) -> list[str]:
@@ -353,23 +379,13 @@ def test_on_a_terminal_the_verdict_is_on_screen_and_ctrl_c_leaves_one_view_that_
     sim: SimCluster, tmp_path: Path, width: int, height: int
 ) -> None:
     inventory = sim.write_inventories(tmp_path / "inv.jsonl")
-    controller_side, terminal_side = pty.openpty()
-    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
-    size = {"COLUMNS": str(width), "LINES": str(height), "TERM": "xterm-256color"}
-    with watching(
-        sim, inventory, tmp_path, "--interval", "30", stdout=terminal_side, env=size
-    ) as proc:
-        os.close(terminal_side)
-        seen = read_terminal(controller_side, drawn)
-        live = Screen(width, height)
-        live.feed(seen)
-        proc.send_signal(signal.SIGINT)
-        seen = read_terminal(controller_side, lambda _: False, seen=seen)
-        _, err = proc.communicate(timeout=30)
-        os.close(controller_side)
-
-    final = Screen(width, height)
-    final.feed(seen)
+    live, final, proc, err = live_and_after_ctrl_c(
+        lambda terminal, size: watching(
+            sim, inventory, tmp_path, "--interval", "30", stdout=terminal, env=size
+        ),
+        width,
+        height,
+    )
     for screen in (live, final):
         lines = [line for line in screen.lines() if line]
         text = "\n".join(lines)

@@ -5,21 +5,15 @@ and a line says how many more there are; nothing is wider than the terminal."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
 import re
-import signal
-import struct
 import subprocess
-import termios
 from pathlib import Path
 
 import pytest
 
 from spurctl_sim import SimCluster, node_line
-from tests.cli import cli_process, read_terminal
-from tests.e2e.test_watch_cli import Screen, drawn
+from tests.cli import cli_process
+from tests.e2e.test_watch_cli import Screen, live_and_after_ctrl_c
 
 # gpu003-013 of the incident: 12 findings, 8 of them holdings the controller ended or
 # moved days ago (active-elsewhere on gpu003-008, terminal-held on gpu012): collected
@@ -39,22 +33,13 @@ def _on_a_terminal(
     collect = node_line.command(inventory)
     args = ["audit", "--watch", "--collect", "--command", collect, "--nodes", NODES,
             "--controller", sim.controller_address, "--interval", "30"]  # fmt: skip
-    controller_side, terminal_side = pty.openpty()
-    fcntl.ioctl(terminal_side, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
-    size = {"COLUMNS": str(width), "LINES": str(height), "TERM": "xterm-256color"}
-    with cli_process(
-        *args, home=tmp_path / "home", stdout=terminal_side, stderr=subprocess.PIPE, env=size
-    ) as proc:
-        os.close(terminal_side)
-        seen = read_terminal(controller_side, drawn)
-        live = Screen(width, height)
-        live.feed(seen)
-        proc.send_signal(signal.SIGINT)
-        seen = read_terminal(controller_side, lambda _: False, seen=seen)
-        _, err = proc.communicate(timeout=30)
-        os.close(controller_side)
-    final = Screen(width, height)
-    final.feed(seen)
+    live, final, proc, err = live_and_after_ctrl_c(
+        lambda terminal, size: cli_process(
+            *args, home=tmp_path / "home", stdout=terminal, stderr=subprocess.PIPE, env=size
+        ),
+        width,
+        height,
+    )
     return [live, final], args, proc.returncode, err
 
 
